@@ -1,0 +1,5 @@
+"""Allow `python -m rlforge`."""
+
+from rlforge.cli import main
+
+main()

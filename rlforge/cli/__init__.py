@@ -1,0 +1,113 @@
+"""The `rlforge` command line: typer commands that parse, call the library, and print.
+
+Exit codes: 0 ok, 1 user error (one line, no traceback), 2 bad flags, 3 pass rate below
+the gate, 4 infrastructure error rate above the gate, 130 interrupted.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Optional
+
+import typer
+from rich.console import Console
+from typer.core import TyperGroup
+
+from rlforge import __version__
+from rlforge.config import Config
+from rlforge.errors import RlforgeError
+
+console = Console()
+err_console = Console(stderr=True)
+
+
+class RlforgeGroup(TyperGroup):
+    """Turns rlforge errors into one clear line and an exit code, Ctrl-C into 130."""
+
+    def invoke(self, ctx):  # noqa: D102
+        try:
+            return super().invoke(ctx)
+        except RlforgeError as exc:
+            err_console.print(f"[bold red]error:[/] {exc}", highlight=False, soft_wrap=True)
+            raise typer.Exit(exc.exit_code) from None
+        except KeyboardInterrupt:
+            err_console.print("interrupted")
+            raise typer.Exit(130) from None
+
+
+@dataclass
+class State:
+    """What the root callback resolved, handed to every command through ctx.obj."""
+
+    config: Config
+    flags: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def db_path(self) -> Path:
+        return Path(self.config.get("db"))
+
+
+app = typer.Typer(
+    cls=RlforgeGroup,
+    help="Turn tickets, commits and ops logs into verifiable RL tasks, and run models on them.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+
+
+def _version(value: bool) -> None:
+    if value:
+        console.print(f"rlforge {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def root(
+    ctx: typer.Context,
+    db: Optional[Path] = typer.Option(None, "--db", help="DuckDB file (env RLFORGE_DB; default rlforge.duckdb)"),
+    config: Optional[Path] = typer.Option(None, "--config", help="config file (env RLFORGE_CONFIG; default ./rlforge.toml)"),
+    version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="show the version and exit"),
+) -> None:
+    """rlforge: records of real work in, verifiable RL tasks and scored rollouts out."""
+    try:
+        cfg = Config.load(config)
+    except RlforgeError as exc:
+        err_console.print(f"[bold red]error:[/] {exc}", highlight=False)
+        raise typer.Exit(1) from None
+    cfg.with_flags(db=str(db) if db else None)
+    ctx.obj = State(config=cfg)
+
+
+def state(ctx: typer.Context) -> State:
+    """The State the root callback stored (commands call this first)."""
+    return ctx.find_root().obj
+
+
+def _register() -> None:
+    from rlforge.cli import admin, ingest
+
+    admin.register(app)
+    app.add_typer(ingest.app, name="ingest")
+    for optional in ("sandbox", "tasks", "run", "export", "logs"):
+        try:
+            module = __import__(f"rlforge.cli.{optional}", fromlist=["register"])
+        except ModuleNotFoundError as exc:
+            if exc.name != f"rlforge.cli.{optional}":
+                raise
+            continue
+        module.register(app)
+
+
+_register()
+
+
+def main() -> None:
+    """Console-script entry point."""
+    try:
+        app()
+    except KeyboardInterrupt:  # raised outside a command (e.g. during import)
+        sys.exit(130)

@@ -1,0 +1,88 @@
+"""`rlforge init`, `rlforge config show`, `rlforge status`: set-up and a look at the store."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import typer
+from rich.table import Table
+
+from rlforge import db
+from rlforge.cli import console, state
+from rlforge.config import CONFIG_FILE, render_default_file
+from rlforge.errors import UserError
+
+config_app = typer.Typer(help="Inspect the resolved configuration.", no_args_is_help=True)
+
+
+def init(
+    path: Path = typer.Argument(Path(CONFIG_FILE), help="where to write the config file"),
+    force: bool = typer.Option(False, "--force", help="overwrite an existing file"),
+) -> None:
+    """Write a commented rlforge.toml with every setting at its default."""
+    if path.exists() and not force:
+        raise UserError(f"{path} already exists; pass --force to overwrite it")
+    path.write_text(render_default_file(), encoding="utf-8")
+    console.print(f"wrote {path}")
+
+
+@config_app.command("show")
+def config_show(
+    ctx: typer.Context,
+    as_json: bool = typer.Option(False, "--json", help="machine-readable output"),
+) -> None:
+    """Print every resolved setting and where it came from (secrets masked)."""
+    cfg = state(ctx).config
+    rows = cfg.explain()
+    unknown = cfg.unknown_file_keys()
+    if as_json:
+        console.print_json(json.dumps({"settings": rows, "unknown_keys": unknown}, default=str))
+        return
+    table = Table("setting", "value", "source", "env var")
+    for r in rows:
+        table.add_row(r["key"], json.dumps(r["value"]) if not isinstance(r["value"], str) else r["value"],
+                      r["source"], r["env"])
+    console.print(table)
+    for key in unknown:
+        console.print(f"[yellow]warning:[/] unknown key {key!r} in {cfg.file_path}")
+
+
+def status(
+    ctx: typer.Context,
+    as_json: bool = typer.Option(False, "--json", help="machine-readable output"),
+    recent: int = typer.Option(10, "--recent", help="how many recent ingests to list"),
+) -> None:
+    """Row counts per table and the most recent ingests."""
+    path = state(ctx).db_path
+    con = db.connect(path, read_only=True)
+    counts = db.table_counts(con)
+    runs = con.execute(
+        "SELECT run_id, source, path, format, status, n_read, n_loaded, n_duplicates, "
+        "n_quarantined, finished_at FROM ingest_runs ORDER BY run_id DESC LIMIT ?", [recent]
+    ).fetchall()
+    cols = ["run_id", "source", "path", "format", "status", "read", "loaded", "duplicates",
+            "quarantined", "finished_at"]
+    recent_rows = [dict(zip(cols, r)) for r in runs]
+    version = db.schema_version(con)
+    if as_json:
+        console.print_json(json.dumps({"db": str(path), "schema_version": version,
+                                       "tables": counts, "recent_ingests": recent_rows},
+                                      default=str))
+        return
+    console.print(f"[bold]{path}[/] (schema version {version})")
+    t = Table("table", "rows")
+    for name, n in counts.items():
+        t.add_row(name, f"{n:,}")
+    console.print(t)
+    if recent_rows:
+        r = Table(*cols, title="recent ingests")
+        for row in recent_rows:
+            r.add_row(*[str(row[c]) if not isinstance(row[c], int) else f"{row[c]:,}" for c in cols])
+        console.print(r)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("init")(init)
+    app.add_typer(config_app, name="config")
+    app.command("status")(status)

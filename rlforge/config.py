@@ -1,0 +1,272 @@
+"""One configuration resolver for every command.
+
+Precedence, highest first: command-line flag > `RLFORGE_*` environment variable >
+`rlforge.toml` > built-in default. Every setting rlforge knows is declared once in
+`SETTINGS` (data, not code), so `rlforge init` can write a commented file and
+`rlforge config show` can say where each value came from.
+
+Secrets never live in the config file: a setting such as `run.api_key_env` holds the
+*name* of the environment variable that carries the key, and `secret_from_env` reads it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from rlforge.errors import ConfigError
+
+CONFIG_FILE = "rlforge.toml"
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One configurable value: its dotted key, default, type and help text."""
+
+    key: str
+    default: Any
+    help: str
+    kind: type = str
+    choices: tuple[str, ...] = ()
+
+    @property
+    def env(self) -> str:
+        """The environment variable that overrides this setting."""
+        return "RLFORGE_" + self.key.upper().replace(".", "_")
+
+
+# The registry. Keep keys grouped by the command that reads them; `rlforge init` writes
+# the sections in this order.
+SETTINGS: list[Setting] = [
+    Setting("db", "rlforge.duckdb", "DuckDB file every command reads and writes"),
+    Setting("cache_dir", "", "cache for prepared environments (default: $XDG_CACHE_HOME/rlforge "
+            "or /var/tmp/rlforge-cache)"),
+    Setting("redact", True, "redact PII and secrets before anything is written", bool),
+    Setting("ingest.tickets.format", "auto", "ticket export format",
+            choices=("auto", "csv", "json", "jsonl", "zendesk", "jira-csv")),
+    Setting("ingest.tickets.mapping", {}, "normalised field -> column of your export "
+            "(e.g. body = \"description\")", dict),
+    Setting("ingest.tickets.on_conflict", "quarantine", "same ticket id with different content",
+            choices=("quarantine", "replace")),
+    Setting("ingest.commits.rev", "--all", "revision range to ingest (git rev-list syntax)"),
+    Setting("ingest.logs.format", "auto", "log format: auto, jsonl, syslog, access, docker, "
+            "or a header format string such as '<Date> <Time> <Level> <Component>: <Content>'"),
+    Setting("ingest.logs.masks", [], "regexes masked in log content before template mining", list),
+    Setting("ingest.logs.keys", {}, "JSON-lines key mapping, e.g. message = \"event\"", dict),
+    Setting("ingest.logs.unparsed", "quarantine", "lines matching no format",
+            choices=("quarantine", "message-only")),
+    Setting("sandbox.mode", "bwrap", "how untrusted code runs: bwrap, or none (unsafe, explicit)",
+            choices=("bwrap", "none")),
+    Setting("sandbox.workers", 0, "concurrent sandboxes (0 = 2 x cores)", int),
+    Setting("tasks.out", "tasks", "directory build-tasks writes task directories to"),
+    Setting("tasks.seed", 0, "seed for task generation", int),
+    Setting("tasks.templates", "", "directory of templates overriding the packaged ones"),
+    Setting("run.base_url", "", "OpenAI-compatible endpoint (empty = embedded local model)"),
+    Setting("run.model", "", "model name sent to the endpoint"),
+    Setting("run.api_key_env", "OPENAI_API_KEY", "NAME of the environment variable holding "
+            "the API key (the key itself is never stored)"),
+    Setting("run.samples", 1, "samples per task (a GRPO group)", int),
+    Setting("run.concurrency", 8, "concurrent rollouts", int),
+    Setting("run.temperature", 0.0, "sampling temperature", float),
+    Setting("run.max_tokens", 512, "max tokens per completion", int),
+    Setting("run.request_timeout", 60.0, "seconds before a request times out", float),
+    Setting("run.min_pass_rate", 0.0, "exit 3 when the pass rate is below this", float),
+    Setting("run.max_infra_error_rate", 1.0, "exit 4 when infra errors exceed this rate", float),
+    Setting("run.executor", "local", "where rollouts run", choices=("local", "ray")),
+    Setting("run.runs_dir", "runs", "directory holding runs/<run_id>/"),
+]
+
+_BY_KEY = {s.key: s for s in SETTINGS}
+
+
+def setting(key: str) -> Setting:
+    """Look up a declared setting; unknown keys are a bug in the caller."""
+    return _BY_KEY[key]
+
+
+def _coerce(s: Setting, raw: Any, origin: str) -> Any:
+    """Turn a raw value (string from env, TOML value, flag) into the setting's type."""
+    try:
+        if s.kind is bool:
+            if isinstance(raw, bool):
+                return raw
+            text = str(raw).strip().lower()
+            if text in ("1", "true", "yes", "on"):
+                return True
+            if text in ("0", "false", "no", "off"):
+                return False
+            raise ValueError(raw)
+        if s.kind in (int, float):
+            return s.kind(raw)
+        if s.kind in (list, dict):
+            value = json.loads(raw) if isinstance(raw, str) else raw
+            if not isinstance(value, s.kind):
+                raise ValueError(raw)
+            return value
+        value = str(raw)
+    except (ValueError, TypeError):
+        raise ConfigError(
+            f"{s.key} from {origin}: {raw!r} is not a valid {s.kind.__name__}"
+        ) from None
+    if s.choices and value not in s.choices and not (s.key == "ingest.logs.format"):
+        raise ConfigError(f"{s.key} from {origin}: {value!r} is not one of {', '.join(s.choices)}")
+    return value
+
+
+def _dig(tree: dict, dotted: str) -> tuple[bool, Any]:
+    node: Any = tree
+    for part in dotted.split("."):
+        if not isinstance(node, dict) or part not in node:
+            return False, None
+        node = node[part]
+    # A table that is itself a section with sub-settings is not a value of this key,
+    # unless the setting is declared as a dict.
+    if isinstance(node, dict) and _BY_KEY[dotted].kind is not dict:
+        return False, None
+    return True, node
+
+
+@dataclass
+class Config:
+    """Resolved configuration: file contents, environment, and flags given on the CLI."""
+
+    file_path: Path | None = None
+    file_values: dict = field(default_factory=dict)
+    env: dict[str, str] = field(default_factory=lambda: dict(os.environ))
+    flags: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def load(cls, path: str | Path | None = None, env: dict[str, str] | None = None) -> "Config":
+        """Read the config file (explicit path, `RLFORGE_CONFIG`, or ./rlforge.toml if present)."""
+        env = dict(os.environ) if env is None else env
+        explicit = path or env.get("RLFORGE_CONFIG")
+        candidate = Path(explicit) if explicit else Path(CONFIG_FILE)
+        values: dict = {}
+        if candidate.is_file():
+            try:
+                values = tomllib.loads(candidate.read_text(encoding="utf-8"))
+            except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+                raise ConfigError(f"{candidate}: not valid TOML ({exc}); fix or remove it") from None
+        elif explicit:
+            raise ConfigError(f"config file {candidate} does not exist; run `rlforge init` to create one")
+        else:
+            candidate = None
+        return cls(file_path=candidate, file_values=values, env=env)
+
+    def with_flags(self, **flags: Any) -> "Config":
+        """Record flag values (None means 'not given') and return self for chaining."""
+        for key, value in flags.items():
+            dotted = key.replace("__", ".")
+            if value is not None:
+                self.flags[dotted] = value
+        return self
+
+    def resolve(self, key: str, flag: Any = None) -> tuple[Any, str]:
+        """Return (value, source) where source is flag, env VAR, file PATH, or default."""
+        s = _BY_KEY[key]
+        if flag is not None:
+            return _coerce(s, flag, "flag"), "flag"
+        if key in self.flags:
+            return _coerce(s, self.flags[key], "flag"), "flag"
+        if s.env in self.env:
+            return _coerce(s, self.env[s.env], s.env), f"env {s.env}"
+        found, raw = _dig(self.file_values, key)
+        if found:
+            return _coerce(s, raw, str(self.file_path)), f"file {self.file_path}"
+        return s.default, "default"
+
+    def get(self, key: str, flag: Any = None) -> Any:
+        """The resolved value of a setting."""
+        return self.resolve(key, flag)[0]
+
+    def secret_from_env(self, name_key: str) -> str | None:
+        """Read a secret from the environment variable whose *name* the setting holds."""
+        var = self.get(name_key)
+        return self.env.get(var) if var else None
+
+    def explain(self) -> list[dict[str, Any]]:
+        """Every setting with its resolved value and where it came from."""
+        rows = []
+        for s in SETTINGS:
+            value, source = self.resolve(s.key)
+            rows.append({"key": s.key, "value": value, "source": source, "env": s.env})
+            if s.key.endswith("_env"):
+                present = bool(value) and value in self.env
+                rows.append({"key": s.key[: -len("_env")] + " (secret)",
+                             "value": mask(self.env.get(value, "")) if present else "(not set)",
+                             "source": f"env {value}" if present else "-", "env": value})
+        return rows
+
+    def unknown_file_keys(self) -> list[str]:
+        """Keys present in the config file that rlforge does not know (likely typos)."""
+        unknown: list[str] = []
+
+        def walk(node: dict, prefix: str) -> None:
+            for k, v in node.items():
+                dotted = f"{prefix}{k}"
+                if dotted in _BY_KEY:
+                    continue
+                if isinstance(v, dict) and any(key.startswith(dotted + ".") for key in _BY_KEY):
+                    walk(v, dotted + ".")
+                else:
+                    unknown.append(dotted)
+
+        walk(self.file_values, "")
+        return unknown
+
+
+def mask(secret: str) -> str:
+    """Show that a secret is set without revealing it."""
+    if not secret:
+        return ""
+    return "****" if len(secret) < 12 else f"{secret[:3]}…{'*' * 4}"
+
+
+def _toml_value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        return repr(value)
+    if isinstance(value, dict):
+        return "{ " + ", ".join(f"{k} = {_toml_value(v)}" for k, v in value.items()) + " }"
+    if isinstance(value, list):
+        return "[" + ", ".join(_toml_value(v) for v in value) + "]"
+    return json.dumps(value)
+
+
+def render_default_file() -> str:
+    """A commented rlforge.toml listing every setting at its default."""
+    lines = [
+        "# rlforge configuration. Precedence: flag > RLFORGE_* env > this file > default.",
+        "# Uncomment a line to change it. Secrets do not go here: name their env variable.",
+        "",
+    ]
+    section = None
+    for s in SETTINGS:
+        parts = s.key.split(".")
+        head, leaf = ".".join(parts[:-1]), parts[-1]
+        if head != section:
+            if section is not None or head:
+                lines.append("")
+            if head:
+                lines.append(f"[{head}]")
+            section = head
+        choices = f" ({' | '.join(s.choices)})" if s.choices else ""
+        lines.append(f"# {s.help}{choices}; env {s.env}")
+        lines.append(f"# {leaf} = {_toml_value(s.default)}")
+    return "\n".join(lines) + "\n"
+
+
+def default_cache_dir(cfg: Config) -> Path:
+    """Where prepared environments live; outside /root so sandboxed code can use them."""
+    configured = cfg.get("cache_dir")
+    if configured:
+        return Path(configured)
+    xdg = cfg.env.get("XDG_CACHE_HOME")
+    if xdg:
+        return Path(xdg) / "rlforge"
+    return Path("/var/tmp/rlforge-cache")

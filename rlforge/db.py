@@ -1,0 +1,214 @@
+"""The DuckDB store: one file, a versioned schema, and forward-only migrations.
+
+Every command opens the database through `connect`, which applies any migration not yet
+recorded in `schema_migrations`. A migration is (name, SQL); names sort in the order they
+must run. The schema version is the number of applied migrations.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import secrets
+from dataclasses import dataclass
+from pathlib import Path
+
+import duckdb
+
+from rlforge import __version__
+from rlforge.errors import UserError
+
+
+@dataclass(frozen=True)
+class Migration:
+    name: str
+    sql: str
+
+
+MIGRATIONS: list[Migration] = [
+    Migration("0001_core", """
+        CREATE TABLE meta (key VARCHAR PRIMARY KEY, value VARCHAR);
+        CREATE SEQUENCE ingest_run_seq START 1;
+        CREATE TABLE ingest_runs (
+            run_id BIGINT PRIMARY KEY,
+            source VARCHAR NOT NULL,          -- tickets | commits | logs
+            path VARCHAR NOT NULL,            -- file or repository path
+            format VARCHAR,
+            sha256 VARCHAR,                   -- of the file (tickets, logs)
+            head VARCHAR,                     -- repository HEAD (commits)
+            status VARCHAR NOT NULL,          -- ok | failed
+            error VARCHAR,
+            n_read BIGINT DEFAULT 0,
+            n_loaded BIGINT DEFAULT 0,
+            n_duplicates BIGINT DEFAULT 0,
+            n_quarantined BIGINT DEFAULT 0,
+            n_flagged BIGINT DEFAULT 0,
+            redactions JSON,
+            rlforge_version VARCHAR,
+            started_at TIMESTAMP,
+            finished_at TIMESTAMP,
+            seconds DOUBLE
+        );
+        CREATE TABLE quarantine (
+            ingest_run BIGINT,
+            source VARCHAR,
+            file VARCHAR,
+            record_no BIGINT,                 -- 1-based record or line number in the file
+            raw VARCHAR,                      -- redacted, capped at 64 KB
+            reason VARCHAR,
+            created_at TIMESTAMP
+        );
+        CREATE TABLE tickets (
+            ticket_id VARCHAR NOT NULL,       -- origin:source_id
+            origin VARCHAR,                   -- export family (csv, zendesk, jira, ...)
+            source_id VARCHAR,
+            subject VARCHAR,
+            body VARCHAR,
+            category VARCHAR,
+            priority VARCHAR,
+            status VARCHAR,
+            resolution VARCHAR,
+            created_at TIMESTAMP,
+            resolved_at TIMESTAMP,
+            tags VARCHAR[],
+            extra JSON,
+            content_hash VARCHAR NOT NULL,
+            flags VARCHAR[],
+            file VARCHAR,
+            record_no BIGINT,
+            ingest_run BIGINT
+        );
+        CREATE TABLE ticket_messages (
+            ticket_id VARCHAR NOT NULL,
+            seq INTEGER NOT NULL,
+            role VARCHAR,                     -- customer | agent
+            author VARCHAR,                   -- pseudonymised
+            text VARCHAR,
+            created_at TIMESTAMP,
+            is_public BOOLEAN
+        );
+        CREATE TABLE commits (
+            repo VARCHAR NOT NULL,            -- absolute repository path
+            sha VARCHAR NOT NULL,
+            parents VARCHAR[],
+            author VARCHAR,                   -- pseudonymised
+            committer VARCHAR,
+            authored_at TIMESTAMPTZ,
+            committed_at TIMESTAMPTZ,
+            subject VARCHAR,
+            message VARCHAR,
+            is_merge BOOLEAN,
+            files_changed INTEGER,
+            lines_added INTEGER,
+            lines_removed INTEGER,
+            ingest_run BIGINT,
+            PRIMARY KEY (repo, sha)
+        );
+        CREATE TABLE commit_files (
+            repo VARCHAR NOT NULL,
+            sha VARCHAR NOT NULL,
+            path VARCHAR NOT NULL,
+            old_path VARCHAR,
+            change_type VARCHAR,              -- A M D R C T
+            lines_added INTEGER,
+            lines_removed INTEGER,
+            is_binary BOOLEAN,
+            is_test BOOLEAN,
+            language VARCHAR
+        );
+    """),
+]
+
+
+def schema_version(con: duckdb.DuckDBPyConnection) -> int:
+    """Number of applied migrations."""
+    return con.execute("SELECT count(*) FROM schema_migrations").fetchall()[0][0]
+
+
+def migrate(con: duckdb.DuckDBPyConnection) -> list[str]:
+    """Apply pending migrations in name order; return the names applied."""
+    con.execute("CREATE TABLE IF NOT EXISTS schema_migrations "
+                "(name VARCHAR PRIMARY KEY, applied_at TIMESTAMP, rlforge_version VARCHAR)")
+    done = {r[0] for r in con.execute("SELECT name FROM schema_migrations").fetchall()}
+    applied = []
+    for m in sorted(MIGRATIONS, key=lambda m: m.name):
+        if m.name in done:
+            continue
+        con.execute("BEGIN")
+        try:
+            con.execute(m.sql)
+            con.execute("INSERT INTO schema_migrations VALUES (?, ?, ?)",
+                        [m.name, now(), __version__])
+            con.execute("COMMIT")
+        except Exception:
+            con.execute("ROLLBACK")
+            raise
+        applied.append(m.name)
+    return applied
+
+
+def connect(path: str | Path, read_only: bool = False) -> duckdb.DuckDBPyConnection:
+    """Open (creating if needed) the rlforge database and bring its schema up to date."""
+    path = Path(path)
+    if read_only and not path.exists():
+        raise UserError(f"database {path} does not exist; run `rlforge ingest ...` first "
+                        "or pass --db PATH")
+    if path.parent and not path.parent.exists():
+        raise UserError(f"directory {path.parent} for database {path} does not exist")
+    try:
+        con = duckdb.connect(str(path), read_only=read_only)
+    except duckdb.IOException as exc:
+        raise UserError(f"cannot open database {path}: {exc}") from None
+    if not read_only:
+        migrate(con)
+    return con
+
+
+def now() -> dt.datetime:
+    """Naive UTC timestamp, the form every TIMESTAMP column in rlforge stores."""
+    return dt.datetime.now(dt.timezone.utc).replace(tzinfo=None)
+
+
+def meta_get(con: duckdb.DuckDBPyConnection, key: str) -> str | None:
+    rows = con.execute("SELECT value FROM meta WHERE key = ?", [key]).fetchall()
+    return rows[0][0] if rows else None
+
+
+def meta_set(con: duckdb.DuckDBPyConnection, key: str, value: str) -> None:
+    con.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", [key, value])
+
+
+def redaction_key(con: duckdb.DuckDBPyConnection) -> bytes:
+    """The database's pseudonym key, created on first use, so re-ingests map identically."""
+    value = meta_get(con, "redaction_key")
+    if value is None:
+        value = secrets.token_hex(32)
+        meta_set(con, "redaction_key", value)
+    return bytes.fromhex(value)
+
+
+def sha256_file(path: str | Path, chunk: int = 1 << 20) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        while block := fh.read(chunk):
+            h.update(block)
+    return h.hexdigest()
+
+
+def next_run_id(con: duckdb.DuckDBPyConnection) -> int:
+    return con.execute("SELECT nextval('ingest_run_seq')").fetchall()[0][0]
+
+
+TABLES_FOR_STATUS = ["tickets", "ticket_messages", "commits", "commit_files", "quarantine",
+                     "ingest_runs"]
+
+
+def table_counts(con: duckdb.DuckDBPyConnection) -> dict[str, int]:
+    """Row counts of every user table that exists (the status view)."""
+    existing = [r[0] for r in con.execute(
+        "SELECT table_name FROM information_schema.tables WHERE table_schema = 'main' "
+        "AND table_type = 'BASE TABLE' ORDER BY table_name").fetchall()]
+    skip = {"meta", "schema_migrations"}
+    return {t: con.execute(f'SELECT count(*) FROM "{t}"').fetchall()[0][0]
+            for t in existing if t not in skip}
+
