@@ -65,6 +65,7 @@ MIGRATIONS: list[Migration] = [
             subject VARCHAR,
             body VARCHAR,
             category VARCHAR,
+            intent VARCHAR,
             priority VARCHAR,
             status VARCHAR,
             resolution VARCHAR,

@@ -2,6 +2,176 @@
 
 from __future__ import annotations
 
+import json
+import time
+from pathlib import Path
+from typing import Callable, Iterable, Optional
+
 import typer
+from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from rlforge import db
+from rlforge.cli import console, err_console, state
+from rlforge.ingest.common import IngestResult, merge_counts
 
 app = typer.Typer(help="Load tickets, commits and logs into the DuckDB store.", no_args_is_help=True)
+
+
+def parse_map(pairs: list[str] | None) -> dict[str, str]:
+    """`FIELD=COLUMN` pairs from the command line into a dict."""
+    out = {}
+    for p in pairs or []:
+        if "=" not in p:
+            raise typer.BadParameter(f"{p!r} is not FIELD=COLUMN", param_hint="--map")
+        k, v = p.split("=", 1)
+        out[k.strip()] = v.strip()
+    return out
+
+
+def make_redactor(con, enabled: bool):
+    """The database's redactor (same key, same pseudonyms every run), or None if disabled."""
+    if not enabled:
+        return None
+    from rlforge.ingest.redact import Redactor
+
+    return Redactor(db.redaction_key(con))
+
+
+def run_files(paths: Iterable[Path], one: Callable[[Path], IngestResult], *,
+              quiet: bool, label: str) -> list[IngestResult]:
+    """Ingest files one by one behind a progress display (rows/s), collecting results."""
+    paths = list(paths)
+    results: list[IngestResult] = []
+    if quiet or not console.is_terminal:
+        return [one(p) for p in paths]
+    columns = [SpinnerColumn(), TextColumn("[bold]{task.description}"), BarColumn(),
+               TextColumn("{task.completed}/{task.total} files"),
+               TextColumn("{task.fields[rows]:,} rows  {task.fields[rate]}"), TimeElapsedColumn()]
+    with Progress(*columns, console=console, transient=True) as progress:
+        task = progress.add_task(label, total=len(paths), rows=0, rate="")
+        started, rows = time.perf_counter(), 0
+        for p in paths:
+            progress.update(task, description=f"{label} {p.name}")
+            r = one(p)
+            results.append(r)
+            rows += r.n_read
+            rate = rows / max(time.perf_counter() - started, 1e-9)
+            progress.update(task, advance=1, rows=rows, rate=f"{rate:,.0f} rows/s")
+    return results
+
+
+def report(results: list[IngestResult], *, as_json: bool, quiet: bool, noun: str = "records") -> int:
+    """Print the per-file summary (table, or JSON for CI); return the exit code (1 if any failed)."""
+    failed = [r for r in results if r.status != "ok"]
+    totals = {k: sum(getattr(r, k) for r in results) for k in
+              ("n_read", "n_loaded", "n_duplicates", "n_quarantined", "n_flagged")}
+    redactions = merge_counts(*(r.redactions for r in results))
+    if as_json:
+        console.print_json(json.dumps({"files": [r.to_dict() for r in results], "totals": totals,
+                                       "redactions": redactions, "failed": len(failed)},
+                                      default=str))
+    elif not quiet:
+        t = Table(title=f"ingest summary ({noun})")
+        t.add_column("file", overflow="fold", ratio=1)
+        for name in ("format", "read", "loaded", "dup", "quarant.", "flagged", "sec", "status"):
+            t.add_column(name, no_wrap=True, justify="left" if name in ("format", "status") else "right")
+        for r in results:
+            t.add_row(r.path, r.format or "-", f"{r.n_read:,}", f"{r.n_loaded:,}",
+                      f"{r.n_duplicates:,}", f"{r.n_quarantined:,}", f"{r.n_flagged:,}",
+                      f"{r.seconds:.2f}", "ok" if r.status == "ok" else "[red]failed[/]")
+        if len(results) > 1:
+            t.add_row("total", "", *(f"{totals[k]:,}" for k in
+                                     ("n_read", "n_loaded", "n_duplicates", "n_quarantined",
+                                      "n_flagged")), "", "")
+        console.print(t)
+        balanced = all(r.reconciles for r in results)
+        console.print(f"read {totals['n_read']:,} = loaded {totals['n_loaded']:,} + duplicates "
+                      f"{totals['n_duplicates']:,} + quarantined {totals['n_quarantined']:,}"
+                      + ("" if balanced else "  [red]DOES NOT RECONCILE[/]"))
+        if redactions:
+            console.print("redacted: " + ", ".join(f"{k} {v:,}" for k, v in redactions.items()))
+        reasons = merge_counts(*(r.quarantine_reasons for r in results))
+        if reasons:
+            console.print("quarantined: " + "; ".join(f"{k} ({v:,})" for k, v in reasons.items())
+                          + "  — see table `quarantine`")
+        for r in results:
+            for note in r.notes:
+                console.print(f"[yellow]note:[/] {r.path}: {note}")
+    for r in failed:
+        err_console.print(f"[bold red]error:[/] {r.path}: {r.error}", highlight=False)
+    return 1 if failed else 0
+
+
+@app.command("tickets")
+def tickets(
+    ctx: typer.Context,
+    paths: list[Path] = typer.Argument(..., help="ticket exports (.csv, .json, .jsonl; .gz too)"),
+    fmt: Optional[str] = typer.Option(None, "--format", help="auto, csv, json, jsonl, zendesk, "
+                                      "jira-csv, jira-json (default: detected from content)"),
+    map_: Optional[list[str]] = typer.Option(None, "--map", help="FIELD=COLUMN, repeatable: "
+                                             "source_id, subject, body, category, intent, "
+                                             "priority, status, resolution, created_at, "
+                                             "resolved_at, tags"),
+    no_redact: bool = typer.Option(False, "--no-redact", help="store PII and secrets as they are"),
+    on_conflict: Optional[str] = typer.Option(None, "--on-conflict", help="same id, different "
+                                              "content: quarantine (default) or replace"),
+    origin: Optional[str] = typer.Option(None, "--origin", help="namespace of ticket ids "
+                                         "(default: the export family, e.g. zendesk)"),
+    as_json: bool = typer.Option(False, "--json", help="machine-readable summary"),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="print errors only"),
+) -> None:
+    """Load support tickets; every record ends loaded, duplicate, or quarantined."""
+    from rlforge.ingest import tickets as tickets_lib
+
+    st = state(ctx)
+    cfg = st.config
+    mapping = {**cfg.get("ingest.tickets.mapping"), **parse_map(map_)}
+    fmt = cfg.get("ingest.tickets.format", fmt)
+    conflict = cfg.get("ingest.tickets.on_conflict", on_conflict)
+    redact = cfg.get("redact", False if no_redact else None)
+    con = db.connect(st.db_path)
+    try:
+        redactor = make_redactor(con, redact)
+        results = run_files(paths, lambda p: tickets_lib.ingest_file(
+            con, p, fmt=fmt, mapping=mapping, redactor=redactor, on_conflict=conflict,
+            origin=origin), quiet=quiet or as_json, label="tickets")
+    finally:
+        con.close()
+    if not redact and not quiet and not as_json:
+        console.print("[yellow]warning:[/] redaction is off (--no-redact): PII and secrets "
+                      "were stored as they are")
+    code = report(results, as_json=as_json, quiet=quiet, noun="tickets")
+    if code:
+        raise typer.Exit(code)
+
+
+
+@app.command("commits")
+def commits(
+    ctx: typer.Context,
+    repos: list[Path] = typer.Argument(..., help="local git repositories"),
+    rev: Optional[str] = typer.Option(None, "--rev", help="revision range in git rev-list "
+                                      "syntax, e.g. 'main~300..main' (default: all refs)"),
+    no_redact: bool = typer.Option(False, "--no-redact", help="store authors and messages as they are"),
+    as_json: bool = typer.Option(False, "--json", help="machine-readable summary"),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="print errors only"),
+) -> None:
+    """Load the commits of local git repositories (incremental: known commits are skipped)."""
+    from rlforge.ingest import commits as commits_lib
+
+    st = state(ctx)
+    cfg = st.config
+    rev = cfg.get("ingest.commits.rev", rev)
+    redact = cfg.get("redact", False if no_redact else None)
+    roots = [commits_lib.repo_root(r) for r in repos]
+    con = db.connect(st.db_path)
+    try:
+        redactor = make_redactor(con, redact)
+        results = run_files(roots, lambda p: commits_lib.ingest_repo(
+            con, p, rev=rev, redactor=redactor), quiet=quiet or as_json, label="commits")
+    finally:
+        con.close()
+    code = report(results, as_json=as_json, quiet=quiet, noun="commits")
+    if code:
+        raise typer.Exit(code)

@@ -1,0 +1,1 @@
+"""Ingest: one module per source (tickets, commits, logs), the same face on each."""

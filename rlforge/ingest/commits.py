@@ -1,0 +1,222 @@
+"""Commits of a local git repository into `commits` and `commit_files`, through the git CLI.
+
+One `git log` pass with `--raw --numstat -z` gives every commit's metadata, message, and
+per-file change type and line counts. Incremental: commits already stored for the
+repository are skipped, so a second run reads none. File contents are not copied: they
+can always be recreated from the repository (its path is in `ingest_runs`) by sha.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+
+import duckdb
+import polars as pl
+
+from rlforge.errors import InputFileError, UserError
+from rlforge.ingest.common import FileIngest, IngestResult
+
+SOURCE = "commits"
+RS, US = "\x1e", "\x1f"
+LOG_FORMAT = f"{RS}%H{US}%P{US}%an{US}%ae{US}%aI{US}%cn{US}%ce{US}%cI{US}%B{US}"
+
+TEST_DIR = re.compile(r"(^|/)(tests?|testing|spec|specs|__tests__|test_?data)/", re.I)
+TEST_FILE = re.compile(
+    r"(^|/)(test_[^/]*\.py|[^/]*_test\.(py|go|rb|rs|exs?)|[^/]*\.(test|spec)\.[cm]?[jt]sx?|"
+    r"[^/]*Tests?\.(java|kt|cs|scala|swift)|[^/]*_spec\.rb|conftest\.py)$")
+
+LANGUAGES = {
+    ".py": "python", ".pyi": "python", ".go": "go", ".rs": "rust", ".java": "java",
+    ".kt": "kotlin", ".js": "javascript", ".mjs": "javascript", ".cjs": "javascript",
+    ".jsx": "javascript", ".ts": "typescript", ".tsx": "typescript", ".rb": "ruby",
+    ".php": "php", ".c": "c", ".h": "c", ".cc": "cpp", ".cpp": "cpp", ".hpp": "cpp",
+    ".cs": "csharp", ".swift": "swift", ".scala": "scala", ".sh": "shell", ".sql": "sql",
+    ".md": "markdown", ".rst": "rst", ".toml": "toml", ".yaml": "yaml", ".yml": "yaml",
+    ".json": "json", ".html": "html", ".css": "css", ".ex": "elixir", ".exs": "elixir",
+}
+
+
+def is_test_path(path: str) -> bool:
+    """Whether a repository path is test code (tests/, test_*.py, *_test.go, spec/, ...)."""
+    return bool(TEST_DIR.search(path) or TEST_FILE.search(path))
+
+
+def language_of(path: str) -> str | None:
+    return LANGUAGES.get(PurePosixPath(path).suffix.lower())
+
+
+def git(repo: Path, *args: str, stdin: str | None = None) -> str:
+    env = {**os.environ, "GIT_TERMINAL_PROMPT": "0", "LC_ALL": "C"}
+    proc = subprocess.run(["git", "-C", str(repo), *args], input=stdin, capture_output=True,
+                          text=True, errors="surrogateescape", env=env)
+    if proc.returncode != 0:
+        raise InputFileError(str(repo), f"git {args[0]} failed: {proc.stderr.strip()[:300]}")
+    return proc.stdout
+
+
+def repo_root(path: str | Path) -> Path:
+    """The top of the repository containing path; a clear error when it is not one."""
+    p = Path(path)
+    if not p.exists():
+        raise UserError(f"{p}: no such directory")
+    proc = subprocess.run(["git", "-C", str(p), "rev-parse", "--show-toplevel"],
+                          capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise UserError(f"{p}: not a git repository (git rev-parse failed: "
+                        f"{proc.stderr.strip()[:200]})")
+    return Path(proc.stdout.strip()).resolve()
+
+
+@dataclass
+class CommitRecord:
+    sha: str
+    parents: list[str]
+    author: str
+    author_email: str
+    authored_at: str
+    committer: str
+    committer_email: str
+    committed_at: str
+    message: str
+    files: list[dict] = field(default_factory=list)
+
+
+def parse_log(out: str) -> list[CommitRecord]:
+    """Parse `git log -z --raw --numstat` output written with LOG_FORMAT."""
+    commits = []
+    for chunk in out.split(RS)[1:]:
+        head, _, tail = chunk.rpartition(US)
+        parts = head.split(US)
+        sha, parents, an, ae, ai, cn, ce, ci = parts[:8]
+        message = US.join(parts[8:])
+        rec = CommitRecord(sha, parents.split(), an, ae, ai, cn, ce, ci, message.rstrip("\n"))
+        rec.files = _parse_changes(tail)
+        commits.append(rec)
+    return commits
+
+
+def _parse_changes(tail: str) -> list[dict]:
+    """--raw entries (':old new sha sha STATUS\\0path\\0', renames off) then --numstat ones."""
+    tokens = tail.lstrip("\n\0").split("\0")
+    raw: list[dict] = []
+    i = 0
+    while i < len(tokens) and tokens[i].startswith(":"):
+        status = tokens[i].split()[-1]
+        kind = status[0]
+        if kind in "RC":
+            raw.append({"change_type": kind, "old_path": tokens[i + 1], "path": tokens[i + 2]})
+            i += 3
+        else:
+            raw.append({"change_type": kind, "old_path": None, "path": tokens[i + 1]})
+            i += 2
+    stats: dict[str, tuple[int | None, int | None]] = {}
+    for tok in tokens[i:]:
+        fields = tok.lstrip("\n").split("\t", 2)
+        if len(fields) == 3:
+            a = None if fields[0] == "-" else int(fields[0])
+            r = None if fields[1] == "-" else int(fields[1])
+            stats[fields[2]] = (a, r)
+    for entry in raw:
+        a, r = stats.get(entry["path"], (None, None))
+        entry["lines_added"], entry["lines_removed"] = a, r
+        entry["is_binary"] = entry["path"] in stats and a is None
+    return raw
+
+
+def read(repo: Path, rev: str = "--all", known: set[str] | None = None) -> list[CommitRecord]:
+    """Commits reachable from rev that are not in known, with their file changes."""
+    rev_args = ["--all"] if rev in ("--all", "all", "") else rev.split()
+    shas = git(repo, "rev-list", *rev_args).split()
+    known = known or set()
+    new = [s for s in shas if s not in known]
+    if not new:
+        return []
+    base = ["log", "-z", "--raw", "--numstat", "--no-renames", "--no-abbrev",
+            f"--format={LOG_FORMAT}", "--diff-merges=off"]
+    if len(new) == len(shas):
+        out = git(repo, *base, *rev_args)
+    else:
+        out = git(repo, *base, "--no-walk", "--stdin", stdin="\n".join(new) + "\n")
+    return parse_log(out)
+
+
+def _frames(repo: str, commits: list[CommitRecord], redactor) -> tuple[pl.DataFrame, pl.DataFrame]:
+    def person(name: str, email: str) -> str:
+        if redactor is None:
+            return f"{name} <{email}>"
+        return redactor.pseudonym("PERSON", (email or name).strip().lower())
+
+    messages = pl.Series("message", [c.message for c in commits], dtype=pl.Utf8)
+    if redactor is not None:
+        messages = redactor.redact_series(messages)
+    rows = {
+        "repo": [repo] * len(commits),
+        "sha": [c.sha for c in commits],
+        "parents": [c.parents for c in commits],
+        "author": [person(c.author, c.author_email) for c in commits],
+        "committer": [person(c.committer, c.committer_email) for c in commits],
+        "authored_at": [c.authored_at for c in commits],
+        "committed_at": [c.committed_at for c in commits],
+        "message": messages,
+        "is_merge": [len(c.parents) > 1 for c in commits],
+        "files_changed": [len(c.files) for c in commits],
+        "lines_added": [sum(f["lines_added"] or 0 for f in c.files) for c in commits],
+        "lines_removed": [sum(f["lines_removed"] or 0 for f in c.files) for c in commits],
+    }
+    cdf = pl.DataFrame(rows, schema_overrides={"parents": pl.List(pl.Utf8)})
+    cdf = cdf.with_columns(pl.col("message").str.split("\n").list.first().alias("subject"))
+    files = [(c.sha, f) for c in commits for f in c.files]
+    fdf = pl.DataFrame({
+        "repo": [repo] * len(files),
+        "sha": [s for s, _ in files],
+        "path": [f["path"] for _, f in files],
+        "old_path": [f["old_path"] for _, f in files],
+        "change_type": [f["change_type"] for _, f in files],
+        "lines_added": [f["lines_added"] for _, f in files],
+        "lines_removed": [f["lines_removed"] for _, f in files],
+        "is_binary": [f["is_binary"] for _, f in files],
+        "is_test": [is_test_path(f["path"]) for _, f in files],
+        "language": [language_of(f["path"]) for _, f in files],
+    }, schema={"repo": pl.Utf8, "sha": pl.Utf8, "path": pl.Utf8, "old_path": pl.Utf8,
+               "change_type": pl.Utf8, "lines_added": pl.Int32, "lines_removed": pl.Int32,
+               "is_binary": pl.Boolean, "is_test": pl.Boolean, "language": pl.Utf8})
+    return cdf, fdf
+
+
+def ingest_repo(con: duckdb.DuckDBPyConnection, path: str | Path, *, rev: str = "--all",
+                redactor=None) -> IngestResult:
+    """Ingest the commits of one repository not yet stored (one transaction)."""
+    repo = repo_root(path)
+    head = subprocess.run(["git", "-C", str(repo), "rev-parse", "--verify", "-q", "HEAD"],
+                          capture_output=True, text=True).stdout.strip() or None
+    before = dict(redactor.counts) if redactor is not None else {}
+    with FileIngest(con, SOURCE, repo, "git", head=head,
+                    redact=redactor.redact_text if redactor else None) as fi:
+        known = {r[0] for r in con.execute("SELECT sha FROM commits WHERE repo = ?",
+                                           [str(repo)]).fetchall()}
+        commits = read(repo, rev, known)
+        fi.result.n_read = len(commits)
+        if commits:
+            cdf, fdf = _frames(str(repo), commits, redactor)
+            con.register("_commits_df", cdf)
+            con.execute("""
+                INSERT INTO commits SELECT repo, sha, parents, author, committer,
+                    authored_at::TIMESTAMPTZ, committed_at::TIMESTAMPTZ, subject, message,
+                    is_merge, files_changed, lines_added, lines_removed, ? FROM _commits_df""",
+                        [fi.result.run_id])
+            con.unregister("_commits_df")
+            if len(fdf):
+                con.register("_files_df", fdf)
+                con.execute("INSERT INTO commit_files SELECT * FROM _files_df")
+                con.unregister("_files_df")
+        fi.result.n_loaded = len(commits)
+        fi.result.notes.append(f"{len(known):,} commits of this repository were already stored"
+                               if known else f"HEAD {head[:12] if head else '(none)'}")
+        if redactor is not None:
+            fi.result.redactions = {k: v - before.get(k, 0) for k, v in redactor.counts.items()
+                                    if v - before.get(k, 0)}
+    return fi.result

@@ -1,0 +1,381 @@
+"""Ticket export formats: detection from content, and readers for the JSON-shaped ones.
+
+Plain CSV is read by DuckDB directly (see `tickets.py`); every other format is parsed
+here into `TicketRecord`s. A record that cannot be parsed is returned as a `Rejected`
+with its position and reason, never dropped.
+
+Normalised fields: source_id, subject, body, category, intent, priority, status,
+resolution (the text that resolved the ticket), created_at, resolved_at, tags, messages
+(the ordered conversation: role customer/agent, author, text, time, public), and extra
+(every field of the export that is not mapped, so nothing is thrown away).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any, Iterator
+
+from rlforge.errors import UserError
+
+FIELDS = ("source_id", "subject", "body", "category", "intent", "priority", "status",
+          "resolution", "created_at", "resolved_at", "tags")
+
+FORMATS = ("csv", "json", "jsonl", "zendesk", "jira-csv", "jira-json")
+
+# Column names that map to a normalised field without being told, most specific first.
+SYNONYMS: dict[str, tuple[str, ...]] = {
+    "source_id": ("ticket_id", "ticketid", "id", "issue_key", "key", "case_number",
+                  "case_id", "number", "ticket_number"),
+    "subject": ("subject", "title", "summary"),
+    "body": ("body", "description", "message", "text", "content", "question", "request"),
+    "category": ("category", "ticket_type", "issue_type", "type", "queue", "topic"),
+    "intent": ("intent",),
+    "priority": ("priority", "severity", "urgency"),
+    "status": ("status", "state"),
+    "resolution": ("resolution", "response", "answer", "reply", "solution"),
+    "created_at": ("created_at", "created", "creation_date", "opened_at", "date_created",
+                   "submitted_at"),
+    "resolved_at": ("resolved_at", "resolved", "solved_at", "closed_at", "closed",
+                    "resolution_date", "resolutiondate"),
+    "tags": ("tags", "labels", "keywords"),
+}
+
+
+def norm_name(name: str) -> str:
+    """Compare column names loosely: 'Issue key' == 'issue_key' == 'IssueKey'."""
+    name = re.sub(r"([a-z])([A-Z])", r"\1_\2", name.strip())
+    return re.sub(r"[^a-z0-9]+", "_", name.lower()).strip("_")
+
+
+def check_fields(explicit: dict[str, str]) -> None:
+    """Refuse `--map` entries whose field rlforge does not know, listing the valid ones."""
+    unknown = [f for f in explicit if f not in FIELDS]
+    if unknown:
+        raise UserError(f"--map: unknown field(s) {', '.join(unknown)}; valid fields: "
+                        f"{', '.join(FIELDS)}")
+
+
+def resolve_mapping(columns: list[str], explicit: dict[str, str]) -> dict[str, str]:
+    """field -> column: explicit `--map` entries first, then synonyms among the columns."""
+    check_fields(explicit)
+    by_norm: dict[str, str] = {}
+    for c in columns:
+        by_norm.setdefault(norm_name(c), c)
+    mapping: dict[str, str] = {}
+    for f, col in explicit.items():
+        top = col.split(".", 1)[0]
+        if col not in columns and top not in columns:
+            raise UserError(f"--map {f}={col}: no column {col!r} in the export; columns are: "
+                            f"{', '.join(columns[:40])}")
+        mapping[f] = col
+    taken = set(mapping.values())
+    for f in FIELDS:
+        if f in mapping:
+            continue
+        for syn in SYNONYMS[f]:
+            col = by_norm.get(syn)
+            if col is not None and col not in taken:
+                mapping[f] = col
+                taken.add(col)
+                break
+    return mapping
+
+
+@dataclass
+class TicketRecord:
+    record_no: int
+    fields: dict[str, Any]
+    messages: list[dict[str, Any]] = field(default_factory=list)
+    extra: dict[str, Any] = field(default_factory=dict)
+    flags: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Rejected:
+    record_no: int
+    raw: str
+    reason: str
+
+
+# --- detection -----------------------------------------------------------------------
+
+def detect(text_head: str) -> str:
+    """Guess the export format from the first bytes of the (decoded) file."""
+    s = text_head.lstrip()
+    if not s:
+        return "csv"
+    if s[0] == "[" or s[0] == "{":
+        first_line = s.split("\n", 1)[0].strip()
+        is_jsonl = s[0] == "{" and first_line.endswith("}") and _loads_ok(first_line)
+        probe = s[:4000]
+        if '"fields"' in probe and '"issues"' in probe or ('"key"' in probe and '"fields"' in probe):
+            return "jira-json"
+        if ('"requester_id"' in probe or '"via"' in probe) and '"subject"' in probe:
+            return "zendesk"
+        return "jsonl" if is_jsonl else "json"
+    header = next(csv.reader(io.StringIO(s.split("\n", 1)[0])), [])
+    normed = {norm_name(h) for h in header}
+    if {"issue_key", "summary"} <= normed or {"issue_id", "summary"} <= normed:
+        return "jira-csv"
+    return "csv"
+
+
+def _loads_ok(text: str) -> bool:
+    try:
+        json.loads(text)
+        return True
+    except ValueError:
+        return False
+
+
+# --- JSON readers --------------------------------------------------------------------
+
+def iter_json_records(text: str) -> Iterator[tuple[int, Any] | Rejected]:
+    """Elements of a JSON document: an array, an object holding one array, or one object.
+
+    A document cut short (truncated export) yields the elements before the cut and one
+    `Rejected` holding the unparsable tail.
+    """
+    dec = json.JSONDecoder()
+    s = text.lstrip()
+    if not s:
+        return
+    if s[0] == "{":
+        try:
+            obj = json.loads(s)
+        except ValueError as exc:
+            yield Rejected(1, s, f"invalid JSON: {exc}")
+            return
+        arrays = [k for k, v in obj.items() if isinstance(v, list) and v and isinstance(v[0], dict)]
+        key = next((k for k in ("tickets", "issues", "results", "data", "records") if k in arrays),
+                   arrays[0] if len(arrays) == 1 else None)
+        if key is None:
+            yield (1, obj)
+            return
+        for i, item in enumerate(obj[key], start=1):
+            yield (i, item)
+        return
+    if s[0] != "[":
+        yield Rejected(1, s, "not a JSON array or object")
+        return
+    pos, n = 1, 0
+    while True:
+        while pos < len(s) and s[pos] in " \t\r\n,":
+            pos += 1
+        if pos >= len(s):
+            if n >= 0:
+                yield Rejected(n + 1, "", "truncated JSON: the array is never closed")
+            return
+        if s[pos] == "]":
+            return
+        try:
+            item, end = dec.raw_decode(s, pos)
+        except ValueError as exc:
+            yield Rejected(n + 1, s[pos:], f"truncated or invalid JSON from element {n + 1} on: "
+                           f"{exc.args[0] if exc.args else exc}")
+            return
+        n += 1
+        yield (n, item)
+        pos = end
+
+
+def iter_jsonl_records(text: str) -> Iterator[tuple[int, Any] | Rejected]:
+    """One JSON value per line; a bad line is rejected with its line number."""
+    for no, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            yield (no, json.loads(line))
+        except ValueError as exc:
+            yield Rejected(no, line, f"invalid JSON line: {exc}")
+
+
+def _get(obj: Any, dotted: str) -> Any:
+    node = obj
+    for part in dotted.split("."):
+        if not isinstance(node, dict):
+            return None
+        node = node.get(part)
+    return node
+
+
+def _scalar(value: Any) -> str | None:
+    """A display string for a value that may be a Jira/Zendesk object ({'name': ...})."""
+    if value is None:
+        return None
+    if isinstance(value, dict):
+        for k in ("name", "value", "displayName", "title", "login"):
+            if k in value:
+                return _scalar(value[k])
+        return json.dumps(value, sort_keys=True, ensure_ascii=False)
+    if isinstance(value, list):
+        return ", ".join(s for s in (_scalar(v) for v in value) if s)
+    return str(value)
+
+
+def _tags(value: Any) -> list[str]:
+    if value is None:
+        return []
+    if isinstance(value, list):
+        return [t for t in (_scalar(v) for v in value) if t]
+    return [t for t in re.split(r"[,;|]\s*|\s+", str(value)) if t]
+
+
+def generic_record(no: int, obj: Any, mapping: dict[str, str]) -> TicketRecord | Rejected:
+    """A JSON object mapped through field -> key path; unmapped keys go to extra."""
+    if not isinstance(obj, dict):
+        return Rejected(no, json.dumps(obj, ensure_ascii=False), "record is not a JSON object")
+    fields: dict[str, Any] = {}
+    for f, path in mapping.items():
+        value = _get(obj, path)
+        fields[f] = _tags(value) if f == "tags" else _scalar(value)
+    used_top = {p.split(".", 1)[0] for p in mapping.values()}
+    extra = {k: v for k, v in obj.items() if k not in used_top}
+    messages = []
+    for key in ("messages", "conversation", "comments"):
+        if isinstance(obj.get(key), list) and key not in used_top:
+            for m in obj[key]:
+                if isinstance(m, dict):
+                    role = str(m.get("role") or m.get("author_role") or "").lower()
+                    messages.append({
+                        "role": "customer" if role in ("customer", "user", "requester", "end-user")
+                        else "agent" if role else None,
+                        "author": _scalar(m.get("author") or m.get("author_id") or m.get("user")),
+                        "text": _scalar(m.get("body") or m.get("text") or m.get("content")),
+                        "created_at": _scalar(m.get("created_at") or m.get("created") or m.get("time")),
+                        "is_public": m.get("public", True),
+                    })
+            extra.pop(key, None)
+            break
+    return TicketRecord(no, fields, messages, extra)
+
+
+def zendesk_record(no: int, t: Any, mapping: dict[str, str]) -> TicketRecord | Rejected:
+    """A Zendesk ticket object (with its comments when the export carries them)."""
+    if not isinstance(t, dict):
+        return Rejected(no, json.dumps(t, ensure_ascii=False), "record is not a JSON object")
+    defaults = {"source_id": "id", "subject": "subject", "body": "description",
+                "category": "type", "priority": "priority", "status": "status",
+                "created_at": "created_at", "tags": "tags"}
+    mapping = {**defaults, **mapping}
+    rec = generic_record(no, {k: v for k, v in t.items() if k != "comments"}, mapping)
+    if isinstance(rec, Rejected):
+        return rec
+    requester = t.get("requester_id")
+    comments = t.get("comments") or []
+    for c in comments if isinstance(comments, list) else []:
+        if not isinstance(c, dict):
+            continue
+        author = c.get("author_id")
+        rec.messages.append({
+            "role": "customer" if author is not None and author == requester else "agent",
+            "author": None if author is None else f"zendesk-user-{author}",
+            "text": c.get("plain_body") or c.get("body"),
+            "created_at": c.get("created_at"),
+            "is_public": bool(c.get("public", True)),
+        })
+    _resolution_from_messages(rec, "solved_at", t)
+    return rec
+
+
+def _resolution_from_messages(rec: TicketRecord, resolved_key: str, obj: dict) -> None:
+    """Resolution text = the last public agent message, unless the export maps one."""
+    if not rec.fields.get("resolution"):
+        agent = [m for m in rec.messages if m["role"] == "agent" and m.get("is_public", True)
+                 and m.get("text")]
+        if agent:
+            rec.fields["resolution"] = agent[-1]["text"]
+    if not rec.fields.get("resolved_at") and obj.get(resolved_key):
+        rec.fields["resolved_at"] = str(obj[resolved_key])
+    if not rec.fields.get("body") and rec.messages:
+        rec.fields["body"] = rec.messages[0]["text"]
+
+
+def jira_json_record(no: int, issue: Any, mapping: dict[str, str]) -> TicketRecord | Rejected:
+    """A Jira REST issue ({key, fields{...}}), comments included when embedded."""
+    if not isinstance(issue, dict) or not isinstance(issue.get("fields"), dict):
+        return Rejected(no, json.dumps(issue, ensure_ascii=False)[:RAW_PREVIEW],
+                        "not a Jira issue object (no 'fields')")
+    f = issue["fields"]
+    flat = {"key": issue.get("key"), "id": issue.get("id"), **f}
+    defaults = {"source_id": "key", "subject": "summary", "body": "description",
+                "category": "issuetype", "priority": "priority", "status": "status",
+                "created_at": "created", "resolved_at": "resolutiondate", "tags": "labels"}
+    rec = generic_record(no, {k: v for k, v in flat.items() if k != "comment"},
+                         {**defaults, **mapping})
+    if isinstance(rec, Rejected):
+        return rec
+    reporter = _scalar(f.get("reporter"))
+    comments = (f.get("comment") or {}).get("comments") or []
+    for c in comments:
+        author = _scalar(c.get("author"))
+        rec.messages.append({"role": "customer" if author and author == reporter else "agent",
+                             "author": author, "text": c.get("body"),
+                             "created_at": c.get("created"), "is_public": c.get("jsdPublic", True)})
+    _resolution_from_messages(rec, "resolutiondate", f)
+    return rec
+
+
+RAW_PREVIEW = 64 * 1024
+
+JIRA_CSV_DEFAULTS = {"source_id": "Issue key", "subject": "Summary", "body": "Description",
+                     "category": "Issue Type", "priority": "Priority", "status": "Status",
+                     "created_at": "Created", "resolved_at": "Resolved"}
+
+
+def iter_jira_csv(text: str, mapping: dict[str, str]) -> Iterator[TicketRecord | Rejected]:
+    """Jira's CSV export: repeated Labels and Comment columns; comments `date;author;text`."""
+    reader = csv.reader(io.StringIO(text, newline=""))
+    try:
+        header = next(reader)
+    except StopIteration:
+        return
+    mapping = {**JIRA_CSV_DEFAULTS, **mapping}
+    idx: dict[str, list[int]] = {}
+    for i, h in enumerate(header):
+        idx.setdefault(h.strip(), []).append(i)
+    line = 1
+    for row in reader:
+        start = line + 1
+        line = reader.line_num
+        if not any(c.strip() for c in row):
+            continue
+        if len(row) != len(header):
+            yield Rejected(start, ",".join(row), f"expected {len(header)} columns, found {len(row)}")
+            continue
+
+        def col(name: str) -> list[str]:
+            return [row[i] for i in idx.get(name, []) if row[i] != ""]
+
+        fields: dict[str, Any] = {}
+        for f, name in mapping.items():
+            values = col(name)
+            fields[f] = values if f == "tags" else (values[0] if values else None)
+        if "tags" not in mapping:
+            fields["tags"] = col("Labels")
+        reporter = (col("Reporter") or [None])[0]
+        messages = []
+        for cell in col("Comment"):
+            parts = cell.split(";", 2)
+            if len(parts) == 3:
+                when, author, body = parts
+            else:
+                when, author, body = None, None, cell
+            messages.append({"role": "customer" if author and author == reporter else "agent",
+                             "author": author, "text": body, "created_at": when,
+                             "is_public": True})
+        used = set(mapping.values()) | {"Comment", "Labels"}
+        extra: dict[str, Any] = {}
+        for name, positions in idx.items():
+            if name in used:
+                continue
+            values = [row[i] for i in positions if row[i] != ""]
+            if values:
+                extra[name] = values if len(positions) > 1 else values[0]
+        rec = TicketRecord(start, fields, messages, extra)
+        _resolution_from_messages(rec, "Resolved", {})
+        yield rec

@@ -1,0 +1,420 @@
+"""Support tickets: CSV, JSON, JSONL, Zendesk and Jira exports into `tickets`.
+
+Each file is staged into a temporary table (plain CSV straight through DuckDB's reader,
+every other format through the parsers in `ticket_formats`), redacted there, then each
+staged record is decided — load, duplicate (its content hash is already stored), or
+quarantine (unparsable, or the same ticket id with different content) — and the loaded
+ones are inserted, all in the file's one transaction.
+
+Flat exports (one request and one resolution per row) have no `ticket_messages` rows:
+their conversation is `body` then `resolution`. Exports that carry a conversation
+(Zendesk comments, Jira comments, JSON `messages`) fill `ticket_messages` in order.
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import io
+import json
+from pathlib import Path
+from typing import Any, Callable, Iterable
+
+import duckdb
+import polars as pl
+
+from rlforge import db
+from rlforge.errors import InputFileError, UserError
+from rlforge.ingest import ticket_formats as tf
+from rlforge.ingest.common import (FileIngest, IngestResult, check_not_binary, decode, is_gzip,
+                                   read_all, read_head)
+
+SOURCE = "tickets"
+MAX_FIELD_BYTES = 256 * 1024 * 1024  # a single CSV record may be this large
+STAGE = "_stage_tickets"
+STAGE_MSG = "_stage_messages"
+REDACTED_COLUMNS = ("subject", "body", "resolution", "extra")
+TIME_FORMATS = ["%d/%b/%y %I:%M %p", "%d/%b/%Y %I:%M %p", "%m/%d/%Y %H:%M", "%m/%d/%Y %I:%M %p",
+                "%d.%m.%Y %H:%M", "%Y/%m/%d %H:%M:%S", "%d/%m/%Y %H:%M"]
+ORIGINS = {"csv": "csv", "json": "json", "jsonl": "json", "zendesk": "zendesk",
+           "jira-csv": "jira", "jira-json": "jira"}
+
+Progress = Callable[[int], None]
+
+
+def _sql_str(value: str) -> str:
+    return "'" + value.replace("'", "''") + "'"
+
+
+def _ident(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def _setup(con: duckdb.DuckDBPyConnection) -> None:
+    con.execute("SET TimeZone = 'UTC'")
+    fmts = "[" + ", ".join(_sql_str(f) for f in TIME_FORMATS) + "]"
+    con.execute(f"""
+        CREATE OR REPLACE TEMP MACRO rlf_ts(x) AS coalesce(
+            try_cast(try_cast(x AS TIMESTAMPTZ) AT TIME ZONE 'UTC' AS TIMESTAMP),
+            try_strptime(x, {fmts}),
+            CASE WHEN regexp_full_match(x, '[0-9]{{10}}') THEN make_timestamp(x::BIGINT * 1000000)
+                 WHEN regexp_full_match(x, '[0-9]{{13}}') THEN make_timestamp(x::BIGINT * 1000) END)
+    """)
+
+
+# --- staging: CSV through DuckDB ------------------------------------------------------
+
+def _csv_header(text_head: str) -> tuple[list[str], str]:
+    first = text_head.split("\n", 1)[0]
+    try:
+        delim = csv.Sniffer().sniff(first, delimiters=",;\t|").delimiter
+    except csv.Error:
+        delim = ","
+    header = next(csv.reader(io.StringIO(text_head), delimiter=delim), [])
+    seen: dict[str, int] = {}
+    names = []
+    for i, h in enumerate(header):
+        name = h.strip() or f"column{i + 1}"
+        if name in seen:
+            seen[name] += 1
+            name = f"{name}_{seen[name]}"
+        else:
+            seen[name] = 1
+        names.append(name)
+    return names, delim
+
+
+def _stage_csv(con, path: Path, text_head: str, mapping: dict[str, str], fi: FileIngest) -> None:
+    columns, delim = _csv_header(text_head)
+    if not columns:
+        con.execute(f"CREATE OR REPLACE TEMP TABLE {STAGE} AS SELECT * FROM {_empty_stage_sql()}")
+        return
+    m = tf.resolve_mapping(columns, mapping)
+    unmapped = [c for c in columns if c not in m.values()]
+
+    def col(f: str) -> str:
+        return f"NULLIF(trim({_ident(m[f])}), '')" if f in m else "NULL::VARCHAR"
+
+    hash_expr = "md5(concat_ws(chr(31), " + ", ".join(
+        f"coalesce({_ident(c)}, chr(30))" for c in columns) + "))"
+    extra = ("json_object(" + ", ".join(f"{_sql_str(c)}, {_ident(c)}" for c in unmapped) + ")"
+             if unmapped else "'{}'::JSON")
+    tags = (f"list_filter(regexp_split_to_array(coalesce({_ident(m['tags'])}, ''), "
+            f"'[,;|]\\s*|\\s+'), lambda x: x <> '')" if "tags" in m else "[]::VARCHAR[]")
+    col_types = "{" + ", ".join(f"{_sql_str(c)}: 'VARCHAR'" for c in columns) + "}"
+    compression = "gzip" if is_gzip(path) else "none"
+    con.execute("DROP TABLE IF EXISTS _rej_err; DROP TABLE IF EXISTS _rej_scan")
+    con.execute(f"""
+        CREATE OR REPLACE TEMP TABLE {STAGE} AS
+        SELECT row_number() OVER () AS record_no, * EXCLUDE (h), h AS content_hash FROM (
+          SELECT coalesce({col('source_id')}, substr({hash_expr}, 1, 16)) AS source_id,
+                 {col('subject')} AS subject, {"NULLIF(" + _ident(m['body']) + ", '')" if 'body' in m else 'NULL::VARCHAR'} AS body,
+                 {col('category')} AS category, {col('intent')} AS intent,
+                 {col('priority')} AS priority, {col('status')} AS status,
+                 {"NULLIF(" + _ident(m['resolution']) + ", '')" if 'resolution' in m else 'NULL::VARCHAR'} AS resolution,
+                 {col('created_at')} AS created_raw, {col('resolved_at')} AS resolved_raw,
+                 {tags} AS tags, {extra}::VARCHAR AS extra, []::VARCHAR[] AS flags,
+                 {hash_expr} AS h
+          FROM read_csv({_sql_str(str(path))}, auto_detect = false, header = true,
+                        columns = {col_types}, delim = {_sql_str(delim)}, quote = '"',
+                        escape = '"', store_rejects = true, rejects_table = '_rej_err',
+                        rejects_scan = '_rej_scan', max_line_size = {MAX_FIELD_BYTES},
+                        buffer_size = {MAX_FIELD_BYTES * 2}, compression = {_sql_str(compression)},
+                        strict_mode = true))
+    """)
+    rejects = con.execute("""
+        SELECT line, min(line_byte_position), string_agg(DISTINCT error_type, ', '),
+               first(csv_line), first(error_message)
+        FROM _rej_err GROUP BY line ORDER BY line""").fetchall()
+    if not rejects:
+        return
+    recovered: list[tf.TicketRecord] = []
+    data: bytes | None = None
+    for line, byte_pos, kinds, raw, message in rejects:
+        if kinds == "INVALID ENCODING":
+            data = data if data is not None else read_all(path)
+            rec = _recover_invalid_utf8(data, byte_pos, columns, delim, m, line)
+            if rec is not None:
+                recovered.append(rec)
+                continue
+        fi.quarantine(line, raw, f"malformed CSV row ({kinds.lower()}): {message}")
+    if recovered:
+        next_no = con.execute(f"SELECT coalesce(max(record_no), 0) FROM {STAGE}").fetchall()[0][0]
+        for i, rec in enumerate(recovered, start=1):
+            rec.record_no = next_no + i
+        _append_records(con, recovered, with_messages=False)
+
+
+def _recover_invalid_utf8(data: bytes, byte_pos: int, columns: list[str], delim: str,
+                          m: dict[str, str], line: int) -> tf.TicketRecord | None:
+    """Re-read one row whose bytes are not UTF-8: replace the bad bytes and flag the row."""
+    text = data[byte_pos:byte_pos + MAX_FIELD_BYTES].decode("utf-8", errors="replace")
+    row = next(csv.reader(io.StringIO(text, newline=""), delimiter=delim), None)
+    if row is None or len(row) != len(columns):
+        return None
+    values = dict(zip(columns, row))
+    rec = tf.generic_record(line, values, m)
+    if isinstance(rec, tf.Rejected):
+        return None
+    if "tags" in m:
+        rec.fields["tags"] = tf._tags(values[m["tags"]])
+    rec.flags.append("invalid_utf8")
+    return rec
+
+
+def _empty_stage_sql() -> str:
+    return ("(SELECT NULL::BIGINT AS record_no, NULL::VARCHAR AS source_id, NULL::VARCHAR AS subject, "
+            "NULL::VARCHAR AS body, NULL::VARCHAR AS category, NULL::VARCHAR AS intent, "
+            "NULL::VARCHAR AS priority, NULL::VARCHAR AS status, NULL::VARCHAR AS resolution, "
+            "NULL::VARCHAR AS created_raw, NULL::VARCHAR AS resolved_raw, NULL::VARCHAR[] AS tags, "
+            "NULL::VARCHAR AS extra, NULL::VARCHAR[] AS flags, NULL::VARCHAR AS content_hash "
+            "WHERE false)")
+
+
+# --- staging: everything else through Python parsers ----------------------------------
+
+def _record_hash(rec: tf.TicketRecord) -> str:
+    payload = json.dumps([rec.fields, rec.messages, rec.extra], sort_keys=True, default=str,
+                         ensure_ascii=False)
+    return hashlib.md5(payload.encode("utf-8", errors="surrogatepass")).hexdigest()
+
+
+def _frames(records: list[tf.TicketRecord]) -> tuple[pl.DataFrame, pl.DataFrame]:
+    rows, msgs = [], []
+    for r in records:
+        f = r.fields
+        h = _record_hash(r)
+        sid = f.get("source_id")
+        rows.append({
+            "record_no": r.record_no,
+            "source_id": str(sid).strip() if sid not in (None, "") else h[:16],
+            **{k: (None if f.get(k) in (None, "") else str(f[k])) for k in
+               ("subject", "body", "category", "intent", "priority", "status", "resolution")},
+            "created_raw": None if f.get("created_at") in (None, "") else str(f["created_at"]),
+            "resolved_raw": None if f.get("resolved_at") in (None, "") else str(f["resolved_at"]),
+            "tags": [str(t) for t in (f.get("tags") or [])],
+            "extra": json.dumps(r.extra, ensure_ascii=False, default=str),
+            "flags": list(r.flags),
+            "content_hash": h,
+        })
+        for seq, m in enumerate(r.messages):
+            msgs.append({"record_no": r.record_no, "seq": seq, "role": m.get("role"),
+                         "author": None if m.get("author") is None else str(m["author"]),
+                         "text": m.get("text"),
+                         "created_raw": None if m.get("created_at") is None else str(m["created_at"]),
+                         "is_public": bool(m.get("is_public", True))})
+    schema = {"record_no": pl.Int64, "source_id": pl.Utf8, "subject": pl.Utf8, "body": pl.Utf8,
+              "category": pl.Utf8, "intent": pl.Utf8, "priority": pl.Utf8, "status": pl.Utf8,
+              "resolution": pl.Utf8, "created_raw": pl.Utf8, "resolved_raw": pl.Utf8,
+              "tags": pl.List(pl.Utf8), "extra": pl.Utf8, "flags": pl.List(pl.Utf8),
+              "content_hash": pl.Utf8}
+    mschema = {"record_no": pl.Int64, "seq": pl.Int32, "role": pl.Utf8, "author": pl.Utf8,
+               "text": pl.Utf8, "created_raw": pl.Utf8, "is_public": pl.Boolean}
+    return pl.DataFrame(rows, schema=schema), pl.DataFrame(msgs, schema=mschema)
+
+
+def _append_records(con, records: list[tf.TicketRecord], with_messages: bool = True) -> None:
+    df, mdf = _frames(records)
+    con.register("_records_df", df)
+    con.execute(f"INSERT INTO {STAGE} SELECT * FROM _records_df")
+    con.unregister("_records_df")
+    if with_messages and len(mdf):
+        con.register("_msgs_df", mdf)
+        con.execute(f"INSERT INTO {STAGE_MSG} SELECT * FROM _msgs_df")
+        con.unregister("_msgs_df")
+
+
+def _parse_records(text: str, fmt: str, mapping: dict[str, str],
+                   fi: FileIngest) -> list[tf.TicketRecord]:
+    if fmt == "jira-csv":
+        items: Iterable = tf.iter_jira_csv(text, mapping)
+        return _keep(items, fi)
+    raw = list(tf.iter_jsonl_records(text) if fmt == "jsonl" else tf.iter_json_records(text))
+    objs = [x for x in raw if not isinstance(x, tf.Rejected)]
+    if fmt == "jira-json" and objs and all(isinstance(o, dict) and "fields" not in o for _, o in objs):
+        raise InputFileError(fi.path, "no Jira issues here (objects have no 'fields'); a Jira "
+                             "comment page cannot be loaded on its own")
+    if fmt in ("json", "jsonl"):
+        keys: list[str] = []
+        for _, o in objs[:200]:
+            if isinstance(o, dict):
+                keys.extend(k for k in o if k not in keys)
+        m = tf.resolve_mapping(keys, mapping)
+        reader = tf.generic_record
+    else:
+        tf.check_fields(mapping)
+        m = mapping
+        reader = tf.zendesk_record if fmt == "zendesk" else tf.jira_json_record
+    out: list[Any] = []
+    for x in raw:
+        out.append(x if isinstance(x, tf.Rejected) else reader(x[0], x[1], m))
+    return _keep(out, fi)
+
+
+def _keep(items: Iterable, fi: FileIngest) -> list[tf.TicketRecord]:
+    kept = []
+    for x in items:
+        if isinstance(x, tf.Rejected):
+            fi.quarantine(x.record_no, x.raw, x.reason)
+        else:
+            kept.append(x)
+    return kept
+
+
+# --- redaction, decision, insert ------------------------------------------------------
+
+def _redact_stage(con, redactor) -> None:
+    df = con.execute(f"SELECT * FROM {STAGE}").pl()
+    if len(df):
+        df = df.with_columns([redactor.redact_series(df[c]).alias(c) for c in REDACTED_COLUMNS])
+        con.register("_redacted_df", df)
+        con.execute(f"CREATE OR REPLACE TEMP TABLE {STAGE} AS SELECT * FROM _redacted_df")
+        con.unregister("_redacted_df")
+    mdf = con.execute(f"SELECT * FROM {STAGE_MSG}").pl()
+    if len(mdf):
+        authors = [None if a is None else redactor.pseudonym("PERSON", a) for a in mdf["author"]]
+        mdf = mdf.with_columns(redactor.redact_series(mdf["text"]).alias("text"),
+                               pl.Series("author", authors, dtype=pl.Utf8))
+        con.register("_redacted_msgs", mdf)
+        con.execute(f"CREATE OR REPLACE TEMP TABLE {STAGE_MSG} AS SELECT * FROM _redacted_msgs")
+        con.unregister("_redacted_msgs")
+
+
+def _decide_and_insert(con, fi: FileIngest, origin: str, on_conflict: str) -> None:
+    r = fi.result
+    o = _sql_str(origin)
+    con.execute(f"""
+        CREATE OR REPLACE TEMP TABLE _decided AS
+        SELECT s.record_no, {o} || ':' || s.source_id AS ticket_id,
+          CASE WHEN EXISTS (SELECT 1 FROM tickets t WHERE t.content_hash = s.content_hash)
+                 OR row_number() OVER (PARTITION BY s.content_hash ORDER BY s.record_no) > 1
+               THEN 'duplicate'
+               WHEN row_number() OVER (PARTITION BY s.source_id ORDER BY s.record_no) > 1
+               THEN 'conflict_in_file'
+               WHEN EXISTS (SELECT 1 FROM tickets t WHERE t.ticket_id = {o} || ':' || s.source_id)
+               THEN 'conflict'
+               ELSE 'load' END AS decision
+        FROM {STAGE} s
+    """)
+    if on_conflict == "replace":
+        replaced = con.execute(
+            "SELECT ticket_id FROM _decided WHERE decision = 'conflict'").fetchall()
+        if replaced:
+            con.execute("DELETE FROM ticket_messages WHERE ticket_id IN "
+                        "(SELECT ticket_id FROM _decided WHERE decision = 'conflict')")
+            con.execute("DELETE FROM tickets WHERE ticket_id IN "
+                        "(SELECT ticket_id FROM _decided WHERE decision = 'conflict')")
+            con.execute("UPDATE _decided SET decision = 'load' WHERE decision = 'conflict'")
+            r.notes.append(f"{len(replaced)} stored ticket(s) replaced by a newer version")
+    for record_no, sid, payload, decision in con.execute(f"""
+            SELECT s.record_no, s.source_id, to_json(s)::VARCHAR, d.decision
+            FROM (SELECT * EXCLUDE (content_hash) FROM {STAGE}) s JOIN _decided d USING (record_no)
+            WHERE d.decision LIKE 'conflict%' ORDER BY s.record_no""").fetchall():
+        where = "earlier in this file" if decision == "conflict_in_file" else "already stored"
+        fi.quarantine(record_no, payload, f"conflicting id: ticket {sid!r} {where} with "
+                      "different content (use --on-conflict replace to take the newer one)")
+    counts = dict(con.execute("SELECT decision, count(*) FROM _decided GROUP BY ALL").fetchall())
+    run = r.run_id
+    con.execute(f"""
+        INSERT INTO tickets
+        SELECT d.ticket_id, {o}, s.source_id, s.subject, s.body, s.category, s.intent, s.priority,
+               s.status, s.resolution, rlf_ts(s.created_raw), rlf_ts(s.resolved_raw), s.tags,
+               CASE WHEN (s.created_raw IS NOT NULL AND rlf_ts(s.created_raw) IS NULL)
+                      OR (s.resolved_raw IS NOT NULL AND rlf_ts(s.resolved_raw) IS NULL)
+                    THEN json_merge_patch(s.extra::JSON, json_object('_unparsed_time',
+                         json_object('created_at', s.created_raw, 'resolved_at', s.resolved_raw)))
+                    ELSE s.extra::JSON END,
+               s.content_hash,
+               CASE WHEN (s.created_raw IS NOT NULL AND rlf_ts(s.created_raw) IS NULL)
+                      OR (s.resolved_raw IS NOT NULL AND rlf_ts(s.resolved_raw) IS NULL)
+                    THEN list_append(s.flags, 'unparsed_time') ELSE s.flags END,
+               {_sql_str(fi.path)}, s.record_no, {run}
+        FROM {STAGE} s JOIN _decided d USING (record_no)
+        WHERE d.decision = 'load' ORDER BY s.record_no
+    """)
+    con.execute(f"""
+        INSERT INTO ticket_messages
+        SELECT d.ticket_id, m.seq, m.role, m.author, m.text, rlf_ts(m.created_raw), m.is_public
+        FROM {STAGE_MSG} m JOIN _decided d USING (record_no)
+        WHERE d.decision = 'load' ORDER BY m.record_no, m.seq
+    """)
+    r.n_loaded = counts.get("load", 0)
+    r.n_duplicates = counts.get("duplicate", 0)
+    r.n_read = sum(counts.values()) + len(fi._quarantine) - counts.get("conflict", 0) \
+        - counts.get("conflict_in_file", 0)
+    r.n_flagged = con.execute(
+        f"SELECT count(*) FROM tickets WHERE ingest_run = {run} AND len(flags) > 0").fetchall()[0][0]
+
+
+# --- the face every source shares -----------------------------------------------------
+
+def detect_format(path: str | Path) -> str:
+    """The export format of a file, from its content."""
+    head, _ = decode(read_head(path))
+    return tf.detect(head)
+
+
+def ingest_file(con: duckdb.DuckDBPyConnection, path: str | Path, *, fmt: str = "auto",
+                mapping: dict[str, str] | None = None, redactor=None,
+                on_conflict: str = "quarantine", origin: str | None = None) -> IngestResult:
+    """Ingest one ticket export as one transaction; see the module docstring."""
+    path = Path(path)
+    mapping = dict(mapping or {})
+    if fmt not in ("auto", *tf.FORMATS):
+        raise UserError(f"unknown ticket format {fmt!r}; valid: auto, {', '.join(tf.FORMATS)}")
+    if not path.is_file():
+        r = IngestResult(SOURCE, str(path), status="failed",
+                         error="no such file" if not path.exists() else "not a regular file")
+        return r
+    _setup(con)
+    before = dict(redactor.counts) if redactor is not None else {}
+    redact_text = redactor.redact_text if redactor is not None else None
+    with FileIngest(con, SOURCE, path, None if fmt == "auto" else fmt,
+                    sha256=db.sha256_file(path), redact=redact_text) as fi:
+        head_bytes = read_head(path)
+        check_not_binary(path, head_bytes)
+        head, _ = decode(head_bytes)
+        if not head.strip():
+            fi.result.format = fmt if fmt != "auto" else "empty"
+            fi.result.notes.append("empty file: nothing to ingest")
+            return fi.result
+        chosen = tf.detect(head) if fmt == "auto" else fmt
+        fi.result.format = chosen
+        con.execute(f"CREATE OR REPLACE TEMP TABLE {STAGE} AS SELECT * FROM {_empty_stage_sql()}")
+        con.execute(f"CREATE OR REPLACE TEMP TABLE {STAGE_MSG} (record_no BIGINT, seq INTEGER, "
+                    "role VARCHAR, author VARCHAR, text VARCHAR, created_raw VARCHAR, "
+                    "is_public BOOLEAN)")
+        if chosen == "csv":
+            try:
+                _stage_csv(con, path, head, mapping, fi)
+            except duckdb.Error as exc:
+                raise InputFileError(str(path), f"not readable as CSV: {_first_line(exc)}") from None
+        else:
+            text, bad_bytes = decode(read_all(path))
+            records = _parse_records(text, chosen, mapping, fi)
+            if bad_bytes:
+                for rec in records:
+                    if "\ufffd" in json.dumps([rec.fields, rec.messages, rec.extra],
+                                              ensure_ascii=False, default=str):
+                        rec.flags.append("invalid_utf8")
+            if records:
+                _append_records(con, records)
+            elif fi._quarantine and not records:
+                fi.result.notes.append("no record of this file could be parsed")
+        if redactor is not None:
+            _redact_stage(con, redactor)
+        _decide_and_insert(con, fi, origin or ORIGINS[chosen], on_conflict)
+        if redactor is not None:
+            fi.result.redactions = {k: v - before.get(k, 0) for k, v in redactor.counts.items()
+                                    if v - before.get(k, 0)}
+    return fi.result
+
+
+def _first_line(exc: Exception) -> str:
+    return str(exc).strip().split("\n", 1)[0]
+
+
+def ingest_tickets(con: duckdb.DuckDBPyConnection, paths: Iterable[str | Path], **kwargs: Any
+                   ) -> list[IngestResult]:
+    """Ingest several exports; a file that fails does not stop the others."""
+    return [ingest_file(con, p, **kwargs) for p in paths]
