@@ -1,0 +1,539 @@
+#!/usr/bin/env python3
+"""Seeded generator of Tallybird's (fictional) support-desk exports.
+
+Writes the same kind of tickets in three vendor formats so that `rlforge ingest
+tickets` has realistic, redactable input and the triage and reply task generators have
+labelled conversations to work from:
+
+    python sample_data/tickets/generate.py                      # the committed samples
+    python sample_data/tickets/generate.py --rows 1000000 --format csv --out /tmp/big.csv
+
+Standard library only; the same seed gives the same bytes. See sample_data/README.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import gzip
+import html
+import io
+import json
+import random
+import sys
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import content as c  # noqa: E402  (sibling module; this file runs as a script)
+
+DEFAULT_SEED = 20240601
+SPLIT = {"csv": 120, "zendesk": 100, "jira": 80}  # the committed sample files
+FILES = {"csv": "tickets.csv", "zendesk": "zendesk_export.json", "jira": "jira_export.csv"}
+START = datetime(2024, 1, 2, 8, 0, 0)
+CSV_COLUMNS = ["id", "subject", "description", "category", "priority", "status",
+               "created_at", "resolved_at", "tags", "resolution", "customer_plan", "channel",
+               "requester_name", "requester_email", "assignee", "satisfaction"]
+NEIGHBOUR = {"billing": "account_management", "account_management": "billing",
+             "bug_report": "performance", "performance": "bug_report",
+             "login_access": "account_management", "integration_api": "bug_report"}
+HOUR_WEIGHTS = (1, 1, 1, 1, 1, 2, 3, 6, 9, 10, 10, 9, 8, 9, 10, 9, 8, 6, 5, 4, 4, 3, 2, 1)
+REPLY_DELAY_H = {"urgent": (0.05, 1), "high": (0.3, 4), "normal": (1, 24), "low": (4, 72)}
+
+
+@dataclass
+class Person:
+    name: str
+    email: str
+    phone: str = ""
+    company: str = ""
+
+    @property
+    def first(self) -> str:
+        return self.name.split()[0]
+
+
+@dataclass
+class Message:
+    role: str  # customer | agent
+    text: str
+    at: datetime
+    public: bool = True
+
+
+@dataclass
+class Ticket:
+    """One support conversation, independent of the vendor format it is written in."""
+
+    subject: str
+    category: str
+    priority: str
+    kind: str
+    solved: bool
+    status: str  # Zendesk vocabulary: new, open, pending, hold, solved, closed
+    plan: str
+    channel: str
+    customer: Person
+    agent: Person
+    messages: list[Message]
+    resolution: str
+    tags: list[str]
+    satisfaction: str
+    customer_ip: str
+    body_parts: tuple[str, str, str] = ("", "", "")  # greeting, core, signoff
+
+    @property
+    def created_at(self) -> datetime:
+        return self.messages[0].at
+
+    @property
+    def updated_at(self) -> datetime:
+        return self.messages[-1].at
+
+    @property
+    def resolved_at(self) -> datetime | None:
+        return self.messages[-1].at if self.solved else None
+
+
+# ---------------------------------------------------------------- drawing tickets
+
+def roughen(text: str, rng: random.Random) -> str:
+    """Typos and casual writing; only purely alphabetic words are touched, so order
+    numbers, keys and addresses stay intact."""
+    words = text.split(" ")
+    for _ in range(rng.randint(1, 3)):
+        j = rng.randrange(len(words))
+        w = words[j]
+        if len(w) > 4 and w.isalpha():
+            k = rng.randrange(1, len(w) - 2)
+            op = rng.randint(0, 2)
+            if op == 0:
+                w = w[:k] + w[k + 1] + w[k] + w[k + 2:]
+            elif op == 1:
+                w = w[:k] + w[k + 1:]
+            else:
+                w = w[:k] + w[k] + w[k:]
+            words[j] = w
+    if rng.random() < 0.3:
+        words = [w.lower() if w.isalpha() else w for w in words]
+    text = " ".join(words)
+    if rng.random() < 0.4:
+        text = text.replace("n't", "nt").replace("I'm", "im").replace("you", "u")
+    return text
+
+
+def draw_customer(rng: random.Random) -> Person:
+    first, last = rng.choice(c.FIRST_NAMES), rng.choice(c.LAST_NAMES)
+    ascii_first = first.replace("ë", "e").replace("é", "e").lower()
+    ascii_last = last.replace("ü", "ue").lower()
+    user = rng.choice((f"{ascii_first}.{ascii_last}", f"{ascii_first}{ascii_last[0]}",
+                       f"{ascii_first[0]}{ascii_last}{rng.randint(1, 99)}",
+                       f"{ascii_first}_{ascii_last}"))
+    phone = rng.choice((
+        f"+1 415-555-01{rng.randint(0, 99):02d}", f"(312) 555-01{rng.randint(0, 99):02d}",
+        f"+44 20 7946 0{rng.randint(0, 999):03d}", f"+49 30 901820{rng.randint(0, 99):02d}",
+        f"+33 1 99 00 {rng.randint(10, 99)} {rng.randint(10, 99)}",
+        f"07700 900{rng.randint(0, 999):03d}"))
+    return Person(f"{first} {last}", f"{user}@{rng.choice(c.MAIL_DOMAINS)}", phone,
+                  rng.choice(c.SHOPS))
+
+
+def agent_person(name: str) -> Person:
+    local = name.lower().replace("ć", "c").replace(" ", ".")
+    return Person(name, f"{local}@{c.SUPPORT_DOMAIN}")
+
+
+def draw_ticket(rng: random.Random, when: datetime) -> Ticket:
+    customer = draw_customer(rng)
+    agent = agent_person(rng.choice(c.AGENTS))
+    plan = rng.choices(list(c.PLANS), weights=(35, 35, 20, 10))[0]
+    channel = rng.choices(("email", "web", "chat", "voice"), weights=(50, 30, 15, 5))[0]
+    draft = rng.choice(c.SCENARIOS)(c.Slots(rng, plan))
+
+    priority = draft.priority
+    if rng.random() < 0.08:  # the agent disagreed with the obvious priority
+        i = c.PRIORITIES.index(priority) + rng.choice((-1, 1))
+        priority = c.PRIORITIES[min(max(i, 0), 3)]
+    urgency = rng.choice(c.URGENCY[priority]) if rng.random() < 0.85 else ""
+    category = draft.category
+    if rng.random() < 0.03 and category in NEIGHBOUR:  # mis-filed by a human
+        category = NEIGHBOUR[category]
+
+    context = rng.choice(c.CONTEXT)
+    core = urgency + draft.body + (" " + context if context and rng.random() < 0.4 else "")
+    if rng.random() < 0.35:
+        core += "".join("\n\n" + d for d in rng.sample(c.DETAILS, rng.randint(1, 2)))
+    messy = rng.random() < 0.3
+    if messy:
+        core = roughen(core, rng)
+    greeting = rng.choice(c.GREETINGS)
+    signoff = rng.choice(c.SIGNOFFS).format(
+        name=customer.name, first=customer.first, company=customer.company,
+        phone=customer.phone, email=customer.email)
+
+    t = when
+    messages = [Message("customer", greeting + core + signoff, t)]
+
+    def after(role: str, lo_hi: tuple[float, float]) -> datetime:
+        nonlocal t
+        t = t + timedelta(hours=rng.uniform(*lo_hi), seconds=rng.randint(0, 59))
+        return t
+
+    follow: list[tuple[str, str]] = []
+    if rng.random() < 0.2:
+        follow.append(("customer", rng.choice(c.ADDENDA).format(plan=plan)))
+    for question, answer in draft.exchanges:
+        if rng.random() < 0.7:
+            follow += [("agent", question), ("customer", answer)]
+    if rng.random() < 0.35 or not follow:
+        holding, chase = rng.choice(c.FOLLOW_UPS)
+        follow += [("agent", holding), ("customer", chase)]
+    follow = follow[:6]
+    for role, text in follow:
+        if role == "customer":
+            text = roughen(text, rng) if messy else text
+            messages.append(Message(role, text, after(role, (0.2, 30))))
+        else:
+            text = f"Hi {customer.first},\n\n{text}\n\n{agent.first}"
+            messages.append(Message(role, text, after(role, REPLY_DELAY_H[priority])))
+
+    solved = rng.random() < 0.85
+    if solved:
+        if draft.internal_note and rng.random() < 0.5:
+            messages.append(Message("agent", draft.internal_note,
+                                    after("agent", (0.1, 2)), public=False))
+        reply = (f"Hi {customer.first},\n\n{draft.resolution}\n\n"
+                 f"{rng.choice(('Best', 'Kind regards', 'Thanks again', 'All the best'))},\n"
+                 f"{agent.first}\n{c.COMPANY} Support")
+        messages.append(Message("agent", reply, after("agent", REPLY_DELAY_H[priority])))
+        status = rng.choices(("solved", "closed"), weights=(60, 40))[0]
+        satisfaction = rng.choices(("good", "bad", "offered", "unoffered"),
+                                   weights=(45, 8, 30, 17))[0]
+    else:
+        status = rng.choice(("new", "open", "open", "pending", "hold"))
+        if status == "new":
+            messages = messages[:1]
+        satisfaction = "unoffered"
+
+    tags = [category] + draft.tags + [plan.lower()]
+    if plan == "Enterprise":
+        tags.append("vip")
+    return Ticket(
+        subject=roughen(draft.subject, rng) if messy and rng.random() < 0.5 else draft.subject,
+        category=category, priority=priority, kind=draft.kind, solved=solved, status=status,
+        plan=plan, channel=channel, customer=customer, agent=agent, messages=messages,
+        resolution=draft.resolution if solved else "", tags=tags, satisfaction=satisfaction,
+        customer_ip=c.Slots(rng, plan).ipv4(), body_parts=(greeting, core, signoff))
+
+
+def draw_tickets(n: int, seed: int) -> list[Ticket]:
+    """`n` tickets, opened at increasing times through 2024, from one seeded source."""
+    rng = random.Random(seed)
+    step = timedelta(days=350) / max(n, 1)
+    out = []
+    for i in range(n):
+        day = (START + step * i).replace(hour=0, minute=0, second=0, microsecond=0)
+        hour = rng.choices(range(24), weights=HOUR_WEIGHTS)[0]
+        when = day + timedelta(hours=hour, seconds=rng.randint(0, 3599))
+        out.append(draw_ticket(rng, when))
+    return out
+
+
+# ---------------------------------------------------------------- generic CSV
+
+def iso(d: datetime | None) -> str:
+    return d.strftime("%Y-%m-%d %H:%M:%S") if d else ""
+
+
+def csv_row(ticket_id: int, t: Ticket) -> list[str]:
+    return [str(ticket_id), t.subject, t.messages[0].text, t.category, t.priority,
+            {"solved": "resolved", "closed": "closed", "new": "open", "hold": "on_hold"}.get(
+                t.status, t.status),
+            iso(t.created_at), iso(t.resolved_at), ", ".join(t.tags), t.resolution,
+            t.plan, t.channel, t.customer.name, t.customer.email, t.agent.name,
+            t.satisfaction]
+
+
+def write_csv(tickets: list[Ticket], out: io.TextIOBase, first_id: int = 10001) -> None:
+    w = csv.writer(out)
+    w.writerow(CSV_COLUMNS)
+    for k, t in enumerate(tickets):
+        w.writerow(csv_row(first_id + k, t))
+
+
+def write_bulk_csv(rows: int, seed: int, out: io.TextIOBase, pool_size: int = 2000) -> None:
+    """A large CSV with the columns of tickets.csv, fast: a pool of fully drawn tickets
+    is recombined with other greetings and other customers' sign-offs, so every row's
+    description is different (for up to ~10 million rows) and times keep increasing."""
+    rng = random.Random(seed + 1)
+    signoffs: dict[str, tuple[str, str, str]] = {}
+    named = [s for s in c.SIGNOFFS if "{name}" in s or "{first}" in s]
+    while len(signoffs) < 1000:
+        p = draw_customer(rng)
+        s = rng.choice(named).format(name=p.name, first=p.first, company=p.company,
+                                     phone=p.phone, email=p.email)
+        signoffs.setdefault(s, (s, p.name, p.email))
+    signs = list(signoffs.values())
+    fixed, cores = [], set()
+    for t in draw_tickets(pool_size, seed):
+        if t.body_parts[1] in cores:
+            continue
+        cores.add(t.body_parts[1])
+        span = int((t.resolved_at - t.created_at).total_seconds()) if t.solved else -1
+        fixed.append((csv_row(0, t), t.body_parts[1], span))
+    pool_size = len(fixed)
+    greetings = c.GREETINGS
+    n_greet = len(greetings)
+    block = pool_size * n_greet
+    step = 350 * 86400 / max(rows, 1)
+    w = csv.writer(out)
+    w.writerow(CSV_COLUMNS)
+    base = START
+    one_s = timedelta(seconds=1)
+    batch = []
+    for i in range(rows):
+        row, core, span = fixed[i % pool_size]
+        sign, name, email = signs[(i // block + i * 389) % 1000]
+        created = base + one_s * int(i * step)
+        row = row.copy()
+        row[0] = str(i + 1)
+        row[2] = greetings[(i // pool_size) % n_greet] + core + sign
+        row[6] = created.isoformat(" ")
+        row[7] = (created + one_s * span).isoformat(" ") if span >= 0 else ""
+        row[12] = name
+        row[13] = email
+        batch.append(row)
+        if len(batch) == 10000:
+            w.writerows(batch)
+            batch.clear()
+    w.writerows(batch)
+
+
+# ---------------------------------------------------------------- Zendesk
+
+ZD_CATEGORY_FIELD = 360041872211
+ZD_PLAN_FIELD = 360041872212
+ZD_CHANNEL = {"email": "email", "web": "web", "chat": "chat", "voice": "voice"}
+
+
+def zd_time(d: datetime | None) -> str | None:
+    return d.strftime("%Y-%m-%dT%H:%M:%SZ") if d else None
+
+
+class ZendeskIds:
+    """Stable Zendesk-style ids for people (large integers, as Zendesk uses)."""
+
+    def __init__(self) -> None:
+        self.users: dict[str, dict] = {}
+
+    def user(self, p: Person, role: str) -> int:
+        if p.email not in self.users:
+            uid = 381000000000 + 7919 * (len(self.users) + 1)
+            self.users[p.email] = {"id": uid, "name": p.name, "email": p.email,
+                                   "role": role, "phone": p.phone or None,
+                                   "organization_id": None, "time_zone": "UTC",
+                                   "locale": "en-US"}
+        return self.users[p.email]["id"]
+
+
+def zendesk_ticket(ticket_id: int, t: Ticket, ids: ZendeskIds, comment_ids: list[int]) -> dict:
+    requester = ids.user(t.customer, "end-user")
+    assignee = ids.user(t.agent, "agent")
+    custom = [{"id": ZD_CATEGORY_FIELD, "value": t.category},
+              {"id": ZD_PLAN_FIELD, "value": t.plan.lower()}]
+    via = {"channel": ZD_CHANNEL[t.channel],
+           "source": {"from": {"address": t.customer.email, "name": t.customer.name}
+                      if t.channel == "email" else {},
+                      "to": {"address": f"support@{c.SUPPORT_DOMAIN}", "name": "Tallybird"}
+                      if t.channel == "email" else {}, "rel": None}}
+    comments = []
+    for m in t.messages:
+        comment_ids[0] += 1
+        author = requester if m.role == "customer" else assignee
+        paragraphs = "".join(f"<p>{html.escape(p)}</p>" for p in m.text.split("\n\n"))
+        system = {"client": "Mozilla/5.0", "ip_address": t.customer_ip,
+                  "location": "Unknown"} if m.role == "customer" else {}
+        comments.append({
+            "id": comment_ids[0], "type": "Comment", "author_id": author, "body": m.text,
+            "html_body": f'<div class="zd-comment" dir="auto">{paragraphs}</div>',
+            "plain_body": m.text, "public": m.public, "attachments": [],
+            "audit_id": comment_ids[0] + 2810000000, "via": {"channel": "web" if m.role == "agent"
+                                                    else via["channel"]},
+            "created_at": zd_time(m.at), "metadata": {"system": system, "custom": {}},
+        })
+    return {
+        "url": f"https://tallybird.zendesk.com/api/v2/tickets/{ticket_id}.json",
+        "id": ticket_id, "external_id": None, "via": via,
+        "created_at": zd_time(t.created_at), "updated_at": zd_time(t.updated_at),
+        "generated_timestamp": int((t.updated_at - datetime(1970, 1, 1)).total_seconds()),
+        "type": t.kind, "subject": t.subject, "raw_subject": t.subject,
+        "description": t.messages[0].text, "priority": t.priority, "status": t.status,
+        "recipient": f"support@{c.SUPPORT_DOMAIN}", "requester_id": requester,
+        "submitter_id": requester, "assignee_id": None if t.status == "new" else assignee,
+        "organization_id": None, "group_id": 360009014412, "collaborator_ids": [],
+        "follower_ids": [], "email_cc_ids": [], "forum_topic_id": None, "problem_id": None,
+        "has_incidents": False, "is_public": True, "due_at": None, "tags": t.tags,
+        "custom_fields": custom, "fields": custom,
+        "satisfaction_rating": {"score": t.satisfaction}, "sharing_agreement_ids": [],
+        "followup_ids": [], "ticket_form_id": 360001207771, "brand_id": 360000412231,
+        "allow_channelback": False, "allow_attachments": True,
+        "from_messaging_channel": t.channel == "chat", "comments": comments,
+    }
+
+
+def zendesk_tickets(tickets: list[Ticket], first_id: int = 52301) -> tuple[list[dict], list[dict]]:
+    ids = ZendeskIds()
+    comment_ids = [27650000000]
+    out = [zendesk_ticket(first_id + k, t, ids, comment_ids) for k, t in enumerate(tickets)]
+    return out, list(ids.users.values())
+
+
+def write_zendesk(tickets: list[Ticket], out: io.TextIOBase) -> None:
+    """One JSON document shaped like a page of Zendesk's cursor-based incremental ticket
+    export (`{"tickets": [...], "end_of_stream": true, ...}`) with users side-loaded,
+    and each ticket's comments (Ticket Comments API shape) under `comments`."""
+    items, users = zendesk_tickets(tickets)
+    doc = {"tickets": items, "users": users, "after_cursor": None, "after_url": None,
+           "before_cursor": None, "before_url": None, "end_of_stream": True}
+    json.dump(doc, out, indent=2, ensure_ascii=False)
+    out.write("\n")
+
+
+def write_zendesk_ndjson(tickets: list[Ticket], out: io.TextIOBase) -> None:
+    """The full-export variant: one ticket object (with its comments) per line."""
+    items, _ = zendesk_tickets(tickets)
+    for item in items:
+        out.write(json.dumps(item, ensure_ascii=False) + "\n")
+
+
+# ---------------------------------------------------------------- Jira
+
+JIRA_MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov",
+               "Dec")
+JIRA_PRIORITY = {"urgent": "Highest", "high": "High", "normal": "Medium", "low": "Low"}
+JIRA_TYPE = {"incident": "Incident", "problem": "Problem", "question": "Service Request",
+             "task": "Task"}
+JIRA_STATUS = {"solved": "Resolved", "closed": "Closed", "new": "Open", "open": "In Progress",
+               "pending": "Waiting for customer", "hold": "Pending"}
+
+
+def jira_time(d: datetime | None) -> str:
+    """Jira's export format, e.g. `12/Mar/24 3:41 PM`."""
+    if d is None:
+        return ""
+    hour = d.hour % 12 or 12
+    return (f"{d.day:02d}/{JIRA_MONTHS[d.month - 1]}/{d.year % 100:02d} "
+            f"{hour}:{d.minute:02d} {'AM' if d.hour < 12 else 'PM'}")
+
+
+def jira_account_id(p: Person, agent: bool) -> str:
+    digest = format(abs(hash_text(p.email)), "x").rjust(32, "0")[:32]
+    if agent:
+        return digest[:24]
+    return f"712020:{digest[:8]}-{digest[8:12]}-{digest[12:16]}-{digest[16:20]}-{digest[20:32]}"
+
+
+def hash_text(text: str) -> int:
+    """A stable (unsalted) 128-bit FNV-1a hash; Python's hash() varies per process."""
+    h = 0x6C62272E07BB014262B821756295C58D
+    for ch in text.encode():
+        h = ((h ^ ch) * 0x0000000001000000000000000000013B) % (1 << 128)
+    return h
+
+
+def write_jira(tickets: list[Ticket], out: io.TextIOBase, first_key: int = 101) -> None:
+    """Jira's "Export > CSV (all fields)": repeated `Labels` and `Comment` columns;
+    comment cells are `date;author account id;text`."""
+    n_labels = max(len(t.tags) for t in tickets)
+    n_comments = max(sum(m.public for m in t.messages[1:]) for t in tickets)
+    head = ["Summary", "Issue key", "Issue id", "Issue Type", "Status", "Project key",
+            "Project name", "Project type", "Project lead", "Priority", "Resolution",
+            "Assignee", "Assignee Id", "Reporter", "Reporter Id", "Creator", "Creator Id",
+            "Created", "Updated", "Last Viewed", "Resolved", "Component/s", "Due Date",
+            "Votes"] + ["Labels"] * n_labels + [
+            "Description", "Environment", "Watchers", "Custom field (Customer plan)",
+            "Custom field (Request Type)", "Custom field (Satisfaction rating)",
+            "Custom field (Channel)"] + ["Comment"] * n_comments
+    w = csv.writer(out)
+    w.writerow(head)
+    for k, t in enumerate(tickets):
+        reporter = jira_account_id(t.customer, agent=False)
+        assignee = jira_account_id(t.agent, agent=True)
+        labels = t.tags + [""] * (n_labels - len(t.tags))
+        comments = []
+        for m in t.messages[1:]:
+            if not m.public:  # internal notes stay out of the customer-facing export
+                continue
+            author = reporter if m.role == "customer" else assignee
+            comments.append(f"{jira_time(m.at)};{author};{m.text}")
+        comments += [""] * (n_comments - len(comments))
+        unassigned = t.status == "new"
+        w.writerow([
+            t.subject, f"SUP-{first_key + k}", str(10412 + 3 * k), JIRA_TYPE[t.kind],
+            JIRA_STATUS[t.status], "SUP", "Tallybird Support", "service_desk",
+            "Ruth Adeyemi", JIRA_PRIORITY[t.priority], "Done" if t.solved else "",
+            "" if unassigned else t.agent.name, "" if unassigned else assignee,
+            t.customer.name, reporter, t.customer.name, reporter, jira_time(t.created_at),
+            jira_time(t.updated_at), "", jira_time(t.resolved_at), t.category, "", "0",
+            *labels, t.messages[0].text, "", t.customer.name if not unassigned else "",
+            t.plan, {"incident": "Report an incident", "problem": "Report a bug",
+                     "question": "Ask a question", "task": "Request a change"}[t.kind],
+            {"good": "Satisfied", "bad": "Dissatisfied"}.get(t.satisfaction, ""),
+            t.channel, *comments,
+        ])
+
+
+# ---------------------------------------------------------------- command line
+
+WRITERS = {"csv": write_csv, "zendesk": write_zendesk, "zendesk-ndjson": write_zendesk_ndjson,
+           "jira": write_jira}
+
+
+def open_out(path: Path):
+    if path.suffix == ".gz":
+        # mtime=0 keeps the bytes identical from run to run
+        raw = gzip.GzipFile(filename="", mode="wb", fileobj=open(path, "wb"), mtime=0)
+        return io.TextIOWrapper(raw, encoding="utf-8", newline="")
+    return open(path, "w", encoding="utf-8", newline="")
+
+
+def write_samples(out_dir: Path, seed: int) -> dict[str, int]:
+    """The three committed sample files, from one draw of sum(SPLIT) tickets."""
+    tickets = draw_tickets(sum(SPLIT.values()), seed)
+    start = 0
+    counts = {}
+    for fmt, n in SPLIT.items():
+        with open_out(out_dir / FILES[fmt]) as fh:
+            WRITERS[fmt](tickets[start:start + n], fh)
+        counts[FILES[fmt]] = n
+        start += n
+    return counts
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--seed", type=int, default=DEFAULT_SEED)
+    ap.add_argument("--out-dir", type=Path, default=Path(__file__).resolve().parent,
+                    help="where the three sample files go (default: next to this script)")
+    ap.add_argument("--rows", type=int, help="write this many tickets to --out instead")
+    ap.add_argument("--format", choices=sorted(WRITERS), default="csv")
+    ap.add_argument("--out", type=Path, help="output file for --rows (.gz compresses)")
+    args = ap.parse_args(argv)
+    if args.rows is None:
+        for name, n in write_samples(args.out_dir, args.seed).items():
+            print(f"{n:6d} tickets  {args.out_dir / name}")
+        return 0
+    if args.out is None:
+        ap.error("--rows needs --out")
+    with open_out(args.out) as fh:
+        if args.format == "csv":
+            write_bulk_csv(args.rows, args.seed, fh)
+        else:
+            WRITERS[args.format](draw_tickets(args.rows, args.seed), fh)
+    print(f"{args.rows:6d} tickets  {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
