@@ -47,7 +47,7 @@ SETTINGS: list[Setting] = [
             "or /var/tmp/rlforge-cache)"),
     Setting("redact", True, "redact PII and secrets before anything is written", bool),
     Setting("ingest.tickets.format", "auto", "ticket export format",
-            choices=("auto", "csv", "json", "jsonl", "zendesk", "jira-csv")),
+            choices=("auto", "csv", "json", "jsonl", "zendesk", "jira-csv", "jira-json")),
     Setting("ingest.tickets.mapping", {}, "normalised field -> column of your export "
             "(e.g. body = \"description\")", dict),
     Setting("ingest.tickets.on_conflict", "quarantine", "same ticket id with different content",
@@ -78,6 +78,16 @@ SETTINGS: list[Setting] = [
     Setting("run.max_infra_error_rate", 1.0, "exit 4 when infra errors exceed this rate", float),
     Setting("run.executor", "local", "where rollouts run", choices=("local", "ray")),
     Setting("run.runs_dir", "runs", "directory holding runs/<run_id>/"),
+    Setting("run.top_p", 1.0, "nucleus sampling mass (1.0 = not sent)", float),
+    Setting("run.stop", [], "stop sequences sent with every chat request", list),
+    Setting("run.extra_body", {}, "extra fields sent with every chat request, e.g. "
+            "{ top_k = 20 } for vLLM", dict),
+    Setting("run.request_concurrency", 0, "requests in flight to the endpoint at most "
+            "(0 = run.concurrency)", int),
+    Setting("run.max_retries", 4, "retries per request on connection errors, timeouts, "
+            "408/409/429/5xx", int),
+    Setting("run.retry_budget", 0.2, "retries allowed client-wide per request sent, so a "
+            "failing endpoint is not flooded with retries", float),
 ]
 
 _BY_KEY = {s.key: s for s in SETTINGS}

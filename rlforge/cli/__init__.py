@@ -76,7 +76,7 @@ def root(
     try:
         cfg = Config.load(config)
     except RlforgeError as exc:
-        err_console.print(f"[bold red]error:[/] {exc}", highlight=False)
+        err_console.print(f"[bold red]error:[/] {exc}", highlight=False, soft_wrap=True)
         raise typer.Exit(1) from None
     cfg.with_flags(db=str(db) if db else None)
     ctx.obj = State(config=cfg)

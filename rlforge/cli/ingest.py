@@ -99,7 +99,8 @@ def report(results: list[IngestResult], *, as_json: bool, quiet: bool, noun: str
             for note in r.notes:
                 console.print(f"[yellow]note:[/] {r.path}: {note}")
     for r in failed:
-        err_console.print(f"[bold red]error:[/] {r.path}: {r.error}", highlight=False)
+        err_console.print(f"[bold red]error:[/] {r.path}: {r.error}", highlight=False,
+                          soft_wrap=True)
     return 1 if failed else 0
 
 

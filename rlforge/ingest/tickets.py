@@ -148,7 +148,10 @@ def _stage_csv(con, path: Path, text_head: str, mapping: dict[str, str], fi: Fil
 def _recover_invalid_utf8(data: bytes, byte_pos: int, columns: list[str], delim: str,
                           m: dict[str, str], line: int) -> tf.TicketRecord | None:
     """Re-read one row whose bytes are not UTF-8: replace the bad bytes and flag the row."""
-    text = data[byte_pos:byte_pos + MAX_FIELD_BYTES].decode("utf-8", errors="replace")
+    start = byte_pos - 1  # DuckDB reports a 1-based byte position of the line start
+    if start < 0 or (start > 0 and data[start - 1:start] != b"\n"):
+        start = data.rfind(b"\n", 0, max(byte_pos, 0)) + 1
+    text = data[start:start + MAX_FIELD_BYTES].decode("utf-8", errors="replace")
     row = next(csv.reader(io.StringIO(text, newline=""), delimiter=delim), None)
     if row is None or len(row) != len(columns):
         return None

@@ -1,0 +1,190 @@
+"""`rlforge ingest tickets`: every format, the books balance, bad input handled."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import shutil
+
+import pytest
+
+from conftest import SHARED_DATA
+
+BITEXT = SHARED_DATA / "tickets" / "bitext" / "bitext_customer_support_sample.csv"
+BAD = __import__("pathlib").Path(__file__).parent / "data" / "bad_tickets"
+BITEXT_MAP = ["--map", "body=instruction", "--map", "resolution=response",
+              "--map", "category=category", "--map", "intent=intent"]
+
+
+def summary(result) -> dict:
+    """The --json summary printed by the command."""
+    text = result.output
+    return json.loads(text[text.index("{"): text.rindex("}") + 1])
+
+
+def file_result(result, i: int = 0) -> dict:
+    return summary(result)["files"][i]
+
+
+def test_bitext_loads_4514_then_reingest_adds_zero(cli, query):
+    first = cli("ingest", "tickets", BITEXT, *BITEXT_MAP, "--no-redact", "--json")
+    assert first.exit_code == 0, first.output
+    f = file_result(first)
+    assert (f["n_read"], f["n_loaded"], f["n_duplicates"], f["n_quarantined"]) == (4514, 4514, 0, 0)
+    assert query("SELECT count(*), count(DISTINCT category), count(DISTINCT intent) FROM tickets") \
+        == [(4514, 11, 27)]
+    second = cli("ingest", "tickets", BITEXT, *BITEXT_MAP, "--no-redact", "--json")
+    f2 = file_result(second)
+    assert (f2["n_read"], f2["n_loaded"], f2["n_duplicates"]) == (4514, 0, 4514)
+    assert query("SELECT count(*) FROM tickets") == [(4514,)]
+    runs = query("SELECT n_read, n_loaded, n_duplicates, status, sha256 IS NOT NULL "
+                 "FROM ingest_runs ORDER BY run_id")
+    assert runs == [(4514, 4514, 0, "ok", True), (4514, 0, 4514, "ok", True)]
+
+
+def test_unmapped_columns_land_in_extra(cli, query):
+    cli("ingest", "tickets", BITEXT, *BITEXT_MAP, "--no-redact", "-q")
+    extra = json.loads(query("SELECT extra FROM tickets ORDER BY record_no LIMIT 1")[0][0])
+    assert set(extra) == {"context", "role", "entity_type", "entity_value", "start_offset",
+                          "end_offset"}
+    assert query("SELECT tags FROM tickets ORDER BY record_no LIMIT 1") == [(["BIL"],)]
+
+
+def test_map_to_unknown_field_or_column_is_a_user_error(cli):
+    bad_field = cli("ingest", "tickets", BITEXT, "--map", "colour=instruction", "--no-redact")
+    assert bad_field.exit_code == 1
+    assert "unknown field" in bad_field.output and "subject" in bad_field.output
+    bad_col = cli("ingest", "tickets", BITEXT, "--map", "body=nope", "--no-redact")
+    assert bad_col.exit_code == 1 and "no column 'nope'" in bad_col.output
+
+
+def test_gzip_is_read_transparently(cli, tmp_path, query):
+    gz = tmp_path / "bitext.csv.gz"
+    gz.write_bytes(gzip.compress(BITEXT.read_bytes()))
+    result = cli("ingest", "tickets", gz, *BITEXT_MAP, "--no-redact", "--json")
+    assert file_result(result)["n_loaded"] == 4514
+
+
+def test_jira_rest_json_with_real_pages(cli, query):
+    pages = sorted((SHARED_DATA / "formats" / "tickets" / "perceval_jira_rest").glob("jira_issues_page_*.json"))
+    result = cli("ingest", "tickets", *pages, "--no-redact", "--json")
+    assert result.exit_code == 0
+    s = summary(result)
+    assert s["totals"]["n_loaded"] == 3 and all(f["format"] == "jira-json" for f in s["files"])
+    rows = query("SELECT ticket_id, subject, category, priority, status, created_at FROM tickets "
+                 "ORDER BY ticket_id")
+    assert all(r[0].startswith("jira:") for r in rows)
+    assert rows[0][2] == "extRequest" and rows[0][3] == "Major" and rows[0][4] == "Open"
+    assert rows[0][5] is not None
+
+
+def test_jira_comment_page_alone_is_refused_with_a_reason(cli, query):
+    page = SHARED_DATA / "formats" / "tickets" / "perceval_jira_rest" / "jira_comments_issue_page_1.json"
+    result = cli("ingest", "tickets", page, "--format", "jira-json", "--no-redact")
+    assert result.exit_code == 1
+    assert "comment page" in result.output
+    assert query("SELECT count(*) FROM tickets") == [(0,)]
+    assert query("SELECT status FROM ingest_runs") == [("failed",)]
+
+
+def test_github_issues_json_maps_by_synonyms(cli, query):
+    path = SHARED_DATA / "formats" / "tickets" / "github_to_sqlite_issues" / "issues.json"
+    result = cli("ingest", "tickets", path, "--no-redact", "--json")
+    assert file_result(result)["n_loaded"] == 2
+    subject, status, extra = query("SELECT subject, status, extra FROM tickets ORDER BY record_no")[0]
+    assert subject and status in ("open", "closed")
+    assert "html_url" in json.loads(extra)
+
+
+# --- the bad-input corpus -------------------------------------------------------------
+
+def test_malformed_csv_rows_are_quarantined_with_line_and_reason(cli, query):
+    result = cli("ingest", "tickets", BAD / "malformed.csv", "--no-redact", "--json")
+    f = file_result(result)
+    assert f["reconciles"] and (f["n_read"], f["n_loaded"], f["n_quarantined"]) == (6, 3, 3)
+    q = query("SELECT record_no, reason FROM quarantine ORDER BY record_no")
+    assert [r[0] for r in q] == [3, 5, 7]
+    assert "too many columns" in q[0][1] and "missing columns" in q[1][1] and "quote" in q[2][1]
+    assert query("SELECT body FROM tickets WHERE source_id = '3'") == [("Cannot log in\nsince the update",)]
+
+
+def test_truncated_json_keeps_what_parsed_and_quarantines_the_tail(cli, query):
+    f = file_result(cli("ingest", "tickets", BAD / "truncated.json", "--no-redact", "--json"))
+    assert f["reconciles"] and (f["n_loaded"], f["n_quarantined"]) == (3, 1)
+    assert "truncated" in query("SELECT reason FROM quarantine")[0][0]
+
+
+def test_invalid_utf8_is_replaced_and_flagged_not_dropped(cli, query):
+    f = file_result(cli("ingest", "tickets", BAD / "invalid_utf8.csv", "--no-redact", "--json"))
+    assert (f["n_loaded"], f["n_flagged"], f["n_quarantined"]) == (2, 1, 0)
+    subject, flags = query("SELECT subject, flags FROM tickets WHERE source_id = '1'")[0]
+    assert "\ufffd" in subject and flags == ["invalid_utf8"]
+
+
+@pytest.mark.parametrize("name,problem", [("binary.csv", "binary file"),
+                                          ("truncated.csv.gz", "ended before")])
+def test_unreadable_file_fails_alone_and_writes_nothing(cli, query, name, problem, tmp_path):
+    good = tmp_path / "good.csv"
+    good.write_text("id,subject,description\n1,hello,world\n")
+    result = cli("ingest", "tickets", BAD / name, good, "--no-redact", "--json")
+    assert result.exit_code == 1
+    err_lines = [line for line in result.output.splitlines() if line.startswith("error:")]
+    assert len(err_lines) == 1 and name in err_lines[0] and problem in result.output
+    assert query("SELECT count(*) FROM tickets") == [(1,)]
+    assert query("SELECT count(*) FROM quarantine") == [(0,)]
+    assert query("SELECT status FROM ingest_runs ORDER BY run_id") == [("failed",), ("ok",)]
+
+
+def test_empty_file_is_read_as_zero_records(cli, query):
+    result = cli("ingest", "tickets", BAD / "empty.csv", "--no-redact", "--json")
+    assert result.exit_code == 0
+    assert file_result(result)["n_read"] == 0
+    assert query("SELECT n_read, status FROM ingest_runs") == [(0, "ok")]
+
+
+def test_same_id_with_different_content_is_quarantined_or_replaced(cli, query, tmp_path):
+    path = BAD / "same_id_different_content.jsonl"
+    f = file_result(cli("ingest", "tickets", path, "--no-redact", "--json"))
+    assert f["reconciles"]
+    assert (f["n_read"], f["n_loaded"], f["n_duplicates"], f["n_quarantined"]) == (5, 2, 1, 2)
+    reasons = sorted(r[0].split(":")[0] for r in query("SELECT reason FROM quarantine"))
+    assert reasons == ["conflicting id", "invalid JSON line"]
+    # A later export with a newer version of T-2: quarantined by default, replaced on request.
+    newer = tmp_path / "newer.jsonl"
+    newer.write_text(json.dumps({"id": "T-2", "subject": "Invoice", "description": "Sent it",
+                                 "category": "billing"}) + "\n")
+    f = file_result(cli("ingest", "tickets", newer, "--no-redact", "--json"))
+    assert f["n_quarantined"] == 1
+    f = file_result(cli("ingest", "tickets", newer, "--no-redact", "--json", "--on-conflict", "replace"))
+    assert f["n_loaded"] == 1
+    assert query("SELECT body FROM tickets WHERE source_id = 'T-2'") == [("Sent it",)]
+
+
+def test_ten_megabyte_single_field_loads(cli, query, tmp_path):
+    big = tmp_path / "big_field.csv"
+    body = "x" * (10 * 1024 * 1024)
+    big.write_text(f'id,subject,description\n1,huge,"{body}"\n2,small,"ok"\n')
+    f = file_result(cli("ingest", "tickets", big, "--no-redact", "--json"))
+    assert (f["n_read"], f["n_loaded"]) == (2, 2)
+    assert query("SELECT length(body) FROM tickets WHERE source_id = '1'") == [(len(body),)]
+
+
+def test_missing_file_is_one_error_line(cli, tmp_path):
+    result = cli("ingest", "tickets", tmp_path / "nope.csv", "--no-redact")
+    assert result.exit_code == 1
+    assert "nope.csv: no such file" in result.output
+
+
+def test_declared_format_that_does_not_match_fails_the_file(cli, query):
+    result = cli("ingest", "tickets", BITEXT, "--format", "json", "--no-redact", "--json")
+    f = file_result(result)
+    # Not JSON at all: the one record is quarantined with the reason, nothing else written.
+    assert f["reconciles"] and f["n_loaded"] == 0
+
+
+def test_copy_of_file_under_other_name_is_all_duplicates(cli, tmp_path):
+    copy = tmp_path / "copy.csv"
+    shutil.copy(BAD / "malformed.csv", copy)
+    cli("ingest", "tickets", BAD / "malformed.csv", "--no-redact", "-q")
+    f = file_result(cli("ingest", "tickets", copy, "--no-redact", "--json"))
+    assert (f["n_loaded"], f["n_duplicates"], f["n_quarantined"]) == (0, 3, 3)
