@@ -188,3 +188,46 @@ def test_copy_of_file_under_other_name_is_all_duplicates(cli, tmp_path):
     cli("ingest", "tickets", BAD / "malformed.csv", "--no-redact", "-q")
     f = file_result(cli("ingest", "tickets", copy, "--no-redact", "--json"))
     assert (f["n_loaded"], f["n_duplicates"], f["n_quarantined"]) == (0, 3, 3)
+
+
+# --- the project's own exports (sample_data) -------------------------------------------
+
+SAMPLE_TICKETS = __import__("conftest").SAMPLE_DATA / "tickets"
+
+
+def test_zendesk_export_with_comments_and_custom_field_category(cli, query):
+    result = cli("ingest", "tickets", SAMPLE_TICKETS / "zendesk_export.json",
+                 "--map", "category=custom_fields.360041872211", "--no-redact", "--json")
+    f = file_result(result)
+    assert f["format"] == "zendesk" and f["reconciles"] and f["n_loaded"] == f["n_read"] > 0
+    assert query("SELECT count(*) FROM tickets WHERE category IN ('question', 'incident')") == [(0,)]
+    # The conversation: the first message is the requester's, and the resolution is the
+    # last public agent message.
+    first_roles = query("SELECT DISTINCT role FROM ticket_messages WHERE seq = 0")
+    assert first_roles == [("customer",)]
+    mismatched = query("""
+        SELECT count(*) FROM tickets t WHERE resolution IS DISTINCT FROM (
+            SELECT last(m.text ORDER BY m.seq) FROM ticket_messages m
+            WHERE m.ticket_id = t.ticket_id AND m.role = 'agent' AND m.is_public)""")
+    assert mismatched == [(0,)]
+
+
+def test_jira_csv_export_repeated_labels_and_comments(cli, query):
+    result = cli("ingest", "tickets", SAMPLE_TICKETS / "jira_export.csv", "--no-redact", "--json")
+    f = file_result(result)
+    assert f["format"] == "jira-csv" and f["reconciles"] and f["n_loaded"] == f["n_read"] > 0
+    row = query("SELECT ticket_id, created_at, tags, extra FROM tickets ORDER BY record_no LIMIT 1")[0]
+    assert row[0].startswith("jira:") and row[1] is not None and len(row[2]) >= 2
+    assert "Resolution" in json.loads(row[3])
+    roles = query("SELECT role, count(*) FROM ticket_messages GROUP BY ALL ORDER BY ALL")
+    assert dict(roles).keys() == {"agent", "customer"}
+    assert query("SELECT DISTINCT role FROM ticket_messages WHERE seq = 0") == [("customer",)]
+
+
+def test_all_three_sample_exports_in_one_command(cli, query):
+    paths = [SAMPLE_TICKETS / n for n in ("tickets.csv", "zendesk_export.json", "jira_export.csv")]
+    result = cli("ingest", "tickets", *paths, "--no-redact", "--json")
+    s = summary(result)
+    assert result.exit_code == 0 and s["failed"] == 0
+    assert s["totals"]["n_read"] == s["totals"]["n_loaded"] == query("SELECT count(*) FROM tickets")[0][0]
+    assert [f["format"] for f in s["files"]] == ["csv", "zendesk", "jira-csv"]

@@ -195,11 +195,16 @@ def iter_jsonl_records(text: str) -> Iterator[tuple[int, Any] | Rejected]:
 
 
 def _get(obj: Any, dotted: str) -> Any:
+    """Follow a dotted path; in a list of {id, value} objects (custom fields) match by id."""
     node = obj
     for part in dotted.split("."):
-        if not isinstance(node, dict):
+        if isinstance(node, list):
+            node = next((x for x in node if isinstance(x, dict) and str(x.get("id")) == part), None)
+            node = node.get("value") if isinstance(node, dict) and "value" in node else node
+        elif isinstance(node, dict):
+            node = node.get(part)
+        else:
             return None
-        node = node.get(part)
     return node
 
 
@@ -310,6 +315,7 @@ def jira_json_record(no: int, issue: Any, mapping: dict[str, str]) -> TicketReco
     if isinstance(rec, Rejected):
         return rec
     reporter = _scalar(f.get("reporter"))
+    rec.messages = _opening_message(rec.fields, reporter)
     comments = (f.get("comment") or {}).get("comments") or []
     for c in comments:
         author = _scalar(c.get("author"))
@@ -321,6 +327,14 @@ def jira_json_record(no: int, issue: Any, mapping: dict[str, str]) -> TicketReco
 
 
 RAW_PREVIEW = 64 * 1024
+
+
+def _opening_message(fields: dict[str, Any], reporter: str | None) -> list[dict[str, Any]]:
+    """Jira keeps the request in the description, not in a comment: it opens the thread."""
+    if not fields.get("body"):
+        return []
+    return [{"role": "customer", "author": reporter, "text": fields["body"],
+             "created_at": fields.get("created_at"), "is_public": True}]
 
 JIRA_CSV_DEFAULTS = {"source_id": "Issue key", "subject": "Summary", "body": "Description",
                      "category": "Issue Type", "priority": "Priority", "status": "Status",
@@ -357,8 +371,8 @@ def iter_jira_csv(text: str, mapping: dict[str, str]) -> Iterator[TicketRecord |
             fields[f] = values if f == "tags" else (values[0] if values else None)
         if "tags" not in mapping:
             fields["tags"] = col("Labels")
-        reporter = (col("Reporter") or [None])[0]
-        messages = []
+        reporter = (col("Reporter Id") or col("Reporter") or [None])[0]
+        messages = _opening_message(fields, reporter)
         for cell in col("Comment"):
             parts = cell.split(";", 2)
             if len(parts) == 3:
