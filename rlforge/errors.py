@@ -54,3 +54,88 @@ class GateFailed(RlforgeError):
     def __init__(self, message: str, exit_code: int):
         super().__init__(message)
         self.exit_code = exit_code
+
+
+class PolicyRequestError(PolicyError):
+    """One request to the policy endpoint failed for good (after any retries).
+
+    `kind` names the failure for the rollout record; `infra` is True when the endpoint,
+    not the model's own output, caused it, so a run counts the rollout as `invalid`
+    rather than against the policy. `status` is the HTTP status if one arrived,
+    `retry_after` the server's requested wait in seconds, `attempts` how many requests
+    were sent and `latency` the seconds spent including backoff.
+    """
+
+    kind = "policy"
+    infra = True
+
+    def __init__(self, message: str, *, status: int | None = None,
+                 retry_after: float | None = None, attempts: int = 1, latency: float = 0.0):
+        super().__init__(message)
+        self.message = message
+        self.status = status
+        self.retry_after = retry_after
+        self.attempts = attempts
+        self.latency = latency
+
+    def __str__(self) -> str:
+        tries = f" (after {self.attempts} attempts)" if self.attempts > 1 else ""
+        return f"{self.kind}: {self.message}{tries}"
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.message!r}, status={self.status}, attempts={self.attempts})"
+
+    def record(self) -> dict:
+        """A JSON-ready description for the rollout record."""
+        return {"type": self.kind, "infra": self.infra, "status": self.status,
+                "message": self.message, "attempts": self.attempts,
+                "latency": round(self.latency, 6)}
+
+
+class PolicyTimeout(PolicyRequestError):
+    """No complete response within the request timeout (or the server answered 408)."""
+
+    kind = "timeout"
+
+
+class PolicyConnectionError(PolicyRequestError):
+    """The connection failed: refused, reset, closed mid-response, TLS or DNS failure."""
+
+    kind = "connection"
+
+
+class PolicyRateLimited(PolicyRequestError):
+    """The endpoint answered 429 and kept doing so."""
+
+    kind = "rate_limited"
+
+
+class PolicyServerError(PolicyRequestError):
+    """The endpoint answered 5xx (or 409) and kept doing so."""
+
+    kind = "server_error"
+
+
+class PolicyBadRequest(PolicyRequestError):
+    """The endpoint rejected the request (4xx other than 401/403/408/409/429)."""
+
+    kind = "bad_request"
+
+
+class PolicyContextLength(PolicyBadRequest):
+    """The conversation no longer fits the model's context: the rollout's own doing."""
+
+    kind = "context_length"
+    infra = False
+
+
+class PolicyAuthError(PolicyRequestError):
+    """The endpoint refused the credentials (401/403)."""
+
+    kind = "auth"
+
+
+class PolicyMalformedResponse(PolicyRequestError):
+    """The endpoint answered 2xx with a body that is not a chat completion."""
+
+    kind = "malformed_response"
