@@ -62,6 +62,12 @@ SETTINGS: list[Setting] = [
     Setting("sandbox.mode", "bwrap", "how untrusted code runs: bwrap, or none (unsafe, explicit)",
             choices=("bwrap", "none")),
     Setting("sandbox.workers", 0, "concurrent sandboxes (0 = 2 x cores)", int),
+    Setting("sandbox.timeout", 60.0, "default wall-clock seconds before a sandboxed command's "
+            "whole process tree is killed (a task's own timeout wins)", float),
+    Setting("sandbox.memory_mb", 1024, "default address-space limit per sandboxed process, MB "
+            "(0 = none)", int),
+    Setting("sandbox.max_processes", 128, "processes and threads a sandboxed command may have", int),
+    Setting("sandbox.output_limit", 1_000_000, "bytes kept from each of stdout and stderr", int),
     Setting("tasks.out", "tasks", "directory build-tasks writes task directories to"),
     Setting("tasks.seed", 0, "seed for task generation", int),
     Setting("tasks.templates", "", "directory of templates overriding the packaged ones"),

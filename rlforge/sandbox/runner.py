@@ -1,0 +1,442 @@
+"""Run one untrusted command under bubblewrap and report what happened.
+
+The sandbox: new user, pid, network, mount, ipc, uts and cgroup namespaces; uid/gid 65534;
+all capabilities dropped and no new user namespaces inside; a read-only system (`/usr`,
+the `/bin`-style links, a minimal `/etc`); private size-capped `/tmp` and `/dev/shm`;
+minimal `/dev`; its own `/proc`; the task's directories at Harbor's paths; a clean
+environment; rlimits applied by `prlimit` inside; a seccomp filter (see `seccomp.py`); a
+pids cgroup when running as root (see `cgroups.py`).
+
+Lifetime: bubblewrap's init is pid 1 of the sandbox's pid namespace, so when the command
+exits, or when we kill pid 1 on timeout, the kernel kills every process left inside
+(background jobs, setsid, double forks). `--die-with-parent` ties the sandbox to the thread
+that started it. bubblewrap's `--json-status-fd` tells us the command really started and
+its exit status; a run without that status is a sandbox failure, not the command's.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+import select
+import selectors
+import shutil
+import signal
+import subprocess
+import threading
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from rlforge.errors import SandboxUnavailable, UserError
+from rlforge.sandbox import seccomp
+from rlforge.sandbox.cgroups import PidsCgroups
+from rlforge.sandbox.spec import (SANDBOX_UID, FailureReason, SandboxFailure, SandboxResult,
+                                  SandboxSpec)
+
+log = logging.getLogger("rlforge.sandbox")
+
+MIN_BWRAP = (0, 8, 0)  # --disable-userns and --size
+INSTALL_HINT = ("install it with `apt-get install -y bubblewrap` (Debian/Ubuntu) or "
+                "`dnf install -y bubblewrap` (Fedora)")
+USERNS_HINT = ("enable unprivileged user namespaces: `sysctl -w kernel.unprivileged_userns_clone=1` "
+               "(Debian), `sysctl -w kernel.apparmor_restrict_unprivileged_userns=0` (Ubuntu 24.04+), "
+               "`sysctl -w user.max_user_namespaces=15000`; inside Docker, run the container with "
+               "`--security-opt seccomp=unconfined --security-opt apparmor=unconfined`")
+ROOT_HINT = ("as root, the process limit needs a writable cgroup pids controller (none found under "
+             "/sys/fs/cgroup): run rlforge as a non-root user, or give it a writable cgroup "
+             "(e.g. a privileged container, or `mount -t cgroup2 none /sys/fs/cgroup`)")
+
+# Host /etc files the sandbox may read (all world-readable and secret-free).
+ETC_FILES = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "alternatives", "localtime",
+             "nsswitch.conf", "mime.types")
+# Files generated for the sandbox instead of exposing the host's.
+ETC_DATA = {
+    "/etc/passwd": "root:x:0:0:root:/root:/usr/sbin/nologin\n"
+                   "nobody:x:65534:65534:nobody:/tmp:/usr/sbin/nologin\n",
+    "/etc/group": "root:x:0:\nnogroup:x:65534:\n",
+    "/etc/hosts": "127.0.0.1\tlocalhost\n::1\tlocalhost\n",
+}
+_DRAIN_SEC = 2.0  # after a kill, how long to wait for pipes to close
+
+
+@dataclass(frozen=True)
+class HostSupport:
+    """What this machine offers the sandbox; found once by `ensure_available`."""
+
+    bwrap: str
+    version: tuple[int, ...]
+    prlimit: str
+    pid_limit: str  # "rlimit" or "cgroup v1"/"cgroup v2"
+    cgroups: PidsCgroups | None
+    seccomp_filter: bytes
+
+
+_support: HostSupport | None = None
+_support_lock = threading.Lock()
+
+
+def _bwrap_version(bwrap: str) -> tuple[int, ...]:
+    out = subprocess.run([bwrap, "--version"], capture_output=True, text=True, env={},
+                         timeout=10).stdout
+    match = re.search(r"(\d+)\.(\d+)(?:\.(\d+))?", out)
+    if not match:
+        raise SandboxUnavailable(f"cannot tell the version of {bwrap} (printed {out.strip()!r}); "
+                                 f"reinstall bubblewrap: {INSTALL_HINT}")
+    return tuple(int(g or 0) for g in match.groups())
+
+
+def ensure_available() -> HostSupport:
+    """Check once per process that sandboxes can be built here, by building one.
+
+    Returns:
+        What the machine offers (bubblewrap path and version, process-limit mechanism).
+
+    Raises:
+        SandboxUnavailable: bubblewrap is missing or too old, namespaces cannot be created,
+            or no process limit can be enforced; the message says how to fix it.
+    """
+    global _support
+    with _support_lock:
+        if _support is not None:
+            return _support
+        bwrap = shutil.which("bwrap") or ("/usr/bin/bwrap" if os.path.exists("/usr/bin/bwrap") else None)
+        if bwrap is None:
+            raise SandboxUnavailable(f"bubblewrap (bwrap) is not installed; {INSTALL_HINT}")
+        version = _bwrap_version(bwrap)
+        if version < MIN_BWRAP:
+            need, have = ".".join(map(str, MIN_BWRAP)), ".".join(map(str, version))
+            raise SandboxUnavailable(f"bubblewrap {have} is too old (rlforge needs {need} or newer "
+                                     "for --disable-userns and --size); upgrade it, e.g. from "
+                                     "Debian 12 / Ubuntu 24.04 packages")
+        found = shutil.which("prlimit")
+        prlimit = os.path.realpath(found) if found else ""
+        if not prlimit.startswith("/usr/"):
+            raise SandboxUnavailable("prlimit (util-linux) was not found under /usr; "
+                                     "install it with `apt-get install -y util-linux`")
+        if not seccomp.supported():
+            raise SandboxUnavailable("rlforge has no seccomp syscall table for this CPU "
+                                     "architecture (supported: x86_64, aarch64)")
+        cgroups = None
+        if os.geteuid() == 0:
+            cgroups = PidsCgroups.find()
+            if cgroups is None:
+                raise SandboxUnavailable(f"cannot enforce a process limit: {ROOT_HINT}")
+        pid_limit = f"cgroup v{cgroups.version}" if cgroups else "rlimit"
+        support = HostSupport(bwrap, version, prlimit, pid_limit, cgroups, seccomp.filter_bytes())
+        probe = _Run(support, ["/usr/bin/true"], SandboxSpec(timeout_sec=30)).execute()
+        if probe.failure is not None or probe.exit_code != 0:
+            detail = probe.stderr_text.strip() or str(probe.failure) or f"exit {probe.exit_code}"
+            raise SandboxUnavailable(f"bubblewrap cannot create a sandbox here ({detail}); {USERNS_HINT}")
+        _support = support
+        return support
+
+
+def run(cmd: Sequence[str], spec: SandboxSpec | None = None, *,
+        cancel: threading.Event | None = None) -> SandboxResult:
+    """Run `cmd` in a fresh sandbox and wait for it.
+
+    Args:
+        cmd: The program and its arguments (looked up on the sandbox's PATH), e.g.
+            `["bash", "/tests/test.sh"]`.
+        spec: Directories, environment and limits; default: nothing bound, default limits.
+        cancel: When set from another thread, the run is killed as on timeout.
+
+    Returns:
+        The outcome. `result.failure` is set when the sandbox itself failed (an
+        infrastructure error); otherwise `exit_code`, `timed_out` and the outputs describe
+        what the command did.
+
+    Raises:
+        SandboxUnavailable: sandboxes cannot be built on this machine (see
+            `ensure_available`).
+        UserError: `cmd` is empty.
+    """
+    spec = spec or SandboxSpec()
+    if not cmd:
+        raise UserError("no command given to run in the sandbox")
+    if cancel is not None and cancel.is_set():  # cancelled while waiting for a worker
+        return SandboxResult(None, killed=True, sandboxed=spec.mode != "none")
+    if spec.mode == "none":
+        log.warning("sandbox mode 'none': running %s WITHOUT isolation; it can read your files "
+                    "and secrets and use the network", cmd[0])
+        return _Run(None, list(cmd), spec, cancel).execute()
+    return _Run(ensure_available(), list(cmd), spec, cancel).execute()
+
+
+def _limit_args(prlimit: str, spec: SandboxSpec, nproc: int) -> list[str]:
+    mb = 1024 * 1024
+    args = [prlimit, f"--cpu={spec.cpu_limit}:{spec.cpu_limit + 1}",
+            f"--fsize={spec.file_size_mb * mb}", f"--nofile={spec.open_files}",
+            f"--nproc={nproc}", "--core=0"]
+    if spec.memory_mb is not None:
+        args.append(f"--as={spec.memory_mb * mb}")
+    return args + ["--"]
+
+
+def _system_args() -> list[str]:
+    """The read-only system: /usr, the /bin-style top-level links or dirs, a minimal /etc."""
+    args = ["--ro-bind", "/usr", "/usr"]
+    for name in ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"):
+        if os.path.islink(name):
+            args += ["--symlink", os.readlink(name), name]
+        elif os.path.isdir(name):
+            args += ["--ro-bind", name, name]
+    for name in ETC_FILES:
+        args += ["--ro-bind-try", f"/etc/{name}", f"/etc/{name}"]
+    return args
+
+
+def _data_fd(data: bytes, name: str) -> int:
+    fd = os.memfd_create(name)
+    os.write(fd, data)
+    os.lseek(fd, 0, os.SEEK_SET)
+    return fd
+
+
+class _Run:
+    """One supervised run: start, copy output, enforce the deadline, collect the status."""
+
+    def __init__(self, support: HostSupport | None, cmd: list[str], spec: SandboxSpec,
+                 cancel: threading.Event | None = None):
+        self.support, self.cmd, self.spec, self.cancel = support, cmd, spec, cancel
+        self.proc: subprocess.Popen | None = None
+        self.pidfd: int | None = None
+        self.cgroup: Path | None = None
+        self.block_fd: int | None = None
+        self.exit_code: int | None = None
+        self.failure: SandboxFailure | None = None
+        self.killed_by_us = False
+
+    # --- building the command line -------------------------------------------------------
+
+    def _bwrap_argv(self, child_fds: list[int], status_w: int, block_r: int | None) -> list[str]:
+        spec, support = self.spec, self.support
+        assert support is not None
+        uid = str(SANDBOX_UID)
+        argv = [support.bwrap, "--unshare-all", "--unshare-user", "--uid", uid, "--gid", uid,
+                "--hostname", "sandbox", "--cap-drop", "ALL", "--disable-userns",
+                "--die-with-parent", "--new-session", "--json-status-fd", str(status_w)]
+        argv += _system_args()
+        for dest, text in ETC_DATA.items():
+            fd = _data_fd(text.encode(), dest)
+            child_fds.append(fd)
+            argv += ["--ro-bind-data", str(fd), dest]
+        tmp = str(spec.tmp_mb * 1024 * 1024)
+        argv += ["--proc", "/proc", "--dev", "/dev", "--size", tmp, "--tmpfs", "/tmp",
+                 "--size", tmp, "--tmpfs", "/dev/shm", "--remount-ro", "/dev"]
+        for src, dest, writable in spec.binds():
+            argv += ["--bind" if writable else "--ro-bind", str(src), dest]
+        argv += ["--remount-ro", "/", "--chdir", spec.workdir, "--clearenv"]
+        for key, value in spec.environment().items():
+            argv += ["--setenv", key, value]
+        fd = _data_fd(support.seccomp_filter, "rlforge-seccomp")
+        child_fds.append(fd)
+        argv += ["--seccomp", str(fd)]
+        if block_r is not None:
+            argv += ["--block-fd", str(block_r)]
+        # One extra slot for bubblewrap's own init, which counts against both limits.
+        return argv + ["--", *_limit_args(support.prlimit, spec, spec.max_processes + 1), *self.cmd]
+
+    # --- running ---------------------------------------------------------------------------
+
+    def execute(self) -> SandboxResult:
+        start = time.monotonic()
+        try:
+            return self._execute(start)
+        finally:
+            if self.pidfd is not None:
+                os.close(self.pidfd)
+            if self.block_fd is not None:
+                os.close(self.block_fd)
+            if self.cgroup is not None and self.support and self.support.cgroups:
+                if not self.support.cgroups.remove(self.cgroup):
+                    log.warning("could not remove cgroup %s", self.cgroup)
+
+    def _start(self) -> tuple[int | None, SandboxResult | None]:
+        """Spawn the process; returns (status read fd or None, early result on failure)."""
+        spec, child_fds = self.spec, []
+        status_r = block_r = None
+        try:
+            if self.support is None:  # mode "none"
+                argv = _limit_args(shutil.which("prlimit") or "prlimit", spec, spec.max_processes)
+                argv += self.cmd
+                self.proc = subprocess.Popen(
+                    argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                    cwd=self._host_workdir(), env=spec.environment(), start_new_session=True)
+                return None, None
+            status_r, status_w = os.pipe()
+            child_fds.append(status_w)
+            if self.support.cgroups is not None:
+                self.cgroup = self.support.cgroups.create(spec.max_processes + 1)
+                block_r, self.block_fd = os.pipe()
+                child_fds.append(block_r)
+            argv = self._bwrap_argv(child_fds, status_w, block_r)
+            self.proc = subprocess.Popen(
+                argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                pass_fds=child_fds, env={}, start_new_session=True)
+            return status_r, None
+        except OSError as exc:
+            if status_r is not None:
+                os.close(status_r)
+            reason = FailureReason.LIMITS if self.cgroup is None and self.support and \
+                self.support.cgroups else FailureReason.LAUNCH
+            return None, SandboxResult(None, failure=SandboxFailure(reason, str(exc)),
+                                       sandboxed=self.support is not None)
+        finally:
+            for fd in child_fds:
+                os.close(fd)
+
+    def _host_workdir(self) -> str:
+        """Mode "none" has no Harbor paths: map the sandbox cwd onto the host directories."""
+        wd = self.spec.workdir
+        for src, dest, _ in self.spec.binds():
+            if wd == dest or wd.startswith(dest + "/"):
+                return str(src) + wd[len(dest):]
+        return wd
+
+    def _on_status(self, doc: dict) -> None:
+        if "child-pid" in doc:
+            pid = int(doc["child-pid"])
+            try:
+                self.pidfd = os.pidfd_open(pid)
+            except ProcessLookupError:
+                pass
+            if self.cgroup is not None and self.block_fd is not None:
+                try:
+                    PidsCgroups.attach(self.cgroup, pid)
+                    os.write(self.block_fd, b"x")  # let bubblewrap go on and start the command
+                except OSError as exc:
+                    self.failure = SandboxFailure(FailureReason.LIMITS, f"cgroup attach: {exc}")
+                    self._kill()
+                os.close(self.block_fd)
+                self.block_fd = None
+        if "exit-code" in doc:
+            self.exit_code = int(doc["exit-code"])
+
+    def _kill(self) -> None:
+        if self.pidfd is not None:
+            try:
+                signal.pidfd_send_signal(self.pidfd, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        if self.proc is not None:
+            try:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+        if self.cgroup is not None:
+            try:
+                PidsCgroups.kill(self.cgroup)
+            except OSError:
+                pass
+
+    def _execute(self, start: float) -> SandboxResult:
+        status_r, early = self._start()
+        if early is not None:
+            return early
+        proc, limit = self.proc, self.spec.output_limit
+        assert proc is not None and proc.stdout is not None and proc.stderr is not None
+        out_fd, err_fd = proc.stdout.fileno(), proc.stderr.fileno()
+        out, err = bytearray(), bytearray()
+        truncated = {out_fd: False, err_fd: False}
+        buffers = {out_fd: out, err_fd: err}
+        status = bytearray()
+        sel = selectors.DefaultSelector()
+        for fd in (out_fd, err_fd, status_r):
+            if fd is not None:
+                sel.register(fd, selectors.EVENT_READ)
+        deadline = start + self.spec.timeout_sec
+        drain_until: float | None = None
+        timed_out = False
+        try:
+            while sel.get_map():
+                now = time.monotonic()
+                if drain_until is None:
+                    if now >= deadline or (self.cancel is not None and self.cancel.is_set()):
+                        timed_out = now >= deadline
+                        self.killed_by_us = True
+                        self._kill()
+                        drain_until = now + _DRAIN_SEC
+                elif now >= drain_until:
+                    break
+                wait = (drain_until or deadline) - now
+                if self.cancel is not None:
+                    wait = min(wait, 0.05)
+                for key, _ in sel.select(max(wait, 0)):
+                    fd = key.fd
+                    data = os.read(fd, 65536)
+                    if not data:
+                        sel.unregister(fd)
+                        continue
+                    if fd == status_r:
+                        status += data
+                        while b"\n" in status:
+                            line, _, rest = bytes(status).partition(b"\n")
+                            status[:] = rest
+                            try:
+                                self._on_status(json.loads(line))
+                            except ValueError:
+                                log.warning("unreadable bubblewrap status line: %r", line)
+                        continue
+                    room = limit - len(buffers[fd])
+                    if room > 0:
+                        buffers[fd] += data[:room]
+                    if len(data) > room:
+                        truncated[fd] = True
+        finally:
+            sel.close()
+            if status_r is not None:
+                os.close(status_r)
+            self._reap()
+        return self._result(start, bytes(out), bytes(err), truncated[out_fd], truncated[err_fd],
+                            timed_out)
+
+    def _reap(self) -> None:
+        """Wait for bubblewrap and for the sandbox's pid 1 (its exit empties the namespace)."""
+        proc = self.proc
+        assert proc is not None
+        try:
+            proc.wait(timeout=_DRAIN_SEC)
+        except subprocess.TimeoutExpired:
+            self.killed_by_us = True
+            self._kill()
+            proc.wait()
+        for stream in (proc.stdout, proc.stderr):
+            if stream is not None:
+                stream.close()
+        if self.pidfd is not None:
+            poller = select.poll()
+            poller.register(self.pidfd, select.POLLIN)
+            if not poller.poll(_DRAIN_SEC * 1000):
+                self._kill()
+                poller.poll(_DRAIN_SEC * 1000)
+        elif self.support is None:  # mode "none": take the process group down with it
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+
+    def _result(self, start: float, out: bytes, err: bytes, out_trunc: bool, err_trunc: bool,
+                timed_out: bool) -> SandboxResult:
+        proc = self.proc
+        assert proc is not None
+        exit_code, failure = self.exit_code, self.failure
+        if self.support is None:
+            rc = proc.returncode
+            exit_code = 128 - rc if rc is not None and rc < 0 else rc
+        elif failure is None and exit_code is None and not self.killed_by_us:
+            reason = FailureReason.LOST if (proc.returncode or 0) < 0 else FailureReason.SETUP
+            detail = err.decode("utf-8", "replace").strip() or f"bubblewrap exited {proc.returncode}"
+            failure = SandboxFailure(reason, detail)
+        if self.killed_by_us:
+            exit_code = None
+        signalled = exit_code is not None and 128 < exit_code < 128 + signal.NSIG
+        return SandboxResult(
+            exit_code=exit_code, stdout=out, stderr=err, stdout_truncated=out_trunc,
+            stderr_truncated=err_trunc, timed_out=timed_out,
+            killed=self.killed_by_us or signalled, duration_sec=time.monotonic() - start,
+            failure=failure, sandboxed=self.support is not None)
