@@ -283,70 +283,95 @@ def _redact_stage(con, redactor) -> None:
         con.unregister("_redacted_msgs")
 
 
-def _decide_and_insert(con, fi: FileIngest, origin: str, on_conflict: str) -> None:
-    r = fi.result
-    o = _sql_str(origin)
+def _decide(con, origin_sql: str) -> bool:
+    """Write `_decided` (record_no, ticket_id, decision); False when every row simply loads.
+
+    The common case — a new export with unique ids and no content already stored — is
+    recognised with two aggregate queries and skips the per-row decision table.
+    """
+    n, n_hash, n_id = con.execute(f"SELECT count(*), count(DISTINCT content_hash), "
+                                  f"count(DISTINCT source_id) FROM {STAGE}").fetchall()[0]
+    stored = con.execute("SELECT count(*) FROM (SELECT 1 FROM tickets LIMIT 1)").fetchall()[0][0]
+    overlap = 0
+    if stored and n:
+        overlap = con.execute(f"""
+            SELECT count(*) FROM {STAGE} s
+            WHERE s.content_hash IN (SELECT content_hash FROM tickets)
+               OR {origin_sql} || ':' || s.source_id IN (SELECT ticket_id FROM tickets)""").fetchall()[0][0]
+    if n == n_hash == n_id and overlap == 0:
+        return False
     con.execute(f"""
         CREATE OR REPLACE TEMP TABLE _decided AS
-        SELECT s.record_no, {o} || ':' || s.source_id AS ticket_id,
-          CASE WHEN EXISTS (SELECT 1 FROM tickets t WHERE t.content_hash = s.content_hash)
+        SELECT s.record_no, {origin_sql} || ':' || s.source_id AS ticket_id,
+          CASE WHEN s.content_hash IN (SELECT content_hash FROM tickets)
                  OR row_number() OVER (PARTITION BY s.content_hash ORDER BY s.record_no) > 1
                THEN 'duplicate'
                WHEN row_number() OVER (PARTITION BY s.source_id ORDER BY s.record_no) > 1
                THEN 'conflict_in_file'
-               WHEN EXISTS (SELECT 1 FROM tickets t WHERE t.ticket_id = {o} || ':' || s.source_id)
+               WHEN {origin_sql} || ':' || s.source_id IN (SELECT ticket_id FROM tickets)
                THEN 'conflict'
                ELSE 'load' END AS decision
         FROM {STAGE} s
     """)
-    if on_conflict == "replace":
-        replaced = con.execute(
-            "SELECT ticket_id FROM _decided WHERE decision = 'conflict'").fetchall()
-        if replaced:
-            con.execute("DELETE FROM ticket_messages WHERE ticket_id IN "
-                        "(SELECT ticket_id FROM _decided WHERE decision = 'conflict')")
-            con.execute("DELETE FROM tickets WHERE ticket_id IN "
-                        "(SELECT ticket_id FROM _decided WHERE decision = 'conflict')")
-            con.execute("UPDATE _decided SET decision = 'load' WHERE decision = 'conflict'")
-            r.notes.append(f"{len(replaced)} stored ticket(s) replaced by a newer version")
-    for record_no, sid, payload, decision in con.execute(f"""
-            SELECT s.record_no, s.source_id, to_json(s)::VARCHAR, d.decision
-            FROM (SELECT * EXCLUDE (content_hash) FROM {STAGE}) s JOIN _decided d USING (record_no)
-            WHERE d.decision LIKE 'conflict%' ORDER BY s.record_no""").fetchall():
-        where = "earlier in this file" if decision == "conflict_in_file" else "already stored"
-        fi.quarantine(record_no, payload, f"conflicting id: ticket {sid!r} {where} with "
-                      "different content (use --on-conflict replace to take the newer one)")
-    counts = dict(con.execute("SELECT decision, count(*) FROM _decided GROUP BY ALL").fetchall())
-    run = r.run_id
+    return True
+
+
+def _decide_and_insert(con, fi: FileIngest, origin: str, on_conflict: str) -> None:
+    r = fi.result
+    o = _sql_str(origin)
+    if not _decide(con, o):
+        n = con.execute(f"SELECT count(*) FROM {STAGE}").fetchall()[0][0]
+        counts = {"load": n}
+        loaded = f"(SELECT *, {o} || ':' || source_id AS ticket_id FROM {STAGE})"
+        loaded_ids = f"(SELECT record_no, {o} || ':' || source_id AS ticket_id FROM {STAGE})"
+    else:
+        if on_conflict == "replace":
+            replaced = con.execute(
+                "SELECT count(*) FROM _decided WHERE decision = 'conflict'").fetchall()[0][0]
+            if replaced:
+                stale = "(SELECT ticket_id FROM _decided WHERE decision = 'conflict')"
+                con.execute(f"DELETE FROM ticket_messages WHERE ticket_id IN {stale}")
+                con.execute(f"DELETE FROM tickets WHERE ticket_id IN {stale}")
+                con.execute("UPDATE _decided SET decision = 'load' WHERE decision = 'conflict'")
+                r.notes.append(f"{replaced} stored ticket(s) replaced by a newer version")
+        for record_no, sid, payload, decision in con.execute(f"""
+                SELECT s.record_no, s.source_id, to_json(s)::VARCHAR, d.decision
+                FROM (SELECT * EXCLUDE (content_hash) FROM {STAGE}) s JOIN _decided d USING (record_no)
+                WHERE d.decision LIKE 'conflict%' ORDER BY s.record_no""").fetchall():
+            where = "earlier in this file" if decision == "conflict_in_file" else "already stored"
+            fi.quarantine(record_no, payload, f"conflicting id: ticket {sid!r} {where} with "
+                          "different content (use --on-conflict replace to take the newer one)")
+        counts = dict(con.execute("SELECT decision, count(*) FROM _decided GROUP BY ALL").fetchall())
+        loaded = (f"(SELECT s.*, d.ticket_id FROM {STAGE} s JOIN _decided d USING (record_no) "
+                  "WHERE d.decision = 'load')")
+        loaded_ids = "(SELECT record_no, ticket_id FROM _decided WHERE decision = 'load')"
     con.execute(f"""
         INSERT INTO tickets
-        SELECT d.ticket_id, {o}, s.source_id, s.subject, s.body, s.category, s.intent, s.priority,
-               s.status, s.resolution, rlf_ts(s.created_raw), rlf_ts(s.resolved_raw), s.tags,
-               CASE WHEN (s.created_raw IS NOT NULL AND rlf_ts(s.created_raw) IS NULL)
-                      OR (s.resolved_raw IS NOT NULL AND rlf_ts(s.resolved_raw) IS NULL)
-                    THEN json_merge_patch(s.extra::JSON, json_object('_unparsed_time',
-                         json_object('created_at', s.created_raw, 'resolved_at', s.resolved_raw)))
-                    ELSE s.extra::JSON END,
-               s.content_hash,
-               CASE WHEN (s.created_raw IS NOT NULL AND rlf_ts(s.created_raw) IS NULL)
-                      OR (s.resolved_raw IS NOT NULL AND rlf_ts(s.resolved_raw) IS NULL)
-                    THEN list_append(s.flags, 'unparsed_time') ELSE s.flags END,
-               {_sql_str(fi.path)}, s.record_no, {run}
-        FROM {STAGE} s JOIN _decided d USING (record_no)
-        WHERE d.decision = 'load' ORDER BY s.record_no
+        SELECT ticket_id, {o}, source_id, subject, body, category, intent, priority, status,
+               resolution, c_ts, r_ts, tags,
+               CASE WHEN unparsed THEN json_merge_patch(extra::JSON, json_object('_unparsed_time',
+                    json_object('created_at', created_raw, 'resolved_at', resolved_raw)))
+                    ELSE extra::JSON END,
+               content_hash,
+               CASE WHEN unparsed THEN list_append(flags, 'unparsed_time') ELSE flags END,
+               {_sql_str(fi.path)}, record_no, {r.run_id}
+        FROM (SELECT *, (created_raw IS NOT NULL AND c_ts IS NULL)
+                        OR (resolved_raw IS NOT NULL AND r_ts IS NULL) AS unparsed
+              FROM (SELECT *, rlf_ts(created_raw) AS c_ts, rlf_ts(resolved_raw) AS r_ts
+                    FROM {loaded}))
     """)
     con.execute(f"""
         INSERT INTO ticket_messages
         SELECT d.ticket_id, m.seq, m.role, m.author, m.text, rlf_ts(m.created_raw), m.is_public
-        FROM {STAGE_MSG} m JOIN _decided d USING (record_no)
-        WHERE d.decision = 'load' ORDER BY m.record_no, m.seq
+        FROM {STAGE_MSG} m JOIN {loaded_ids} d USING (record_no)
+        ORDER BY m.record_no, m.seq
     """)
     r.n_loaded = counts.get("load", 0)
     r.n_duplicates = counts.get("duplicate", 0)
     r.n_read = sum(counts.values()) + len(fi._quarantine) - counts.get("conflict", 0) \
         - counts.get("conflict_in_file", 0)
-    r.n_flagged = con.execute(
-        f"SELECT count(*) FROM tickets WHERE ingest_run = {run} AND len(flags) > 0").fetchall()[0][0]
+    r.n_flagged = con.execute(f"SELECT count(*) FROM tickets WHERE ingest_run = {r.run_id} "
+                              "AND len(flags) > 0").fetchall()[0][0]
 
 
 # --- the face every source shares -----------------------------------------------------
