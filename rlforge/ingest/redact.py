@@ -1,0 +1,617 @@
+"""Redact personal data and secrets before anything is written to the store.
+
+Every ingest passes its free text through a `Redactor`. A found value is replaced by a
+pseudonym such as ``<EMAIL_3f9a1c>``: the kind and the first 6 hex digits of an
+HMAC-SHA256 of the (normalised) value, keyed by the database's own key, so the same value
+always becomes the same placeholder and a re-ingest maps identically. Placeholders are
+never redacted again: ``redact(redact(x)) == redact(x)``.
+
+How it works, and why it is fast: one regular expression, written so that Rust's `regex`
+(polars) and Python's `re` read it the same way (ASCII classes, no lookaround, no ``\\b``,
+no ``(?i)``), finds *candidates*. Every alternative consumes the character before its
+token (a text is prefixed with ``"\\n"`` so that there always is one), which stands in for
+a lookbehind, and takes its token greedily to its natural end, which stands in for a
+lookahead. Whether a candidate is really a secret (Luhn, mod-97, `ipaddress`, entropy,
+hard-negative rules) is then decided in Python by `_transform`, a function of the
+candidate text alone. `redact_text` applies it match by match with `re`; `redact_series`
+wraps every regex match in NUL sentinels in one vectorised pass, validates only the
+*unique* candidates, and replaces them with one Aho-Corasick pass
+(`str.replace_many`), so both give the same result by construction.
+
+Decisions (hard negatives): a digit run is a card only if Luhn-valid *and* of a known
+network prefix and length (a 15-digit order number starting with 1 is not a card);
+phone numbers need a ``+country`` code, the North-American ``(555) 201-4567`` shapes or
+a ``phone:``/``tel``/``mobile`` label (bare digit runs are ids and timestamps); digits
+glued to ``_``, ``-`` or ``.`` (``blk_-1608999687919862906``, ``2005-06-03-15.42.50``) and
+``v1.2.3.4`` are never numbers of interest; hex-only strings (git shas, hashes, UUIDs)
+are never generic secrets; loopback/unspecified addresses and netmasks are kept.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import collections
+import hmac
+import ipaddress
+import math
+import re
+from dataclasses import dataclass
+from typing import Callable, Iterable
+
+import polars as pl
+
+from rlforge.errors import UnknownName
+
+KINDS: tuple[str, ...] = (
+    "PRIVATE_KEY", "JWT", "AWS_ACCESS_KEY", "AWS_SECRET_KEY", "GCP_API_KEY", "GITHUB_TOKEN",
+    "GITLAB_TOKEN", "SLACK_TOKEN", "STRIPE_KEY", "OPENAI_KEY", "API_KEY", "PASSWORD",
+    "SECRET", "EMAIL", "PHONE", "CARD", "IBAN", "IPV4", "IPV6", "TOKEN",
+)
+
+PLACEHOLDER = r"<[A-Z][A-Z0-9_]*_[0-9a-f]{6}>"
+_SENT = "\x00"
+_CACHE_LIMIT = 500_000
+
+
+def _ci(word: str) -> str:
+    """A case-insensitive literal that Rust and Python read alike (no ``(?i)``)."""
+    return "".join(f"[{c.upper()}{c.lower()}]" if c.isalpha() else re.escape(c) for c in word)
+
+
+def _any(*words: str) -> str:
+    return "(?:" + "|".join(_ci(w) for w in words) + ")"
+
+
+# What may stand before a token (the consumed "lookbehind"), per family.
+_P_WORD = r"[^A-Za-z0-9_]"
+_P_TOK = r"[^A-Za-z0-9_-]"
+_P_KEY = r"[^A-Za-z0-9_.-]"
+_P_NUM = r"[^A-Za-z0-9_./\\-]"
+_P_PHONE = r"[^A-Za-z0-9_./+\\-]"
+_P_V4 = r"[^A-Za-z0-9_.-]"
+_P_V6 = r"[^A-Za-z0-9_:.-]"
+_P_GEN = r"[^A-Za-z0-9+/_-]"
+
+_KEYTAG = r"(?:[A-Z0-9]+ ){0,3}PRIVATE KEY(?: BLOCK)?"
+_PEM = (rf"-----BEGIN {_KEYTAG}-----(?:[A-Za-z0-9+/=:,. \t\r\n\\-]*?-----END {_KEYTAG}-----"
+        r"|(?:(?:\r?\n|\\n)[A-Za-z0-9+/=]+)*)")
+_URL_CRED = r"[A-Za-z][A-Za-z0-9+.-]*://[^ \t\r\n/?#@:'\"<>]*:[^ \t\r\n/?#'\"<>]+@"
+_PASSWORD_WORDS = ("password", "passwd", "passphrase", "pwd")
+_SECRET_WORDS = ("secret", "token", "apikey", "api_key", "api-key", "accesskey", "access_key",
+                 "access-key", "accountkey", "credential", "credentials", "privatekey",
+                 "private_key")
+_KEY = (rf"(?:[A-Za-z0-9_.-]*{_any(*_PASSWORD_WORDS, *_SECRET_WORDS)}(?:[_.-]?{_ci('key')})?"
+        rf"|(?:[A-Za-z0-9_.-]*[_.-])?{_ci('pass')})")
+_SEP = r"[\"']?[ \t]*(?:=>|:=|=|:)[ \t]*"
+_VALUE = (r"\"[^\"\r\n]+\"|'[^'\r\n]+'"
+          r"|[^ \t\r\n\"'<>,;&=:(){}\[\]`][^ \t\r\n\"'<>,;&(){}\[\]`]*")
+_AUTH = rf"(?:{_ci('bearer')}|Basic|Token)[ \t]+[A-Za-z0-9._~+/-]+=*"
+_G = r"[0-9A-Fa-f]{1,4}"
+_IPV6 = rf"(?:{_G}(?::{_G}){{7}}|(?:{_G}(?::{_G}){{0,6}})?::(?:{_G}(?::{_G}){{0,6}})?)[0-9A-Za-z_.]*"
+_IPV4 = (rf"(?:{_ci('version')}[ :]*|{_ci('ver')}\.?[ ]?|{_ci('release')}[ ]?|{_ci('build')}[ ]?)?"
+         r"[0-9]+(?:\.[0-9]+){3,}")
+_PHONE_GROUP = r"(?:[ .-]?(?:\([0-9]{1,4}\)|[0-9]{1,5}))"
+_PHONE = (rf"\+[1-9][0-9]{{0,2}}{_PHONE_GROUP}{{1,6}}"
+          r"|(?:1[ .-]?)?(?:\([2-9][0-9]{2}\)[ .-]?|[2-9][0-9]{2}[ .-])[0-9]{3}[ .-][0-9]{4,}")
+_PHONE_CTX = (rf"{_any('phone', 'tel', 'mobile', 'cell', 'fax', 'whatsapp')}"
+              rf"(?:[ ]?(?:{_ci('number')}|[Nn]o\.?|#))?[ \t]*(?:[:=][ \t]*|is[ \t]+)?"
+              rf"\+?(?:\([0-9]{{1,4}}\)|[0-9]{{1,5}}){_PHONE_GROUP}{{1,6}}")
+_CARD = (r"[0-9]{4}(?:[ -][0-9]{4}){3}(?:[ -][0-9]{1,4})?|[0-9]{4}[ -][0-9]{6}[ -][0-9]{5}"
+         r"|[0-9]{13,}")
+_GENERIC = (r"[a-z0-9+/_-]*(?:[A-Z][A-Za-z0-9+/_-]*[0-9]|[0-9][A-Za-z0-9+/_-]*[A-Z])"
+            r"[A-Za-z0-9+/_-]*=*")
+
+
+@dataclass(frozen=True)
+class _Rule:
+    name: str
+    kinds: tuple[str, ...]
+    prefix: str | None  # class of the consumed character before the token, or None
+    token: str
+
+
+# Priority order: at one start position the first rule that matches wins.
+_RULES: tuple[_Rule, ...] = (
+    _Rule("placeholder", (), None, PLACEHOLDER),
+    _Rule("private_key", ("PRIVATE_KEY",), None, _PEM),
+    _Rule("url_cred", ("PASSWORD",), r"[^A-Za-z0-9+.-]", _URL_CRED),
+    _Rule("assign", ("PASSWORD", "SECRET", "AWS_SECRET_KEY"), _P_KEY, _KEY + _SEP + f"(?:{_VALUE})"),
+    _Rule("auth", ("SECRET", "PASSWORD"), _P_WORD, _AUTH),
+    _Rule("slack_hook", ("SLACK_TOKEN",), None, r"https://hooks\.slack\.com/services/[A-Za-z0-9_/]+"),
+    _Rule("jwt", ("JWT",), _P_TOK, r"eyJ[A-Za-z0-9_-]+\.ey[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*"),
+    _Rule("github", ("GITHUB_TOKEN",), _P_TOK, r"gh[pousr]_[A-Za-z0-9_]+|github_pat_[A-Za-z0-9_]+"),
+    _Rule("gitlab", ("GITLAB_TOKEN",), _P_TOK,
+          r"gl(?:pat|dt|rt|cbt|ptt|soat|ft|imt|oas|agent)-[A-Za-z0-9_-]+"),
+    _Rule("slack", ("SLACK_TOKEN",), _P_TOK, r"xox[abposre]-[A-Za-z0-9-]+|xapp-[A-Za-z0-9-]+"),
+    _Rule("stripe", ("STRIPE_KEY",), _P_TOK, r"(?:sk|rk)_(?:live|test)_[A-Za-z0-9]+|whsec_[A-Za-z0-9]+"),
+    _Rule("openai", ("OPENAI_KEY", "API_KEY"), _P_TOK, r"sk-[A-Za-z0-9_-]+"),
+    _Rule("aws_id", ("AWS_ACCESS_KEY",), _P_TOK,
+          r"(?:AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AIPA|ANPA|ANVA|AROA|APKA|ASCA)[A-Z0-9]+"),
+    _Rule("gcp", ("GCP_API_KEY",), _P_TOK, r"AIza[A-Za-z0-9_-]+"),
+    _Rule("api_key", ("API_KEY",), _P_TOK,
+          r"hf_[A-Za-z0-9]+|npm_[A-Za-z0-9]+|pypi-[A-Za-z0-9_-]+|SG\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+"
+          r"|ya29\.[A-Za-z0-9_-]+|shp(?:at|ca|pa|ss)_[A-Fa-f0-9]+|dop_v1_[a-f0-9]+"
+          r"|sq0(?:atp|csp)-[A-Za-z0-9_-]+|SK[0-9a-fA-F]+|key-[A-Za-z0-9]+"),
+    _Rule("email", ("EMAIL",), r"[^A-Za-z0-9._%+-]",
+          r"[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}"),
+    _Rule("iban", ("IBAN",), r"[^A-Za-z0-9]", r"[A-Z]{2}[0-9]{2}(?: ?[A-Z0-9]){11,32}"),
+    _Rule("card", ("CARD",), _P_NUM, _CARD),
+    _Rule("phone_ctx", ("PHONE",), _P_WORD, _PHONE_CTX),
+    _Rule("phone", ("PHONE",), _P_PHONE, _PHONE),
+    _Rule("ipv6", ("IPV6",), _P_V6, _IPV6),
+    _Rule("ipv4", ("IPV4",), _P_V4, _IPV4),
+    _Rule("generic", ("TOKEN",), _P_GEN, _GENERIC),
+)
+
+# --- validators ---------------------------------------------------------------------------
+
+_IBAN_LENGTHS = dict(
+    AD=24, AE=23, AL=28, AT=20, AZ=28, BA=20, BE=16, BG=22, BH=22, BR=29, BY=28, CH=21,
+    CR=22, CY=28, CZ=24, DE=22, DK=18, DO=28, EE=20, EG=29, ES=24, FI=18, FO=18, FR=27,
+    GB=22, GE=22, GI=23, GL=18, GR=27, GT=28, HR=21, HU=28, IE=22, IL=23, IQ=23, IS=26,
+    IT=27, JO=30, KW=30, KZ=20, LB=28, LC=32, LI=21, LT=20, LU=20, LV=21, MC=27, MD=24,
+    ME=22, MK=19, MR=27, MT=31, MU=30, NL=18, NO=15, PK=24, PL=28, PS=29, PT=25, QA=29,
+    RO=24, RS=22, SA=24, SC=31, SE=24, SI=19, SK=24, SM=27, ST=25, SV=28, TL=23, TN=24,
+    TR=26, UA=29, VA=22, VG=24, XK=20,
+)
+_HEXISH = re.compile(r"[0-9A-Fa-f-]+")
+_WORDY = re.compile(r"[A-Z]?[a-z]{3,}|[A-Z]{3,}")
+_NOT_A_VALUE = {"null", "none", "nil", "true", "false", "undefined", "empty", "n/a", "na",
+                "redacted", "hidden", "masked", "required", "optional", "string", "str",
+                "int", "bool", "yes", "no", "on", "off"}
+_VENDOR_MIN = {  # token prefix -> minimal length of what follows it
+    "github_pat_": 40, "ghp_": 30, "gho_": 30, "ghu_": 30, "ghs_": 30, "ghr_": 30,
+    "hf_": 30, "npm_": 36, "pypi-": 50, "ya29.": 30, "shpat_": 32, "shpca_": 32,
+    "shppa_": 32, "shpss_": 32, "dop_v1_": 64, "sq0atp-": 22, "sq0csp-": 22, "SK": 32,
+    "key-": 32, "whsec_": 24,
+}
+
+
+def _luhn(digits: str) -> bool:
+    total = 0
+    for i, ch in enumerate(reversed(digits)):
+        d = ord(ch) - 48
+        if i % 2:
+            d = d * 2 - 9 if d > 4 else d * 2
+        total += d
+    return total % 10 == 0
+
+
+def _card_network(d: str) -> bool:
+    """A known card network's prefix (IIN) and length; order numbers rarely have both."""
+    n, p2, p3, p4 = len(d), int(d[:2]), int(d[:3]), int(d[:4])
+    if d[0] == "4":
+        return n in (13, 16, 19)
+    if 51 <= p2 <= 55 or 2221 <= p4 <= 2720:
+        return n == 16
+    if p2 in (34, 37):
+        return n == 15
+    if p4 == 6011 or 644 <= p3 <= 649 or p2 == 65 or p2 == 62 or 3528 <= p4 <= 3589:
+        return 16 <= n <= 19
+    if 300 <= p3 <= 305 or p2 in (36, 38, 39):
+        return 14 <= n <= 19
+    return False
+
+
+def _iban_ok(compact: str) -> bool:
+    if _IBAN_LENGTHS.get(compact[:2]) != len(compact):
+        return False
+    moved = compact[4:] + compact[:4]
+    return int("".join(str(int(c, 36)) for c in moved)) % 97 == 1
+
+
+def _entropy(s: str) -> float:
+    n = len(s)
+    return -sum(c / n * math.log2(c / n) for c in collections.Counter(s).values())
+
+
+def _looks_random(tok: str, min_len: int = 20) -> bool:
+    """Random-looking: long, mixed classes, not hex, not made of words."""
+    t = tok.rstrip("=")
+    n = len(t)
+    if n < min_len or _HEXISH.fullmatch(t):
+        return False
+    up = sum("A" <= c <= "Z" for c in t)
+    lo = sum("a" <= c <= "z" for c in t)
+    dg = sum("0" <= c <= "9" for c in t)
+    if not (up and lo and dg):
+        return False
+    if sum(len(w) for w in _WORDY.findall(t)) > 0.5 * n:
+        return False
+    cls = ["u" if "A" <= c <= "Z" else "l" if "a" <= c <= "z" else "d" if c.isdigit() else "s"
+           for c in t]
+    switches = sum(a != b for a, b in zip(cls, cls[1:]))
+    return switches >= 0.3 * (n - 1) and _entropy(t) >= 3.3
+
+
+def _b64json(part: str) -> bool:
+    try:
+        return base64.urlsafe_b64decode(part + "=" * (-len(part) % 4)).lstrip()[:1] == b"{"
+    except (binascii.Error, ValueError):
+        return False
+
+
+Span = tuple[int, int, str, str]  # start, end (in the token), kind, normalised value
+
+
+def _whole(tok: str, kind: str) -> list[Span]:
+    return [(0, len(tok), kind, tok)]
+
+
+def _h_placeholder(tok: str) -> list[Span]:
+    return []
+
+
+def _h_private_key(tok: str) -> list[Span]:
+    return _whole(tok, "PRIVATE_KEY") if "\\n" in tok or "\n" in tok else []
+
+
+def _h_url_cred(tok: str) -> list[Span]:
+    rest = tok.index("://") + 3
+    colon = tok.index(":", rest)
+    pw = tok[colon + 1:-1]
+    if _placeholder_like(pw):
+        return []
+    return [(colon + 1, len(tok) - 1, "PASSWORD", pw)]
+
+
+def _placeholder_like(v: str) -> bool:
+    low = v.lower()
+    return (low in _NOT_A_VALUE or v[:1] in "$%<*{" or set(v) <= set("*xX.#-_")
+            or low.startswith(("{{", "%(")))
+
+
+_ASSIGN = re.compile(rf"(?P<key>{_KEY})(?P<sep>{_SEP})(?P<val>{_VALUE})")
+
+
+def _h_assign(tok: str) -> list[Span]:
+    m = _ASSIGN.fullmatch(tok)
+    if m is None:
+        return []
+    key, sep, val = m["key"], m["sep"], m["val"]
+    start = m.start("val")
+    if val[:1] in "\"'":
+        val, start = val[1:-1], start + 1
+    if not val or _placeholder_like(val) or re.fullmatch(PLACEHOLDER, val):
+        return []
+    inner = _classify_value(val)
+    if inner is not None:
+        return [(start, start + len(val), inner, val)]
+    low = key.lower()
+    if any(w in low for w in _PASSWORD_WORDS) or re.search(r"(?:^|[_.-])pass$", low):
+        kind = "PASSWORD"
+        ok = len(val) >= 3 and not (":" in sep and sep.endswith(" ") and val.isalpha()
+                                    and val.islower())
+    else:
+        kind = "AWS_SECRET_KEY" if "aws" in low and "secret" in low else "SECRET"
+        ok = len(val) >= 8 and not val.isalpha() and not (val.isdigit() and len(val) < 12)
+    return [(start, start + len(val), kind, val)] if ok else []
+
+
+def _h_auth(tok: str) -> list[Span]:
+    scheme, _, val = tok.partition(" ") if " " in tok else tok.partition("\t")
+    val = val.lstrip(" \t")
+    start = len(tok) - len(val)
+    if scheme == "Basic":
+        try:
+            raw = base64.b64decode(val, validate=True)
+        except (binascii.Error, ValueError):
+            return []
+        return [(start, len(tok), "PASSWORD", val)] if b":" in raw and len(val) >= 8 else []
+    inner = _classify_value(val)
+    if inner is not None:
+        return [(start, len(tok), inner, val)]
+    ok = len(val) >= 16 and any(c.isdigit() for c in val) and any(c.isalpha() for c in val)
+    return [(start, len(tok), "SECRET", val)] if ok else []
+
+
+def _h_slack_hook(tok: str) -> list[Span]:
+    start = len("https://hooks.slack.com/services/")
+    return [(start, len(tok), "SLACK_TOKEN", tok[start:])] if len(tok) - start >= 20 else []
+
+
+def _h_jwt(tok: str) -> list[Span]:
+    head, body, _ = tok.split(".", 2)
+    return _whole(tok, "JWT") if _b64json(head) and _b64json(body) else _h_generic(tok)
+
+
+def _vendor(kind: str) -> Callable[[str], list[Span]]:
+    def handler(tok: str) -> list[Span]:
+        for prefix, need in _VENDOR_MIN.items():
+            if tok.startswith(prefix):
+                ok = len(tok) - len(prefix) >= need
+                if prefix == "SK":
+                    ok = len(tok) == 34
+                return _whole(tok, kind) if ok else _h_generic(tok)
+        return _whole(tok, kind) if len(tok) >= 24 else _h_generic(tok)
+    return handler
+
+
+def _h_gitlab(tok: str) -> list[Span]:
+    return _whole(tok, "GITLAB_TOKEN") if len(tok.split("-", 1)[1]) >= 20 else []
+
+
+def _h_slack(tok: str) -> list[Span]:
+    ok = len(tok) >= 24 and any(c.isdigit() for c in tok)
+    return _whole(tok, "SLACK_TOKEN") if ok else []
+
+
+def _h_stripe(tok: str) -> list[Span]:
+    return _whole(tok, "STRIPE_KEY") if len(tok.rsplit("_", 1)[1]) >= 16 else []
+
+
+def _h_openai(tok: str) -> list[Span]:
+    rest = tok[3:]
+    if rest.startswith("ant-"):
+        return _whole(tok, "API_KEY") if len(rest) >= 40 else []
+    body = re.sub(r"^(?:proj|svcacct|admin)-", "", rest)
+    ok = len(body) >= 20 and _looks_random(body.replace("-", "").replace("_", ""), 20)
+    return _whole(tok, "OPENAI_KEY") if ok else []
+
+
+def _h_aws_id(tok: str) -> list[Span]:
+    return _whole(tok, "AWS_ACCESS_KEY") if len(tok) == 20 else []
+
+
+def _h_gcp(tok: str) -> list[Span]:
+    return _whole(tok, "GCP_API_KEY") if len(tok) == 39 else _h_generic(tok)
+
+
+def _h_email(tok: str) -> list[Span]:
+    local, _, domain = tok.rpartition("@")
+    labels = domain.lower().split(".")
+    if local == "git" or re.fullmatch(r"[0-9]+x", labels[0]) or labels[-1] in {
+            "png", "jpg", "jpeg", "gif", "svg", "webp", "css", "js", "ts", "py", "java"}:
+        return []
+    return _whole(tok, "EMAIL") if local.strip(".") else []
+
+
+def _h_iban(tok: str) -> list[Span]:
+    need = _IBAN_LENGTHS.get(tok[:2])
+    if need is None:
+        return _h_generic(tok)
+    taken, end = 0, 0
+    for end, c in enumerate(tok, 1):
+        taken += c != " "
+        if taken == need:
+            break
+    compact = tok[:end].replace(" ", "")
+    if taken == need and _iban_ok(compact):
+        return [(0, end, "IBAN", compact)]
+    return _h_generic(tok)
+
+
+def _h_card(tok: str) -> list[Span]:
+    groups = re.split(r"[ -]", tok)
+    options = [tok]
+    if len(groups) > 4:
+        options.append(tok[: len(tok) - len(groups[-1]) - 1])
+    for opt in options:
+        d = opt.replace(" ", "").replace("-", "")
+        if 13 <= len(d) <= 19 and _card_network(d) and _luhn(d):
+            return [(0, len(opt), "CARD", d)]
+    return []
+
+
+def _phone_span(tok: str, start: int, lo: int) -> list[Span]:
+    """The longest prefix of the number (whole groups) with lo..15 digits."""
+    parts = re.findall(r"[ .-]?(?:\([0-9]{1,4}\)|[0-9]{1,5})", tok[start:])
+    while parts:
+        num = "".join(parts)
+        digits = re.sub(r"[^0-9]", "", num)
+        if lo <= len(digits) <= 15:
+            plus = "+" if tok[start:start + 1] == "+" else ""
+            return [(start, start + len(num) + len(plus), "PHONE", plus + digits)]
+        if len(digits) < lo:
+            return []
+        parts.pop()
+    return []
+
+
+def _h_phone_ctx(tok: str) -> list[Span]:
+    m = re.search(r"\+?(?:\([0-9]{1,4}\)|[0-9]{1,5})(?:[ .-]?(?:\([0-9]{1,4}\)|[0-9]{1,5}))+$", tok)
+    if m is None:
+        return []
+    start = m.start()
+    if tok[start] == "+":
+        spans = _phone_span(tok[start + 1:], 0, 7)
+        return [(start, start + 1 + e, k, "+" + v) for _, e, k, v in spans]
+    return _phone_span(tok, start, 7)
+
+
+def _h_phone(tok: str) -> list[Span]:
+    if tok.startswith("+"):
+        spans = _phone_span(tok[1:], 0, 8)
+        return [(0, 1 + e, k, "+" + v) for _, e, k, v in spans]
+    digits = re.sub(r"[^0-9]", "", tok)
+    last = re.split(r"[ .-]", tok)[-1]
+    return _whole(tok, "PHONE") if len(last) == 4 and len(digits) in (10, 11) else []
+
+
+def _h_ipv6(tok: str) -> list[Span]:
+    try:
+        ip = ipaddress.IPv6Address(tok)
+    except ValueError:
+        return []
+    if ip.is_unspecified or ip.is_loopback or sum(bool(g) for g in tok.split(":")) < 2:
+        return []
+    return [(0, len(tok), "IPV6", ip.compressed)]
+
+
+def _h_ipv4(tok: str) -> list[Span]:
+    parts = tok.split(".")
+    if len(parts) != 4 or not all(p.isdigit() and len(p) <= 3 and int(p) <= 255 for p in parts):
+        return []
+    ip = ipaddress.IPv4Address(".".join(str(int(p)) for p in parts))
+    n = int(ip)
+    netmask = parts[0] == "255" and (n | (n - 1)) & 0xFFFFFFFF == 0xFFFFFFFF
+    if ip.is_unspecified or ip.is_loopback or netmask:
+        return []
+    return [(0, len(tok), "IPV4", str(ip))]
+
+
+def _h_generic(tok: str) -> list[Span]:
+    # leading path words ("com/", "services/") are kept when the rest is the secret
+    start = 0
+    while True:
+        m = re.match(r"[a-z0-9_-]{1,15}/", tok[start:])
+        if m is None or not _looks_random(tok[start + m.end():]):
+            break
+        start += m.end()
+    if re.fullmatch(r"[0-9A-Fa-f]{8}-?[0-9A-Fa-f]{4}-?[0-9A-Fa-f]{4}-?[0-9A-Fa-f]{4}-?[0-9A-Fa-f]{12}",
+                    tok[start:]):
+        return []
+    return [(start, len(tok), "TOKEN", tok[start:])] if _looks_random(tok[start:]) else []
+
+
+_HANDLERS: dict[str, Callable[[str], list[Span]]] = {
+    "placeholder": _h_placeholder, "private_key": _h_private_key, "url_cred": _h_url_cred,
+    "assign": _h_assign, "auth": _h_auth, "slack_hook": _h_slack_hook, "jwt": _h_jwt,
+    "github": _vendor("GITHUB_TOKEN"), "gitlab": _h_gitlab, "slack": _h_slack,
+    "stripe": _h_stripe, "openai": _h_openai, "aws_id": _h_aws_id, "gcp": _h_gcp,
+    "api_key": _vendor("API_KEY"), "email": _h_email, "iban": _h_iban, "card": _h_card,
+    "phone_ctx": _h_phone_ctx, "phone": _h_phone, "ipv6": _h_ipv6, "ipv4": _h_ipv4,
+    "generic": _h_generic,
+}
+_RULE_BY_NAME = {r.name: r for r in _RULES}
+_VALUE_RULES = ("private_key", "jwt", "github", "gitlab", "slack", "stripe", "openai",
+                "aws_id", "gcp", "api_key")
+_VALUE_RX = re.compile("|".join(f"(?P<{n}>(?:{_RULE_BY_NAME[n].token}))" for n in _VALUE_RULES))
+
+
+def _classify_value(val: str) -> str | None:
+    """The vendor kind of an assignment's value (``token=ghp_...`` is a GitHub token)."""
+    m = _VALUE_RX.fullmatch(val)
+    if m is None:
+        return None
+    spans = _HANDLERS[m.lastgroup](val)
+    return spans[0][2] if spans and spans[0][:2] == (0, len(val)) else None
+
+
+# --- the engine ---------------------------------------------------------------------------
+
+class Redactor:
+    """Finds personal data and secrets in text and replaces them with keyed pseudonyms.
+
+    Args:
+        key: the per-database HMAC key (the store keeps it, so re-ingest maps identically).
+        kinds: the kinds to redact (see `KINDS`); None means all.
+
+    Attributes:
+        counts: redactions per kind, accumulated across calls (occurrences, not values).
+    """
+
+    def __init__(self, key: bytes, kinds: Iterable[str] | None = None):
+        self._key = bytes(key)
+        self.kinds = frozenset(KINDS if kinds is None else kinds)
+        for k in self.kinds - set(KINDS):
+            raise UnknownName("redaction kind", k, list(KINDS))
+        self.counts: collections.Counter[str] = collections.Counter()
+        rules = [r for r in _RULES if not r.kinds or set(r.kinds) & self.kinds]
+        self._active = len(rules) > 1
+        py = "|".join(f"(?P<{r.name}>{r.prefix or ''}(?:{r.token}))" for r in rules)
+        self._py = re.compile(py)
+        self._rust = re.sub(r"\(\?P<[a-z_0-9]+>", "(?:", py)
+        self._prefixed = {r.name: r.prefix is not None for r in rules}
+        self._cache: dict[str, tuple[str, tuple[str, ...]]] = {}
+
+    def _placeholder(self, kind: str, value: str) -> str:
+        mac = hmac.digest(self._key, f"{kind}\x00{value}".encode(), "sha256")
+        return f"<{kind}_{mac[:3].hex()}>"
+
+    def pseudonym(self, kind: str, value: str) -> str:
+        """The placeholder ``<KIND_xxxxxx>`` for a value, e.g. ``pseudonym("PERSON", name)``.
+
+        Counts one redaction of that kind. The same (kind, value) always gives the same
+        placeholder under the same key.
+        """
+        if not re.fullmatch(r"[A-Z][A-Z0-9_]*", kind):
+            raise ValueError(f"kind must be upper-case letters, digits and _, got {kind!r}")
+        self.counts[kind] += 1
+        return self._placeholder(kind, value)
+
+    def _spans(self, cand: str) -> list[Span]:
+        """Redacted spans of one regex match (positions within `cand`)."""
+        m = self._py.match(cand)
+        if m is None or m.end() != len(cand):  # cannot happen: both engines agree
+            raise AssertionError(f"candidate not re-matched: {cand!r}")
+        off = 1 if self._prefixed[m.lastgroup] else 0
+        spans = _HANDLERS[m.lastgroup](cand[off:])
+        return [(s + off, e + off, k, v) for s, e, k, v in spans if k in self.kinds]
+
+    def _apply(self, cand: str) -> tuple[str, tuple[str, ...]]:
+        hit = self._cache.get(cand)
+        if hit is None:
+            out, pos, kinds = [], 0, []
+            for s, e, kind, value in self._spans(cand):
+                out += [cand[pos:s], self._placeholder(kind, value)]
+                kinds.append(kind)
+                pos = e
+            hit = ("".join(out) + cand[pos:], tuple(kinds))
+            if len(self._cache) >= _CACHE_LIMIT:
+                self._cache.clear()
+            self._cache[cand] = hit
+        return hit
+
+    def _sub(self, m: re.Match) -> str:
+        out, kinds = self._apply(m.group())
+        self.counts.update(kinds)
+        return out
+
+    def redact_text(self, text: str | None) -> str | None:
+        """One text with every finding replaced by its placeholder (None stays None)."""
+        if text is None or not self._active:
+            return text
+        return self._py.sub(self._sub, "\n" + text)[1:]
+
+    def find(self, text: str) -> list[tuple[int, int, str]]:
+        """Where `redact_text` would redact: (start, end, kind) in `text`, in order."""
+        found = []
+        for m in self._py.finditer("\n" + text):
+            for s, e, kind, _ in self._spans(m.group()):
+                found.append((m.start() + s - 1, m.start() + e - 1, kind))
+        return found
+
+    def redact_series(self, s: pl.Series) -> pl.Series:
+        """Vectorised `redact_text` over a string column (same result per element).
+
+        One regex pass wraps every candidate in NUL sentinels and splits the text on them,
+        so odd list items are exactly the regex matches; only the unique ones are judged in
+        Python, and a hash replace maps them back (rows holding NUL go through
+        `redact_text`).
+        """
+        if s.dtype != pl.String:
+            s = s.cast(pl.String)
+        if not self._active or s.len() == 0:
+            return s
+        frame = pl.DataFrame({"t": s}).lazy().select(
+            pl.concat_str([pl.lit("\n"), pl.col("t")])
+            .str.replace_all(self._rust, f"{_SENT}${{0}}{_SENT}").str.split(_SENT).alias("w"),
+            pl.col("t").str.contains(_SENT, literal=True).alias("nul"),
+        ).collect()
+        nul = frame["nul"]
+        has_nul = bool(nul.any())
+        found = (frame.lazy().filter(~pl.col("nul")) if has_nul else frame.lazy()).select(
+            pl.col("w").list.gather_every(2, 1).explode().drop_nulls().value_counts(sort=False)
+        ).collect()
+        keys, values = [], []
+        for cand, n in found.to_series().struct.unnest().iter_rows():
+            out, kinds = self._apply(cand)
+            for kind in kinds:
+                self.counts[kind] += n
+            if kinds:
+                keys.append(cand)
+                values.append(out)
+        if keys:
+            # Even items (text between matches) never equal a match: the regex would
+            # have matched there. So a plain hash replace touches only the matches.
+            out = frame.lazy().select(
+                pl.col("w").list.eval(pl.element().replace(keys, values))
+                .list.join("").str.slice(1).alias(s.name)).collect().to_series()
+        else:
+            out = s
+        if has_nul:
+            idx = nul.arg_true()
+            out = out.scatter(idx, [self.redact_text(t) for t in s.gather(idx)])
+        return out
