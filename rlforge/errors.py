@@ -139,3 +139,7 @@ class PolicyMalformedResponse(PolicyRequestError):
     """The endpoint answered 2xx with a body that is not a chat completion."""
 
     kind = "malformed_response"
+
+
+class LocalModelUnavailable(UserError):
+    """The embedded local model cannot start (extra not installed, server failed to start)."""
