@@ -111,3 +111,13 @@ def test_is_test_path(path, expected):
 def test_language_of():
     assert language_of("a/b.py") == "python" and language_of("x.tsx") == "typescript"
     assert language_of("Makefile") is None
+
+
+def test_authors_and_messages_are_redacted_by_default(cli, repo, query):
+    result = cli("ingest", "commits", repo, "--json")
+    assert result.exit_code == 0
+    authors = {r[0] for r in query("SELECT DISTINCT author FROM commits")}
+    assert len(authors) == 1 and next(iter(authors)).startswith("<PERSON_")
+    message = query("SELECT message FROM commits WHERE subject = 'Add sub()'")[0][0]
+    assert "ops@example.com" not in message and "ghp_" not in message
+    assert "<EMAIL_" in message

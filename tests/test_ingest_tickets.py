@@ -231,3 +231,38 @@ def test_all_three_sample_exports_in_one_command(cli, query):
     assert result.exit_code == 0 and s["failed"] == 0
     assert s["totals"]["n_read"] == s["totals"]["n_loaded"] == query("SELECT count(*) FROM tickets")[0][0]
     assert [f["format"] for f in s["files"]] == ["csv", "zendesk", "jira-csv"]
+
+
+# --- redaction before anything is written --------------------------------------------
+
+def test_redaction_on_by_default_and_consistent_across_ingests(cli, query):
+    paths = [SAMPLE_TICKETS / n for n in ("tickets.csv", "zendesk_export.json", "jira_export.csv")]
+    result = cli("ingest", "tickets", *paths, "--json")
+    s = summary(result)
+    assert s["redactions"].get("EMAIL", 0) > 0 and s["redactions"].get("PERSON", 0) > 0
+    leaked = query(r"""
+        SELECT count(*) FROM (
+          SELECT subject || ' ' || coalesce(body, '') || ' ' || coalesce(resolution, '') || ' ' ||
+                 coalesce(extra::VARCHAR, '') AS t FROM tickets
+          UNION ALL SELECT coalesce(text, '') || ' ' || coalesce(author, '') FROM ticket_messages
+          UNION ALL SELECT raw FROM quarantine)
+        WHERE regexp_matches(t, '[A-Za-z0-9._%+-]+@[A-Za-z0-9.-]+\.[a-z]{2,}')""")
+    assert leaked == [(0,)]
+    before = query("SELECT ticket_id, body FROM tickets ORDER BY ticket_id")
+    # The same file again: the same pseudonyms, so every record is a duplicate.
+    again = summary(cli("ingest", "tickets", *paths, "--json"))
+    assert again["totals"]["n_duplicates"] == again["totals"]["n_read"] == s["totals"]["n_read"]
+    assert query("SELECT ticket_id, body FROM tickets ORDER BY ticket_id") == before
+
+
+def test_no_redact_must_be_asked_for_and_warns(cli, query, tmp_path):
+    path = tmp_path / "t.csv"
+    path.write_text("id,subject,description\n1,hi,mail me at jane.doe@example.com\n")
+    cli("ingest", "tickets", path, "-q")
+    body = query("SELECT body FROM tickets")[0][0]
+    assert __import__("re").fullmatch(r"mail me at <EMAIL_[0-9a-f]{6}>", body), body
+    other = tmp_path / "u.csv"
+    other.write_text("id,subject,description\n2,hi,mail me at john@example.com\n")
+    result = cli("ingest", "tickets", other, "--no-redact")
+    assert "redaction is off" in result.output
+    assert query("SELECT body FROM tickets WHERE source_id = '2'") == [("mail me at john@example.com",)]

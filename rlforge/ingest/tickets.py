@@ -267,13 +267,13 @@ def _keep(items: Iterable, fi: FileIngest) -> list[tf.TicketRecord]:
 # --- redaction, decision, insert ------------------------------------------------------
 
 def _redact_stage(con, redactor) -> None:
-    df = con.execute(f"SELECT * FROM {STAGE}").pl()
+    df = con.sql(f"SELECT * FROM {STAGE}").pl()
     if len(df):
         df = df.with_columns([redactor.redact_series(df[c]).alias(c) for c in REDACTED_COLUMNS])
         con.register("_redacted_df", df)
         con.execute(f"CREATE OR REPLACE TEMP TABLE {STAGE} AS SELECT * FROM _redacted_df")
         con.unregister("_redacted_df")
-    mdf = con.execute(f"SELECT * FROM {STAGE_MSG}").pl()
+    mdf = con.sql(f"SELECT * FROM {STAGE_MSG}").pl()
     if len(mdf):
         authors = [None if a is None else redactor.pseudonym("PERSON", a) for a in mdf["author"]]
         mdf = mdf.with_columns(redactor.redact_series(mdf["text"]).alias("text"),
