@@ -155,6 +155,16 @@ print("WROTE " + " ".join(wrote) if wrote else f"read-only; remount /usr -> {rc}
     return ok, _said(r)
 
 
+def _check_kernel_settings(b: _Bench) -> tuple[bool, str]:
+    r = b.py("""
+import os
+writable = [os.path.join(d, f) for d, _, files in os.walk("/proc/sys") for f in files
+            if os.access(os.path.join(d, f), os.W_OK)]
+print(f"{len(writable)} writable: {' '.join(writable[:3])}" if writable else "all read-only")
+""")
+    return _said(r) == "all read-only", f"/proc/sys: {_said(r)}"
+
+
 def _check_workspace(b: _Bench) -> tuple[bool, str]:
     r = b.py("open('/app/out.txt', 'w').write('x'); open('/logs/verifier/reward.txt', 'w').write('1');"
              "import os; print(os.getcwd())")
@@ -285,6 +295,7 @@ CHECKS: list[tuple[str, Callable[[_Bench], tuple[bool, str]]]] = [
     ("no network (host 127.0.0.1, internet, DNS)", _check_network),
     ("host files invisible", _check_host_files),
     ("system read-only, tests read-only", _check_readonly_system),
+    ("kernel settings read-only (/proc/sys)", _check_kernel_settings),
     ("workspace and logs writable at Harbor paths", _check_workspace),
     ("clean environment (no host secrets)", _check_environment),
     ("uid 65534, no capabilities, no new user namespaces", _check_privileges),

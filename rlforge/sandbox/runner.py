@@ -7,15 +7,20 @@ minimal `/dev`; its own `/proc`; the task's directories at Harbor's paths; a cle
 environment; rlimits applied by `prlimit` inside; a seccomp filter (see `seccomp.py`); a
 pids cgroup when running as root (see `cgroups.py`).
 
-Lifetime: bubblewrap's init is pid 1 of the sandbox's pid namespace, so when the command
-exits, or when we kill pid 1 on timeout, the kernel kills every process left inside
+Lifetime: the command itself is pid 1 of the sandbox's pid namespace (`--as-pid-1`), so
+when it exits, or when we kill it on timeout, the kernel kills every process left inside
 (background jobs, setsid, double forks). `--die-with-parent` ties the sandbox to the thread
-that started it. bubblewrap's `--json-status-fd` tells us the command really started and
-its exit status; a run without that status is a sandbox failure, not the command's.
+that started it. No bubblewrap process lives inside: its init would run without our
+rlimits, and sandboxed code (same uid) could ptrace it or write its /proc/1/mem. As in a
+container, pid 1 ignores signals from inside the sandbox that it has no handler for, and
+inherits orphans (shells reap them). bubblewrap's `--json-status-fd` tells us the command
+really started and its exit status; a run without that status is a sandbox failure, not
+the command's.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import os
@@ -60,6 +65,12 @@ ETC_DATA = {
     "/etc/group": "root:x:0:\nnogroup:x:65534:\n",
     "/etc/hosts": "127.0.0.1\tlocalhost\n::1\tlocalhost\n",
 }
+# /proc entries made read-only, and ones hidden (they list host-wide timers, tasks, keys);
+# the same lists Docker and runc use.
+PROC_READONLY = ("/proc/sysrq-trigger", "/proc/bus", "/proc/fs", "/proc/irq")
+PROC_MASKED = ("/proc/keys", "/proc/key-users", "/proc/timer_list", "/proc/timer_stats",
+               "/proc/sched_debug", "/proc/latency_stats", "/proc/kcore", "/proc/acpi",
+               "/proc/scsi", "/proc/asound")
 _DRAIN_SEC = 2.0  # after a kill, how long to wait for pipes to close
 
 
@@ -103,7 +114,7 @@ def ensure_available() -> HostSupport:
     with _support_lock:
         if _support is not None:
             return _support
-        bwrap = shutil.which("bwrap") or ("/usr/bin/bwrap" if os.path.exists("/usr/bin/bwrap") else None)
+        bwrap = shutil.which("bwrap")
         if bwrap is None:
             raise SandboxUnavailable(f"bubblewrap (bwrap) is not installed; {INSTALL_HINT}")
         version = _bwrap_version(bwrap)
@@ -126,11 +137,18 @@ def ensure_available() -> HostSupport:
             if cgroups is None:
                 raise SandboxUnavailable(f"cannot enforce a process limit: {ROOT_HINT}")
         pid_limit = f"cgroup v{cgroups.version}" if cgroups else "rlimit"
+        bare = subprocess.run([bwrap, "--unshare-all", "--unshare-user", "--ro-bind", "/", "/",
+                               "--", "/usr/bin/true"], capture_output=True, text=True, env={},
+                              timeout=30)
+        if bare.returncode != 0:
+            detail = bare.stderr.strip() or f"exit {bare.returncode}"
+            raise SandboxUnavailable(f"bubblewrap cannot create namespaces here ({detail}); {USERNS_HINT}")
         support = HostSupport(bwrap, version, prlimit, pid_limit, cgroups, seccomp.filter_bytes())
         probe = _Run(support, ["/usr/bin/true"], SandboxSpec(timeout_sec=30)).execute()
         if probe.failure is not None or probe.exit_code != 0:
-            detail = probe.stderr_text.strip() or str(probe.failure) or f"exit {probe.exit_code}"
-            raise SandboxUnavailable(f"bubblewrap cannot create a sandbox here ({detail}); {USERNS_HINT}")
+            detail = str(probe.failure) if probe.failure else f"exit {probe.exit_code}"
+            raise SandboxUnavailable(f"bubblewrap runs, but rlforge's sandbox cannot be set up on this "
+                                     f"host ({detail}); `rlforge sandbox check` shows the details")
         _support = support
         return support
 
@@ -177,8 +195,10 @@ def _limit_args(prlimit: str, spec: SandboxSpec, nproc: int) -> list[str]:
     return args + ["--"]
 
 
-def _system_args() -> list[str]:
-    """The read-only system: /usr, the /bin-style top-level links or dirs, a minimal /etc."""
+@functools.cache
+def _system_args() -> tuple[str, ...]:
+    """The read-only system: /usr, the /bin-style top-level links or dirs, a minimal /etc,
+    and a /proc whose global knobs are read-only and whose host-wide listings are masked."""
     args = ["--ro-bind", "/usr", "/usr"]
     for name in ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"):
         if os.path.islink(name):
@@ -187,7 +207,18 @@ def _system_args() -> list[str]:
             args += ["--ro-bind", name, name]
     for name in ETC_FILES:
         args += ["--ro-bind-try", f"/etc/{name}", f"/etc/{name}"]
-    return args
+    # As root, the sandbox's uid is host uid 0, which owns every sysctl: without a
+    # read-only /proc/sys it could rewrite kernel.core_pattern or kernel.modprobe and run
+    # code on the host. (bubblewrap only covers /proc/sys when the directory is writable.)
+    args += ["--proc", "/proc", "--ro-bind", "/proc/sys", "/proc/sys"]
+    args += [arg for path in PROC_READONLY if os.path.exists(path)
+             for arg in ("--ro-bind", path, path)]
+    for path in PROC_MASKED:
+        if os.path.isdir(path):
+            args += ["--tmpfs", path, "--remount-ro", path]
+        elif os.path.exists(path):
+            args += ["--ro-bind", "/dev/null", path]
+    return tuple(args)
 
 
 def _data_fd(data: bytes, name: str) -> int:
@@ -219,14 +250,14 @@ class _Run:
         uid = str(SANDBOX_UID)
         argv = [support.bwrap, "--unshare-all", "--unshare-user", "--uid", uid, "--gid", uid,
                 "--hostname", "sandbox", "--cap-drop", "ALL", "--disable-userns",
-                "--die-with-parent", "--new-session", "--json-status-fd", str(status_w)]
+                "--die-with-parent", "--new-session", "--as-pid-1", "--json-status-fd", str(status_w)]
         argv += _system_args()
         for dest, text in ETC_DATA.items():
             fd = _data_fd(text.encode(), dest)
             child_fds.append(fd)
             argv += ["--ro-bind-data", str(fd), dest]
         tmp = str(spec.tmp_mb * 1024 * 1024)
-        argv += ["--proc", "/proc", "--dev", "/dev", "--size", tmp, "--tmpfs", "/tmp",
+        argv += ["--dev", "/dev", "--size", tmp, "--tmpfs", "/tmp",
                  "--size", tmp, "--tmpfs", "/dev/shm", "--remount-ro", "/dev"]
         for src, dest, writable in spec.binds():
             argv += ["--bind" if writable else "--ro-bind", str(src), dest]
@@ -238,8 +269,7 @@ class _Run:
         argv += ["--seccomp", str(fd)]
         if block_r is not None:
             argv += ["--block-fd", str(block_r)]
-        # One extra slot for bubblewrap's own init, which counts against both limits.
-        return argv + ["--", *_limit_args(support.prlimit, spec, spec.max_processes + 1), *self.cmd]
+        return argv + ["--", *_limit_args(support.prlimit, spec, spec.max_processes), *self.cmd]
 
     # --- running ---------------------------------------------------------------------------
 
@@ -271,7 +301,7 @@ class _Run:
             status_r, status_w = os.pipe()
             child_fds.append(status_w)
             if self.support.cgroups is not None:
-                self.cgroup = self.support.cgroups.create(spec.max_processes + 1)
+                self.cgroup = self.support.cgroups.create(spec.max_processes)
                 block_r, self.block_fd = os.pipe()
                 child_fds.append(block_r)
             argv = self._bwrap_argv(child_fds, status_w, block_r)

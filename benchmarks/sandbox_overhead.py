@@ -1,0 +1,72 @@
+"""What the sandbox adds to a command's wall time: bare vs bubblewrap, same run.
+
+Runs `/usr/bin/python3 -c pass` N times (default 100) started directly with
+`subprocess.run` and N times through `rlforge.sandbox.run` (namespaces, mounts, seccomp,
+prlimit, the pids cgroup as root, output capture), interleaved so that background load hits
+both alike, after a few warm-up runs of each. Prints both medians, the difference, and
+p10/p90 for each. Goal: at most 15 ms added.
+
+Run: `python benchmarks/sandbox_overhead.py [--runs 100]`. Other jobs on the machine show up
+as noise; if the p90s are far above the medians, run it again.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import subprocess
+import time
+
+from rlforge.sandbox import SandboxSpec, ensure_available, run
+
+PY = "/usr/bin/python3"
+CMD = [PY, "-c", "pass"]
+GOAL_MS = 15.0
+
+
+def bare() -> float:
+    start = time.perf_counter()
+    subprocess.run(CMD, capture_output=True, check=True, env={"PATH": "/usr/bin:/bin"})
+    return time.perf_counter() - start
+
+
+def sandboxed(spec: SandboxSpec) -> float:
+    start = time.perf_counter()
+    result = run(CMD, spec)
+    elapsed = time.perf_counter() - start
+    if not result.ok:
+        raise SystemExit(f"sandboxed run failed: {result}")
+    return elapsed
+
+
+def quantile(values: list[float], q: float) -> float:
+    return statistics.quantiles(values, n=10)[int(q * 10) - 1]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=100, help="runs of each (default 100)")
+    args = parser.parse_args()
+    support = ensure_available()
+    spec = SandboxSpec(timeout_sec=30)
+    for _ in range(5):  # warm caches: page cache, bwrap's and python's first start
+        bare()
+        sandboxed(spec)
+    times: dict[str, list[float]] = {"bare": [], "sandboxed": []}
+    for _ in range(args.runs):
+        times["bare"].append(bare())
+        times["sandboxed"].append(sandboxed(spec))
+    ms = {k: [v * 1000 for v in vs] for k, vs in times.items()}
+    med = {k: statistics.median(v) for k, v in ms.items()}
+    print(f"command: {' '.join(CMD)}; {args.runs} runs each, interleaved; "
+          f"bubblewrap {'.'.join(map(str, support.version))}, process limit via {support.pid_limit}")
+    for k in ("bare", "sandboxed"):
+        print(f"{k:>10}: median {med[k]:6.2f} ms   p10 {quantile(ms[k], 0.1):6.2f}   "
+              f"p90 {quantile(ms[k], 0.9):6.2f}")
+    added = med["sandboxed"] - med["bare"]
+    verdict = "within" if added <= GOAL_MS else "OVER"
+    print(f"     added: {added:6.2f} ms (median difference; goal <= {GOAL_MS:g} ms: {verdict})")
+
+
+if __name__ == "__main__":
+    main()
