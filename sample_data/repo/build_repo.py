@@ -122,7 +122,8 @@ def build(dest: Path, history: list[dict] | None = None) -> list[str]:
 
 def commit_table(history: list[dict], shas: list[str]) -> str:
     """The Markdown table of README.md: sha prefix, kind, subject, expected F2P tests."""
-    rows = ["| # | sha | kind | subject | fail-to-pass tests |", "|---|---|---|---|---|"]
+    rows = ["| # | sha | kind | subject | expected fail-to-pass tests (fixes) |",
+            "|---|---|---|---|---|"]
     for n, (c, sha) in enumerate(zip(history, shas), 1):
         subject = c["message"].splitlines()[0].replace("|", "\\|")
         f2p = c.get("fail_to_pass")

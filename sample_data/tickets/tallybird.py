@@ -214,7 +214,8 @@ def double_charge(s: Slots) -> Draft:
             f"your statement. Your {s.plan} plan is not affected."
         ),
         tags=["refund", "duplicate_charge"],
-        internal_note=f"Confirmed in the payments dashboard, retry after timeout. Refund issued for {inv}.",
+        internal_note=(f"Confirmed in the payments dashboard, retry after timeout. "
+                       f"Refund issued for {inv}."),
     )
 
 
