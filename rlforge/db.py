@@ -118,6 +118,54 @@ MIGRATIONS: list[Migration] = [
             language VARCHAR
         );
     """),
+    Migration("0002_logs", """
+        CREATE TABLE log_templates (
+            template_id VARCHAR NOT NULL,     -- stable hash of the template text
+            template VARCHAR NOT NULL,        -- constant text, <*> for each parameter
+            n_tokens INTEGER,
+            count BIGINT,                     -- log records with this template
+            first_seen TIMESTAMP,             -- earliest / latest record time (ts)
+            last_seen TIMESTAMP,
+            example VARCHAR,                  -- one message (redacted)
+            created_run BIGINT,
+            updated_run BIGINT
+        );
+        CREATE TABLE template_merges (        -- a template generalised: old id -> new id
+            old_id VARCHAR NOT NULL,
+            new_id VARCHAR NOT NULL,
+            old_template VARCHAR,
+            new_template VARCHAR,
+            ingest_run BIGINT,
+            merged_at TIMESTAMP
+        );
+        CREATE TABLE log_messages (           -- distinct messages of one ingest chunk
+            message_id BIGINT NOT NULL,
+            message VARCHAR,                  -- redacted; multi-line records joined by \\n
+            template_id VARCHAR,
+            params VARCHAR[]                  -- values at the <*> of the template (first line)
+        );
+        CREATE TABLE log_records (            -- a line, with its continuation lines if any
+            ingest_run BIGINT NOT NULL,
+            line_no BIGINT NOT NULL,          -- 1-based line of the record's first line
+            n_lines INTEGER,
+            ts TIMESTAMP,                     -- UTC when the source has a zone
+            ts_text VARCHAR,                  -- the time as written in the source
+            host VARCHAR,
+            component VARCHAR,
+            level VARCHAR,                    -- trace debug info notice warn error fatal
+            message_id BIGINT,
+            fields VARCHAR,                   -- JSON text: the format's other fields (redacted)
+            flag VARCHAR,                     -- invalid_utf8 | unparsed (loaded message-only)
+            record_hash UBIGINT               -- finds re-ingested records (duplicates)
+        );
+        CREATE VIEW log_lines AS
+        SELECT r.ingest_run, i.path AS file, r.line_no, r.n_lines, r.ts, r.ts_text, r.host,
+               r.component, r.level, m.message, m.template_id, m.params, r.fields::JSON AS fields,
+               r.flag
+        FROM log_records r
+        JOIN log_messages m USING (message_id)
+        JOIN ingest_runs i ON i.run_id = r.ingest_run;
+    """),
 ]
 
 
@@ -200,7 +248,8 @@ def next_run_id(con: duckdb.DuckDBPyConnection) -> int:
     return con.execute("SELECT nextval('ingest_run_seq')").fetchall()[0][0]
 
 
-TABLES_FOR_STATUS = ["tickets", "ticket_messages", "commits", "commit_files", "quarantine",
+TABLES_FOR_STATUS = ["tickets", "ticket_messages", "commits", "commit_files", "log_records",
+                     "log_messages", "log_templates", "template_merges", "quarantine",
                      "ingest_runs"]
 
 

@@ -1,0 +1,649 @@
+"""Log formats: detect one from a file's first lines, and parse chunks of lines into the
+columns every log record has (time, host, component, level, message, other fields).
+
+Every parser is vectorised (polars, Rust regex): a chunk of lines goes in as a Series and
+comes out as a frame with one row per line and `ok` false where the line is not in the
+format. Formats:
+
+- a **header format string** (`--format '<Date> <Time> <Level> <Component>: <Content>'`):
+  fields in angle brackets, a space matches one or more spaces or tabs, any other text
+  between fields is a regular-expression fragment (the Loghub benchmark convention, so
+  `\\[<Time>\\]` and optional parts such as `(\\[<PID>\\])?` work). `<Content>` (or
+  `<Message>`) is the message;
+- `syslog`: RFC 5424, and RFC 3164 with or without `<PRI>`, tag and pid;
+- `access`: nginx/Apache common and combined access logs (extra trailing fields allowed);
+- `jsonl`: JSON objects from structured loggers (common keys found by themselves, or a key
+  mapping);
+- `docker`: Docker json-file container logs (`log`, `stream`, `time`); `cri`: Kubernetes
+  containerd/CRI-O logs (`<time> stdout F <message>`);
+- `plain`: anything else, one record per line (a leading ISO time and a level word are
+  picked up when present).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Sequence
+
+import polars as pl
+
+from rlforge.errors import UserError
+
+NAMED_FORMATS = ("jsonl", "syslog", "access", "docker", "cri", "plain")
+STANDARD = ("ts_text", "host", "component", "level", "message")
+
+# --- levels ------------------------------------------------------------------------------
+
+LEVELS = ("trace", "debug", "info", "notice", "warn", "error", "fatal")
+_LEVEL_WORDS = {
+    "trace": "trace", "trc": "trace", "vrb": "trace", "verbose": "trace", "v": "trace",
+    "finest": "trace", "finer": "trace",
+    "debug": "debug", "dbg": "debug", "d": "debug", "fine": "debug", "config": "debug",
+    "info": "info", "inf": "info", "information": "info", "informational": "info", "i": "info",
+    "success": "info",
+    "notice": "notice", "note": "notice", "n": "notice",
+    "warn": "warn", "warning": "warn", "wrn": "warn", "w": "warn",
+    "error": "error", "err": "error", "e": "error", "severe": "error", "failure": "error",
+    "fatal": "fatal", "ftl": "fatal", "f": "fatal", "critical": "fatal", "crit": "fatal",
+    "alert": "fatal", "emerg": "fatal", "emergency": "fatal", "panic": "fatal", "c": "fatal",
+}
+_SYSLOG_SEVERITY = ["fatal", "fatal", "fatal", "error", "warn", "notice", "info", "debug"]
+
+
+def normalise_level(raw: pl.Series) -> pl.Series:
+    """Map level names and numbers (syslog, bunyan/pino, log4j) onto LEVELS; else null."""
+    text = raw.cast(pl.String).str.strip_chars(" []<>:").str.to_lowercase()
+    named = text.replace_strict(_LEVEL_WORDS, default=None, return_dtype=pl.String)
+    num = text.cast(pl.Int64, strict=False)
+    numeric = (
+        pl.select(
+            pl.when(num.is_null()).then(None)
+            .when(num >= 60).then(pl.lit("fatal"))
+            .when(num >= 50).then(pl.lit("error"))
+            .when(num >= 40).then(pl.lit("warn"))
+            .when(num >= 30).then(pl.lit("info"))
+            .when(num >= 20).then(pl.lit("debug"))
+            .when(num >= 10).then(pl.lit("trace"))
+            .otherwise(None)
+        ).to_series()
+    )
+    return named.fill_null(numeric).alias("level")
+
+
+_LEVEL_SNIFF = (r"(?i)^[\[(]?(TRACE|DEBUG|INFO|NOTICE|WARN|WARNING|ERROR|ERR|CRITICAL|CRIT"
+                r"|FATAL|SEVERE|PANIC)[\])]?(?:\s|:|$)")
+
+
+def sniff_level(message: pl.Series) -> pl.Series:
+    """A level word at the start of a message (formats without a level field)."""
+    return normalise_level(message.str.extract(_LEVEL_SNIFF, 1))
+
+
+# --- timestamps --------------------------------------------------------------------------
+
+# (chrono format, needs a year prepended, carries a zone)
+_TS_FORMATS: list[tuple[str, bool, bool]] = [
+    ("%Y-%m-%dT%H:%M:%S%.f%#z", False, True),
+    ("%Y-%m-%dT%H:%M:%S%.f", False, False),
+    ("%Y-%m-%d %H:%M:%S%.f%#z", False, True),
+    ("%Y-%m-%d %H:%M:%S%.f %#z", False, True),
+    ("%Y-%m-%d %H:%M:%S%.f", False, False),
+    ("%Y/%m/%d %H:%M:%S%.f", False, False),
+    ("%Y-%m-%d-%H.%M.%S%.f", False, False),
+    ("%y/%m/%d %H:%M:%S%.f", False, False),
+    ("%y%m%d %H%M%S", False, False),
+    ("%d/%b/%Y:%H:%M:%S %z", False, True),
+    ("%a %b %d %H:%M:%S %Y", False, False),
+    ("%a %b %d %H:%M:%S%.f %Y", False, False),
+    ("%d.%m.%Y %H:%M:%S%.f", False, False),
+    ("%m/%d/%Y %H:%M:%S%.f", False, False),
+    ("%d/%m/%Y %H:%M:%S%.f", False, False),
+    ("%b %d %H:%M:%S%.f", True, False),
+    ("%b %d %Y %H:%M:%S%.f", False, False),
+    ("%m-%d %H:%M:%S%.f", True, False),
+    ("%Y-%m-%d", False, False),
+    ("%Y.%m.%d", False, False),
+]
+_MONTHS_LOCAL = {  # month names of common non-English locales -> English abbreviations
+    "janv.": "Jan", "janv": "Jan", "févr.": "Feb", "févr": "Feb", "mars": "Mar", "avr.": "Apr",
+    "avr": "Apr", "mai": "May", "juin": "Jun", "juil.": "Jul", "juil": "Jul", "août": "Aug",
+    "sept.": "Sep", "sept": "Sep", "oct.": "Oct", "nov.": "Nov", "déc.": "Dec", "déc": "Dec",
+    "mär": "Mar", "mrz": "Mar", "okt": "Oct", "dez": "Dec", "ene": "Jan", "abr": "Apr",
+    "ago": "Aug", "dic": "Dec",
+}
+
+
+@dataclass
+class TimeParser:
+    """Picks, from a sample, the format(s) a file's time texts are in; then parses chunks.
+
+    Times with a zone are stored in UTC; times without one are stored as written. Formats
+    without a year (classic syslog) get the year of `year_hint` (the file's modification
+    time), one less when that would put the time more than a day after the hint.
+    """
+
+    year_hint: dt.datetime
+    chosen: list[tuple[str, bool, bool]] | None = None
+    epoch: bool = False
+
+    @staticmethod
+    def _clean(texts: pl.Series) -> pl.Series:
+        out = texts.str.strip_chars().str.replace(r"(\d\d:\d\d:\d\d),(\d)", "${1}.${2}")
+        out = out.str.replace_all(r"\s+", " ")
+        if out.str.contains(r"(?i)^\p{L}{3,5}\.? ").any():
+            for local, eng in _MONTHS_LOCAL.items():
+                out = out.str.replace(r"(?i)^" + re.escape(local) + " ", eng + " ")
+        return out
+
+    def _one(self, texts: pl.Series, fmt: tuple[str, bool, bool]) -> pl.Series:
+        pattern, needs_year, zoned = fmt
+        if needs_year:
+            year = self.year_hint.year
+            out = (f"{year} " + texts).str.strptime(pl.Datetime("us"), "%Y " + pattern,
+                                                    strict=False)
+            late = out > pl.lit(self.year_hint + dt.timedelta(days=1))
+            fixed = (f"{year - 1} " + texts).str.strptime(pl.Datetime("us"), "%Y " + pattern,
+                                                         strict=False)
+            return pl.select(pl.when(late).then(fixed).otherwise(out)).to_series()
+        if zoned:
+            return texts.str.strptime(pl.Datetime("us", "UTC"), pattern, strict=False) \
+                .dt.replace_time_zone(None)
+        return texts.str.strptime(pl.Datetime("us"), pattern, strict=False)
+
+    def _epoch(self, texts: pl.Series) -> pl.Series:
+        num = texts.cast(pl.Float64, strict=False)
+        mag = num.abs()
+        us = pl.select(
+            pl.when(mag < 1e11).then(num * 1e6)        # seconds
+            .when(mag < 1e14).then(num * 1e3)          # milliseconds
+            .when(mag < 1e17).then(num)                # microseconds
+            .otherwise(num / 1e3)                      # nanoseconds
+        ).to_series()
+        ok = texts.str.contains(r"^\d{9,19}(\.\d+)?$")
+        return pl.select(pl.when(ok).then(us.cast(pl.Int64, strict=False))).to_series() \
+            .cast(pl.Datetime("us"))
+
+    def choose(self, sample: pl.Series) -> None:
+        sample = self._clean(sample.drop_nulls().unique().head(500))
+        if sample.len() == 0:
+            self.chosen = []
+            return
+        if sample.str.contains(r"^\d{9,19}(\.\d+)?$").mean() > 0.5:
+            self.epoch = True
+            self.chosen = []
+            return
+        scores = []
+        for i, fmt in enumerate(_TS_FORMATS):
+            parsed = self._one(sample, fmt)
+            hits = parsed.dt.year().is_between(1971, 2100).sum()  # "17/06/09" is not year 17
+            if hits:
+                scores.append((-hits, i, fmt))
+        scores.sort()
+        self.chosen = [fmt for _, _, fmt in scores[:2]]
+
+    def parse(self, texts: pl.Series) -> pl.Series:
+        if self.chosen is None:
+            self.choose(texts)
+        if self.epoch:
+            return self._epoch(texts.str.strip_chars()).alias("ts")
+        if not self.chosen:
+            return pl.Series("ts", [None] * len(texts), dtype=pl.Datetime("us"))
+        clean = self._clean(texts)
+        out = self._one(clean, self.chosen[0])
+        for fmt in self.chosen[1:]:
+            if out.null_count() > texts.null_count():
+                out = out.fill_null(self._one(clean, fmt))
+        return out.alias("ts")
+
+
+# --- the formats -------------------------------------------------------------------------
+
+_FIELD = re.compile(r"<([A-Za-z_][A-Za-z0-9_]*)>")
+_TS_FIELDS = ("timestamp", "datetime", "ts", "date", "day", "month", "year", "time")
+_ROLE = {
+    "level": ("level", "severity", "loglevel", "lvl", "priority"),
+    "component": ("component", "logger", "module", "class", "category", "program", "tag",
+                  "source"),
+    "host": ("host", "hostname", "node", "server", "machine"),
+    "message": ("content", "message", "msg"),
+}
+_CONTINUATION = (r"^(?:\s|at\s|Caused by|Suppressed:|Traceback|During handling|The above "
+                 r"exception|\.\.\. ?\d+ (?:more|common)|[A-Za-z_$][\w$]*(?:\.[\w$]+)+"
+                 r"(?:Exception|Error|Throwable)\b|[A-Z]\w*(?:Error|Exception):|goroutine \d|"
+                 r"[}\]])")
+
+
+def _json_fields(frame: pl.DataFrame, names: Sequence[str]) -> pl.Series:
+    if not names:
+        return pl.Series("fields", [None] * frame.height, dtype=pl.String)
+    return frame.select(pl.struct([pl.col(n) for n in names]).struct.json_encode()
+                        .alias("fields"))["fields"]
+
+
+class LogFormat:
+    """A parser of one format.
+
+    `prepare` looks at a sample of the file once (which keys, which time fields and time
+    format); `parse` then turns a chunk of lines into one row per line with the columns
+    ok, ts, ts_text, host, component, level, message, fields, continues.
+    """
+
+    name = "?"
+
+    def __init__(self) -> None:
+        self.times: TimeParser | None = None
+
+    def prepare(self, sample: pl.Series, year_hint: dt.datetime) -> None:
+        self.times = TimeParser(year_hint)
+        frame = self._parse(sample)
+        self.times.choose(frame.filter(pl.col("ok"))["ts_text"])
+
+    def parse(self, lines: pl.Series) -> pl.DataFrame:
+        if self.times is None:
+            self.prepare(lines.head(1000), dt.datetime.now())
+        assert self.times is not None
+        frame = self._parse(lines)
+        return frame.with_columns(self.times.parse(frame["ts_text"]).alias("ts"))
+
+    def _parse(self, lines: pl.Series) -> pl.DataFrame:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def continuation(self, lines: pl.Series) -> pl.Series:
+        """Lines that may continue the record before them (stack traces and the like)."""
+        return lines.str.contains(_CONTINUATION)
+
+    def describe(self) -> str:
+        return self.name
+
+
+def _finish(frame: pl.DataFrame, ok: pl.Expr | pl.Series, extra: Sequence[str],
+            level_raw: str | None) -> pl.DataFrame:
+    """Common tail of every parser: standard columns, normalised level, fields JSON."""
+    out = frame.with_columns(ok.alias("ok") if isinstance(ok, pl.Expr) else ok.alias("ok"))
+    for col in ("ts_text", "host", "component", "message"):
+        if col not in out.columns:
+            out = out.with_columns(pl.lit(None, dtype=pl.String).alias(col))
+    level = normalise_level(out[level_raw]) if level_raw else pl.Series(
+        "level", [None] * out.height, dtype=pl.String)
+    level = level.fill_null(sniff_level(out["message"].fill_null("")))
+    fields = _json_fields(out, [c for c in extra if c in out.columns])
+    return out.select("ok", "ts_text", "host", "component", "message").with_columns(
+        level.alias("level"), fields.alias("fields"),
+        pl.lit(False).alias("continues"))
+
+
+class HeaderFormat(LogFormat):
+    """A header format string such as `<Date> <Time> <Level> <Component>: <Content>`."""
+
+    def __init__(self, spec: str):
+        super().__init__()
+        self.name = "header"
+        self.spec = spec
+        parts = _FIELD.split(spec)
+        literals, names = parts[0::2], parts[1::2]
+        if not names:
+            raise UserError(f"format {spec!r} has no <Field>; write e.g. "
+                            "'<Date> <Time> <Level> <Component>: <Content>'")
+        if len(set(names)) != len(names):
+            raise UserError(f"format {spec!r} names a field twice")
+        lower = [n.lower() for n in names]
+        msg = [n for n, lo in zip(names, lower) if lo in _ROLE["message"]]
+        if not msg:
+            raise UserError(f"format {spec!r} has no <Content> field (the message); "
+                            "add one, e.g. '... <Component>: <Content>'")
+        self.names = names
+        self.message_field = msg[0]
+        exact, fast = ["^"], ["^"]
+        for i, lit in enumerate(literals):
+            piece = re.sub(r" +", "[ \\t]+", lit)
+            exact.append(piece)
+            fast.append(piece)
+            if i < len(names):
+                name = names[i]
+                nxt = literals[i + 1] if i + 1 < len(literals) else ""
+                last = i == len(names) - 1 and not nxt.strip()
+                exact.append(f"(?P<{name}>.*)" if last else f"(?P<{name}>.*?)")
+                if last:
+                    fast.append(f"(?P<{name}>.*)")
+                elif nxt.startswith(" "):
+                    fast.append(f"(?P<{name}>[^ \\t]*)")
+                else:
+                    fast.append(f"(?P<{name}>[^ \\t]*?)")
+        self.exact = "".join(exact) + "$"
+        self.fast = "".join(fast) + "$"
+        for rx in (self.exact, self.fast):
+            try:
+                pl.Series([""], dtype=pl.String).str.extract_groups(rx)
+            except Exception as exc:
+                raise UserError(f"format {spec!r} is not a valid pattern: "
+                                f"{str(exc).strip().splitlines()[-1]}") from None
+        roles: dict[str, str] = {}
+        for role in ("level", "component", "host"):
+            for n, lo in zip(names, lower):
+                if lo in _ROLE[role] and role not in roles:
+                    roles[role] = n
+        self.roles = roles
+        self.ts_fields = [n for n, lo in zip(names, lower) if lo in _TS_FIELDS]
+        self.ts_chosen: list[str] | None = None
+        used = set(roles.values()) | {self.message_field}
+        self.extra = [n for n in names if n not in used]
+
+    def describe(self) -> str:
+        return self.spec
+
+    def _parse(self, lines: pl.Series) -> pl.DataFrame:
+        fast = lines.str.extract_groups(self.fast)
+        frame = fast.struct.unnest()
+        miss = frame[self.message_field].is_null()
+        if miss.any():
+            exact = lines.filter(miss).str.extract_groups(self.exact).struct.unnest()
+            idx = pl.int_range(0, len(lines), eager=True).filter(miss)
+            frame = frame.with_row_index("_i").update(
+                exact.with_columns(idx.alias("_i")), on="_i").drop("_i")
+        frame = frame.with_columns(pl.col(self.message_field).alias("message"))
+        for role, name in self.roles.items():
+            frame = frame.with_columns(pl.col(name).alias(role if role != "level" else "_level"))
+        ts_cols = self.ts_chosen if self.ts_chosen is not None else self.ts_fields
+        if ts_cols:
+            frame = frame.with_columns(
+                pl.concat_str([pl.col(c) for c in ts_cols], separator=" ", ignore_nulls=True)
+                .alias("ts_text"))
+        return _finish(frame, pl.col("message").is_not_null(), self.extra,
+                       "_level" if "level" in self.roles else None)
+
+    def prepare(self, sample: pl.Series, year_hint: dt.datetime) -> None:
+        """Choose the time fields: a single full timestamp field if one parses, else all
+        time-like fields together in the order of the format."""
+        single = [[n] for n in self.ts_fields if n.lower() in ("timestamp", "datetime", "ts")]
+        candidates = single + ([self.ts_fields] if self.ts_fields else [])
+        best: tuple[float, list[str], TimeParser] | None = None
+        for cand in candidates:
+            self.ts_chosen = cand
+            frame = self._parse(sample).filter(pl.col("ok"))
+            times = TimeParser(year_hint)
+            times.choose(frame["ts_text"])
+            rate = times.parse(frame["ts_text"]).is_not_null().mean() if frame.height else 0.0
+            if best is None or (rate or 0.0) > best[0] + 0.2:
+                best = (rate or 0.0, cand, times)
+        if best is None:
+            self.ts_chosen = []
+            self.times = TimeParser(year_hint, chosen=[])
+        else:
+            self.ts_chosen, self.times = best[1], best[2]
+
+
+_RFC5424 = (r"^<(?P<pri>\d{1,3})>(?P<version>\d{1,2}) (?P<ts_text>\S+) (?P<host>\S+) "
+            r"(?P<component>\S+) (?P<procid>\S+) (?P<msgid>\S+) "
+            r"(?P<sd>-|(?:\[(?:[^\]\\]|\\.)*\])+)(?: (?P<message>.*))?$")
+_RFC3164 = (r"^(?:<(?P<pri>\d{1,3})>)?(?P<ts_text>\p{L}{3,5}\.? +\d{1,2} \d{1,2}:\d\d:\d\d"
+            r"(?:\.\d+)?|\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:?\d\d)?)"
+            r"\s+(?P<host>\S+)\s+(?:(?P<component>[^\s:\[\]]+)(?:\[(?P<procid>[^\]\s]*)\])?: ?)?"
+            r"(?P<message>.*)$")
+
+
+class SyslogFormat(LogFormat):
+    def __init__(self):
+        super().__init__()
+        self.name = "syslog"
+
+    def _parse(self, lines: pl.Series) -> pl.DataFrame:
+        a = lines.str.extract_groups(_RFC5424).struct.unnest()
+        b = lines.str.extract_groups(_RFC3164).struct.unnest()
+        is_a = a["ts_text"].is_not_null()
+        cols = {}
+        for c in ("pri", "ts_text", "host", "component", "procid", "message"):
+            cols[c] = pl.select(pl.when(is_a).then(a[c]).otherwise(b[c])).to_series().alias(c)
+        frame = pl.DataFrame(cols).with_columns(
+            pl.when(is_a).then(a["message"].fill_null("")).otherwise(b["message"]).alias("message"),
+            a["version"], a["msgid"], a["sd"])
+        pri = frame["pri"].cast(pl.Int64, strict=False)
+        sev = (pri % 8).replace_strict(dict(enumerate(_SYSLOG_SEVERITY)), default=None,
+                                       return_dtype=pl.String)
+        frame = frame.with_columns(sev.alias("_level"), (pri // 8).alias("facility"))
+        ok = is_a | b["ts_text"].is_not_null()
+        return _finish(frame, ok, ["facility", "procid", "version", "msgid", "sd"], "_level")
+
+
+_ACCESS = (r'^(?P<client>\S+) (?P<ident>\S+) (?P<user>\S+) \[(?P<ts_text>[^\]]+)\] '
+           r'"(?P<request>(?:[^"\\]|\\.)*)" (?P<status>\d{3}|-) (?P<bytes>\d+|-)'
+           r'(?: "(?P<referer>(?:[^"\\]|\\.)*)" "(?P<agent>(?:[^"\\]|\\.)*)")?(?P<extra>.*)$')
+
+
+class AccessFormat(LogFormat):
+    """nginx/Apache access logs: the message is `<request line> <status>`."""
+
+    def __init__(self):
+        super().__init__()
+        self.name = "access"
+
+    def continuation(self, lines: pl.Series) -> pl.Series:
+        return pl.Series([False] * len(lines))
+
+    def _parse(self, lines: pl.Series) -> pl.DataFrame:
+        f = lines.str.extract_groups(_ACCESS).struct.unnest()
+        status = f["status"].cast(pl.Int64, strict=False)
+        level = pl.select(pl.when(status >= 500).then(pl.lit("error"))
+                          .when(status >= 400).then(pl.lit("warn"))
+                          .when(status.is_not_null()).then(pl.lit("info"))).to_series()
+        f = f.with_columns(pl.concat_str([pl.col("request"), pl.col("status")], separator=" ")
+                           .alias("message"), level.alias("_level"),
+                           pl.col("extra").str.strip_chars())
+        f = f.with_columns(pl.when(pl.col("extra") == "").then(None).otherwise(pl.col("extra"))
+                           .alias("extra"))
+        return _finish(f, pl.col("ts_text").is_not_null(),
+                       ["client", "ident", "user", "request", "status", "bytes", "referer",
+                        "agent", "extra"], "_level")
+
+
+# JSON keys tried, in order, for each role (a dotted name reaches into nested objects).
+JSON_KEYS = {
+    "ts_text": ("@timestamp", "timestamp", "time", "ts", "@t", "Time", "datetime", "date", "t",
+                "Timestamp", "eventTime"),
+    "level": ("level", "severity", "@l", "lvl", "loglevel", "log.level", "Level.Name", "Level",
+              "levelname", "level_name", "Severity", "severity_text"),
+    "message": ("msg", "message", "@m", "Message", "text", "log", "event", "MessageTemplate",
+                "@mt", "body"),
+    "component": ("logger", "loggerName", "logger_name", "component", "module", "caller",
+                  "context", "Function", "source", "category", "name", "log.logger"),
+    "host": ("host", "hostname", "MachineName", "host.name", "Host", "node", "server"),
+}
+_DOCKER_KEYS = {"log", "stream", "time"}
+
+
+def _json_path(key: str) -> str:
+    return "$" + "".join(f"[{json.dumps(part)}]" for part in key.split("."))
+
+
+def _has_key(obj: dict, key: str) -> bool:
+    node = obj
+    for part in key.split("."):
+        if not isinstance(node, dict) or part not in node:
+            return False
+        node = node[part]
+    return not isinstance(node, (dict, list)) or key in ("message", "msg")
+
+
+class JsonFormat(LogFormat):
+    """One JSON object per line; `keys` maps roles (ts, level, message, component, host)
+    to keys, the rest is found from a sample of lines."""
+
+    def __init__(self, keys: dict[str, str] | None = None, name: str = "jsonl"):
+        super().__init__()
+        self.name = name
+        self.user_keys = {("ts_text" if k in ("ts", "time", "timestamp") else k): v
+                          for k, v in (keys or {}).items()}
+        unknown = set(self.user_keys) - set(JSON_KEYS)
+        if unknown:
+            raise UserError(f"unknown log key role(s) {', '.join(sorted(unknown))}; valid: "
+                            "ts, level, message, component, host")
+        self.keys: dict[str, str] | None = None
+
+    def choose_keys(self, sample: Sequence[str]) -> None:
+        objs = []
+        for line in sample:
+            try:
+                obj = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(obj, dict):
+                objs.append(obj)
+        keys = {}
+        for role, candidates in JSON_KEYS.items():
+            if role in self.user_keys:
+                keys[role] = self.user_keys[role]
+                continue
+            best = max(candidates, key=lambda k: (sum(_has_key(o, k) for o in objs),
+                                                  -candidates.index(k)), default=None)
+            if best and any(_has_key(o, best) for o in objs):
+                keys[role] = best
+        self.keys = keys
+
+    def continuation(self, lines: pl.Series) -> pl.Series:
+        return lines.str.contains(_CONTINUATION) & ~lines.str.starts_with("{")
+
+    def _parse(self, lines: pl.Series) -> pl.DataFrame:
+        if self.keys is None:
+            self.choose_keys(lines.head(200).to_list())
+        assert self.keys is not None
+        is_obj = lines.str.contains(r"^\s*\{.*\}\s*$")
+        valid = is_obj & lines.str.json_path_match("$").is_not_null()
+        cols = {"fields": pl.select(pl.when(valid).then(lines)).to_series()}
+        for role in ("ts_text", "level", "message", "component", "host"):
+            key = self.keys.get(role)
+            cols[role] = (lines.str.json_path_match(_json_path(key)) if key else
+                          pl.Series([None] * len(lines), dtype=pl.String))
+        frame = pl.DataFrame(cols)
+        level = normalise_level(frame["level"]).fill_null(
+            sniff_level(frame["message"].fill_null("")))
+        return frame.select(
+            pl.lit(valid).alias("ok"), "ts_text", "host", "component",
+            pl.col("message").fill_null(""),
+        ).with_columns(level.alias("level"), frame["fields"], pl.lit(False).alias("continues"))
+
+
+_ANSI = r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)"
+
+
+class DockerFormat(JsonFormat):
+    """Docker json-file logs; a `log` without a trailing newline continues in the next
+    line (Docker splits long lines)."""
+
+    def __init__(self):
+        super().__init__({"ts": "time", "message": "log"}, name="docker")
+
+    def _parse(self, lines: pl.Series) -> pl.DataFrame:
+        self.keys = {"ts_text": "time", "message": "log"}
+        out = super()._parse(lines)
+        msg = out["message"]
+        stream = lines.str.json_path_match("$.stream")
+        continues = out["ok"] & ~msg.str.ends_with("\n") & (msg != "")
+        clean = msg.str.strip_suffix("\n").str.strip_suffix("\r")
+        fields = pl.select(pl.when(stream.is_not_null()).then(
+            pl.struct(stream.alias("stream")).struct.json_encode())).to_series()
+        return out.with_columns(clean.alias("message"), continues.alias("continues"),
+                                fields.alias("fields"),
+                                sniff_level(clean.str.replace_all(_ANSI, "")).alias("level"))
+
+
+_CRI = r"^(?P<ts_text>\d{4}-\d\d-\d\dT\S+) (?P<stream>stdout|stderr) (?P<tag>[PF])(?: (?P<message>.*))?$"
+
+
+class CriFormat(LogFormat):
+    """Kubernetes CRI (containerd, CRI-O) container logs; `P` lines continue."""
+
+    def __init__(self):
+        super().__init__()
+        self.name = "cri"
+
+    def continuation(self, lines: pl.Series) -> pl.Series:
+        return pl.Series([False] * len(lines))
+
+    def _parse(self, lines: pl.Series) -> pl.DataFrame:
+        f = lines.str.extract_groups(_CRI).struct.unnest()
+        f = f.with_columns(pl.col("message").fill_null(""))
+        out = _finish(f, pl.col("ts_text").is_not_null(), ["stream"], None)
+        return out.with_columns((f["tag"] == "P").fill_null(False).alias("continues"))
+
+
+_PLAIN = (r"^(?P<ts_text>\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?)?"
+          r"\s*(?P<message>.*)$")
+
+
+class PlainFormat(LogFormat):
+    """Any text: one record per line, a leading ISO time and a level word if present."""
+
+    def __init__(self):
+        super().__init__()
+        self.name = "plain"
+
+    def continuation(self, lines: pl.Series) -> pl.Series:
+        return pl.Series([False] * len(lines))
+
+    def _parse(self, lines: pl.Series) -> pl.DataFrame:
+        f = lines.str.extract_groups(_PLAIN).struct.unnest()
+        return _finish(f, pl.lit(True), [], None)
+
+
+# --- detection -------------------------------------------------------------------------
+
+def make_format(spec: str, keys: dict[str, str] | None = None) -> LogFormat:
+    """A format from its name or a header format string."""
+    if spec in ("jsonl", "json"):
+        return JsonFormat(keys)
+    if spec == "syslog":
+        return SyslogFormat()
+    if spec in ("access", "nginx", "apache", "combined"):
+        return AccessFormat()
+    if spec == "docker":
+        return DockerFormat()
+    if spec == "cri":
+        return CriFormat()
+    if spec == "plain":
+        return PlainFormat()
+    if "<" in spec:
+        return HeaderFormat(spec)
+    raise UserError(f"unknown log format {spec!r}; valid: auto, {', '.join(NAMED_FORMATS)}, "
+                    "or a header format string such as '<Date> <Time> <Level> <Component>: "
+                    "<Content>'")
+
+
+def detect(sample: Sequence[str], keys: dict[str, str] | None = None) -> LogFormat:
+    """The format most of the sample lines parse in (`plain` when none fits half)."""
+    lines = pl.Series([s for s in sample if s.strip()], dtype=pl.String)
+    if lines.len() == 0:
+        return PlainFormat()
+    objs = []
+    for s in lines.head(50).to_list():
+        try:
+            obj = json.loads(s)
+        except ValueError:
+            continue
+        if isinstance(obj, dict):
+            objs.append(obj)
+    if objs and len(objs) >= 0.5 * min(lines.len(), 50):
+        if sum(_DOCKER_KEYS <= set(o) for o in objs) >= 0.8 * len(objs):
+            return DockerFormat()
+        return JsonFormat(keys)
+    best, best_score = PlainFormat(), 0.5
+    for fmt in (CriFormat(), SyslogFormat(), AccessFormat()):
+        score = fmt._parse(lines)["ok"].mean() or 0.0
+        if score > best_score:
+            best, best_score = fmt, score
+    return best
+
+
+@dataclass
+class Masks:
+    """The masking regexes applied to messages before mining (from flags or config)."""
+
+    patterns: list[str] = field(default_factory=list)
+
+    def __post_init__(self):
+        for p in self.patterns:
+            try:
+                re.compile(p)
+            except re.error as exc:
+                raise UserError(f"mask {p!r} is not a valid regular expression: {exc}") from None

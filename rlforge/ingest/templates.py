@@ -1,0 +1,399 @@
+"""Log template mining: which part of each log message is the constant text of its logging
+statement, and which parts are parameters.
+
+Why a miner of our own: Drain (and drain3) reads messages one by one and clusters them in
+arrival order, so a template depends on the order lines came in, and it costs Python time
+per line. Ingest sees lines in large chunks and most lines repeat a message already seen,
+so rlforge mines *distinct normalised messages in batches*, with statistics over the whole
+batch, and maps every line to its template by a join.
+
+The method, per batch:
+
+1. **Normalise** (vectorised, polars): redaction placeholders (`<EMAIL_3f9a1c>`) and the
+   user's masks become `<*>`; then built-in rules
+   turn what is a parameter in any system into `<*>`: words that start with a digit or hold
+   two or more digits (numbers, hex ids, `blk_123`), booleans and null, file paths, URLs,
+   host names, MAC/IPv6-like groups, month and weekday names. Runs of parameters inside a
+   token collapse (`10.0.0.1:80` -> `<*>`), a token that is only parameters and punctuation
+   becomes `<*>`, and consecutive `<*>` tokens collapse into one (lists of values).
+2. **Group by token count**, then inside each group by the *most common frequency*: every
+   token position of a message has a frequency (how many distinct messages of that length
+   carry the same token there); the constant words of one logging statement share the
+   frequency of that statement, so the frequency shared by most positions of a message
+   picks out its constant skeleton, and messages with the same skeleton start together.
+3. **Split** each start group column by column: a column with one value is constant; the
+   first column is always split on (log statements start with a constant word); otherwise
+   the column with the fewest values is split on if it has fewer than `SPLIT_MAX_VALUES`
+   values, and is a parameter otherwise (so are all remaining columns). A template always
+   keeps at least one constant token.
+4. **Subsume**: a template that another, more general template of the same length matches
+   (equal token or `<*>` at every position) joins the general one.
+
+Across batches and ingests the miner keeps its templates (stored in `log_templates`): a
+message that an existing template matches gets that template's id (ids are hashes of the
+template text, so they are stable); the rest are mined together with the existing
+templates of their lengths, and when a template generalises (a constant becomes `<*>`) the
+old id is recorded as merged into the new one.
+"""
+
+from __future__ import annotations
+
+import collections
+import hashlib
+import re
+from dataclasses import dataclass, field
+from typing import Iterable, Sequence
+
+import polars as pl
+
+from rlforge.ingest.redact import PLACEHOLDER
+
+WILDCARD = "<*>"
+SPLIT_MAX_VALUES = 4  # a column with this many distinct values (or more) is a parameter
+MAX_TOKENS = 128  # tokens past this are folded into one trailing <*>
+
+_W = re.escape(WILDCARD)
+# Word pieces (ASCII letters, digits, underscore) that are parameters in any system.
+_VAR_PIECE = (r"(?-u:\b)(?:[0-9][A-Za-z0-9_]*|[A-Za-z_]*[0-9][A-Za-z_]*[0-9][A-Za-z0-9_]*"
+              r"|(?i:true|false|null))(?-u:\b)")
+# Whole tokens that are parameters: paths, URLs, host names, MAC/IPv6-like hex groups,
+# month and weekday names.
+_OPEN = r"""^[(\[{'"<]*"""
+_VAR_TOKEN = "|".join([
+    _OPEN + r"(?:/[^/\s]|\./|\.\./|~/|[A-Za-z]:\\|[A-Za-z][A-Za-z0-9+.-]*://)",
+    _OPEN + r"[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)+\.(?i:com|net|org|edu|gov|mil|int|io|info|biz"
+            r"|local|localdomain|internal|lan|corp|home|arpa|cloud)(?:[^A-Za-z0-9.-]|$)",
+    _OPEN + r"(?i:[0-9a-f]{1,4}[:.-]){3,}[0-9a-f]{1,4}",
+    r"^(?i:jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec|january|february|march|april"
+    r"|june|july|august|september|october|november|december|mon|tue|wed|thu|fri|sat|sun"
+    r"|monday|tuesday|wednesday|thursday|friday|saturday|sunday)[.,;:]?$",
+])
+_SIGN = r"(^|[^A-Za-z0-9])[-+]" + _W
+_RUN = _W + r"(?:[^A-Za-z0-9\s]*" + _W + ")+"
+_ONLY_VARS = r"^(?:" + _W + r"|[^A-Za-z0-9])*$"
+
+
+def template_id(tokens: Sequence[str]) -> str:
+    """Stable id of a template: a hash of its text."""
+    return hashlib.sha1(" ".join(tokens).encode("utf-8")).hexdigest()[:16]
+
+
+def template_text(tokens: Sequence[str]) -> str:
+    return " ".join(tokens)
+
+
+# --- normalisation (vectorised) --------------------------------------------------------
+
+def _rust_regex_ok(pattern: str) -> bool:
+    try:
+        pl.Series([""], dtype=pl.String).str.contains(pattern)
+        return True
+    except Exception:  # polars raises ComputeError for syntax its regex engine lacks
+        return False
+
+
+def apply_masks(contents: pl.Series, masks: Sequence[str]) -> pl.Series:
+    """Replace every match of each mask regex with `<*>` (in order)."""
+    out = contents
+    for mask in masks:
+        if _rust_regex_ok(mask):
+            out = out.str.replace_all(mask, WILDCARD)
+        else:  # look-around or back-references: Python's engine, per distinct value
+            rx = re.compile(mask)
+            out = out.map_elements(lambda s, rx=rx: rx.sub(WILDCARD, s), return_dtype=pl.String)
+    return out
+
+
+def normalise(contents: pl.Series, masks: Sequence[str] = ()) -> pl.Series:
+    """Masked, normalised token text of each message (first line only), tokens joined by
+    one space. This is what the miner groups on."""
+    first = contents.fill_null("").str.splitn("\n", 2).struct.field("field_0")
+    masked = apply_masks(first.str.replace_all(PLACEHOLDER, WILDCARD), masks)
+    tokens = masked.str.replace_all(r"\s+", " ").str.strip_chars(" ").str.split(" ")
+    e = pl.element()
+    norm = (
+        pl.when(e.str.contains(_VAR_TOKEN)).then(pl.lit(WILDCARD))
+        .otherwise(e.str.replace_all(_VAR_PIECE, WILDCARD)
+                   .str.replace_all(_SIGN, "${1}" + WILDCARD)
+                   .str.replace_all(_RUN, WILDCARD))
+    )
+    norm = pl.when(norm.str.contains(_W) & norm.str.contains(_ONLY_VARS)).then(
+        pl.lit(WILDCARD)).otherwise(norm)
+    frame = pl.DataFrame({"t": tokens}).select(
+        pl.col("t").list.eval(norm).list.join(" ").str.replace_all(_W + "(?: " + _W + ")+",
+                                                                    WILDCARD))
+    return frame["t"]
+
+
+def split_tokens(text: str) -> tuple[str, ...]:
+    """Tokens of a normalised text, long messages folded after MAX_TOKENS."""
+    if not text:
+        return ()
+    toks = text.split(" ")
+    if len(toks) > MAX_TOKENS:
+        toks = toks[:MAX_TOKENS]
+        if toks[-1] != WILDCARD:
+            toks.append(WILDCARD)
+    return tuple(toks)
+
+
+# --- batch clustering ------------------------------------------------------------------
+
+Msg = tuple[str, ...]
+
+
+def _start_groups(msgs: list[Msg]) -> dict[tuple, list[Msg]]:
+    """Group same-length messages by the skeleton their most common frequency picks."""
+    freq = collections.Counter((p, t) for m in msgs for p, t in enumerate(m))
+    groups: dict[tuple, list[Msg]] = collections.defaultdict(list)
+    for m in msgs:
+        fs = [freq[(p, t)] for p, t in enumerate(m)]
+        by_f = collections.Counter(fs)
+        fstar = max(by_f.items(), key=lambda kv: (kv[1], kv[0]))[0]
+        key = tuple(t if f >= fstar else None for t, f in zip(m, fs))
+        groups[key].append(m)
+    return groups
+
+
+def _split(msgs: list[Msg], const: frozenset[int]) -> list[list[Msg]]:
+    """Split a group into clusters, column by column (see the module docstring)."""
+    out: list[list[Msg]] = []
+    stack = [(msgs, const)]
+    while stack:
+        group, fixed = stack.pop()
+        n = len(group[0])
+        cols: dict[int, set[str]] = {}
+        fixed_now = set(fixed)
+        for p in range(n):
+            if p in fixed_now:
+                continue
+            vals = {m[p] for m in group}
+            if len(vals) == 1:
+                fixed_now.add(p)
+                continue
+            cols[p] = vals
+            if p == 0:
+                break
+        if not cols:
+            out.append(group)
+            continue
+        if 0 in cols:
+            p = 0
+        else:
+            p = min(cols, key=lambda q: (len(cols[q]), q))
+        constants = sum(1 for q in fixed_now if group[0][q] != WILDCARD)
+        if p == 0 or len(cols[p]) < SPLIT_MAX_VALUES or constants == 0:
+            by: dict[str, list[Msg]] = collections.defaultdict(list)
+            for m in group:
+                by[m[p]].append(m)
+            frozen = frozenset(fixed_now | {p})
+            for value in sorted(by):
+                stack.append((by[value], frozen))
+        else:
+            out.append(group)
+    return out
+
+
+def _template_of(group: list[Msg]) -> Msg:
+    first = group[0]
+    return tuple(t if all(m[p] == t for m in group) else WILDCARD for p, t in enumerate(first))
+
+
+def _subsumes(general: Msg, specific: Msg) -> bool:
+    return all(g == WILDCARD or g == s for g, s in zip(general, specific))
+
+
+def cluster(msgs: Iterable[Msg]) -> dict[Msg, Msg]:
+    """Batch-mine distinct normalised messages: map each to its template tokens."""
+    by_len: dict[int, set[Msg]] = collections.defaultdict(set)
+    for m in msgs:
+        by_len[len(m)].add(m)
+    result: dict[Msg, Msg] = {}
+    for length, group in by_len.items():
+        if length == 0:
+            for m in group:
+                result[m] = m
+            continue
+        ordered = sorted(group)
+        clusters: list[tuple[Msg, list[Msg]]] = []
+        for key, members in _start_groups(ordered).items():
+            fixed = frozenset(p for p, t in enumerate(key) if t is not None)
+            for part in _split(members, fixed):
+                clusters.append((_template_of(part), part))
+        # Subsume: most general first; a template matched by a more general one joins it.
+        clusters.sort(key=lambda c: (-c[0].count(WILDCARD), c[0]))
+        final: list[tuple[Msg, list[Msg]]] = []
+        for tpl, part in clusters:
+            for host_tpl, host_members in final:
+                if _subsumes(host_tpl, tpl):
+                    host_members.extend(part)
+                    break
+            else:
+                final.append((tpl, list(part)))
+        for tpl, part in final:
+            real = _template_of(part) if len(part) > 1 else tpl
+            for m in part:
+                result[m] = real
+    return result
+
+
+# --- the stateful miner ----------------------------------------------------------------
+
+@dataclass
+class MinerUpdate:
+    """What one `assign` call changed: new templates and merges (old id -> new id)."""
+
+    new: dict[str, Msg] = field(default_factory=dict)
+    merges: list[tuple[str, str]] = field(default_factory=list)
+
+
+class TemplateMiner:
+    """Templates known so far, and the batch mining of messages none of them matches."""
+
+    def __init__(self, templates: Iterable[Msg] = ()):
+        self.templates: dict[str, Msg] = {}
+        self.retired: dict[str, Msg] = {}  # merged into a more general template
+        self._index: dict[tuple[int, str], set[str]] = collections.defaultdict(set)
+        self._memo: dict[str, str] = {}
+        for tokens in templates:
+            self._add(tuple(tokens))
+
+    def _add(self, tokens: Msg) -> str:
+        tid = template_id(tokens)
+        if tid not in self.templates:
+            self.templates[tid] = tokens
+            first = tokens[0] if tokens else ""
+            self._index[(len(tokens), first)].add(tid)
+        return tid
+
+    def _remove(self, tid: str) -> None:
+        tokens = self.templates.pop(tid)
+        self.retired[tid] = tokens
+        first = tokens[0] if tokens else ""
+        self._index[(len(tokens), first)].discard(tid)
+
+    def match(self, msg: Msg) -> str | None:
+        """The most specific known template matching a normalised message, if any."""
+        best, best_wild = None, None
+        first = msg[0] if msg else ""
+        for key in ((len(msg), first), (len(msg), WILDCARD)):
+            for tid in self._index.get(key, ()):
+                tpl = self.templates[tid]
+                if _subsumes(tpl, msg):
+                    wild = tpl.count(WILDCARD)
+                    if best_wild is None or wild < best_wild or (wild == best_wild and tid < best):
+                        best, best_wild = tid, wild
+        return best
+
+    def assign(self, texts: Sequence[str]) -> tuple[list[str], MinerUpdate]:
+        """Template id for each distinct normalised text; mines what nothing matches."""
+        update = MinerUpdate()
+        ids: list[str | None] = []
+        unmatched: dict[Msg, list[int]] = collections.defaultdict(list)
+        for i, text in enumerate(texts):
+            tid = self._memo.get(text)
+            if tid is not None and tid in self.templates:
+                ids.append(tid)
+                continue
+            msg = split_tokens(text)
+            tid = self.match(msg)
+            ids.append(tid)
+            if tid is None:
+                unmatched[msg].append(i)
+            else:
+                self._memo[text] = tid
+        if unmatched:
+            self._mine(unmatched, ids, texts, update)
+        return ids, update  # type: ignore[return-value]
+
+    def _mine(self, unmatched: dict[Msg, list[int]], ids: list, texts: Sequence[str],
+              update: MinerUpdate) -> None:
+        lengths = {len(m) for m in unmatched}
+        existing = {tokens: tid for tid, tokens in self.templates.items() if len(tokens) in lengths}
+        mapping = cluster(list(unmatched) + list(existing))
+        # Existing templates whose cluster template differs have generalised: merge them.
+        for tokens, old in existing.items():
+            new_tokens = mapping[tokens]
+            if new_tokens != tokens:
+                new_id = template_id(new_tokens)
+                if new_id not in self.templates:
+                    self._add(new_tokens)
+                    update.new[new_id] = new_tokens
+                self._remove(old)
+                update.new.pop(old, None)
+                update.merges.append((old, new_id))
+        for msg, positions in unmatched.items():
+            tokens = mapping[msg]
+            tid = template_id(tokens)
+            if tid not in self.templates:
+                self._add(tokens)
+                update.new[tid] = tokens
+            for i in positions:
+                ids[i] = tid
+                self._memo[texts[i]] = tid
+        # A new template may subsume older ones of its length that were not in its cluster.
+        for tid, tokens in list(update.new.items()):
+            if tid not in self.templates:
+                continue
+            for key in ((len(tokens), tokens[0] if tokens else ""), (len(tokens), WILDCARD)):
+                for other in list(self._index.get(key, ())):
+                    if other != tid and _subsumes(tokens, self.templates[other]) \
+                            and other in self.templates:
+                        self._remove(other)
+                        update.new.pop(other, None)
+                        update.merges.append((other, tid))
+        if update.merges:
+            final = resolve_merges(update.merges)
+            for i, tid in enumerate(ids):
+                ids[i] = final.get(tid, tid)
+            self._memo = {k: final.get(v, v) for k, v in self._memo.items()}
+
+
+def resolve_merges(merges: Iterable[tuple[str, str]]) -> dict[str, str]:
+    """old id -> final id, following chains (a -> b, b -> c gives a -> c)."""
+    step = dict(merges)
+    final = {}
+    for old in step:
+        seen = {old}
+        new = step[old]
+        while new in step and new not in seen:
+            seen.add(new)
+            new = step[new]
+        final[old] = new
+    return final
+
+
+# --- parameters ------------------------------------------------------------------------
+
+def _param_regex(tokens: Msg) -> str:
+    parts = []
+    for tok in tokens:
+        pieces = tok.split(WILDCARD)
+        parts.append("(.*?)".join(re.escape(p) for p in pieces))
+    return r"^\s*" + r"\s+".join(parts) + r"\s*$"
+
+
+def extract_params(messages: pl.Series, tokens: Sequence[Msg | None]) -> pl.Series:
+    """The values at the `<*>` positions of each message's template (first line only);
+    null where the template's text cannot be aligned with the message."""
+    first = messages.fill_null("").str.splitn("\n", 2).struct.field("field_0")
+    df = pl.DataFrame({"i": pl.int_range(0, len(first), eager=True), "m": first,
+                       "k": [template_text(t) if t is not None else None for t in tokens]})
+    out: list[pl.DataFrame] = []
+    for (key,), part in df.group_by("k", maintain_order=True):
+        if key is None or WILDCARD not in key:
+            out.append(part.select("i", pl.lit([], dtype=pl.List(pl.String)).alias("p")
+                                   if key is not None else
+                                   pl.lit(None, dtype=pl.List(pl.String)).alias("p")))
+            continue
+        rx = _param_regex(split_tokens(key))
+        groups = part.select("i", pl.col("m").str.extract_groups(rx).alias("g"))
+        fields = groups.schema["g"].fields  # type: ignore[union-attr]
+        names = [f.name for f in fields]
+        groups = groups.with_columns(
+            pl.when(pl.col("g").struct.field(names[0]).is_null()).then(None)
+            .otherwise(pl.concat_list([pl.col("g").struct.field(n) for n in names])).alias("p"))
+        out.append(groups.select("i", "p"))
+    if not out:
+        return pl.Series("params", [], dtype=pl.List(pl.String))
+    return pl.concat(out).sort("i")["p"].alias("params")
