@@ -37,7 +37,11 @@ def _load(path: Path, name: str):
     spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module  # dataclasses look their module up there
-    spec.loader.exec_module(module)
+    saved = list(sys.path)  # generate.py puts its folder on sys.path for its siblings
+    try:
+        spec.loader.exec_module(module)
+    finally:
+        sys.path[:] = saved
     return module
 
 
@@ -293,33 +297,39 @@ def fix_runs(dura, tmp_path_factory):
     A fix-hang parent run gets HANG_SECONDS from its start; its exit code is None
     if it was still running then."""
     path, history, shas = dura
-    runs = {}
-    for c, sha in zip(history, shas):
-        if not c["kind"].startswith("fix"):
-            continue
-        ids = c["fail_to_pass"] or c["tests_added"]
-        base = tmp_path_factory.mktemp(c["id"])
-        parent = _checkout(path, f"{sha}^", base / "parent", tests_from=sha)
-        fixed = _checkout(path, sha, base / "fix")
-        runs[(c["id"], "parent")] = _pytest(parent, ids)
-        runs[(c["id"], "fix")] = _pytest(fixed, ids)
-    launched = time.monotonic()  # all runs started just before this
-    results = {}
-    hangs = [key for key in runs if key[1] == "parent"
-             and history[[c["id"] for c in history].index(key[0])]["kind"] == "fix-hang"]
-    for key, proc in runs.items():
-        if key not in hangs:
-            out, _ = proc.communicate(timeout=120)
-            results[key] = (proc.returncode, out)
-    deadline = launched + HANG_SECONDS
-    for key in hangs:
-        proc = runs[key]
-        try:
-            out, _ = proc.communicate(timeout=max(deadline - time.monotonic(), 0.1))
-            results[key] = (proc.returncode, out)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            results[key] = (None, proc.communicate()[0])
+    kinds = {c["id"]: c["kind"] for c in history}
+    runs: dict[tuple[str, str], subprocess.Popen] = {}
+    try:
+        for c, sha in zip(history, shas):
+            if not c["kind"].startswith("fix"):
+                continue
+            ids = c["fail_to_pass"] or c["tests_added"]
+            base = tmp_path_factory.mktemp(c["id"])
+            parent = _checkout(path, f"{sha}^", base / "parent", tests_from=sha)
+            fixed = _checkout(path, sha, base / "fix")
+            runs[(c["id"], "parent")] = _pytest(parent, ids)
+            runs[(c["id"], "fix")] = _pytest(fixed, ids)
+        launched = time.monotonic()  # all runs started just before this
+        results = {}
+        hangs = [k for k in runs if k[1] == "parent" and kinds[k[0]] == "fix-hang"]
+        for key, proc in runs.items():
+            if key not in hangs:
+                out, _ = proc.communicate(timeout=120)
+                results[key] = (proc.returncode, out)
+        for key in hangs:
+            proc = runs[key]
+            try:
+                left = max(launched + HANG_SECONDS - time.monotonic(), 0.1)
+                out, _ = proc.communicate(timeout=left)
+                results[key] = (proc.returncode, out)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                results[key] = (None, proc.communicate()[0])
+    finally:
+        for proc in runs.values():  # never leave a looping test behind
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
     return results
 
 
