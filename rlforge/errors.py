@@ -61,18 +61,23 @@ class PolicyRequestError(PolicyError):
 
     `kind` names the failure for the rollout record; `infra` is True when the endpoint,
     not the model's own output, caused it, so a run counts the rollout as `invalid`
-    rather than against the policy. `status` is the HTTP status if one arrived,
+    rather than against the policy; `transient` when trying again may succeed (the
+    client retries those). `status` is the HTTP status if one arrived,
     `retry_after` the server's requested wait in seconds, `attempts` how many requests
     were sent and `latency` the seconds spent including backoff.
     """
 
     kind = "policy"
     infra = True
+    transient = False
 
     def __init__(self, message: str, *, status: int | None = None,
-                 retry_after: float | None = None, attempts: int = 1, latency: float = 0.0):
+                 retry_after: float | None = None, attempts: int = 1, latency: float = 0.0,
+                 transient: bool | None = None):
         super().__init__(message)
         self.message = message
+        if transient is not None:
+            self.transient = transient
         self.status = status
         self.retry_after = retry_after
         self.attempts = attempts
@@ -87,8 +92,8 @@ class PolicyRequestError(PolicyError):
 
     def record(self) -> dict:
         """A JSON-ready description for the rollout record."""
-        return {"type": self.kind, "infra": self.infra, "status": self.status,
-                "message": self.message, "attempts": self.attempts,
+        return {"type": self.kind, "infra": self.infra, "transient": self.transient,
+                "status": self.status, "message": self.message, "attempts": self.attempts,
                 "latency": round(self.latency, 6)}
 
 
@@ -96,24 +101,28 @@ class PolicyTimeout(PolicyRequestError):
     """No complete response within the request timeout (or the server answered 408)."""
 
     kind = "timeout"
+    transient = True
 
 
 class PolicyConnectionError(PolicyRequestError):
     """The connection failed: refused, reset, closed mid-response, TLS or DNS failure."""
 
     kind = "connection"
+    transient = True
 
 
 class PolicyRateLimited(PolicyRequestError):
     """The endpoint answered 429 and kept doing so."""
 
     kind = "rate_limited"
+    transient = True
 
 
 class PolicyServerError(PolicyRequestError):
     """The endpoint answered 5xx (or 409) and kept doing so."""
 
     kind = "server_error"
+    transient = True
 
 
 class PolicyBadRequest(PolicyRequestError):

@@ -56,7 +56,6 @@ from rlforge.errors import (
 
 logger = logging.getLogger("rlforge.policy")
 
-RETRYABLE = frozenset({"timeout", "connection", "rate_limited", "server_error"})
 _CONTEXT_LENGTH = re.compile(
     r"context[ _]length|context window|maximum context|too many tokens|prompt is too long",
     re.I)
@@ -402,6 +401,9 @@ class PolicyClient:
         except asyncio.TimeoutError:  # also aiohttp's connect/read timeouts
             failure = PolicyTimeout(f"no complete response from {url} within "
                                     f"{self.config.request_timeout:g}s")
+        except aiohttp.ClientSSLError as exc:  # a certificate will not fix itself
+            failure = PolicyConnectionError(f"{url}: TLS failed: {self._scrub(_describe(exc))}",
+                                            transient=False)
         except (aiohttp.ClientConnectionError, aiohttp.ClientPayloadError, OSError) as exc:
             failure = PolicyConnectionError(f"{url}: {self._scrub(_describe(exc))}")
         except aiohttp.ClientResponseError as exc:  # unparseable HTTP from the server
@@ -438,7 +440,7 @@ class PolicyClient:
 
     def _retry_delay(self, failure: PolicyRequestError, attempt: int) -> float | None:
         """Seconds to wait before the next attempt, or None to give up."""
-        if failure.kind not in RETRYABLE or attempt > self.config.max_retries:
+        if not failure.transient or attempt > self.config.max_retries:
             return None
         if failure.retry_after is not None:
             if failure.retry_after > self.config.max_retry_after:

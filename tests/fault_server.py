@@ -21,7 +21,8 @@ written in it directly, comma-separated: `model="500,503,ok"`. Steps:
     reset               headers and half the body, then a TCP reset (RST)
     drop                close the connection without answering
 
-Start it with `FaultServer().start()` (a thread with its own event loop, a free port);
+Start it with `FaultServer().start()` (a thread with its own event loop, a free port;
+`FaultServer(ssl_context)` serves https);
 `url` is the base URL to give the client, `requests`, `peak_in_flight` and `bodies`
 tell what the client did.
 """
@@ -32,6 +33,7 @@ import asyncio
 import email.utils
 import json
 import socket
+import ssl
 import struct
 import threading
 import time
@@ -41,13 +43,15 @@ from collections import defaultdict
 class FaultServer:
     """The server: a background thread serving scripted faults until `stop()`."""
 
-    def __init__(self) -> None:
+    def __init__(self, ssl_context: ssl.SSLContext | None = None) -> None:
+        self.ssl_context = ssl_context
         self.scripts: dict[str, list[str]] = {}
         self.cursor: dict[str, int] = defaultdict(int)
         self.requests = 0
         self.in_flight = 0
         self.peak_in_flight = 0
         self.bodies: list[dict] = []
+        self.connections: set[_Connection] = set()
         self.lock = threading.Lock()
         self.loop: asyncio.AbstractEventLoop | None = None
         self.port = 0
@@ -57,7 +61,8 @@ class FaultServer:
     @property
     def url(self) -> str:
         """Base URL in the OpenAI convention (ends in /v1)."""
-        return f"http://127.0.0.1:{self.port}/v1"
+        scheme = "https" if self.ssl_context else "http"
+        return f"{scheme}://127.0.0.1:{self.port}/v1"
 
     def script(self, name: str, *steps: str) -> str:
         """Register a sequence of steps; returns the model name that plays it."""
@@ -70,13 +75,19 @@ class FaultServer:
 
         def run() -> None:
             self.loop = asyncio.new_event_loop()
+            asyncio.set_event_loop(self.loop)
             self._server = self.loop.run_until_complete(self.loop.create_server(
-                lambda: _Connection(self), "127.0.0.1", 0, backlog=1024))
+                lambda: _Connection(self), "127.0.0.1", 0, backlog=1024, ssl=self.ssl_context))
             self.port = self._server.sockets[0].getsockname()[1]
             ready.set()
             self.loop.run_forever()
             self._server.close()
-            self.loop.run_until_complete(self._server.wait_closed())
+            for connection in list(self.connections):
+                connection.transport.abort()
+            tasks = asyncio.all_tasks(self.loop)
+            for task in tasks:
+                task.cancel()
+            self.loop.run_until_complete(asyncio.gather(*tasks, return_exceptions=True))
             self.loop.close()
 
         self._thread = threading.Thread(target=run, name="fault-server", daemon=True)
@@ -135,8 +146,10 @@ class _Connection(asyncio.Protocol):
 
     def connection_made(self, transport):  # type: ignore[override]
         self.transport = transport
+        self.server.connections.add(self)
 
     def connection_lost(self, exc):  # type: ignore[override]
+        self.server.connections.discard(self)
         self.worker.cancel()
 
     def data_received(self, data: bytes) -> None:

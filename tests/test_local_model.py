@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from rlforge.errors import LocalModelUnavailable
+from rlforge.errors import LocalModelUnavailable, PolicyContextLength
 from rlforge.local_model import INSTALL_HINT, NOTICE, LocalModel, find_gguf, missing_packages
 from rlforge.policy import PolicyClient, PolicyConfig
 
@@ -71,10 +71,15 @@ def test_same_seed_same_answer_then_nothing_left_running(local_extra, caplog):
             forced = await client.chat([{"role": "user", "content": "List the files."}],
                                        tools=BASH_TOOL, seed=1234, tool_choice={
                                            "type": "function", "function": {"name": "bash"}})
-            return await client.models(), first, second, forced
+            try:
+                await client.chat([{"role": "user", "content": "word " * 9000}])
+                overflow = None
+            except PolicyContextLength as exc:
+                overflow = exc
+            return await client.models(), first, second, forced, overflow
 
     with LocalModel() as local:
-        models, first, second, forced = asyncio.run(ask(local))
+        models, first, second, forced, overflow = asyncio.run(ask(local))
         pgid, port = local.process.pid, local.port
         assert group_members(pgid)
     assert NOTICE in caplog.text  # the smoke-test warning is logged on start
@@ -85,6 +90,7 @@ def test_same_seed_same_answer_then_nothing_left_running(local_extra, caplog):
     assert local.tool_calling == "auto"
     call = forced.tool_calls[0]["function"]
     assert call["name"] == "bash" and isinstance(json.loads(call["arguments"]), dict)
+    assert overflow is not None and overflow.status == 400 and not overflow.infra
     assert local.process is None
     assert group_members(pgid) == []
     assert port_is_closed(port)

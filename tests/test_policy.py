@@ -5,8 +5,12 @@ from __future__ import annotations
 import asyncio
 import email.utils
 import logging
+import os
 import pickle
 import socket
+import ssl
+import subprocess
+import sys
 import time
 import traceback
 
@@ -124,7 +128,7 @@ def test_persistent_transient_fault_gives_up_typed(server, fault, error, kind):
     assert type(result) is error
     assert result.kind == kind and result.infra
     assert result.attempts == 3 and server.requests == 3
-    assert result.record()["type"] == kind
+    assert result.transient and result.record()["type"] == kind
 
 
 @pytest.mark.parametrize("fault, error, kind, status", [
@@ -138,7 +142,7 @@ def test_persistent_transient_fault_gives_up_typed(server, fault, error, kind):
 def test_permanent_fault_is_not_retried(server, fault, error, kind, status):
     result = chat(config(server, fault))
     assert type(result) is error and result.kind == kind and result.infra
-    assert result.status == status
+    assert not result.transient and result.status == status
     assert result.attempts == 1 and server.requests == 1
 
 
@@ -284,6 +288,47 @@ def test_the_key_is_sent_as_a_bearer_token(server, monkeypatch):
     result = chat(config(server, "401", api_key_env="RLFORGE_TEST_API_KEY"))
     assert isinstance(result, PolicyAuthError)
     assert "Incorrect API key provided: ****" in result.message  # the server saw the key
+
+
+@pytest.fixture(scope="module")
+def certificate(tmp_path_factory):
+    """A self-signed certificate for 127.0.0.1, made with the openssl CLI."""
+    folder = tmp_path_factory.mktemp("tls")
+    cert, key = folder / "cert.pem", folder / "key.pem"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
+                    "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1",
+                    "-keyout", str(key), "-out", str(cert)], check=True, capture_output=True)
+    return cert, key
+
+
+@pytest.fixture
+def tls_server(certificate):
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    context.load_cert_chain(*certificate)
+    fault = FaultServer(context).start()
+    yield fault
+    fault.stop()
+
+
+def test_https_verifies_the_certificate_and_does_not_retry_a_bad_one(tls_server):
+    result = chat(config(tls_server, "ok"))
+    assert isinstance(result, PolicyConnectionError) and not result.transient
+    assert "certificate" in result.message.lower() and result.attempts == 1
+
+
+def test_https_works_with_a_trusted_certificate(tls_server, certificate):
+    # aiohttp builds its default TLS context at import, so trust the CA in a fresh process.
+    code = ("import asyncio, sys\n"
+            "from rlforge.policy import PolicyClient, PolicyConfig\n"
+            "async def go():\n"
+            "    async with PolicyClient(PolicyConfig(base_url=sys.argv[1], model='chunked')) as c:\n"
+            "        print((await c.chat([{'role': 'user', 'content': 'hi'}])).content)\n"
+            "asyncio.run(go())\n")
+    out = subprocess.run([sys.executable, "-c", code, tls_server.url], capture_output=True,
+                         text=True, env={**os.environ, "SSL_CERT_FILE": str(certificate[0])})
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "ok"
+    assert tls_server.url.startswith("https://")
 
 
 def test_models_lists_the_served_ids(server):
