@@ -71,6 +71,8 @@ SETTINGS: list[Setting] = [
     Setting("tasks.out", "tasks", "directory build-tasks writes task directories to"),
     Setting("tasks.seed", 0, "seed for task generation", int),
     Setting("tasks.templates", "", "directory of templates overriding the packaged ones"),
+    Setting("tasks.generator_options", {}, "per-generator options, e.g. "
+            "{ \"tickets.triage\" = { fields = [\"category\"] } }", dict),
     Setting("run.base_url", "", "OpenAI-compatible endpoint (empty = embedded local model)"),
     Setting("run.model", "", "model name sent to the endpoint"),
     Setting("run.api_key_env", "OPENAI_API_KEY", "NAME of the environment variable holding "

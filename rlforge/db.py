@@ -166,6 +166,35 @@ MIGRATIONS: list[Migration] = [
         JOIN log_messages m USING (message_id)
         JOIN ingest_runs i ON i.run_id = r.ingest_run;
     """),
+    Migration("0003_tasks", """
+        CREATE TABLE tasks (
+            task_id VARCHAR NOT NULL,
+            generator VARCHAR,
+            version INTEGER,
+            verifier VARCHAR,
+            kind VARCHAR,                     -- answer | terminal
+            split VARCHAR,                    -- train | val | test
+            path VARCHAR,                     -- the task directory
+            out_dir VARCHAR,                  -- the build's --out
+            source_table VARCHAR,
+            source_keys VARCHAR[],
+            content_hashes VARCHAR[],
+            group_key VARCHAR,
+            template_hash VARCHAR,
+            seed BIGINT,
+            validated BOOLEAN,
+            build_id VARCHAR,
+            built_at TIMESTAMP
+        );
+        CREATE TABLE task_drops (
+            build_id VARCHAR,
+            generator VARCHAR,
+            source_keys VARCHAR,
+            task_id VARCHAR,
+            reason VARCHAR,
+            dropped_at TIMESTAMP
+        );
+    """),
 ]
 
 

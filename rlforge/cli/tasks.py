@@ -1,0 +1,188 @@
+"""`rlforge build-tasks` and `rlforge validate`: Harbor task directories, proven before use."""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import json
+from collections import Counter
+from pathlib import Path
+from typing import Optional
+
+import typer
+from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from rlforge import db
+from rlforge.cli import console, err_console, state
+from rlforge.errors import UserError
+
+
+def _progress(quiet: bool):
+    if quiet or not console.is_terminal:
+        return None, None
+    prog = Progress(SpinnerColumn(), TextColumn("[bold]{task.description}"), BarColumn(),
+                    TextColumn("{task.completed}/{task.total}"), TimeElapsedColumn(),
+                    console=console, transient=True)
+    ids: dict[str, int] = {}
+
+    def update(stage: str, done: int, total: int | None) -> None:
+        if stage not in ids:
+            ids[stage] = prog.add_task(stage, total=total)
+        prog.update(ids[stage], completed=done, total=total)
+
+    return prog, update
+
+
+def build_tasks(
+    ctx: typer.Context,
+    out: Optional[Path] = typer.Option(None, "--out", help="output directory (default: tasks/)"),
+    generators: Optional[str] = typer.Option(None, "--generators", help="comma-separated names, "
+                                             "e.g. tickets.triage,logs.diagnose (default: all)"),
+    mix: Optional[str] = typer.Option(None, "--mix", help="weights, e.g. tickets.triage=3,logs.diagnose=1"),
+    limit: Optional[int] = typer.Option(None, "--limit", min=1, help="total tasks, shared by --mix"),
+    seed: Optional[int] = typer.Option(None, "--seed", help="seed for sampling and rendering"),
+    templates: Optional[Path] = typer.Option(None, "--templates", help="directory of templates "
+                                             "overriding rlforge's own"),
+    no_validate: bool = typer.Option(False, "--no-validate", help="skip sandboxed validation"),
+    split_by: str = typer.Option("hash", "--split-by", help="hash (grouped, stable) or time"),
+    cutoff: Optional[str] = typer.Option(None, "--cutoff", help="with --split-by time: first "
+                                         "date of the test split, e.g. 2024-06-01"),
+    sandbox: Optional[str] = typer.Option(None, "--sandbox", help="bwrap (default) or none (unsafe)"),
+    force: bool = typer.Option(False, "--force", help="replace a non-empty --out directory"),
+    list_: bool = typer.Option(False, "--list", help="list the generators and how many source "
+                               "rows each can use now, then exit"),
+    as_json: bool = typer.Option(False, "--json", help="machine-readable report"),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="print errors only"),
+) -> None:
+    """Generate Harbor task directories from the store, validate them, write a manifest."""
+    from rlforge.tasks import build as build_lib
+    from rlforge.tasks import registry
+
+    st = state(ctx)
+    cfg = st.config
+    if list_:
+        con = db.connect(st.db_path)
+        counts = build_lib.available_counts(con)
+        rows = [{"name": i.name, "version": i.version, "verifier": i.verifier,
+                 "usable_rows": counts.get(n, 0), "description": i.description}
+                for n, i in registry.registry().items()]
+        if as_json:
+            console.print_json(json.dumps(rows))
+            return
+        t = Table("generator", "verifier", "usable rows", "description")
+        for r in rows:
+            t.add_row(f"{r['name']}@{r['version']}", r["verifier"], f"{r['usable_rows']:,}",
+                      r["description"])
+        console.print(t)
+        return
+    if split_by not in ("hash", "time"):
+        raise typer.BadParameter("must be hash or time", param_hint="--split-by")
+    when = None
+    if cutoff:
+        try:
+            when = dt.datetime.fromisoformat(cutoff)
+        except ValueError:
+            raise typer.BadParameter(f"{cutoff!r} is not a date like 2024-06-01",
+                                     param_hint="--cutoff") from None
+    mode = cfg.get("sandbox.mode", sandbox)
+    opts = build_lib.BuildOptions(
+        out=Path(cfg.get("tasks.out", str(out) if out else None)),
+        generators=[g.strip() for g in generators.split(",") if g.strip()] if generators else None,
+        mix=build_lib.parse_mix(mix), limit=limit, seed=cfg.get("tasks.seed", seed),
+        templates=Path(t) if (t := cfg.get("tasks.templates", str(templates) if templates else None)) else None,
+        validate=not no_validate, split_by=split_by, cutoff=when, sandbox_mode=mode,
+        workers=cfg.get("sandbox.workers"), force=force,
+        generator_options=cfg.get("tasks.generator_options"))
+    if mode == "none" and opts.validate:
+        err_console.print("[bold yellow]warning:[/] --sandbox none: validation runs task scripts "
+                          "WITHOUT isolation")
+    con = db.connect(st.db_path)
+    prog, update = _progress(quiet or as_json)
+    try:
+        if prog:
+            with prog:
+                report = build_lib.build_tasks(con, opts, update)
+        else:
+            report = build_lib.build_tasks(con, opts)
+    finally:
+        con.close()
+    if as_json:
+        console.print_json(json.dumps(report.to_dict(), default=str))
+    elif not quiet:
+        _print_build(report)
+    if report.emitted == 0:
+        err_console.print("[bold red]error:[/] no task was emitted; see the drop reasons above "
+                          "and `rlforge build-tasks --list` for usable source rows", soft_wrap=True)
+        raise typer.Exit(1)
+
+
+def _print_build(report) -> None:
+    t = Table("generator", "specs", "emitted", "dropped", "train", "val", "test",
+              title=f"build-tasks → {report.out}")
+    for g, s in report.per_generator.items():
+        t.add_row(g, f"{s['specs']:,}", f"{s['emitted']:,}", f"{s['dropped']:,}",
+                  f"{s['split_train']:,}", f"{s['split_val']:,}", f"{s['split_test']:,}")
+    console.print(t)
+    reasons = Counter(f"{d['generator']}: {d['reason'].split(' (')[0]}" for d in report.drops)
+    for reason, n in reasons.most_common(12):
+        console.print(f"  dropped {n:,} × {reason}", highlight=False, soft_wrap=True)
+    console.print(f"{report.emitted:,} tasks in {report.seconds:.1f}s"
+                  + ("" if report.validated else " [yellow](not validated)[/]")
+                  + f"; manifest: {report.out}/manifest.parquet")
+
+
+def validate(
+    ctx: typer.Context,
+    tasks_dir: Path = typer.Argument(..., help="a task directory, or a directory of tasks"),
+    sandbox: Optional[str] = typer.Option(None, "--sandbox", help="bwrap (default) or none (unsafe)"),
+    as_json: bool = typer.Option(False, "--json", help="machine-readable results"),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="print failures only"),
+) -> None:
+    """Prove tasks: gold solution scores 1, null and adversarial submissions score 0, no leaks."""
+    from rlforge.verify.validate import validate_many
+
+    cfg = state(ctx).config
+    if not tasks_dir.is_dir():
+        raise UserError(f"{tasks_dir}: no such directory")
+    dirs = [tasks_dir] if (tasks_dir / "task.toml").is_file() else \
+        sorted(p for p in tasks_dir.iterdir() if (p / "task.toml").is_file())
+    if not dirs:
+        raise UserError(f"{tasks_dir}: no task directories (folders with a task.toml) found")
+    mode = cfg.get("sandbox.mode", sandbox)
+    if mode == "none":
+        err_console.print("[bold yellow]warning:[/] --sandbox none: task scripts run WITHOUT isolation")
+    prog, update = _progress(quiet or as_json)
+    tick = (lambda r, c=[0]: (c.__setitem__(0, c[0] + 1), update("validating", c[0], len(dirs)))) \
+        if update else None
+    if prog:
+        with prog:
+            results = asyncio.run(validate_many(dirs, workers=cfg.get("sandbox.workers"),
+                                                sandbox_mode=mode, progress=tick))
+    else:
+        results = asyncio.run(validate_many(dirs, workers=cfg.get("sandbox.workers"), sandbox_mode=mode))
+    failed = [r for r in results if not r.ok]
+    if as_json:
+        console.print_json(json.dumps({"tasks": len(results), "passed": len(results) - len(failed),
+                                       "failed": len(failed),
+                                       "results": [r.to_dict() for r in results]}, default=str))
+    else:
+        by_gen: dict[str, Counter] = {}
+        for r in results:
+            by_gen.setdefault(r.generator, Counter())["ok" if r.ok else "failed"] += 1
+        if not quiet:
+            t = Table("generator", "tasks", "passed", "failed", title=f"validate {tasks_dir}")
+            for g, c in sorted(by_gen.items()):
+                t.add_row(g, str(c["ok"] + c["failed"]), str(c["ok"]), str(c["failed"]))
+            console.print(t)
+        for r in failed:
+            err_console.print(f"[red]FAIL[/] {r.task_id}: {r.reason}", highlight=False, soft_wrap=True)
+        if not quiet:
+            console.print(f"{len(results) - len(failed)}/{len(results)} tasks passed validation")
+    if failed:
+        raise typer.Exit(1)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("build-tasks")(build_tasks)
+    app.command("validate")(validate)

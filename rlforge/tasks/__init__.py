@@ -1,0 +1,1 @@
+"""Task generators, registered by name; see rlforge.tasks.registry."""

@@ -1,0 +1,44 @@
+"""Shared pieces of answer tasks: the gold solution script and the submissions that must fail.
+
+An answer task asks for one answer in `/app/answer.txt`. Its gold solution writes the
+reference answer there; its null submission writes nothing; its adversarial submissions
+are the cheap tricks a policy under RL finds first: an empty file, every option at once,
+the instruction echoed back, and a very long answer listing many candidates.
+"""
+
+from __future__ import annotations
+
+from rlforge.tasks.spec import ANSWER_FILE, Submission
+
+
+def solve_script(answer_text: str) -> bytes:
+    """solution/solve.sh writing the answer with a quoted heredoc (no shell expansion)."""
+    marker = "RLFORGE_ANSWER_EOF"
+    while marker in answer_text:
+        marker += "_"
+    return (f"#!/bin/bash\n# Gold solution: write the reference answer.\n"
+            f"cat > /app/{ANSWER_FILE} <<'{marker}'\n{answer_text}\n{marker}\n").encode()
+
+
+def null_submission() -> Submission:
+    return Submission("null", {}, "nothing submitted")
+
+
+def adversarial_answers(*, options: list[str], candidates: list[str]) -> list[Submission]:
+    """The standard tricks: empty, all options, a long candidate list.
+
+    Validation adds one more to every answer task: the rendered instruction echoed back.
+    """
+    subs = [Submission("empty", {ANSWER_FILE: b""}, "an empty answer file")]
+    if options:
+        subs.append(Submission("every_option", {ANSWER_FILE: ", ".join(options).encode()},
+                               "every offered option at once"))
+        subs.append(Submission("every_option_lines",
+                               {ANSWER_FILE: "\n".join(f"ANSWER: {o}" for o in options).encode()},
+                               "every option, one ANSWER line each"))
+    many = [c for c in candidates if c] or options
+    if many:
+        text = "\n".join(f"It could be {c}." for c in (many * (1 + 600 // max(1, len(many))))[:600])
+        subs.append(Submission("long_candidate_list", {ANSWER_FILE: text.encode()},
+                               "a very long answer listing many candidates"))
+    return subs

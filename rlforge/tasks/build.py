@@ -1,0 +1,292 @@
+"""`build-tasks`: generators → specs → splits → rendered Harbor directories → validation.
+
+Steps, all deterministic for the same database, seed and templates:
+1. quotas per generator from `--limit` and the weighted mix;
+2. each generator yields specs from its SQL selection;
+3. exact duplicates are dropped, near-duplicates and shared group keys are grouped, and each
+   group gets one split (by stable hash, or by time with `--split-by time`);
+4. every spec is rendered in memory (its id is the hash of its files) and written;
+5. unless `--no-validate`, every task is validated in the sandbox and failing ones are
+   removed, with the reason, from the output and recorded in `task_drops`;
+6. `manifest.parquet` and the `tasks` table list what was emitted.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import json
+import shutil
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+import duckdb
+import polars as pl
+
+from rlforge import db
+from rlforge.errors import UserError
+from rlforge.tasks import registry
+from rlforge.tasks.render import Renderer, RenderedTask, render_task, write_task
+from rlforge.tasks.spec import BuildContext, TaskSpec
+from rlforge.tasks.splits import exact_key, hash_split, near_duplicate_groups, time_split
+from rlforge.verify.validate import VALIDATION_FILE, ValidationResult, validate_many
+
+MANIFEST = "manifest.parquet"
+
+
+@dataclass
+class BuildOptions:
+    out: Path
+    generators: list[str] | None = None  # None: every generator with usable rows
+    mix: dict[str, float] = field(default_factory=dict)
+    limit: int | None = None
+    seed: int = 0
+    templates: Path | None = None
+    validate: bool = True
+    split_by: str = "hash"  # hash | time
+    cutoff: dt.datetime | None = None
+    ratios: tuple[float, float, float] = (0.8, 0.1, 0.1)
+    sandbox_mode: str = "bwrap"
+    workers: int = 0
+    generator_options: dict[str, dict[str, Any]] = field(default_factory=dict)
+    force: bool = False
+
+
+@dataclass
+class BuildReport:
+    out: str
+    build_id: str
+    per_generator: dict[str, dict[str, int]]
+    drops: list[dict[str, str]]
+    emitted: int
+    seconds: float
+    validated: bool
+
+    def to_dict(self) -> dict[str, Any]:
+        return self.__dict__.copy()
+
+
+def parse_mix(text: str | None) -> dict[str, float]:
+    """`a=3,b=1` into weights; a name without a weight counts 1."""
+    mix: dict[str, float] = {}
+    for part in (text or "").split(","):
+        part = part.strip()
+        if not part:
+            continue
+        name, _, weight = part.partition("=")
+        try:
+            mix[name.strip()] = float(weight) if weight else 1.0
+        except ValueError:
+            raise UserError(f"--mix {part!r}: weight must be a number (e.g. tickets.triage=3)") from None
+        if mix[name.strip()] < 0:
+            raise UserError(f"--mix {part!r}: weight must not be negative")
+    return mix
+
+
+def quotas(names: list[str], mix: dict[str, float], limit: int | None) -> dict[str, int | None]:
+    """Tasks per generator: the limit shared by weight (largest remainder), or no cap."""
+    weights = {n: mix.get(n, 1.0 if not mix else 0.0) for n in names}
+    if limit is None:
+        return {n: None for n in names if weights[n] > 0}
+    total = sum(weights.values())
+    if total <= 0:
+        raise UserError("--mix gives every selected generator a weight of 0")
+    exact = {n: limit * w / total for n, w in weights.items()}
+    out = {n: int(v) for n, v in exact.items()}
+    for n in sorted(exact, key=lambda n: (-(exact[n] - out[n]), n))[: limit - sum(out.values())]:
+        out[n] += 1
+    return {n: q for n, q in out.items() if weights[n] > 0}
+
+
+def select_generators(con, opts: BuildOptions) -> list[registry.GeneratorInfo]:
+    reg = registry.registry()
+    if opts.generators:
+        infos = [registry.get(n) for n in opts.generators]
+    else:
+        infos = list(reg.values())
+    for name in opts.mix:
+        if registry.get(name).name not in {i.name for i in infos}:
+            raise UserError(f"--mix names {name!r}, which is not among the selected generators")
+    return infos
+
+
+def instantiate(info: registry.GeneratorInfo, options: dict[str, Any]):
+    try:
+        return info.factory(**options)
+    except TypeError as exc:
+        raise UserError(f"options for generator {info.name}: {exc}") from None
+
+
+def available_counts(con) -> dict[str, int]:
+    """How many source rows each registered generator can use now (for `--list`)."""
+    out = {}
+    for name, info in registry.registry().items():
+        try:
+            out[name] = int(info.factory().available(con))
+        except duckdb.CatalogException:
+            out[name] = 0  # its source tables do not exist yet
+    return out
+
+
+def _assign_splits(specs: list[TaskSpec], opts: BuildOptions) -> list[str]:
+    if opts.split_by == "time":
+        if opts.cutoff is None:
+            raise UserError("--split-by time needs --cutoff DATE (e.g. 2024-06-01)")
+        return [time_split(s.time, opts.cutoff) for s in specs]
+    groups = near_duplicate_groups([s.group_key for s in specs], [s.dedup_text for s in specs])
+    # Shared group keys were already equal; near-duplicates now share the smallest key.
+    return [hash_split(f"{s.generator}:{g}", opts.ratios) for s, g in zip(specs, groups)]
+
+
+def _validation_payload(spec: TaskSpec) -> bytes:
+    subs = [{"name": s.name, "description": s.description,
+             "files": {k: v.decode("utf-8", "surrogateescape") for k, v in s.files.items()}}
+            for s in spec.adversarial]
+    payload = {"adversarial": subs, "secret_strings": spec.secret_strings,
+               "leak_allowed": spec.leak_allowed,
+               "workspace_may_contain_answer": spec.kind == "terminal"}
+    return (json.dumps(payload, indent=1, sort_keys=True, ensure_ascii=False) + "\n").encode()
+
+
+def _prepare_out(out: Path, force: bool) -> None:
+    if out.exists():
+        entries = [p for p in out.iterdir()]
+        if entries and not (out / MANIFEST).exists() and not force:
+            raise UserError(f"--out {out} is not empty and holds no rlforge build; choose a new "
+                            "directory or pass --force to replace its contents")
+        for p in entries:
+            shutil.rmtree(p) if p.is_dir() else p.unlink()
+    out.mkdir(parents=True, exist_ok=True)
+
+
+def build_tasks(con: duckdb.DuckDBPyConnection, opts: BuildOptions,
+                progress: Callable[[str, int, int | None], None] | None = None) -> BuildReport:
+    """Build, split, render, validate and record tasks; see the module docstring."""
+    started = time.perf_counter()
+    infos = select_generators(con, opts)
+    q = quotas([i.name for i in infos], opts.mix, opts.limit)
+    renderer = Renderer(opts.templates)
+    stats: dict[str, Counter] = {i.name: Counter() for i in infos if i.name in q}
+    drops: list[dict[str, str]] = []
+    specs: list[TaskSpec] = []
+    seen: set[str] = set()
+    for info in infos:
+        if info.name not in q:
+            continue
+        gen = instantiate(info, opts.generator_options.get(info.name, {}))
+        ctx = BuildContext(con, opts.seed, q[info.name], opts.generator_options.get(info.name, {}))
+        try:
+            produced = list(gen.specs(ctx))
+        except duckdb.CatalogException:
+            produced = []  # its source tables do not exist in this database yet
+        for spec in produced:
+            stats[info.name]["specs"] += 1
+            key = exact_key(spec.dedup_text, spec.reference)
+            if key in seen:
+                stats[info.name]["exact_duplicates"] += 1
+                drops.append({"generator": info.name, "source": ",".join(spec.source.keys),
+                              "task_id": "", "reason": "exact duplicate of another task"})
+                continue
+            seen.add(key)
+            specs.append(spec)
+        if progress:
+            progress(f"generated {info.name}", len(specs), None)
+    splits = _assign_splits(specs, opts)
+    rendered: list[RenderedTask] = []
+    for spec, split in zip(specs, splits):
+        spec.tests_data = {**spec.tests_data, VALIDATION_FILE: _validation_payload(spec)}
+        rendered.append(render_task(spec, renderer, seed=opts.seed, split=split))
+    # Two specs may render to the same files (same id): keep one.
+    unique: dict[str, RenderedTask] = {}
+    for t in rendered:
+        unique.setdefault(t.task_id, t)
+    _prepare_out(opts.out, opts.force)
+    for i, t in enumerate(unique.values(), start=1):
+        write_task(t, opts.out)
+        if progress and i % 200 == 0:
+            progress("writing", i, len(unique))
+    kept = list(unique.values())
+    if opts.validate and kept:
+        done = [0]
+
+        def tick(_r: ValidationResult) -> None:
+            done[0] += 1
+            if progress:
+                progress("validating", done[0], len(kept))
+
+        results = asyncio.run(validate_many([opts.out / t.task_id for t in kept],
+                                            workers=opts.workers, sandbox_mode=opts.sandbox_mode,
+                                            progress=tick))
+        by_id = {r.task_id: r for r in results}
+        survivors = []
+        for t in kept:
+            r = by_id.get(t.task_id)
+            if r is not None and r.ok:
+                survivors.append(t)
+                continue
+            reason = r.reason if r else "not validated"
+            drops.append({"generator": t.spec.generator, "source": ",".join(t.spec.source.keys),
+                          "task_id": t.task_id, "reason": reason})
+            stats[t.spec.generator]["dropped_validation"] += 1
+            shutil.rmtree(opts.out / t.task_id, ignore_errors=True)
+        kept = survivors
+    for t in kept:
+        stats[t.spec.generator]["emitted"] += 1
+    build_id = _record(con, opts, kept, drops)
+    _write_manifest(opts.out, kept)
+    report = BuildReport(
+        out=str(opts.out), build_id=build_id,
+        per_generator={g: {"specs": c["specs"], "emitted": c["emitted"],
+                           "dropped": c["dropped_validation"] + c["exact_duplicates"],
+                           **{k: c[k] for k in ("dropped_validation", "exact_duplicates")},
+                           **{f"split_{s}": sum(1 for t in kept if t.spec.generator == g and t.split == s)
+                              for s in ("train", "val", "test")}}
+                       for g, c in stats.items()},
+        drops=drops, emitted=len(kept), seconds=round(time.perf_counter() - started, 3),
+        validated=opts.validate)
+    return report
+
+
+def _manifest_rows(kept: list[RenderedTask]) -> list[dict[str, Any]]:
+    return [{"task_id": t.task_id, "generator": t.spec.generator, "version": t.spec.version,
+             "verifier": t.spec.verifier, "kind": t.spec.kind, "split": t.split,
+             "path": t.task_id, "source_table": t.spec.source.table,
+             "source_keys": t.spec.source.keys, "content_hashes": t.spec.source.content_hashes,
+             "group_key": t.spec.group_key, "template_hash": t.template_hash}
+            for t in sorted(kept, key=lambda t: t.task_id)]
+
+
+def _write_manifest(out: Path, kept: list[RenderedTask]) -> None:
+    schema = {"task_id": pl.Utf8, "generator": pl.Utf8, "version": pl.Int64, "verifier": pl.Utf8,
+              "kind": pl.Utf8, "split": pl.Utf8, "path": pl.Utf8, "source_table": pl.Utf8,
+              "source_keys": pl.List(pl.Utf8), "content_hashes": pl.List(pl.Utf8),
+              "group_key": pl.Utf8, "template_hash": pl.Utf8}
+    pl.DataFrame(_manifest_rows(kept), schema=schema).write_parquet(out / MANIFEST, statistics=False)
+
+
+def _record(con, opts: BuildOptions, kept: list[RenderedTask], drops: list[dict[str, str]]) -> str:
+    build_id = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%S%f")
+    now = db.now()
+    con.execute("BEGIN TRANSACTION")
+    try:
+        con.execute("DELETE FROM tasks WHERE out_dir = ?", [str(opts.out.resolve())])
+        rows = [(r["task_id"], r["generator"], r["version"], r["verifier"], r["kind"], r["split"],
+                 str((opts.out / r["path"]).resolve()), str(opts.out.resolve()), r["source_table"],
+                 r["source_keys"], r["content_hashes"], r["group_key"], r["template_hash"],
+                 opts.seed, opts.validate, build_id, now) for r in _manifest_rows(kept)]
+        if rows:
+            con.executemany("INSERT INTO tasks VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                            rows)
+        if drops:
+            con.executemany("INSERT INTO task_drops VALUES (?, ?, ?, ?, ?, ?)",
+                            [(build_id, d["generator"], d["source"], d["task_id"], d["reason"], now)
+                             for d in drops])
+        con.execute("COMMIT")
+    except Exception:
+        con.execute("ROLLBACK")
+        raise
+    return build_id
+

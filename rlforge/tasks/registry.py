@@ -1,0 +1,94 @@
+"""The generator registry: data, versioned ids, and a clear error for unknown names.
+
+A generator is one module under `rlforge/tasks/` whose class is decorated with
+`@register(name, version, description)`. Third parties add theirs through the
+`rlforge.generators` entry-point group (the entry point names a module or a class; importing
+it registers it). `get("tickets.triage")` or `get("tickets.triage@1")` returns the entry;
+an unknown name raises `UnknownName` listing the valid ones.
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+from importlib.metadata import entry_points
+from typing import Any, Callable
+
+from rlforge.errors import UnknownName, UserError
+
+BUILTIN_MODULES = ("rlforge.tasks.tickets_triage", "rlforge.tasks.tickets_reply",
+                   "rlforge.tasks.logs_diagnose", "rlforge.tasks.logs_script",
+                   "rlforge.tasks.commits_repair")
+ENTRY_POINT_GROUP = "rlforge.generators"
+
+
+@dataclass(frozen=True)
+class GeneratorInfo:
+    """A registered generator: `name@version`, what it makes, and how to build one."""
+
+    name: str
+    version: int
+    description: str
+    verifier: str
+    factory: Callable[[], Any]
+
+    @property
+    def id(self) -> str:
+        return f"{self.name}@{self.version}"
+
+
+_REGISTRY: dict[str, GeneratorInfo] = {}
+_loaded = False
+
+
+def register(name: str, version: int, description: str, verifier: str):
+    """Class decorator adding a generator to the registry under `name@version`."""
+
+    def wrap(cls):
+        existing = _REGISTRY.get(name)
+        if existing is not None and existing.version >= version and existing.factory is not cls:
+            if existing.version == version:
+                raise UserError(f"generator {name}@{version} is registered twice "
+                                f"({existing.factory.__module__} and {cls.__module__})")
+            return cls
+        cls.name, cls.version, cls.description, cls.verifier = name, version, description, verifier
+        _REGISTRY[name] = GeneratorInfo(name, version, description, verifier, cls)
+        return cls
+
+    return wrap
+
+
+def _load() -> None:
+    global _loaded
+    if _loaded:
+        return
+    _loaded = True
+    for module in BUILTIN_MODULES:
+        try:
+            importlib.import_module(module)
+        except ModuleNotFoundError as exc:
+            if exc.name != module:
+                raise
+    for ep in entry_points(group=ENTRY_POINT_GROUP):
+        try:
+            ep.load()
+        except Exception as exc:  # a broken plug-in must not take the built-ins down
+            raise UserError(f"generator plug-in {ep.name!r} ({ep.value}) failed to load: {exc}") from None
+
+
+def registry() -> dict[str, GeneratorInfo]:
+    """Every registered generator by name (built-ins and plug-ins)."""
+    _load()
+    return dict(sorted(_REGISTRY.items()))
+
+
+def get(name: str) -> GeneratorInfo:
+    """The generator called `name` or `name@version`; UnknownName lists the valid ones."""
+    reg = registry()
+    base, _, version = name.partition("@")
+    info = reg.get(base)
+    if info is None:
+        raise UnknownName("generator", name, [g.id for g in reg.values()])
+    if version and version != str(info.version):
+        raise UnknownName("generator version", name, [info.id])
+    return info

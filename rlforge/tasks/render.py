@@ -1,0 +1,179 @@
+"""Render a `TaskSpec` into a Harbor task directory, byte-identically for the same inputs.
+
+Layout (Harbor's):
+
+    <task_id>/
+      task.toml          [task] [metadata] [metadata.rlforge] [verifier] [agent] [environment]
+      instruction.md     what the policy sees
+      environment/       Dockerfile + app/ (the starting workspace, copied to /app)
+      tests/             test.sh, rlforge_verify.py, reference.json, verifier data
+      solution/          solve.sh (the gold solution)
+
+Templates are Jinja2 with StrictUndefined, looked up first in the user's `--templates`
+directory, then in rlforge's own `templates/`: `<generator>/<file>.j2` before `<file>.j2`.
+The task id is a hash of everything rendered (task.toml aside, which holds the id).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import jinja2
+
+from rlforge import __version__
+from rlforge.errors import UserError
+from rlforge.tasks.spec import TaskSpec
+
+PACKAGE_ROOT = Path(__file__).resolve().parent.parent
+VERIFIER_SOURCE = PACKAGE_ROOT / "verify" / "standalone.py"
+VERIFIER_NAME = "rlforge_verify.py"
+
+
+def builtin_templates() -> Path:
+    """rlforge's own templates: the top-level `templates/` of a checkout, or the wheel's copy."""
+    for candidate in (PACKAGE_ROOT.parent / "templates", PACKAGE_ROOT / "_templates"):
+        if candidate.is_dir():
+            return candidate
+    raise UserError("rlforge's templates directory is missing from this installation")
+
+
+def toml_value(value: Any) -> str:
+    """A Python value as a TOML literal (strings, numbers, booleans, lists, inline tables)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        return repr(value)
+    if isinstance(value, str):
+        return json.dumps(value, ensure_ascii=False).replace("\x7f", "\\u007f")
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(toml_value(v) for v in value) + "]"
+    if isinstance(value, dict):
+        return "{ " + ", ".join(f"{json.dumps(str(k))} = {toml_value(v)}"
+                                for k, v in value.items()) + " }"
+    if value is None:
+        return '""'
+    raise TypeError(f"cannot write {type(value).__name__} to TOML")
+
+
+class Renderer:
+    """Jinja2 environment over the override and built-in template directories."""
+
+    def __init__(self, override: str | Path | None = None):
+        dirs = [str(Path(override))] if override else []
+        if override and not Path(override).is_dir():
+            raise UserError(f"--templates {override}: no such directory")
+        dirs.append(str(builtin_templates()))
+        self.dirs = dirs
+        self.env = jinja2.Environment(
+            loader=jinja2.FileSystemLoader(dirs), undefined=jinja2.StrictUndefined,
+            keep_trailing_newline=True, autoescape=False, trim_blocks=True, lstrip_blocks=True)
+        self.env.filters["toml"] = toml_value
+        self.env.filters["shell_quote"] = shell_quote
+        self._hashes: dict[str, str] = {}
+
+    def resolve(self, generator: str, name: str) -> str:
+        """The template used for `name`: the generator's own, else the shared one."""
+        for candidate in (f"{generator}/{name}.j2", f"{name}.j2"):
+            try:
+                self.env.get_template(candidate)
+                return candidate
+            except jinja2.TemplateNotFound:
+                continue
+        raise UserError(f"no template {generator}/{name}.j2 or {name}.j2 in {', '.join(self.dirs)}")
+
+    def render(self, template: str, context: dict[str, Any]) -> str:
+        try:
+            return self.env.get_template(template).render(**context)
+        except jinja2.UndefinedError as exc:
+            raise UserError(f"template {template}: {exc.message}") from None
+
+    def source_hash(self, templates: list[str]) -> str:
+        """Hash of the template sources (and the verifier) a task was rendered from."""
+        key = "\0".join(sorted(templates))
+        if key not in self._hashes:
+            h = hashlib.sha256()
+            for name in sorted(templates):
+                source, _, _ = self.env.loader.get_source(self.env, name)
+                h.update(name.encode() + b"\0" + source.encode() + b"\0")
+            h.update(VERIFIER_SOURCE.read_bytes())
+            self._hashes[key] = h.hexdigest()[:16]
+        return self._hashes[key]
+
+
+def shell_quote(text: str) -> str:
+    """Single-quote a string for POSIX shells."""
+    return "'" + str(text).replace("'", "'\"'\"'") + "'"
+
+
+@dataclass
+class RenderedTask:
+    task_id: str
+    files: dict[str, bytes]  # relative path -> content (task.toml included)
+    spec: TaskSpec
+    split: str
+    template_hash: str
+
+
+def render_task(spec: TaskSpec, renderer: Renderer, *, seed: int, split: str) -> RenderedTask:
+    """Render every file of the task in memory and compute its id."""
+    gen = spec.generator
+    names = {"instruction": renderer.resolve(gen, "instruction.md"),
+             "test": renderer.resolve(gen, "test.sh"),
+             "dockerfile": renderer.resolve(gen, "Dockerfile"),
+             "task": renderer.resolve(gen, "task.toml")}
+    ctx = {**spec.context, "spec": spec, "answer_file": f"/app/{'answer.txt'}"}
+    files: dict[str, bytes] = {
+        "instruction.md": renderer.render(names["instruction"], ctx).encode(),
+        "environment/Dockerfile": renderer.render(names["dockerfile"], ctx).encode(),
+        "tests/test.sh": renderer.render(names["test"], ctx).encode(),
+        f"tests/{VERIFIER_NAME}": VERIFIER_SOURCE.read_bytes(),
+        "tests/reference.json": (json.dumps(spec.reference, indent=1, sort_keys=True,
+                                            ensure_ascii=False) + "\n").encode(),
+    }
+    for rel, data in spec.workspace.items():
+        files[f"environment/app/{rel}"] = data
+    for rel, data in spec.tests_data.items():
+        files[f"tests/{rel}"] = data
+    for rel, data in spec.solution_files.items():
+        files[f"solution/{rel}"] = data
+    h = hashlib.sha256(f"{gen}@{spec.version}".encode())
+    for rel in sorted(files):
+        h.update(rel.encode() + b"\0" + hashlib.sha256(files[rel]).digest())
+    task_id = f"{gen.replace('.', '-')}-{h.hexdigest()[:12]}"
+    template_hash = renderer.source_hash(list(names.values()) + spec.templates)
+    meta = {
+        "task_id": task_id, "generator": f"{gen}@{spec.version}", "verifier": spec.verifier,
+        "kind": spec.kind, "split": split, "seed": seed, "template_hash": template_hash,
+        "source_table": spec.source.table, "source_keys": spec.source.keys,
+        "source_content_hashes": spec.source.content_hashes, "group_key": spec.group_key,
+        "rlforge_version": __version__,
+        **({"source_time": spec.time.isoformat()} if spec.time else {}),
+        **spec.extra_metadata,
+    }
+    files["task.toml"] = renderer.render(names["task"], {**ctx, "task_id": task_id,
+                                                         "rlforge": meta}).encode()
+    return RenderedTask(task_id, files, spec, split, template_hash)
+
+
+EXECUTABLE = ("tests/test.sh", "solution/solve.sh")
+
+
+def write_task(task: RenderedTask, out_dir: Path) -> Path:
+    """Write a rendered task under out_dir/<task_id>/ (replacing any previous copy)."""
+    target = out_dir / task.task_id
+    if target.exists():
+        shutil.rmtree(target)
+    for rel in sorted(task.files):
+        path = target / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(task.files[rel])
+        os.chmod(path, 0o755 if rel in EXECUTABLE or rel.endswith(".sh") else 0o644)
+    return target

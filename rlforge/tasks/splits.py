@@ -1,0 +1,100 @@
+"""Train/val/test splits without leakage.
+
+Tasks are grouped before they are split, and a whole group lands in one split:
+- the generator's group key (the same ticket thread, the same incident, the same commit);
+- near-duplicate texts: MinHash signatures over word 3-shingles, LSH bands to find
+  candidate pairs, a Jaccard estimate to confirm them, union-find to merge groups.
+The split of a group is a stable hash of its smallest key, so adding data never moves an
+existing group. `--split-by time` instead cuts at a date: before it train, from it on test.
+Exact duplicates (same text and same reference) are dropped before grouping.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+import re
+from typing import Sequence
+
+SPLITS = ("train", "val", "test")
+NUM_PERM = 64
+BANDS = 16  # 16 bands of 4 rows: pairs at Jaccard ~0.5 and above are found with high probability
+THRESHOLD = 0.6
+_EMPTY = 1 << 64
+
+
+def shingles(text: str, k: int = 3) -> set[int]:
+    words = re.findall(r"\w+", text.casefold())
+    if len(words) < k:
+        words = words + [""] * (k - len(words))
+    return {int.from_bytes(hashlib.blake2b(" ".join(words[i:i + k]).encode(), digest_size=8).digest(), "big")
+            for i in range(len(words) - k + 1)}
+
+
+def minhash(text: str) -> tuple[int, ...]:
+    """One-permutation MinHash: each shingle hash goes to one of NUM_PERM bins, the minimum
+    per bin is kept, and empty bins borrow from the next filled one (densification)."""
+    sig = [_EMPTY] * NUM_PERM
+    for h in shingles(text):
+        b, v = h % NUM_PERM, h // NUM_PERM
+        if v < sig[b]:
+            sig[b] = v
+    filled = [i for i in range(NUM_PERM) if sig[i] != _EMPTY]
+    for i in range(NUM_PERM):
+        if sig[i] == _EMPTY:
+            j = next((f for f in filled if f > i), filled[0])
+            sig[i] = sig[j] + ((j - i) % NUM_PERM) * _EMPTY
+    return tuple(sig)
+
+
+def near_duplicate_groups(keys: Sequence[str], texts: Sequence[str]) -> list[str]:
+    """For each item, the representative key of its near-duplicate group (min key)."""
+    parent = list(range(len(keys)))
+
+    def find(i: int) -> int:
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    def union(i: int, j: int) -> None:
+        ri, rj = find(i), find(j)
+        if ri != rj:
+            parent[max(ri, rj)] = min(ri, rj)
+
+    sigs = [minhash(t) for t in texts]
+    rows = NUM_PERM // BANDS
+    for b in range(BANDS):
+        buckets: dict[tuple, int] = {}
+        for i, sig in enumerate(sigs):
+            band = sig[b * rows:(b + 1) * rows]
+            j = buckets.setdefault(band, i)
+            if j != i and find(i) != find(j):
+                agree = sum(x == y for x, y in zip(sigs[i], sigs[j])) / NUM_PERM
+                if agree >= THRESHOLD:
+                    union(i, j)
+    rep: dict[int, str] = {}
+    for i in range(len(keys)):
+        r = find(i)
+        rep[r] = min(rep.get(r, keys[i]), keys[i])
+    return [rep[find(i)] for i in range(len(keys))]
+
+
+def hash_split(group: str, ratios: tuple[float, float, float] = (0.8, 0.1, 0.1)) -> str:
+    """A stable split for a group key."""
+    x = int.from_bytes(hashlib.sha256(group.encode()).digest()[:8], "big") / 2 ** 64
+    if x < ratios[0]:
+        return "train"
+    return "val" if x < ratios[0] + ratios[1] else "test"
+
+
+def time_split(when: dt.datetime | None, cutoff: dt.datetime) -> str:
+    if when is None:
+        return "train"
+    return "train" if when < cutoff else "test"
+
+
+def exact_key(text: str, reference: dict) -> str:
+    norm = " ".join(re.findall(r"\w+", text.casefold()))
+    return hashlib.sha256((norm + "\0" + json.dumps(reference, sort_keys=True, default=str)).encode()).hexdigest()

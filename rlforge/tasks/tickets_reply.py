@@ -1,0 +1,138 @@
+"""`tickets.reply`: draft the reply to a customer from the case notes of the real resolution.
+
+The key facts of the real reply — template placeholders such as `{{Order Number}}`,
+pseudonymised values, ids, amounts, menu paths, quoted UI strings, links — become the case
+notes the agent is given and the facts its reply must contain (partial credit). The
+instruction also shows an internal note or a resolved ticket of another customer; their
+distinctive values (other pseudonyms, ids, internal remarks) must not appear in the reply.
+A length window around the real reply's length rules out empty and padded answers.
+"""
+
+from __future__ import annotations
+
+import re
+
+from rlforge.tasks.answers import null_submission, solve_script
+from rlforge.tasks.registry import register
+from rlforge.tasks.spec import ANSWER_FILE, BuildContext, SourceRef, Submission, TaskSpec, stable_sample
+
+FACT_PATTERNS = [
+    re.compile(r"\{\{[^{}\n]{1,60}\}\}"),                       # template placeholders
+    re.compile(r"<[A-Z_]{2,20}_[0-9a-f]{6}>"),                  # rlforge pseudonyms
+    re.compile(r"\b[A-Z]{2,6}-\d[\d-]{2,}\b"),                  # ids such as INV-2024-06232
+    re.compile(r"#\d{4,}\b"),                                   # ticket / order numbers
+    re.compile(r"[$€£]\s?\d[\d,]*(?:\.\d\d)?"),                 # amounts
+    re.compile(r"\b[A-Z][\w&]*(?: [A-Z][\w&]*)*(?: ?> ?[A-Z][\w&]*(?: [A-Z][\w&]*)*)+"),  # menu paths
+    re.compile(r"https?://[^\s)>\]]+"),                         # links
+    re.compile(r"'[^'\n]{3,40}'|\"[^\"\n]{3,40}\""),            # quoted UI strings
+]
+DISTINCT = [p for p in FACT_PATTERNS[:5]]
+MAX_FACTS = 6
+MIN_REPLY_WORDS = 12
+
+
+def key_facts(text: str) -> list[str]:
+    """Distinct facts in a reply, in order of appearance, at most MAX_FACTS."""
+    found: list[tuple[int, str]] = []
+    for pattern in FACT_PATTERNS:
+        for m in pattern.finditer(text):
+            fact = m.group(0).strip().strip("'\"").rstrip(".,;:")
+            if len(fact) >= 3:
+                found.append((m.start(), fact))
+    out: list[str] = []
+    for _, fact in sorted(found):
+        if not any(fact.casefold() in f.casefold() or f.casefold() in fact.casefold() for f in out):
+            out.append(fact)
+    return out[:MAX_FACTS]
+
+
+def distinctive(text: str) -> list[str]:
+    """Values in a text specific to its ticket (pseudonyms, ids, amounts), for the forbidden list."""
+    return sorted({m.group(0) for p in DISTINCT for m in p.finditer(text)})
+
+
+@register("tickets.reply", 1, "Write the reply to a customer from case notes; graded on key "
+          "facts present, forbidden content absent, and length.", verifier="reply")
+class TicketReply:
+    def available(self, con) -> int:
+        return len(self._rows(con))
+
+    def _rows(self, con):
+        rows = con.execute(f"""
+            SELECT t.ticket_id, t.content_hash, t.subject, t.body, t.resolution, t.created_at,
+                   t.origin, t.category,
+                   (SELECT string_agg(m.text, '\n\n' ORDER BY m.seq) FROM ticket_messages m
+                    WHERE m.ticket_id = t.ticket_id AND NOT m.is_public) AS internal
+            FROM tickets t
+            WHERE t.body IS NOT NULL AND t.resolution IS NOT NULL
+              AND len(string_split(t.resolution, ' ')) >= {MIN_REPLY_WORDS}
+            ORDER BY t.ticket_id""").fetchall()
+        return [r for r in rows if key_facts(r[4])]
+
+    def specs(self, ctx: BuildContext):
+        rows = self._rows(ctx.con)
+        if len(rows) < 2:
+            return
+        by_origin: dict[str, list] = {}
+        for r in rows:
+            by_origin.setdefault(r[6], []).append(r)
+        for row in stable_sample(rows, ctx.limit, ctx.seed, key=lambda r: r[0]):
+            peers = [p for p in by_origin[row[6]] if p[0] != row[0]] or [p for p in rows if p[0] != row[0]]
+            ctx.rng("tickets.reply", row[0]).shuffle(peers)
+            # Prefer a peer whose reply holds values this one must not repeat.
+            gold = row[4]
+            other = next((p for p in peers[:50] if any(v not in gold for v in distinctive(p[4]))),
+                         peers[0])
+            spec = self._spec(row, other)
+            if spec is not None:
+                yield spec
+
+    def _spec(self, row, other) -> TaskSpec | None:
+        ticket_id, content_hash, subject, body, resolution, created_at, origin, category, internal = row
+        facts = key_facts(resolution)
+        gold = resolution.strip()
+        visible = f"{subject or ''}\n{body}"
+        forbidden = [v for v in distinctive(other[3] + "\n" + other[4]) + distinctive(internal or "")
+                     if v not in gold and v not in visible]
+        if internal:
+            note = " ".join(internal.split()[:12])
+            if note and note not in gold:
+                forbidden.append(note)
+        words = len(gold.split())
+        fact_words = sum(len(f.split()) for f in facts)
+        min_words = max(5, int(words * 0.4), fact_words + 5)
+        if min_words > words:
+            return None  # the reply is little more than its facts: nothing to write
+        max_words = max(60, words * 3)
+        padded = (gold + "\n\n") * (2 + max_words // max(1, words))
+        return TaskSpec(
+            generator=self.name, version=self.version,
+            source=SourceRef("tickets", [ticket_id, other[0]], [content_hash, other[1]]),
+            instruction_template="instruction.md",
+            context={"title": "Reply to a customer", "subject": subject or "", "body": body,
+                     "facts": facts, "internal": internal or "",
+                     "example_subject": other[2] or "", "example_body": other[3],
+                     "example_reply": other[4], "min_words": min_words, "max_words": max_words},
+            reference={"verifier": "reply", "required": facts, "forbidden": sorted(set(forbidden)),
+                       "min_words": min_words, "max_words": max_words,
+                       "submission": f"/app/{ANSWER_FILE}", "pass_threshold": 1.0},
+            solution_files={"solve.sh": solve_script(gold)},
+            verifier="reply", group_key=ticket_id, dedup_text=f"{subject or ''}\n{body}",
+            time=created_at, null=null_submission(),
+            adversarial=[
+                Submission("empty", {ANSWER_FILE: b""}, "an empty reply"),
+                Submission("facts_only", {ANSWER_FILE: " ".join(facts).encode()},
+                           "the key facts alone, no reply"),
+                Submission("padded", {ANSWER_FILE: padded.encode()},
+                           "the right reply repeated far past the length limit"),
+                Submission("copies_other_ticket",
+                           {ANSWER_FILE: (other[4] + "\n\n" + " ".join(facts)).encode()},
+                           "another customer's resolution with the facts appended"),
+            ],
+            category="support-reply", difficulty="medium",
+            keywords=["tickets", "writing", category or "general"],
+            secret_strings=[gold] if len(gold) > 40 else [],
+            leak_allowed=[body, subject or "", other[4], other[3], *facts],
+            agent_timeout_sec=120.0, verifier_timeout_sec=30.0, memory_mb=512,
+            extra_metadata={"n_facts": len(facts), "n_forbidden": len(set(forbidden))},
+        )

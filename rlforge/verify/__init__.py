@@ -1,0 +1,1 @@
+"""Verifiers: reward components, reference answers, validation of every task."""
