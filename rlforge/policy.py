@@ -231,7 +231,7 @@ def parse_retry_after(headers: Any, now: float | None = None) -> float | None:
         pass
     try:
         when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError, IndexError):
+    except (TypeError, ValueError, IndexError, OverflowError):
         return None
     now = time.time() if now is None else now
     return max(0.0, when.timestamp() - now)
@@ -506,5 +506,7 @@ def _model_ids(data: Any, start: float, attempt: int) -> list[str]:
 
 
 def _describe(exc: BaseException) -> str:
-    text = str(exc) or type(exc).__name__
-    return f"{type(exc).__name__}: {text}" if type(exc).__name__ not in text else text
+    """An exception as one line: its type and message."""
+    text = " ".join(str(exc).split()) or type(exc).__name__
+    text = text if type(exc).__name__ in text else f"{type(exc).__name__}: {text}"
+    return text[:_ERROR_TEXT_LIMIT]

@@ -18,6 +18,8 @@ written in it directly, comma-separated: `model="500,503,ok"`. Steps:
     truncated           200, body cut in half but framed consistently (Content-Length fits)
     invalid_json        200, body is not JSON
     no_choices          200, JSON without `choices`
+    slow_body:SECS      headers at once, the body SECS seconds later
+    garbage             bytes that are not HTTP, then close
     reset               headers and half the body, then a TCP reset (RST)
     drop                close the connection without answering
 
@@ -254,6 +256,16 @@ class _Connection(asyncio.Protocol):
             sock = self.transport.get_extra_info("socket")
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
             self.transport.abort()
+            return False
+        elif step == "slow_body":
+            payload = _completion(model, ok_message)
+            self.transport.write(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+                                 b"Content-Length: %d\r\n\r\n" % len(payload) + payload[:10])
+            await asyncio.sleep(float(arg))
+            self.transport.write(payload[10:])
+        elif step == "garbage":
+            self.transport.write(b"SSH-2.0-OpenSSH_9.6\r\nnot http at all\r\n\r\n")
+            self.transport.close()
             return False
         elif step == "drop":
             self.transport.close()

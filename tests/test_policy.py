@@ -16,6 +16,8 @@ import traceback
 
 import pytest
 from fault_server import FaultServer
+from hypothesis import given
+from hypothesis import strategies as st
 
 from rlforge.config import Config
 from rlforge.errors import (
@@ -122,6 +124,7 @@ def test_transient_fault_is_retried_then_succeeds(server, fault):
     ("drop", PolicyConnectionError, "connection"),
     ("429:0", PolicyRateLimited, "rate_limited"),
     ("slow:3", PolicyTimeout, "timeout"),
+    ("slow_body:3", PolicyTimeout, "timeout"),
 ])
 def test_persistent_transient_fault_gives_up_typed(server, fault, error, kind):
     result = chat(config(server, fault, max_retries=2, request_timeout=0.5))
@@ -138,6 +141,7 @@ def test_persistent_transient_fault_gives_up_typed(server, fault, error, kind):
     ("401", PolicyAuthError, "auth", 401),
     ("400", PolicyBadRequest, "bad_request", 400),
     ("404", PolicyBadRequest, "bad_request", 404),
+    ("garbage", PolicyMalformedResponse, "malformed_response", None),
 ])
 def test_permanent_fault_is_not_retried(server, fault, error, kind, status):
     result = chat(config(server, fault))
@@ -195,6 +199,12 @@ def test_parse_retry_after_forms():
     assert parse_retry_after({"retry-after-ms": "250", "retry-after": "9"}) == 0.25
     assert parse_retry_after({"retry-after": "soon"}) is None
     assert parse_retry_after({}) is None
+
+
+@given(st.text(max_size=40), st.text(max_size=12))
+def test_parse_retry_after_never_raises(value, millis):
+    wait = parse_retry_after({"retry-after": value, "retry-after-ms": millis})
+    assert wait is None or wait >= 0
 
 
 def test_concurrency_limit_is_respected(server):
