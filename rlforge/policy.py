@@ -280,9 +280,11 @@ class PolicyClient:
 
     @classmethod
     def from_config(cls, cfg: Config, **overrides: Any) -> "PolicyClient":
-        """A client from the resolved `run.*` settings; the key via `run.api_key_env`."""
-        return cls(PolicyConfig.from_config(cfg, **overrides),
-                   api_key=cfg.secret_from_env("run.api_key_env") or "")
+        """A client from the resolved `run.*` settings; the key from the env variable
+        named by `run.api_key_env` (or by an `api_key_env` override: "" sends no key)."""
+        policy = PolicyConfig.from_config(cfg, **overrides)
+        key = cfg.env.get(policy.api_key_env) if policy.api_key_env else None
+        return cls(policy, api_key=key or "")
 
     def __repr__(self) -> str:
         auth = f"key from ${self.config.api_key_env}" if self._key else "no key"

@@ -25,8 +25,8 @@ written in it directly, comma-separated: `model="500,503,ok"`. Steps:
 
 Start it with `FaultServer().start()` (a thread with its own event loop, a free port;
 `FaultServer(ssl_context)` serves https);
-`url` is the base URL to give the client, `requests`, `peak_in_flight` and `bodies`
-tell what the client did.
+`url` is the base URL to give the client; `requests`, `peak_in_flight`, `bodies` and
+`authorizations` tell what the client did.
 """
 
 from __future__ import annotations
@@ -53,6 +53,7 @@ class FaultServer:
         self.in_flight = 0
         self.peak_in_flight = 0
         self.bodies: list[dict] = []
+        self.authorizations: list[str | None] = []
         self.connections: set[_Connection] = set()
         self.lock = threading.Lock()
         self.loop: asyncio.AbstractEventLoop | None = None
@@ -202,6 +203,7 @@ class _Connection(asyncio.Protocol):
             return True
         request = json.loads(body)
         self.server.bodies.append(request)
+        self.server.authorizations.append(headers.get("authorization"))
         model = request.get("model", "")
         step, _, arg = self.server.next_step(model).partition(":")
         ok_message = {"role": "assistant", "content": "ok"}

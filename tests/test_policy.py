@@ -341,6 +341,18 @@ def test_https_works_with_a_trusted_certificate(tls_server, certificate):
     assert tls_server.url.startswith("https://")
 
 
+def test_an_empty_key_variable_override_sends_no_key(server):
+    cfg = Config.load(env={"OPENAI_API_KEY": FAKE_KEY, "RLFORGE_RUN_BASE_URL": server.url})
+
+    async def go(**overrides):
+        async with PolicyClient.from_config(cfg, model="ok", **overrides) as client:
+            await client.chat(HI)
+
+    asyncio.run(go())
+    asyncio.run(go(api_key_env=""))  # what LocalModel.policy_overrides() passes
+    assert server.authorizations == [f"Bearer {FAKE_KEY}", None]
+
+
 def test_models_lists_the_served_ids(server):
     async def go():
         async with PolicyClient(config(server, "ok")) as client:
