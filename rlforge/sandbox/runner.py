@@ -187,7 +187,8 @@ def run(cmd: Sequence[str], spec: SandboxSpec | None = None, *,
 
 def _limit_args(prlimit: str, spec: SandboxSpec, nproc: int) -> list[str]:
     mb = 1024 * 1024
-    args = [prlimit, f"--cpu={spec.cpu_limit}:{spec.cpu_limit + 1}",
+    # soft = hard: the kernel sends SIGKILL at the limit (SIGXCPU would not reach pid 1).
+    args = [prlimit, f"--cpu={spec.cpu_limit}",
             f"--fsize={spec.file_size_mb * mb}", f"--nofile={spec.open_files}",
             f"--nproc={nproc}", "--core=0"]
     if spec.memory_mb is not None:

@@ -60,7 +60,8 @@ class SandboxSpec:
         cwd: Working directory inside the sandbox (default `/app` if a workspace is
             bound, else `/tmp`).
         timeout_sec: Wall-clock limit; the whole process tree is killed when it passes.
-        cpu_sec: CPU-time limit per process (RLIMIT_CPU); default: the timeout rounded up.
+        cpu_sec: CPU-time limit per process (RLIMIT_CPU; SIGKILL when reached); default: the
+            timeout rounded up.
         memory_mb: Address-space limit per process (RLIMIT_AS); None for no limit.
         max_processes: Processes and threads the command may have at once (a forkbomb
             stops here).

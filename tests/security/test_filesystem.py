@@ -168,3 +168,31 @@ for knob, value in {before!r}.items():
 """)
     assert r.stdout_text.split() == ["denied", "30", "False"] * len(before), r
     assert {k: Path(k).read_text() for k in before} == before
+
+
+def test_no_setuid_program_can_be_planted_in_the_workspace(task, py):
+    # Files written in /app land on the host owned by the uid the sandbox maps to (root, when
+    # rlforge runs as root); a setuid copy of a shell there would be a root shell for anyone.
+    r = py("""
+import ctypes, os, shutil
+shutil.copy("/usr/bin/sh", "/app/rootshell")
+libc = ctypes.CDLL(None, use_errno=True)
+fd = os.open("/app/rootshell", os.O_RDONLY)
+attempts = {
+    "chmod": lambda: os.chmod("/app/rootshell", 0o4755),
+    "setgid": lambda: os.chmod("/app/rootshell", 0o2755),
+    "fchmod": lambda: os.fchmod(fd, 0o6755),
+    "fchmodat2": lambda: libc.syscall(452, -100, b"/app/rootshell", 0o4755, 0) == 0 or
+                         (_ for _ in ()).throw(OSError(ctypes.get_errno(), "fchmodat2")),
+}
+for name, attempt in attempts.items():
+    try:
+        attempt(); print(name, "ALLOWED")
+    except OSError as e:
+        print(name, e.errno)
+grown = os.open("/app/grown", os.O_CREAT | os.O_RDWR, 0o4755)
+os.write(grown, b"#!/bin/sh\\n")  # writing clears a set-id bit set at creation
+""")
+    assert r.stdout_text.split() == ["chmod", "1", "setgid", "1", "fchmod", "1", "fchmodat2", "1"], r
+    for name in ("rootshell", "grown"):
+        assert not os.stat(task.workspace / name).st_mode & (stat.S_ISUID | stat.S_ISGID)
