@@ -52,6 +52,7 @@ KINDS: tuple[str, ...] = (
 PLACEHOLDER = r"<[A-Z][A-Z0-9_]*_[0-9a-f]{6}>"
 _SENT = "\x00"
 _CACHE_LIMIT = 500_000
+_MAX_PASSES = 4
 
 
 def _ci(word: str) -> str:
@@ -69,7 +70,7 @@ _P_TOK = r"[^A-Za-z0-9_-]"
 _P_KEY = r"[^A-Za-z0-9_.-]"
 _P_NUM = r"[^A-Za-z0-9_./\\-]"
 _P_PHONE = r"[^A-Za-z0-9_./+\\-]"
-_P_V4 = r"[^A-Za-z0-9_.-]"
+_P_V4 = r"[^A-Za-z0-9_.~-]"
 _P_V6 = r"[^A-Za-z0-9_:.-]"
 _P_GEN = r"[^A-Za-z0-9+/_-]"
 
@@ -88,7 +89,7 @@ _VALUE = (r"\"[^\"\r\n]+\"|'[^'\r\n]+'"
           r"|[^ \t\r\n\"'<>,;&=:(){}\[\]`][^ \t\r\n\"'<>,;&(){}\[\]`]*")
 _AUTH = rf"(?:{_ci('bearer')}|Basic|Token)[ \t]+[A-Za-z0-9._~+/-]+=*"
 _G = r"[0-9A-Fa-f]{1,4}"
-_IPV6 = rf"(?:{_G}(?::{_G}){{7}}|(?:{_G}(?::{_G}){{0,6}})?::(?:{_G}(?::{_G}){{0,6}})?)[0-9A-Za-z_.]*"
+_IPV6 = rf"(?:{_G}(?::{_G}){{7}}|(?:{_G}(?::{_G}){{0,6}})?::(?:{_G}(?::{_G}){{0,6}})?)[0-9A-Za-z_.:]*"
 _IPV4 = (rf"(?:{_ci('version')}[ :]*|{_ci('ver')}\.?[ ]?|{_ci('release')}[ ]?|{_ci('build')}[ ]?)?"
          r"[0-9]+(?:\.[0-9]+){3,}")
 _PHONE_GROUP = r"(?:[ .-]?(?:\([0-9]{1,4}\)|[0-9]{1,5}))"
@@ -157,6 +158,7 @@ _IBAN_LENGTHS = dict(
 )
 _HEXISH = re.compile(r"[0-9A-Fa-f-]+")
 _WORDY = re.compile(r"[A-Z]?[a-z]{3,}|[A-Z]{3,}")
+_WORD_PART = re.compile(r"[A-Z]?[a-z]{2,}|[a-z]{3,}")
 _NOT_A_VALUE = {"null", "none", "nil", "true", "false", "undefined", "empty", "n/a", "na",
                 "redacted", "hidden", "masked", "required", "optional", "string", "str",
                 "int", "bool", "yes", "no", "on", "off"}
@@ -217,8 +219,14 @@ def _looks_random(tok: str, min_len: int = 20) -> bool:
     dg = sum("0" <= c <= "9" for c in t)
     if not (up and lo and dg):
         return False
-    if sum(len(w) for w in _WORDY.findall(t)) > 0.5 * n:
+    if sum(len(w) for w in _WORDY.findall(t)) > 0.65 * n:
         return False
+    if sum(bool(_WORD_PART.fullmatch(p)) for p in re.split(r"[/_-]", t)) >= 2:
+        return False  # a path or an identifier: src/main/App2, Package_for_KB3149090
+    if t.startswith("/") and t.count("/") >= 2:
+        return False  # a file path: /p/gb1/stella/UMT2K/1372
+    if re.search(r"[0-9]{6}", t):
+        return False  # a number inside an id; 6 digits in a row are rare in random text
     cls = ["u" if "A" <= c <= "Z" else "l" if "a" <= c <= "z" else "d" if c.isdigit() else "s"
            for c in t]
     switches = sum(a != b for a, b in zip(cls, cls[1:]))
@@ -258,7 +266,7 @@ def _h_url_cred(tok: str) -> list[Span]:
 
 def _placeholder_like(v: str) -> bool:
     low = v.lower()
-    return (low in _NOT_A_VALUE or v[:1] in "$%<*{" or set(v) <= set("*xX.#-_")
+    return (low in _NOT_A_VALUE or v[:1] in "$%<{" or set(v) <= set("*xX.#-_")
             or low.startswith(("{{", "%(")))
 
 
@@ -272,9 +280,11 @@ def _h_assign(tok: str) -> list[Span]:
     key, sep, val = m["key"], m["sep"], m["val"]
     start = m.start("val")
     if val[:1] in "\"'":
-        val, start = val[1:-1], start + 1
+        val, start = re.sub(r"(?:\\[nr])+$", "", val[1:-1]), start + 1  # JSON "...\n"
     if not val or _placeholder_like(val) or re.fullmatch(PLACEHOLDER, val):
         return []
+    if re.fullmatch(r"[A-Za-z_$][A-Za-z0-9_$.]*@[0-9a-f]{4,}", val):
+        return []  # a Java object reference: android.os.BinderProxy@2bd79ce
     inner = _classify_value(val)
     if inner is not None:
         return [(start, start + len(val), inner, val)]
@@ -364,7 +374,7 @@ def _h_email(tok: str) -> list[Span]:
     if local == "git" or re.fullmatch(r"[0-9]+x", labels[0]) or labels[-1] in {
             "png", "jpg", "jpeg", "gif", "svg", "webp", "css", "js", "ts", "py", "java"}:
         return []
-    return _whole(tok, "EMAIL") if local.strip(".") else []
+    return [(0, len(tok), "EMAIL", tok.lower())] if local.strip(".") else []
 
 
 def _h_iban(tok: str) -> list[Span]:
@@ -434,8 +444,11 @@ def _h_ipv6(tok: str) -> list[Span]:
         ip = ipaddress.IPv6Address(tok)
     except ValueError:
         return []
-    if ip.is_unspecified or ip.is_loopback or sum(bool(g) for g in tok.split(":")) < 2:
+    groups = tok.split(":")
+    if ip.is_unspecified or ip.is_loopback or sum(bool(g) for g in groups) < 2:
         return []
+    if all(len(g) == 2 for g in groups):
+        return []  # a MAC/WWN-like byte list, not an address
     return [(0, len(tok), "IPV6", ip.compressed)]
 
 
@@ -475,6 +488,7 @@ _HANDLERS: dict[str, Callable[[str], list[Span]]] = {
     "generic": _h_generic,
 }
 _RULE_BY_NAME = {r.name: r for r in _RULES}
+_TRIMMING = {"iban", "card", "phone", "phone_ctx"}  # validators that may keep a tail
 _VALUE_RULES = ("private_key", "jwt", "github", "gitlab", "slack", "stripe", "openai",
                 "aws_id", "gcp", "api_key")
 _VALUE_RX = re.compile("|".join(f"(?P<{n}>(?:{_RULE_BY_NAME[n].token}))" for n in _VALUE_RULES))
@@ -531,45 +545,60 @@ class Redactor:
         self.counts[kind] += 1
         return self._placeholder(kind, value)
 
-    def _spans(self, cand: str) -> list[Span]:
-        """Redacted spans of one regex match (positions within `cand`)."""
+    def _spans(self, cand: str) -> tuple[list[Span], bool]:
+        """Redacted spans of one regex match (positions within `cand`), and whether the
+        text must be scanned again (a validator kept a tail of the match unredacted)."""
         m = self._py.match(cand)
         if m is None or m.end() != len(cand):  # cannot happen: both engines agree
             raise AssertionError(f"candidate not re-matched: {cand!r}")
         off = 1 if self._prefixed[m.lastgroup] else 0
-        spans = _HANDLERS[m.lastgroup](cand[off:])
-        return [(s + off, e + off, k, v) for s, e, k, v in spans if k in self.kinds]
+        spans = [(s + off, e + off, k, v) for s, e, k, v in _HANDLERS[m.lastgroup](cand[off:])
+                 if k in self.kinds]
+        again = m.lastgroup in _TRIMMING and bool(spans) and spans[-1][1] < len(cand)
+        if spans and not again and spans[0][0] > 1:
+            # A kept head (``DB_PASSWORD=``, ``https://user:``) is scanned again if it
+            # holds a finding of its own, so that a second pass would change nothing.
+            head = cand[:spans[0][0]]
+            again = any(self._spans(x.group())[0] for x in self._py.finditer(head))
+        return spans, again
 
-    def _apply(self, cand: str) -> tuple[str, tuple[str, ...]]:
+    def _apply(self, cand: str) -> tuple[str, tuple[str, ...], bool]:
         hit = self._cache.get(cand)
         if hit is None:
             out, pos, kinds = [], 0, []
-            for s, e, kind, value in self._spans(cand):
+            spans, again = self._spans(cand)
+            for s, e, kind, value in spans:
                 out += [cand[pos:s], self._placeholder(kind, value)]
                 kinds.append(kind)
                 pos = e
-            hit = ("".join(out) + cand[pos:], tuple(kinds))
+            hit = ("".join(out) + cand[pos:], tuple(kinds), again)
             if len(self._cache) >= _CACHE_LIMIT:
                 self._cache.clear()
             self._cache[cand] = hit
         return hit
 
     def _sub(self, m: re.Match) -> str:
-        out, kinds = self._apply(m.group())
+        out, kinds, again = self._apply(m.group())
         self.counts.update(kinds)
+        self._again |= again
         return out
 
     def redact_text(self, text: str | None) -> str | None:
         """One text with every finding replaced by its placeholder (None stays None)."""
         if text is None or not self._active:
             return text
-        return self._py.sub(self._sub, "\n" + text)[1:]
+        for _ in range(_MAX_PASSES):
+            self._again = False
+            text = self._py.sub(self._sub, "\n" + text)[1:]
+            if not self._again:
+                break
+        return text
 
     def find(self, text: str) -> list[tuple[int, int, str]]:
-        """Where `redact_text` would redact: (start, end, kind) in `text`, in order."""
+        """Where `redact_text` redacts in its first pass: (start, end, kind), in order."""
         found = []
         for m in self._py.finditer("\n" + text):
-            for s, e, kind, _ in self._spans(m.group()):
+            for s, e, kind, _ in self._spans(m.group())[0]:
                 found.append((m.start() + s - 1, m.start() + e - 1, kind))
         return found
 
@@ -578,40 +607,58 @@ class Redactor:
 
         One regex pass wraps every candidate in NUL sentinels and splits the text on them,
         so odd list items are exactly the regex matches; only the unique ones are judged in
-        Python, and a hash replace maps them back (rows holding NUL go through
-        `redact_text`).
+        Python, and a hash replace maps them back. Rows holding NUL go through
+        `redact_text`; rows where a validator kept a tail of a match are passed again,
+        as `redact_text` does.
         """
         if s.dtype != pl.String:
             s = s.cast(pl.String)
         if not self._active or s.len() == 0:
             return s
+        out, again = self._series_pass(s)
+        for _ in range(_MAX_PASSES - 1):
+            if again is None:
+                break
+            idx = again.arg_true()
+            redone, again_sub = self._series_pass(out.gather(idx))
+            out = out.scatter(idx, redone)
+            again = None if again_sub is None else pl.Series(idx).filter(again_sub)
+            again = None if again is None else pl.Series([False] * out.len()).scatter(again, True)
+        nul = s.str.contains(_SENT, literal=True)
+        if nul.any():
+            idx = nul.arg_true()
+            out = out.scatter(idx, [self.redact_text(t) for t in s.gather(idx)])
+        return out
+
+    def _series_pass(self, s: pl.Series) -> tuple[pl.Series, pl.Series | None]:
+        """One pass: the redacted series, and the rows to pass again (None if none)."""
         frame = pl.DataFrame({"t": s}).lazy().select(
             pl.concat_str([pl.lit("\n"), pl.col("t")])
             .str.replace_all(self._rust, f"{_SENT}${{0}}{_SENT}").str.split(_SENT).alias("w"),
             pl.col("t").str.contains(_SENT, literal=True).alias("nul"),
         ).collect()
-        nul = frame["nul"]
-        has_nul = bool(nul.any())
-        found = (frame.lazy().filter(~pl.col("nul")) if has_nul else frame.lazy()).select(
+        found = frame.lazy().filter(~pl.col("nul")).select(
             pl.col("w").list.gather_every(2, 1).explode().drop_nulls().value_counts(sort=False)
         ).collect()
-        keys, values = [], []
+        keys, values, again = [], [], []
         for cand, n in found.to_series().struct.unnest().iter_rows():
-            out, kinds = self._apply(cand)
+            out, kinds, more = self._apply(cand)
             for kind in kinds:
                 self.counts[kind] += n
             if kinds:
                 keys.append(cand)
                 values.append(out)
-        if keys:
-            # Even items (text between matches) never equal a match: the regex would
-            # have matched there. So a plain hash replace touches only the matches.
-            out = frame.lazy().select(
-                pl.col("w").list.eval(pl.element().replace(keys, values))
-                .list.join("").str.slice(1).alias(s.name)).collect().to_series()
-        else:
-            out = s
-        if has_nul:
-            idx = nul.arg_true()
-            out = out.scatter(idx, [self.redact_text(t) for t in s.gather(idx)])
-        return out
+            if more:
+                again.append(cand)
+        if not keys:
+            return s, None
+        # Even items (text between matches) never equal a match: the regex would have
+        # matched there. So a plain hash replace touches only the matches.
+        w = pl.col("w")
+        out = frame.lazy().select(
+            w.list.eval(pl.element().replace(keys, values)).list.join("").str.slice(1).alias("o"),
+            (w.list.eval(pl.element().is_in(again)).list.any() & ~pl.col("nul")).alias("a")
+            if again else pl.lit(False).alias("a"),
+        ).collect()
+        rows = out["a"]
+        return out["o"].alias(s.name), (rows if again and rows.any() else None)

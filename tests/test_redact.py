@@ -1,0 +1,242 @@
+"""Redaction: each kind, the hard negatives, pseudonyms, and the series/text equivalence."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import re
+from pathlib import Path
+
+import polars as pl
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from rlforge.errors import UnknownName
+from rlforge.ingest.redact import KINDS, PLACEHOLDER, Redactor
+
+KEY = bytes(range(32))
+_spec = importlib.util.spec_from_file_location(
+    "make_corpus", Path(__file__).parent / "redaction_corpus" / "make_corpus.py")
+make_corpus = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(make_corpus)
+
+
+def shape(text: str) -> str:
+    """Placeholders with their hash hidden, so expectations read plainly."""
+    return re.sub(r"<([A-Z][A-Z0-9_]*)_[0-9a-f]{6}>", r"<\1>", text)
+
+
+@pytest.fixture
+def red() -> Redactor:
+    return Redactor(KEY)
+
+
+POSITIVES = [
+    ("mail jane.doe+x@mail.example.org now", "mail <EMAIL> now"),
+    ("call +1 (415) 555-2671 or 415.555.2671", "call <PHONE> or <PHONE>"),
+    ("tel: 020 7946 0958", "tel: <PHONE>"),
+    ("+44 20 7946 0958, +33 1 23 45 67 89", "<PHONE>, <PHONE>"),
+    ("card 4111 1111 1111 1111 exp 12/26", "card <CARD> exp 12/26"),
+    ("amex 3782 822463 10005 ok", "amex <CARD> ok"),
+    ("visa=4012888888881881,", "visa=<CARD>,"),
+    ("IBAN DE89 3704 0044 0532 0130 00 thanks", "IBAN <IBAN> thanks"),
+    ("to GB82WEST12345698765432.", "to <IBAN>."),
+    ("from 10.251.73.220:50010 and /192.168.1.7", "from <IPV4>:50010 and /<IPV4>"),
+    ("peer [2001:db8::8a2e:370:7334]:443", "peer [<IPV6>]:443"),
+    ("fe80::1ff:fe23:4567:890a%eth0", "<IPV6>%eth0"),
+    ("id AKIAIOSFODNN7EXAMPLE", "id <AWS_ACCESS_KEY>"),
+    ("aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+     "aws_secret_access_key = <AWS_SECRET_KEY>"),
+    ("maps AIzaSyA1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q", "maps <GCP_API_KEY>"),
+    ("t ghp_aBcDeFgHiJkLmNoPqRsTuVwXyZ0123456789", "t <GITHUB_TOKEN>"),
+    ("glpat-Ab3dE5fG7hJ9kL1mN3pQ", "<GITLAB_TOKEN>"),
+    ("xoxb-12345678901-123456789012-AbCdEfGhIjKlMnOpQrStUvWx", "<SLACK_TOKEN>"),
+    ("https://hooks.slack.com/services/T0ABCDEFG/B0ABCDEFG/aBcDeFgHiJkLmNoPqRsTuVwX",
+     "https://hooks.slack.com/services/<SLACK_TOKEN>"),
+    ("STRIPE=sk_live_4eC39HqLyjWDarjtT1zdp7dc", "STRIPE=<STRIPE_KEY>"),
+    ("k sk-proj-Ab3dE5fG7hJ9kL1mN3pQ5rS7tU9vW1xY3z", "k <OPENAI_KEY>"),
+    ("HF hf_AbCdEfGhIjKlMnOpQrStUvWxYz0123456789", "HF <API_KEY>"),
+    ("Authorization: Bearer eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0"
+     ".dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U", "Authorization: Bearer <JWT>"),
+    ("Authorization: Basic dXNlcjpodW50ZXIy", "Authorization: Basic <PASSWORD>"),
+    ("postgres://admin:s3cr3t!@db.internal:5432/app", "postgres://admin:<PASSWORD>@db.internal:5432/app"),
+    ("password=hunter22 and passwd: Tr0ub4dor&3", "password=<PASSWORD> and passwd: <PASSWORD>&3"),
+    ('{"password": "correct horse", "api_key": "a8Fk29xLq0Zp7Tw3"}',
+     '{"password": "<PASSWORD>", "api_key": "<SECRET>"}'),
+    ("GET /x?access_token=9f8e7d6c5b4aZZ&y=1", "GET /x?access_token=<SECRET>&y=1"),
+    ("token=ghp_aBcDeFgHiJkLmNoPqRsTuVwXyZ0123456789", "token=<GITHUB_TOKEN>"),
+    ("session Xk9fQ2mLp7Rt4vWz8Bn3Jc6Hd1Gs5Ya0", "session <TOKEN>"),
+    ("key:\n-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEA0Zl3\nq83/ab+=\n-----END RSA PRIVATE KEY-----\nbye",
+     "key:\n<PRIVATE_KEY>\nbye"),
+    ('"private_key": "-----BEGIN PRIVATE KEY-----\\nMIIEvQIBADANBg\\n-----END PRIVATE KEY-----\\n"',
+     '"private_key": "<PRIVATE_KEY>\\n"'),
+]
+
+
+@pytest.mark.parametrize("text,expected", POSITIVES)
+def test_each_kind_is_redacted(red, text, expected):
+    assert shape(red.redact_text(text)) == expected
+
+
+NEGATIVES = [
+    "release 1.2.3 and v10.4.1.2 and version 2.0.0.1",
+    "commit 3f9a1c2 reverts 3f9a1c2e7b0d4a5f6e7d8c9b0a1f2e3d4c5b6a7f",
+    "trace 550e8400-e29b-41d4-a716-446655440000 / 550E8400-E29B-41D4-A716-446655440000",
+    "at 2024-01-15T10:30:00.123Z, 2005-06-03-15.42.50.675872, 2005.06.03, 17/06/09 20:10:40",
+    "unix 1117838570 and ms 1445144423722",
+    "/usr/local/lib/python3.11/site-packages/x.py C:\\Users\\Admin\\AppData",
+    "took 250ms, 1h30m, PT15M, 0.003s",
+    "order 113542617735902 and 4111111111111112 and 1234567890123",
+    "081109 203615 148 INFO Received block blk_-1608999687919862906 of size 67108864",
+    "RAS KERNEL INFO 0x0b85eee0 R02-M1-N0-C:J12-U11 mLp(FF:F2:9F:16:E0:DA:00:0D:60:E9:1F:25)",
+    "mac 00:1a:2b:3c:4d:5e, std::vector, a[::2], 127.0.0.1, 0.0.0.0, ::1, 255.255.255.0",
+    "Base64EncoderV2Factory HttpClient5ConnectionManagerImpl Package_for_KB3149090",
+    "max_tokens=1024 token_type=bearer tokens: 5 password reset link sent",
+    "password=${DB_PASSWORD} token: null secret=*** api_key=<redacted>",
+    "logo@2x.png git@github.com:tallybird/ledger.git android.os.BinderProxy@2bd79ce",
+    "image sha256:9b2a7c1e0f4d3b5a6c7e8f9a0b1c2d3e4f5a6b7c8d9e0f1a2b3c4d5e6f7a8b9c",
+    "pod web-7d4b9c8f6-x2k9p ran 3 of 10 steps; room 4 phone 2 times",
+]
+
+
+@pytest.mark.parametrize("text", NEGATIVES)
+def test_hard_negatives_survive(red, text):
+    assert red.redact_text(text) == text
+    assert red.counts == {}
+
+
+def test_pseudonyms_are_stable_keyed_and_well_formed(red):
+    a = red.redact_text("a jane@example.com b")
+    assert a == red.redact_text("a jane@example.com b")
+    assert red.redact_text("JANE@Example.com") == a[2:-2]  # e-mail is case-normalised
+    assert Redactor(b"another key").redact_text("a jane@example.com b") != a
+    p = red.pseudonym("PERSON", "Jane Doe")
+    assert re.fullmatch(PLACEHOLDER, p) and p.startswith("<PERSON_")
+    assert p == Redactor(KEY).pseudonym("PERSON", "Jane Doe")
+    assert red.counts["PERSON"] == 1 and red.counts["EMAIL"] == 3
+    with pytest.raises(ValueError):
+        red.pseudonym("person", "x")
+
+
+def test_placeholders_are_never_redacted_again(red):
+    once = red.redact_text("password=hunter22 mail jane@example.com key AKIAIOSFODNN7EXAMPLE")
+    assert red.redact_text(once) == once
+    assert red.redact_text("token=<SECRET_0a1b2c> <AWS_SECRET_KEY_abcdef>") == \
+        "token=<SECRET_0a1b2c> <AWS_SECRET_KEY_abcdef>"
+
+
+def test_kinds_select_what_is_redacted():
+    only = Redactor(KEY, kinds=["EMAIL"])
+    assert shape(only.redact_text("jane@example.com 10.0.0.7")) == "<EMAIL> 10.0.0.7"
+    assert Redactor(KEY, kinds=[]).redact_text("jane@example.com") == "jane@example.com"
+    with pytest.raises(UnknownName, match="EMAIL"):
+        Redactor(KEY, kinds=["EMAILS"])
+    assert set(KINDS) >= {"EMAIL", "CARD", "IBAN", "JWT", "PRIVATE_KEY", "TOKEN"}
+
+
+def test_counts_accumulate_per_occurrence(red):
+    red.redact_text("10.0.0.7 and 10.0.0.7")
+    red.redact_series(pl.Series(["10.0.0.7", "10.0.0.8 x@y.io", None, "10.0.0.7"]))
+    assert red.counts == {"IPV4": 5, "EMAIL": 1}
+
+
+def test_series_handles_nulls_empty_nul_bytes_and_other_dtypes(red):
+    texts = [None, "", "a\x00b jane@example.com \x00", "plain", "x 10.0.0.7"]
+    out = red.redact_series(pl.Series("body", texts))
+    assert out.name == "body"
+    assert out.to_list() == [red.redact_text(t) for t in texts]
+    assert shape(out[2]) == "a\x00b <EMAIL> \x00"
+    assert red.redact_series(pl.Series("n", [None, None])).to_list() == [None, None]
+    assert red.redact_series(pl.Series([], dtype=pl.String)).len() == 0
+    cat = pl.Series(["jane@example.com"], dtype=pl.Categorical)
+    assert shape(red.redact_series(cat)[0]) == "<EMAIL>"
+
+
+def test_find_reports_exact_spans(red):
+    text = "mail jane@example.com, password=hunter22"
+    spans = red.find(text)
+    assert [(text[s:e], k) for s, e, k in spans] == [("jane@example.com", "EMAIL"), ("hunter22", "PASSWORD")]
+
+
+# --- properties ---------------------------------------------------------------------------
+
+def _pii(g) -> tuple[str, str]:
+    """One planted piece and the secret part of it that must not survive."""
+    r = g.r
+    maker = r.randrange(14)
+    if maker == 0:
+        pw = g.password()
+        return f"{r.choice(['password', 'DB_PASSWORD', 'pwd'])}={pw}", pw
+    if maker == 1:
+        pw = g.s(make_corpus.ALNUM, 12)
+        return f"https://deploy:{pw}@git.example.com/x.git", pw
+    value = [g.email, g.phone, g.card, g.iban, g.ipv4, g.ipv6, g.jwt, g.pem, g.token,
+             lambda: "AKIA" + g.s("ABCDEFGHIJKLMNOPQRSTUVWXYZ234567", 16),
+             lambda: "ghp_" + g.s(make_corpus.ALNUM, 36),
+             lambda: "sk_live_" + g.s(make_corpus.ALNUM, 24)][maker - 2]()
+    return value, value
+
+
+FILLER = ["the", "user", "said", "INFO", "ERROR", "at", "and", "for", "#42", "(ok)", "é", "Жук",
+          "中文", "-", ":", "=", "[x]", "…", "\t", "\x00", "42", "1.2.3", "blk_-99"]
+
+noise = st.one_of(st.sampled_from(FILLER),
+                  st.text(alphabet=st.characters(blacklist_categories=("Cs",),
+                                                 blacklist_characters="abcdefghijklmnopqrstuvwxyz"
+                                                                      "ABCDEFGHIJKLMNOPQRSTUVWXYZ"),
+                          max_size=6))
+piece = st.one_of(
+    st.integers(0, 2**32).map(lambda seed: ("pii", *_pii(make_corpus.Gen(seed)))),
+    st.integers(0, 2**32).map(lambda seed: ("neg", make_corpus.Gen(seed).negative()[1], None)),
+    noise.map(lambda t: ("noise", t, None)),
+)
+separator = st.sampled_from(["", " ", " ", "\n", ", ", "=", "/", "@", ":", "."])
+
+
+@st.composite
+def texts(draw):
+    """Pieces of PII, hard negatives and noise, glued or separated."""
+    parts, secrets, out = draw(st.lists(piece, max_size=8)), [], ""
+    for kind, text, secret in parts:
+        sep = draw(separator)
+        before_ok = out == "" or out[-1].isspace()
+        out += sep if out else ""
+        before_ok = out == "" or out[-1] in " \n"
+        if kind == "pii":
+            secrets.append((len(out) + len(text), secret, before_ok))
+        out += text
+    ends = [(secret, ok and (end == len(out) or out[end] in " \n"))
+            for end, secret, ok in secrets]
+    return out, [s for s, ok in ends if ok]
+
+
+SETTINGS = settings(max_examples=int(os.environ.get("REDACT_EXAMPLES", "400")), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+@SETTINGS
+@given(texts())
+def test_series_equals_text_and_is_idempotent(sample):
+    text, _ = sample
+    red = Redactor(KEY)
+    once = red.redact_text(text)
+    assert red.redact_series(pl.Series([text]))[0] == once
+    assert red.redact_text(once) == once
+
+
+@SETTINGS
+@given(texts())
+def test_no_separated_secret_survives(sample):
+    text, secrets = sample
+    out = Redactor(KEY).redact_text(text)
+    for secret in secrets:
+        if text.count(secret) == 1:  # a glued copy elsewhere may rightly survive
+            assert secret not in out, (secret, out)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.one_of(st.none(), texts().map(lambda s: s[0])), max_size=12))
+def test_series_is_elementwise(batch):
+    red = Redactor(KEY)
+    assert red.redact_series(pl.Series(batch, dtype=pl.String)).to_list() == \
+        [red.redact_text(t) for t in batch]
