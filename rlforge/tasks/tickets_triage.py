@@ -86,7 +86,8 @@ class TicketTriage:
             adversarial=adversarial_answers(options=labels, candidates=labels),
             category="support-triage", difficulty="easy",
             keywords=["tickets", "classification", field],
-            secret_strings=[label], leak_allowed=[body, subject or "", *labels],
+            secret_strings=[label],
+            leak_allowed=[body, subject or "", *(f"- `{x}`" for x in labels)],
             agent_timeout_sec=60.0, verifier_timeout_sec=30.0, memory_mb=512,
             extra_metadata={"label_field": field, "n_labels": len(labels)},
         )

@@ -1,0 +1,209 @@
+"""`rlforge build-tasks` and `rlforge validate`: Harbor layout, determinism, splits, proofs."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+import tomllib
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from conftest import SAMPLE_DATA
+from rlforge import db
+from rlforge.ingest import tickets
+from rlforge.tasks import registry
+from rlforge.tasks.build import parse_mix, quotas
+from rlforge.tasks.splits import hash_split, near_duplicate_groups
+
+TICKETS = SAMPLE_DATA / "tickets"
+
+
+@pytest.fixture
+def ticket_db(db_path):
+    con = db.connect(db_path)
+    tickets.ingest_file(con, TICKETS / "tickets.csv")
+    tickets.ingest_file(con, TICKETS / "zendesk_export.json",
+                        mapping={"category": "custom_fields.360041872211"})
+    tickets.ingest_file(con, TICKETS / "jira_export.csv", mapping={"category": "Component/s"})
+    con.close()
+    return db_path
+
+
+def tree_digest(root: Path) -> dict[str, str]:
+    return {str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def build(cli, out: Path, *args: str):
+    result = cli("build-tasks", "--out", out, "--json", *args)
+    return result, (json.loads(result.output) if result.output.lstrip().startswith("{") else None)
+
+
+def test_list_shows_every_generator_with_usable_rows(cli, ticket_db):
+    result = cli("build-tasks", "--list", "--json")
+    assert result.exit_code == 0
+    rows = {r["name"]: r for r in json.loads(result.output)}
+    assert set(rows) == set(registry.registry())
+    # Every ticket whose category is a label seen at least 3 times in its help desk.
+    assert 280 <= rows["tickets.triage"]["usable_rows"] <= 300
+    assert rows["tickets.reply"]["usable_rows"] > 100
+
+
+def test_unknown_generator_lists_the_valid_ones(cli, ticket_db, tmp_path):
+    result = cli("build-tasks", "--out", tmp_path / "o", "--generators", "tickets.triag")
+    assert result.exit_code == 1
+    assert "unknown generator 'tickets.triag'" in result.output
+    assert "tickets.triage@1" in result.output
+
+
+def test_harbor_layout_and_lineage(cli, ticket_db, tmp_path, query):
+    out = tmp_path / "tasks"
+    result, report = build(cli, out, "--generators", "tickets.triage,tickets.reply", "--limit", "8")
+    assert result.exit_code == 0, result.output
+    assert report["emitted"] == 8
+    dirs = sorted(p for p in out.iterdir() if p.is_dir())
+    assert len(dirs) == 8
+    for d in dirs:
+        for rel in ("task.toml", "instruction.md", "environment/Dockerfile", "tests/test.sh",
+                    "solution/solve.sh", "tests/reference.json", "tests/rlforge_verify.py"):
+            assert (d / rel).is_file(), f"{d.name} lacks {rel}"
+        meta = tomllib.loads((d / "task.toml").read_text())
+        assert meta["task"]["name"] == f"rlforge/{d.name}"
+        assert meta["verifier"]["timeout_sec"] > 0 and meta["agent"]["timeout_sec"] > 0
+        env = meta["environment"]
+        assert env["allow_internet"] is False and env["cpus"] >= 1 and env["memory_mb"] > 0
+        rl = meta["metadata"]["rlforge"]
+        assert rl["task_id"] == d.name and rl["split"] in ("train", "val", "test")
+        assert rl["generator"] in ("tickets.triage@1", "tickets.reply@1")
+        assert rl["source_table"] == "tickets" and len(rl["source_keys"]) == len(rl["source_content_hashes"])
+        assert len(rl["template_hash"]) == 16
+        assert "/logs/verifier" in (d / "tests" / "test.sh").read_text()
+        assert (d / "tests" / "test.sh").stat().st_mode & 0o111
+    manifest = pl.read_parquet(out / "manifest.parquet")
+    assert sorted(manifest["task_id"].to_list()) == [d.name for d in dirs]
+    assert query("SELECT count(*), count(DISTINCT split) > 0 FROM tasks") == [(8, True)]
+
+
+def test_same_database_seed_and_templates_give_byte_identical_trees(cli, ticket_db, tmp_path):
+    """Determinism over the whole registry: build twice, compare every byte."""
+    names = ",".join(registry.registry())
+    a, b = tmp_path / "a", tmp_path / "b"
+    ra, _ = build(cli, a, "--generators", names, "--limit", "12", "--seed", "7", "--no-validate")
+    rb, _ = build(cli, b, "--generators", names, "--limit", "12", "--seed", "7", "--no-validate")
+    assert ra.exit_code == rb.exit_code == 0, ra.output
+    assert tree_digest(a) == tree_digest(b)
+    c = tmp_path / "c"
+    build(cli, c, "--generators", names, "--limit", "12", "--seed", "8", "--no-validate")
+    assert tree_digest(a) != tree_digest(c)
+
+
+def test_validate_proves_gold_null_and_every_adversarial(cli, ticket_db, tmp_path):
+    out = tmp_path / "tasks"
+    build(cli, out, "--generators", "tickets.triage,tickets.reply", "--limit", "6", "--no-validate")
+    result = cli("validate", out, "--json")
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.output)
+    assert data["failed"] == 0 and data["tasks"] == 6
+    expected = {"tickets.triage@1": {"leak", "oracle", "null", "empty", "every_option",
+                                     "every_option_lines", "long_candidate_list", "echo_instruction"},
+                "tickets.reply@1": {"leak", "oracle", "null", "empty", "facts_only", "padded",
+                                    "copies_other_ticket", "echo_instruction"}}
+    for r in data["results"]:
+        checks = {c["name"]: c for c in r["checks"]}
+        assert set(checks) == expected[r["generator"]]
+        assert checks["oracle"]["got"] == 1.0
+        assert all(c["got"] == 0 for n, c in checks.items() if n not in ("oracle", "leak"))
+
+
+def test_validate_fails_a_broken_task_with_the_reason(cli, ticket_db, tmp_path):
+    out = tmp_path / "tasks"
+    build(cli, out, "--generators", "tickets.triage", "--limit", "2", "--no-validate")
+    task = sorted(p for p in out.iterdir() if p.is_dir())[0]
+    # A verifier that accepts anything: the null submission now scores 1.
+    ref = json.loads((task / "tests" / "reference.json").read_text())
+    ref["labels"] = ref["labels"] + [""]
+    (task / "solution" / "solve.sh").write_text("#!/bin/bash\necho 'not a label' > /app/answer.txt\n")
+    (task / "tests" / "reference.json").write_text(json.dumps(ref))
+    result = cli("validate", out)
+    assert result.exit_code == 1
+    assert f"FAIL {task.name}: oracle scored 0" in result.output
+
+
+def test_validate_rejects_a_leaky_instruction(cli, ticket_db, tmp_path):
+    out = tmp_path / "tasks"
+    build(cli, out, "--generators", "tickets.triage", "--limit", "1", "--no-validate")
+    task = next(p for p in out.iterdir() if p.is_dir())
+    answer = json.loads((task / "tests" / "reference.json").read_text())["answer"]
+    with open(task / "instruction.md", "a") as fh:
+        fh.write(f"\nHint: the {answer.replace('_', ' ')} team owns this one, so say {answer}.\n")
+    result = cli("validate", out, "--json")
+    assert result.exit_code == 1
+    assert "leak: the reference answer" in result.output
+
+
+def test_mix_quotas_and_limit():
+    assert parse_mix("a=3,b=1") == {"a": 3.0, "b": 1.0}
+    assert quotas(["a", "b"], {"a": 3, "b": 1}, 10) == {"a": 8, "b": 2}
+    assert quotas(["a", "b", "c"], {}, 10) == {"a": 4, "b": 3, "c": 3}
+    assert quotas(["a", "b"], {"a": 1}, 5) == {"a": 5}
+    assert quotas(["a", "b"], {}, None) == {"a": None, "b": None}
+
+
+def test_mix_through_the_cli(cli, ticket_db, tmp_path):
+    result, report = build(cli, tmp_path / "o", "--generators", "tickets.triage,tickets.reply",
+                           "--mix", "tickets.triage=3,tickets.reply=1", "--limit", "8", "--no-validate")
+    assert result.exit_code == 0
+    assert report["per_generator"]["tickets.triage"]["emitted"] == 6
+    assert report["per_generator"]["tickets.reply"]["emitted"] == 2
+
+
+def test_near_duplicates_share_a_group_and_so_a_split():
+    base = ("My invoice for March shows the Growth plan twice and I was charged 98 dollars "
+            "instead of 49, please refund the second charge to the card on file")
+    texts = [base, base.replace("March", "April").replace("98", "96"),
+             "The barcode scanner stopped pairing with the iPad after the update yesterday"]
+    groups = near_duplicate_groups(["t1", "t2", "t3"], texts)
+    assert groups[0] == groups[1] == "t1" and groups[2] == "t3"
+    assert hash_split("x") == hash_split("x")
+    counts = {s: 0 for s in ("train", "val", "test")}
+    for i in range(2000):
+        counts[hash_split(f"group-{i}")] += 1
+    assert 1450 < counts["train"] < 1750 and counts["val"] > 100 and counts["test"] > 100
+
+
+def test_split_by_time_needs_a_cutoff_and_cuts_there(cli, ticket_db, tmp_path, query):
+    bad = cli("build-tasks", "--out", tmp_path / "x", "--split-by", "time", "--no-validate",
+              "--generators", "tickets.triage", "--limit", "3")
+    assert bad.exit_code == 1 and "--cutoff" in bad.output
+    result, report = build(cli, tmp_path / "t", "--generators", "tickets.triage", "--split-by",
+                           "time", "--cutoff", "2024-06-01", "--no-validate")
+    assert result.exit_code == 0
+    rows = query("""SELECT t.split, min(k.created_at), max(k.created_at) FROM tasks t
+                    JOIN tickets k ON k.ticket_id = t.source_keys[1] GROUP BY ALL ORDER BY 1""")
+    by = {r[0]: r for r in rows}
+    assert str(by["train"][2]) < "2024-06-01" <= str(by["test"][1])
+
+
+def test_user_templates_override_the_builtin_ones(cli, ticket_db, tmp_path):
+    custom = tmp_path / "tpl" / "tickets.triage"
+    custom.mkdir(parents=True)
+    builtin = Path(__file__).parent.parent / "templates" / "tickets.triage" / "instruction.md.j2"
+    (custom / "instruction.md.j2").write_text("ACME HELP DESK\n" + builtin.read_text())
+    out = tmp_path / "o"
+    result, _ = build(cli, out, "--generators", "tickets.triage", "--limit", "2", "--templates",
+                      tmp_path / "tpl", "--no-validate")
+    assert result.exit_code == 0
+    for d in (p for p in out.iterdir() if p.is_dir()):
+        assert (d / "instruction.md").read_text().startswith("ACME HELP DESK")
+
+
+def test_out_directory_with_foreign_files_is_refused(cli, ticket_db, tmp_path):
+    out = tmp_path / "mine"
+    out.mkdir()
+    (out / "notes.txt").write_text("do not delete")
+    result = cli("build-tasks", "--out", out, "--generators", "tickets.triage", "--limit", "1")
+    assert result.exit_code == 1 and "--force" in result.output
+    assert (out / "notes.txt").exists()
