@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# The main job end to end on sample_data/: set-up, ingest (tickets, commits, logs),
+# build-tasks, validate, and a run against the embedded default policy (a tiny local
+# model: a smoke test of the pipeline, not a baseline). Everything lands in demo/.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+./scripts/setup.sh
+
+rm -rf demo && mkdir -p demo
+export RLFORGE_DB="$PWD/demo/rlforge.duckdb"
+rlforge=".venv/bin/rlforge"
+step() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
+
+step "ingest tickets (CSV, Zendesk JSON, Jira CSV; PII redacted)"
+$rlforge ingest tickets sample_data/tickets/tickets.csv
+$rlforge ingest tickets sample_data/tickets/zendesk_export.json --map category=custom_fields.360041872211
+$rlforge ingest tickets sample_data/tickets/jira_export.csv --map category=Component/s
+
+step "ingest commits (the demo repository, built from sample_data/repo)"
+.venv/bin/python sample_data/repo/build_repo.py demo/dura
+$rlforge ingest commits demo/dura
+
+if [ -d sample_data/logs ]; then
+    step "ingest logs (a small service fleet with one incident)"
+    $rlforge ingest logs sample_data/logs/*.log*
+fi
+
+step "status"
+$rlforge status
+
+step "build-tasks (validated in the sandbox: gold 1, null and tricks 0)"
+$rlforge build-tasks --out demo/tasks --limit 40 --seed 1
+
+step "validate"
+$rlforge validate demo/tasks

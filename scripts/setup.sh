@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Set up rlforge on a Debian machine (idempotent): system packages, then a virtual
+# environment in .venv with rlforge and the extras the demo and the tests use.
+#   RLFORGE_EXTRAS   pip extras to install (default: dev,local,bench)
+#   RLFORGE_BROWSER  1 to install Chromium too (the report test renders in it)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+packages=()
+command -v bwrap >/dev/null 2>&1 || packages+=(bubblewrap)
+command -v git >/dev/null 2>&1 || packages+=(git)
+# Prepared environments for sandboxed code are venvs of Debian's python3 (outside /root).
+[ -x /usr/bin/python3 ] || packages+=(python3)
+/usr/bin/python3 -c 'import ensurepip, venv' >/dev/null 2>&1 || packages+=(python3-venv)
+if [ "${RLFORGE_BROWSER:-0}" = 1 ] && ! command -v chromium >/dev/null 2>&1; then
+    packages+=(chromium)
+fi
+if [ ${#packages[@]} -gt 0 ]; then
+    echo "setup: installing Debian packages: ${packages[*]}"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq
+    apt-get install -y -qq --no-install-recommends "${packages[@]}" >/dev/null
+fi
+
+PYTHON="${PYTHON:-python3}"
+if [ ! -x .venv/bin/python ]; then
+    echo "setup: creating .venv with $($PYTHON --version)"
+    "$PYTHON" -m venv .venv
+fi
+extras="${RLFORGE_EXTRAS:-dev,local,bench}"
+echo "setup: installing rlforge[$extras] (llama-cpp-python compiles for ~8 minutes the first time)"
+.venv/bin/python -m pip install -q --disable-pip-version-check -e ".[$extras]"
+echo "setup: done ($(.venv/bin/rlforge --version))"
