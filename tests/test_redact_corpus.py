@@ -15,8 +15,7 @@ import pytest
 
 from rlforge.ingest.redact import Redactor
 
-from conftest import SHARED_DATA
-
+SHARED_DATA = Path(__file__).resolve().parent.parent.parent / "shared" / "data"
 CORPUS_DIR = Path(__file__).parent / "redaction_corpus"
 KEY = b"corpus-key"
 

@@ -159,6 +159,10 @@ _IBAN_LENGTHS = dict(
 _HEXISH = re.compile(r"[0-9A-Fa-f-]+")
 _WORDY = re.compile(r"[A-Z]?[a-z]{3,}|[A-Z]{3,}")
 _WORD_PART = re.compile(r"[A-Z]?[a-z]{2,}|[a-z]{3,}")
+_SPLIT_ID, _SPLIT_CARD, _SPLIT_PHONE = re.compile(r"[/_-]"), re.compile(r"[ -]"), re.compile(r"[ .-]")
+_SIX_DIGITS, _RETINA = re.compile(r"[0-9]{6}"), re.compile(r"[0-9]+x")
+_PHONE_PART = re.compile(r"[ .-]?(?:\([0-9]{1,4}\)|[0-9]{1,5})")
+_PUNCT_OUT = str.maketrans("", "", " .-()+")  # phone punctuation out, digits stay
 _NOT_A_VALUE = {"null", "none", "nil", "true", "false", "undefined", "empty", "n/a", "na",
                 "redacted", "hidden", "masked", "required", "optional", "string", "str",
                 "int", "bool", "yes", "no", "on", "off"}
@@ -221,11 +225,11 @@ def _looks_random(tok: str, min_len: int = 20) -> bool:
         return False
     if sum(len(w) for w in _WORDY.findall(t)) > 0.65 * n:
         return False
-    if sum(bool(_WORD_PART.fullmatch(p)) for p in re.split(r"[/_-]", t)) >= 2:
+    if sum(bool(_WORD_PART.fullmatch(p)) for p in _SPLIT_ID.split(t)) >= 2:
         return False  # a path or an identifier: src/main/App2, Package_for_KB3149090
     if t.startswith("/") and t.count("/") >= 2:
         return False  # a file path: /p/gb1/stella/UMT2K/1372
-    if re.search(r"[0-9]{6}", t):
+    if _SIX_DIGITS.search(t):
         return False  # a number inside an id; 6 digits in a row are rare in random text
     cls = ["u" if "A" <= c <= "Z" else "l" if "a" <= c <= "z" else "d" if c.isdigit() else "s"
            for c in t]
@@ -371,7 +375,7 @@ def _h_gcp(tok: str) -> list[Span]:
 def _h_email(tok: str) -> list[Span]:
     local, _, domain = tok.rpartition("@")
     labels = domain.lower().split(".")
-    if local == "git" or re.fullmatch(r"[0-9]+x", labels[0]) or labels[-1] in {
+    if local == "git" or _RETINA.fullmatch(labels[0]) or labels[-1] in {
             "png", "jpg", "jpeg", "gif", "svg", "webp", "css", "js", "ts", "py", "java"}:
         return []
     return [(0, len(tok), "EMAIL", tok.lower())] if local.strip(".") else []
@@ -393,7 +397,7 @@ def _h_iban(tok: str) -> list[Span]:
 
 
 def _h_card(tok: str) -> list[Span]:
-    groups = re.split(r"[ -]", tok)
+    groups = _SPLIT_CARD.split(tok)
     options = [tok]
     if len(groups) > 4:
         options.append(tok[: len(tok) - len(groups[-1]) - 1])
@@ -406,10 +410,10 @@ def _h_card(tok: str) -> list[Span]:
 
 def _phone_span(tok: str, start: int, lo: int) -> list[Span]:
     """The longest prefix of the number (whole groups) with lo..15 digits."""
-    parts = re.findall(r"[ .-]?(?:\([0-9]{1,4}\)|[0-9]{1,5})", tok[start:])
+    parts = _PHONE_PART.findall(tok[start:])
     while parts:
         num = "".join(parts)
-        digits = re.sub(r"[^0-9]", "", num)
+        digits = num.translate(_PUNCT_OUT)
         if lo <= len(digits) <= 15:
             plus = "+" if tok[start:start + 1] == "+" else ""
             return [(start, start + len(num) + len(plus), "PHONE", plus + digits)]
@@ -434,8 +438,8 @@ def _h_phone(tok: str) -> list[Span]:
     if tok.startswith("+"):
         spans = _phone_span(tok[1:], 0, 8)
         return [(0, 1 + e, k, "+" + v) for _, e, k, v in spans]
-    digits = re.sub(r"[^0-9]", "", tok)
-    last = re.split(r"[ .-]", tok)[-1]
+    digits = tok.translate(_PUNCT_OUT)
+    last = _SPLIT_PHONE.split(tok)[-1]
     return _whole(tok, "PHONE") if len(last) == 4 and len(digits) in (10, 11) else []
 
 
