@@ -240,3 +240,17 @@ def test_series_is_elementwise(batch):
     red = Redactor(KEY)
     assert red.redact_series(pl.Series(batch, dtype=pl.String)).to_list() == \
         [red.redact_text(t) for t in batch]
+
+
+@pytest.mark.parametrize("text", [
+    " " + "Ab" * 100_000, " " + "pass_" * 40_000, " " + "a." * 100_000, " " + "http" * 50_000 + "://x:y",
+    "-----BEGIN PRIVATE KEY-----" + "A\n" * 100_000, " " + "aB1-" * 50_000, " +1" + " 12" * 60_000,
+])
+def test_long_adversarial_text_stays_linear(red, text):
+    """A 200 KB field (the store keeps up to 64 KB of raw text) must not backtrack for ever."""
+    import time
+
+    t0 = time.perf_counter()
+    out = red.redact_text(text)
+    assert time.perf_counter() - t0 < 10
+    assert red.redact_series(pl.Series([text]))[0] == out

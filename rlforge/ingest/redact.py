@@ -12,11 +12,13 @@ no ``(?i)``), finds *candidates*. Every alternative consumes the character befor
 token (a text is prefixed with ``"\\n"`` so that there always is one), which stands in for
 a lookbehind, and takes its token greedily to its natural end, which stands in for a
 lookahead. Whether a candidate is really a secret (Luhn, mod-97, `ipaddress`, entropy,
-hard-negative rules) is then decided in Python by `_transform`, a function of the
+hard-negative rules) is then decided in Python by `Redactor._spans`, a function of the
 candidate text alone. `redact_text` applies it match by match with `re`; `redact_series`
-wraps every regex match in NUL sentinels in one vectorised pass, validates only the
-*unique* candidates, and replaces them with one Aho-Corasick pass
-(`str.replace_many`), so both give the same result by construction.
+wraps every match in NUL sentinels and splits on them in one vectorised pass, judges
+only the *unique* candidates, and maps them back with a hash replace, so both give the
+same result by construction. Where a validator keeps part of a match (what follows an
+IBAN of its country's length, ``DB_PASSWORD=`` before a value) and that part could hold
+a finding of its own, the text is passed again, so a second `redact_text` changes nothing.
 
 Decisions (hard negatives): a digit run is a card only if Luhn-valid *and* of a known
 network prefix and length (a 15-digit order number starting with 1 is not a card);
@@ -100,7 +102,9 @@ _PHONE_CTX = (rf"{_any('phone', 'tel', 'mobile', 'cell', 'fax', 'whatsapp')}"
               rf"\+?(?:\([0-9]{{1,4}}\)|[0-9]{{1,5}}){_PHONE_GROUP}{{1,6}}")
 _CARD = (r"[0-9]{4}(?:[ -][0-9]{4}){3}(?:[ -][0-9]{1,4})?|[0-9]{4}[ -][0-9]{6}[ -][0-9]{5}"
          r"|[0-9]{13,}")
-_GENERIC = (r"[a-z0-9+/_-]*(?:[A-Z][A-Za-z0-9+/_-]*[0-9]|[0-9][A-Za-z0-9+/_-]*[A-Z])"
+# A whole run holding an upper-case letter and a digit; each part's class excludes what
+# follows it, so Python's backtracking stays linear on long runs.
+_GENERIC = (r"(?:[a-z0-9+/_-]*[A-Z][A-Za-z+/_-]*[0-9]|[a-z+/_-]*[0-9][a-z0-9+/_-]*[A-Z])"
             r"[A-Za-z0-9+/_-]*=*")
 
 
