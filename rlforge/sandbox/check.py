@@ -13,6 +13,7 @@ import os
 import secrets
 import signal
 import socket
+import subprocess
 import tempfile
 import threading
 from collections.abc import Callable
@@ -71,7 +72,7 @@ class _Bench:
         self.listener.close()
 
     def spec(self, **kw) -> SandboxSpec:
-        base = dict(workspace=self.workspace, tests=self.tests, logs=self.logs, timeout_sec=10,
+        base = dict(workspace=self.workspace, tests=self.tests, logs=self.logs, timeout_sec=5,
                     mode=self.mode)
         return SandboxSpec(**{**base, **kw})
 
@@ -174,7 +175,10 @@ def _check_workspace(b: _Bench) -> tuple[bool, str]:
 
 
 def _check_environment(b: _Bench) -> tuple[bool, str]:
+    # The key sits in rlforge's environment and in the initial environment of a host
+    # process, as it does in the rlforge process a user starts with the key exported.
     os.environ[b.env_name] = b.env_value
+    holder = subprocess.Popen(["sleep", "30"], env={b.env_name: b.env_value})
     try:
         r = b.py(f"""
 import os
@@ -190,6 +194,8 @@ print("LEAKED " + " ".join(leaks) if leaks else "clean: " + " ".join(sorted(os.e
 """)
     finally:
         del os.environ[b.env_name]
+        holder.kill()
+        holder.wait()
     return r.exit_code == 0 and _said(r).startswith("clean"), _said(r)
 
 
@@ -230,7 +236,7 @@ while n < 200:
     except OSError:
         break
     if pid == 0:
-        time.sleep(5); os._exit(0)
+        os.closerange(0, 3); time.sleep(5); os._exit(0)
     n += 1
 print(f"forked {n}")
 """, max_processes=limit)
@@ -251,8 +257,9 @@ except MemoryError:
 
 def _tree(marker: str) -> str:
     """A shell script leaving sleepers behind: background, setsid, and a double fork."""
-    return (f"sleep {marker} & setsid sleep {marker} & "
-            f"sh -c 'sh -c \"sleep {marker}\" &' ; sleep 0.1")
+    quiet = ">/dev/null 2>&1"  # the sleepers hold no pipe: only the sandbox can end them
+    return (f"sleep {marker} {quiet} & setsid sleep {marker} {quiet} & "
+            f"sh -c 'sh -c \"sleep {marker} {quiet}\" &' ; sleep 0.1")
 
 
 def _check_timeout(b: _Bench) -> tuple[bool, str]:

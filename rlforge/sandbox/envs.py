@@ -8,17 +8,20 @@ a hash of everything that decides its contents. Later calls, from any process, r
 venv is made for the sandbox: its scripts point at `/opt/venv`, where `SandboxSpec(venv=...)`
 mounts it read-only.
 
-On Debian/Ubuntu, `python3 -m venv` needs the `python3-venv` package.
+The venv is created without pip of its own (fast, and Debian's python3-venv package is not
+needed); rlforge's own pip (22.3 or newer) installs into it with `pip --python`.
 """
 
 from __future__ import annotations
 
 import fcntl
 import hashlib
+import importlib.util
 import json
 import os
 import shutil
 import subprocess
+import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -71,8 +74,9 @@ def prepare_env(requirements: Sequence[str], cache_dir: str | os.PathLike, *,
         The venv directory; pass it as `SandboxSpec(venv=...)`.
 
     Raises:
-        SandboxUnavailable: `python -m venv` does not work (python3-venv missing).
-        UserError: pip could not install the requirements (its output tail is included).
+        SandboxUnavailable: `python -m venv` does not work.
+        UserError: pip is missing or too old in rlforge's environment, or could not install
+            the requirements (its output tail is included).
     """
     envs = Path(cache_dir) / "envs"
     envs.mkdir(parents=True, exist_ok=True)
@@ -100,19 +104,28 @@ def prepare_env(requirements: Sequence[str], cache_dir: str | os.PathLike, *,
 
 def _build(where: Path, requirements: Sequence[str], python: str, pip_args: Sequence[str],
            timeout_sec: float) -> None:
-    made = subprocess.run([python, "-m", "venv", str(where)], capture_output=True, text=True)
+    made = subprocess.run([python, "-m", "venv", "--without-pip", str(where)], capture_output=True,
+                          text=True)
     if made.returncode != 0:
-        raise SandboxUnavailable(
-            f"{python} -m venv failed ({made.stderr.strip().splitlines()[-1:] or made.returncode}); "
-            "install the venv module: `apt-get install -y python3-venv`")
+        last = (made.stderr.strip().splitlines() or [f"exit {made.returncode}"])[-1]
+        raise SandboxUnavailable(f"{python} -m venv failed ({last}); sandboxed code needs a system "
+                                 "Python 3 outside /root: `apt-get install -y python3`")
     if requirements:
+        if importlib.util.find_spec("pip") is None:
+            raise UserError("preparing an environment needs pip in rlforge's own Python: "
+                            f"`{sys.executable} -m ensurepip --upgrade`")
         (where / "requirements.txt").write_text("".join(f"{r}\n" for r in requirements))
         pip = subprocess.run(
-            [str(where / "bin" / "python"), "-m", "pip", "install", "--disable-pip-version-check",
-             "--no-input", *pip_args, "-r", str(where / "requirements.txt")],
+            [sys.executable, "-m", "pip", "--python", str(where / "bin" / "python"), "install",
+             "--disable-pip-version-check", "--no-input", *pip_args,
+             "-r", str(where / "requirements.txt")],
             capture_output=True, text=True, timeout=timeout_sec)
         if pip.returncode != 0:
-            tail = " | ".join((pip.stderr or pip.stdout).strip().splitlines()[-3:])
+            output = (pip.stderr or pip.stdout).strip()
+            if "no such option: --python" in output:
+                raise UserError("preparing an environment needs pip 22.3 or newer in rlforge's own "
+                                f"Python: `{sys.executable} -m pip install -U pip`")
+            tail = " | ".join(output.splitlines()[-3:])
             raise UserError(f"could not prepare the environment ({', '.join(requirements)}): {tail}")
     _point_scripts_at_mount(where)
     for root, dirs, files in os.walk(where):  # readable by the sandbox user, whatever the umask

@@ -30,6 +30,7 @@ import selectors
 import shutil
 import signal
 import subprocess
+import sys
 import threading
 import time
 from collections.abc import Sequence
@@ -179,8 +180,9 @@ def run(cmd: Sequence[str], spec: SandboxSpec | None = None, *,
     if cancel is not None and cancel.is_set():  # cancelled while waiting for a worker
         return SandboxResult(None, killed=True, sandboxed=spec.mode != "none")
     if spec.mode == "none":
-        log.warning("sandbox mode 'none': running %s WITHOUT isolation; it can read your files "
-                    "and secrets and use the network", cmd[0])
+        # Straight to stderr, not through logging: no logging set-up may silence this.
+        print(f"rlforge: WARNING: sandbox mode 'none': running {cmd[0]} WITHOUT isolation; it can "
+              "read your files and secrets and use the network", file=sys.stderr, flush=True)
         return _Run(None, list(cmd), spec, cancel).execute()
     return _Run(ensure_available(), list(cmd), spec, cancel).execute()
 
@@ -381,6 +383,7 @@ class _Run:
             if fd is not None:
                 sel.register(fd, selectors.EVENT_READ)
         deadline = start + self.spec.timeout_sec
+        unsandboxed = self.support is None
         drain_until: float | None = None
         timed_out = False
         try:
@@ -392,10 +395,15 @@ class _Run:
                         self.killed_by_us = True
                         self._kill()
                         drain_until = now + _DRAIN_SEC
+                    elif unsandboxed and proc.poll() is not None:
+                        # mode "none" has no namespace to end the rest; take its process
+                        # group down so a background job holding our pipes cannot stall us
+                        self._kill()
+                        drain_until = now + 0.2
                 elif now >= drain_until:
                     break
                 wait = (drain_until or deadline) - now
-                if self.cancel is not None:
+                if self.cancel is not None or unsandboxed:
                     wait = min(wait, 0.05)
                 for key, _ in sel.select(max(wait, 0)):
                     fd = key.fd
