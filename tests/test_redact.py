@@ -69,6 +69,8 @@ POSITIVES = [
     ("session Xk9fQ2mLp7Rt4vWz8Bn3Jc6Hd1Gs5Ya0", "session <TOKEN>"),
     ("key:\n-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEA0Zl3\nq83/ab+=\n-----END RSA PRIVATE KEY-----\nbye",
      "key:\n<PRIVATE_KEY>\nbye"),
+    ('{"msg": "x\\n4111 1111 1111 1111\\n10.0.0.7\\tjane@example.com"}',
+     '{"msg": "x\\n<CARD>\\n<IPV4>\\t<EMAIL>"}'),
     ('"private_key": "-----BEGIN PRIVATE KEY-----\\nMIIEvQIBADANBg\\n-----END PRIVATE KEY-----\\n"',
      '"private_key": "<PRIVATE_KEY>\\n"'),
 ]
@@ -179,7 +181,7 @@ def _pii(g) -> tuple[str, str]:
 
 
 FILLER = ["the", "user", "said", "INFO", "ERROR", "at", "and", "for", "#42", "(ok)", "é", "Жук",
-          "中文", "-", ":", "=", "[x]", "…", "\t", "\x00", "42", "1.2.3", "blk_-99"]
+          "中文", "-", ":", "=", "[x]", "…", "\t", "\x00", "42", "1.2.3", "blk_-99", "\\n", "\\t", "\\"]
 
 noise = st.one_of(st.sampled_from(FILLER),
                   st.text(alphabet=st.characters(blacklist_categories=("Cs",),
@@ -191,7 +193,7 @@ piece = st.one_of(
     st.integers(0, 2**32).map(lambda seed: ("neg", make_corpus.Gen(seed).negative()[1], None)),
     noise.map(lambda t: ("noise", t, None)),
 )
-separator = st.sampled_from(["", " ", " ", "\n", ", ", "=", "/", "@", ":", "."])
+separator = st.sampled_from(["", " ", " ", "\n", ", ", "=", "/", "@", ":", ".", "\\n"])
 
 
 @st.composite

@@ -532,7 +532,9 @@ class Redactor:
         self.counts: collections.Counter[str] = collections.Counter()
         rules = [r for r in _RULES if not r.kinds or set(r.kinds) & self.kinds]
         self._active = len(rules) > 1
-        py = "|".join(f"(?P<{r.name}>{r.prefix or ''}(?:{r.token}))" for r in rules)
+        # A literal "\n", "\r" or "\t" (JSON-escaped text) also ends a word before a token.
+        py = "|".join(f"(?P<{r.name}>" + (f"(?P<{r.name}_p>\\\\[nrt]|{r.prefix})" if r.prefix else "")
+                      + f"(?:{r.token}))" for r in rules)
         self._py = re.compile(py)
         self._rust = re.sub(r"\(\?P<[a-z_0-9]+>", "(?:", py)
         self._prefixed = {r.name: r.prefix is not None for r in rules}
@@ -559,11 +561,11 @@ class Redactor:
         m = self._py.match(cand)
         if m is None or m.end() != len(cand):  # cannot happen: both engines agree
             raise AssertionError(f"candidate not re-matched: {cand!r}")
-        off = 1 if self._prefixed[m.lastgroup] else 0
+        off = m.end(m.lastgroup + "_p") if self._prefixed[m.lastgroup] else 0
         spans = [(s + off, e + off, k, v) for s, e, k, v in _HANDLERS[m.lastgroup](cand[off:])
                  if k in self.kinds]
         again = m.lastgroup in _TRIMMING and bool(spans) and spans[-1][1] < len(cand)
-        if spans and not again and spans[0][0] > 1:
+        if spans and not again and spans[0][0] > off:
             # A kept head (``DB_PASSWORD=``, ``https://user:``) is scanned again if it
             # holds a finding of its own, so that a second pass would change nothing.
             head = cand[:spans[0][0]]
