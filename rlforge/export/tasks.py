@@ -1,0 +1,295 @@
+"""`rlforge export tasks`: task directories as the datasets trainers read.
+
+Four formats, each a directory of files named by split (`train`, `val`, `test`):
+
+- `verl`: veRL's RL parquet schema (`data_source`, `prompt` as chat messages, `ability`,
+  `reward_model {style, ground_truth}`, `extra_info` with the task id and lineage), plus
+  `rlforge_reward.py` and `rlforge_verify.py` for veRL's `custom_reward_function.path`;
+- `trl`: a conversational prompt dataset for TRL's `GRPOTrainer` (column `prompt`), whose
+  `rlforge_reference` column feeds `rlforge.export.trl_reward`;
+- `jsonl`: one JSON object per task with everything (instruction, prompt, reference,
+  lineage), for `jq` and custom loaders;
+- `hf`: a Hugging Face dataset folder (`README.md` with the split configuration and
+  `data/<split>-00000-of-00001.parquet`), loadable with `datasets.load_dataset(PATH)`.
+
+Rows are sorted by task id, so the same tasks give the same files. veRL and TRL score a
+completion in-process, so only tasks whose verifier scores text (answers, replies) go to
+those formats; the others are counted as skipped, with the reason.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from rlforge.errors import UserError
+from rlforge.export import reward_fn
+from rlforge.tasks.render import VERIFIER_NAME, VERIFIER_SOURCE
+
+TASK_FORMATS = ("verl", "trl", "jsonl", "hf")
+SPLITS = ("train", "val", "test")
+HF_SPLIT_NAMES = {"train": "train", "val": "validation", "test": "test"}
+REWARD_FILE = "rlforge_reward.py"
+
+MESSAGES = pa.list_(pa.struct([("role", pa.string()), ("content", pa.string())]))
+
+LINEAGE_FIELDS = [
+    ("task_id", pa.string()), ("generator", pa.string()), ("generator_version", pa.int64()),
+    ("verifier", pa.string()), ("kind", pa.string()), ("split", pa.string()),
+    ("source_table", pa.string()), ("source_keys", pa.list_(pa.string())),
+    ("source_content_hashes", pa.list_(pa.string())), ("group_key", pa.string()),
+    ("template_hash", pa.string()), ("seed", pa.int64()), ("rlforge_version", pa.string()),
+]
+
+VERL_SCHEMA = pa.schema([
+    ("data_source", pa.string()),
+    ("prompt", MESSAGES),
+    ("ability", pa.string()),
+    ("reward_model", pa.struct([("style", pa.string()), ("ground_truth", pa.string())])),
+    ("extra_info", pa.struct([("index", pa.int64()), *LINEAGE_FIELDS,
+                              ("metadata", pa.string())])),
+])
+
+TRL_SCHEMA = pa.schema([
+    ("prompt", MESSAGES),
+    ("task_id", pa.string()),
+    ("generator", pa.string()),
+    ("split", pa.string()),
+    ("rlforge_reference", pa.string()),
+])
+
+HF_SCHEMA = pa.schema([
+    *LINEAGE_FIELDS,
+    ("category", pa.string()), ("difficulty", pa.string()), ("description", pa.string()),
+    ("instruction", pa.string()), ("prompt", MESSAGES), ("reference", pa.string()),
+    ("metadata", pa.string()),
+])
+
+
+@dataclass
+class TaskRecord:
+    """What an export needs from one task directory."""
+
+    path: Path
+    task_id: str
+    generator: str
+    version: int
+    verifier: str
+    kind: str
+    split: str
+    category: str
+    difficulty: str
+    description: str
+    instruction: str
+    reference: dict[str, Any]
+    metadata: dict[str, Any]  # the task's [metadata.rlforge] table, as written
+
+    @property
+    def scores_text(self) -> bool:
+        """Whether a trainer can score this task from one completion, in-process."""
+        return self.verifier in reward_fn.TEXT_VERIFIERS and self.kind == "answer"
+
+    def lineage(self) -> dict[str, Any]:
+        m = self.metadata
+        return {"task_id": self.task_id, "generator": self.generator,
+                "generator_version": self.version, "verifier": self.verifier, "kind": self.kind,
+                "split": self.split, "source_table": str(m.get("source_table", "")),
+                "source_keys": [str(k) for k in m.get("source_keys", [])],
+                "source_content_hashes": [str(h) for h in m.get("source_content_hashes", [])],
+                "group_key": str(m.get("group_key", "")),
+                "template_hash": str(m.get("template_hash", "")),
+                "seed": int(m.get("seed", 0)), "rlforge_version": str(m.get("rlforge_version", ""))}
+
+
+@dataclass
+class ExportReport:
+    """What an export wrote: files, rows per split, and what it left out and why."""
+
+    format: str
+    out: str
+    files: list[str] = field(default_factory=list)
+    rows: dict[str, int] = field(default_factory=dict)
+    skipped: dict[str, int] = field(default_factory=dict)  # reason -> count
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"format": self.format, "out": self.out, "files": self.files, "rows": self.rows,
+                "total_rows": sum(self.rows.values()), "skipped": self.skipped}
+
+
+def task_dirs(root: Path) -> list[Path]:
+    """`root` itself if it is a task, else the task directories directly inside it."""
+    if not root.is_dir():
+        raise UserError(f"{root}: no such directory")
+    if (root / "task.toml").is_file():
+        return [root]
+    dirs = sorted(p for p in root.iterdir() if (p / "task.toml").is_file())
+    if not dirs:
+        raise UserError(f"{root}: no task directories (folders with a task.toml) found; "
+                        "build some with `rlforge build-tasks`")
+    return dirs
+
+
+def load_task(path: Path) -> TaskRecord:
+    """Read one Harbor task directory written by `rlforge build-tasks`."""
+    try:
+        meta = tomllib.loads((path / "task.toml").read_text(encoding="utf-8"))
+        rl = meta["metadata"]["rlforge"]
+        reference = json.loads((path / "tests" / "reference.json").read_text(encoding="utf-8"))
+        instruction = (path / "instruction.md").read_text(encoding="utf-8")
+    except (OSError, KeyError, ValueError) as exc:
+        raise UserError(f"{path}: not an rlforge task directory ({exc})") from None
+    name, _, version = str(rl["generator"]).partition("@")
+    return TaskRecord(
+        path=path, task_id=str(rl["task_id"]), generator=name,
+        version=int(version) if version.isdigit() else 0, verifier=str(rl["verifier"]),
+        kind=str(rl.get("kind", "answer")), split=str(rl.get("split", "train")),
+        category=str(meta.get("metadata", {}).get("category", "")),
+        difficulty=str(meta.get("metadata", {}).get("difficulty", "")),
+        description=str(meta.get("task", {}).get("description", "")),
+        instruction=instruction, reference=reference, metadata=dict(rl))
+
+
+def prompt_messages(task: TaskRecord) -> list[dict[str, str]]:
+    """The chat prompt a single-turn policy sees: the task's instruction as the user turn."""
+    return [{"role": "user", "content": task.instruction}]
+
+
+def parse_splits(text: str) -> list[str]:
+    """`train`, `train,val` or `all` into split names."""
+    if text.strip() == "all":
+        return list(SPLITS)
+    splits = [s.strip() for s in text.split(",") if s.strip()]
+    bad = [s for s in splits if s not in SPLITS]
+    if bad or not splits:
+        raise UserError(f"--split {text!r}: use train, val, test, a comma-separated list, or all")
+    return splits
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, ensure_ascii=False)
+
+
+def _verl_row(task: TaskRecord, index: int) -> dict[str, Any]:
+    return {"data_source": f"rlforge/{task.generator}", "prompt": prompt_messages(task),
+            "ability": task.category or task.generator,
+            "reward_model": {"style": "rule", "ground_truth": _json(task.reference)},
+            "extra_info": {"index": index, **task.lineage(), "metadata": _json(task.metadata)}}
+
+
+def _trl_row(task: TaskRecord, index: int) -> dict[str, Any]:
+    return {"prompt": prompt_messages(task), "task_id": task.task_id,
+            "generator": task.generator, "split": task.split,
+            "rlforge_reference": _json(task.reference)}
+
+
+def _hf_row(task: TaskRecord, index: int) -> dict[str, Any]:
+    return {**task.lineage(), "category": task.category, "difficulty": task.difficulty,
+            "description": task.description, "instruction": task.instruction,
+            "prompt": prompt_messages(task), "reference": _json(task.reference),
+            "metadata": _json(task.metadata)}
+
+
+def _jsonl_row(task: TaskRecord, index: int) -> dict[str, Any]:
+    return {**task.lineage(), "category": task.category, "difficulty": task.difficulty,
+            "description": task.description, "path": str(task.path),
+            "instruction": task.instruction, "prompt": prompt_messages(task),
+            "reference": task.reference, "metadata": task.metadata}
+
+
+def _write_parquet(rows: list[dict[str, Any]], schema: pa.Schema, path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    table = pa.Table.from_pylist(rows, schema=schema)
+    pq.write_table(table, path, compression="zstd", write_statistics=False)
+
+
+def _hf_card(splits: dict[str, int]) -> str:
+    lines = ["---", "configs:", "- config_name: default", "  data_files:"]
+    for split in splits:
+        name = HF_SPLIT_NAMES[split]
+        lines += [f"  - split: {name}", f"    path: data/{name}-*"]
+    lines += ["---", "", "# rlforge tasks", "",
+              "Tasks exported by `rlforge export tasks --format hf`: one row per task with its",
+              "instruction, chat prompt, reference data (`reference`, JSON) and lineage.", "",
+              "| split | rows |", "|---|---|"]
+    lines += [f"| {HF_SPLIT_NAMES[s]} | {n} |" for s, n in splits.items()]
+    return "\n".join(lines) + "\n"
+
+
+def _prepare_out(out: Path, force: bool) -> None:
+    if out.exists() and not out.is_dir():
+        raise UserError(f"--out {out} is a file; give a directory")
+    if out.is_dir() and any(out.iterdir()):
+        if not force:
+            raise UserError(f"--out {out} is not empty; choose a new directory or pass --force "
+                            "to replace its contents")
+        for p in out.iterdir():
+            shutil.rmtree(p) if p.is_dir() else p.unlink()
+    out.mkdir(parents=True, exist_ok=True)
+
+
+def export_tasks(tasks_dir: Path, fmt: str, out: Path, splits: list[str] | None = None,
+                 force: bool = False) -> ExportReport:
+    """Write the tasks in `tasks_dir` of the given splits to `out` in format `fmt`.
+
+    Args:
+        tasks_dir: a task directory or a directory of them (a build-tasks output).
+        fmt: one of `TASK_FORMATS`.
+        out: the directory to write (created; must be empty unless `force`).
+        splits: the splits to export (default: train).
+        force: replace the contents of a non-empty `out`.
+
+    Returns:
+        What was written and what was skipped, with reasons.
+    """
+    if fmt not in TASK_FORMATS:
+        raise UserError(f"unknown format {fmt!r}; valid: {', '.join(TASK_FORMATS)}")
+    splits = splits or ["train"]
+    tasks = sorted((load_task(p) for p in task_dirs(tasks_dir)), key=lambda t: t.task_id)
+    report = ExportReport(format=fmt, out=str(out))
+    by_split: dict[str, list[TaskRecord]] = {s: [] for s in splits}
+    for task in tasks:
+        if task.split not in by_split:
+            continue
+        if fmt in ("verl", "trl") and not task.scores_text:
+            reason = (f"{task.generator}: verifier {task.verifier!r} ({task.kind} task) runs in "
+                      "the sandbox, not on one completion; train on it with rlforge.envs")
+            report.skipped[reason] = report.skipped.get(reason, 0) + 1
+            continue
+        by_split[task.split].append(task)
+    if not any(by_split.values()):
+        found = sorted({t.split for t in tasks})
+        raise UserError(f"{tasks_dir}: no {fmt} rows for split {', '.join(splits)} "
+                        f"(splits present: {', '.join(found) or 'none'})"
+                        + (f"; skipped: {'; '.join(report.skipped)}" if report.skipped else ""))
+    _prepare_out(out, force)
+    row_of = {"verl": _verl_row, "trl": _trl_row, "hf": _hf_row, "jsonl": _jsonl_row}[fmt]
+    for split, chosen in by_split.items():
+        rows = [row_of(t, i) for i, t in enumerate(chosen)]
+        report.rows[split] = len(rows)
+        if not rows:
+            continue  # an empty split gets no file (Hugging Face cannot load an empty one)
+        if fmt == "jsonl":
+            path = out / f"{split}.jsonl"
+            path.write_text("".join(_json(r) + "\n" for r in rows), encoding="utf-8")
+        elif fmt == "hf":
+            path = out / "data" / f"{HF_SPLIT_NAMES[split]}-00000-of-00001.parquet"
+            _write_parquet(rows, HF_SCHEMA, path)
+        else:
+            path = out / f"{split}.parquet"
+            _write_parquet(rows, VERL_SCHEMA if fmt == "verl" else TRL_SCHEMA, path)
+        report.files.append(str(path))
+    if fmt == "hf":
+        (out / "README.md").write_text(_hf_card({s: n for s, n in report.rows.items() if n}), encoding="utf-8")
+        report.files.append(str(out / "README.md"))
+    if fmt == "verl":
+        shutil.copyfile(Path(reward_fn.__file__), out / REWARD_FILE)
+        shutil.copyfile(VERIFIER_SOURCE, out / VERIFIER_NAME)
+        report.files += [str(out / REWARD_FILE), str(out / VERIFIER_NAME)]
+    return report

@@ -1,0 +1,278 @@
+"""`rlforge export tasks`: each format loads in the library that consumes it, and scores right.
+
+Tasks are built from sample_data once per module (without sandboxed validation, which
+`test_build_tasks.py` covers). veRL's schema below is written from veRL's documentation
+(docs/preparation/prepare_data.rst), not from rlforge's constants.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import json
+import re
+import subprocess
+import tomllib
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from conftest import SAMPLE_DATA
+from rlforge import db
+from rlforge.export import trl_reward
+from rlforge.ingest import tickets
+from rlforge.tasks.build import BuildOptions, build_tasks
+
+datasets = pytest.importorskip("datasets")
+
+TICKETS = SAMPLE_DATA / "tickets"
+MESSAGES = pa.list_(pa.struct([("role", pa.string()), ("content", pa.string())]))
+
+
+def build_sample_tasks(root: Path, limit: int = 40) -> Path:
+    """Ingest the sample tickets into a new database under root and build tasks from them."""
+    con = db.connect(root / "rlforge.duckdb")
+    try:
+        tickets.ingest_file(con, TICKETS / "tickets.csv")
+        tickets.ingest_file(con, TICKETS / "zendesk_export.json",
+                            mapping={"category": "custom_fields.360041872211"})
+        tickets.ingest_file(con, TICKETS / "jira_export.csv", mapping={"category": "Component/s"})
+        build_tasks(con, BuildOptions(out=root / "tasks", limit=limit, seed=7, validate=False))
+    finally:
+        con.close()
+    return root / "tasks"
+
+
+@pytest.fixture(scope="module")
+def tasks_dir(tmp_path_factory) -> Path:
+    return build_sample_tasks(tmp_path_factory.mktemp("export-tasks"))
+
+
+@pytest.fixture(autouse=True)
+def hf_offline(monkeypatch, tmp_path):
+    """Hugging Face libraries stay offline and cache under tmp_path."""
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
+
+
+def task_meta(task: Path) -> dict:
+    return tomllib.loads((task / "task.toml").read_text())["metadata"]["rlforge"]
+
+
+def tasks_by_split(tasks_dir: Path) -> dict[str, list[Path]]:
+    out: dict[str, list[Path]] = {}
+    for p in sorted(tasks_dir.iterdir()):
+        if (p / "task.toml").is_file():
+            out.setdefault(task_meta(p)["split"], []).append(p)
+    return out
+
+
+def gold_answer(task: Path) -> str:
+    """The text the task's gold solution writes (solution/solve.sh holds it in a heredoc)."""
+    script = (task / "solution" / "solve.sh").read_text()
+    m = re.search(r"<<'(\w+)'\n(.*)\n\1\n", script, re.S)
+    assert m, f"{task.name}: no heredoc in solve.sh"
+    return m.group(2)
+
+
+def export(cli, tasks_dir: Path, out: Path, fmt: str, *args: str) -> dict:
+    result = cli("export", "tasks", tasks_dir, "--format", fmt, "--out", out, "--json", *args)
+    assert result.exit_code == 0, result.output
+    return json.loads(result.output)
+
+
+def load_verl_reward(path: Path):
+    """Load a custom reward function the way veRL does (a file path and a function name)."""
+    spec = importlib.util.spec_from_file_location("custom_module", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return getattr(module, "compute_score")
+
+
+def test_verl_parquet_has_verls_documented_schema_and_lineage(cli, tasks_dir, tmp_path):
+    report = export(cli, tasks_dir, tmp_path / "verl", "verl", "--split", "all")
+    splits = tasks_by_split(tasks_dir)
+    assert report["rows"] == {s: len(splits.get(s, [])) for s in ("train", "val", "test")}
+    table = pq.read_table(tmp_path / "verl" / "train.parquet")
+    schema = table.schema
+    # The five fields veRL's RLHFDataset and reward manager read.
+    assert schema.field("data_source").type == pa.string()
+    assert schema.field("prompt").type == MESSAGES
+    assert schema.field("ability").type == pa.string()
+    assert schema.field("reward_model").type == pa.struct([("style", pa.string()),
+                                                           ("ground_truth", pa.string())])
+    assert pa.types.is_struct(schema.field("extra_info").type)
+    assert schema.field("extra_info").type.field("index").type == pa.int64()
+    rows = table.to_pylist()
+    by_id = {p.name: p for p in splits["train"]}
+    assert sorted(r["extra_info"]["task_id"] for r in rows) == sorted(by_id)
+    assert [r["extra_info"]["index"] for r in rows] == list(range(len(rows)))
+    for row in rows:
+        task = by_id[row["extra_info"]["task_id"]]
+        meta = task_meta(task)
+        info = row["extra_info"]
+        assert row["data_source"] == "rlforge/" + meta["generator"].split("@")[0]
+        assert row["prompt"] == [{"role": "user", "content": (task / "instruction.md").read_text()}]
+        assert row["reward_model"]["style"] == "rule"
+        assert json.loads(row["reward_model"]["ground_truth"]) == \
+            json.loads((task / "tests" / "reference.json").read_text())
+        assert info["split"] == "train" and info["generator"] + f"@{info['generator_version']}" == meta["generator"]
+        assert info["source_keys"] == meta["source_keys"]
+        assert info["source_content_hashes"] == meta["source_content_hashes"]
+        assert info["template_hash"] == meta["template_hash"] and info["seed"] == meta["seed"] == 7
+        assert json.loads(info["metadata"]) == meta
+
+
+def test_verl_export_loads_with_datasets_and_its_reward_file_scores_without_rlforge(
+        cli, tasks_dir, tmp_path):
+    out = tmp_path / "verl"
+    export(cli, tasks_dir, out, "verl")
+    ds = datasets.load_dataset("parquet", data_files={"train": str(out / "train.parquet")})["train"]
+    assert ds.num_rows == len(tasks_by_split(tasks_dir)["train"])
+    gold = {p.name: gold_answer(p) for p in tasks_by_split(tasks_dir)["train"]}
+    # veRL's workers load the reward file by path; run it in Debian's python, where
+    # rlforge is not importable, to prove the exported directory is all it needs.
+    cases = []
+    for row in ds:
+        answer = gold[row["extra_info"]["task_id"]]
+        reply = (f"Let me think.\nANSWER: {answer}" if row["extra_info"]["verifier"] == "answer"
+                 else answer)
+        cases.append([row["data_source"], reply, row["reward_model"]["ground_truth"], 1.0])
+        cases.append([row["data_source"], "", row["reward_model"]["ground_truth"], 0.0])
+    script = f"""
+import importlib.util, json, sys
+try:
+    import rlforge
+    sys.exit("rlforge is importable here; the test needs an interpreter without it")
+except ImportError:
+    pass
+spec = importlib.util.spec_from_file_location("custom_module", {str(out / 'rlforge_reward.py')!r})
+module = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(module)
+for source, reply, truth, want in json.load(sys.stdin):
+    got = module.compute_score(source, reply, truth, extra_info={{}})
+    print(json.dumps([got, want]))
+"""
+    proc = subprocess.run(["/usr/bin/python3", "-I", "-c", script], input=json.dumps(cases),
+                          capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    results = [json.loads(line) for line in proc.stdout.splitlines()]
+    assert len(results) == len(cases) > 0
+    for got, want in results:
+        assert got == {"score": want, "acc": want}
+    # And in-process (rlforge installed): a wrong label scores 0.
+    compute_score = load_verl_reward(out / "rlforge_reward.py")
+    triage = next(r for r in ds if r["extra_info"]["verifier"] == "answer")
+    ref = json.loads(triage["reward_model"]["ground_truth"])
+    wrong = next(label for label in ref["labels"] if label != ref["answer"])
+    assert compute_score(triage["data_source"], f"ANSWER: {wrong}",
+                         triage["reward_model"]["ground_truth"]) == {"score": 0.0, "acc": 0.0}
+
+
+def test_trl_dataset_and_reward_function_score_like_the_task(cli, tasks_dir, tmp_path):
+    out = tmp_path / "trl"
+    export(cli, tasks_dir, out, "trl")
+    ds = datasets.load_dataset("parquet", data_files={"train": str(out / "train.parquet")})["train"]
+    assert ds.column_names[0] == "prompt"
+    assert ds.features["prompt"].feature["role"].dtype == "string"
+    train = {p.name: p for p in tasks_by_split(tasks_dir)["train"]}
+    assert sorted(ds["task_id"]) == sorted(train)
+    # The call GRPOTrainer makes: every column but the prompt as a keyword argument, one
+    # entry per completion; conversational completions are lists of assistant messages.
+    batch = {key: ds[key] for key in ds.column_names if key != "prompt"}
+    right = [[{"role": "assistant", "content": gold_answer(train[t])}] for t in ds["task_id"]]
+    assert trl_reward(completions=right, prompts=ds["prompt"], **batch) == [1.0] * ds.num_rows
+    empty = [[{"role": "assistant", "content": ""}] for _ in ds["task_id"]]
+    assert trl_reward(completions=empty, **batch) == [0.0] * ds.num_rows
+    # Plain-text completions work too; a reply with only some key facts gets partial credit.
+    reply_i = next(i for i, t in enumerate(ds["task_id"]) if t.startswith("tickets-reply"))
+    ref = json.loads(ds["rlforge_reference"][reply_i])
+    assert trl_reward([gold_answer(train[ds["task_id"][reply_i]])],
+                      [ds["rlforge_reference"][reply_i]]) == [1.0]
+    if len(ref["required"]) > 1:
+        text = gold_answer(train[ds["task_id"][reply_i]]).replace(ref["required"][0], "")
+        assert 0.0 < trl_reward([text], [ds["rlforge_reference"][reply_i]])[0] < 1.0
+
+
+def test_jsonl_rows_carry_instruction_reference_and_lineage(cli, tasks_dir, tmp_path):
+    report = export(cli, tasks_dir, tmp_path / "jsonl", "jsonl", "--split", "train,test")
+    assert set(report["rows"]) == {"train", "test"}
+    splits = tasks_by_split(tasks_dir)
+    for split in ("train", "test"):
+        path = tmp_path / "jsonl" / f"{split}.jsonl"
+        if not splits.get(split):
+            assert not path.exists()
+            continue
+        rows = [json.loads(line) for line in path.read_text().splitlines()]
+        assert [r["task_id"] for r in rows] == sorted(p.name for p in splits[split])
+        for row in rows:
+            task = Path(row["path"])
+            assert task.name == row["task_id"] and row["split"] == split
+            assert row["instruction"] == (task / "instruction.md").read_text()
+            assert row["reference"] == json.loads((task / "tests" / "reference.json").read_text())
+            assert row["metadata"] == task_meta(task)
+    # The same rows load as a JSON dataset.
+    ds = datasets.load_dataset("json", data_files=str(tmp_path / "jsonl" / "train.jsonl"))["train"]
+    assert ds.num_rows == len(splits["train"])
+
+
+def test_hf_folder_loads_by_path_with_named_splits(cli, tasks_dir, tmp_path):
+    out = tmp_path / "hf"
+    report = export(cli, tasks_dir, out, "hf", "--split", "all")
+    loaded = datasets.load_dataset(str(out))
+    splits = tasks_by_split(tasks_dir)
+    want = {{"val": "validation"}.get(s, s): len(v) for s, v in splits.items() if v}
+    assert {name: d.num_rows for name, d in loaded.items()} == want
+    assert sum(report["rows"].values()) == sum(want.values())
+    train = loaded["train"]
+    assert train.features["source_keys"].feature.dtype == "string"
+    row = train[0]
+    task = tasks_dir / row["task_id"]
+    assert row["prompt"][0]["content"] == (task / "instruction.md").read_text()
+    assert json.loads(row["reference"]) == json.loads((task / "tests" / "reference.json").read_text())
+
+
+def test_exports_are_byte_identical_for_the_same_tasks(cli, tasks_dir, tmp_path):
+    def digest(root: Path) -> dict[str, str]:
+        return {str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
+                for p in sorted(root.rglob("*")) if p.is_file()}
+
+    for fmt in ("verl", "hf"):
+        export(cli, tasks_dir, tmp_path / f"{fmt}1", fmt, "--split", "all")
+        export(cli, tasks_dir, tmp_path / f"{fmt}2", fmt, "--split", "all")
+        assert digest(tmp_path / f"{fmt}1") == digest(tmp_path / f"{fmt}2")
+
+
+def test_sandboxed_tasks_are_skipped_for_trainers_and_counted(cli, tasks_dir, tmp_path):
+    # A copy of the tasks in which one is a script task (its verifier runs the policy's
+    # program in the sandbox): veRL and TRL cannot score it from one completion.
+    copy = tmp_path / "tasks"
+    subprocess.run(["cp", "-r", str(tasks_dir), str(copy)], check=True)
+    victim = tasks_by_split(copy)["train"][0]
+    toml = (victim / "task.toml").read_text()
+    (victim / "task.toml").write_text(re.sub(r'(?m)^verifier = "\w+"', 'verifier = "script"', toml))
+    report = export(cli, copy, tmp_path / "trl", "trl")
+    assert report["rows"]["train"] == len(tasks_by_split(copy)["train"]) - 1
+    [(reason, n)] = report["skipped"].items()
+    assert n == 1 and "'script'" in reason
+    report = export(cli, copy, tmp_path / "jsonl", "jsonl")
+    assert report["rows"]["train"] == len(tasks_by_split(copy)["train"]) and not report["skipped"]
+
+
+def test_cli_errors_say_how_to_fix_them(cli, tasks_dir, tmp_path):
+    export(cli, tasks_dir, tmp_path / "out", "jsonl")
+    again = cli("export", "tasks", tasks_dir, "--format", "jsonl", "--out", tmp_path / "out")
+    assert again.exit_code == 1 and "--force" in again.output
+    assert cli("export", "tasks", tasks_dir, "--format", "jsonl", "--out", tmp_path / "out",
+               "--force").exit_code == 0
+    bad = cli("export", "tasks", tasks_dir, "--format", "parquet", "--out", tmp_path / "o2")
+    assert bad.exit_code == 2 and "verl, trl, jsonl, hf" in bad.output
+    split = cli("export", "tasks", tasks_dir, "--format", "verl", "--split", "dev", "--out", tmp_path / "o3")
+    assert split.exit_code == 1 and "train, val, test" in split.output
+    empty = cli("export", "tasks", tmp_path / "out", "--format", "verl", "--out", tmp_path / "o4")
+    assert empty.exit_code == 1 and "no task directories" in empty.output
+    human = cli("export", "tasks", tasks_dir, "--format", "verl", "--out", tmp_path / "o5")
+    assert human.exit_code == 0 and "rlforge_reward.py" in human.output
