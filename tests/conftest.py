@@ -9,9 +9,7 @@ import duckdb
 import pytest
 from typer.testing import CliRunner
 
-ROOT = Path(__file__).resolve().parent.parent
-SHARED_DATA = ROOT.parent / "shared" / "data"
-SAMPLE_DATA = ROOT / "sample_data"
+from paths import ROOT, SAMPLE_DATA, SHARED_DATA  # noqa: F401  (re-exported for fixtures)
 
 
 @pytest.fixture(scope="session")

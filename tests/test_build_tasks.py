@@ -11,7 +11,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from conftest import SAMPLE_DATA
+from paths import SAMPLE_DATA
 from rlforge import db
 from rlforge.ingest import tickets
 from rlforge.tasks import registry

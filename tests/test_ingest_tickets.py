@@ -5,13 +5,14 @@ from __future__ import annotations
 import gzip
 import json
 import shutil
+from pathlib import Path
 
 import pytest
 
-from conftest import SHARED_DATA
+from paths import SAMPLE_DATA, SHARED_DATA
 
 BITEXT = SHARED_DATA / "tickets" / "bitext" / "bitext_customer_support_sample.csv"
-BAD = __import__("pathlib").Path(__file__).parent / "data" / "bad_tickets"
+BAD = Path(__file__).parent / "data" / "bad_tickets"
 BITEXT_MAP = ["--map", "body=instruction", "--map", "resolution=response",
               "--map", "category=category", "--map", "intent=intent"]
 
@@ -192,7 +193,7 @@ def test_copy_of_file_under_other_name_is_all_duplicates(cli, tmp_path):
 
 # --- the project's own exports (sample_data) -------------------------------------------
 
-SAMPLE_TICKETS = __import__("conftest").SAMPLE_DATA / "tickets"
+SAMPLE_TICKETS = SAMPLE_DATA / "tickets"
 
 
 def test_zendesk_export_with_comments_and_custom_field_category(cli, query):

@@ -84,16 +84,22 @@ def _csv_header(text_head: str) -> tuple[list[str], str]:
     return names, delim
 
 
-def _stage_csv(con, path: Path, text_head: str, mapping: dict[str, str], fi: FileIngest) -> None:
+def _load_csv(con, path: Path, text_head: str, mapping: dict[str, str], fi: FileIngest,
+              final: str | None) -> None:
+    """Read a CSV with DuckDB into the stage, or — given the final projection — straight
+    into `tickets` (the fast path when nothing needs to happen between parse and store).
+    Rows DuckDB rejects are quarantined with their line; rows rejected only for invalid
+    UTF-8 are re-read with the bad bytes replaced, flagged, and staged."""
     columns, delim = _csv_header(text_head)
     if not columns:
-        con.execute(f"CREATE OR REPLACE TEMP TABLE {STAGE} AS SELECT * FROM {_empty_stage_sql()}")
         return
     m = tf.resolve_mapping(columns, mapping)
     unmapped = [c for c in columns if c not in m.values()]
 
-    def col(f: str) -> str:
-        return f"NULLIF(trim({_ident(m[f])}), '')" if f in m else "NULL::VARCHAR"
+    def col(f: str, trim: bool = True) -> str:
+        if f not in m:
+            return "NULL::VARCHAR"
+        return f"NULLIF(trim({_ident(m[f])}), '')" if trim else f"NULLIF({_ident(m[f])}, '')"
 
     hash_expr = "md5(concat_ws(chr(31), " + ", ".join(
         f"coalesce({_ident(c)}, chr(30))" for c in columns) + "))"
@@ -104,14 +110,13 @@ def _stage_csv(con, path: Path, text_head: str, mapping: dict[str, str], fi: Fil
     col_types = "{" + ", ".join(f"{_sql_str(c)}: 'VARCHAR'" for c in columns) + "}"
     compression = "gzip" if is_gzip(path) else "none"
     con.execute("DROP TABLE IF EXISTS _rej_err; DROP TABLE IF EXISTS _rej_scan")
-    con.execute(f"""
-        CREATE OR REPLACE TEMP TABLE {STAGE} AS
+    records = f"""
         SELECT row_number() OVER () AS record_no, * EXCLUDE (h), h AS content_hash FROM (
           SELECT coalesce({col('source_id')}, substr({hash_expr}, 1, 16)) AS source_id,
-                 {col('subject')} AS subject, {"NULLIF(" + _ident(m['body']) + ", '')" if 'body' in m else 'NULL::VARCHAR'} AS body,
+                 {col('subject')} AS subject, {col('body', trim=False)} AS body,
                  {col('category')} AS category, {col('intent')} AS intent,
                  {col('priority')} AS priority, {col('status')} AS status,
-                 {"NULLIF(" + _ident(m['resolution']) + ", '')" if 'resolution' in m else 'NULL::VARCHAR'} AS resolution,
+                 {col('resolution', trim=False)} AS resolution,
                  {col('created_at')} AS created_raw, {col('resolved_at')} AS resolved_raw,
                  {tags} AS tags, {extra}::VARCHAR AS extra, []::VARCHAR[] AS flags,
                  {hash_expr} AS h
@@ -120,8 +125,11 @@ def _stage_csv(con, path: Path, text_head: str, mapping: dict[str, str], fi: Fil
                         escape = '"', store_rejects = true, rejects_table = '_rej_err',
                         rejects_scan = '_rej_scan', max_line_size = {MAX_FIELD_BYTES},
                         buffer_size = {MAX_FIELD_BYTES * 2}, compression = {_sql_str(compression)},
-                        strict_mode = true))
-    """)
+                        strict_mode = true))"""
+    if final is None:
+        con.execute(f"INSERT INTO {STAGE} {records}")
+    else:
+        con.execute(f"INSERT INTO tickets {final.format(source=f'({records})')}")
     rejects = con.execute("""
         SELECT line, min(line_byte_position), string_agg(DISTINCT error_type, ', '),
                first(csv_line), first(error_message)
@@ -139,9 +147,12 @@ def _stage_csv(con, path: Path, text_head: str, mapping: dict[str, str], fi: Fil
                 continue
         fi.quarantine(line, raw, f"malformed CSV row ({kinds.lower()}): {message}")
     if recovered:
-        next_no = con.execute(f"SELECT coalesce(max(record_no), 0) FROM {STAGE}").fetchall()[0][0]
+        taken = con.execute(f"SELECT coalesce(max(record_no), 0) FROM {STAGE}").fetchall()[0][0]
+        if final is not None:
+            taken = max(taken, con.execute("SELECT coalesce(max(record_no), 0) FROM tickets "
+                                           "WHERE ingest_run = ?", [fi.result.run_id]).fetchall()[0][0])
         for i, rec in enumerate(recovered, start=1):
-            rec.record_no = next_no + i
+            rec.record_no = taken + i
         _append_records(con, recovered, with_messages=False)
 
 
@@ -283,94 +294,86 @@ def _redact_stage(con, redactor) -> None:
         con.unregister("_redacted_msgs")
 
 
-def _decide(con, origin_sql: str) -> bool:
-    """Write `_decided` (record_no, ticket_id, decision); False when every row simply loads.
-
-    The common case — a new export with unique ids and no content already stored — is
-    recognised with two aggregate queries and skips the per-row decision table.
-    """
-    n, n_hash, n_id = con.execute(f"SELECT count(*), count(DISTINCT content_hash), "
-                                  f"count(DISTINCT source_id) FROM {STAGE}").fetchall()[0]
-    stored = con.execute("SELECT count(*) FROM (SELECT 1 FROM tickets LIMIT 1)").fetchall()[0][0]
-    overlap = 0
-    if stored and n:
-        overlap = con.execute(f"""
-            SELECT count(*) FROM {STAGE} s
-            WHERE s.content_hash IN (SELECT content_hash FROM tickets)
-               OR {origin_sql} || ':' || s.source_id IN (SELECT ticket_id FROM tickets)""").fetchall()[0][0]
-    if n == n_hash == n_id and overlap == 0:
-        return False
-    con.execute(f"""
-        CREATE OR REPLACE TEMP TABLE _decided AS
-        SELECT s.record_no, {origin_sql} || ':' || s.source_id AS ticket_id,
-          CASE WHEN s.content_hash IN (SELECT content_hash FROM tickets)
-                 OR row_number() OVER (PARTITION BY s.content_hash ORDER BY s.record_no) > 1
-               THEN 'duplicate'
-               WHEN row_number() OVER (PARTITION BY s.source_id ORDER BY s.record_no) > 1
-               THEN 'conflict_in_file'
-               WHEN {origin_sql} || ':' || s.source_id IN (SELECT ticket_id FROM tickets)
-               THEN 'conflict'
-               ELSE 'load' END AS decision
-        FROM {STAGE} s
-    """)
-    return True
-
-
-def _decide_and_insert(con, fi: FileIngest, origin: str, on_conflict: str) -> None:
-    r = fi.result
+def _final_projection(origin: str, path: str, run_id: int) -> str:
+    """SELECT turning staged columns ({source}) into `tickets` rows: ids, times, flags."""
     o = _sql_str(origin)
-    if not _decide(con, o):
-        n = con.execute(f"SELECT count(*) FROM {STAGE}").fetchall()[0][0]
-        counts = {"load": n}
-        loaded = f"(SELECT *, {o} || ':' || source_id AS ticket_id FROM {STAGE})"
-        loaded_ids = f"(SELECT record_no, {o} || ':' || source_id AS ticket_id FROM {STAGE})"
-    else:
-        if on_conflict == "replace":
-            replaced = con.execute(
-                "SELECT count(*) FROM _decided WHERE decision = 'conflict'").fetchall()[0][0]
-            if replaced:
-                stale = "(SELECT ticket_id FROM _decided WHERE decision = 'conflict')"
-                con.execute(f"DELETE FROM ticket_messages WHERE ticket_id IN {stale}")
-                con.execute(f"DELETE FROM tickets WHERE ticket_id IN {stale}")
-                con.execute("UPDATE _decided SET decision = 'load' WHERE decision = 'conflict'")
-                r.notes.append(f"{replaced} stored ticket(s) replaced by a newer version")
-        for record_no, sid, payload, decision in con.execute(f"""
-                SELECT s.record_no, s.source_id, to_json(s)::VARCHAR, d.decision
-                FROM (SELECT * EXCLUDE (content_hash) FROM {STAGE}) s JOIN _decided d USING (record_no)
-                WHERE d.decision LIKE 'conflict%' ORDER BY s.record_no""").fetchall():
-            where = "earlier in this file" if decision == "conflict_in_file" else "already stored"
-            fi.quarantine(record_no, payload, f"conflicting id: ticket {sid!r} {where} with "
-                          "different content (use --on-conflict replace to take the newer one)")
-        counts = dict(con.execute("SELECT decision, count(*) FROM _decided GROUP BY ALL").fetchall())
-        loaded = (f"(SELECT s.*, d.ticket_id FROM {STAGE} s JOIN _decided d USING (record_no) "
-                  "WHERE d.decision = 'load')")
-        loaded_ids = "(SELECT record_no, ticket_id FROM _decided WHERE decision = 'load')"
-    con.execute(f"""
-        INSERT INTO tickets
-        SELECT ticket_id, {o}, source_id, subject, body, category, intent, priority, status,
-               resolution, c_ts, r_ts, tags,
+    return f"""
+        SELECT {o} || ':' || source_id, {o}, source_id, subject, body, category, intent, priority,
+               status, resolution, c_ts, r_ts, tags,
                CASE WHEN unparsed THEN json_merge_patch(extra::JSON, json_object('_unparsed_time',
                     json_object('created_at', created_raw, 'resolved_at', resolved_raw)))
                     ELSE extra::JSON END,
                content_hash,
                CASE WHEN unparsed THEN list_append(flags, 'unparsed_time') ELSE flags END,
-               {_sql_str(fi.path)}, record_no, {r.run_id}
+               {_sql_str(path)}, record_no, {int(run_id)}
         FROM (SELECT *, (created_raw IS NOT NULL AND c_ts IS NULL)
                         OR (resolved_raw IS NOT NULL AND r_ts IS NULL) AS unparsed
               FROM (SELECT *, rlf_ts(created_raw) AS c_ts, rlf_ts(resolved_raw) AS r_ts
-                    FROM {loaded}))
-    """)
+                    FROM {{source}}))"""
+
+
+def _decide_after_insert(con, fi: FileIngest, on_conflict: str) -> None:
+    """Keep, as duplicates drop, or quarantine each row this file inserted.
+
+    A new export with unique ids and content not yet stored — the common case — is
+    recognised with aggregate queries; only otherwise is every row decided.
+    """
+    r = fi.result
+    run = int(r.run_id)
+    n, n_hash, n_id = con.execute(
+        "SELECT count(*), count(DISTINCT content_hash), count(DISTINCT ticket_id) FROM tickets "
+        "WHERE ingest_run = ?", [run]).fetchall()[0]
+    older = f"(SELECT {{col}} FROM tickets WHERE ingest_run <> {run})"
+    overlap = 0
+    if n and con.execute(f"SELECT count(*) FROM (SELECT 1 FROM tickets WHERE ingest_run <> {run} "
+                         "LIMIT 1)").fetchall()[0][0]:
+        overlap = con.execute(f"""
+            SELECT count(*) FROM tickets WHERE ingest_run = {run}
+              AND (content_hash IN {older.format(col='content_hash')}
+                   OR ticket_id IN {older.format(col='ticket_id')})""").fetchall()[0][0]
+    counts = {"load": n}
+    if not (n == n_hash == n_id and overlap == 0):
+        con.execute(f"""
+            CREATE OR REPLACE TEMP TABLE _decided AS
+            SELECT record_no, ticket_id,
+              CASE WHEN content_hash IN {older.format(col='content_hash')}
+                     OR row_number() OVER (PARTITION BY content_hash ORDER BY record_no) > 1
+                   THEN 'duplicate'
+                   WHEN row_number() OVER (PARTITION BY ticket_id ORDER BY record_no) > 1
+                   THEN 'conflict_in_file'
+                   WHEN ticket_id IN {older.format(col='ticket_id')} THEN 'conflict'
+                   ELSE 'load' END AS decision
+            FROM tickets WHERE ingest_run = {run}""")
+        if on_conflict == "replace":
+            stale = "(SELECT ticket_id FROM _decided WHERE decision = 'conflict')"
+            replaced = con.execute(f"SELECT count(*) FROM {stale}").fetchall()[0][0]
+            if replaced:
+                con.execute(f"DELETE FROM ticket_messages WHERE ticket_id IN {stale}")
+                con.execute(f"DELETE FROM tickets WHERE ingest_run <> {run} AND ticket_id IN {stale}")
+                con.execute("UPDATE _decided SET decision = 'load' WHERE decision = 'conflict'")
+                r.notes.append(f"{replaced} stored ticket(s) replaced by a newer version")
+        for record_no, sid, payload, decision in con.execute(f"""
+                SELECT t.record_no, t.source_id, to_json(t)::VARCHAR, d.decision
+                FROM (SELECT * EXCLUDE (content_hash, ingest_run) FROM tickets
+                      WHERE ingest_run = {run}) t JOIN _decided d USING (record_no)
+                WHERE d.decision LIKE 'conflict%' ORDER BY t.record_no""").fetchall():
+            where = "earlier in this file" if decision == "conflict_in_file" else "already stored"
+            fi.quarantine(record_no, payload, f"conflicting id: ticket {sid!r} {where} with "
+                          "different content (use --on-conflict replace to take the newer one)")
+        counts = dict(con.execute("SELECT decision, count(*) FROM _decided GROUP BY ALL").fetchall())
+        con.execute(f"DELETE FROM tickets WHERE ingest_run = {run} AND record_no IN "
+                    "(SELECT record_no FROM _decided WHERE decision <> 'load')")
     con.execute(f"""
         INSERT INTO ticket_messages
-        SELECT d.ticket_id, m.seq, m.role, m.author, m.text, rlf_ts(m.created_raw), m.is_public
-        FROM {STAGE_MSG} m JOIN {loaded_ids} d USING (record_no)
-        ORDER BY m.record_no, m.seq
-    """)
+        SELECT t.ticket_id, m.seq, m.role, m.author, m.text, rlf_ts(m.created_raw), m.is_public
+        FROM {STAGE_MSG} m JOIN (SELECT record_no, ticket_id FROM tickets WHERE ingest_run = {run}) t
+             USING (record_no)
+        ORDER BY m.record_no, m.seq""")
     r.n_loaded = counts.get("load", 0)
     r.n_duplicates = counts.get("duplicate", 0)
-    r.n_read = sum(counts.values()) + len(fi._quarantine) - counts.get("conflict", 0) \
-        - counts.get("conflict_in_file", 0)
-    r.n_flagged = con.execute(f"SELECT count(*) FROM tickets WHERE ingest_run = {r.run_id} "
+    conflicts = counts.get("conflict", 0) + counts.get("conflict_in_file", 0)
+    r.n_read = sum(counts.values()) + len(fi._quarantine) - conflicts
+    r.n_flagged = con.execute(f"SELECT count(*) FROM tickets WHERE ingest_run = {run} "
                               "AND len(flags) > 0").fetchall()[0][0]
 
 
@@ -412,9 +415,10 @@ def ingest_file(con: duckdb.DuckDBPyConnection, path: str | Path, *, fmt: str = 
         con.execute(f"CREATE OR REPLACE TEMP TABLE {STAGE_MSG} (record_no BIGINT, seq INTEGER, "
                     "role VARCHAR, author VARCHAR, text VARCHAR, created_raw VARCHAR, "
                     "is_public BOOLEAN)")
+        final = _final_projection(origin or ORIGINS[chosen], fi.path, fi.result.run_id)
         if chosen == "csv":
             try:
-                _stage_csv(con, path, head, mapping, fi)
+                _load_csv(con, path, head, mapping, fi, final if redactor is None else None)
             except duckdb.Error as exc:
                 raise InputFileError(str(path), f"not readable as CSV: {_first_line(exc)}") from None
         else:
@@ -427,11 +431,12 @@ def ingest_file(con: duckdb.DuckDBPyConnection, path: str | Path, *, fmt: str = 
                         rec.flags.append("invalid_utf8")
             if records:
                 _append_records(con, records)
-            elif fi._quarantine and not records:
+            elif fi._quarantine:
                 fi.result.notes.append("no record of this file could be parsed")
         if redactor is not None:
             _redact_stage(con, redactor)
-        _decide_and_insert(con, fi, origin or ORIGINS[chosen], on_conflict)
+        con.execute(f"INSERT INTO tickets {final.format(source=STAGE)}")
+        _decide_after_insert(con, fi, on_conflict)
         if redactor is not None:
             fi.result.redactions = {k: v - before.get(k, 0) for k, v in redactor.counts.items()
                                     if v - before.get(k, 0)}
