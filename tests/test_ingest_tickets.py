@@ -267,3 +267,21 @@ def test_no_redact_must_be_asked_for_and_warns(cli, query, tmp_path):
     result = cli("ingest", "tickets", other, "--no-redact")
     assert "redaction is off" in result.output
     assert query("SELECT body FROM tickets WHERE source_id = '2'") == [("mail me at john@example.com",)]
+
+
+@pytest.mark.parametrize("redact", [False, True], ids=["direct", "staged"])
+def test_in_file_duplicates_and_conflicts_in_csv(cli, query, tmp_path, redact):
+    path = tmp_path / "dups.csv"
+    path.write_text("id,subject,description\n"
+                    "1,Refund,charged twice\n"
+                    "1,Refund,charged twice\n"
+                    "2,Login,cannot log in\n"
+                    "2,Login,cannot log in since Monday\n"
+                    "3,Slow,dashboard is slow\n")
+    args = ["--json"] + ([] if redact else ["--no-redact"])
+    f = file_result(cli("ingest", "tickets", path, *args))
+    assert f["reconciles"]
+    assert (f["n_read"], f["n_loaded"], f["n_duplicates"], f["n_quarantined"]) == (5, 3, 1, 1)
+    assert query("SELECT source_id, body FROM tickets ORDER BY source_id") == [
+        ("1", "charged twice"), ("2", "cannot log in"), ("3", "dashboard is slow")]
+    assert query("SELECT record_no FROM quarantine") == [(4,)]
