@@ -75,6 +75,7 @@ def test_no_workspace_means_cwd_tmp_and_a_clean_environment(monkeypatch):
     dict(timeout_sec=0), dict(mode="docker"), dict(max_processes=0), dict(memory_mb=0),
     dict(output_limit=0), dict(ro_binds={"relative": "/x"}), dict(ro_binds={"/usr/share": "/x"}),
     dict(ro_binds={"/app/sub": "/x"}), dict(ro_binds={"/": "/x"}), dict(env={"A=B": "x"}),
+    dict(cwd="app"),
 ])
 def test_invalid_specs_are_user_errors(bad):
     with pytest.raises(UserError):

@@ -20,6 +20,7 @@ the command's.
 
 from __future__ import annotations
 
+import atexit
 import functools
 import json
 import logging
@@ -31,6 +32,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Sequence
@@ -198,18 +200,49 @@ def _limit_args(prlimit: str, spec: SandboxSpec, nproc: int) -> list[str]:
     return args + ["--"]
 
 
-@functools.cache
+_etc_lock = threading.Lock()
+_etc_made: str | None = None
+
+
+def _etc_dir() -> str:
+    """The sandbox's /etc: copies of a few host files plus generated ones, made once per
+    process (one bind mount instead of ten; the host's /etc is never exposed)."""
+    global _etc_made
+    with _etc_lock:
+        if _etc_made is None or not os.path.isdir(_etc_made):  # /tmp cleaners may remove it
+            made = tempfile.mkdtemp(prefix="rlforge-etc-")
+            for name in ETC_FILES:
+                src, dest = f"/etc/{name}", os.path.join(made, name)
+                if os.path.isdir(src):
+                    shutil.copytree(src, dest, symlinks=True)
+                elif os.path.isfile(src):
+                    shutil.copyfile(src, dest)
+            for path, text in ETC_DATA.items():
+                Path(made, os.path.basename(path)).write_text(text)
+            for root, dirs, files in os.walk(made):
+                for name in dirs + files:
+                    if not os.path.islink(os.path.join(root, name)):
+                        os.chmod(os.path.join(root, name), 0o755 if name in dirs else 0o644)
+            os.chmod(made, 0o755)
+            atexit.register(shutil.rmtree, made, True)
+            _etc_made = made
+        return _etc_made
+
+
 def _system_args() -> tuple[str, ...]:
     """The read-only system: /usr, the /bin-style top-level links or dirs, a minimal /etc,
     and a /proc whose global knobs are read-only and whose host-wide listings are masked."""
+    return ("--ro-bind", _etc_dir(), "/etc") + _host_layout_args()
+
+
+@functools.cache
+def _host_layout_args() -> tuple[str, ...]:
     args = ["--ro-bind", "/usr", "/usr"]
     for name in ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"):
         if os.path.islink(name):
             args += ["--symlink", os.readlink(name), name]
         elif os.path.isdir(name):
             args += ["--ro-bind", name, name]
-    for name in ETC_FILES:
-        args += ["--ro-bind-try", f"/etc/{name}", f"/etc/{name}"]
     # As root, the sandbox's uid is host uid 0, which owns every sysctl: without a
     # read-only /proc/sys it could rewrite kernel.core_pattern or kernel.modprobe and run
     # code on the host. (bubblewrap only covers /proc/sys when the directory is writable.)
@@ -229,6 +262,24 @@ def _data_fd(data: bytes, name: str) -> int:
     os.write(fd, data)
     os.lseek(fd, 0, os.SEEK_SET)
     return fd
+
+
+def _exited_fd(pidfd: int, timeout_sec: float) -> bool:
+    """Wait until the process behind `pidfd` has exited; False if it is still running."""
+    poller = select.poll()
+    poller.register(pidfd, select.POLLIN)
+    return bool(poller.poll(timeout_sec * 1000))
+
+
+def _exited(pid: int, timeout_sec: float) -> bool:
+    try:
+        fd = os.pidfd_open(pid)
+    except ProcessLookupError:
+        return True
+    try:
+        return _exited_fd(fd, timeout_sec)
+    finally:
+        os.close(fd)
 
 
 class _Run:
@@ -255,10 +306,6 @@ class _Run:
                 "--hostname", "sandbox", "--cap-drop", "ALL", "--disable-userns",
                 "--die-with-parent", "--new-session", "--as-pid-1", "--json-status-fd", str(status_w)]
         argv += _system_args()
-        for dest, text in ETC_DATA.items():
-            fd = _data_fd(text.encode(), dest)
-            child_fds.append(fd)
-            argv += ["--ro-bind-data", str(fd), dest]
         tmp = str(spec.tmp_mb * 1024 * 1024)
         argv += ["--dev", "/dev", "--size", tmp, "--tmpfs", "/tmp",
                  "--size", tmp, "--tmpfs", "/dev/shm", "--remount-ro", "/dev"]
@@ -438,21 +485,18 @@ class _Run:
         """Wait for bubblewrap and for the sandbox's pid 1 (its exit empties the namespace)."""
         proc = self.proc
         assert proc is not None
-        try:
-            proc.wait(timeout=_DRAIN_SEC)
-        except subprocess.TimeoutExpired:
+        # Popen.wait(timeout) polls with growing sleeps; a pidfd wakes us the moment it exits.
+        if proc.returncode is None and not _exited(proc.pid, _DRAIN_SEC):
             self.killed_by_us = True
             self._kill()
-            proc.wait()
+        proc.wait()
         for stream in (proc.stdout, proc.stderr):
             if stream is not None:
                 stream.close()
         if self.pidfd is not None:
-            poller = select.poll()
-            poller.register(self.pidfd, select.POLLIN)
-            if not poller.poll(_DRAIN_SEC * 1000):
+            if not _exited_fd(self.pidfd, _DRAIN_SEC):
                 self._kill()
-                poller.poll(_DRAIN_SEC * 1000)
+                _exited_fd(self.pidfd, _DRAIN_SEC)
         elif self.support is None:  # mode "none": take the process group down with it
             try:
                 os.killpg(proc.pid, signal.SIGKILL)

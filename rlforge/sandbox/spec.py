@@ -110,6 +110,8 @@ class SandboxSpec:
                 raise UserError(f"sandbox bind target {dest!r} must be an absolute path below /")
             if any(str(path) == r or str(path).startswith(r + "/") for r in _RESERVED):
                 raise UserError(f"sandbox bind target {dest!r} is reserved; choose another path")
+        if self.cwd is not None and not PurePosixPath(self.cwd).is_absolute():
+            raise UserError(f"sandbox cwd {self.cwd!r} must be an absolute path inside the sandbox")
         for key in self.env:
             if not key or "=" in key or "\0" in key:
                 raise UserError(f"invalid environment variable name {key!r}")
