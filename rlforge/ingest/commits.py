@@ -22,7 +22,8 @@ from rlforge.ingest.common import FileIngest, IngestResult
 
 SOURCE = "commits"
 RS, US = "\x1e", "\x1f"
-LOG_FORMAT = f"{RS}%H{US}%P{US}%an{US}%ae{US}%aI{US}%cn{US}%ce{US}%cI{US}%B{US}"
+# Times as Unix seconds: real histories carry offsets no parser accepts (e.g. "+518:00").
+LOG_FORMAT = f"{RS}%H{US}%P{US}%an{US}%ae{US}%at{US}%cn{US}%ce{US}%ct{US}%B{US}"
 
 TEST_DIR = re.compile(r"(^|/)(tests?|testing|spec|specs|__tests__|test_?data)/", re.I)
 TEST_FILE = re.compile(
@@ -205,7 +206,8 @@ def ingest_repo(con: duckdb.DuckDBPyConnection, path: str | Path, *, rev: str = 
             con.register("_commits_df", cdf)
             con.execute("""
                 INSERT INTO commits SELECT repo, sha, parents, author, committer,
-                    authored_at::TIMESTAMPTZ, committed_at::TIMESTAMPTZ, subject, message,
+                    to_timestamp(authored_at::BIGINT), to_timestamp(committed_at::BIGINT),
+                    subject, message,
                     is_merge, files_changed, lines_added, lines_removed, ? FROM _commits_df""",
                         [fi.result.run_id])
             con.unregister("_commits_df")
