@@ -73,6 +73,23 @@ SETTINGS: list[Setting] = [
     Setting("tasks.templates", "", "directory of templates overriding the packaged ones"),
     Setting("tasks.generator_options", {}, "per-generator options, e.g. "
             "{ \"tickets.triage\" = { fields = [\"category\"] } }", dict),
+    Setting("tasks.repair.last", 300, "commits.repair: most recent commits per repository "
+            "considered (0 = all)", int),
+    Setting("tasks.repair.max_files", 10, "commits.repair: most files a commit may change", int),
+    Setting("tasks.repair.max_lines", 400, "commits.repair: most lines a commit may add and "
+            "remove", int),
+    Setting("tasks.repair.language", "python", "commits.repair: language of the source "
+            "changes (the test command and result format must fit it)"),
+    Setting("tasks.repair.file_hints", False, "commits.repair: name the files the fix touches "
+            "in the instruction", bool),
+    Setting("tasks.repair.p2p_scope", "suite", "commits.repair: pass-to-pass tests from the "
+            "whole suite or only the test files the commit touches", choices=("suite", "files")),
+    Setting("tasks.repair.max_p2p", 200, "commits.repair: most pass-to-pass tests per task", int),
+    Setting("tasks.repair.per_test_timeout", 15.0, "commits.repair: seconds before a running "
+            "test counts as hung (failed)", float),
+    Setting("tasks.repair.repos", {}, "commits.repair: per-repository settings by path or "
+            "directory name, e.g. { parse = { test_command = \"python -m pytest -x\", "
+            "result_format = \"pytest-junit\", requirements = [\"pytest\"] } }", dict),
     Setting("run.base_url", "", "OpenAI-compatible endpoint (empty = embedded local model)"),
     Setting("run.model", "", "model name sent to the endpoint"),
     Setting("run.api_key_env", "OPENAI_API_KEY", "NAME of the environment variable holding "

@@ -195,6 +195,25 @@ MIGRATIONS: list[Migration] = [
             dropped_at TIMESTAMP
         );
     """),
+    Migration("0004_repair", """
+        CREATE TABLE repair_checks (          -- build-time F2P/P2P check of a commit
+            repo VARCHAR NOT NULL,
+            sha VARCHAR NOT NULL,
+            check_key VARCHAR NOT NULL,       -- hash of test command, environment, limits
+            status VARCHAR,                   -- kept | rejected
+            reason VARCHAR,                   -- no F2P, flaky, hang at parent, ...
+            detail VARCHAR,
+            fail_to_pass VARCHAR[],
+            pass_to_pass VARCHAR[],
+            flaky VARCHAR[],
+            requirements VARCHAR[],
+            env_key VARCHAR,
+            gold_seconds DOUBLE,              -- one test run with the fix
+            seconds DOUBLE,                   -- the whole check
+            checked_at TIMESTAMP,
+            PRIMARY KEY (repo, sha, check_key)
+        );
+    """),
 ]
 
 

@@ -182,6 +182,10 @@ def build_tasks(con: duckdb.DuckDBPyConnection, opts: BuildOptions,
             produced = list(gen.specs(ctx))
         except duckdb.CatalogException:
             produced = []  # its source tables do not exist in this database yet
+        for rejected in getattr(gen, "rejections", ()):  # source rows a generator screened out
+            stats[info.name]["rejected"] += 1
+            drops.append({"generator": info.name, "source": rejected["source"], "task_id": "",
+                          "reason": rejected["reason"]})
         for spec in produced:
             stats[info.name]["specs"] += 1
             key = exact_key(spec.dedup_text, spec.reference)
@@ -240,8 +244,8 @@ def build_tasks(con: duckdb.DuckDBPyConnection, opts: BuildOptions,
     report = BuildReport(
         out=str(opts.out), build_id=build_id,
         per_generator={g: {"specs": c["specs"], "emitted": c["emitted"],
-                           "dropped": c["dropped_validation"] + c["exact_duplicates"],
-                           **{k: c[k] for k in ("dropped_validation", "exact_duplicates")},
+                           "dropped": c["dropped_validation"] + c["exact_duplicates"] + c["rejected"],
+                           **{k: c[k] for k in ("dropped_validation", "exact_duplicates", "rejected")},
                            **{f"split_{s}": sum(1 for t in kept if t.spec.generator == g and t.split == s)
                               for s in ("train", "val", "test")}}
                        for g, c in stats.items()},

@@ -13,6 +13,7 @@ A verifier that crashes or a sandbox that fails makes the task invalid, not pass
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import shutil
 import tempfile
@@ -22,7 +23,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from rlforge.errors import UserError
-from rlforge.sandbox import SandboxPool, SandboxSpec, read_file
+from rlforge.sandbox import SandboxPool, SandboxSpec, prepare_env, read_file
 from rlforge.verify.standalone import REWARD_PREFIX
 
 VALIDATION_FILE = "validation.json"
@@ -108,6 +109,26 @@ def fresh_workspace(task_dir: Path, root: Path, files: dict[str, bytes] | None =
     return ws
 
 
+@functools.lru_cache(maxsize=32)
+def _prepared_env(requirements: tuple[str, ...], pip_args: tuple[str, ...], cache_dir: Path) -> Path:
+    return prepare_env(list(requirements), cache_dir, pip_args=list(pip_args))
+
+
+def prepared_env_hook(task_dir: Path, meta: dict) -> dict:
+    """Sandbox fields a task asks for in [metadata.rlforge]: `env_requirements` (and
+    `env_pip_args`) get the prepared venv at /opt/venv, built once and cached;
+    `sandbox_tmp_mb` a larger /tmp."""
+    rl = meta.get("metadata", {}).get("rlforge", {})
+    fields: dict[str, Any] = {}
+    if "env_requirements" in rl:
+        from rlforge.config import Config, default_cache_dir
+        fields["venv"] = _prepared_env(tuple(rl["env_requirements"]), tuple(rl.get("env_pip_args", ())),
+                                       default_cache_dir(Config.load()))
+    if rl.get("sandbox_tmp_mb"):
+        fields["tmp_mb"] = int(rl["sandbox_tmp_mb"])
+    return fields
+
+
 class TaskRunner:
     """Runs a task's scripts in sandboxes; shared by validation and by `rlforge run`."""
 
@@ -115,7 +136,7 @@ class TaskRunner:
                  spec_hook: Callable[[Path, dict], dict] | None = None):
         self.pool = pool
         self.mode = sandbox_mode
-        self.spec_hook = spec_hook
+        self.spec_hook = spec_hook or prepared_env_hook
 
     def _spec(self, task_dir: Path, meta: dict, **fields) -> SandboxSpec:
         extra = self.spec_hook(task_dir, meta) if self.spec_hook else {}

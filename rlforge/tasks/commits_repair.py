@@ -1,0 +1,216 @@
+"""`commits.repair`: fix the code so the commit's own tests pass (fail-to-pass / pass-to-pass).
+
+A commit that changes source files and test files is a problem with a machine-checkable
+answer. The task's workspace is the repository at the commit's parent (files only, no
+history); the commit's test changes are hidden in the task's tests/; the instruction is the
+commit message (no file or line hints unless `file_hints`); the gold solution is the
+commit's source diff. A commit becomes a task only when the build-time check (see
+`rlforge.tasks.repair.checks`) finds tests that fail at the parent and pass with the fix,
+run twice in the sandbox. Every commit in the window that does not become a task is
+reported in `self.rejections` with its reason, and build-tasks records it in `task_drops`.
+
+The verifier (`rlforge/verify/repair_standalone.py`, copied into tests/) runs the
+fail-to-pass and pass-to-pass tests in the task's prepared environment; validation adds
+the adversarial submissions of `rlforge.tasks.repair.adversarial`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import difflib
+import hashlib
+import re
+import time
+from collections import Counter
+from pathlib import Path
+
+from rlforge.config import Config, default_cache_dir
+from rlforge.ingest.commits import TEST_DIR, TEST_FILE
+from rlforge.sandbox import SandboxPool
+from rlforge.sandbox.envs import env_key
+from rlforge.tasks.registry import register
+from rlforge.tasks.repair import envs, gitrepo
+from rlforge.tasks.repair.adversarial import repair_adversarials
+from rlforge.tasks.repair.checks import Checker, CheckResult, system_python_version, verifier_files
+from rlforge.tasks.repair.options import RepairOptions, RepoSettings
+from rlforge.tasks.repair.select import CommitRow, screen, window
+from rlforge.tasks.spec import BuildContext, SourceRef, Submission, TaskSpec, stable_sample
+from rlforge.verify.repair_standalone import SUBMISSION_PATCH, _skipped, is_protected
+
+PROTECTED = {
+    "patterns": ["(?i)" + TEST_DIR.pattern, TEST_FILE.pattern],
+    "names": ["conftest.py", "pytest.ini", ".pytest.ini", "tox.ini", "setup.cfg", "pyproject.toml",
+              "sitecustomize.py", "usercustomize.py"],
+    "suffixes": [".pth"],
+}
+SOLVE_SH = b"""#!/bin/bash
+# Gold solution: the commit's own change to the source code (solution/gold.diff).
+set -euo pipefail
+cd /app
+git apply --whitespace=nowarn /solution/gold.diff
+"""
+TRAILER = re.compile(r"^[A-Za-z][A-Za-z-]*(-by|-Id|-id): ", re.M)
+MIN_SECRET_CHARS = 24
+MAX_SECRETS = 40
+
+
+def problem_statement(message: str) -> tuple[str, str]:
+    """(subject, body) of a commit message, without trailers (Signed-off-by, ...)."""
+    lines = [line for line in message.strip().splitlines() if not TRAILER.match(line)]
+    subject = lines[0].strip() if lines else ""
+    body = "\n".join(lines[1:]).strip()
+    return subject, body
+
+
+def distinctive_lines(snap: gitrepo.CommitSnapshot) -> list[str]:
+    """Lines the commit adds (tests and fix) that appear nowhere in the starting workspace:
+    if one shows up in the instruction, the task gives its answer away."""
+    corpus = "\n".join(data.decode("utf-8", "replace") for data in snap.workspace.values())
+    added: list[str] = []
+    for path, new in [*snap.hidden.items(), *((p, c) for p, c in snap.fixed.items() if c)]:
+        old = snap.workspace.get(path, b"").decode("utf-8", "replace").splitlines()
+        for line in difflib.ndiff(old, new.decode("utf-8", "replace").splitlines()):
+            text = line[2:].strip()
+            if line.startswith("+ ") and len(text) >= MIN_SECRET_CHARS and text not in corpus:
+                added.append(text)
+    return sorted(set(added))[:MAX_SECRETS]
+
+
+def _difficulty(lines: int) -> str:
+    return "easy" if lines <= 10 else "medium" if lines <= 60 else "hard"
+
+
+@register("commits.repair", 1, "Fix the code so the commit's own tests pass: workspace at the "
+          "parent commit, hidden fail-to-pass and pass-to-pass tests run in the sandbox.",
+          verifier="repair")
+class CommitsRepair:
+    def __init__(self, **options):
+        self.opts = RepairOptions.resolve(options)
+        self.rejections: list[dict[str, str]] = []
+        self.stats: dict = {}
+
+    def available(self, con) -> int:
+        """Commits in the window that pass the database-only screening."""
+        o = self.opts
+        return sum(1 for row in window(con, o.last, o.repos, o.language)
+                   if screen(row, max_files=o.max_files, max_lines=o.max_lines,
+                             language=o.language, min_message_words=o.min_message_words) is None)
+
+    def specs(self, ctx: BuildContext):
+        o = self.opts
+        started = time.perf_counter()
+        self.rejections = []
+        rows = window(ctx.con, o.last, o.repos, o.language)
+        candidates = []
+        for row in rows:
+            why = screen(row, max_files=o.max_files, max_lines=o.max_lines, language=o.language,
+                         min_message_words=o.min_message_words)
+            if why:
+                self._reject(row, why)
+            else:
+                candidates.append(row)
+        ordered = stable_sample(candidates, None, ctx.seed, key=lambda r: f"{r.repo}@{r.sha}")
+        kept = asyncio.run(self._check_all(ctx, ordered))
+        self.stats = {"considered": len(rows), "candidates": len(candidates), "kept": len(kept),
+                      "rejected": dict(Counter(r["reason"].split(" (")[0] for r in self.rejections)),
+                      "check_seconds": [round(c.seconds, 3) for _, _, _, _, c in kept if not c.cached],
+                      "seconds": round(time.perf_counter() - started, 3)}
+        for row, snap, settings, reqs, check in kept:
+            yield self._spec(row, snap, settings, reqs, check)
+
+    def _reject(self, row: CommitRow, reason: str, detail: str = "") -> None:
+        self.rejections.append({"source": f"{row.repo}@{row.sha}",
+                                "reason": reason + (f" ({detail})" if detail and "(" not in reason else "")})
+
+    async def _check_all(self, ctx: BuildContext, rows: list[CommitRow]) -> list[tuple]:
+        """Check candidates in order until the quota is met; the kept ones, in that order."""
+        cfg = Config.load()
+        pool = SandboxPool(cfg.get("sandbox.workers"))
+        checker = Checker(ctx.con, self.opts, pool, default_cache_dir(cfg), cfg.get("sandbox.mode"))
+        batch = max(1, pool.workers // (2 * self.opts.runs))
+        kept: list[tuple] = []
+        try:
+            for i in range(0, len(rows), batch):
+                if ctx.limit is not None and len(kept) >= ctx.limit:
+                    break
+                done = await asyncio.gather(*(self._check_one(checker, row) for row in rows[i:i + batch]))
+                kept += [d for d in done if d is not None]
+        finally:
+            checker.close()
+            await asyncio.to_thread(pool.close)
+        return kept if ctx.limit is None else kept[:ctx.limit]
+
+    async def _check_one(self, checker: Checker, row: CommitRow):
+        settings = self.opts.for_repo(row.repo)
+        try:
+            snap = await asyncio.to_thread(gitrepo.snapshot, row.repo, row.sha, row.parent, PROTECTED)
+        except (gitrepo.GitError, OSError) as exc:
+            self._reject(row, "repository unavailable", str(exc)[:200])
+            return None
+        found = envs.discover(snap.workspace)
+        reqs = list(settings.requirements) if settings.requirements is not None else list(found.requirements)
+        reqs = sorted(set(reqs) | set(settings.extra_requirements))
+        if settings.pythonpath is None:
+            settings = RepoSettings(**{**settings.__dict__, "pythonpath": envs.default_pythonpath(snap.workspace)})
+        check = await checker.check(snap, settings, reqs, PROTECTED)
+        if not check.kept:
+            self._reject(row, check.reason, check.detail)
+            return None
+        return row, snap, settings, found, check
+
+    def _spec(self, row: CommitRow, snap: gitrepo.CommitSnapshot, settings: RepoSettings,
+              found: envs.Requirements, check: CheckResult) -> TaskSpec:
+        o = self.opts
+        subject, body = problem_statement(row.message)
+        repo_name = Path(row.repo).name
+        workspace = {p: d for p, d in snap.workspace.items() if not _skipped(p)}
+        base_protected = {p: hashlib.sha256(d).hexdigest()
+                          for p, d in workspace.items() if is_protected(p, PROTECTED)}
+        per_test, collect = settings.per_test_timeout, settings.collect_timeout
+        verifier_timeout = round(60 + collect + 2 * per_test + 4 * check.gold_seconds)
+        reference = {
+            "verifier": "repair", "workspace": "/app", "submission_patch": SUBMISSION_PATCH,
+            "test_command": list(settings.test_command), "result_format": settings.result_format,
+            "fail_to_pass": check.fail_to_pass, "pass_to_pass": check.pass_to_pass,
+            "hidden_dir": "hidden", "hidden_files": sorted(snap.hidden),
+            "hidden_deleted": snap.hidden_deleted, "protected": PROTECTED,
+            "base_protected": base_protected, "per_test_timeout": per_test,
+            "collect_timeout": collect, "budget_sec": verifier_timeout - 20,
+            "pythonpath": list(settings.pythonpath or ()), "env": dict(settings.env),
+        }
+        size_mb = sum(len(d) for d in workspace.values()) / 1e6
+        requirements = check.requirements
+        adversarial = repair_adversarials(workspace=workspace, hidden=snap.hidden,
+                                          fail_to_pass=check.fail_to_pass, gold_paths=snap.gold_paths)
+        return TaskSpec(
+            generator=self.name, version=self.version,
+            source=SourceRef("commits", [f"{row.repo}@{row.sha}"], [f"git:{row.sha}"]),
+            instruction_template="instruction.md",
+            context={"title": subject or f"Change requested in {repo_name}", "subject": subject,
+                     "body": body, "repo_name": repo_name, "language": o.language.capitalize(),
+                     "file_hints": sorted(snap.gold_paths) if o.file_hints else [],
+                     "requirements": requirements,
+                     "python_version": ".".join(system_python_version().split(".")[:2])},
+            reference=reference,
+            solution_files={"solve.sh": SOLVE_SH, "gold.diff": snap.gold_diff.encode("utf-8", "surrogateescape")},
+            verifier="repair", group_key=f"{row.repo}@{row.sha}",
+            dedup_text=row.message, time=row.committed_at,
+            null=Submission("null", {}, "the starting workspace, unchanged"),
+            adversarial=adversarial, workspace=workspace,
+            tests_data={"rlforge_repair.py": verifier_files()["rlforge_repair.py"],
+                        **{f"hidden/{p}": d for p, d in snap.hidden.items()}},
+            category="code-repair", difficulty=_difficulty(sum(
+                1 for line in snap.gold_diff.splitlines() if line[:1] in "+-" and line[:3] not in ("+++", "---"))),
+            keywords=["code-repair", o.language, repo_name],
+            agent_timeout_sec=1200.0, verifier_timeout_sec=float(verifier_timeout), memory_mb=2048,
+            kind="terminal", secret_strings=distinctive_lines(snap), leak_allowed=[],
+            extra_metadata={
+                "repo": repo_name, "commit": row.sha, "parent": row.parent,
+                "env_requirements": requirements, "env_pip_args": list(settings.pip_args),
+                "env_key": env_key(requirements, pip_args=settings.pip_args),
+                "dependency_files": list(found.sources), "dependency_files_sha256": found.files_sha256,
+                "fail_to_pass_count": len(check.fail_to_pass),
+                "pass_to_pass_count": len(check.pass_to_pass),
+                "sandbox_tmp_mb": max(256, int(3 * size_mb) + 64),
+            },
+        )

@@ -1,0 +1,291 @@
+"""Build-time validation of a repair task, SWE-bench style, in the sandbox.
+
+For one commit: tree A = the parent with the commit's test changes applied; tree B = A
+with the gold diff applied (by `git apply`, as solution/solve.sh does). The tests run twice
+on each, in the sandbox with the repository's prepared environment mounted at /opt/venv:
+
+- fail-to-pass (F2P): fails (or is absent) in both runs of A, passes in both runs of B;
+- pass-to-pass (P2P): passes in all four runs;
+- flaky: a different verdict between the two runs of the same tree; never used.
+
+Only tests that live in test files count (a doctest in a source module or the README
+would ask the policy to write it). A commit is kept with F2P >= 1, and P2P >= 1 when the
+suite has other tests. Every other outcome is a rejection with one of the reasons in
+`REASONS`. Results are stored in `repair_checks`, keyed by everything that decides them,
+so rebuilding from the same database gives the same tasks without running anything.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from rlforge import db
+from rlforge.errors import UserError
+from rlforge.sandbox import SandboxPool, SandboxSpec, prepare_env, read_file
+from rlforge.sandbox.envs import SYSTEM_PYTHON
+from rlforge.tasks.repair.gitrepo import CommitSnapshot
+from rlforge.tasks.repair.options import RepairOptions, RepoSettings
+from rlforge.verify import repair_standalone, standalone
+
+CHECK_VERSION = 1
+KEPT = "kept"
+REJECTED = "rejected"
+# Rejection reasons of the build-time check (selection adds its own, see select.py).
+REASONS = ("environment failed to build", "patch does not apply", "hang at parent",
+           "hang with the fix", "no F2P", "flaky", "no P2P", "sandbox failure")
+
+
+@dataclass
+class CheckResult:
+    """The verdict on one commit."""
+
+    status: str
+    reason: str = ""
+    detail: str = ""
+    fail_to_pass: list[str] = field(default_factory=list)
+    pass_to_pass: list[str] = field(default_factory=list)
+    flaky: list[str] = field(default_factory=list)
+    requirements: list[str] = field(default_factory=list)
+    env_key: str = ""
+    gold_seconds: float = 0.0
+    seconds: float = 0.0
+    cached: bool = False
+
+    @property
+    def kept(self) -> bool:
+        return self.status == KEPT
+
+
+@functools.cache
+def system_python_version() -> str:
+    """Version of the interpreter prepared environments are built from (e.g. 3.11.2)."""
+    return subprocess.run([SYSTEM_PYTHON, "-c", "import sys; print(sys.version.split()[0])"],
+                          capture_output=True, text=True, env={}).stdout.strip()
+
+
+def write_tree(root: Path, files: dict[str, bytes], executable: set[str] = frozenset()) -> None:
+    """Materialise files under root, readable and writable by the sandbox user."""
+    for rel, data in files.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(data)
+        path.chmod(0o777 if rel in executable else 0o666)
+    for d in [root, *(p for p in root.rglob("*") if p.is_dir())]:
+        d.chmod(0o777)
+
+
+def apply_gold(tree: Path, diff: str) -> str | None:
+    """`git apply` the gold diff in tree (a plain directory); None, or why it failed."""
+    if not diff:
+        return None
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "GIT_CONFIG_NOSYSTEM": "1",
+           "GIT_CONFIG_GLOBAL": os.devnull, "HOME": os.devnull,
+           "GIT_CEILING_DIRECTORIES": str(tree.parent)}
+    proc = subprocess.run(["git", "apply", "--whitespace=nowarn", "-"], cwd=tree, env=env,
+                          input=diff.encode("utf-8", "surrogateescape"), capture_output=True)
+    if proc.returncode != 0:
+        return proc.stderr.decode(errors="replace").strip()[:300] or f"git apply exited {proc.returncode}"
+    return None
+
+
+def verifier_files() -> dict[str, bytes]:
+    """The stdlib verifier pair every task (and every build-time run) gets in /tests."""
+    return {"rlforge_repair.py": Path(repair_standalone.__file__).read_bytes(),
+            "rlforge_verify.py": Path(standalone.__file__).read_bytes()}
+
+
+class EnvCache:
+    """Prepared environments of this build, by requirements; failures are remembered too."""
+
+    def __init__(self, cache_dir: Path):
+        self.cache_dir = cache_dir
+        self._done: dict[tuple, Path | str] = {}
+        self._lock = asyncio.Lock()
+
+    async def get(self, requirements: list[str], pip_args: list[str]) -> Path | str:
+        """The venv, or the error message when it cannot be built."""
+        key = (tuple(requirements), tuple(pip_args))
+        async with self._lock:
+            if key not in self._done:
+                try:
+                    self._done[key] = await asyncio.to_thread(
+                        prepare_env, list(requirements), self.cache_dir, pip_args=list(pip_args))
+                except UserError as exc:
+                    self._done[key] = str(exc)
+            return self._done[key]
+
+
+class Checker:
+    """Runs the build-time check of commits through one sandbox pool."""
+
+    def __init__(self, con, opts: RepairOptions, pool: SandboxPool, cache_dir: Path,
+                 sandbox_mode: str = "bwrap"):
+        self.con, self.opts, self.pool, self.mode = con, opts, pool, sandbox_mode
+        self.envs = EnvCache(cache_dir)
+        self.scratch = Path(tempfile.mkdtemp(prefix="rlforge-repair-"))
+        self.python = system_python_version()
+
+    def close(self) -> None:
+        shutil.rmtree(self.scratch, ignore_errors=True)
+
+    # --- cache ---------------------------------------------------------------------------
+
+    def cached(self, repo: str, sha: str, key: str) -> CheckResult | None:
+        rows = self.con.execute(
+            "SELECT status, reason, detail, fail_to_pass, pass_to_pass, flaky, requirements, "
+            "env_key, gold_seconds, seconds FROM repair_checks WHERE repo = ? AND sha = ? "
+            "AND check_key = ?", [repo, sha, key]).fetchall()
+        if not rows:
+            return None
+        r = rows[0]
+        return CheckResult(r[0], r[1] or "", r[2] or "", list(r[3] or []), list(r[4] or []),
+                           list(r[5] or []), list(r[6] or []), r[7] or "", r[8] or 0.0, r[9] or 0.0,
+                           cached=True)
+
+    def store(self, repo: str, sha: str, key: str, r: CheckResult) -> None:
+        self.con.execute("DELETE FROM repair_checks WHERE repo = ? AND sha = ? AND check_key = ?",
+                         [repo, sha, key])
+        self.con.execute("INSERT INTO repair_checks VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                         [repo, sha, key, r.status, r.reason, r.detail, r.fail_to_pass,
+                          r.pass_to_pass, r.flaky, r.requirements, r.env_key, r.gold_seconds,
+                          r.seconds, db.now()])
+
+    # --- one commit ------------------------------------------------------------------------
+
+    async def check(self, snap: CommitSnapshot, settings: RepoSettings, requirements: list[str],
+                    rules: dict) -> CheckResult:
+        """Check one commit (or return its stored verdict)."""
+        key = self.opts.check_key(settings, requirements, self.python, CHECK_VERSION)
+        if not self.opts.recheck:
+            hit = self.cached(snap.repo, snap.sha, key)
+            if hit is not None:
+                return hit
+        started = time.perf_counter()
+        result = await self._check(snap, settings, requirements, rules)
+        result.requirements = list(requirements)
+        result.seconds = round(time.perf_counter() - started, 3)
+        if result.reason not in ("environment failed to build", "sandbox failure"):
+            self.store(snap.repo, snap.sha, key, result)  # infrastructure trouble is retried
+        return result
+
+    async def _check(self, snap: CommitSnapshot, settings: RepoSettings, requirements: list[str],
+                     rules: dict) -> CheckResult:
+        if snap.unsupported:
+            return CheckResult(REJECTED, "patch does not apply",
+                               f"the fix changes symlinks or submodules: {', '.join(snap.unsupported[:3])}")
+        venv = await self.envs.get(requirements, list(settings.pip_args))
+        if isinstance(venv, str):
+            return CheckResult(REJECTED, "environment failed to build", venv[-300:])
+        work = Path(tempfile.mkdtemp(prefix=f"{snap.sha[:12]}-", dir=self.scratch))
+        try:
+            a = work / "parent"
+            a.mkdir()
+            write_tree(a, {**snap.workspace, **snap.hidden}, snap.executable)
+            for rel in snap.hidden_deleted:
+                (a / rel).unlink(missing_ok=True)
+            b = work / "fixed"
+            shutil.copytree(a, b)
+            why = apply_gold(b, snap.gold_diff)
+            if why:
+                return CheckResult(REJECTED, "patch does not apply", why)
+            write_tree(b, {})  # permissions of anything git apply created
+            paths = None
+            if self.opts.p2p_scope == "files":
+                paths = sorted(p for p in snap.hidden if p.endswith(".py"))
+            runs = [(side, tree) for side, tree in (("parent", a), ("fixed", b))
+                    for _ in range(self.opts.runs)]
+            results = await asyncio.gather(*(self._run(tree, Path(venv), settings, paths, work)
+                                             for _, tree in runs))
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+        failures = [r for r in results if isinstance(r, str)]
+        if failures:
+            return CheckResult(REJECTED, "sandbox failure", failures[0][:300])
+        parent = [r for (side, _), r in zip(runs, results) if side == "parent"]
+        fixed = [r for (side, _), r in zip(runs, results) if side == "fixed"]
+        return classify(parent, fixed, snap, rules, self.opts.max_p2p)
+
+    async def _run(self, tree: Path, venv: Path, settings: RepoSettings, paths: list[str] | None,
+                   work: Path) -> dict | str:
+        """One sandboxed test run; the raw result, or an infrastructure error message."""
+        runner = Path(tempfile.mkdtemp(prefix="runner-", dir=work))
+        logs = Path(tempfile.mkdtemp(prefix="logs-", dir=work))
+        logs.chmod(0o777)
+        sandboxed = self.mode != "none"
+        spec = {"tree": "/app" if sandboxed else str(tree), "test_command": list(settings.test_command),
+                "ids": None, "paths": paths, "per_test_timeout": settings.per_test_timeout,
+                "collect_timeout": settings.collect_timeout, "budget_sec": self.opts.run_budget_sec,
+                "pythonpath": list(settings.pythonpath or ()), "env": dict(settings.env)}
+        files = {**verifier_files(), "run.json": json.dumps(spec).encode()}
+        write_tree(runner, files)
+        tests = "/tests" if sandboxed else str(runner)
+        out = "/logs/verifier" if sandboxed else str(logs)
+        python = "/opt/venv/bin/python" if sandboxed else str(venv / "bin" / "python")
+        sandbox = SandboxSpec(mode=self.mode, workspace=tree, tests=runner, logs=logs, venv=venv,
+                              timeout_sec=self.opts.run_budget_sec + 60, env={"RLFORGE_SANDBOXED": "1"},
+                              tmp_mb=512)
+        result = await self.pool.run([python, f"{tests}/rlforge_repair.py", "--run-tests",
+                                      f"{tests}/run.json", f"{out}/results.json"], sandbox)
+        if result.failure:
+            return str(result.failure)
+        try:
+            return json.loads(read_file(logs, "results.json", max_bytes=200_000_000))
+        except (OSError, ValueError):
+            return (f"the test runner gave no results (exit {result.exit_code}"
+                    f"{', timed out' if result.timed_out else ''}): {result.stderr_text.strip()[-300:]}")
+
+
+def _passed(run: dict, nodeid: str) -> bool:
+    return run["outcomes"].get(nodeid) == "passed"
+
+
+def classify(parent: list[dict], fixed: list[dict], snap: CommitSnapshot, rules: dict,
+             max_p2p: int) -> CheckResult:
+    """F2P / P2P / flaky from the runs of each side; see the module docstring."""
+    gold_seconds = round(sum(r["seconds"] for r in fixed) / len(fixed), 3)
+    if any(r["collection_hang"] or r["budget_exhausted"] for r in parent):
+        return CheckResult(REJECTED, "hang at parent", "the test run at the parent never finished "
+                           "collecting or ran out of time", gold_seconds=gold_seconds)
+    if any(r["collection_hang"] or r["budget_exhausted"] for r in fixed):
+        return CheckResult(REJECTED, "hang with the fix", "the test run with the fix never finished "
+                           "collecting or ran out of time", gold_seconds=gold_seconds)
+    ids = sorted({i for r in parent + fixed for i in r["outcomes"]
+                  if repair_standalone.is_protected(i.split("::", 1)[0], rules)})
+    flaky = [i for i in ids if len({_passed(r, i) for r in parent}) > 1
+             or len({_passed(r, i) for r in fixed}) > 1]
+    steady = [i for i in ids if i not in set(flaky)]
+    f2p = [i for i in steady if not _passed(parent[0], i) and _passed(fixed[0], i)]
+    p2p = [i for i in steady if _passed(parent[0], i) and _passed(fixed[0], i)]
+    if not f2p:
+        flaky_f2p = [i for i in flaky if any(_passed(r, i) for r in fixed)
+                     and not all(_passed(r, i) for r in parent)]
+        if flaky_f2p:
+            return CheckResult(REJECTED, "flaky", f"tests that would be fail-to-pass are flaky: "
+                               f"{', '.join(flaky_f2p[:3])}", flaky=flaky, gold_seconds=gold_seconds)
+        hung = sorted({h for r in parent for h in r["hung"]})
+        return CheckResult(REJECTED, "no F2P", "no test fails at the parent and passes with the fix"
+                           + (f" ({len(hung)} hung at the parent)" if hung else ""),
+                           flaky=flaky, gold_seconds=gold_seconds)
+    others = [i for i in ids if i not in set(f2p)]
+    if not p2p and others:
+        return CheckResult(REJECTED, "no P2P", f"none of the {len(others)} other tests passes both "
+                           "at the parent and with the fix", fail_to_pass=f2p, flaky=flaky,
+                           gold_seconds=gold_seconds)
+    if len(p2p) > max_p2p:  # the commit's own test files first, then a stable sample
+        near = [i for i in p2p if i.split("::", 1)[0] in snap.hidden]
+        far = sorted((i for i in p2p if i not in set(near)),
+                     key=lambda i: hashlib.sha256(i.encode()).hexdigest())
+        p2p = sorted((near + far)[:max_p2p])
+    return CheckResult(KEPT, "", f"{len(f2p)} fail-to-pass, {len(p2p)} pass-to-pass"
+                       + (f", {len(flaky)} flaky dropped" if flaky else ""),
+                       fail_to_pass=f2p, pass_to_pass=p2p, flaky=flaky, gold_seconds=gold_seconds)
