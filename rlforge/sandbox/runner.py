@@ -150,8 +150,11 @@ def ensure_available() -> HostSupport:
         probe = _Run(support, ["/usr/bin/true"], SandboxSpec(timeout_sec=30)).execute()
         if probe.failure is not None or probe.exit_code != 0:
             detail = str(probe.failure) if probe.failure else f"exit {probe.exit_code}"
+            hint = ("inside Docker, a fresh /proc needs the container run with "
+                    "`--security-opt systempaths=unconfined` (or --privileged)"
+                    if "proc" in detail else "please report it with this message")
             raise SandboxUnavailable(f"bubblewrap runs, but rlforge's sandbox cannot be set up on this "
-                                     f"host ({detail}); `rlforge sandbox check` shows the details")
+                                     f"host ({detail}); {hint}")
         _support = support
         return support
 
