@@ -113,6 +113,19 @@ SETTINGS: list[Setting] = [
             "408/409/429/5xx", int),
     Setting("run.retry_budget", 0.2, "retries allowed client-wide per request sent, so a "
             "failing endpoint is not flooded with retries", float),
+    Setting("run.seed", 0, "base seed; each (task, sample) gets its own seed derived from it", int),
+    Setting("run.max_turns", 20, "policy turns per multi-turn (terminal) rollout", int),
+    Setting("run.command_timeout", 30.0, "seconds before one of the policy's commands is killed",
+            float),
+    Setting("run.observation_chars", 4000, "characters of a command's output shown to the "
+            "policy (head and tail kept)", int),
+    Setting("run.time_budget", 0.0, "seconds per rollout before it ends as a timeout "
+            "(0 = the task's [agent] timeout_sec)", float),
+    Setting("run.generator_concurrency", {}, "per-generator limit on rollouts in flight, e.g. "
+            "{ \"commits.repair\" = 4 }", dict),
+    Setting("run.tool_protocol", "auto", "how a multi-turn policy runs commands: OpenAI tool "
+            "calls (tools), fenced ```bash blocks (text), or tools accepting text too (auto)",
+            choices=("auto", "tools", "text")),
 ]
 
 _BY_KEY = {s.key: s for s in SETTINGS}

@@ -214,6 +214,64 @@ MIGRATIONS: list[Migration] = [
             PRIMARY KEY (repo, sha, check_key)
         );
     """),
+    Migration("0005_runs", """
+        CREATE TABLE runs (                   -- one `rlforge run`, resumed or not
+            run_id VARCHAR PRIMARY KEY,
+            status VARCHAR,                   -- running | finished
+            created_at TIMESTAMP,
+            updated_at TIMESTAMP,
+            tasks_dir VARCHAR,
+            run_dir VARCHAR,                  -- runs/<run_id>/: config.json, rollouts.jsonl
+            base_url VARCHAR,                 -- empty for the embedded local model
+            model VARCHAR,
+            embedded BOOLEAN,
+            samples INTEGER,
+            tasks INTEGER,
+            planned BIGINT,                   -- tasks x samples
+            rollouts BIGINT,                  -- finished so far
+            pass_rate DOUBLE,                 -- over valid (non-invalid) rollouts
+            mean_reward DOUBLE,
+            infra_error_rate DOUBLE,          -- invalid / rollouts
+            pass_at_k JSON,                   -- {"1": ..., "K": ...}
+            summary JSON,                     -- per generator and split, errors by type
+            config JSON,                      -- the frozen resolved config (no secrets)
+            rlforge_version VARCHAR
+        );
+        CREATE TABLE rollouts (               -- one line of runs/<run_id>/rollouts.jsonl
+            run_id VARCHAR NOT NULL,
+            rollout_id VARCHAR NOT NULL,      -- <task_id>#<sample>
+            task_id VARCHAR NOT NULL,
+            sample INTEGER NOT NULL,
+            seed BIGINT,
+            generator VARCHAR,
+            generator_version INTEGER,
+            split VARCHAR,
+            kind VARCHAR,                     -- answer | terminal
+            verifier VARCHAR,
+            outcome VARCHAR,                  -- pass | fail | timeout | invalid
+            reward DOUBLE,                    -- total; NULL when invalid
+            components JSON,                  -- named reward components
+            advantage DOUBLE,                 -- group-normalised within the task's samples
+            error_type VARCHAR,               -- timeout, rate_limited, sandbox, verifier, ...
+            error JSON,
+            ended_by VARCHAR,                 -- answered | submitted | max_turns | ...
+            turns INTEGER,
+            commands INTEGER,
+            prompt_tokens BIGINT,
+            completion_tokens BIGINT,
+            requests INTEGER,
+            attempts INTEGER,
+            policy_seconds DOUBLE,
+            seconds DOUBLE,
+            started_at TIMESTAMP,
+            finished_at TIMESTAMP,
+            scored_by VARCHAR,                -- in_process | sandbox
+            rescored_at TIMESTAMP,
+            messages JSON,
+            steps JSON,
+            submission JSON
+        );
+    """),
 ]
 
 

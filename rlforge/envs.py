@@ -1,0 +1,154 @@
+"""A task as an environment, for trainers that run their own policy loop.
+
+`rlforge run` drives tasks against an HTTP endpoint; a trainer (TRL, veRL, a notebook)
+has the policy in its own process instead. `load` gives it the same environment `rlforge
+run` uses — the same prompts, tools, sandboxed commands, submission handling and
+verifiers (`rlforge.run.environment.Environment`) — behind a small gym-like face:
+
+    import rlforge.envs
+
+    with rlforge.envs.load("tasks/tickets-triage-0ffceb5d3034") as env:
+        messages = env.reset()                      # the chat so far (system + instruction)
+        done = False
+        while not done:
+            reply = my_policy(messages, env.tools)  # an assistant message, or its text
+            messages, reward, done, info = env.step(reply)
+        print(reward, info["outcome"], info["reward"]["components"])
+
+    env.verify("ANSWER: billing")                   # score a submission directly
+
+Actions are OpenAI-style assistant messages (`{"role": "assistant", "content": ...,
+"tool_calls": [...]}`) or plain strings. On multi-turn (terminal) tasks, `env.tools`
+holds the `bash` and `submit` tool definitions; each `bash` call runs in the task's
+sandbox and its output comes back as a `tool` message. The reward is 0.0 until the
+episode ends, then the verifier's total. Async trainers use `areset`, `astep`, `averify`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from rlforge.config import Config
+from rlforge.run.environment import EnvOptions, Environment
+from rlforge.run.tasks import Task, load_task
+from rlforge.sandbox import SandboxPool
+from rlforge.verify.validate import TaskRunner
+
+__all__ = ["TaskEnv", "load"]
+
+
+def load(task_dir: str | Path, *, config: Config | None = None,
+         sandbox: str | None = None) -> "TaskEnv":
+    """The environment of one task directory.
+
+    Args:
+        task_dir: a task directory (made by `rlforge build-tasks`, or any Harbor task).
+        config: settings for the loop (`run.tool_protocol`, `run.max_turns`,
+            `run.command_timeout`, `run.observation_chars`, `sandbox.mode`); default: the
+            resolved configuration (flag-less: RLFORGE_* env > rlforge.toml > default).
+        sandbox: "bwrap" (default) or "none" (no isolation; only if you mean it).
+    """
+    cfg = config or Config.load()
+    options = EnvOptions(tool_protocol=cfg.get("run.tool_protocol"),
+                         max_turns=max(1, cfg.get("run.max_turns")),
+                         command_timeout=cfg.get("run.command_timeout"),
+                         observation_chars=max(200, cfg.get("run.observation_chars")),
+                         sandbox_mode=cfg.get("sandbox.mode", sandbox))
+    return TaskEnv(load_task(task_dir), options)
+
+
+class TaskEnv:
+    """One task's environment; see the module docstring. Close it (or use `with`)."""
+
+    def __init__(self, task: Task, options: EnvOptions):
+        self.task = task
+        self.options = options
+        self._scratch = Path(tempfile.mkdtemp(prefix="rlforge-env-"))
+        self._pool = SandboxPool(2)
+        self._env = Environment(task, options, TaskRunner(self._pool, options.sandbox_mode),
+                                self._scratch)
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    @property
+    def tools(self) -> list[dict[str, Any]] | None:
+        """OpenAI tool definitions to offer the policy (None on single-turn tasks)."""
+        return self._env.tools
+
+    @property
+    def messages(self) -> list[dict[str, Any]]:
+        """The conversation so far."""
+        return self._env.messages
+
+    @property
+    def done(self) -> bool:
+        return self._env.done
+
+    # Async API: the truth ------------------------------------------------------------
+
+    async def areset(self) -> list[dict[str, Any]]:
+        """Start an episode; returns the messages to send to the policy."""
+        return await self._env.reset()
+
+    async def astep(self, action: dict[str, Any] | str
+                    ) -> tuple[list[dict[str, Any]], float, bool, dict[str, Any]]:
+        """Apply the policy's reply; returns (messages, reward, done, info)."""
+        return await self._env.step(action)
+
+    async def averify(self, submission: str | dict[str, Any]) -> dict[str, Any]:
+        """Score a submission: a reply text, or files `{path: str | bytes}` written into
+        the starting workspace. Returns the reward (components, total, outcome)."""
+        return await self._env.verify(submission)
+
+    # Sync API --------------------------------------------------------------------------
+
+    def reset(self) -> list[dict[str, Any]]:
+        """Start an episode; returns the messages to send to the policy."""
+        return self._run(self.areset())
+
+    def step(self, action: dict[str, Any] | str
+             ) -> tuple[list[dict[str, Any]], float, bool, dict[str, Any]]:
+        """Apply the policy's reply (an assistant message or its text).
+
+        Returns:
+            (messages, reward, done, info): the conversation to send next; 0.0, or the
+            verifier's total once done; whether the episode ended; `info` with `turns`,
+            `steps` (commands run) and, once done, `outcome`, `reward`, `submission`,
+            `ended_by`.
+        """
+        return self._run(self.astep(action))
+
+    def verify(self, submission: str | dict[str, Any]) -> dict[str, Any]:
+        """Score a submission without an episode; see `averify`."""
+        return self._run(self.averify(submission))
+
+    def close(self) -> None:
+        """Remove the workspace and stop the sandbox threads."""
+        self._env.close()
+        self._pool.close()
+        if self._loop is not None:
+            self._loop.close()
+            self._loop = None
+        shutil.rmtree(self._scratch, ignore_errors=True)
+
+    def __enter__(self) -> "TaskEnv":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _run(self, coro):
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            pass
+        else:
+            coro.close()
+            raise RuntimeError("TaskEnv's blocking methods cannot run inside an event loop; "
+                               "use `await env.areset()`, `astep`, `averify` there")
+        if self._loop is None:
+            self._loop = asyncio.new_event_loop()
+        return self._loop.run_until_complete(coro)

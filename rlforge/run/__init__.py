@@ -1,0 +1,27 @@
+"""Rollouts: the environment loop and the run driver (`rlforge run`, `--resume`, `rescore`).
+
+The modules, in the order a run meets them:
+
+- `tasks`: task directories as a run sees them (`load_task`, `discover_tasks`);
+- `environment`: the loop around one task — reset, the policy's turns, commands in the
+  sandbox, the submission, the verifier (`Environment`; `rlforge.envs` wraps it for
+  trainers, so both walk the same code);
+- `submission`: in-process scoring that agrees with `tests/test.sh`, and workspace
+  submissions stored so they can be re-scored;
+- `schedule`: per-generator quotas and longest-first ordering;
+- `driver`: one rollout against the policy endpoint (`RolloutRunner`) and many at once
+  (`drive`), each record stored as it ends;
+- `store`: `runs/<run_id>/` (config.json, rollouts.jsonl, summary.json, groups.jsonl) and
+  the `runs` / `rollouts` tables;
+- `session`: the library calls behind the commands (`start`, `resume`, `rescore`) and the
+  CI gate.
+"""
+
+from rlforge.run.driver import Progress, RolloutRunner, sample_seed
+from rlforge.run.environment import EnvOptions, Environment, InfraError
+from rlforge.run.session import RunReport, gate, rescore, resume, start
+from rlforge.run.tasks import Task, discover_tasks, load_task
+
+__all__ = ["EnvOptions", "Environment", "InfraError", "Progress", "RolloutRunner", "RunReport",
+           "Task", "discover_tasks", "gate", "load_task", "rescore", "resume", "sample_seed",
+           "start"]

@@ -1,0 +1,305 @@
+"""The run driver: every (task, sample) rollout of a run, concurrently, stored as it ends.
+
+`RolloutRunner.rollout` plays one rollout against the policy endpoint through the same
+`Environment` that `rlforge.envs` gives trainers, and returns its record — whatever
+happens: a policy error, a broken sandbox or a crashed verifier is recorded on the
+rollout (outcome `invalid`), a rollout past its time budget ends as `timeout`. `drive`
+runs the scheduler's items on `concurrency` workers, appends each record to
+rollouts.jsonl, feeds the live counters, and loads the `rollouts` table in batches.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import logging
+import time
+from collections import Counter
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from rlforge import db
+from rlforge.errors import PolicyContextLength, PolicyRequestError
+from rlforge.run.environment import EnvOptions, Environment, InfraError
+from rlforge.run.schedule import Scheduler, WorkItem
+from rlforge.run.store import RunStore, insert_rollouts, rollout_row, utc_now
+from rlforge.run.tasks import Task
+from rlforge.verify.validate import TaskRunner
+
+logger = logging.getLogger("rlforge.run")
+
+RECORD_SCHEMA = 1
+FLUSH_SECONDS = 5.0
+
+
+def sample_seed(run_seed: int, task_id: str, sample: int) -> int:
+    """The sampling seed of one rollout: fixed by the run's seed, distinct per sample."""
+    digest = hashlib.sha256(f"{run_seed}:{task_id}:{sample}".encode()).digest()
+    return int.from_bytes(digest[:4], "big") & 0x7FFFFFFF
+
+
+@dataclass
+class Progress:
+    """Live counters of a run, read by the live view (from its own thread)."""
+
+    total: int = 0
+    done: int = 0
+    in_flight: int = 0
+    outcomes: Counter = field(default_factory=Counter)
+    errors: Counter = field(default_factory=Counter)
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    started: float = field(default_factory=time.monotonic)
+    resumed: int = 0  # rollouts already stored when this session started
+
+    def add(self, fact: "Fact") -> None:
+        self.done += 1
+        self.outcomes[fact.outcome] += 1
+        if fact.error_type:
+            self.errors[fact.error_type] += 1
+        self.prompt_tokens += fact.prompt_tokens
+        self.completion_tokens += fact.completion_tokens
+
+    @property
+    def pass_rate(self) -> float | None:
+        valid = self.done - self.outcomes["invalid"]
+        return self.outcomes["pass"] / valid if valid else None
+
+    @property
+    def elapsed(self) -> float:
+        return time.monotonic() - self.started
+
+    @property
+    def tokens_per_second(self) -> float:
+        return self.completion_tokens / self.elapsed if self.elapsed > 0 else 0.0
+
+    @property
+    def rollouts_per_second(self) -> float:
+        return (self.done - self.resumed) / self.elapsed if self.elapsed > 0 else 0.0
+
+
+@dataclass(slots=True)
+class Fact:
+    """What statistics need of a rollout (kept in memory for the whole run)."""
+
+    task_id: str
+    sample: int
+    generator: str
+    split: str
+    outcome: str
+    reward: float | None
+    error_type: str | None
+    prompt_tokens: int
+    completion_tokens: int
+
+    @classmethod
+    def of(cls, record: dict[str, Any]) -> "Fact":
+        reward = record.get("reward")
+        error = record.get("error")
+        return cls(record["task_id"], record["sample"], record["generator"],
+                   record.get("split") or "", record["outcome"],
+                   None if reward is None or record["outcome"] == "invalid" else reward["total"],
+                   error.get("type") if error else None, record.get("prompt_tokens") or 0,
+                   record.get("completion_tokens") or 0)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+class RolloutRunner:
+    """Plays rollouts of one run against one policy client.
+
+    Args:
+        client: an open `PolicyClient`.
+        env_options: the environment loop's settings.
+        task_runner: sandbox runs (commands, verifiers); None when every task is scored
+            in-process.
+        scratch: a directory for workspaces.
+        run_id, run_seed: written on every record; the seed derives each sample's seed.
+        time_budget: seconds per rollout (0: each task's `[agent] timeout_sec`).
+    """
+
+    def __init__(self, client, env_options: EnvOptions, task_runner: TaskRunner | None,
+                 scratch: Path, *, run_id: str, run_seed: int, time_budget: float = 0.0):
+        self.client = client
+        self.env_options = env_options
+        self.task_runner = task_runner
+        self.scratch = scratch
+        self.run_id = run_id
+        self.run_seed = run_seed
+        self.time_budget = time_budget
+
+    async def rollout(self, task: Task, sample: int) -> dict[str, Any]:
+        """Run one rollout to its end and return its record (never raises for the
+        rollout's own failures; see the module docstring)."""
+        seed = sample_seed(self.run_seed, task.task_id, sample)
+        started_at, clock = utc_now(), time.perf_counter()
+        budget = self.time_budget or task.agent_timeout
+        env = Environment(task, self.env_options, self.task_runner, self.scratch)
+        usage = {"prompt_tokens": 0, "completion_tokens": 0, "requests": 0, "attempts": 0,
+                 "policy_seconds": 0.0}
+        error: dict[str, Any] | None = None
+        outcome: str | None = None
+        finish_reason = None
+        tools = env.tools
+        try:
+            async with asyncio.timeout(budget) as deadline:
+                env.on_scoring = lambda: deadline.reschedule(None)  # verifying is not the policy's time
+                messages = await env.reset()
+                while not env.done:
+                    usage["requests"] += 1
+                    try:
+                        result = await self.client.chat(
+                            messages, seed=seed, tools=tools,
+                            tool_choice="auto" if tools else None)
+                    except PolicyContextLength as exc:
+                        _count_failure(usage, exc)
+                        error = exc.record()
+                        await env.finish(None, "context_length")
+                        break
+                    usage["attempts"] += result.attempts
+                    usage["policy_seconds"] += result.latency
+                    usage["prompt_tokens"] += result.prompt_tokens or 0
+                    usage["completion_tokens"] += result.completion_tokens or 0
+                    finish_reason = result.finish_reason
+                    messages, _, _, _ = await env.step(result.message)
+        except TimeoutError:
+            outcome = "timeout"
+            error = {"type": "time_budget", "infra": False,
+                     "message": f"the rollout ran past its time budget of {budget:g}s"}
+        except PolicyRequestError as exc:
+            _count_failure(usage, exc)
+            outcome, error = "invalid", exc.record()
+        except InfraError as exc:
+            outcome, error = "invalid", exc.record()
+        except Exception as exc:  # a bug in rlforge: kept on the rollout, logged in full
+            logger.exception("rollout %s#%d failed inside rlforge", task.task_id, sample)
+            outcome = "invalid"
+            error = {"type": "internal_error", "infra": True,
+                     "message": f"{type(exc).__name__}: {exc}"[:500]}
+        finally:
+            env.close()
+        if outcome is None:
+            outcome = "pass" if env.reward and env.reward.get("outcome") == "pass" else "fail"
+            reward = env.reward
+        elif outcome == "timeout":
+            reward = {"components": {}, "total": 0.0, "outcome": "timeout",
+                      "detail": error["message"]}
+        else:
+            reward = None
+        return {
+            "schema": RECORD_SCHEMA, "run_id": self.run_id,
+            "rollout_id": f"{task.task_id}#{sample}", "task_id": task.task_id,
+            "sample": sample, "seed": seed, "generator": task.generator,
+            "generator_version": task.generator_version, "split": task.split,
+            "kind": task.kind, "verifier": task.verifier,
+            "outcome": outcome, "reward": reward, "error": error,
+            "ended_by": env.ended_by or ("time_budget" if outcome == "timeout" else "error"),
+            "turns": env.turns, "commands": len(env.steps), **usage,
+            "seconds": round(time.perf_counter() - clock, 6),
+            "started_at": started_at, "finished_at": utc_now(),
+            "scored_by": (("in_process" if task.in_process else "sandbox")
+                          if reward is not None and outcome != "timeout" else None),
+            "finish_reason": finish_reason,
+            "messages": env.messages, "steps": env.steps, "submission": env.submission,
+        }
+
+
+def _count_failure(usage: dict[str, Any], exc: PolicyRequestError) -> None:
+    usage["attempts"] += exc.attempts
+    usage["policy_seconds"] += exc.latency
+
+
+class TableSink:
+    """Loads finished rollouts into the `rollouts` table in batches, off the event loop.
+
+    A batch that cannot be written (another process holds the database) stays queued for
+    the next one; rollouts.jsonl has everything regardless.
+    """
+
+    def __init__(self, db_path: str | Path, interval: float = FLUSH_SECONDS):
+        self.db_path = db_path
+        self.interval = interval
+        self.rows: list[tuple] = []
+        self.written = 0
+        self.failures = 0
+        self._lock = asyncio.Lock()
+
+    def add(self, record: dict[str, Any]) -> None:
+        self.rows.append(rollout_row(record))
+
+    async def flush(self) -> None:
+        async with self._lock:
+            rows, self.rows = self.rows, []
+            if not rows:
+                return
+            try:
+                await asyncio.to_thread(self._write, rows)
+                self.written += len(rows)
+            except Exception as exc:  # a locked or unwritable database: retry later
+                self.failures += 1
+                if self.failures == 1:
+                    logger.warning("rollouts not loaded into %s yet (%s); will retry",
+                                   self.db_path, exc)
+                self.rows = rows + self.rows
+
+    def _write(self, rows: list[tuple]) -> None:
+        con = db.connect(self.db_path)
+        try:
+            insert_rollouts(con, rows)
+        finally:
+            con.close()
+
+    async def run_periodically(self) -> None:
+        while True:
+            await asyncio.sleep(self.interval)
+            await self.flush()
+
+
+async def drive(tasks: list[Task], items: list[WorkItem], runner: RolloutRunner,
+                store: RunStore, sink: TableSink | None, progress: Progress, *,
+                concurrency: int, quotas: dict[str, int] | None = None,
+                on_record: Callable[[dict[str, Any], Fact], None] | None = None) -> list[Fact]:
+    """Run `items` on `concurrency` workers; every record is stored as it ends.
+
+    Returns the facts of the rollouts run (in finishing order).
+    """
+    scheduler = Scheduler(items, quotas)
+    remaining = Counter(item.task for item in items)
+    facts: list[Fact] = []
+
+    async def worker() -> None:
+        while (item := await scheduler.take()) is not None:
+            task = tasks[item.task]
+            progress.in_flight += 1
+            try:
+                record = await runner.rollout(task, item.sample)
+            finally:
+                progress.in_flight -= 1
+            scheduler.finished(item, record["seconds"])
+            store.append(record)
+            fact = Fact.of(record)
+            facts.append(fact)
+            progress.add(fact)
+            if sink is not None:
+                sink.add(record)
+            if on_record is not None:
+                on_record(record, fact)
+            remaining[item.task] -= 1
+            if not remaining[item.task]:
+                task.drop_files()
+
+    flusher = asyncio.create_task(sink.run_periodically()) if sink is not None else None
+    try:
+        await asyncio.gather(*(worker() for _ in range(max(1, min(concurrency, len(items) or 1)))))
+    finally:
+        if flusher is not None:
+            flusher.cancel()
+            try:
+                await flusher
+            except asyncio.CancelledError:
+                pass
+        if sink is not None:
+            await sink.flush()
+    return facts

@@ -1,0 +1,414 @@
+"""The environment loop: one task, one policy conversation, one scored submission.
+
+A rollout resets a task's environment, shows the policy the instruction, executes what the
+policy does, and scores what it leaves behind. `Environment` is that loop with the policy
+left out, so `rlforge run` (which calls an OpenAI-compatible endpoint) and trainers that
+bring their own policy (`rlforge.envs`) walk the very same code:
+
+    env = Environment(task, EnvOptions(), runner, scratch)
+    messages = await env.reset()
+    while not env.done:
+        reply = await policy(messages, env.tools)          # an assistant message
+        messages, reward, done, info = await env.step(reply)
+
+Two kinds of task (`[metadata.rlforge] kind` in task.toml):
+
+- **answer** (single turn): the policy's one reply is the submission. Answer and reply
+  verifiers only compare strings, so they are scored in-process from
+  `tests/reference.json` with the functions `tests/test.sh` runs (the text goes through
+  the same decoding as the verifier's file read, so both paths give the same reward);
+  any other verifier gets the reply written to the task's answer file and runs
+  `tests/test.sh` in the sandbox.
+- **terminal** (multi-turn): the policy runs shell commands in the task's sandbox
+  (workspace at /app, a fresh process per command, no network) through a `bash` tool —
+  OpenAI tool calls, or fenced ```bash blocks for servers without tool calling — and ends
+  with `submit` (or by running out of turns). The final workspace is the submission:
+  its answer file is scored in-process for answer/reply verifiers; otherwise
+  `tests/test.sh` runs in the sandbox over it.
+
+Infrastructure failures (the sandbox broke, the verifier crashed) raise `InfraError`;
+they make a rollout `invalid`, never a failure of the policy.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+import re
+import shutil
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+from rlforge.errors import RlforgeError, UserError
+from rlforge.run.submission import (SUBMISSION_CHARS, as_file, as_read, read_prefix,
+                                    rebuild_workspace, score_read, score_text,
+                                    workspace_changes)
+from rlforge.run.tasks import Task
+from rlforge.sandbox import SandboxResult, SandboxSpec
+from rlforge.verify.validate import TaskRunner, fresh_workspace
+
+SINGLE_TURN_SYSTEM = (
+    "You are answering in this chat: you cannot run commands or write files. Where the "
+    "task says how to answer in chat, do exactly that.")
+TOOLS_SYSTEM = (
+    "You are working in a Linux sandbox without network access. The task's files are in "
+    "/app. Run shell commands with the `bash` tool: each runs in a new shell in /app and is "
+    "stopped after {timeout:g} seconds; files persist between commands, shell state does "
+    "not. When the task is done, call the `submit` tool.")
+TEXT_SYSTEM = (
+    "You are working in a Linux sandbox without network access. The task's files are in "
+    "/app. To run a shell command, reply with one fenced block:\n```bash\n<command>\n```\n"
+    "You will then see its output. Each command runs in a new shell in /app and is stopped "
+    "after {timeout:g} seconds; files persist between commands, shell state does not. When "
+    "the task is done, reply with SUBMIT on a line by itself.")
+NO_ACTION = ("No command found. Run a command with the bash tool (or a ```bash block), or "
+             "submit when you are done.")
+
+BASH_TOOL = {"type": "function", "function": {
+    "name": "bash",
+    "description": "Run a shell command in /app and return its exit code and output.",
+    "parameters": {"type": "object", "properties": {
+        "command": {"type": "string", "description": "the command line to run"}},
+        "required": ["command"]}}}
+SUBMIT_TOOL = {"type": "function", "function": {
+    "name": "submit", "description": "Finish: the workspace in /app is your submission.",
+    "parameters": {"type": "object", "properties": {}}}}
+
+_BASH_BLOCK = re.compile(r"```(?:bash|sh|shell)?[ \t]*\n(.*?)```", re.S)
+_SUBMIT_LINE = re.compile(r"^\s*SUBMIT\s*$", re.M)
+
+
+class InfraError(RlforgeError):
+    """The environment, not the policy, failed: the sandbox broke or the verifier crashed.
+
+    `kind` names it for the rollout record (sandbox, verifier, task); the rollout's
+    outcome is `invalid`.
+    """
+
+    infra = True
+
+    def __init__(self, kind: str, message: str):
+        super().__init__(f"{kind}: {message}")
+        self.kind = kind
+        self.message = message
+
+    def record(self) -> dict[str, Any]:
+        """A JSON-ready description for the rollout record."""
+        return {"type": self.kind, "infra": True, "message": self.message}
+
+
+# --- observations ----------------------------------------------------------------------
+
+def clip(text: str, limit: int) -> tuple[str, bool]:
+    """At most `limit` characters of `text`, keeping its head and tail."""
+    if len(text) <= limit:
+        return text, False
+    head = limit * 2 // 3
+    tail = limit - head
+    cut = len(text) - head - tail
+    return f"{text[:head]}\n[... {cut} characters cut ...]\n{text[-tail:] if tail else ''}", True
+
+
+def describe_result(result: SandboxResult, limit: int, timeout: float) -> tuple[str, bool]:
+    """A command's outcome as the policy sees it: exit code, then output (clipped)."""
+    if result.timed_out:
+        head = f"[killed: still running after {timeout:g}s]"
+    elif result.exit_code is None:
+        head = "[did not run]"
+    else:
+        head = f"[exit code {result.exit_code}]"
+    out, err = result.stdout_text, result.stderr_text
+    body = out + (("\n[stderr]\n" + err) if err.strip() else "")
+    body, clipped = clip(body, limit)
+    clipped = clipped or result.stdout_truncated or result.stderr_truncated
+    return (head + ("\n" + body if body else "")), clipped
+
+
+# --- the environment -------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class EnvOptions:
+    """How the loop runs (the `run.*` settings of the same names)."""
+
+    tool_protocol: str = "auto"  # auto | tools | text
+    max_turns: int = 20
+    command_timeout: float = 30.0
+    observation_chars: int = 4000
+    sandbox_mode: str = "bwrap"
+
+
+@dataclass
+class Command:
+    """One shell command the policy asked for."""
+
+    command: str
+    tool_call_id: str | None = None
+
+
+def _assistant(message: dict[str, Any] | str) -> dict[str, Any]:
+    """The policy's reply as it goes back into the conversation (content never null)."""
+    if isinstance(message, str):
+        return {"role": "assistant", "content": message}
+    out = {"role": "assistant", "content": message.get("content") or ""}
+    if message.get("tool_calls"):
+        out["tool_calls"] = message["tool_calls"]
+    return out
+
+
+class Environment:
+    """One task's environment for one rollout; see the module docstring.
+
+    Args:
+        task: the task.
+        options: loop settings.
+        runner: runs sandboxed commands and verifiers (may be None for answer tasks that
+            are scored in-process).
+        scratch: a directory for workspaces and verifier logs (removed by `close`).
+    """
+
+    def __init__(self, task: Task, options: EnvOptions, runner: TaskRunner | None,
+                 scratch: Path):
+        self.task = task
+        self.options = options
+        self.runner = runner
+        self.scratch = scratch
+        self.multi_turn = task.kind == "terminal"
+        protocol = options.tool_protocol
+        self.tools = [BASH_TOOL, SUBMIT_TOOL] if self.multi_turn and protocol != "text" else None
+        self.messages: list[dict[str, Any]] = []
+        self.steps: list[dict[str, Any]] = []
+        self.turns = 0
+        self.done = False
+        self.ended_by = ""
+        self.submission: dict[str, Any] | None = None
+        self.reward: dict[str, Any] | None = None
+        self.workspace: Path | None = None
+        self._idle = 0
+        self._dir: Path | None = None
+        #: Called once the episode ends, before scoring (the run driver stops the
+        #: rollout's time budget there: verifying is not the policy's time).
+        self.on_scoring: Callable[[], None] | None = None
+
+    # The loop ----------------------------------------------------------------------
+
+    async def reset(self) -> list[dict[str, Any]]:
+        """Start (or restart) the episode; returns the messages to send to the policy."""
+        self._cleanup()
+        self.steps, self.turns, self.done, self.ended_by = [], 0, False, ""
+        self.submission = self.reward = None
+        self._idle = 0
+        if self.multi_turn:
+            if self.runner is None:
+                raise UserError("a terminal task needs a sandbox runner")
+            self._dir = Path(tempfile.mkdtemp(prefix="rollout-", dir=self.scratch))
+            self.workspace = await asyncio.to_thread(fresh_workspace, self.task.path, self._dir)
+            template = TEXT_SYSTEM if self.tools is None else TOOLS_SYSTEM
+            system = template.format(timeout=self.options.command_timeout)
+        else:
+            system = SINGLE_TURN_SYSTEM
+        self.messages = [{"role": "system", "content": system},
+                         {"role": "user", "content": self.task.instruction}]
+        return self.messages
+
+    async def step(self, message: dict[str, Any] | str
+                   ) -> tuple[list[dict[str, Any]], float, bool, dict[str, Any]]:
+        """Take the policy's reply (an assistant message, or its text).
+
+        Returns:
+            (messages, reward, done, info): the conversation to send next; the reward total
+            once done (0.0 before); whether the episode ended; and `info` with `outcome`,
+            `reward` (components), `submission` and `ended_by` once done.
+        """
+        if self.done:
+            raise UserError("the episode is over; call reset() to start another")
+        self.turns += 1
+        reply = _assistant(message)
+        self.messages.append(reply)
+        if not self.multi_turn:
+            await self.finish(reply["content"], "answered")
+        else:
+            commands, submitted = self._parse_actions(reply)
+            for i, cmd in enumerate(commands):
+                await self._execute(cmd)
+            if submitted:
+                await self.finish(None, "submitted")
+            elif not commands and not reply.get("tool_calls"):
+                self._idle += 1
+                if self._idle >= 2:
+                    await self.finish(None, "no_action")
+                else:
+                    self.messages.append({"role": "user", "content": NO_ACTION})
+            else:
+                self._idle = 0
+            if not self.done and self.turns >= self.options.max_turns:
+                await self.finish(None, "max_turns")
+        return self.messages, self.total, self.done, self.info()
+
+    async def finish(self, text: str | None, ended_by: str) -> dict[str, Any]:
+        """End the episode now and score it (`text` is a single-turn task's reply)."""
+        self.done = True
+        self.ended_by = ended_by
+        if self.on_scoring is not None:
+            self.on_scoring()
+        if self.multi_turn:
+            self.submission = await asyncio.to_thread(
+                workspace_changes, self.task.path / "environment" / "app", self.workspace)
+            self.reward = await self._score_workspace(self.workspace)
+        else:
+            self.submission = {"type": "text", "text": text or ""}
+            self.reward = await self.verify(text or "")
+        return self.reward
+
+    async def verify(self, submission: str | dict[str, Any] | None) -> dict[str, Any]:
+        """Score a submission without running an episode.
+
+        Args:
+            submission: a reply text (as a single-turn answer), or a workspace submission
+                as stored on a rollout (`{"type": "workspace", "files": ..., "deleted": ...}`),
+                or `{path: str | bytes}` files written into the starting workspace.
+
+        Returns:
+            The reward: `components`, `total`, `outcome` (pass or fail).
+
+        Raises:
+            InfraError: the sandbox or the verifier failed.
+        """
+        if isinstance(submission, dict) and submission.get("type") == "text":
+            submission = submission.get("text", "")
+        if submission is None or isinstance(submission, str):
+            if self.task.in_process:
+                return score_text(self.task, submission)
+            files = {self.task.answer_file: {"base64": base64.b64encode(as_file(submission)).decode()}}
+            submission = {"type": "workspace", "files": files, "deleted": []}
+        elif submission.get("type") != "workspace":
+            submission = {"type": "workspace", "deleted": [], "files": {
+                rel: ({"text": v} if isinstance(v, str) else
+                      {"base64": base64.b64encode(v).decode()}) for rel, v in submission.items()}}
+        root = Path(tempfile.mkdtemp(prefix="verify-", dir=self.scratch))
+        try:
+            ws = rebuild_workspace(self.task, submission, root)
+            return await self._score_workspace(ws)
+        finally:
+            shutil.rmtree(root, ignore_errors=True)
+
+    @property
+    def total(self) -> float:
+        return float(self.reward["total"]) if self.reward else 0.0
+
+    def info(self) -> dict[str, Any]:
+        """The episode's state: outcome and reward once done, the steps run so far."""
+        out: dict[str, Any] = {"turns": self.turns, "steps": self.steps}
+        if self.done:
+            out.update(outcome=self.reward["outcome"] if self.reward else "invalid",
+                       reward=self.reward, submission=self.submission, ended_by=self.ended_by)
+        return out
+
+    def close(self) -> None:
+        """Remove the workspace."""
+        self._cleanup()
+
+    # Internals -----------------------------------------------------------------------
+
+    def _cleanup(self) -> None:
+        if self._dir is not None:
+            shutil.rmtree(self._dir, ignore_errors=True)
+            self._dir = None
+            self.workspace = None
+
+    def _parse_actions(self, reply: dict[str, Any]) -> tuple[list[Command], bool]:
+        """The commands in a reply and whether it submits; answers bad tool calls at once."""
+        commands: list[Command] = []
+        submitted = False
+        calls = reply.get("tool_calls") or []
+        if calls and self.tools is not None:
+            for call in calls:
+                call_id = call.get("id") or f"call_{self.turns}_{len(commands)}"
+                function = call.get("function") or {}
+                name = function.get("name")
+                if submitted:
+                    self._tool_reply(call_id, "[ignored: already submitted]")
+                    continue
+                if name == "submit":
+                    submitted = True
+                    self._tool_reply(call_id, "[submitted]")
+                    continue
+                if name != "bash":
+                    self._tool_reply(call_id, f"[error: no tool named {name!r}; use bash or submit]")
+                    continue
+                try:
+                    args = json.loads(function.get("arguments") or "{}")
+                    command = args["command"] if isinstance(args, dict) else None
+                except (ValueError, KeyError):
+                    command = None
+                if not isinstance(command, str) or not command.strip():
+                    self._tool_reply(call_id, '[error: arguments must be JSON like '
+                                              '{"command": "ls -la"}]')
+                    continue
+                commands.append(Command(command, call_id))
+            return commands, submitted
+        if self.options.tool_protocol == "tools":
+            return [], False
+        text = reply.get("content") or ""
+        block = _BASH_BLOCK.search(text)
+        if block and block.group(1).strip():
+            commands.append(Command(block.group(1).strip()))
+        submitted = bool(_SUBMIT_LINE.search(text)) and not commands
+        return commands, submitted
+
+    def _tool_reply(self, call_id: str, content: str) -> None:
+        self.messages.append({"role": "tool", "tool_call_id": call_id, "content": content})
+
+    async def _execute(self, cmd: Command) -> None:
+        opts = self.options
+        spec = self._spec(workspace=self.workspace, timeout_sec=opts.command_timeout)
+        result = await self.runner.pool.run(["bash", "-c", cmd.command], spec)
+        if result.failure is not None:
+            raise InfraError("sandbox", str(result.failure))
+        text, clipped = describe_result(result, opts.observation_chars, opts.command_timeout)
+        self.steps.append({"turn": self.turns, "command": cmd.command,
+                           "exit_code": result.exit_code, "timed_out": result.timed_out,
+                           "seconds": round(result.duration_sec, 4),
+                           "output_chars": len(result.stdout) + len(result.stderr),
+                           "clipped": clipped})
+        if cmd.tool_call_id is not None:
+            self._tool_reply(cmd.tool_call_id, text)
+        else:
+            self.messages.append({"role": "user", "content": "Output:\n" + text})
+
+    def _spec(self, **fields: Any) -> SandboxSpec:
+        """A sandbox for this task: the runner's hook (e.g. a prepared venv) and its mode."""
+        runner = self.runner
+        extra = dict(runner.spec_hook(self.task.path, self.task.meta)) if runner.spec_hook else {}
+        env = {"RLFORGE_SANDBOXED": "1", **extra.pop("env", {})}
+        memory = self.task.meta.get("environment", {}).get("memory_mb")
+        if memory and "memory_mb" not in extra:
+            extra["memory_mb"] = int(memory)
+        return SandboxSpec(mode=runner.mode, env=env, **{**extra, **fields})
+
+    async def _score_workspace(self, ws: Path) -> dict[str, Any]:
+        task = self.task
+        if task.in_process:
+            try:  # 1M characters take at most 4 bytes each
+                data = read_prefix(ws, task.answer_file, 4 * SUBMISSION_CHARS + 4)
+            except OSError:
+                data = b""
+            return score_read(task, as_read(data))
+        if self.runner is None:
+            raise UserError(f"task {task.task_id}: its verifier runs in the sandbox; no runner given")
+        run = await self.runner.verify(task.path, task.meta, ws, self.scratch)
+        if run.reward is None:
+            raise InfraError("verifier", run.error or "no reward")
+        reward = run.reward
+        reward.setdefault("outcome", "pass" if reward.get("total", 0) >= 1.0 - 1e-9 else "fail")
+        return reward
+
+
+def outcome_of(reward: dict[str, Any] | None) -> str:
+    """pass or fail from a reward (None, no reward: invalid)."""
+    if reward is None:
+        return "invalid"
+    return "pass" if reward.get("outcome") == "pass" else "fail"
+

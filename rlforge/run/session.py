@@ -1,0 +1,459 @@
+"""`rlforge run`, `--resume` and `rescore` as library calls: plan, execute, summarise, gate.
+
+A run is planned once — tasks, samples, seeds, policy and loop settings, resolved from
+flag > RLFORGE_* env > rlforge.toml > default — and the plan is frozen in
+`runs/<run_id>/config.json` (the API key's *name* only). Resuming reads that plan back,
+keeps every rollout already in rollouts.jsonl, and runs exactly the (task, sample) pairs
+missing from it. Re-scoring reads the stored submissions and runs the verifiers again,
+without the model.
+
+With no endpoint configured, the run starts the embedded local model (llama.cpp with
+SmolLM2-135M, see `rlforge.local_model`), one rollout at a time (that server serves one
+request at a time), and stops it at the end; `RunReport.notice` says it is a smoke test.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import datetime as dt
+import shutil
+import tempfile
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Iterator
+
+from rlforge import __version__, db, stats
+from rlforge.config import Config
+from rlforge.errors import ConfigError, UserError
+from rlforge.run.driver import Fact, Progress, RolloutRunner, TableSink, drive
+from rlforge.run.environment import EnvOptions, Environment, InfraError
+from rlforge.run.schedule import WorkItem, prior_seconds
+from rlforge.run.store import (RunStore, replace_run_rollouts, set_advantages, upsert_run,
+                               utc_now)
+from rlforge.run.tasks import Task, discover_tasks, load_task
+
+PLAN_SCHEMA = 1
+
+
+@dataclass
+class RunReport:
+    """What a run (or a resume, or a rescore) produced; `to_dict` is the `--json` output."""
+
+    run_id: str
+    run_dir: str
+    summary: dict[str, Any]
+    plan: dict[str, Any] = field(repr=False)
+    session_rollouts: int = 0
+    seconds: float = 0.0
+    exit_code: int = 0
+    gate: str = ""
+    notice: str = ""
+    rescored: dict[str, int] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        policy = self.plan["policy"]
+        out = {
+            "run_id": self.run_id, "run_dir": self.run_dir, "tasks_dir": self.plan["tasks_dir"],
+            "model": policy["model"], "base_url": policy["base_url"],
+            "embedded": self.plan["embedded"], "samples": self.plan["samples"],
+            "planned": len(self.plan["tasks"]) * self.plan["samples"],
+            **self.summary,
+            "session": {"rollouts": self.session_rollouts, "seconds": round(self.seconds, 3),
+                        "rollouts_per_s": round(self.session_rollouts / self.seconds, 3)
+                        if self.seconds > 0 else None},
+            "gate": {"min_pass_rate": self.plan["gates"]["min_pass_rate"],
+                     "max_infra_error_rate": self.plan["gates"]["max_infra_error_rate"],
+                     "exit_code": self.exit_code, "reason": self.gate},
+        }
+        if self.notice:
+            out["notice"] = self.notice
+        if self.rescored:
+            out["rescored"] = self.rescored
+        return out
+
+
+# --- planning ----------------------------------------------------------------------------
+
+def select_tasks(tasks: list[Task], *, generators: list[str] | None = None,
+                 split: str | None = None, limit: int | None = None) -> list[Task]:
+    """Tasks of the given generators (names, `@version` ignored) and split, the first
+    `limit` of them by task id."""
+    if generators:
+        wanted = {g.split("@")[0] for g in generators}
+        known = {t.generator for t in tasks}
+        unknown = sorted(wanted - known)
+        if unknown:
+            raise UserError(f"no tasks of generator {', '.join(unknown)} in this directory; "
+                            f"it holds: {', '.join(sorted(known))}")
+        tasks = [t for t in tasks if t.generator in wanted]
+    if split:
+        tasks = [t for t in tasks if t.split == split]
+        if not tasks:
+            raise UserError(f"no tasks in split {split!r}")
+    tasks = sorted(tasks, key=lambda t: t.task_id)
+    return tasks[:limit] if limit else tasks
+
+
+def plan_run(cfg: Config, tasks_dir: Path, tasks: list[Task], run_id: str, *,
+             selection: dict[str, Any]) -> dict[str, Any]:
+    """The frozen configuration of a new run (JSON-ready, no secrets)."""
+    from rlforge.policy import PolicyConfig
+
+    samples = cfg.get("run.samples")
+    if samples < 1:
+        raise ConfigError(f"run.samples must be at least 1, got {samples}")
+    concurrency = cfg.get("run.concurrency")
+    if concurrency < 1:
+        raise ConfigError(f"run.concurrency must be at least 1, got {concurrency}")
+    policy = PolicyConfig.from_config(cfg)
+    quotas = cfg.get("run.generator_concurrency")
+    try:
+        quotas = {str(k): int(v) for k, v in quotas.items()}
+    except (TypeError, ValueError):
+        raise ConfigError("run.generator_concurrency must map generator names to integers, "
+                          "e.g. { \"commits.repair\" = 4 }") from None
+    env = EnvOptions(tool_protocol=cfg.get("run.tool_protocol"),
+                     max_turns=max(1, cfg.get("run.max_turns")),
+                     command_timeout=cfg.get("run.command_timeout"),
+                     observation_chars=max(200, cfg.get("run.observation_chars")),
+                     sandbox_mode=cfg.get("sandbox.mode"))
+    settings = {row["key"]: {"value": row["value"], "source": row["source"]}
+                for row in cfg.explain() if not row["key"].endswith("(secret)")}
+    return {
+        "schema": PLAN_SCHEMA, "run_id": run_id, "created_at": utc_now(),
+        "rlforge_version": __version__, "tasks_dir": str(tasks_dir.resolve()),
+        "tasks": [[t.task_id, str(t.path.resolve())] for t in tasks],
+        "selection": selection, "samples": samples, "seed": cfg.get("run.seed"),
+        "concurrency": concurrency, "generator_concurrency": quotas,
+        "time_budget": cfg.get("run.time_budget"), "env": asdict(env),
+        "policy": policy.record(), "embedded": not policy.base_url,
+        "gates": {"min_pass_rate": cfg.get("run.min_pass_rate"),
+                  "max_infra_error_rate": cfg.get("run.max_infra_error_rate")},
+        "sandbox_workers": cfg.get("sandbox.workers"), "settings": settings,
+    }
+
+
+def work_items(tasks: list[Task], samples: int, done: set[tuple[str, int]]) -> list[WorkItem]:
+    """Every (task, sample) not in `done`."""
+    return [WorkItem(i, s, t.generator, prior_seconds(t.agent_timeout, t.kind == "terminal"))
+            for i, t in enumerate(tasks) for s in range(samples) if (t.task_id, s) not in done]
+
+
+# --- running -----------------------------------------------------------------------------
+
+def start(cfg: Config, tasks_dir: Path, *, run_id: str | None = None,
+          generators: list[str] | None = None, split: str | None = None,
+          limit: int | None = None, progress: Progress | None = None) -> RunReport:
+    """Plan and execute a new run over the tasks in `tasks_dir`; see the module docstring."""
+    tasks = select_tasks(discover_tasks(tasks_dir), generators=generators, split=split,
+                         limit=limit)
+    store = RunStore.create(cfg.get("run.runs_dir"), run_id)
+    try:
+        plan = plan_run(cfg, tasks_dir, tasks, store.run_id,
+                        selection={"generators": generators, "split": split, "limit": limit})
+        store.write_config(plan)
+        return _execute(cfg, store, plan, tasks, [], progress or Progress())
+    finally:
+        store.close()
+
+
+def resume(cfg: Config, run_id: str, *, concurrency: int | None = None,
+           min_pass_rate: float | None = None, max_infra_error_rate: float | None = None,
+           progress: Progress | None = None) -> RunReport:
+    """Finish an interrupted run: every rollout stored is kept, each missing one runs."""
+    store = RunStore.open(cfg.get("run.runs_dir"), run_id)
+    store.lock()
+    try:
+        plan = _with_overrides(store.read_config(), concurrency, min_pass_rate,
+                               max_infra_error_rate)
+        records = store.read_rollouts(repair=True)
+        tasks = _plan_tasks(plan)
+        return _execute(cfg, store, plan, tasks, records, progress or Progress())
+    finally:
+        store.close()
+
+
+def _with_overrides(plan: dict[str, Any], concurrency, min_pass_rate, max_infra) -> dict:
+    if concurrency is not None:
+        plan["concurrency"] = concurrency
+    if min_pass_rate is not None:
+        plan["gates"]["min_pass_rate"] = min_pass_rate
+    if max_infra is not None:
+        plan["gates"]["max_infra_error_rate"] = max_infra
+    return plan
+
+
+def _plan_tasks(plan: dict[str, Any]) -> list[Task]:
+    tasks = []
+    for task_id, path in plan["tasks"]:
+        task = load_task(path)
+        if task.task_id != task_id:
+            raise UserError(f"{path} now holds task {task.task_id}, not {task_id}; the run's "
+                            "tasks changed since it started")
+        tasks.append(task)
+    return tasks
+
+
+def _execute(cfg: Config, store: RunStore, plan: dict[str, Any], tasks: list[Task],
+             records: list[dict[str, Any]], progress: Progress) -> RunReport:
+    started = time.perf_counter()
+    db_path = cfg.get("db")
+    done = {(r["task_id"], r["sample"]) for r in records}
+    if len(done) != len(records):
+        raise UserError(f"{store.dir}/rollouts.jsonl holds the same rollout twice; "
+                        "the run log was edited by hand")
+    items = work_items(tasks, plan["samples"], done)
+    facts = [Fact.of(r) for r in records]
+    progress.total = len(tasks) * plan["samples"]
+    progress.done = progress.resumed = len(records)
+    for fact in facts:
+        progress.outcomes[fact.outcome] += 1
+    # The table mirrors the log before anything new is added (a resume reloads it).
+    if records:
+        replace_run_rollouts(db_path, store.run_id, records)
+    _record_run(db_path, store, plan, facts, status="running")
+    notice = ""
+    if items:
+        _check_sandbox(tasks, items, plan)
+        with _policy(cfg, plan) as (policy, api_key, notice, concurrency):
+            progress.started = time.monotonic()
+            facts += asyncio.run(_session(plan, store, tasks, items, policy, api_key,
+                                          concurrency, db_path, progress))
+    report = finalize(db_path, store, plan, facts, status="finished")
+    report.session_rollouts = len(items)
+    report.seconds = time.perf_counter() - started
+    report.notice = notice
+    return report
+
+
+def _check_sandbox(tasks: list[Task], items: list[WorkItem], plan: dict[str, Any]) -> None:
+    """Refuse to start (one clear error) when rollouts need a sandbox this host cannot make."""
+    needed = any(tasks[i.task].kind == "terminal" or tasks[i.task].verifier not in
+                 ("answer", "reply") for i in items)
+    if needed and plan["env"]["sandbox_mode"] == "bwrap":
+        from rlforge.sandbox import ensure_available
+
+        ensure_available()
+
+
+@contextlib.contextmanager
+def _policy(cfg: Config, plan: dict[str, Any]) -> Iterator[tuple[Any, str, str, int]]:
+    """(policy config, API key, notice, rollout concurrency): the configured endpoint, or
+    the embedded local model, started here and stopped on the way out."""
+    from rlforge.policy import PolicyConfig
+
+    policy = PolicyConfig(**{**plan["policy"], "stop": tuple(plan["policy"]["stop"])})
+    if not plan["embedded"]:
+        key = cfg.env.get(policy.api_key_env) if policy.api_key_env else None
+        yield policy, key or "", "", plan["concurrency"]
+        return
+    from rlforge.local_model import NOTICE, LocalModel
+
+    with LocalModel() as local:
+        policy = PolicyConfig(**{**asdict(policy), **local.policy_overrides()})
+        yield policy, "", NOTICE, 1
+
+
+async def _session(plan, store, tasks, items, policy, api_key, concurrency, db_path,
+                   progress) -> list[Fact]:
+    from rlforge.policy import PolicyClient
+    from rlforge.sandbox import SandboxPool
+    from rlforge.verify.validate import TaskRunner
+
+    scratch = Path(tempfile.mkdtemp(prefix="rlforge-run-"))
+    try:
+        async with PolicyClient(policy, api_key=api_key) as client, \
+                SandboxPool(plan["sandbox_workers"]) as pool:
+            runner = RolloutRunner(
+                client, EnvOptions(**plan["env"]),
+                TaskRunner(pool, plan["env"]["sandbox_mode"], spec_hook_for(tasks)), scratch,
+                run_id=plan["run_id"], run_seed=plan["seed"], time_budget=plan["time_budget"])
+            return await drive(tasks, items, runner, store, TableSink(db_path), progress,
+                               concurrency=concurrency, quotas=plan["generator_concurrency"])
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def spec_hook_for(tasks: list[Task]):
+    """The sandbox hook the tasks' generators need (e.g. a prepared venv), if any."""
+    return None
+
+
+# --- results -----------------------------------------------------------------------------
+
+def finalize(db_path, store: RunStore, plan: dict[str, Any], facts: list[Fact], *,
+             status: str) -> RunReport:
+    """Summary, pass@k, per-group advantages; summary.json, groups.jsonl, the DB; the gate."""
+    samples = plan["samples"]
+    summary = stats.summarize((f.to_dict() for f in facts), samples)
+    groups: dict[str, list[Fact]] = {}
+    for f in facts:
+        groups.setdefault(f.task_id, []).append(f)
+    advantages: dict[str, float | None] = {}
+    group_rows = []
+    for task_id, members in sorted(groups.items()):
+        members.sort(key=lambda f: f.sample)
+        values = stats.group_advantages([f.reward for f in members])
+        valid = [f for f in members if f.outcome != "invalid"]
+        passes = sum(f.outcome == "pass" for f in valid)
+        for f, a in zip(members, values):
+            advantages[f"{task_id}#{f.sample}"] = None if a is None else round(a, 6)
+        group_rows.append({
+            "task_id": task_id, "generator": members[0].generator, "split": members[0].split,
+            "samples": len(members), "valid": len(valid), "passes": passes,
+            "mean_reward": round(sum(f.reward or 0.0 for f in valid) / len(valid), 6) if valid else None,
+            "pass_at_k": {str(k): round(stats.pass_at_k(len(valid), passes, k), 6)
+                          for k in range(1, len(valid) + 1)},
+            "advantages": {str(f.sample): advantages[f"{task_id}#{f.sample}"] for f in members}})
+    summary["complete"] = len(facts) == len(plan["tasks"]) * samples
+    store.write_summary(summary, group_rows)
+    con = db.connect(db_path)
+    try:
+        set_advantages(con, store.run_id, advantages)
+    finally:
+        con.close()
+    _record_run(db_path, store, plan, facts, status=status, summary=summary)
+    code, reason = gate(summary, plan["gates"]["min_pass_rate"],
+                        plan["gates"]["max_infra_error_rate"])
+    return RunReport(store.run_id, str(store.dir), summary, plan, exit_code=code, gate=reason)
+
+
+def gate(summary: dict[str, Any], min_pass_rate: float, max_infra_error_rate: float
+         ) -> tuple[int, str]:
+    """(exit code, reason): 4 when infrastructure errors exceed their limit (checked first:
+    then the pass rate says little), 3 when the pass rate is below its minimum, else 0."""
+    infra = summary["infra_error_rate"] or 0.0
+    if infra > max_infra_error_rate:
+        return 4, (f"infrastructure error rate {infra:.1%} is above --max-infra-error-rate "
+                   f"{max_infra_error_rate:.1%} ({summary['invalid']} invalid rollouts; see "
+                   "errors by type)")
+    rate = summary["pass_rate"]
+    if min_pass_rate > 0 and (rate is None or rate < min_pass_rate):
+        shown = "n/a (no valid rollout)" if rate is None else f"{rate:.1%}"
+        return 3, f"pass rate {shown} is below --min-pass-rate {min_pass_rate:.1%}"
+    return 0, ""
+
+
+def _record_run(db_path, store: RunStore, plan: dict[str, Any], facts: list[Fact], *,
+                status: str, summary: dict[str, Any] | None = None) -> None:
+    con = db.connect(db_path)
+    try:
+        existing = con.execute("SELECT created_at FROM runs WHERE run_id = ?",
+                               [store.run_id]).fetchall()
+        created = existing[0][0] if existing else _naive(plan["created_at"])
+        summary = summary or {}
+        upsert_run(con, {
+            "run_id": store.run_id, "status": status, "created_at": created,
+            "updated_at": db.now(), "tasks_dir": plan["tasks_dir"], "run_dir": str(store.dir.resolve()),
+            "base_url": plan["policy"]["base_url"], "model": plan["policy"]["model"],
+            "embedded": plan["embedded"], "samples": plan["samples"], "tasks": len(plan["tasks"]),
+            "planned": len(plan["tasks"]) * plan["samples"], "rollouts": len(facts),
+            "pass_rate": summary.get("pass_rate"), "mean_reward": summary.get("mean_reward"),
+            "infra_error_rate": summary.get("infra_error_rate"),
+            "pass_at_k": summary.get("pass_at_k"), "summary": summary or None, "config": plan,
+            "rlforge_version": __version__})
+    finally:
+        con.close()
+
+
+def _naive(text: str) -> dt.datetime:
+    return dt.datetime.fromisoformat(text.replace("Z", "+00:00")).replace(tzinfo=None)
+
+
+# --- rescoring ---------------------------------------------------------------------------
+
+def rescore(cfg: Config, run_id: str, *, min_pass_rate: float | None = None,
+            max_infra_error_rate: float | None = None,
+            progress: Progress | None = None) -> RunReport:
+    """Run the verifiers again on every stored submission (the model is not called).
+
+    Rollouts without a submission (the policy endpoint failed, the time budget ran out)
+    keep their outcome. The previous log is kept as `rollouts.before-rescore-<time>.jsonl`.
+    """
+    started = time.perf_counter()
+    store = RunStore.open(cfg.get("run.runs_dir"), run_id)
+    store.lock()
+    try:
+        plan = _with_overrides(store.read_config(), None, min_pass_rate, max_infra_error_rate)
+        records = store.read_rollouts(repair=True)
+        progress = progress or Progress()
+        progress.total = len(records)
+        counts = asyncio.run(_rescore_all(plan, records, progress))
+        stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%S")
+        store.rewrite_rollouts(records, keep_previous=f"rollouts.before-rescore-{stamp}.jsonl")
+        db_path = cfg.get("db")
+        replace_run_rollouts(db_path, run_id, records)
+        report = finalize(db_path, store, plan, [Fact.of(r) for r in records],
+                          status="finished" if len(records) == len(plan["tasks"]) * plan["samples"]
+                          else "running")
+        report.rescored = counts
+        report.session_rollouts = counts["rescored"]
+        report.seconds = time.perf_counter() - started
+        return report
+    finally:
+        store.close()
+
+
+async def _rescore_all(plan: dict[str, Any], records: list[dict[str, Any]],
+                       progress: Progress) -> dict[str, int]:
+    from rlforge.sandbox import SandboxPool
+    from rlforge.verify.validate import TaskRunner
+
+    paths = dict((task_id, path) for task_id, path in plan["tasks"])
+    tasks: dict[str, Task | None] = {}
+    counts = {"rescored": 0, "changed": 0, "no_submission": 0, "incomplete_submission": 0,
+              "task_missing": 0}
+    scratch = Path(tempfile.mkdtemp(prefix="rlforge-rescore-"))
+    try:
+        async with SandboxPool(plan["sandbox_workers"]) as pool:
+            runner = TaskRunner(pool, plan["env"]["sandbox_mode"], None)
+            limit = asyncio.Semaphore(pool.workers * 2)
+
+            async def one(record: dict[str, Any]) -> None:
+                submission = record.get("submission")
+                task_id = record["task_id"]
+                if task_id not in tasks:
+                    try:
+                        tasks[task_id] = load_task(paths[task_id])
+                    except (UserError, KeyError):
+                        tasks[task_id] = None
+                task = tasks[task_id]
+                if submission is None:
+                    counts["no_submission"] += 1
+                elif submission.get("complete") is False:
+                    counts["incomplete_submission"] += 1
+                elif task is None:
+                    counts["task_missing"] += 1
+                else:
+                    async with limit:
+                        await _rescore_one(record, task, plan, runner, scratch)
+                    counts["rescored"] += 1
+                    previous = record["rescored"]["previous"]
+                    counts["changed"] += (previous["outcome"] != record["outcome"] or
+                                          previous["total"] != (record["reward"] or {}).get("total"))
+                progress.add(Fact.of(record))
+
+            await asyncio.gather(*(one(r) for r in records))
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    return counts
+
+
+async def _rescore_one(record, task: Task, plan, runner, scratch: Path) -> None:
+    env = Environment(task, EnvOptions(**plan["env"]), runner, scratch)
+    previous = {"outcome": record["outcome"], "total": (record.get("reward") or {}).get("total")}
+    error = record.get("error")
+    if error and error.get("infra"):  # a verifier or sandbox failure: scored afresh now
+        error = None
+    try:
+        reward = await env.verify(record["submission"])
+        outcome = "pass" if reward.get("outcome") == "pass" else "fail"
+        scored_by = "in_process" if task.in_process else "sandbox"
+    except InfraError as exc:
+        reward, outcome, error, scored_by = None, "invalid", exc.record(), None
+    finally:
+        env.close()
+    record.update(outcome=outcome, reward=reward, error=error, scored_by=scored_by,
+                  rescored={"at": utc_now(), "previous": previous})

@@ -1,0 +1,280 @@
+"""Where a run's results live: `runs/<run_id>/` on disk, and the `runs`/`rollouts` tables.
+
+    runs/<run_id>/
+      config.json      the frozen resolved configuration (no secrets), written once
+      rollouts.jsonl   one JSON line per finished rollout, appended and flushed as each ends
+      summary.json     pass rate, pass@k, per generator and split (at the end of each session)
+      groups.jsonl     per task: valid samples, passes, pass@k, each sample's advantage
+      lock             held (flock) by the process working on the run
+
+rollouts.jsonl is the record of truth: the DuckDB tables are loaded from it (in batches
+while the run goes, and in full on `--resume` and `rescore`), so a run killed at any
+moment loses at most the rollouts in flight. A line cut short by the kill is dropped when
+the run is resumed, and that rollout runs again.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import fcntl
+import json
+import os
+import secrets
+from pathlib import Path
+from typing import Any, Iterable
+
+from rlforge import db
+from rlforge.errors import UserError
+
+SCHEMA = 1
+CONFIG = "config.json"
+ROLLOUTS = "rollouts.jsonl"
+SUMMARY = "summary.json"
+GROUPS = "groups.jsonl"
+
+#: Columns of the `rollouts` table, in order, and how each comes from a JSONL record.
+_JSON_COLUMNS = ("components", "error", "messages", "steps", "submission")
+ROLLOUT_COLUMNS = (
+    "run_id", "rollout_id", "task_id", "sample", "seed", "generator", "generator_version",
+    "split", "kind", "verifier", "outcome", "reward", "components", "advantage", "error_type",
+    "error", "ended_by", "turns", "commands", "prompt_tokens", "completion_tokens", "requests",
+    "attempts", "policy_seconds", "seconds", "started_at", "finished_at", "scored_by",
+    "rescored_at", "messages", "steps", "submission")
+
+
+def new_run_id() -> str:
+    """A sortable, unique run id: UTC date and time plus 4 random hex digits."""
+    return dt.datetime.now(dt.timezone.utc).strftime("%Y%m%d-%H%M%S-") + secrets.token_hex(2)
+
+
+def utc_now() -> str:
+    """The current time as an ISO 8601 UTC string (the form rollouts.jsonl stores)."""
+    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="microseconds").replace("+00:00", "Z")
+
+
+def _timestamp(text: str | None) -> dt.datetime | None:
+    if not text:
+        return None
+    return dt.datetime.fromisoformat(text.replace("Z", "+00:00")).replace(tzinfo=None)
+
+
+class RunStore:
+    """One run's directory; create with `create` or `open`, then `lock` before writing."""
+
+    def __init__(self, run_dir: Path):
+        self.dir = run_dir
+        self.run_id = run_dir.name
+        self._lock_fd: int | None = None
+        self._out = None
+
+    @classmethod
+    def create(cls, runs_dir: str | Path, run_id: str | None = None) -> "RunStore":
+        """A new, empty run directory (locked)."""
+        run_id = run_id or new_run_id()
+        if not run_id or "/" in run_id or run_id.startswith("."):
+            raise UserError(f"run id {run_id!r} is not a valid directory name")
+        run_dir = Path(runs_dir) / run_id
+        try:
+            run_dir.mkdir(parents=True)
+        except FileExistsError:
+            raise UserError(f"run {run_id} already exists in {runs_dir}; resume it with "
+                            f"`rlforge run --resume {run_id}` or choose another --run-id") from None
+        store = cls(run_dir)
+        store.lock()
+        return store
+
+    @classmethod
+    def open(cls, runs_dir: str | Path, run_id: str) -> "RunStore":
+        """An existing run (not locked yet)."""
+        run_dir = Path(runs_dir) / run_id
+        if not (run_dir / CONFIG).is_file():
+            known = sorted(p.name for p in Path(runs_dir).glob("*/" + CONFIG)) if Path(runs_dir).is_dir() else []
+            hint = f"; runs in {runs_dir}: {', '.join(p.split('/')[0] for p in known[-5:])}" if known else ""
+            raise UserError(f"no run {run_id!r} in {runs_dir} (no {CONFIG}){hint}")
+        return cls(run_dir)
+
+    # Locking -------------------------------------------------------------------------
+
+    def lock(self) -> None:
+        """Take the run's lock; a UserError if another process holds it."""
+        if self._lock_fd is not None:
+            return
+        fd = os.open(self.dir / "lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            raise UserError(f"run {self.run_id} is in use by another rlforge process; wait "
+                            "for it to finish (or stop it) and try again") from None
+        os.ftruncate(fd, 0)
+        os.write(fd, f"{os.getpid()}\n".encode())
+        self._lock_fd = fd
+
+    def close(self) -> None:
+        """Flush and close the log, release the lock."""
+        if self._out is not None:
+            self._out.close()
+            self._out = None
+        if self._lock_fd is not None:
+            os.close(self._lock_fd)
+            self._lock_fd = None
+
+    def __enter__(self) -> "RunStore":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # Files ---------------------------------------------------------------------------
+
+    def write_config(self, config: dict[str, Any]) -> None:
+        _atomic_write(self.dir / CONFIG, json.dumps(config, indent=1, sort_keys=True) + "\n")
+
+    def read_config(self) -> dict[str, Any]:
+        return json.loads((self.dir / CONFIG).read_text(encoding="utf-8"))
+
+    def read_rollouts(self, repair: bool = False) -> list[dict[str, Any]]:
+        """Every complete line of rollouts.jsonl.
+
+        Args:
+            repair: cut a trailing partial line (a kill mid-write) off the file, so new
+                lines start clean (needs the lock).
+        """
+        path = self.dir / ROLLOUTS
+        if not path.exists():
+            return []
+        data = path.read_bytes()
+        end = data.rfind(b"\n") + 1
+        if end < len(data) and repair:
+            with open(path, "r+b") as fh:
+                fh.truncate(end)
+        records = []
+        for number, line in enumerate(data[:end].splitlines(), start=1):
+            if not line.strip():
+                continue
+            try:
+                records.append(json.loads(line))
+            except ValueError:
+                raise UserError(f"{path}:{number}: not a JSON line; the run log is damaged "
+                                "(move the line away to recover)") from None
+        return records
+
+    def append(self, record: dict[str, Any]) -> None:
+        """Append one rollout and flush it to the OS (no fsync: a process kill loses
+        nothing written; a machine crash may lose the last lines, which resume reruns)."""
+        if self._out is None:
+            self._out = open(self.dir / ROLLOUTS, "a", encoding="utf-8")
+        self._out.write(json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n")
+        self._out.flush()
+
+    def rewrite_rollouts(self, records: Iterable[dict[str, Any]], keep_previous: str) -> None:
+        """Replace rollouts.jsonl atomically; the previous file is kept as `keep_previous`."""
+        path = self.dir / ROLLOUTS
+        tmp = path.with_suffix(".jsonl.tmp")
+        with open(tmp, "w", encoding="utf-8") as fh:
+            for record in records:
+                fh.write(json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n")
+            fh.flush()
+            os.fsync(fh.fileno())
+        if path.exists():
+            os.link(path, self.dir / keep_previous)
+        os.replace(tmp, path)
+
+    def write_summary(self, summary: dict[str, Any], groups: list[dict[str, Any]]) -> None:
+        _atomic_write(self.dir / SUMMARY, json.dumps(summary, indent=1) + "\n")
+        _atomic_write(self.dir / GROUPS, "".join(json.dumps(g, separators=(",", ":")) + "\n"
+                                                  for g in groups))
+
+
+def _atomic_write(path: Path, text: str) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)
+
+
+# --- DuckDB ------------------------------------------------------------------------------
+
+def rollout_row(record: dict[str, Any]) -> tuple:
+    """A JSONL record as a row of the `rollouts` table (advantage filled in later)."""
+    reward = record.get("reward") or {}
+    error = record.get("error")
+    row = {
+        **record,
+        "reward": reward.get("total") if record.get("reward") is not None else None,
+        "components": reward.get("components"),
+        "advantage": None,
+        "error_type": error.get("type") if error else None,
+        "started_at": _timestamp(record.get("started_at")),
+        "finished_at": _timestamp(record.get("finished_at")),
+        "rescored_at": _timestamp((record.get("rescored") or {}).get("at")),
+    }
+    for name in _JSON_COLUMNS:
+        value = row.get(name)
+        row[name] = None if value is None else json.dumps(value, ensure_ascii=False)
+    return tuple(row.get(c) for c in ROLLOUT_COLUMNS)
+
+
+def insert_rollouts(con, rows: list[tuple]) -> None:
+    """Append rows (from `rollout_row`) to the `rollouts` table in one statement."""
+    if not rows:
+        return
+    import pyarrow as pa  # imported on first use: it costs ~0.15 s of start-up
+
+    columns = list(zip(*rows))
+    types = {"sample": pa.int32(), "seed": pa.int64(), "generator_version": pa.int32(),
+             "reward": pa.float64(), "advantage": pa.float64(), "turns": pa.int32(),
+             "commands": pa.int32(), "prompt_tokens": pa.int64(), "completion_tokens": pa.int64(),
+             "requests": pa.int32(), "attempts": pa.int32(), "policy_seconds": pa.float64(),
+             "seconds": pa.float64(), "started_at": pa.timestamp("us"),
+             "finished_at": pa.timestamp("us"), "rescored_at": pa.timestamp("us")}
+    batch = pa.table({name: pa.array(values, type=types.get(name, pa.string()))
+                      for name, values in zip(ROLLOUT_COLUMNS, columns)})
+    con.register("rollout_batch", batch)
+    try:
+        con.execute(f"INSERT INTO rollouts ({', '.join(ROLLOUT_COLUMNS)}) "
+                    f"SELECT {', '.join(ROLLOUT_COLUMNS)} FROM rollout_batch")
+    finally:
+        con.unregister("rollout_batch")
+
+
+def set_advantages(con, run_id: str, advantages: dict[str, float | None]) -> None:
+    """Write each rollout's group advantage (rollout_id -> value) into the table."""
+    if not advantages:
+        return
+    import pyarrow as pa
+
+    table = pa.table({"rollout_id": pa.array(list(advantages), pa.string()),
+                      "advantage": pa.array(list(advantages.values()), pa.float64())})
+    con.register("advantage_batch", table)
+    try:
+        con.execute("UPDATE rollouts SET advantage = a.advantage FROM advantage_batch a "
+                    "WHERE rollouts.run_id = ? AND rollouts.rollout_id = a.rollout_id", [run_id])
+    finally:
+        con.unregister("advantage_batch")
+
+
+def upsert_run(con, row: dict[str, Any]) -> None:
+    """Insert or replace the run's row in `runs`."""
+    columns = ["run_id", "status", "created_at", "updated_at", "tasks_dir", "run_dir",
+               "base_url", "model", "embedded", "samples", "tasks", "planned", "rollouts",
+               "pass_rate", "mean_reward", "infra_error_rate", "pass_at_k", "summary", "config",
+               "rlforge_version"]
+    values = [row.get(c) for c in columns]
+    for i, c in enumerate(columns):
+        if c in ("pass_at_k", "summary", "config") and values[i] is not None:
+            values[i] = json.dumps(values[i])
+    con.execute(f"INSERT OR REPLACE INTO runs ({', '.join(columns)}) "
+                f"VALUES ({', '.join('?' * len(columns))})", values)
+
+
+def replace_run_rollouts(db_path: str | Path, run_id: str, records: list[dict[str, Any]]) -> None:
+    """Make the table hold exactly these records for the run (resume and rescore)."""
+    con = db.connect(db_path)
+    try:
+        con.execute("BEGIN")
+        con.execute("DELETE FROM rollouts WHERE run_id = ?", [run_id])
+        for start in range(0, len(records), 5000):
+            insert_rollouts(con, [rollout_row(r) for r in records[start:start + 5000]])
+        con.execute("COMMIT")
+    finally:
+        con.close()
