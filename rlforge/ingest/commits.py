@@ -18,7 +18,7 @@ import duckdb
 import polars as pl
 
 from rlforge.errors import InputFileError, UserError
-from rlforge.ingest.common import FileIngest, IngestResult
+from rlforge.ingest.common import DATABASE_REDACTOR, FileIngest, IngestResult, resolve_redactor
 
 SOURCE = "commits"
 RS, US = "\x1e", "\x1f"
@@ -189,9 +189,10 @@ def _frames(repo: str, commits: list[CommitRecord], redactor) -> tuple[pl.DataFr
 
 
 def ingest_repo(con: duckdb.DuckDBPyConnection, path: str | Path, *, rev: str = "--all",
-                redactor=None) -> IngestResult:
+                redactor=DATABASE_REDACTOR) -> IngestResult:
     """Ingest the commits of one repository not yet stored (one transaction)."""
     repo = repo_root(path)
+    redactor = resolve_redactor(con, redactor)
     head = subprocess.run(["git", "-C", str(repo), "rev-parse", "--verify", "-q", "HEAD"],
                           capture_output=True, text=True).stdout.strip() or None
     before = dict(redactor.counts) if redactor is not None else {}

@@ -26,6 +26,19 @@ from rlforge.errors import InputFileError
 
 RAW_CAP = 64 * 1024  # bytes of raw text kept per quarantined record
 
+# The default for every `redactor=` parameter: redact with the database's own key. Library
+# callers, like CLI users, must ask (redactor=None) to store text as it is.
+DATABASE_REDACTOR = "database"
+
+
+def resolve_redactor(con: duckdb.DuckDBPyConnection, redactor):
+    """The Redactor to use: the database's for DATABASE_REDACTOR, else what was passed."""
+    if redactor == DATABASE_REDACTOR:
+        from rlforge.ingest.redact import Redactor
+
+        return Redactor(db.redaction_key(con))
+    return redactor
+
 
 @dataclass
 class IngestResult:

@@ -26,8 +26,8 @@ import polars as pl
 from rlforge import db
 from rlforge.errors import InputFileError, UserError
 from rlforge.ingest import ticket_formats as tf
-from rlforge.ingest.common import (FileIngest, IngestResult, check_not_binary, decode, is_gzip,
-                                   read_all, read_head)
+from rlforge.ingest.common import (DATABASE_REDACTOR, FileIngest, IngestResult, check_not_binary,
+                                   decode, is_gzip, read_all, read_head, resolve_redactor)
 
 SOURCE = "tickets"
 MAX_FIELD_BYTES = 256 * 1024 * 1024  # a single CSV record may be this large
@@ -386,7 +386,7 @@ def detect_format(path: str | Path) -> str:
 
 
 def ingest_file(con: duckdb.DuckDBPyConnection, path: str | Path, *, fmt: str = "auto",
-                mapping: dict[str, str] | None = None, redactor=None,
+                mapping: dict[str, str] | None = None, redactor=DATABASE_REDACTOR,
                 on_conflict: str = "quarantine", origin: str | None = None) -> IngestResult:
     """Ingest one ticket export as one transaction; see the module docstring."""
     path = Path(path)
@@ -398,6 +398,7 @@ def ingest_file(con: duckdb.DuckDBPyConnection, path: str | Path, *, fmt: str = 
                          error="no such file" if not path.exists() else "not a regular file")
         return r
     _setup(con)
+    redactor = resolve_redactor(con, redactor)
     before = dict(redactor.counts) if redactor is not None else {}
     redact_text = redactor.redact_text if redactor is not None else None
     with FileIngest(con, SOURCE, path, None if fmt == "auto" else fmt,
