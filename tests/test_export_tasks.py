@@ -7,6 +7,7 @@ Tasks are built from sample_data once per module (without sandboxed validation, 
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import importlib.util
 import json
@@ -19,10 +20,12 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from conftest import SAMPLE_DATA
+from paths import SAMPLE_DATA
 from rlforge import db
 from rlforge.export import trl_reward
 from rlforge.ingest import tickets
+from rlforge.run.environment import EnvOptions, Environment
+from rlforge.run.tasks import load_task
 from rlforge.tasks.build import BuildOptions, build_tasks
 
 datasets = pytest.importorskip("datasets")
@@ -55,7 +58,9 @@ def hf_offline(monkeypatch, tmp_path):
     """Hugging Face libraries stay offline and cache under tmp_path."""
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
-    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf-home"))
+    # datasets reads its cache location once, at import: point it here for this test.
+    monkeypatch.setattr(datasets.config, "HF_DATASETS_CACHE", tmp_path / "hf-cache")
 
 
 def task_meta(task: Path) -> dict:
@@ -115,7 +120,10 @@ def test_verl_parquet_has_verls_documented_schema_and_lineage(cli, tasks_dir, tm
         meta = task_meta(task)
         info = row["extra_info"]
         assert row["data_source"] == "rlforge/" + meta["generator"].split("@")[0]
-        assert row["prompt"] == [{"role": "user", "content": (task / "instruction.md").read_text()}]
+        # The prompt is what `rlforge run` sends for the same task.
+        assert row["prompt"] == asyncio.run(Environment(load_task(task), EnvOptions(), None,
+                                                        tmp_path).reset())
+        assert row["prompt"][-1] == {"role": "user", "content": (task / "instruction.md").read_text()}
         assert row["reward_model"]["style"] == "rule"
         assert json.loads(row["reward_model"]["ground_truth"]) == \
             json.loads((task / "tests" / "reference.json").read_text())
@@ -231,7 +239,7 @@ def test_hf_folder_loads_by_path_with_named_splits(cli, tasks_dir, tmp_path):
     assert train.features["source_keys"].feature.dtype == "string"
     row = train[0]
     task = tasks_dir / row["task_id"]
-    assert row["prompt"][0]["content"] == (task / "instruction.md").read_text()
+    assert row["prompt"][-1]["content"] == (task / "instruction.md").read_text()
     assert json.loads(row["reference"]) == json.loads((task / "tests" / "reference.json").read_text())
 
 

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -31,6 +30,8 @@ import pyarrow.parquet as pq
 
 from rlforge.errors import UserError
 from rlforge.export import reward_fn
+from rlforge.run.environment import SINGLE_TURN_SYSTEM
+from rlforge.run.tasks import Task, discover_tasks
 from rlforge.tasks.render import VERIFIER_NAME, VERIFIER_SOURCE
 
 TASK_FORMATS = ("verl", "trl", "jsonl", "hf")
@@ -73,39 +74,32 @@ HF_SCHEMA = pa.schema([
 ])
 
 
-@dataclass
-class TaskRecord:
-    """What an export needs from one task directory."""
+def scores_text(task: Task) -> bool:
+    """Whether a trainer can score this task from one completion, in-process."""
+    return task.in_process and task.verifier in reward_fn.TEXT_VERIFIERS and task.kind == "answer"
 
-    path: Path
-    task_id: str
-    generator: str
-    version: int
-    verifier: str
-    kind: str
-    split: str
-    category: str
-    difficulty: str
-    description: str
-    instruction: str
-    reference: dict[str, Any]
-    metadata: dict[str, Any]  # the task's [metadata.rlforge] table, as written
 
-    @property
-    def scores_text(self) -> bool:
-        """Whether a trainer can score this task from one completion, in-process."""
-        return self.verifier in reward_fn.TEXT_VERIFIERS and self.kind == "answer"
+def lineage(task: Task) -> dict[str, Any]:
+    """The task's id, generator and provenance as flat, typed fields."""
+    m = rlforge_metadata(task)
+    return {"task_id": task.task_id, "generator": task.generator,
+            "generator_version": task.generator_version or 0, "verifier": task.verifier,
+            "kind": task.kind, "split": task.split, "source_table": str(m.get("source_table", "")),
+            "source_keys": [str(k) for k in m.get("source_keys", [])],
+            "source_content_hashes": [str(h) for h in m.get("source_content_hashes", [])],
+            "group_key": str(m.get("group_key", "")), "template_hash": str(m.get("template_hash", "")),
+            "seed": int(m.get("seed", 0)), "rlforge_version": str(m.get("rlforge_version", ""))}
 
-    def lineage(self) -> dict[str, Any]:
-        m = self.metadata
-        return {"task_id": self.task_id, "generator": self.generator,
-                "generator_version": self.version, "verifier": self.verifier, "kind": self.kind,
-                "split": self.split, "source_table": str(m.get("source_table", "")),
-                "source_keys": [str(k) for k in m.get("source_keys", [])],
-                "source_content_hashes": [str(h) for h in m.get("source_content_hashes", [])],
-                "group_key": str(m.get("group_key", "")),
-                "template_hash": str(m.get("template_hash", "")),
-                "seed": int(m.get("seed", 0)), "rlforge_version": str(m.get("rlforge_version", ""))}
+
+def rlforge_metadata(task: Task) -> dict[str, Any]:
+    """The task's `[metadata.rlforge]` table, as written."""
+    return dict(task.meta.get("metadata", {}).get("rlforge", {}))
+
+
+def _card(task: Task) -> dict[str, str]:
+    meta = task.meta.get("metadata", {})
+    return {"category": str(meta.get("category", "")), "difficulty": str(meta.get("difficulty", "")),
+            "description": str(task.meta.get("task", {}).get("description", ""))}
 
 
 @dataclass
@@ -123,42 +117,10 @@ class ExportReport:
                 "total_rows": sum(self.rows.values()), "skipped": self.skipped}
 
 
-def task_dirs(root: Path) -> list[Path]:
-    """`root` itself if it is a task, else the task directories directly inside it."""
-    if not root.is_dir():
-        raise UserError(f"{root}: no such directory")
-    if (root / "task.toml").is_file():
-        return [root]
-    dirs = sorted(p for p in root.iterdir() if (p / "task.toml").is_file())
-    if not dirs:
-        raise UserError(f"{root}: no task directories (folders with a task.toml) found; "
-                        "build some with `rlforge build-tasks`")
-    return dirs
-
-
-def load_task(path: Path) -> TaskRecord:
-    """Read one Harbor task directory written by `rlforge build-tasks`."""
-    try:
-        meta = tomllib.loads((path / "task.toml").read_text(encoding="utf-8"))
-        rl = meta["metadata"]["rlforge"]
-        reference = json.loads((path / "tests" / "reference.json").read_text(encoding="utf-8"))
-        instruction = (path / "instruction.md").read_text(encoding="utf-8")
-    except (OSError, KeyError, ValueError) as exc:
-        raise UserError(f"{path}: not an rlforge task directory ({exc})") from None
-    name, _, version = str(rl["generator"]).partition("@")
-    return TaskRecord(
-        path=path, task_id=str(rl["task_id"]), generator=name,
-        version=int(version) if version.isdigit() else 0, verifier=str(rl["verifier"]),
-        kind=str(rl.get("kind", "answer")), split=str(rl.get("split", "train")),
-        category=str(meta.get("metadata", {}).get("category", "")),
-        difficulty=str(meta.get("metadata", {}).get("difficulty", "")),
-        description=str(meta.get("task", {}).get("description", "")),
-        instruction=instruction, reference=reference, metadata=dict(rl))
-
-
-def prompt_messages(task: TaskRecord) -> list[dict[str, str]]:
-    """The chat prompt a single-turn policy sees: the task's instruction as the user turn."""
-    return [{"role": "user", "content": task.instruction}]
+def prompt_messages(task: Task) -> list[dict[str, str]]:
+    """The chat prompt a single-turn policy sees in `rlforge run`: system, then instruction."""
+    return [{"role": "system", "content": SINGLE_TURN_SYSTEM},
+            {"role": "user", "content": task.instruction}]
 
 
 def parse_splits(text: str) -> list[str]:
@@ -176,31 +138,29 @@ def _json(value: Any) -> str:
     return json.dumps(value, sort_keys=True, ensure_ascii=False)
 
 
-def _verl_row(task: TaskRecord, index: int) -> dict[str, Any]:
+def _verl_row(task: Task, index: int) -> dict[str, Any]:
     return {"data_source": f"rlforge/{task.generator}", "prompt": prompt_messages(task),
-            "ability": task.category or task.generator,
+            "ability": _card(task)["category"] or task.generator,
             "reward_model": {"style": "rule", "ground_truth": _json(task.reference)},
-            "extra_info": {"index": index, **task.lineage(), "metadata": _json(task.metadata)}}
+            "extra_info": {"index": index, **lineage(task), "metadata": _json(rlforge_metadata(task))}}
 
 
-def _trl_row(task: TaskRecord, index: int) -> dict[str, Any]:
+def _trl_row(task: Task, index: int) -> dict[str, Any]:
     return {"prompt": prompt_messages(task), "task_id": task.task_id,
             "generator": task.generator, "split": task.split,
             "rlforge_reference": _json(task.reference)}
 
 
-def _hf_row(task: TaskRecord, index: int) -> dict[str, Any]:
-    return {**task.lineage(), "category": task.category, "difficulty": task.difficulty,
-            "description": task.description, "instruction": task.instruction,
+def _hf_row(task: Task, index: int) -> dict[str, Any]:
+    return {**lineage(task), **_card(task), "instruction": task.instruction,
             "prompt": prompt_messages(task), "reference": _json(task.reference),
-            "metadata": _json(task.metadata)}
+            "metadata": _json(rlforge_metadata(task))}
 
 
-def _jsonl_row(task: TaskRecord, index: int) -> dict[str, Any]:
-    return {**task.lineage(), "category": task.category, "difficulty": task.difficulty,
-            "description": task.description, "path": str(task.path),
+def _jsonl_row(task: Task, index: int) -> dict[str, Any]:
+    return {**lineage(task), **_card(task), "path": str(task.path),
             "instruction": task.instruction, "prompt": prompt_messages(task),
-            "reference": task.reference, "metadata": task.metadata}
+            "reference": task.reference, "metadata": rlforge_metadata(task)}
 
 
 def _write_parquet(rows: list[dict[str, Any]], schema: pa.Schema, path: Path) -> None:
@@ -251,13 +211,13 @@ def export_tasks(tasks_dir: Path, fmt: str, out: Path, splits: list[str] | None 
     if fmt not in TASK_FORMATS:
         raise UserError(f"unknown format {fmt!r}; valid: {', '.join(TASK_FORMATS)}")
     splits = splits or ["train"]
-    tasks = sorted((load_task(p) for p in task_dirs(tasks_dir)), key=lambda t: t.task_id)
+    tasks = sorted(discover_tasks(tasks_dir), key=lambda t: t.task_id)
     report = ExportReport(format=fmt, out=str(out))
-    by_split: dict[str, list[TaskRecord]] = {s: [] for s in splits}
+    by_split: dict[str, list[Task]] = {s: [] for s in splits}
     for task in tasks:
         if task.split not in by_split:
             continue
-        if fmt in ("verl", "trl") and not task.scores_text:
+        if fmt in ("verl", "trl") and not scores_text(task):
             reason = (f"{task.generator}: verifier {task.verifier!r} ({task.kind} task) runs in "
                       "the sandbox, not on one completion; train on it with rlforge.envs")
             report.skipped[reason] = report.skipped.get(reason, 0) + 1
