@@ -30,8 +30,8 @@ from rlforge.errors import ConfigError, UserError
 from rlforge.run.driver import Fact, Progress, RolloutRunner, TableSink, drive
 from rlforge.run.environment import EnvOptions, Environment, InfraError
 from rlforge.run.schedule import WorkItem, prior_seconds
-from rlforge.run.store import (RunStore, replace_run_rollouts, set_advantages, upsert_run,
-                               utc_now)
+from rlforge.run.store import (RunStore, new_run_id, replace_run_rollouts, set_advantages,
+                               upsert_run, utc_now)
 from rlforge.run.tasks import Task, discover_tasks, load_task
 
 PLAN_SCHEMA = 1
@@ -99,7 +99,7 @@ def select_tasks(tasks: list[Task], *, generators: list[str] | None = None,
 def plan_run(cfg: Config, tasks_dir: Path, tasks: list[Task], run_id: str, *,
              selection: dict[str, Any]) -> dict[str, Any]:
     """The frozen configuration of a new run (JSON-ready, no secrets)."""
-    from rlforge.policy import PolicyConfig
+    from rlforge.policy import PolicyClient, PolicyConfig
 
     samples = cfg.get("run.samples")
     if samples < 1:
@@ -108,6 +108,8 @@ def plan_run(cfg: Config, tasks_dir: Path, tasks: list[Task], run_id: str, *,
     if concurrency < 1:
         raise ConfigError(f"run.concurrency must be at least 1, got {concurrency}")
     policy = PolicyConfig.from_config(cfg)
+    if policy.base_url:
+        PolicyClient(policy, api_key="")  # a bad URL is a user error before anything starts
     quotas = cfg.get("run.generator_concurrency")
     try:
         quotas = {str(k): int(v) for k, v in quotas.items()}
@@ -149,10 +151,11 @@ def start(cfg: Config, tasks_dir: Path, *, run_id: str | None = None,
     """Plan and execute a new run over the tasks in `tasks_dir`; see the module docstring."""
     tasks = select_tasks(discover_tasks(tasks_dir), generators=generators, split=split,
                          limit=limit)
+    run_id = run_id or new_run_id()
+    plan = plan_run(cfg, tasks_dir, tasks, run_id,
+                    selection={"generators": generators, "split": split, "limit": limit})
     store = RunStore.create(cfg.get("run.runs_dir"), run_id)
     try:
-        plan = plan_run(cfg, tasks_dir, tasks, store.run_id,
-                        selection={"generators": generators, "split": split, "limit": limit})
         store.write_config(plan)
         return _execute(cfg, store, plan, tasks, [], progress or Progress())
     finally:

@@ -1,0 +1,315 @@
+"""`rlforge run` and `rlforge rescore` through the CLI, against real HTTP servers on 127.0.0.1.
+
+The endpoint is either the fault-injecting server (tests/fault_server.py) or a scripted
+policy (test_run_support.py) whose replies are fixed per task, so outcomes are known.
+Tasks are real task directories rendered by rlforge's renderer or built from sample_data.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import threading
+from pathlib import Path
+
+import pytest
+
+from fault_server import FaultServer
+from rlforge import envs
+from test_run_support import (SUBMIT, ScriptedPolicy, bash_call, count_task, label_task,
+                              script_task)
+
+
+@pytest.fixture
+def fault():
+    server = FaultServer().start()
+    yield server
+    server.stop()
+
+
+def run_json(cli, *args):
+    result = cli("run", *args, "--json")
+    data = json.loads(result.stdout) if result.stdout.lstrip().startswith("{") else None
+    return result, data
+
+
+def rollouts_of(run_dir) -> list[dict]:
+    return [json.loads(line) for line in (Path(run_dir) / "rollouts.jsonl").read_text().splitlines()]
+
+
+def alternate(first: str, second: str):
+    """A step answering `first` to the first request it sees, `second` to the next, ..."""
+    counter = itertools.count()
+    lock = threading.Lock()
+
+    def step(body):
+        with lock:
+            n = next(counter)
+        return first if n % 2 == 0 else second
+    return step
+
+
+# --- the main path -----------------------------------------------------------------------
+
+def test_run_stores_every_rollout_with_stats_and_gates(cli, tmp_path, query, monkeypatch):
+    tasks = tmp_path / "tasks"
+    label_task(tasks, "right", "billing")
+    label_task(tasks, "wrong", "login")
+    label_task(tasks, "mixed", "shipping")
+    policy = ScriptedPolicy({"right": ["Money.\nANSWER: billing"], "wrong": ["ANSWER: billing"],
+                             "mixed": [alternate("ANSWER: shipping", "no idea")]}).start()
+    monkeypatch.setenv("MY_ENDPOINT_KEY", "sk-test-9f8e7d6c5b4a39281706")
+    monkeypatch.setenv("RLFORGE_RUN_SAMPLES", "2")  # env equivalent of --samples
+    (tmp_path / "rlforge.toml").write_text("[run]\nconcurrency = 3\n")
+    try:
+        result, data = run_json(cli, tasks, "--base-url", policy.url, "--model", "scripted",
+                                "--api-key-env", "MY_ENDPOINT_KEY", "--seed", "7")
+    finally:
+        policy.stop()
+    assert result.exit_code == 0, result.output
+    assert (data["rollouts"], data["pass"], data["fail"], data["invalid"]) == (6, 3, 3, 0)
+    assert data["pass_rate"] == pytest.approx(0.5)
+    assert data["pass_at_k"] == {"1": 0.5, "2": pytest.approx(2 / 3, abs=1e-6)}
+    assert data["complete"] is True and data["gate"]["exit_code"] == 0
+    records = rollouts_of(data["run_dir"])
+    assert sorted((r["task_id"], r["sample"]) for r in records) == sorted(
+        (t.name, s) for t in tasks.iterdir() for s in (0, 1))
+    # Distinct seeds per sample, and the seed each request carried is the record's.
+    by_task = {}
+    for r in records:
+        by_task.setdefault(r["task_id"], set()).add(r["seed"])
+    assert all(len(seeds) == 2 for seeds in by_task.values())
+    assert sorted(b["seed"] for b in policy.requests) == sorted(r["seed"] for r in records)
+    mixed = sorted((r for r in records if "mixed" in r["messages"][1]["content"]),
+                   key=lambda r: r["outcome"])
+    assert [r["outcome"] for r in mixed] == ["fail", "pass"]
+    assert mixed[0]["reward"]["components"]["valid_format"]["value"] == 0.0
+    for r in records:
+        assert r["messages"][0]["role"] == "system" and r["messages"][-1]["role"] == "assistant"
+        assert r["scored_by"] == "in_process" and r["requests"] == 1 and r["attempts"] == 1
+        assert r["prompt_tokens"] > 0 and r["seconds"] >= r["policy_seconds"] > 0
+        assert r["started_at"] <= r["finished_at"]
+    # The key went to the server and nowhere else.
+    assert set(policy.authorizations) == {"Bearer sk-test-9f8e7d6c5b4a39281706"}
+    run_dir = Path(data["run_dir"])
+    for path in run_dir.iterdir():
+        assert "sk-test-9f8e7d6c5b4a39281706" not in path.read_text()
+    config = json.loads((run_dir / "config.json").read_text())
+    assert config["policy"]["api_key_env"] == "MY_ENDPOINT_KEY"
+    assert config["settings"]["run.samples"] == {"value": 2, "source": "env RLFORGE_RUN_SAMPLES"}
+    assert config["settings"]["run.concurrency"]["source"] == "file rlforge.toml"
+    assert config["settings"]["run.seed"] == {"value": 7, "source": "flag"}
+    # The table mirrors the log; advantages are standardised within each task's group.
+    rows = query("SELECT rollout_id, outcome, reward, advantage FROM rollouts WHERE run_id = ?",
+                 [data["run_id"]])
+    assert sorted(r[0] for r in rows) == sorted(r["rollout_id"] for r in records)
+    advantages = {(rid.split("#")[0], outcome): adv for rid, outcome, _, adv in rows}
+    mixed_id = mixed[0]["task_id"]
+    assert advantages[(mixed_id, "pass")] == pytest.approx(1.0)
+    assert advantages[(mixed_id, "fail")] == pytest.approx(-1.0)
+    assert all(adv == 0.0 for (tid, _), adv in advantages.items() if tid != mixed_id)
+    assert query("SELECT status, rollouts, pass_rate, samples FROM runs") == \
+        [("finished", 6, 0.5, 2)]
+    assert not any("sk-test" in str(v) for v in query("SELECT config FROM runs")[0])
+    groups = [json.loads(x) for x in (run_dir / "groups.jsonl").read_text().splitlines()]
+    assert {g["task_id"]: g["passes"] for g in groups}[mixed_id] == 1
+
+
+def test_pass_rate_gate_exits_3_and_says_why(cli, tmp_path):
+    tasks = tmp_path / "tasks"
+    label_task(tasks, "a", "billing")
+    label_task(tasks, "b", "login")
+    policy = ScriptedPolicy({"a": ["ANSWER: billing"], "b": ["ANSWER: billing"]}).start()
+    try:
+        result, data = run_json(cli, tasks, "--base-url", policy.url, "--model", "m",
+                                "--min-pass-rate", "0.75")
+    finally:
+        policy.stop()
+    assert result.exit_code == 3
+    assert data["pass_rate"] == 0.5 and data["gate"]["exit_code"] == 3
+    assert "pass rate 50.0% is below --min-pass-rate 75.0%" in result.stderr
+
+
+def test_multi_turn_rollouts_run_commands_in_the_sandbox(cli, tmp_path, query):
+    tasks = tmp_path / "tasks"
+    count_task(tasks, "count")
+    script_task(tasks, "prog")
+    program = "import sys\nprint(sum(1 for _ in open(sys.argv[1])))\n"
+    policy = ScriptedPolicy({
+        "count": [bash_call("wc -l data.log", "c1"),
+                  bash_call("wc -l < data.log > answer.txt", "c2"), SUBMIT],
+        "prog": [bash_call(f"cat > count.py <<'EOF'\n{program}EOF\npython3 count.py data.log"),
+                 "The program is written.\nSUBMIT"],
+    }).start()
+    try:
+        result, data = run_json(cli, tasks, "--base-url", policy.url, "--model", "m")
+    finally:
+        policy.stop()
+    assert result.exit_code == 0, result.output
+    assert data["pass"] == 2
+    records = {r["generator"]: r for r in rollouts_of(data["run_dir"])}
+    count = records["test.count"]
+    assert (count["turns"], count["commands"], count["ended_by"]) == (3, 2, "submitted")
+    tool_messages = [m for m in count["messages"] if m["role"] == "tool"]
+    assert tool_messages[0] == {"role": "tool", "tool_call_id": "c1",
+                                "content": "[exit code 0]\n12 data.log\n"}
+    # Assistant turns go back to the server with "" content next to tool calls.
+    assert all(m["content"] == "" for m in count["messages"] if m.get("tool_calls"))
+    assert count["submission"]["files"] == {"answer.txt": {"text": "12\n"}}
+    assert count["scored_by"] == "in_process"
+    prog = records["test.script"]
+    assert prog["scored_by"] == "sandbox" and prog["ended_by"] == "submitted"
+    assert prog["messages"][3]["role"] == "tool"
+    assert prog["messages"][3]["content"] == "[exit code 0]\n12\n"  # the program ran
+    assert prog["reward"]["components"]["runs"]["value"] == 1.0
+    # The Python API scores a stored submission the same way.
+    with envs.load(tasks / prog["task_id"]) as env:
+        assert env.verify(prog["submission"]) == prog["reward"]
+    assert query("SELECT count(*) FROM rollouts WHERE commands > 0") == [(2,)]
+
+
+def test_rescore_reruns_verifiers_on_stored_submissions_only(cli, tmp_path, query):
+    tasks = tmp_path / "tasks"
+    count_dir = count_task(tasks, "count")
+    label_task(tasks, "label", "billing")
+    policy = ScriptedPolicy({"count": [bash_call("wc -l < data.log > answer.txt"), SUBMIT],
+                             "label": ["ANSWER: billing"]}).start()
+    try:
+        _, data = run_json(cli, tasks, "--base-url", policy.url, "--model", "m")
+        assert data["pass"] == 2
+        served = len(policy.requests)
+        # The verifier's reference changes: the stored workspace no longer passes.
+        ref_path = count_dir / "tests" / "reference.json"
+        ref = json.loads(ref_path.read_text())
+        ref_path.write_text(json.dumps({**ref, "answer": 13}))
+        result = cli("rescore", data["run_id"], "--json", "--min-pass-rate", "0.9")
+        assert len(policy.requests) == served  # the model was not called
+    finally:
+        policy.stop()
+    assert result.exit_code == 3
+    again = json.loads(result.stdout)
+    assert again["rescored"] == {"rescored": 2, "changed": 1, "no_submission": 0,
+                                 "incomplete_submission": 0, "task_missing": 0}
+    assert (again["pass"], again["fail"]) == (1, 1)
+    records = {r["task_id"]: r for r in rollouts_of(data["run_dir"])}
+    count = records[count_dir.name]
+    assert count["outcome"] == "fail" and count["rescored"]["previous"] == \
+        {"outcome": "pass", "total": 1.0}
+    assert len(list(Path(data["run_dir"]).glob("rollouts.before-rescore-*.jsonl"))) == 1
+    assert query("SELECT outcome, rescored_at IS NOT NULL FROM rollouts WHERE task_id = ?",
+                 [count_dir.name]) == [("fail", True)]
+
+
+# --- faults --------------------------------------------------------------------------------
+
+# (fault step, error type, attempts per rollout with run.max_retries = 1)
+FAULTS = [("429:0.05", "rate_limited", 2), ("500", "server_error", 2), ("slow:3", "timeout", 2),
+          ("truncated", "malformed_response", 1), ("reset", "connection", 2)]
+
+
+@pytest.mark.parametrize("step,kind,attempts", FAULTS, ids=[k for _, k, _ in FAULTS])
+def test_endpoint_faults_make_invalid_rollouts_and_the_run_completes(cli, tmp_path, fault,
+                                                                     monkeypatch, step, kind,
+                                                                     attempts):
+    tasks = tmp_path / "tasks"
+    for name in ("a", "b", "c"):
+        label_task(tasks, name, "billing")
+    monkeypatch.setenv("RLFORGE_RUN_MAX_RETRIES", "1")
+    result, data = run_json(cli, tasks, "--base-url", fault.url, "--model", step,
+                            "--samples", "2", "--concurrency", "4", "--request-timeout", "0.5",
+                            "--max-infra-error-rate", "0.5")
+    assert result.exit_code == 4, result.output
+    assert (data["rollouts"], data["invalid"], data["infra_error_rate"]) == (6, 6, 1.0)
+    assert data["pass_rate"] is None and data["errors"] == {kind: 6}
+    assert "infrastructure error rate 100.0% is above --max-infra-error-rate 50.0%" in result.stderr
+    for r in rollouts_of(data["run_dir"]):
+        assert r["outcome"] == "invalid" and r["reward"] is None and r["submission"] is None
+        assert r["error"]["type"] == kind and r["error"]["infra"] is True
+        assert r["attempts"] == attempts  # a malformed answer is not retried
+    assert fault.requests == 6 * attempts
+
+
+def one_rollout(cli, tmp_path, url: str, model: str, *args: str):
+    """Run one label task; the run's JSON summary and its only record."""
+    tasks = tmp_path / "tasks"
+    label_task(tasks, "a", "billing")
+    result, data = run_json(cli, tasks, "--base-url", url, "--model", model, *args)
+    assert result.exit_code == 0, result.output
+    (record,) = rollouts_of(data["run_dir"])
+    return data, record
+
+
+def test_a_fault_that_clears_on_retry_is_not_an_error(cli, tmp_path, fault):
+    _, record = one_rollout(cli, tmp_path, fault.url, "500,ok")
+    assert record["outcome"] == "fail" and record["error"] is None  # "ok" is not a label
+    assert (record["requests"], record["attempts"]) == (1, 2)
+
+
+def test_context_overflow_is_the_policys_failure_not_infra(cli, tmp_path, fault):
+    data, record = one_rollout(cli, tmp_path, fault.url, "context")
+    assert (record["outcome"], record["ended_by"], record["error"]["type"]) == \
+        ("fail", "context_length", "context_length")
+    assert record["error"]["infra"] is False and data["infra_error_rate"] == 0.0
+
+
+def test_time_budget_ends_a_runaway_rollout_as_timeout(cli, tmp_path, fault):
+    tasks = tmp_path / "tasks"
+    label_task(tasks, "a", "billing")
+    label_task(tasks, "b", "billing")
+    result, data = run_json(cli, tasks, "--base-url", fault.url, "--model", "slow:5",
+                            "--request-timeout", "30", "--time-budget", "0.5")
+    assert result.exit_code == 0
+    assert (data["timeout"], data["invalid"], data["pass_rate"]) == (2, 0, 0.0)
+    assert data["session"]["seconds"] < 4
+    for r in rollouts_of(data["run_dir"]):
+        assert r["outcome"] == "timeout" and r["reward"]["total"] == 0.0
+        assert r["error"] == {"type": "time_budget", "infra": False,
+                              "message": "the rollout ran past its time budget of 0.5s"}
+
+
+# --- scheduling ----------------------------------------------------------------------------
+
+def test_generator_quota_holds_while_others_use_the_free_slots(cli, tmp_path):
+    tasks = tmp_path / "tasks"
+    for i in range(4):
+        label_task(tasks, f"slow{i}", "billing", generator="test.slow")
+        label_task(tasks, f"fast{i}", "billing", generator="test.fast")
+    (tmp_path / "rlforge.toml").write_text('[run]\ngenerator_concurrency = { "test.slow" = 1 }\n')
+    policy = ScriptedPolicy({}, delay=0.2).start()
+    try:
+        result, data = run_json(cli, tasks, "--base-url", policy.url, "--model", "m",
+                                "--concurrency", "4")
+    finally:
+        policy.stop()
+    assert result.exit_code == 0 and data["rollouts"] == 8
+    # The records' own start and end times: never two test.slow rollouts at once, while
+    # test.fast rollouts ran side by side.
+    records = rollouts_of(data["run_dir"])
+    slow = sorted((r["started_at"], r["finished_at"]) for r in records if r["generator"] == "test.slow")
+    assert all(a_end <= b_start for (_, a_end), (b_start, _) in zip(slow, slow[1:]))
+    fast = [r for r in records if r["generator"] == "test.fast"]
+    overlapping = sum(1 for a, b in itertools.combinations(fast, 2)
+                      if a["started_at"] < b["finished_at"] and b["started_at"] < a["finished_at"])
+    assert overlapping >= 1
+
+
+# --- user errors ---------------------------------------------------------------------------
+
+def test_user_errors_exit_1_with_one_line(cli, tmp_path):
+    result = cli("run", "--resume", "nope")
+    assert result.exit_code == 1 and "no run 'nope' in runs" in result.stderr
+    result = cli("run")
+    assert result.exit_code == 1 and "--resume RUN_ID" in result.stderr
+    result = cli("run", tmp_path / "missing", "--base-url", "http://127.0.0.1:9/v1")
+    assert result.exit_code == 1 and "no such directory" in result.stderr
+    tasks = tmp_path / "tasks"
+    label_task(tasks, "a", "billing")
+    result = cli("run", tasks, "--base-url", "ftp://x", "--model", "m")
+    assert result.exit_code == 1 and "not an http(s) URL" in result.stderr
+    result = cli("run", tasks, "--generators", "tickets.triage", "--base-url", "http://127.0.0.1:9/v1")
+    assert result.exit_code == 1 and "no tasks of generator tickets.triage" in result.stderr
+    result = cli("run", "--resume", "x", "--model", "other")
+    assert result.exit_code == 1 and "drop --model" in result.stderr
+    result = cli("run", tasks, "--samples", "0")
+    assert result.exit_code == 2
+    assert "Traceback" not in result.output
