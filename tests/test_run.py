@@ -7,6 +7,7 @@ Tasks are real task directories rendered by rlforge's renderer or built from sam
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import json
 import threading
@@ -313,3 +314,45 @@ def test_user_errors_exit_1_with_one_line(cli, tmp_path):
     result = cli("run", tasks, "--samples", "0")
     assert result.exit_code == 2
     assert "Traceback" not in result.output
+
+
+def test_scheduler_starts_the_longest_first_and_learns_from_durations():
+    from rlforge.run.schedule import Scheduler, WorkItem
+
+    items = [WorkItem(i, 0, "a", 10.0) for i in range(5)] + \
+        [WorkItem(10 + i, 0, "b", 5.0) for i in range(2)]
+    scheduler = Scheduler(items)
+
+    async def one_worker():
+        order = []
+        while (item := await scheduler.take()) is not None:
+            order.append(item.generator)
+            scheduler.finished(item, 0.1 if item.generator == "a" else 5.0)
+        return order
+
+    # "a" looks longer until three of its rollouts took 0.1 s each; then "b" goes first.
+    assert asyncio.run(one_worker()) == ["a", "a", "a", "b", "b", "a", "a"]
+
+
+def test_scheduler_quota_caps_one_generator_only():
+    from rlforge.run.schedule import Scheduler, WorkItem
+
+    items = [WorkItem(i, 0, "slow", 10.0) for i in range(4)] + \
+        [WorkItem(10 + i, 0, "fast", 1.0) for i in range(8)]
+    scheduler = Scheduler(items, {"slow": 1})
+    running = {"slow": 0, "fast": 0}
+    peak = {"slow": 0, "fast": 0}
+
+    async def worker():
+        while (item := await scheduler.take()) is not None:
+            running[item.generator] += 1
+            peak[item.generator] = max(peak[item.generator], running[item.generator])
+            await asyncio.sleep(0.02 if item.generator == "slow" else 0.005)
+            running[item.generator] -= 1
+            scheduler.finished(item, 0.0)
+
+    async def main():
+        await asyncio.gather(*(worker() for _ in range(4)))
+
+    asyncio.run(main())
+    assert peak["slow"] == 1 and peak["fast"] >= 3 and scheduler.remaining == 0
