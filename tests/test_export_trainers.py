@@ -12,6 +12,7 @@ from collections import Counter
 
 import pytest
 
+from test_export_rollouts import export_run, load_split, run_dirs  # noqa: F401
 from test_export_tasks import export, gold_answer, hf_offline, tasks_by_split, tasks_dir  # noqa: F401
 
 torch = pytest.importorskip("torch")
@@ -131,3 +132,38 @@ def test_trl_grpo_trainer_trains_a_step_on_the_export_with_trl_reward(cli, tasks
     assert logged["completions/mean_length"] == 1.0
     assert logged["rewards/trl_reward/mean"] == pytest.approx(0.5)
     assert logged["frac_reward_zero_std"] == 1.0  # each prompt's two completions agree
+
+
+def tiny_model(tokenizer):
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    torch.manual_seed(0)
+    return LlamaForCausalLM(LlamaConfig(
+        vocab_size=len(tokenizer), hidden_size=16, intermediate_size=32, num_hidden_layers=1,
+        num_attention_heads=2, num_key_value_heads=2, max_position_embeddings=16384,
+        pad_token_id=tokenizer.pad_token_id, eos_token_id=tokenizer.eos_token_id,
+        bos_token_id=None))
+
+
+def test_trl_sft_and_dpo_trainers_take_a_step_on_rollout_exports(cli, run_dirs, tmp_path):
+    pytest.importorskip("trl")
+    from trl import DPOConfig, DPOTrainer, SFTConfig, SFTTrainer
+
+    sft = export_run(cli, run_dirs, tmp_path / "sft", "sft", "--split", "train")
+    dpo = export_run(cli, run_dirs, tmp_path / "dpo", "dpo", "--split", "train")
+    assert sft["rows"]["train"] >= 2 and dpo["rows"]["train"] >= 2
+    common = dict(max_steps=1, per_device_train_batch_size=2, logging_steps=1, report_to=[],
+                  use_cpu=True, save_strategy="no", seed=0, max_length=8192)
+    tokenizer = tiny_tokenizer()
+    trainer = SFTTrainer(model=tiny_model(tokenizer), processing_class=tokenizer,
+                         train_dataset=load_split(tmp_path / "sft", "train"),
+                         args=SFTConfig(output_dir=str(tmp_path / "sft-out"), **common))
+    trainer.train()
+    assert trainer.state.global_step == 1 and trainer.state.log_history[0]["loss"] > 0
+    trainer = DPOTrainer(model=tiny_model(tokenizer), ref_model=tiny_model(tokenizer),
+                         processing_class=tokenizer,
+                         train_dataset=load_split(tmp_path / "dpo", "train"),
+                         args=DPOConfig(output_dir=str(tmp_path / "dpo-out"), **common))
+    trainer.train()
+    logged = trainer.state.log_history[0]
+    assert trainer.state.global_step == 1 and logged["loss"] == pytest.approx(0.6931, abs=0.01)

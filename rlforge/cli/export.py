@@ -1,4 +1,4 @@
-"""`rlforge export tasks`: datasets for trainers from task directories."""
+"""`rlforge export tasks|rollouts`: datasets for trainers from task directories and runs."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import Optional
 import typer
 from rich.table import Table
 
-from rlforge.cli import console, err_console
+from rlforge.cli import console, err_console, state
 
 app = typer.Typer(help="Write tasks and rollouts as datasets trainers read (veRL, TRL, "
                   "Hugging Face, JSONL; SFT, DPO, GRPO).", no_args_is_help=True)
@@ -49,6 +49,41 @@ def tasks(
     elif not quiet:
         _print(report, f"export tasks --format {fmt} → {out}")
         console.print(f"{report['total_rows']:,} rows written")
+
+
+@app.command("rollouts")
+def rollouts(
+    ctx: typer.Context,
+    run_id: str = typer.Argument(..., help="a run id (a directory under the runs directory) "
+                                 "or the path of a run's directory"),
+    fmt: str = typer.Option(..., "--format", "-f", help="sft, dpo or grpo"),
+    out: Path = typer.Option(..., "--out", "-o", help="output directory (files are named by split)"),
+    split: str = typer.Option("all", "--split", help="task split: train, val, test, a "
+                              "comma-separated list, or all"),
+    max_pairs: Optional[int] = typer.Option(None, "--max-pairs", min=1, help="dpo: pairs kept "
+                                            "per task (default: its number of samples)"),
+    runs_dir: Optional[Path] = typer.Option(None, "--runs-dir", help="where runs/<run_id>/ "
+                                            "live (default: run.runs_dir)"),
+    force: bool = typer.Option(False, "--force", help="replace the contents of a non-empty --out"),
+    as_json: bool = typer.Option(False, "--json", help="machine-readable report"),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="print errors only"),
+) -> None:
+    """Export a run's rollouts: SFT (passing chats), DPO (chosen/rejected pairs), GRPO (advantages)."""
+    from rlforge.export.rollouts import ROLLOUT_FORMATS, export_rollouts
+    from rlforge.export.tasks import parse_splits
+
+    if fmt not in ROLLOUT_FORMATS:
+        raise typer.BadParameter(f"must be one of {', '.join(ROLLOUT_FORMATS)}", param_hint="--format")
+    cfg = state(ctx).config
+    where = cfg.get("run.runs_dir", str(runs_dir) if runs_dir else None)
+    report = export_rollouts(run_id, fmt, out, runs_dir=where, splits=parse_splits(split),
+                             force=force, max_pairs_per_task=max_pairs).to_dict()
+    if as_json:
+        console.print_json(json.dumps(report))
+    elif not quiet:
+        _print(report, f"export rollouts {report['run_id']} --format {fmt} → {out}")
+        console.print(f"{report['total_rows']:,} rows from {report['rollouts']:,} rollouts; "
+                      f"{report['excluded_invalid']:,} infrastructure-invalid rollouts excluded")
 
 
 def register(root: typer.Typer) -> None:
