@@ -22,17 +22,29 @@ format. Formats:
 
 from __future__ import annotations
 
+import array
 import datetime as dt
+import gzip
 import json
 import re
+import zlib
 from dataclasses import dataclass, field
-from typing import Sequence
+from pathlib import Path
+from typing import Iterator, Sequence
 
 import polars as pl
+import pyarrow as pa
+import pyarrow.compute as pc
 
-from rlforge.errors import UserError
+from rlforge.errors import InputFileError, UserError
+from rlforge.ingest.common import check_not_binary, is_gzip, read_head
 
 NAMED_FORMATS = ("jsonl", "syslog", "access", "docker", "cri", "plain")
+CHUNK_BYTES = 16 << 20      # text read per chunk
+MAX_LINE_BYTES = 64 << 20   # a "line" longer than this is cut (a file with no newlines)
+SAMPLE_LINES = 1000         # lines looked at to detect the format and its time layout
+RECORD_COLUMNS = ["line_no", "n_lines", "ts", "ts_text", "host", "component", "level",
+                  "message", "fields", "flag"]
 STANDARD = ("ts_text", "host", "component", "level", "message")
 
 # --- levels ------------------------------------------------------------------------------
@@ -55,7 +67,17 @@ _SYSLOG_SEVERITY = ["fatal", "fatal", "fatal", "error", "warn", "notice", "info"
 
 def normalise_level(raw: pl.Series) -> pl.Series:
     """Map level names and numbers (syslog, bunyan/pino, log4j) onto LEVELS; else null."""
-    text = raw.cast(pl.String).str.strip_chars(" []<>:").str.to_lowercase()
+    raw = raw.cast(pl.String)
+    distinct = raw.drop_nulls().unique()
+    if distinct.len() < raw.len() // 4:  # few distinct values: map those, then look up
+        mapped = _normalise_level(distinct)
+        return raw.replace_strict(distinct, mapped, default=None,
+                                  return_dtype=pl.String).alias("level")
+    return _normalise_level(raw)
+
+
+def _normalise_level(raw: pl.Series) -> pl.Series:
+    text = raw.str.strip_chars(" []<>:").str.to_lowercase()
     named = text.replace_strict(_LEVEL_WORDS, default=None, return_dtype=pl.String)
     num = text.cast(pl.Int64, strict=False)
     numeric = (
@@ -185,8 +207,19 @@ class TimeParser:
         self.chosen = [fmt for _, _, fmt in scores[:2]]
 
     def parse(self, texts: pl.Series) -> pl.Series:
+        """Times of the texts; a chunk's repeated texts (same second) are parsed once."""
         if self.chosen is None:
             self.choose(texts)
+        if texts.len() > 1000:
+            distinct = texts.drop_nulls().unique()
+            if distinct.len() < texts.len() // 2:
+                times = self._parse(distinct)
+                return pl.DataFrame({"t": texts}).join(
+                    pl.DataFrame({"t": distinct, "ts": times}), on="t", how="left",
+                    maintain_order="left")["ts"]
+        return self._parse(texts)
+
+    def _parse(self, texts: pl.Series) -> pl.Series:
         if self.epoch:
             return self._epoch(texts.str.strip_chars()).alias("ts")
         if not self.chosen:
@@ -216,13 +249,6 @@ _CONTINUATION = (r"^(?:\s|at\s|Caused by|Suppressed:|Traceback|During handling|T
                  r"[}\]])")
 
 
-def _json_fields(frame: pl.DataFrame, names: Sequence[str]) -> pl.Series:
-    if not names:
-        return pl.Series("fields", [None] * frame.height, dtype=pl.String)
-    return frame.select(pl.struct([pl.col(n) for n in names]).struct.json_encode()
-                        .alias("fields"))["fields"]
-
-
 class LogFormat:
     """A parser of one format.
 
@@ -235,6 +261,7 @@ class LogFormat:
 
     def __init__(self) -> None:
         self.times: TimeParser | None = None
+        self.time_fields: set[str] = set()  # other fields that only hold times (not redacted)
 
     def prepare(self, sample: pl.Series, year_hint: dt.datetime) -> None:
         self.times = TimeParser(year_hint)
@@ -268,11 +295,115 @@ def _finish(frame: pl.DataFrame, ok: pl.Expr | pl.Series, extra: Sequence[str],
             out = out.with_columns(pl.lit(None, dtype=pl.String).alias(col))
     level = normalise_level(out[level_raw]) if level_raw else pl.Series(
         "level", [None] * out.height, dtype=pl.String)
-    level = level.fill_null(sniff_level(out["message"].fill_null("")))
-    fields = _json_fields(out, [c for c in extra if c in out.columns])
+    level = _sniff_missing(level, out["message"])
+    names = [c for c in extra if c in out.columns]
+    fields = (out.select(pl.struct(names).alias("fields"))["fields"] if names else
+              pl.Series("fields", [None] * out.height, dtype=pl.String))
     return out.select("ok", "ts_text", "host", "component", "message").with_columns(
         level.alias("level"), fields.alias("fields"),
         pl.lit(False).alias("continues"))
+
+
+def _sniff_missing(level: pl.Series, message: pl.Series) -> pl.Series:
+    """Fill a missing level from a level word at the start of the message."""
+    missing = level.is_null()
+    if not missing.any():
+        return level
+    if missing.all():
+        return sniff_level(message.fill_null(""))
+    idx = missing.arg_true()
+    return level.scatter(idx, sniff_level(message.gather(idx).fill_null("")))
+
+
+_PLAIN_TEXT = re.compile(r"(?:[^\\.^$*+?()\[\]{}|]|\\[^A-Za-z0-9])*")
+
+
+def _unescape(fragment: str) -> str | None:
+    """A regex fragment as plain text, or None when it is more than plain text."""
+    if not _PLAIN_TEXT.fullmatch(fragment):
+        return None
+    return re.sub(r"\\(.)", r"\1", fragment)
+
+
+@dataclass
+class _Token:
+    fields: list[str]
+    prefix: str | None = None   # plain text around a single field
+    suffix: str | None = None
+    pattern: str | None = None  # otherwise an anchored regex for the token
+
+
+class _TokenPlan:
+    """A header format cut at its spaces: the line is split at single spaces into as many
+    parts, each part checked and cut by plain string operations (or, for a part with
+    optional groups and the like, a short anchored regex). When every part fits, the
+    fields equal what the whole-line pattern gives: each lazy field of the pattern ends
+    at the first blank after it where the rest can match, and here the rest matches."""
+
+    def __init__(self, tokens: list[_Token], content: str):
+        self.tokens, self.content = tokens, content
+
+    def apply(self, lines: pl.Series) -> tuple[pl.DataFrame, pl.Series]:
+        k = len(self.tokens)
+        names = [f"_p{i}" for i in range(k)] + [self.content]
+        parts = lines.str.splitn(" ", k + 1).struct.rename_fields(names).struct.unnest()
+        good = ~lines.str.contains("\t", literal=True) & parts[self.content].is_not_null() \
+            & ~parts[self.content].str.starts_with(" ")
+        cols = [parts[self.content]]
+        for i, tok in enumerate(self.tokens):
+            part = parts[f"_p{i}"]
+            if tok.pattern is not None:  # matched once per distinct part
+                distinct = part.drop_nulls().unique()
+                if not tok.fields:
+                    ok = part.is_in(distinct.filter(distinct.str.contains(tok.pattern)).implode())
+                    good = good & ok
+                    continue
+                got = distinct.str.extract_groups(tok.pattern).struct.unnest()
+                got = got.with_columns(distinct.alias("_part"), got[got.columns[0]].is_not_null()
+                                       .alias("_ok"))
+                got = pl.DataFrame({"_part": part}).join(got, on="_part", how="left",
+                                                          maintain_order="left")
+                good = good & got["_ok"]
+                cols.extend(got[f].alias(f) for f in tok.fields)
+                continue
+            pre, suf = tok.prefix or "", tok.suffix or ""
+            good = good & part.str.starts_with(pre) & part.str.ends_with(suf) \
+                & (part.str.len_bytes() > len(pre.encode()) + len(suf.encode()))
+            if tok.fields:
+                cols.append(part.str.slice(len(pre), part.str.len_chars() - len(pre) - len(suf))
+                            .alias(tok.fields[0]))
+        good = good.fill_null(False)
+        return pl.DataFrame(cols), good
+
+
+def _token_plan(spec: str, content: str | None) -> _TokenPlan | None:
+    """The token plan of a header format, or None when it has none (the message is not
+    the last field, a space sits inside a regex construct, ...)."""
+    if content is None or spec != spec.strip(" "):
+        return None
+    pieces = re.split(r" +", spec)
+    if pieces[-1] != f"<{content}>":
+        return None
+    tokens = []
+    for piece in pieces[:-1]:
+        parts = _FIELD.split(piece)
+        lits, fields = parts[0::2], parts[1::2]
+        plain = [_unescape(lit) for lit in lits]
+        if len(fields) == 1 and all(p is not None for p in plain):
+            tokens.append(_Token(fields, prefix=plain[0], suffix=plain[1]))
+            continue
+        if not fields and plain[0] is not None:
+            tokens.append(_Token([], prefix=plain[0], suffix=""))
+            continue
+        rx = "^" + "".join(lit + (f"(?P<{fields[i]}>.*?)" if i < len(fields) else "")
+                           for i, lit in enumerate(lits)) + "$"
+        try:
+            re.compile(rx)
+            pl.Series([""], dtype=pl.String).str.extract_groups(rx)
+        except Exception:  # a regex construct spans a space: no plan
+            return None
+        tokens.append(_Token(fields, pattern=rx))
+    return _TokenPlan(tokens, content)
 
 
 class HeaderFormat(LogFormat):
@@ -306,14 +437,19 @@ class HeaderFormat(LogFormat):
                 nxt = literals[i + 1] if i + 1 < len(literals) else ""
                 last = i == len(names) - 1 and not nxt.strip()
                 exact.append(f"(?P<{name}>.*)" if last else f"(?P<{name}>.*?)")
+                # The fast pattern matches a subset of lines, with the same fields: a field
+                # followed by a space holds no blank and is not empty (the space before it
+                # was taken greedily), which makes the pattern one-pass for Rust's regex.
                 if last:
-                    fast.append(f"(?P<{name}>.*)")
+                    fast.append(f"(?P<{name}>[^ \\t].*)" if lit.endswith(" ") else
+                                f"(?P<{name}>.*)")
                 elif nxt.startswith(" "):
-                    fast.append(f"(?P<{name}>[^ \\t]*)")
+                    fast.append(f"(?P<{name}>[^ \\t]+)")
                 else:
                     fast.append(f"(?P<{name}>[^ \\t]*?)")
         self.exact = "".join(exact) + "$"
         self.fast = "".join(fast) + "$"
+        self.plan = _token_plan(spec, names[-1] if names[-1] == msg[0] else None)
         for rx in (self.exact, self.fast):
             try:
                 pl.Series([""], dtype=pl.String).str.extract_groups(rx)
@@ -328,30 +464,57 @@ class HeaderFormat(LogFormat):
         self.roles = roles
         self.ts_fields = [n for n, lo in zip(names, lower) if lo in _TS_FIELDS]
         self.ts_chosen: list[str] | None = None
+        self.time_fields = set(self.ts_fields)
         used = set(roles.values()) | {self.message_field}
         self.extra = [n for n in names if n not in used]
 
     def describe(self) -> str:
         return self.spec
 
-    def _parse(self, lines: pl.Series) -> pl.DataFrame:
-        fast = lines.str.extract_groups(self.fast)
-        frame = fast.struct.unnest()
+    def _fields(self, lines: pl.Series) -> pl.DataFrame:
+        """Every field of every line (null where the line is not in the format).
+
+        Lines whose header is single-space separated go through the token plan (a split
+        and per-token string checks, exact same fields as the pattern); the rest, and any
+        line the plan cannot vouch for, through the pattern."""
+        if self.plan is None:
+            return self._match(lines)
+        frame, good = self.plan.apply(lines)
+        if good.all():
+            return frame.select(self.names)
+        bad = ~good
+        rest = self._match(lines.filter(bad))
+        idx = pl.int_range(0, len(lines), eager=True).filter(bad)
+        frame = frame.select(self.names).with_columns(
+            [pl.when(bad).then(None).otherwise(pl.col(n)).alias(n) for n in self.names])
+        return frame.with_row_index("_i").update(
+            rest.with_columns(idx.alias("_i")), on="_i").drop("_i")
+
+    def _match(self, lines: pl.Series) -> pl.DataFrame:
+        frame = lines.str.extract_groups(self.fast).struct.unnest()
         miss = frame[self.message_field].is_null()
         if miss.any():
             exact = lines.filter(miss).str.extract_groups(self.exact).struct.unnest()
             idx = pl.int_range(0, len(lines), eager=True).filter(miss)
             frame = frame.with_row_index("_i").update(
                 exact.with_columns(idx.alias("_i")), on="_i").drop("_i")
+        return frame
+
+    def _parse(self, lines: pl.Series) -> pl.DataFrame:
+        frame = self._fields(lines)
         frame = frame.with_columns(pl.col(self.message_field).alias("message"))
         for role, name in self.roles.items():
             frame = frame.with_columns(pl.col(name).alias(role if role != "level" else "_level"))
-        ts_cols = self.ts_chosen if self.ts_chosen is not None else self.ts_fields
-        if ts_cols:
-            frame = frame.with_columns(
-                pl.concat_str([pl.col(c) for c in ts_cols], separator=" ", ignore_nulls=True)
-                .alias("ts_text"))
-        return _finish(frame, pl.col("message").is_not_null(), self.extra,
+        # ts_text is the text the time is parsed from: the chosen time field(s), joined
+        # in the order of the format; other time fields stay among the fields.
+        chosen = self.ts_chosen if self.ts_chosen is not None else self.ts_fields
+        if len(chosen) == 1:
+            frame = frame.with_columns(pl.col(chosen[0]).alias("ts_text"))
+        elif chosen:
+            frame = frame.with_columns(pl.concat_str([pl.col(c) for c in chosen], separator=" ",
+                                                     ignore_nulls=True).alias("ts_text"))
+        extra = [n for n in self.extra if n not in chosen]
+        return _finish(frame, pl.col("message").is_not_null(), extra,
                        "_level" if "level" in self.roles else None)
 
     def prepare(self, sample: pl.Series, year_hint: dt.datetime) -> None:
@@ -516,8 +679,7 @@ class JsonFormat(LogFormat):
             cols[role] = (lines.str.json_path_match(_json_path(key)) if key else
                           pl.Series([None] * len(lines), dtype=pl.String))
         frame = pl.DataFrame(cols)
-        level = normalise_level(frame["level"]).fill_null(
-            sniff_level(frame["message"].fill_null("")))
+        level = _sniff_missing(normalise_level(frame["level"]), frame["message"])
         return frame.select(
             pl.lit(valid).alias("ok"), "ts_text", "host", "component",
             pl.col("message").fill_null(""),
@@ -633,6 +795,200 @@ def detect(sample: Sequence[str], keys: dict[str, str] | None = None) -> LogForm
         if score > best_score:
             best, best_score = fmt, score
     return best
+
+
+# --- reading: lines, records, chunks -------------------------------------------------
+
+def _open(path: Path):
+    """A binary reader of the file, decompressing gzip transparently."""
+    return gzip.open(path, "rb") if is_gzip(path) else open(path, "rb")
+
+
+def _split(data: bytes, start: int, end: int) -> tuple[pl.Series, bool]:
+    """The lines of data[start:end] (which ends at a newline, or at the end of the file),
+    without copying the text; and whether invalid UTF-8 had to be replaced."""
+    if end <= start:
+        return pl.Series("line", [], dtype=pl.String), False
+    view = memoryview(data)[start:end]
+    arr = pa.LargeBinaryArray.from_buffers(
+        pa.large_binary(), 1, [None, pa.py_buffer(array.array("q", [0, end - start])),
+                               pa.py_buffer(view)])
+    parts = pc.split_pattern(arr, b"\n").flatten()
+    if data[end - 1:end] == b"\n":
+        parts = parts.slice(0, len(parts) - 1)
+    lines = pl.from_arrow(parts)
+    try:
+        lines, bad = lines.cast(pl.String), False  # validates UTF-8
+    except pl.exceptions.ComputeError:
+        text = bytes(view).decode("utf-8", errors="replace")
+        lines, bad = pl.Series(text.split("\n")[: len(parts)], dtype=pl.String), True
+    if data.find(b"\r", start, end) >= 0:
+        lines = lines.str.strip_suffix("\r")
+    return lines.alias("line"), bad
+
+
+def iter_line_blocks(path: str | Path, chunk_bytes: int | None = None,
+                     hasher=None) -> Iterator[tuple[pl.Series, bool]]:
+    """The lines of a file in blocks of about `chunk_bytes`, each with whether invalid
+    UTF-8 had to be replaced in it. `hasher` (hashlib) is fed the bytes of a plain file
+    as they are read (so the file is read once)."""
+    path = Path(path)
+    gz = is_gzip(path)
+    chunk_bytes = chunk_bytes or CHUNK_BYTES
+    try:
+        with _open(path) as fh:
+            carry, first = b"", True
+            while True:
+                data = fh.read(chunk_bytes)
+                if hasher is not None and not gz:
+                    hasher.update(data)
+                if not data:
+                    if carry:
+                        yield _split(carry, 0, len(carry))
+                    return
+                if first and (carry + data).startswith(b"\xef\xbb\xbf"):
+                    data, carry = (carry + data)[3:], b""
+                first = first and len(carry + data) < 3
+                nl = data.find(b"\n")
+                if nl < 0:
+                    carry += data
+                    if len(carry) >= MAX_LINE_BYTES:  # a file without newlines: cut it
+                        yield _split(carry, 0, len(carry))
+                        carry = b""
+                    continue
+                last = data.rfind(b"\n")
+                head, bad_head = _split(carry + data[:nl + 1], 0, len(carry) + nl + 1)
+                body, bad_body = _split(data, nl + 1, last + 1)
+                carry = data[last + 1:]
+                yield (pl.concat([head, body]) if head.len() else body), bad_head or bad_body
+    except EOFError:
+        raise InputFileError(str(path), "truncated gzip stream (the file ends before the "
+                             "compressed data does); re-copy it") from None
+    except (OSError, zlib.error) as exc:
+        raise InputFileError(str(path), f"cannot read: {exc}") from None
+
+
+def split_lines(block: bytes) -> tuple[pl.Series, bool]:
+    """The lines of a block of text (a trailing newline ends the last line)."""
+    return _split(block, 0, len(block))
+
+
+@dataclass
+class Chunk:
+    """The records of one chunk, and the unparsed records set aside."""
+
+    records: pl.DataFrame
+    unparsed: pl.DataFrame  # line_no, n_lines, raw
+    lines: int
+
+
+def assemble(fmt: LogFormat, lines: pl.Series, first_no: int, bad_utf8: bool,
+             final: bool) -> tuple[Chunk, int]:
+    """Parse a chunk of lines into records.
+
+    A record starts at a parsed line (unless the line before said it continues, as
+    Docker/CRI partial lines do), or at an unparsed line that does not look like a
+    continuation; continuation lines join the record before them (joined with a newline;
+    partial lines with nothing). Blank lines are not records. Returns the chunk, and how
+    many trailing lines to carry into the next chunk, since the last record may continue
+    there (nothing is carried from the final chunk).
+    """
+    n = len(lines)
+    parsed = fmt.parse(lines)
+    blank = ~lines.str.contains(r"\S")
+    ok = parsed["ok"] & ~blank
+    frame = parsed.with_columns(
+        pl.Series("raw", lines), pl.int_range(first_no, first_no + n, eager=True).alias("line_no"),
+        ok.alias("ok"))
+    if blank.any():
+        frame = frame.filter(~blank)
+    simple = bool(frame["ok"].all()) and not bool(frame["continues"].any())
+    carry = 0
+    if simple:  # the common case: every line is a whole record
+        if not final and frame.height > 1:
+            last = frame["line_no"][-1]
+            carry = first_no + n - last
+            frame = frame.head(frame.height - 1)
+        frame = frame.with_columns(pl.lit(1, pl.Int32).alias("n_lines"))
+    else:
+        frame, carry = _join_continuations(fmt, frame, lines, first_no, n, final)
+    flag = pl.lit(None, dtype=pl.String)
+    if bad_utf8:
+        flag = pl.when(pl.col("raw").str.contains("\ufffd", literal=True)).then(
+            pl.lit("invalid_utf8")).otherwise(None)
+    frame = frame.with_columns(flag.alias("flag"))
+    records = frame.filter(pl.col("ok")).select(RECORD_COLUMNS)
+    unparsed = frame.filter(~pl.col("ok")).select("line_no", "n_lines", "raw", "flag")
+    return Chunk(records, unparsed, n - carry), carry
+
+
+def _join_continuations(fmt: LogFormat, frame: pl.DataFrame, lines: pl.Series, first_no: int,
+                        n: int, final: bool) -> tuple[pl.DataFrame, int]:
+    cont_like = ~frame["ok"] & fmt.continuation(frame["raw"])
+    prev_cont = frame["continues"].shift(1, fill_value=False) & frame["ok"].shift(1, fill_value=False)
+    joins_partial = frame["ok"] & prev_cont
+    starts = (frame["ok"] & ~joins_partial) | (~frame["ok"] & ~cont_like)
+    rid = starts.cast(pl.Int64).cum_sum()
+    frame = frame.with_columns(
+        rid.alias("rid"), joins_partial.alias("partial"),
+        pl.when(frame["ok"]).then(frame["message"]).otherwise(frame["raw"]).alias("piece"))
+    carry = 0
+    if not final and frame.height:
+        last_start = frame.filter(starts)["line_no"].tail(1)
+        if last_start.len() and last_start[0] > first_no:
+            carry = first_no + n - last_start[0]
+            frame = frame.filter(pl.col("line_no") < last_start[0])
+    orphan = frame["rid"] == 0  # continuation lines with no record before them
+    if orphan.any():
+        frame = frame.with_columns(
+            pl.when(orphan).then(-pl.col("line_no")).otherwise(pl.col("rid")).alias("rid"))
+    single = frame["rid"].is_unique() if frame.height else pl.Series([], dtype=pl.Boolean)
+    one = frame.filter(single).with_columns(pl.lit(1, pl.Int32).alias("n_lines"))
+    multi = frame.filter(~single)
+    if not multi.height:
+        return one, carry
+    multi = multi.with_columns(
+        pl.when(pl.col("partial")).then(pl.col("piece"))
+        .otherwise(pl.concat_str([pl.lit("\n"), pl.col("piece")])).alias("glued"))
+    agg = multi.group_by("rid", maintain_order=True).agg(
+        pl.all().exclude("glued", "piece", "message", "raw").first(),
+        pl.len().cast(pl.Int32).alias("n_lines"),
+        (pl.col("piece").first() + pl.col("glued").slice(1).str.join("")).alias("message"),
+        pl.col("raw").str.join("\n").alias("raw"))
+    one = one.with_columns(pl.col("piece").alias("message"))
+    return pl.concat([one.select(agg.columns), agg]).sort("line_no"), carry
+
+
+def iter_chunks(path: str | Path, fmt: LogFormat, chunk_bytes: int | None = None,
+                hasher=None) -> Iterator[Chunk]:
+    """Chunks of records of a file, in line order (see `assemble`)."""
+    pending: pl.Series | None = None
+    pending_bad = False
+    next_no = 1
+    blocks = iter_line_blocks(path, chunk_bytes, hasher)
+    block = next(blocks, None)
+    while block is not None:
+        following = next(blocks, None)
+        lines, bad = block
+        if pending is not None:
+            lines = pl.concat([pending, lines])
+            bad = bad or pending_bad
+        chunk, carry = assemble(fmt, lines, next_no, bad, final=following is None)
+        yield chunk
+        next_no += chunk.lines
+        pending = lines.tail(carry) if carry else None
+        pending_bad = bad
+        block = following
+
+
+def sample_lines(path: str | Path, n: int = SAMPLE_LINES) -> pl.Series:
+    """The first n non-blank lines of a file (for detection)."""
+    head = read_head(path, 1 << 20)
+    check_not_binary(path, head)
+    if head.startswith(b"\xef\xbb\xbf"):
+        head = head[3:]
+    lines, _ = split_lines(head[: head.rfind(b"\n") + 1] or head)
+    return lines.filter(lines.str.strip_chars().str.len_chars() > 0).head(n)
 
 
 @dataclass
