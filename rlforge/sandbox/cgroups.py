@@ -3,9 +3,14 @@
 RLIMIT_NPROC is enough for a normal user: bubblewrap's fresh user namespace counts only
 the sandbox's own processes against it. The kernel ignores RLIMIT_NPROC for host uid 0,
 though, and as root the sandbox's uid 65534 maps to host uid 0. So as root, each run gets
-a child cgroup of the pids controller with `pids.max` set, and bubblewrap's init is moved
-into it before it starts the command. cgroup v2 is used when its pids controller can be
-enabled, else a cgroup v1 pids hierarchy.
+a child cgroup of the pids controller with `pids.max` set.
+
+Getting the sandbox into it: moving a running process into a cgroup waits for an RCU grace
+period (about 10 ms, more under load). cgroup v1 can hold a single thread, and a thread
+moving itself skips that wait, so on v1 the spawning thread steps into the run's cgroup,
+starts bubblewrap (born inside), and steps back (`spawning_in`). cgroup v2 has no such
+per-thread placement; there the sandbox's first process is moved in (`attach`) while
+bubblewrap holds it before the command starts.
 """
 
 from __future__ import annotations
@@ -16,6 +21,8 @@ import os
 import signal
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 _BASE_NAME = "rlforge"
@@ -49,6 +56,11 @@ class PidsCgroups:
     def __init__(self, base: Path, version: int):
         self.base = base
         self.version = version
+
+    @property
+    def per_thread(self) -> bool:
+        """Whether a thread can step into a cgroup by itself (v1) so its children start there."""
+        return self.version == 1
 
     @classmethod
     def find(cls) -> "PidsCgroups | None":
@@ -112,6 +124,27 @@ class PidsCgroups:
             path.rmdir()
             raise
         return path
+
+    @contextmanager
+    def spawning_in(self, cgroup: Path) -> Iterator[None]:
+        """Run the block with the calling thread in `cgroup` (v1 only): processes it starts
+        are born there. Writing "0" moves the writer itself, without a grace period."""
+        home = self._thread_cgroup()
+        _write(cgroup / "tasks", "0")
+        try:
+            yield
+        finally:
+            try:
+                _write(home / "tasks", "0")
+            except OSError:  # our old cgroup vanished: the hierarchy's root always exists
+                _write(self.base.parent / "tasks", "0")
+
+    def _thread_cgroup(self) -> Path:
+        for line in Path("/proc/thread-self/cgroup").read_text().splitlines():
+            _, controllers, path = line.split(":", 2)
+            if "pids" in controllers.split(","):
+                return self.base.parent / path.lstrip("/")
+        raise OSError(errno.ENOENT, "this thread is in no pids cgroup")
 
     @staticmethod
     def attach(cgroup: Path, pid: int) -> None:

@@ -21,6 +21,7 @@ the command's.
 from __future__ import annotations
 
 import atexit
+import contextlib
 import functools
 import json
 import logging
@@ -343,31 +344,43 @@ class _Run:
         """Spawn the process; returns (status read fd or None, early result on failure)."""
         spec, child_fds = self.spec, []
         status_r = block_r = None
+        stage = FailureReason.LAUNCH
         try:
             if self.support is None:  # mode "none"
                 argv = _limit_args(shutil.which("prlimit") or "prlimit", spec, spec.max_processes)
-                argv += self.cmd
                 self.proc = subprocess.Popen(
-                    argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                    cwd=self._host_workdir(), env=spec.environment(), start_new_session=True)
+                    argv + self.cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                    stderr=subprocess.PIPE, cwd=self._host_workdir(), env=spec.environment(),
+                    start_new_session=True)
                 return None, None
             status_r, status_w = os.pipe()
             child_fds.append(status_w)
-            if self.support.cgroups is not None:
-                self.cgroup = self.support.cgroups.create(spec.max_processes)
-                block_r, self.block_fd = os.pipe()
-                child_fds.append(block_r)
+            cgroups = self.support.cgroups
+            spawning: contextlib.AbstractContextManager = contextlib.nullcontext()
+            if cgroups is not None:
+                stage = FailureReason.LIMITS
+                if cgroups.per_thread:  # bubblewrap is born inside; its monitor counts too
+                    self.cgroup = cgroups.create(spec.max_processes + 1)
+                    spawning = cgroups.spawning_in(self.cgroup)
+                else:  # the sandbox's pid 1 is moved in on "child-pid" (see _on_status)
+                    self.cgroup = cgroups.create(spec.max_processes)
+                    block_r, self.block_fd = os.pipe()
+                    child_fds.append(block_r)
             argv = self._bwrap_argv(child_fds, status_w, block_r)
-            self.proc = subprocess.Popen(
-                argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                pass_fds=child_fds, env={}, start_new_session=True)
+            with spawning:
+                stage = FailureReason.LAUNCH
+                self.proc = subprocess.Popen(
+                    argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                    pass_fds=child_fds, env={}, start_new_session=True)
+                stage = FailureReason.LIMITS
             return status_r, None
         except OSError as exc:
             if status_r is not None:
                 os.close(status_r)
-            reason = FailureReason.LIMITS if self.cgroup is None and self.support and \
-                self.support.cgroups else FailureReason.LAUNCH
-            return None, SandboxResult(None, failure=SandboxFailure(reason, str(exc)),
+            if self.proc is not None:  # started, but the thread could not leave the cgroup
+                self.proc.kill()
+                self.proc.communicate()
+            return None, SandboxResult(None, failure=SandboxFailure(stage, str(exc)),
                                        sandboxed=self.support is not None)
         finally:
             for fd in child_fds:
