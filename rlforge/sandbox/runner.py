@@ -20,9 +20,7 @@ the command's.
 
 from __future__ import annotations
 
-import atexit
 import contextlib
-import functools
 import json
 import logging
 import os
@@ -33,7 +31,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from collections.abc import Sequence
@@ -41,7 +38,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from rlforge.errors import SandboxUnavailable, UserError
-from rlforge.sandbox import seccomp
+from rlforge.sandbox import layout, seccomp
 from rlforge.sandbox.cgroups import PidsCgroups
 from rlforge.sandbox.spec import (SANDBOX_UID, FailureReason, SandboxFailure, SandboxResult,
                                   SandboxSpec)
@@ -59,22 +56,6 @@ ROOT_HINT = ("as root, the process limit needs a writable cgroup pids controller
              "/sys/fs/cgroup): run rlforge as a non-root user, or give it a writable cgroup "
              "(e.g. a privileged container, or `mount -t cgroup2 none /sys/fs/cgroup`)")
 
-# Host /etc files the sandbox may read (all world-readable and secret-free).
-ETC_FILES = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "alternatives", "localtime",
-             "nsswitch.conf", "mime.types")
-# Files generated for the sandbox instead of exposing the host's.
-ETC_DATA = {
-    "/etc/passwd": "root:x:0:0:root:/root:/usr/sbin/nologin\n"
-                   "nobody:x:65534:65534:nobody:/tmp:/usr/sbin/nologin\n",
-    "/etc/group": "root:x:0:\nnogroup:x:65534:\n",
-    "/etc/hosts": "127.0.0.1\tlocalhost\n::1\tlocalhost\n",
-}
-# /proc entries made read-only, and ones hidden (they list host-wide timers, tasks, keys);
-# the same lists Docker and runc use.
-PROC_READONLY = ("/proc/sysrq-trigger", "/proc/bus", "/proc/fs", "/proc/irq")
-PROC_MASKED = ("/proc/keys", "/proc/key-users", "/proc/timer_list", "/proc/timer_stats",
-               "/proc/sched_debug", "/proc/latency_stats", "/proc/kcore", "/proc/acpi",
-               "/proc/scsi", "/proc/asound")
 _DRAIN_SEC = 2.0  # after a kill, how long to wait for pipes to close
 
 
@@ -204,63 +185,6 @@ def _limit_args(prlimit: str, spec: SandboxSpec, nproc: int) -> list[str]:
     return args + ["--"]
 
 
-_etc_lock = threading.Lock()
-_etc_made: str | None = None
-
-
-def _etc_dir() -> str:
-    """The sandbox's /etc: copies of a few host files plus generated ones, made once per
-    process (one bind mount instead of ten; the host's /etc is never exposed)."""
-    global _etc_made
-    with _etc_lock:
-        if _etc_made is None or not os.path.isdir(_etc_made):  # /tmp cleaners may remove it
-            made = tempfile.mkdtemp(prefix="rlforge-etc-")
-            for name in ETC_FILES:
-                src, dest = f"/etc/{name}", os.path.join(made, name)
-                if os.path.isdir(src):
-                    shutil.copytree(src, dest, symlinks=True)
-                elif os.path.isfile(src):
-                    shutil.copyfile(src, dest)
-            for path, text in ETC_DATA.items():
-                Path(made, os.path.basename(path)).write_text(text)
-            for root, dirs, files in os.walk(made):
-                for name in dirs + files:
-                    if not os.path.islink(os.path.join(root, name)):
-                        os.chmod(os.path.join(root, name), 0o755 if name in dirs else 0o644)
-            os.chmod(made, 0o755)
-            atexit.register(shutil.rmtree, made, True)
-            _etc_made = made
-        return _etc_made
-
-
-def _system_args() -> tuple[str, ...]:
-    """The read-only system: /usr, the /bin-style top-level links or dirs, a minimal /etc,
-    and a /proc whose global knobs are read-only and whose host-wide listings are masked."""
-    return ("--ro-bind", _etc_dir(), "/etc") + _host_layout_args()
-
-
-@functools.cache
-def _host_layout_args() -> tuple[str, ...]:
-    args = ["--ro-bind", "/usr", "/usr"]
-    for name in ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"):
-        if os.path.islink(name):
-            args += ["--symlink", os.readlink(name), name]
-        elif os.path.isdir(name):
-            args += ["--ro-bind", name, name]
-    # As root, the sandbox's uid is host uid 0, which owns every sysctl: without a
-    # read-only /proc/sys it could rewrite kernel.core_pattern or kernel.modprobe and run
-    # code on the host. (bubblewrap only covers /proc/sys when the directory is writable.)
-    args += ["--proc", "/proc", "--ro-bind", "/proc/sys", "/proc/sys"]
-    args += [arg for path in PROC_READONLY if os.path.exists(path)
-             for arg in ("--ro-bind", path, path)]
-    for path in PROC_MASKED:
-        if os.path.isdir(path):
-            args += ["--tmpfs", path, "--remount-ro", path]
-        elif os.path.exists(path):
-            args += ["--ro-bind", "/dev/null", path]
-    return tuple(args)
-
-
 def _data_fd(data: bytes, name: str) -> int:
     fd = os.memfd_create(name)
     os.write(fd, data)
@@ -309,7 +233,7 @@ class _Run:
         argv = [support.bwrap, "--unshare-all", "--unshare-user", "--uid", uid, "--gid", uid,
                 "--hostname", "sandbox", "--cap-drop", "ALL", "--disable-userns",
                 "--die-with-parent", "--new-session", "--as-pid-1", "--json-status-fd", str(status_w)]
-        argv += _system_args()
+        argv += layout.system_args()
         tmp = str(spec.tmp_mb * 1024 * 1024)
         argv += ["--dev", "/dev", "--size", tmp, "--tmpfs", "/tmp",
                  "--size", tmp, "--tmpfs", "/dev/shm", "--remount-ro", "/dev"]
