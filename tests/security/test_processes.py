@@ -72,6 +72,36 @@ def test_the_sandbox_dies_with_rlforge(task, leftovers):
         parent.wait()
 
 
+def test_the_sandbox_cannot_unhook_itself_from_rlforge(task, leftovers):
+    # pid 1 dies with bubblewrap through its parent-death signal; resetting that signal
+    # (to nothing, or to one it ignores) would let it outlive a killed rlforge.
+    marker = new_marker()
+    unhook = ("import ctypes, os, signal\n"
+              "libc = ctypes.CDLL(None, use_errno=True)\n"
+              "signal.signal(signal.SIGUSR1, signal.SIG_IGN)\n"
+              "print(libc.prctl(1, 0, 0, 0, 0), libc.prctl(1, signal.SIGUSR1, 0, 0, 0), flush=True)\n"
+              f"os.execvp('sleep', ['sleep', '{marker}'])\n")
+    runner = (f"import sys; sys.path.insert(0, {str(ROOT)!r})\n"
+              "from rlforge.sandbox import SandboxSpec, run\n"
+              f"run(['python3', '-c', {unhook!r}], SandboxSpec(workspace={str(task.workspace)!r},"
+              " timeout_sec=60))\n")
+    parent = subprocess.Popen([sys.executable, "-c", runner])
+    try:
+        deadline = time.monotonic() + 10
+        while not leftovers(f"sleep\0{marker}") and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert leftovers(f"sleep\0{marker}")
+        parent.kill()
+        parent.wait()
+        deadline = time.monotonic() + 3
+        while leftovers(f"sleep\0{marker}") and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert leftovers(f"sleep\0{marker}") == []
+    finally:
+        parent.kill()
+        parent.wait()
+
+
 def test_a_detached_process_holding_no_pipes_does_not_delay_the_result(sh, leftovers):
     marker = new_marker()
     r = sh(f"nohup sleep {marker} >/dev/null 2>&1 & sleep {marker} & echo started")
