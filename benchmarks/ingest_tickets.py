@@ -47,6 +47,7 @@ class Timed(Redactor):
             Timed.spent += time.perf_counter() - t
 
 con = db.connect(sys.argv[2])
+con.execute("SET enable_progress_bar = false")
 red = Timed(db.redaction_key(con))
 t = time.perf_counter()
 r = tickets.ingest_file(con, sys.argv[1], redactor=red)
@@ -92,7 +93,7 @@ def main() -> None:
         ours.append(t)
     for i in range(max(1, args.repeat // 2)):
         t, out = timed([sys.executable, "-c", REDACT_SHARE, str(csv_path), str(work / f"red{i}.duckdb")])
-        red.append(json.loads(out))
+        red.append(json.loads(out.strip().splitlines()[-1]))
     a, b = statistics.median(bare), statistics.median(ours)
     r = min(red, key=lambda x: x["seconds"])
     print(f"file: {args.rows:,} tickets, {size_mb:,.0f} MB CSV; median of {args.repeat} fresh processes")
