@@ -37,12 +37,13 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from rlforge.errors import InputFileError, UserError
-from rlforge.ingest.common import check_not_binary, is_gzip, read_head
+from rlforge.ingest.common import check_not_binary, is_gzip
 
 NAMED_FORMATS = ("jsonl", "syslog", "access", "docker", "cri", "plain")
 CHUNK_BYTES = 16 << 20      # text read per chunk
 MAX_LINE_BYTES = 64 << 20   # a "line" longer than this is cut (a file with no newlines)
 SAMPLE_LINES = 1000         # lines looked at to detect the format and its time layout
+MAX_RECORD_LINES = 100_000  # a multi-line record longer than this is cut
 RECORD_COLUMNS = ["line_no", "n_lines", "ts", "ts_text", "host", "component", "level",
                   "message", "fields", "flag"]
 STANDARD = ("ts_text", "host", "component", "level", "message")
@@ -150,6 +151,7 @@ class TimeParser:
     year_hint: dt.datetime
     chosen: list[tuple[str, bool, bool]] | None = None
     epoch: bool = False
+    retries: int = 3  # chunks that may still add a format
 
     @staticmethod
     def _clean(texts: pl.Series) -> pl.Series:
@@ -197,6 +199,10 @@ class TimeParser:
             self.epoch = True
             self.chosen = []
             return
+        self.chosen = self._rank(sample)[:2]
+
+    def _rank(self, sample: pl.Series) -> list[tuple[str, bool, bool]]:
+        """Formats that parse some of the (clean) sample, most hits first."""
         scores = []
         for i, fmt in enumerate(_TS_FORMATS):
             parsed = self._one(sample, fmt)
@@ -204,7 +210,7 @@ class TimeParser:
             if hits:
                 scores.append((-hits, i, fmt))
         scores.sort()
-        self.chosen = [fmt for _, _, fmt in scores[:2]]
+        return [fmt for _, _, fmt in scores]
 
     def parse(self, texts: pl.Series) -> pl.Series:
         """Times of the texts; a chunk's repeated texts (same second) are parsed once."""
@@ -229,6 +235,14 @@ class TimeParser:
         for fmt in self.chosen[1:]:
             if out.null_count() > texts.null_count():
                 out = out.fill_null(self._one(clean, fmt))
+        if out.null_count() > texts.null_count() and self.retries > 0:
+            # A layout the sample did not show (a file that mixes two): learn it.
+            self.retries -= 1
+            missed = clean.filter(out.is_null() & texts.is_not_null()).unique().head(200)
+            for fmt in self._rank(missed)[:2]:
+                if fmt not in self.chosen:
+                    self.chosen.append(fmt)
+                    out = out.fill_null(self._one(clean, fmt))
         return out.alias("ts")
 
 
@@ -682,7 +696,7 @@ class JsonFormat(LogFormat):
         level = _sniff_missing(normalise_level(frame["level"]), frame["message"])
         return frame.select(
             pl.lit(valid).alias("ok"), "ts_text", "host", "component",
-            pl.col("message").fill_null(""),
+            pl.col("message").fill_null(pl.lit(lines)),  # no message key: the whole object
         ).with_columns(level.alias("level"), frame["fields"], pl.lit(False).alias("continues"))
 
 
@@ -905,7 +919,7 @@ def assemble(fmt: LogFormat, lines: pl.Series, first_no: int, bad_utf8: bool,
     simple = bool(frame["ok"].all()) and not bool(frame["continues"].any())
     carry = 0
     if simple:  # the common case: every line is a whole record
-        if not final and frame.height > 1:
+        if not final and frame.height:
             last = frame["line_no"][-1]
             carry = first_no + n - last
             frame = frame.head(frame.height - 1)
@@ -935,7 +949,10 @@ def _join_continuations(fmt: LogFormat, frame: pl.DataFrame, lines: pl.Series, f
     carry = 0
     if not final and frame.height:
         last_start = frame.filter(starts)["line_no"].tail(1)
-        if last_start.len() and last_start[0] > first_no:
+        # Carry the last record into the next chunk (it may go on there), unless it is
+        # already longer than MAX_RECORD_LINES: then it ends here, and what follows it is
+        # left without a record (set aside like any unparsed line).
+        if last_start.len() and first_no + n - last_start[0] <= MAX_RECORD_LINES:
             carry = first_no + n - last_start[0]
             frame = frame.filter(pl.col("line_no") < last_start[0])
     orphan = frame["rid"] == 0  # continuation lines with no record before them
@@ -983,11 +1000,21 @@ def iter_chunks(path: str | Path, fmt: LogFormat, chunk_bytes: int | None = None
 
 def sample_lines(path: str | Path, n: int = SAMPLE_LINES) -> pl.Series:
     """The first n non-blank lines of a file (for detection)."""
-    head = read_head(path, 1 << 20)
+    size = 1 << 20
+    try:
+        with _open(Path(path)) as fh:
+            head = fh.read(size)
+    except EOFError:
+        raise InputFileError(str(path), "truncated gzip stream (the file ends before the "
+                             "compressed data does); re-copy it") from None
+    except (OSError, zlib.error) as exc:
+        raise InputFileError(str(path), f"cannot read: {exc}") from None
     check_not_binary(path, head)
     if head.startswith(b"\xef\xbb\xbf"):
         head = head[3:]
-    lines, _ = split_lines(head[: head.rfind(b"\n") + 1] or head)
+    if len(head) >= size - 3:  # a part of the file: its last line may be cut
+        head = head[: head.rfind(b"\n") + 1] or head
+    lines, _ = split_lines(head)
     return lines.filter(lines.str.strip_chars().str.len_chars() > 0).head(n)
 
 

@@ -200,6 +200,12 @@ def _template_of(group: list[Msg]) -> Msg:
 
 
 def _subsumes(general: Msg, specific: Msg) -> bool:
+    """Whether `general` matches `specific` (a template of parameters only matches only
+    messages of parameters only: it says nothing about text)."""
+    if len(general) != len(specific):
+        return False
+    if all(g == WILDCARD for g in general):
+        return all(s == WILDCARD for s in specific)
     return all(g == WILDCARD or g == s for g, s in zip(general, specific))
 
 
@@ -397,3 +403,35 @@ def extract_params(messages: pl.Series, tokens: Sequence[Msg | None]) -> pl.Seri
     if not out:
         return pl.Series("params", [], dtype=pl.List(pl.String))
     return pl.concat(out).sort("i")["p"].alias("params")
+
+
+# --- browsing --------------------------------------------------------------------------
+
+def list_templates(con, top: int | None = 20, level: str | None = None) -> list[dict]:
+    """Mined templates, most frequent first, for a person to read.
+
+    Args:
+        top: how many (None for all).
+        level: only templates with records at this normalised level (trace, debug, info,
+            notice, warn, error, fatal); `count` is then the number of such records.
+
+    Returns:
+        dicts with template_id, template, count, first_seen, last_seen, example.
+    """
+    limit = "" if top is None else f"LIMIT {int(top)}"
+    if level is None:
+        rows = con.execute(f"""
+            SELECT template_id, template, count, first_seen, last_seen, example
+            FROM log_templates ORDER BY count DESC, template_id {limit}""").fetchall()
+    else:
+        rows = con.execute(f"""
+            WITH n AS (
+                SELECT m.template_id, count(*) AS count, min(r.ts) AS first_seen,
+                       max(r.ts) AS last_seen
+                FROM log_records r JOIN log_messages m USING (message_id)
+                WHERE r.level = ? GROUP BY m.template_id)
+            SELECT t.template_id, t.template, n.count, n.first_seen, n.last_seen, t.example
+            FROM n JOIN log_templates t USING (template_id)
+            ORDER BY n.count DESC, t.template_id {limit}""", [level]).fetchall()
+    cols = ["template_id", "template", "count", "first_seen", "last_seen", "example"]
+    return [dict(zip(cols, r)) for r in rows]

@@ -1,0 +1,237 @@
+"""Log ingest into DuckDB: nothing lost, multi-line records, duplicates, stable template ids,
+merges, redaction, compressed and broken files."""
+
+from __future__ import annotations
+
+import gzip
+import json
+
+import duckdb
+import pytest
+
+from rlforge import db
+from rlforge.ingest import logformats as lf
+from rlforge.ingest import logs
+from rlforge.ingest.redact import Redactor
+
+APP = "<Date> <Time> <Level> <Component>: <Content>"
+
+JAVA_LOG = """\
+2024-05-01 10:00:00,001 INFO api.Server: started on port 8080
+2024-05-01 10:00:01,002 ERROR api.Handler: request 17 failed
+java.lang.IllegalStateException: pool exhausted
+\tat com.acme.db.Pool.take(Pool.java:88)
+\tat com.acme.api.Handler.run(Handler.java:41)
+Caused by: java.net.SocketTimeoutException: connect timed out
+\t... 12 more
+2024-05-01 10:00:02,003 INFO api.Handler: request 18 done in 12 ms
+
+2024-05-01 10:00:03,004 INFO api.Handler: request 19 done in 7 ms
+"""
+
+
+@pytest.fixture
+def con(tmp_path):
+    c = db.connect(tmp_path / "logs.duckdb")
+    yield c
+    c.close()
+
+
+def lines_of(con, run=None):
+    where = f"WHERE ingest_run = {run}" if run else ""
+    return con.execute(f"SELECT line_no, n_lines, level, component, message, template_id "
+                       f"FROM log_lines {where} ORDER BY ingest_run, line_no").fetchall()
+
+
+def test_stack_traces_join_the_record_before_them(con, tmp_path):
+    path = tmp_path / "app.log"
+    path.write_text(JAVA_LOG)
+    r = logs.ingest_file(con, path, fmt=APP)
+    assert (r.status, r.n_read, r.n_loaded, r.n_quarantined) == ("ok", 4, 4, 0) and r.reconciles
+    rows = lines_of(con)
+    assert [(no, n) for no, n, *_ in rows] == [(1, 1), (2, 6), (8, 1), (10, 1)]
+    assert rows[1][4].startswith("request 17 failed\njava.lang.IllegalStateException")
+    assert rows[1][4].endswith("\t... 12 more")
+    assert rows[2][5] == rows[3][5]  # "request <*> done in <*> ms"
+    params = con.execute("SELECT params FROM log_lines WHERE line_no = 8").fetchall()[0][0]
+    assert params == ["18", "12"]
+
+
+@pytest.mark.parametrize("chunk", [40, 97, 1 << 20])
+def test_chunk_boundaries_do_not_change_records(con, tmp_path, monkeypatch, chunk):
+    monkeypatch.setattr(lf, "CHUNK_BYTES", chunk)
+    path = tmp_path / "app.log"
+    path.write_text(JAVA_LOG * 3)
+    r = logs.ingest_file(con, path, fmt=APP)
+    assert (r.n_read, r.n_loaded) == (12, 12)
+    rows = lines_of(con)
+    assert [n for _, n, *_ in rows] == [1, 6, 1, 1] * 3
+    assert rows[5][4] == rows[1][4]
+
+
+def test_unparsed_lines_quarantine_or_load_message_only(con, tmp_path):
+    path = tmp_path / "mixed.log"
+    path.write_text("  orphan continuation before any record\n" + JAVA_LOG +
+                    "### not a log line ###\n")
+    r = logs.ingest_file(con, path, fmt=APP)
+    assert (r.n_read, r.n_loaded, r.n_quarantined) == (6, 4, 2) and r.reconciles
+    q = con.execute("SELECT record_no, raw, reason FROM quarantine ORDER BY record_no").fetchall()
+    assert [x[0] for x in q] == [1, 12]
+    assert q[1][1] == "### not a log line ###" and q[1][2].startswith("no format match")
+    r2 = logs.ingest_file(con, path, fmt=APP, unparsed="message-only")
+    assert (r2.n_read, r2.n_loaded, r2.n_duplicates, r2.n_quarantined) == (6, 2, 4, 0)
+    assert r2.n_flagged == 2
+    only = con.execute("SELECT line_no, ts, message, flag FROM log_lines WHERE flag IS NOT NULL "
+                       "ORDER BY line_no").fetchall()
+    assert [(x[0], x[1], x[3]) for x in only] == [(1, None, "unparsed"), (12, None, "unparsed")]
+
+
+def test_reingest_adds_nothing_and_an_appended_file_adds_only_new_lines(con, tmp_path):
+    path = tmp_path / "app.log"
+    path.write_text(JAVA_LOG)
+    logs.ingest_file(con, path, fmt=APP)
+    again = logs.ingest_file(con, path, fmt=APP)
+    assert (again.n_read, again.n_loaded, again.n_duplicates) == (4, 0, 4)
+    with open(path, "a") as fh:
+        fh.write("2024-05-01 10:00:04,005 WARN api.Handler: request 20 slow\n")
+    grown = logs.ingest_file(con, path, fmt=APP)
+    assert (grown.n_read, grown.n_loaded, grown.n_duplicates) == (5, 1, 4)
+    assert con.execute("SELECT count(*) FROM log_lines").fetchall() == [(5,)]
+    # no message row is left without a record
+    assert con.execute("SELECT count(*) FROM log_messages m WHERE NOT EXISTS "
+                       "(SELECT 1 FROM log_records r WHERE r.message_id = m.message_id)"
+                       ).fetchall() == [(0,)]
+    runs = con.execute("SELECT n_read, n_loaded, n_duplicates, sha256 FROM ingest_runs "
+                       "ORDER BY run_id").fetchall()
+    assert runs[0][3] == runs[1][3] == db.sha256_file(path) or runs[2][3] == db.sha256_file(path)
+    assert runs[2][3] == db.sha256_file(path)
+
+
+def test_gzip_is_read_transparently_and_a_truncated_one_fails_cleanly(con, tmp_path):
+    gz = tmp_path / "app.log.gz"
+    gz.write_bytes(gzip.compress(JAVA_LOG.encode()))
+    r = logs.ingest_file(con, gz, fmt=APP)
+    assert (r.status, r.n_loaded) == ("ok", 4)
+    assert r.format == APP
+    broken = tmp_path / "broken.log.gz"
+    broken.write_bytes(gzip.compress((JAVA_LOG * 50).encode())[:-40])
+    bad = logs.ingest_file(con, broken, fmt=APP)
+    assert bad.status == "failed" and "truncated gzip" in bad.error
+    assert con.execute("SELECT status, n_loaded FROM ingest_runs ORDER BY run_id").fetchall() == \
+        [("ok", 4), ("failed", 0)]
+    assert con.execute("SELECT count(*) FROM log_lines").fetchall() == [(4,)]
+
+
+def test_invalid_utf8_is_replaced_and_flagged(con, tmp_path):
+    path = tmp_path / "bytes.log"
+    path.write_bytes(b"2024-05-01 10:00:00,001 INFO a.B: caf\xe9 opened\n"
+                     b"2024-05-01 10:00:00,002 INFO a.B: fine\n")
+    r = logs.ingest_file(con, path, fmt=APP)
+    assert (r.n_loaded, r.n_flagged) == (2, 1)
+    assert con.execute("SELECT message, flag FROM log_lines ORDER BY line_no").fetchall() == \
+        [("caf\ufffd opened", "invalid_utf8"), ("fine", None)]
+
+
+def test_empty_and_binary_files(con, tmp_path):
+    empty = tmp_path / "empty.log"
+    empty.write_text("")
+    r = logs.ingest_file(con, empty)
+    assert (r.status, r.n_read) == ("ok", 0) and "empty file" in r.notes[0]
+    binary = tmp_path / "bin.log"
+    binary.write_bytes(b"\x00\x01\x02" * 100)
+    b = logs.ingest_file(con, binary)
+    assert b.status == "failed" and "binary" in b.error
+
+
+def test_template_ids_are_stable_across_ingests_and_merges_repoint_lines(con, tmp_path):
+    first = tmp_path / "a.log"
+    first.write_text("".join(f"2024-05-01 10:00:0{i},000 INFO auth: user admin logged in\n"
+                             for i in range(3)))
+    logs.ingest_file(con, first, fmt=APP)
+    (old_id, old_text), = con.execute("SELECT template_id, template FROM log_templates").fetchall()
+    assert old_text == "user admin logged in"
+    second = tmp_path / "b.log"
+    second.write_text("".join(f"2024-05-02 10:00:0{i},000 INFO auth: user {u} logged in\n"
+                              for i, u in enumerate(["alice", "bob", "carol", "dave"])))
+    r = logs.ingest_file(con, second, fmt=APP)
+    templates = con.execute("SELECT template_id, template, count, first_seen, last_seen "
+                            "FROM log_templates").fetchall()
+    assert len(templates) == 1
+    new_id, new_text, count, first_seen, last_seen = templates[0]
+    assert new_text == "user <*> logged in" and count == 7
+    assert str(first_seen) == "2024-05-01 10:00:00" and str(last_seen) == "2024-05-02 10:00:03"
+    assert con.execute("SELECT old_id, new_id, old_template, new_template, ingest_run "
+                       "FROM template_merges").fetchall() == \
+        [(old_id, new_id, old_text, new_text, r.run_id)]
+    # every stored line, old ones too, points at the final template
+    assert con.execute("SELECT DISTINCT template_id FROM log_lines").fetchall() == [(new_id,)]
+    # a third ingest of a known line maps to the same id, with no new merge
+    third = tmp_path / "c.log"
+    third.write_text("2024-05-03 09:00:00,000 INFO auth: user zed logged in\n")
+    logs.ingest_file(con, third, fmt=APP)
+    assert con.execute("SELECT count(*) FROM template_merges").fetchall() == [(1,)]
+    assert con.execute("SELECT template_id FROM log_lines WHERE message LIKE '%zed%'"
+                       ).fetchall() == [(new_id,)]
+
+
+def test_every_stored_template_id_exists(con, tmp_path):
+    for i, users in enumerate([["a1x"], ["bob", "carol"], ["dan", "eve", "fay", "gus"]]):
+        path = tmp_path / f"{i}.log"
+        path.write_text("".join(f"2024-05-0{i + 1} 10:00:00,000 WARN k: disk {u} full on node\n"
+                                for u in users))
+        logs.ingest_file(con, path, fmt=APP)
+    assert con.execute("SELECT count(*) FROM log_lines l WHERE NOT EXISTS (SELECT 1 FROM "
+                       "log_templates t WHERE t.template_id = l.template_id)").fetchall() == [(0,)]
+    assert con.execute("SELECT sum(count) FROM log_templates").fetchall() == [(7,)]
+
+
+def test_redaction_happens_before_anything_is_written(con, tmp_path):
+    path = tmp_path / "pii.jsonl"
+    path.write_text("\n".join(json.dumps({"ts": "2024-01-01T00:00:00Z", "level": "info",
+                                          "msg": f"password reset sent to {u}@example.com",
+                                          "client": f"10.0.0.{i}"})
+                              for i, u in enumerate(["ann", "ben", "cat", "dee"], start=10)) +
+                    "\nnot json with bob@example.com\n")
+    r = logs.ingest_file(con, path, redactor=Redactor(db.redaction_key(con)))
+    # four messages, the same four in the stored objects (fields), one quarantined line
+    assert r.redactions == {"EMAIL": 9, "IPV4": 4}
+    dump = json.dumps([con.execute(f"SELECT * FROM {t}").fetchall() for t in
+                       ("log_messages", "log_records", "log_templates", "quarantine")],
+                      default=str)
+    assert "@example.com" not in dump and "10.0.0.1" not in dump
+    (tpl,), = con.execute("SELECT template FROM log_templates").fetchall()
+    assert tpl == "password reset sent to <*>"
+
+
+def test_record_hash_matches_the_stored_definition(con, tmp_path):
+    """The duplicate check recomputes the hash from stored rows: the two must agree."""
+    path = tmp_path / "app.log"
+    path.write_text(JAVA_LOG)
+    logs.ingest_file(con, path, fmt=APP)
+    stored = logs._HASH.replace("c.", "r.").replace("m.message", "s.message")
+    assert con.execute(f"SELECT count(*) FROM log_records r JOIN log_messages s "
+                       f"USING (message_id) WHERE r.record_hash <> {stored}").fetchall() == [(0,)]
+
+
+def test_unknown_settings_are_user_errors(con, tmp_path):
+    path = tmp_path / "app.log"
+    path.write_text(JAVA_LOG)
+    from rlforge.errors import UserError
+
+    with pytest.raises(UserError, match="unparsed"):
+        logs.ingest_file(con, path, unparsed="drop")
+    with pytest.raises(UserError, match="not a valid regular expression"):
+        logs.ingest_file(con, path, masks=["(unclosed"])
+    with pytest.raises(UserError, match="unknown log format"):
+        logs.ingest_file(con, path, fmt="xml")
+    missing = logs.ingest_file(con, tmp_path / "nope.log")
+    assert missing.status == "failed" and missing.error == "no such file"
+
+
+def test_read_log_is_the_parse_face_without_a_database(tmp_path):
+    path = tmp_path / "app.log"
+    path.write_text(JAVA_LOG + "junk\n")
+    df = logs.read_log(path, APP)
+    assert df["line_no"].to_list() == [1, 2, 8, 10, 11]
+    assert df["ok"].to_list() == [True, True, True, True, False]
+    assert isinstance(duckdb.__version__, str)

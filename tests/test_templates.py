@@ -1,0 +1,202 @@
+"""The template miner: normalisation, batch clustering, stable ids, merges, parameters."""
+
+from __future__ import annotations
+
+import collections
+import random
+
+import polars as pl
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from rlforge.ingest import templates as tm
+
+W = tm.WILDCARD
+
+
+def norm(*messages: str, masks=()) -> list[str]:
+    return tm.normalise(pl.Series(list(messages), dtype=pl.String), masks).to_list()
+
+
+def mine(messages: list[str], masks=()) -> list[str]:
+    """Template text of each message, mined as one batch."""
+    texts = norm(*messages, masks=masks)
+    miner = tm.TemplateMiner()
+    distinct = sorted(set(texts))
+    ids, _ = miner.assign(distinct)
+    by_text = dict(zip(distinct, ids))
+    return [tm.template_text(miner.templates[by_text[t]]) for t in texts]
+
+
+# --- normalisation ---------------------------------------------------------------------
+
+@pytest.mark.parametrize("message, expected", [
+    ("PacketResponder 1 for block blk_38865049064139660 terminating",
+     "PacketResponder <*> for block <*> terminating"),
+    ("Connection from 10.0.0.7:5432 closed", "Connection from <*> closed"),
+    ("ready=1,policy=3,wakefulness=true", "ready=<*>,policy=<*>,wakefulness=<*>"),
+    ("node node-246 up", "node node-<*> up"),
+    ("cancel index:-1", "cancel index:<*>"),
+    ("Deleting /mnt/hadoop/dfs/data/current/subdir12/blk_1 now", "Deleting <*> now"),
+    ("GET https://shop.example.com/cart?id=9 done", "GET <*> done"),
+    ("Resolved MSRA-SA-41.fareast.corp.microsoft.com to x", "Resolved <*> to x"),
+    ("chip FF:F2:9F:16:E2:EA changed", "chip <*> changed"),
+    ("status=M Thu Aug 4 12:34:56 PDT 2005", "status=M <*> PDT <*>"),
+    ("delete blk_11 blk_22 blk_33 7", "delete <*>"),
+    ("uses ssh2 and eth0 via alt0", "uses ssh2 and eth0 via alt0"),  # one digit: a name
+    ("user <EMAIL_3f9a1c> logged in", "user <*> logged in"),  # redaction placeholder
+    ("first line\n  at a.b(C.java:1)", "first line"),  # mined on the first line
+    ("   spaced    out\ttext  ", "spaced out text"),
+])
+def test_normalise(message, expected):
+    assert norm(message) == [expected]
+
+
+def test_masks_apply_before_the_builtin_rules_and_python_only_syntax_works():
+    assert norm("took 5ms on core.123", masks=[r"core\.\d+"]) == ["took <*> on <*>"]
+    # look-behind is not Rust regex syntax: the mask still applies (Python engine)
+    assert norm("key=abc other=abc", masks=[r"(?<=key=)\w+"]) == ["key=<*> other=abc"]
+
+
+def test_long_messages_are_folded():
+    toks = tm.split_tokens(" ".join(f"w{i}x" for i in range(300)))
+    assert len(toks) == tm.MAX_TOKENS + 1 and toks[-1] == W
+
+
+# --- clustering ------------------------------------------------------------------------
+
+def test_variable_columns_become_parameters_and_constants_split():
+    users = ["root", "admin", "oracle", "test", "guest", "support"]
+    msgs = [f"Invalid user {u} from <*>" for u in users]
+    msgs += [f"Failed password for {u} from <*> port <*> ssh2" for u in users[:5]]
+    msgs += [f"Accepted password for {u} from <*> port <*> ssh2" for u in users[1:]]
+    got = mine(msgs)
+    assert set(got[:6]) == {"Invalid user <*> from <*>"}
+    # many users: a parameter; Failed/Accepted (the first word) split
+    assert set(got[6:]) == {"Failed password for <*> from <*> port <*> ssh2",
+                            "Accepted password for <*> from <*> port <*> ssh2"}
+    # few values of a column are constants: two users, two templates
+    assert len(set(mine([f"Failed password for {u} from <*>" for u in users[:2]]))) == 2
+
+
+def test_first_token_always_splits_and_one_word_messages_stay_apart():
+    got = mine(["active", "blocked", "closing", "running", "starting", "warning"])
+    assert len(set(got)) == 6
+    got = mine([f"{verb} (command 12)" for verb in ("boot", "wait", "halt", "reboot")])
+    assert len(set(got)) == 4
+
+
+def test_a_template_keeps_at_least_one_constant():
+    got = mine(["alpha one", "beta two", "gamma three", "delta four", "eps five"])
+    assert all(t != f"{W} {W}" for t in got)
+
+
+def test_subsumption_joins_a_specific_template_to_the_general_one():
+    msgs = [f"session opened for user {u}" for u in ("a", "b", "c", "d", "e")]
+    msgs.append("session opened for user user")  # looks like a constant on its own
+    got = mine(msgs)
+    assert set(got) == {"session opened for user <*>"}
+
+
+def test_clustering_does_not_depend_on_input_order():
+    rng = random.Random(7)
+    msgs = [f"job {j} finished in {rng.randint(1, 99)} ms" for j in "abcdefg"] + \
+           [f"disk {d} is full" for d in ("sda", "sdb")] + ["cache warmed", "cache cleared"]
+    first = mine(msgs)
+    for _ in range(5):
+        shuffled = msgs[:]
+        rng.shuffle(shuffled)
+        got = dict(zip(shuffled, mine(shuffled)))
+        assert [got[m] for m in msgs] == first
+
+
+# --- the stateful miner ----------------------------------------------------------------
+
+def test_known_messages_map_to_existing_ids_and_ids_are_hashes_of_text():
+    miner = tm.TemplateMiner()
+    texts = norm(*[f"worker {w} started" for w in "abcdef"])
+    ids, update = miner.assign(sorted(set(texts)))
+    tid = ids[0]
+    assert tid == tm.template_id(("worker", W, "started")) and set(update.new) == {tid}
+    again = tm.TemplateMiner(miner.templates.values())  # as loaded from the store
+    ids2, update2 = again.assign(norm("worker zzz started"))
+    assert ids2 == [tid] and not update2.new and not update2.merges
+
+
+def test_generalisation_is_recorded_as_a_merge():
+    miner = tm.TemplateMiner()
+    (old,), _ = miner.assign(norm("Invalid user admin from <*>"))
+    assert miner.templates[old] == ("Invalid", "user", "admin", "from", W)
+    more = norm(*[f"Invalid user {u} from <*>" for u in ("oracle", "test", "guest", "pi")])
+    ids, update = miner.assign(more)
+    new = tm.template_id(("Invalid", "user", W, "from", W))
+    assert set(ids) == {new} and (old, new) in update.merges
+    assert old not in miner.templates and miner.retired[old][2] == "admin"
+    # the old message now maps to the general template
+    assert miner.assign(norm("Invalid user admin from <*>"))[0] == [new]
+
+
+def test_resolve_merges_follows_chains():
+    assert tm.resolve_merges([("a", "b"), ("b", "c"), ("x", "y")]) == \
+        {"a": "c", "b": "c", "x": "y"}
+
+
+# --- parameters ------------------------------------------------------------------------
+
+def test_parameters_are_the_values_under_the_wildcards():
+    msgs = pl.Series(["PacketResponder 1 for block blk_-12 terminating",
+                      "Receiving block blk_7 src: /10.0.0.1:50010 dest: /10.0.0.2:50010",
+                      "no parameters here", "multi\nline at x"])
+    tokens = [("PacketResponder", W, "for", "block", W, "terminating"),
+              ("Receiving", "block", W, "src:", W, "dest:", W),
+              ("no", "parameters", "here"), ("multi",)]
+    assert tm.extract_params(msgs, tokens).to_list() == [
+        ["1", "blk_-12"], ["blk_7", "/10.0.0.1:50010", "/10.0.0.2:50010"], [], []]
+
+
+def test_parameters_are_null_when_the_message_does_not_fit_the_template():
+    got = tm.extract_params(pl.Series(["a b c"]), [("x", W)])
+    assert got.to_list() == [None]
+
+
+# --- properties ------------------------------------------------------------------------
+
+words = st.sampled_from(["open", "close", "user", "file", "disk", "error", "ok", "retry",
+                         "node", "job"])
+values = st.one_of(st.integers(0, 10**6).map(str), st.sampled_from(["alice", "bob", "carol"]),
+                   st.text(alphabet="abcdef0123456789", min_size=4, max_size=10))
+message = st.lists(st.one_of(words, values), min_size=1, max_size=8).map(" ".join)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(message, min_size=1, max_size=40))
+def test_every_template_matches_its_messages(msgs):
+    texts = norm(*msgs)
+    miner = tm.TemplateMiner()
+    distinct = sorted(set(texts))
+    ids, _ = miner.assign(distinct)
+    for text, tid in zip(distinct, ids):
+        tpl = miner.templates[tid]
+        toks = tm.split_tokens(text)
+        assert len(tpl) == len(toks)
+        assert all(t == W or t == m for t, m in zip(tpl, toks))
+        assert any(t != W for t in tpl) or all(t == W for t in toks)
+    # matching again gives the same ids and creates nothing
+    again, update = miner.assign(distinct)
+    assert again == ids and not update.new and not update.merges
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(message, min_size=2, max_size=30), st.randoms(use_true_random=False))
+def test_batches_in_any_order_give_the_same_grouping(msgs, rnd):
+    def grouping(order):
+        got = dict(zip(order, mine(order)))
+        groups = collections.defaultdict(set)
+        for m in msgs:
+            groups[got[m]].add(m)
+        return sorted(sorted(g) for g in groups.values())
+
+    shuffled = msgs[:]
+    rnd.shuffle(shuffled)
+    assert grouping(msgs) == grouping(shuffled)
