@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
+import inspect
 import json
 import shutil
 import time
@@ -53,6 +54,7 @@ class BuildOptions:
     workers: int = 0
     generator_options: dict[str, dict[str, Any]] = field(default_factory=dict)
     force: bool = False
+    config: Any = None  # the resolved rlforge Config (None: flag-less Config.load())
 
 
 @dataclass
@@ -113,8 +115,11 @@ def select_generators(con, opts: BuildOptions) -> list[registry.GeneratorInfo]:
     return infos
 
 
-def instantiate(info: registry.GeneratorInfo, options: dict[str, Any]):
+def instantiate(info: registry.GeneratorInfo, options: dict[str, Any],
+                build: BuildOptions | None = None):
     try:
+        if build is not None and "build" in inspect.signature(info.factory).parameters:
+            return info.factory(build=build, **options)  # it runs code: sandbox mode, config
         return info.factory(**options)
     except TypeError as exc:
         raise UserError(f"options for generator {info.name}: {exc}") from None
@@ -176,7 +181,7 @@ def build_tasks(con: duckdb.DuckDBPyConnection, opts: BuildOptions,
     for info in infos:
         if info.name not in q:
             continue
-        gen = instantiate(info, opts.generator_options.get(info.name, {}))
+        gen = instantiate(info, opts.generator_options.get(info.name, {}), opts)
         ctx = BuildContext(con, opts.seed, q[info.name], opts.generator_options.get(info.name, {}))
         try:
             produced = list(gen.specs(ctx))

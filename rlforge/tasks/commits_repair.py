@@ -84,8 +84,13 @@ def _difficulty(lines: int) -> str:
           "parent commit, hidden fail-to-pass and pass-to-pass tests run in the sandbox.",
           verifier="repair")
 class CommitsRepair:
-    def __init__(self, **options):
-        self.opts = RepairOptions.resolve(options)
+    def __init__(self, build=None, **options):
+        """`options` override the `tasks.repair.*` settings; `build` (build-tasks' options)
+        gives the resolved config, the sandbox mode and the number of sandboxes."""
+        self.config = (build.config if build is not None else None) or Config.load()
+        self.sandbox_mode = build.sandbox_mode if build is not None else self.config.get("sandbox.mode")
+        self.workers = build.workers if build is not None else self.config.get("sandbox.workers")
+        self.opts = RepairOptions.resolve(options, self.config)
         self.rejections: list[dict[str, str]] = []
         self.stats: dict = {}
 
@@ -124,10 +129,9 @@ class CommitsRepair:
 
     async def _check_all(self, ctx: BuildContext, rows: list[CommitRow]) -> list[tuple]:
         """Check candidates in order until the quota is met; the kept ones, in that order."""
-        cfg = Config.load()
-        pool = SandboxPool(cfg.get("sandbox.workers"))
-        checker = Checker(ctx.con, self.opts, pool, default_cache_dir(cfg), cfg.get("sandbox.mode"))
-        batch = max(1, pool.workers // (2 * self.opts.runs))
+        pool = SandboxPool(self.workers)
+        checker = Checker(ctx.con, self.opts, pool, default_cache_dir(self.config), self.sandbox_mode)
+        batch = max(1, pool.workers // 2)  # a commit keeps two sandboxes busy (parent, fix)
         kept: list[tuple] = []
         try:
             for i in range(0, len(rows), batch):

@@ -294,12 +294,12 @@ def parse_patch(text):
 
 
 def _strip_prefix(files):
-    """Drop git's a/ and b/ prefixes when every path carries them."""
-    paths = [(f["old"], f["new"]) for f in files]
-    if all((o is None or o.startswith("a/")) and (n is None or n.startswith("b/")) for o, n in paths):
-        for f in files:
-            f["old"] = f["old"][2:] if f["old"] else None
-            f["new"] = f["new"][2:] if f["new"] else None
+    """Drop git's a/ and b/ prefixes from each file change that carries them."""
+    for f in files:
+        old, new = f["old"], f["new"]
+        if (old is None or old.startswith("a/")) and (new is None or new.startswith("b/")):
+            f["old"] = old[2:] if old else None
+            f["new"] = new[2:] if new else None
     return files
 
 
@@ -468,6 +468,17 @@ def _kill_group(proc):
     proc.wait()
 
 
+def _reap():
+    """Collect exited children (as the sandbox's pid 1, orphans of the tests become ours)."""
+    while True:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+
+
 def _tail(path, n=4000):
     try:
         with open(path, "rb") as fh:
@@ -478,7 +489,7 @@ def _tail(path, n=4000):
         return ""
 
 
-def test_command(command, python=None):
+def bind_python(command, python=None):
     """The configured command with `python`/`python3` bound to this interpreter."""
     cmd = list(command)
     if cmd and cmd[0] in ("python", "python3"):
@@ -553,6 +564,7 @@ def run_tests(tree, command, ids=None, *, paths=None, per_test_timeout=30.0,
         _kill_group(proc)
         if sweep:
             sweep()  # nothing the tests started may outlive them before results are read
+            _reap()
         result["log_tail"] = _tail(log_path)
         if why == "hang":
             hung.append(current[0])
@@ -660,7 +672,7 @@ def score_repair(ref, tests_dir):
     for rel in ref.get("hidden_deleted", []):
         remove_file(tree, rel)
     canary = add_canary(tree, f2p)
-    run = run_tests(tree, test_command(ref["test_command"]), f2p + p2p + ([canary] if canary else []),
+    run = run_tests(tree, bind_python(ref["test_command"]), f2p + p2p + ([canary] if canary else []),
                     per_test_timeout=ref["per_test_timeout"], collect_timeout=ref["collect_timeout"],
                     budget_sec=ref["budget_sec"], pythonpath=ref.get("pythonpath", []),
                     env=ref.get("env"), sweep=base._sweep_namespace)
@@ -681,7 +693,7 @@ def score_repair(ref, tests_dir):
         comps["results_trusted"] = component(
             got == "failed", 0, "medium", gate=True,
             detail="the canary test failed, as it must" if got == "failed" else
-            f"the canary test, which must fail, was reported {got}: results were forged")
+            f"the canary test, which must fail, was reported {got}: the results cannot be trusted")
     extra = "; a test hung" if run["hung"] else ""
     if run["budget_exhausted"] or run["collection_hang"]:
         extra = "; the test run was cut off (time budget)"
@@ -693,7 +705,7 @@ def run_only(spec_path, out_path):
     with open(spec_path, encoding="utf-8") as fh:
         spec = json.load(fh)
     base = _base()
-    result = run_tests(spec["tree"], test_command(spec["test_command"]), spec.get("ids"),
+    result = run_tests(spec["tree"], bind_python(spec["test_command"]), spec.get("ids"),
                        paths=spec.get("paths"), per_test_timeout=spec["per_test_timeout"],
                        collect_timeout=spec["collect_timeout"], budget_sec=spec["budget_sec"],
                        pythonpath=spec.get("pythonpath", []), env=spec.get("env"),

@@ -96,6 +96,22 @@ def _append(content: bytes, code: str) -> bytes:
     return content + sep + code.encode()
 
 
+def _imported_module(workspace: dict[str, bytes], gold_paths: list[str]) -> str | None:
+    """A module of the starting workspace the fix's code is imported through: a source
+    file the fix changes, else the __init__.py of the package it adds a module to."""
+    for path in gold_paths:
+        if path.endswith(".py") and path in workspace:
+            return path
+    for path in gold_paths:
+        parts = path.split("/")[:-1]
+        while parts:
+            init = "/".join(parts) + "/__init__.py"
+            if init in workspace:
+                return init
+            parts.pop()
+    return None
+
+
 def repair_adversarials(*, workspace: dict[str, bytes], hidden: dict[str, bytes],
                         fail_to_pass: list[str], gold_paths: list[str]) -> list[Submission]:
     """Every adversarial submission that applies to this task (see the module docstring)."""
@@ -119,7 +135,7 @@ def repair_adversarials(*, workspace: dict[str, bytes], hidden: dict[str, bytes]
     conftest = workspace.get("conftest.py", b"")
     subs.append(Submission("conftest_forces_success", {"conftest.py": _append(conftest, FORCE_PASS_HOOK)},
                            "a conftest.py hook reporting every test as passed"))
-    module = next((p for p in gold_paths if p.endswith(".py") and p in workspace), None)
+    module = _imported_module(workspace, gold_paths)
     if module is not None:
         base = workspace[module]
         subs += [

@@ -1,0 +1,436 @@
+"""`commits.repair` end to end: a real git history, real pytest, the real sandbox.
+
+`calc` is a small repository built here commit by commit so that its history holds one
+commit for every reason a commit is not a task (merge, no test change, no source change,
+another language, a binary file, too large, a one-word message, no parent, no fail-to-pass
+test, a flaky test, a hang at the parent, a dependency that cannot be installed, a fix
+that changes a symlink, a fix that breaks every other test) and two that are: a fix whose
+test goes into an existing test file, and one with a new test file. The module builds the
+tasks once, validates them (gold 1, null and every adversarial 0, each caught by the
+component meant to catch it), and checks what the policy can see, determinism, the
+scoring API and the CLI. The demo repository `dura` (sample_data/) is checked against the
+fail-to-pass tests its history.toml promises.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import tomllib
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from rlforge import db
+from rlforge.config import Config
+from rlforge.errors import UserError
+from rlforge.ingest.commits import ingest_repo
+from rlforge.tasks.build import BuildOptions, build_tasks
+from rlforge.tasks.repair.score import score_patch, score_workspace, workspace_diff
+from rlforge.verify.validate import validate_many
+from paths import ROOT
+
+PYPROJECT = """[project]
+name = "calc"
+version = "0.1.0"
+dependencies = []
+
+[project.optional-dependencies]
+test = ["pytest"]
+
+[tool.pytest.ini_options]
+testpaths = ["tests"]
+"""
+OPS = """def add(a, b):
+    return a + b
+
+
+def sub(a, b):
+    return a - b
+
+
+def mul(a, b):
+    return a + b
+
+
+def div(a, b):
+    return a / b
+"""
+TESTS = """from calc.ops import add, sub
+
+
+def test_add():
+    assert add(2, 3) == 5
+
+
+def test_sub():
+    assert sub(5, 3) == 2
+"""
+MUL_TEST = """
+
+def test_mul():
+    from calc.ops import mul
+    assert mul(3, 4) == 12
+"""
+BROKEN_DEP = PYPROJECT.replace('dependencies = []', 'dependencies = ["calc-helper @ file:///nonexistent/calc_helper-1.0.tar.gz"]')
+
+
+class Repo:
+    """A git repository written commit by commit with fixed authors and dates."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        self.n = 0
+        path.mkdir(parents=True)
+        self.git("init", "-q", "-b", "main")
+
+    def git(self, *args: str) -> str:
+        self.n += 1
+        date = f"2024-03-01T10:{self.n // 60:02d}:{self.n % 60:02d}+00:00"
+        env = {"PATH": os.environ["PATH"], "HOME": os.devnull, "GIT_CONFIG_NOSYSTEM": "1",
+               "GIT_CONFIG_GLOBAL": os.devnull, "GIT_AUTHOR_NAME": "Ada Example",
+               "GIT_AUTHOR_EMAIL": "ada@example.com", "GIT_COMMITTER_NAME": "Ada Example",
+               "GIT_COMMITTER_EMAIL": "ada@example.com", "GIT_AUTHOR_DATE": date,
+               "GIT_COMMITTER_DATE": date}
+        return subprocess.run(["git", "-c", "commit.gpgsign=false", *args], cwd=self.path, env=env,
+                              check=True, capture_output=True, text=True).stdout.strip()
+
+    def commit(self, message: str, files: dict[str, str | bytes | None], links: dict[str, str] | None = None) -> str:
+        for rel, data in files.items():
+            p = self.path / rel
+            if data is None:
+                p.unlink()
+                continue
+            p.parent.mkdir(parents=True, exist_ok=True)
+            p.write_bytes(data.encode() if isinstance(data, str) else data)
+        for rel, target in (links or {}).items():
+            p = self.path / rel
+            if p.is_symlink():
+                p.unlink()
+            p.symlink_to(target)
+        self.git("add", "-A")
+        self.git("commit", "-q", "-m", message)
+        return self.git("rev-parse", "HEAD")
+
+    def read(self, rel: str) -> str:
+        return (self.path / rel).read_text()
+
+
+def build_calc(path: Path) -> dict[str, str]:
+    """The calc history; returns the commit subject -> the reason it must get (or 'kept')."""
+    r = Repo(path)
+    expect = {}
+
+    def c(reason, message, files, links=None):
+        r.commit(message, files, links)
+        expect[message.splitlines()[0]] = reason
+
+    c("no parent commit", "Initial calculator with add, sub, mul and div",
+      {"pyproject.toml": PYPROJECT, "calc/__init__.py": "", "calc/ops.py": OPS, "tests/test_ops.py": TESTS})
+    c("kept", "mul returns the sum of its arguments instead of the product\n\nmul(3, 4) gives 7.",
+      {"calc/ops.py": OPS.replace("def mul(a, b):\n    return a + b", "def mul(a, b):\n    return a * b"),
+       "tests/test_ops.py": TESTS + MUL_TEST})
+    c("no test change", "Document the operations in the README", {"README.md": "# calc\n\nadd, sub, mul, div\n"})
+    c("no source change", "Tests: cover negative numbers",
+      {"tests/test_ops.py": r.read("tests/test_ops.py") + "\n\ndef test_add_negative():\n    assert add(-1, -1) == -2\n"})
+    r.git("checkout", "-q", "-b", "docs")
+    c("no test change", "Add a usage example to the README", {"README.md": "# calc\n\n    add(1, 2)\n"})
+    r.git("checkout", "-q", "main")
+    r.git("merge", "-q", "--no-ff", "-m", "Merge branch 'docs' into main", "docs")
+    expect["Merge branch 'docs' into main"] = "merge commit"
+    c("other language", "Add a C accelerator for add",
+      {"calc/fast.c": "int add(int a, int b) { return a + b; }\n",
+       "calc/ops.py": r.read("calc/ops.py") + "\nFAST = True\n",
+       "tests/test_fast.py": "from calc.ops import FAST\n\ndef test_fast():\n    assert FAST\n"})
+    c("binary file changed", "Ship a logo with the package",
+      {"calc/logo.png": b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR" + bytes(range(256)),
+       "calc/ops.py": r.read("calc/ops.py") + "\nLOGO = 'logo.png'\n",
+       "tests/test_logo.py": "from calc.ops import LOGO\n\ndef test_logo():\n    assert LOGO\n"})
+    c("too large", "Split every operation into its own module",
+      {**{f"calc/op{i}.py": f"def op{i}(x):\n    return x + {i}\n" for i in range(11)},
+       "tests/test_split.py": "from calc.op1 import op1\n\ndef test_op1():\n    assert op1(1) == 2\n"})
+    c("message too short", "fix",
+      {"calc/ops.py": r.read("calc/ops.py") + "\n\ndef neg(a):\n    return -a\n",
+       "tests/test_neg.py": "from calc.ops import neg\n\ndef test_neg():\n    assert neg(2) == -2\n"})
+    c("no F2P", "div by zero: say what went wrong",
+      {"calc/ops.py": r.read("calc/ops.py").replace(
+          "def div(a, b):\n    return a / b",
+          "def div(a, b):\n    if b == 0:\n        raise ZeroDivisionError('cannot divide by zero')\n    return a / b"),
+       "tests/test_div.py": "import pytest\nfrom calc.ops import div\n\n\ndef test_div_by_zero():\n"
+                            "    with pytest.raises(ZeroDivisionError):\n        div(1, 0)\n"})
+    # The test passes on the first run in a tree and fails on the next: flaky by construction.
+    c("flaky", "power() ignores negative exponents",
+      {"calc/ops.py": r.read("calc/ops.py") + "\n\ndef power(a, n):\n    return a ** n\n",
+       "tests/test_power.py": "import os\nfrom calc.ops import power\n\n\ndef test_power_negative():\n"
+                              "    assert power(2, -1) == 0.5\n"
+                              "    os.close(os.open('.power_marker', os.O_CREAT | os.O_EXCL))\n"})
+    c("no test change", "Depend on the helper library", {"pyproject.toml": BROKEN_DEP})
+    c("environment failed to build", "negate() flips the sign twice",
+      {"calc/ops.py": r.read("calc/ops.py") + "\n\ndef negate(a):\n    return -a\n",
+       "tests/test_negate.py": "from calc.ops import negate\n\ndef test_negate():\n    assert negate(3) == -3\n"})
+    c("no test change", "Drop the helper library again", {"pyproject.toml": PYPROJECT})
+    c("no test change", "Point calc/current.py at the operations", {}, links={"calc/current.py": "ops.py"})
+    c("patch does not apply", "absolute() is missing from the current operations",
+      {"calc/ops2.py": "from calc.ops import *\n\n\ndef absolute(a):\n    return abs(a)\n",
+       "tests/test_abs.py": "from calc.ops2 import absolute\n\ndef test_absolute():\n    assert absolute(-2) == 2\n"},
+      links={"calc/current.py": "ops2.py"})
+    # The fix adds clamp.py and breaks the calc package: every other test fails with it.
+    c("no P2P", "clamp() is missing",
+      {"clamp.py": "def clamp(x, lo, hi):\n    return max(lo, min(x, hi))\n",
+       "calc/__init__.py": "raise ImportError('calc is being rewritten')\n",
+       "tests/test_clamp.py": "from clamp import clamp\n\ndef test_clamp():\n    assert clamp(5, 0, 3) == 3\n"})
+    c("no test change", "Bring the calc package back", {"calc/__init__.py": ""})
+    c("no test change", "Precompute a table of squares at import",
+      {"calc/__init__.py": "from calc import table\n",
+       "calc/table.py": "SQUARES = {}\nn = 0\nwhile True:\n    SQUARES[n % 10] = n * n\n    n += 1\n"})
+    c("hang at parent", "Importing calc never finishes",
+      {"calc/table.py": "SQUARES = {n: n * n for n in range(10)}\n",
+       "tests/test_table.py": "from calc.table import SQUARES\n\ndef test_squares():\n    assert SQUARES[3] == 9\n"})
+    c("kept", "Add percent() for shares of a total",
+      {"calc/percent.py": "def percent(part, total):\n    return 100.0 * part / total\n",
+       "tests/test_percent.py": "from calc.percent import percent\n\n\ndef test_percent():\n"
+                                "    assert percent(1, 4) == 25.0\n\n\ndef test_percent_of_zero():\n"
+                                "    assert percent(0, 5) == 0.0\n"})
+    return expect
+
+
+REPAIR_OPTIONS = {"repo_settings": {"calc": {"collect_timeout": 4, "per_test_timeout": 5}}}
+
+
+def _build(con, out: Path, validate: bool, **options) -> object:
+    opts = BuildOptions(out=out, generators=["commits.repair"], seed=7, validate=validate,
+                        generator_options={"commits.repair": {**REPAIR_OPTIONS, **options}})
+    return build_tasks(con, opts)
+
+
+@pytest.fixture(scope="module")
+def calc(tmp_path_factory, shared_cache):
+    """The calc repository ingested and built into validated tasks (once for the module)."""
+    root = tmp_path_factory.mktemp("calc")
+    with pytest.MonkeyPatch.context() as mp:
+        for key in [k for k in os.environ if k.startswith("RLFORGE_")]:
+            mp.delenv(key)
+        mp.setenv("RLFORGE_CACHE_DIR", str(shared_cache))
+        mp.setenv("HOME", str(root))
+        mp.chdir(root)
+        expect = build_calc(root / "calc")
+        con = db.connect(root / "rlforge.duckdb")
+        ingest_repo(con, root / "calc")
+        report = _build(con, root / "tasks", validate=True)
+        con.close()
+        yield {"root": root, "repo": root / "calc", "expect": expect, "report": report,
+               "db": root / "rlforge.duckdb", "out": root / "tasks", "cache": shared_cache}
+
+
+def _tasks(out: Path) -> list[Path]:
+    return sorted(p for p in out.iterdir() if (p / "task.toml").is_file())
+
+
+def _meta(task: Path) -> dict:
+    return tomllib.loads((task / "task.toml").read_text())["metadata"]["rlforge"]
+
+
+def test_every_commit_is_kept_or_rejected_with_its_reason(calc):
+    con = duckdb.connect(str(calc["db"]), read_only=True)
+    subjects = dict(con.execute("SELECT repo || '@' || sha, subject FROM commits").fetchall())
+    drops = con.execute("SELECT source_keys, reason FROM task_drops WHERE generator = 'commits.repair'"
+                        ).fetchall()
+    checks = con.execute("SELECT count(*) FROM repair_checks").fetchall()[0][0]
+    con.close()
+    got = {subjects[src]: reason.split(" (")[0] for src, reason in drops}
+    for task in _tasks(calc["out"]):
+        key = f"{_meta(task)['source_keys'][0]}"
+        got[subjects[key]] = "kept"
+    assert got == calc["expect"]
+    assert calc["report"].per_generator["commits.repair"]["emitted"] == 2
+    assert checks == 7  # the 8 candidates that passed screening, less the environment failure (retried)
+
+
+def test_kept_tasks_have_the_right_tests(calc):
+    by_subject = {json.loads((t / "tests" / "reference.json").read_text())["hidden_files"][0]:
+                  json.loads((t / "tests" / "reference.json").read_text()) for t in _tasks(calc["out"])}
+    mul = by_subject["tests/test_ops.py"]
+    assert mul["fail_to_pass"] == ["tests/test_ops.py::test_mul"]
+    assert "tests/test_ops.py::test_add" in mul["pass_to_pass"]
+    pct = by_subject["tests/test_percent.py"]
+    assert pct["fail_to_pass"] == ["tests/test_percent.py::test_percent",
+                                   "tests/test_percent.py::test_percent_of_zero"]
+    assert "tests/test_table.py::test_squares" in pct["pass_to_pass"]
+    assert "calc/__init__.py" not in pct["base_protected"] and "pyproject.toml" in pct["base_protected"]
+
+
+def test_hidden_tests_never_reach_the_workspace_or_the_instruction(calc):
+    for task in _tasks(calc["out"]):
+        ref = json.loads((task / "tests" / "reference.json").read_text())
+        seen = [(task / "instruction.md").read_bytes()]
+        seen += [p.read_bytes() for p in (task / "environment").rglob("*") if p.is_file()]
+        names = {i.split("::")[-1].split("[")[0] for i in ref["fail_to_pass"]}
+        assert names
+        for name in names:
+            assert not any(f"def {name}".encode() in blob for blob in seen), (task.name, name)
+        for rel in ref["hidden_files"]:
+            hidden = (task / "tests" / "hidden" / rel).read_bytes()
+            assert not (task / "environment" / "app" / rel).exists() or \
+                (task / "environment" / "app" / rel).read_bytes() != hidden
+        gold_added = [line[1:].strip() for line in (task / "solution" / "gold.diff").read_text().splitlines()
+                      if line.startswith("+") and not line.startswith("+++") and len(line.strip()) > 12]
+        assert gold_added
+        instruction = (task / "instruction.md").read_text()
+        assert not any(line in instruction for line in gold_added)
+        assert "calc/ops.py" not in instruction and "calc/percent.py" not in instruction  # no file hints
+
+
+def test_validation_proves_every_task(calc):
+    results = asyncio.run(validate_many(_tasks(calc["out"])))
+    caught_by = {
+        "null": "fail_to_pass", "empty_patch": "fail_to_pass",
+        "delete_failing_tests": "tests_untouched", "skip_failing_tests": "tests_untouched",
+        "edit_hidden_tests": "tests_untouched", "conftest_forces_success": "tests_untouched",
+        "sys_exit_at_import": "fail_to_pass", "os_exit_at_import": "fail_to_pass",
+        "forge_results_from_source": "results_trusted",
+    }
+    seen, forged = set(), []
+    for r in results:
+        assert r.ok, r.reason
+        checks = {c.name: c for c in r.checks}
+        assert checks["oracle"].got == 1.0
+        for name, check in checks.items():
+            if name in ("leak", "oracle"):
+                continue
+            assert check.got == 0.0
+            assert f"{caught_by[name]}=0" in check.detail, (name, check.detail)
+            seen.add(name)
+        forged.append(checks["forge_results_from_source"].detail)
+    assert seen == set(caught_by)
+    # Where the fixed module exists at the start, only the canary stops the forgery: every
+    # test was reported passed.
+    assert any("fail_to_pass=1, pass_to_pass=1" in d for d in forged), forged
+
+
+def test_rebuild_is_byte_identical_without_running_tests(calc, monkeypatch):
+    monkeypatch.setenv("RLFORGE_CACHE_DIR", str(calc["cache"]))
+    con = db.connect(calc["db"])
+    before = con.execute("SELECT checked_at FROM repair_checks ORDER BY ALL").fetchall()
+    out = calc["root"] / "again"
+    report = _build(con, out, validate=False)
+    after = con.execute("SELECT checked_at FROM repair_checks ORDER BY ALL").fetchall()
+    con.close()
+
+    def digest(root: Path) -> dict[str, str]:
+        return {p.relative_to(root).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
+                for p in sorted(root.rglob("*")) if p.is_file() and p.name != "manifest.parquet"}
+
+    assert report.emitted == 2
+    assert digest(out) == digest(calc["out"])
+    assert before == after  # every check came from repair_checks
+
+
+def test_file_hints_name_the_touched_files(calc, monkeypatch, tmp_path):
+    monkeypatch.setenv("RLFORGE_CACHE_DIR", str(calc["cache"]))
+    con = db.connect(calc["db"])
+    _build(con, tmp_path / "hinted", validate=False, file_hints=True)
+    con.close()
+    texts = [(t / "instruction.md").read_text() for t in _tasks(tmp_path / "hinted")]
+    assert any("- `calc/ops.py`" in t for t in texts) and any("- `calc/percent.py`" in t for t in texts)
+
+
+def _mul_task(calc) -> Path:
+    return next(t for t in _tasks(calc["out"])
+                if json.loads((t / "tests" / "reference.json").read_text())["hidden_files"] == ["tests/test_ops.py"])
+
+
+def _mul_attempt(calc, tmp_path: Path, body: str) -> tuple[Path, Path]:
+    """The mul task, and a copy of its workspace with mul's body replaced."""
+    task = _mul_task(calc)
+    ws = tmp_path / "ws"
+    shutil.copytree(task / "environment" / "app", ws)
+    ops = ws / "calc" / "ops.py"
+    ops.write_text(ops.read_text().replace("def mul(a, b):\n    return a + b", "def mul(a, b):\n" + body))
+    return task, ws
+
+
+def test_scoring_a_workspace_and_a_diff(calc, monkeypatch, tmp_path):
+    monkeypatch.setenv("RLFORGE_CACHE_DIR", str(calc["cache"]))
+    task, ws = _mul_attempt(calc, tmp_path, "    return b * a")
+    fixed = asyncio.run(score_workspace(task, ws))
+    assert fixed.outcome == "pass" and fixed.reward["total"] == 1.0
+    assert "-    return a + b\n+    return b * a" in fixed.diff
+    assert fixed.diff == workspace_diff(task, ws)
+    as_diff = asyncio.run(score_patch(task, fixed.diff))
+    assert as_diff.outcome == "pass"
+    gold = asyncio.run(score_patch(task, (task / "solution" / "gold.diff").read_text()))
+    assert gold.reward["total"] == 1.0
+    stale = asyncio.run(score_patch(task, fixed.diff.replace("return a + b", "return a + c")))
+    assert stale.reward["total"] == 0.0
+    assert stale.reward["components"]["patch_applies"]["value"] == 0.0
+    (ws / "tests" / "test_ops.py").write_text("def test_nothing():\n    pass\n")
+    tampered = asyncio.run(score_workspace(task, ws))
+    assert tampered.reward["total"] == 0.0
+    assert "tests/test_ops.py" in tampered.reward["components"]["tests_untouched"]["detail"]
+
+
+def test_a_hanging_fix_attempt_scores_zero_not_invalid(calc, monkeypatch, tmp_path):
+    monkeypatch.setenv("RLFORGE_CACHE_DIR", str(calc["cache"]))
+    task, ws = _mul_attempt(calc, tmp_path, "    while True:\n        pass")
+    result = asyncio.run(score_workspace(task, ws))
+    assert result.outcome == "fail" and result.reward["total"] == 0.0
+    assert "timeout" in result.reward["components"]["fail_to_pass"]["detail"]
+
+
+def test_cli_build_reads_per_repository_settings(calc, cli, tmp_path):
+    (tmp_path / "rlforge.toml").write_text(
+        f'cache_dir = "{calc["cache"]}"\n\n[tasks.repair]\nlast = 3\n\n'
+        '[tasks.repair.repos.calc]\nper_test_timeout = 7\ncollect_timeout = 4\n'
+        'test_command = "python -m pytest -p no:doctest"\n')
+    assert cli("ingest", "commits", calc["repo"], "-q").exit_code == 0
+    listed = cli("build-tasks", "--list", "--json")
+    row = next(r for r in json.loads(listed.output) if r["name"] == "commits.repair")
+    assert row["usable_rows"] == 2  # the last 3 commits: the hang fix and percent() pass screening
+    result = cli("build-tasks", "--generators", "commits.repair", "--out", tmp_path / "t", "--no-validate")
+    assert result.exit_code == 0, result.output
+    assert "dropped 1 × commits.repair: no test change" in result.output
+    assert "dropped 1 × commits.repair: hang at parent" in result.output
+    ref = json.loads((_tasks(tmp_path / "t")[0] / "tests" / "reference.json").read_text())
+    assert ref["per_test_timeout"] == 7 and ref["test_command"] == ["python", "-m", "pytest", "-p", "no:doctest"]
+    (tmp_path / "rlforge.toml").write_text('[tasks.repair.repos.calc]\nresult_format = "tap"\n')
+    failed = cli("build-tasks", "--generators", "commits.repair", "--out", tmp_path / "u")
+    assert failed.exit_code == 1 and "pytest-junit" in failed.output
+
+
+def test_a_config_given_to_build_tasks_reaches_the_generator(calc, tmp_path):
+    bad = tmp_path / "elsewhere.toml"
+    bad.write_text('[tasks.repair]\nlanguage = "cobol"\n')
+    con = db.connect(tmp_path / "rlforge.duckdb")
+    opts = BuildOptions(out=tmp_path / "t", generators=["commits.repair"], config=Config.load(bad))
+    with pytest.raises(UserError, match="unknown commits.repair language 'cobol'; valid: python"):
+        build_tasks(con, opts)
+
+
+# --- the demo repository -----------------------------------------------------------------
+
+def test_dura_fix_commits_become_tasks_with_the_promised_tests(tmp_path, monkeypatch, shared_cache):
+    history = tomllib.loads((ROOT / "sample_data" / "repo" / "history.toml").read_text())["commit"]
+    subprocess.run([str(ROOT / ".venv" / "bin" / "python"), str(ROOT / "sample_data" / "repo" / "build_repo.py"),
+                    str(tmp_path / "dura")], check=True, capture_output=True)
+    con = db.connect(tmp_path / "rlforge.duckdb")
+    ingest_repo(con, tmp_path / "dura")
+    opts = BuildOptions(out=tmp_path / "tasks", generators=["commits.repair"], validate=False,
+                        generator_options={"commits.repair": {"per_test_timeout": 3.0}})
+    build_tasks(con, opts)
+    rows = con.execute("SELECT c.subject, r.status, r.reason, r.fail_to_pass FROM repair_checks r "
+                       "JOIN commits c USING (repo, sha)").fetchall()
+    con.close()
+    by_subject = {s: (status, reason, f2p) for s, status, reason, f2p in rows}
+    for c in history:
+        subject = c["message"].splitlines()[0]
+        if c["kind"] in ("fix", "fix-hang"):
+            status, _, f2p = by_subject[subject]
+            assert status == "kept", subject
+            assert sorted(f2p) == sorted(c["fail_to_pass"]), subject
+        elif c["kind"] == "fix-no-f2p":
+            assert by_subject[subject][:2] == ("rejected", "no F2P")

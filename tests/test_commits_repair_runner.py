@@ -1,0 +1,223 @@
+"""The repair verifier's test runner: pytest under a watchdog, results from junit XML.
+
+Real pytest from a prepared environment runs real test files. A hanging test costs only
+itself (per-test timeout, the session runs again without it); a hang while collecting
+stops the run; code that exits at import leaves no results, so every wanted test is
+missing; ids come back exactly as pytest names them (classes, parameters, unittest); and
+inside the sandbox nothing the tests started outlives the run.
+"""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from rlforge.sandbox import SandboxSpec, prepare_env, run
+from rlforge.tasks.repair.checks import verifier_files, write_tree
+from rlforge.verify.repair_standalone import add_canary, bind_python, junit_key, parse_junit, run_tests
+
+
+@pytest.fixture(scope="module")
+def venv(shared_cache) -> Path:
+    return prepare_env(["pytest"], shared_cache)
+
+
+def tree(root: Path, files: dict[str, str]) -> Path:
+    for rel, text in files.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text))
+    return root
+
+
+def pytest_cmd(venv: Path) -> list[str]:
+    return bind_python(["python", "-m", "pytest"], python=str(venv / "bin" / "python"))
+
+
+OUTCOMES = {
+    "tests/test_kinds.py": """
+        import unittest
+        import pytest
+
+        def test_pass():
+            assert True
+
+        def test_fail():
+            assert 1 == 2
+
+        @pytest.mark.skip(reason="no")
+        def test_skip():
+            pass
+
+        @pytest.mark.xfail(reason="known")
+        def test_xfail():
+            assert False
+
+        @pytest.mark.parametrize("value", ["a-b", "x y", "1.5", "é"])
+        def test_param(value):
+            assert value != "x y"
+
+        class TestGroup:
+            def test_method(self):
+                assert True
+
+            class TestInner:
+                def test_deep(self):
+                    assert True
+
+        class Legacy(unittest.TestCase):
+            def test_unittest(self):
+                self.assertEqual(1, 1)
+
+        @pytest.fixture
+        def broken():
+            yield
+            raise RuntimeError("teardown fails")
+
+        def test_teardown_error(broken):
+            assert True
+        """,
+}
+
+
+def test_outcomes_by_pytest_id(tmp_path, venv):
+    root = tree(tmp_path / "t", OUTCOMES)
+    res = run_tests(str(root), pytest_cmd(venv), None, per_test_timeout=20, collect_timeout=60,
+                    budget_sec=120)
+    out = res["outcomes"]
+    f = "tests/test_kinds.py::"
+    assert out[f + "test_pass"] == "passed"
+    assert out[f + "test_fail"] == "failed"
+    assert out[f + "test_skip"] == "skipped"
+    assert out[f + "test_xfail"] == "skipped"  # an expected failure is not a pass
+    assert out[f + "test_param[a-b]"] == out[f + "test_param[1.5]"] == "passed"
+    assert out[f + "test_param[x y]"] == "failed"
+    assert out[f + "TestGroup::test_method"] == out[f + "TestGroup::TestInner::test_deep"] == "passed"
+    assert out[f + "Legacy::test_unittest"] == "passed"
+    assert out[f + "test_teardown_error"] == "failed"
+    assert res["sessions"] == 1 and not res["hung"]
+    assert len(res["started"]) == len(out) == 12
+    unicode_id = next(i for i in out if i.startswith(f + "test_param[") and i not in (
+        f + "test_param[a-b]", f + "test_param[1.5]", f + "test_param[x y]"))
+    assert out[unicode_id] == "passed"  # pytest escapes non-ASCII ids; they still map back
+
+
+def test_selected_ids_only_and_missing_ones(tmp_path, venv):
+    root = tree(tmp_path / "t", OUTCOMES)
+    f = "tests/test_kinds.py::"
+    wanted = [f + "test_pass", f + "test_param[x y]", f + "test_gone", "tests/test_nofile.py::test_x"]
+    res = run_tests(str(root), pytest_cmd(venv), wanted, per_test_timeout=20, collect_timeout=60,
+                    budget_sec=120)
+    assert res["outcomes"] == {f + "test_pass": "passed", f + "test_param[x y]": "failed",
+                               f + "test_gone": "missing", "tests/test_nofile.py::test_x": "missing"}
+    assert res["started"] == [f + "test_pass", f + "test_param[x y]"]
+
+
+def test_a_hanging_test_times_out_alone(tmp_path, venv):
+    root = tree(tmp_path / "t", {"tests/test_h.py": """
+        def test_before():
+            assert True
+
+        def test_hangs():
+            while True:
+                pass
+
+        def test_sleeps():
+            import time
+            time.sleep(3600)
+
+        def test_after():
+            assert True
+        """})
+    res = run_tests(str(root), pytest_cmd(venv), None, per_test_timeout=1.5, collect_timeout=60,
+                    budget_sec=120)
+    f = "tests/test_h.py::"
+    assert res["outcomes"] == {f + "test_before": "passed", f + "test_hangs": "timeout",
+                               f + "test_sleeps": "timeout", f + "test_after": "passed"}
+    assert res["hung"] == [f + "test_hangs", f + "test_sleeps"] and res["sessions"] == 3
+    assert not res["collection_hang"] and not res["budget_exhausted"]
+
+
+def test_a_hang_while_collecting_stops_the_run(tmp_path, venv):
+    root = tree(tmp_path / "t", {"slow.py": "while True:\n    pass\n",
+                                 "tests/test_s.py": "import slow\n\ndef test_x():\n    assert True\n"})
+    res = run_tests(str(root), pytest_cmd(venv), ["tests/test_s.py::test_x"], per_test_timeout=1,
+                    collect_timeout=2, budget_sec=60)
+    assert res["collection_hang"] and res["outcomes"] == {"tests/test_s.py::test_x": "timeout"}
+
+
+def test_the_budget_ends_the_run(tmp_path, venv):
+    root = tree(tmp_path / "t", {"tests/test_b.py": "".join(
+        f"def test_{i}():\n    import time\n    time.sleep(0.6)\n\n" for i in range(10))})
+    res = run_tests(str(root), pytest_cmd(venv), None, per_test_timeout=5, collect_timeout=30,
+                    budget_sec=2)
+    assert res["budget_exhausted"]
+    assert "timeout" in res["outcomes"].values()
+
+
+@pytest.mark.parametrize("exit_code", ["import sys\nsys.exit(0)\n", "import os\nos._exit(0)\n"])
+def test_exit_at_import_leaves_every_wanted_test_missing(tmp_path, venv, exit_code):
+    root = tree(tmp_path / "t", {"lib.py": exit_code + "def f():\n    return 1\n",
+                                 "tests/test_l.py": "from lib import f\n\ndef test_f():\n    assert f() == 1\n"})
+    res = run_tests(str(root), pytest_cmd(venv), ["tests/test_l.py::test_f"], per_test_timeout=5,
+                    collect_timeout=30, budget_sec=60)
+    assert res["outcomes"]["tests/test_l.py::test_f"] != "passed"
+
+
+def test_canary_is_collected_and_fails(tmp_path, venv):
+    root = tree(tmp_path / "t", {"tests/test_c.py": "class TestA:\n    def test_x(self):\n        assert True\n"})
+    canary = add_canary(str(root), ["tests/test_c.py::TestA::test_x"])
+    assert canary.startswith("tests/test_c.py::test_") and canary != "tests/test_c.py::test_"
+    res = run_tests(str(root), pytest_cmd(venv), ["tests/test_c.py::TestA::test_x", canary],
+                    per_test_timeout=5, collect_timeout=30, budget_sec=60)
+    assert res["outcomes"] == {"tests/test_c.py::TestA::test_x": "passed", canary: "failed"}
+    assert add_canary(str(root), ["tests/missing.py::test_x"]) is None
+
+
+def test_junit_reader_refuses_entities_and_links(tmp_path):
+    bomb = tmp_path / "bomb.xml"
+    bomb.write_text('<?xml version="1.0"?><!DOCTYPE x [<!ENTITY a "aaaa">]><testsuites>&a;</testsuites>')
+    assert parse_junit(str(bomb)) is None
+    good = tmp_path / "good.xml"
+    good.write_text('<testsuites><testsuite><testcase classname="tests.test_a" name="test_x"/>'
+                    '</testsuite></testsuites>')
+    assert parse_junit(str(good)) == {("tests.test_a", "test_x"): "passed"}
+    link = tmp_path / "link.xml"
+    link.symlink_to(good)
+    assert parse_junit(str(link)) is None
+    assert junit_key("tests/test_a.py::TestA::test_x[a::b]") == ("tests.test_a.TestA", "test_x[a::b]")
+
+
+def test_nothing_the_tests_start_outlives_the_run_in_the_sandbox(tmp_path, venv):
+    """A daemon started by a test (setsid, double fork) is gone before results are read."""
+    ws = tree(tmp_path / "ws", {"tests/test_d.py": """
+        import os, subprocess, sys
+
+        def test_spawns_daemon():
+            subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)"],
+                             start_new_session=True)
+            assert True
+        """})
+    runner = tmp_path / "runner"
+    runner.mkdir()
+    probe = textwrap.dedent("""
+        import json, os, sys
+        sys.path.insert(0, "/tests")
+        import rlforge_repair as r, rlforge_verify as v
+        res = r.run_tests("/app", r.bind_python(["python", "-m", "pytest"]), None,
+                          per_test_timeout=20, collect_timeout=60, budget_sec=120,
+                          sweep=v._sweep_namespace)
+        others = [p for p in os.listdir("/proc") if p.isdigit() and int(p) not in (1, os.getpid())]
+        print(json.dumps({"outcomes": res["outcomes"], "others": others}))
+        """)
+    write_tree(runner, {**verifier_files(), "probe.py": probe.encode()})
+    result = run(["/opt/venv/bin/python", "/tests/probe.py"],
+                 SandboxSpec(workspace=ws, tests=runner, venv=venv, timeout_sec=120,
+                             env={"RLFORGE_SANDBOXED": "1"}))
+    assert result.failure is None, result.failure
+    data = json.loads(result.stdout_text.strip().splitlines()[-1])
+    assert data["outcomes"] == {"tests/test_d.py::test_spawns_daemon": "passed"}
+    assert data["others"] == []
