@@ -9,9 +9,9 @@ cd "$(dirname "$0")/.."
 packages=()
 command -v bwrap >/dev/null 2>&1 || packages+=(bubblewrap)
 command -v git >/dev/null 2>&1 || packages+=(git)
-# Prepared environments for sandboxed code are venvs of Debian's python3 (outside /root).
+# Sandboxed code runs on Debian's python3 (outside /root), and so do prepared venvs.
 [ -x /usr/bin/python3 ] || packages+=(python3)
-/usr/bin/python3 -c 'import ensurepip, venv' >/dev/null 2>&1 || packages+=(python3-venv)
+command -v prlimit >/dev/null 2>&1 || packages+=(util-linux)
 if [ "${RLFORGE_BROWSER:-0}" = 1 ] && ! command -v chromium >/dev/null 2>&1; then
     packages+=(chromium)
 fi
