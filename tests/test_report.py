@@ -306,3 +306,12 @@ def test_report_cli_errors(cli, runs, tmp_path):
     (tmp_path / "dir.html").mkdir()
     into_dir = report(cli, runs, tmp_path / "dir.html", runs["runs"]["policy-a"])
     assert into_dir.exit_code == 1 and "is a directory" in into_dir.output
+
+
+def test_readme_documents_the_export_and_report_commands():
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    for command in ("rlforge export tasks", "rlforge export rollouts", "rlforge report RUN_ID",
+                    "rlforge report --compare"):
+        assert f"| `{command}" in readme, f"{command} is missing from the README's command table"
+    for fmt in ("`verl`", "`trl`", "`jsonl`", "`hf`", "`sft`", "`dpo`", "`grpo`"):
+        assert f"| {fmt} |" in readme
