@@ -12,7 +12,9 @@ import hashlib
 import importlib.util
 import json
 import re
+import shutil
 import subprocess
+import sys
 import tomllib
 from pathlib import Path
 
@@ -24,6 +26,7 @@ from paths import SAMPLE_DATA
 from rlforge import db
 from rlforge.export import trl_reward
 from rlforge.ingest import tickets
+from rlforge.ingest.commits import ingest_repo
 from rlforge.run.environment import EnvOptions, Environment
 from rlforge.run.tasks import load_task
 from rlforge.tasks.build import BuildOptions, build_tasks
@@ -254,20 +257,42 @@ def test_exports_are_byte_identical_for_the_same_tasks(cli, tasks_dir, tmp_path)
         assert digest(tmp_path / f"{fmt}1") == digest(tmp_path / f"{fmt}2")
 
 
-def test_sandboxed_tasks_are_skipped_for_trainers_and_counted(cli, tasks_dir, tmp_path):
-    # A copy of the tasks in which one is a script task (its verifier runs the policy's
-    # program in the sandbox): veRL and TRL cannot score it from one completion.
-    copy = tmp_path / "tasks"
-    subprocess.run(["cp", "-r", str(tasks_dir), str(copy)], check=True)
-    victim = tasks_by_split(copy)["train"][0]
-    toml = (victim / "task.toml").read_text()
-    (victim / "task.toml").write_text(re.sub(r'(?m)^verifier = "\w+"', 'verifier = "script"', toml))
-    report = export(cli, copy, tmp_path / "trl", "trl")
-    assert report["rows"]["train"] == len(tasks_by_split(copy)["train"]) - 1
+@pytest.fixture(scope="module")
+def mixed_tasks(tmp_path_factory, tasks_dir, shared_cache) -> Path:
+    """The ticket tasks plus one commits.repair task (multi-turn, verified in the sandbox)."""
+    root = tmp_path_factory.mktemp("mixed-tasks")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("RLFORGE_CACHE_DIR", str(shared_cache))
+        mp.setenv("HOME", str(root))
+        subprocess.run([sys.executable, str(SAMPLE_DATA / "repo" / "build_repo.py"), str(root / "dura")],
+                       check=True, capture_output=True)
+        con = db.connect(root / "rlforge.duckdb")
+        try:
+            ingest_repo(con, root / "dura")
+            build_tasks(con, BuildOptions(out=root / "repair", generators=["commits.repair"],
+                                          limit=1, validate=False))
+        finally:
+            con.close()
+    shutil.copytree(tasks_dir, root / "tasks")
+    [repair] = [p for p in (root / "repair").iterdir() if (p / "task.toml").is_file()]
+    shutil.copytree(repair, root / "tasks" / repair.name)
+    return root / "tasks"
+
+
+def test_sandboxed_tasks_are_skipped_for_trainers_and_counted(cli, mixed_tasks, tmp_path):
+    splits = tasks_by_split(mixed_tasks)
+    repair = [p for v in splits.values() for p in v if p.name.startswith("commits-repair")]
+    assert len(repair) == 1 and task_meta(repair[0])["kind"] == "terminal"
+    split = task_meta(repair[0])["split"]
+    report = export(cli, mixed_tasks, tmp_path / "trl", "trl", "--split", "all")
+    assert report["rows"][split] == len(splits[split]) - 1
     [(reason, n)] = report["skipped"].items()
-    assert n == 1 and "'script'" in reason
-    report = export(cli, copy, tmp_path / "jsonl", "jsonl")
-    assert report["rows"]["train"] == len(tasks_by_split(copy)["train"]) and not report["skipped"]
+    assert n == 1 and reason.startswith("commits.repair: verifier 'repair' (terminal task)")
+    report = export(cli, mixed_tasks, tmp_path / "jsonl", "jsonl", "--split", "all")
+    assert report["rows"][split] == len(splits[split]) and not report["skipped"]
+    rows = [json.loads(line) for line in (tmp_path / "jsonl" / f"{split}.jsonl").read_text().splitlines()]
+    [row] = [r for r in rows if r["task_id"] == repair[0].name]
+    assert row["verifier"] == "repair" and row["instruction"] == (repair[0] / "instruction.md").read_text()
 
 
 def test_cli_errors_say_how_to_fix_them(cli, tasks_dir, tmp_path):
