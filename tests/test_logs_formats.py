@@ -141,8 +141,9 @@ def test_access_combined_common_extra_fields_and_broken_lines():
         '198.51.100.4 - - [10/Oct/2023:13:55:38 -0700] "GET /unterminated',
     ])
     assert out["ok"].to_list() == [True, True, True, False]
-    assert out["message"].to_list()[:3] == ["GET /a.gif HTTP/1.1 200", "POST /login HTTP/1.1 503",
-                                            "GET /x HTTP/1.1 404"]
+    assert out["message"].to_list()[:3] == ["GET /a.gif HTTP/1.1 200 OK",
+                                            "POST /login HTTP/1.1 503 Service Unavailable",
+                                            "GET /x HTTP/1.1 404 Not Found"]
     assert out["level"].to_list()[:3] == ["info", "error", "warn"]
     assert out["ts"][0] == dt.datetime(2023, 10, 10, 20, 55, 36)
     f0, f2 = fields(out, 0), fields(out, 2)
@@ -214,11 +215,29 @@ def test_cri_partial_and_full_lines(tmp_path):
 # --- plain text and detection --------------------------------------------------------------
 
 def test_plain_lines_pick_up_leading_time_and_level():
-    out = parse(lf.PlainFormat(), ["2024-02-03 04:05:06,789 ERROR db: connection lost",
-                                   "no time here"])
-    assert out["ts"][0] == dt.datetime(2024, 2, 3, 4, 5, 6, 789000)
-    assert out["level"].to_list() == ["error", None]
-    assert out["message"].to_list() == ["ERROR db: connection lost", "no time here"]
+    out = parse(lf.PlainFormat(), ["no time here", "WARN disk 91% full", "plain words"])
+    assert out["ok"].to_list() == [True, True, True]  # no times: every line is a record
+    assert out["level"].to_list() == [None, "warn", None]
+    assert out["ts"].to_list() == [None, None, None]
+
+
+def test_plain_timestamped_lines_with_a_layout_and_continuations(tmp_path):
+    path = tmp_path / "app.log"
+    path.write_text("2024-02-03 04:05:06,789 ERROR [main] com.acme.Db: connection lost\n"
+                    "java.io.IOException: reset\n"
+                    "\tat com.acme.Db.read(Db.java:10)\n"
+                    "2024-02-03 04:05:07 Started in 3 s\n"
+                    "wrapped text without a time\n")
+    df = logs.read_log(path)
+    assert lf.detect(path.read_text().splitlines()).name == "plain"
+    assert df["n_lines"].to_list() == [3, 2]
+    first = df.row(0, named=True)
+    assert (first["level"], first["component"], first["ts"]) == \
+        ("error", "com.acme.Db", dt.datetime(2024, 2, 3, 4, 5, 6, 789000))
+    assert first["message"].startswith("connection lost\njava.io.IOException: reset")
+    assert json.loads(first["fields"]) == {"thread": "main"} if isinstance(first["fields"], str) \
+        else first["fields"] == {"thread": "main"}
+    assert df["message"][1] == "Started in 3 s\nwrapped text without a time"
 
 
 @pytest.mark.parametrize("lines, name", [

@@ -589,8 +589,20 @@ _ACCESS = (r'^(?P<client>\S+) (?P<ident>\S+) (?P<user>\S+) \[(?P<ts_text>[^\]]+)
            r'(?: "(?P<referer>(?:[^"\\]|\\.)*)" "(?P<agent>(?:[^"\\]|\\.)*)")?(?P<extra>.*)$')
 
 
+_HTTP_REASONS = {
+    "200": "OK", "201": "Created", "204": "No Content", "206": "Partial Content",
+    "301": "Moved Permanently", "302": "Found", "304": "Not Modified",
+    "400": "Bad Request", "401": "Unauthorized", "403": "Forbidden", "404": "Not Found",
+    "405": "Method Not Allowed", "408": "Request Timeout", "409": "Conflict",
+    "413": "Payload Too Large", "429": "Too Many Requests", "499": "Client Closed Request",
+    "500": "Internal Server Error", "502": "Bad Gateway", "503": "Service Unavailable",
+    "504": "Gateway Timeout"}
+
+
 class AccessFormat(LogFormat):
-    """nginx/Apache access logs: the message is `<request line> <status>`."""
+    """nginx/Apache access logs: the message is `<request line> <status> <reason>` (the
+    reason phrase keeps the outcome in the template, where the status number alone would
+    be a parameter)."""
 
     def __init__(self):
         super().__init__()
@@ -605,7 +617,9 @@ class AccessFormat(LogFormat):
         level = pl.select(pl.when(status >= 500).then(pl.lit("error"))
                           .when(status >= 400).then(pl.lit("warn"))
                           .when(status.is_not_null()).then(pl.lit("info"))).to_series()
-        f = f.with_columns(pl.concat_str([pl.col("request"), pl.col("status")], separator=" ")
+        reason = f["status"].replace_strict(_HTTP_REASONS, default="", return_dtype=pl.String)
+        f = f.with_columns(pl.concat_str([pl.col("request"), pl.col("status"), reason],
+                                         separator=" ").str.strip_chars_end()
                            .alias("message"), level.alias("_level"),
                            pl.col("extra").str.strip_chars())
         f = f.with_columns(pl.when(pl.col("extra") == "").then(None).otherwise(pl.col("extra"))
@@ -745,22 +759,45 @@ class CriFormat(LogFormat):
 
 
 _PLAIN = (r"^(?P<ts_text>\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?)?"
-          r"\s*(?P<message>.*)$")
+          r"[ \t]*(?P<message>.*)$")
+# After a leading time: LEVEL [thread] logger: message (log4j, logback, Python logging).
+_PLAIN_LAYOUT = (r"^(?P<_level>TRACE|DEBUG|INFO|NOTICE|WARN|WARNING|ERROR|CRITICAL|FATAL)"
+                 r"[ \t]+(?:\[(?P<thread>[^\]]*)\][ \t]+)?(?:(?P<component>[\w$.-]+):[ \t]+)?"
+                 r"(?P<message>.*)$")
 
 
 class PlainFormat(LogFormat):
-    """Any text: one record per line, a leading ISO time and a level word if present."""
+    """Any text. When most lines start with an ISO time, a record is a timestamped line
+    and the lines after it that have none (stack traces, wrapped text); the common
+    `LEVEL [thread] logger: message` layout after the time is split up. Otherwise every
+    line is a record, with a level word picked up when one starts it."""
 
     def __init__(self):
         super().__init__()
         self.name = "plain"
+        self.timestamped = False
+
+    def prepare(self, sample: pl.Series, year_hint: dt.datetime) -> None:
+        stamped = sample.str.extract(_PLAIN, 1).is_not_null()
+        trace = ~stamped & sample.str.contains(_CONTINUATION)
+        self.timestamped = bool(sample.len() and stamped[0]
+                                and (stamped | trace).mean() >= 0.8)
+        super().prepare(sample, year_hint)
 
     def continuation(self, lines: pl.Series) -> pl.Series:
-        return pl.Series([False] * len(lines))
+        return pl.Series([self.timestamped] * len(lines))
 
     def _parse(self, lines: pl.Series) -> pl.DataFrame:
         f = lines.str.extract_groups(_PLAIN).struct.unnest()
-        return _finish(f, pl.lit(True), [], None)
+        layout = f["message"].str.extract_groups(_PLAIN_LAYOUT).struct.unnest()
+        has = layout["message"].is_not_null() & f["ts_text"].is_not_null()
+        f = f.with_columns(
+            pl.when(has).then(layout["message"]).otherwise(f["message"]).alias("message"),
+            pl.when(has).then(layout["component"]).alias("component"),
+            pl.when(has).then(layout["_level"]).alias("_level"),
+            pl.when(has).then(layout["thread"]).alias("thread"))
+        ok = f["ts_text"].is_not_null() if self.timestamped else pl.lit(True)
+        return _finish(f, ok, ["thread"], "_level")
 
 
 # --- detection -------------------------------------------------------------------------

@@ -152,8 +152,8 @@ _HASH = "hash(c.line_no, c.ts_text, c.host, c.component, c.level, c.fields, hash
 
 
 def _redact_distinct(values: pl.Series, redactor) -> pl.Series:
-    """Redact a column by its distinct values (log columns repeat a lot)."""
-    if redactor is None or values.null_count() == values.len():
+    """Redact a text column by its distinct values (log columns repeat a lot)."""
+    if redactor is None or values.dtype != pl.String or values.null_count() == values.len():
         return values
     distinct = values.drop_nulls().unique()
     if distinct.len() > values.len() // 2:
