@@ -356,3 +356,19 @@ def test_scheduler_quota_caps_one_generator_only():
 
     asyncio.run(main())
     assert peak["slow"] == 1 and peak["fast"] >= 3 and scheduler.remaining == 0
+
+
+def test_a_reply_with_a_lone_surrogate_is_stored_and_loaded(cli, tmp_path, query):
+    tasks = tmp_path / "tasks"
+    label_task(tasks, "a", "billing")
+    policy = ScriptedPolicy({"a": ["ANSWER: billing \ud800"]}).start()
+    try:
+        result, data = run_json(cli, tasks, "--base-url", policy.url, "--model", "m")
+    finally:
+        policy.stop()
+    assert result.exit_code == 0, result.output
+    (record,) = rollouts_of(data["run_dir"])
+    # Replaced as the verifier's UTF-8 read replaces it; the line and the table stay valid.
+    assert record["messages"][-1]["content"] == "ANSWER: billing \ufffd\ufffd\ufffd"
+    assert record["outcome"] == "fail"  # not one of the labels
+    assert query("SELECT count(*) FROM rollouts") == [(1,)]

@@ -235,3 +235,40 @@ def test_scripted_policy_plays_turns_by_position():
         assert ask([user] + [{"role": "assistant", "content": "x"}] * 2)["content"] == "done"
     finally:
         policy.stop()
+
+
+def test_fast_task_toml_reader_agrees_with_tomllib(tmp_path):
+    import tomllib
+
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    from rlforge.run.tasks import read_toml
+    from rlforge.tasks.render import toml_value
+
+    for path in built_tasks(tmp_path, limit=6).glob("*/task.toml"):
+        text = path.read_text()
+        assert read_toml(text) == tomllib.loads(text)
+    scalar = st.one_of(st.text(max_size=20), st.integers(-10**6, 10**6), st.booleans(),
+                       st.floats(allow_nan=False, allow_infinity=False))
+    value = st.one_of(scalar, st.lists(scalar, max_size=4))
+    key = st.from_regex(r"[A-Za-z_][A-Za-z0-9_-]{0,8}", fullmatch=True)
+    table = st.dictionaries(key, value, max_size=6)
+
+    @settings(max_examples=300, deadline=None)
+    @given(st.dictionaries(st.from_regex(r"[a-z]{1,6}(\.[a-z]{1,6})?", fullmatch=True), table,
+                           max_size=4), st.sampled_from(["", "# note\n", "x = 1 # c\n",
+                                                         "bad = { a = 1 }\n", "when = 2024-01-01\n"]))
+    def same(tables, extra):
+        lines = []
+        for name, items in tables.items():
+            lines.append(f"[{name}]")
+            lines += [f"{k} = {toml_value(v)}" for k, v in items.items()]
+        text = extra + "\n".join(lines) + "\n"
+        try:
+            expected = tomllib.loads(text)
+        except tomllib.TOMLDecodeError:
+            return  # e.g. [a] after [a.b] defined a as a value: not a valid file
+        assert read_toml(text) == expected
+
+    same()

@@ -15,7 +15,7 @@ import hashlib
 import logging
 import time
 from collections import Counter
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
@@ -23,7 +23,7 @@ from rlforge import db
 from rlforge.errors import PolicyContextLength, PolicyRequestError
 from rlforge.run.environment import EnvOptions, Environment, InfraError
 from rlforge.run.schedule import Scheduler, WorkItem
-from rlforge.run.store import RunStore, insert_rollouts, rollout_row, utc_now
+from rlforge.run.store import RunStore, insert_lines, utc_now
 from rlforge.run.tasks import Task
 from rlforge.verify.validate import TaskRunner
 
@@ -104,7 +104,10 @@ class Fact:
                    record.get("completion_tokens") or 0)
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return {"task_id": self.task_id, "sample": self.sample, "generator": self.generator,
+                "split": self.split, "outcome": self.outcome, "reward": self.reward,
+                "error_type": self.error_type, "prompt_tokens": self.prompt_tokens,
+                "completion_tokens": self.completion_tokens}
 
 
 class RolloutRunner:
@@ -221,33 +224,35 @@ class TableSink:
     def __init__(self, db_path: str | Path, interval: float = FLUSH_SECONDS):
         self.db_path = db_path
         self.interval = interval
-        self.rows: list[tuple] = []
+        self.lines: list[str] = []
         self.written = 0
         self.failures = 0
         self._lock = asyncio.Lock()
 
-    def add(self, record: dict[str, Any]) -> None:
-        self.rows.append(rollout_row(record))
+    def add(self, line: str) -> None:
+        """Queue one rollouts.jsonl line."""
+        self.lines.append(line)
 
     async def flush(self) -> None:
+        """Load the queued lines (in a thread; DuckDB does the parsing)."""
         async with self._lock:
-            rows, self.rows = self.rows, []
-            if not rows:
+            lines, self.lines = self.lines, []
+            if not lines:
                 return
             try:
-                await asyncio.to_thread(self._write, rows)
-                self.written += len(rows)
+                await asyncio.to_thread(self._write, lines)
+                self.written += len(lines)
             except Exception as exc:  # a locked or unwritable database: retry later
                 self.failures += 1
                 if self.failures == 1:
                     logger.warning("rollouts not loaded into %s yet (%s); will retry",
                                    self.db_path, exc)
-                self.rows = rows + self.rows
+                self.lines = lines + self.lines
 
-    def _write(self, rows: list[tuple]) -> None:
+    def _write(self, lines: list[str]) -> None:
         con = db.connect(self.db_path)
         try:
-            insert_rollouts(con, rows)
+            insert_lines(con, lines)
         finally:
             con.close()
 
@@ -263,7 +268,9 @@ async def drive(tasks: list[Task], items: list[WorkItem], runner: RolloutRunner,
                 on_record: Callable[[dict[str, Any], Fact], None] | None = None) -> list[Fact]:
     """Run `items` on `concurrency` workers; every record is stored as it ends.
 
-    Returns the facts of the rollouts run (in finishing order).
+    Returns the facts of the rollouts run (in finishing order). When all went well the
+    sink keeps its last batch (`sink.lines`) for the caller to load with the run's
+    summary in one transaction; if the run was interrupted, it is loaded here.
     """
     scheduler = Scheduler(items, quotas)
     remaining = Counter(item.task for item in items)
@@ -278,12 +285,12 @@ async def drive(tasks: list[Task], items: list[WorkItem], runner: RolloutRunner,
             finally:
                 progress.in_flight -= 1
             scheduler.finished(item, record["seconds"])
-            store.append(record)
+            line = store.append(record)
             fact = Fact.of(record)
             facts.append(fact)
             progress.add(fact)
             if sink is not None:
-                sink.add(record)
+                sink.add(line)
             if on_record is not None:
                 on_record(record, fact)
             remaining[item.task] -= 1
@@ -291,8 +298,10 @@ async def drive(tasks: list[Task], items: list[WorkItem], runner: RolloutRunner,
                 task.drop_files()
 
     flusher = asyncio.create_task(sink.run_periodically()) if sink is not None else None
+    completed = False
     try:
         await asyncio.gather(*(worker() for _ in range(max(1, min(concurrency, len(items) or 1)))))
+        completed = True
     finally:
         if flusher is not None:
             flusher.cancel()
@@ -300,6 +309,6 @@ async def drive(tasks: list[Task], items: list[WorkItem], runner: RolloutRunner,
                 await flusher
             except asyncio.CancelledError:
                 pass
-        if sink is not None:
-            await sink.flush()
+            if not completed:
+                await sink.flush()
     return facts

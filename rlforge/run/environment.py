@@ -148,13 +148,35 @@ class Command:
     tool_call_id: str | None = None
 
 
+def _valid_text(text: str) -> str:
+    """Text with any lone surrogate (a JSON answer may carry "\\ud800") replaced as the
+    verifier's UTF-8 file read would replace it, so records are valid UTF-8 and score alike."""
+    if text.isascii():
+        return text
+    try:
+        text.encode("utf-8")
+        return text
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
+
+
+def _valid(value: Any) -> Any:
+    if isinstance(value, str):
+        return _valid_text(value)
+    if isinstance(value, list):
+        return [_valid(v) for v in value]
+    if isinstance(value, dict):
+        return {_valid(k): _valid(v) for k, v in value.items()}
+    return value
+
+
 def _assistant(message: dict[str, Any] | str) -> dict[str, Any]:
     """The policy's reply as it goes back into the conversation (content never null)."""
     if isinstance(message, str):
-        return {"role": "assistant", "content": message}
-    out = {"role": "assistant", "content": message.get("content") or ""}
+        return {"role": "assistant", "content": _valid_text(message)}
+    out = {"role": "assistant", "content": _valid_text(message.get("content") or "")}
     if message.get("tool_calls"):
-        out["tool_calls"] = message["tool_calls"]
+        out["tool_calls"] = _valid(message["tool_calls"])
     return out
 
 

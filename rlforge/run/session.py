@@ -30,8 +30,8 @@ from rlforge.errors import ConfigError, UserError
 from rlforge.run.driver import Fact, Progress, RolloutRunner, TableSink, drive
 from rlforge.run.environment import EnvOptions, Environment, InfraError
 from rlforge.run.schedule import WorkItem, prior_seconds
-from rlforge.run.store import (RunStore, new_run_id, replace_run_rollouts, set_advantages,
-                               upsert_run, utc_now)
+from rlforge.run.store import (ROLLOUTS, RunStore, insert_lines, new_run_id, reload_run,
+                               set_advantages, upsert_run, utc_now)
 from rlforge.run.tasks import Task, discover_tasks, load_task
 
 PLAN_SCHEMA = 1
@@ -214,17 +214,22 @@ def _execute(cfg: Config, store: RunStore, plan: dict[str, Any], tasks: list[Tas
     for fact in facts:
         progress.outcomes[fact.outcome] += 1
     # The table mirrors the log before anything new is added (a resume reloads it).
-    if records:
-        replace_run_rollouts(db_path, store.run_id, records)
-    _record_run(db_path, store, plan, facts, status="running")
+    con = db.connect(db_path)
+    try:
+        if records:
+            reload_run(con, store.run_id, store.dir / ROLLOUTS)
+        _record_run(con, store, plan, facts, status="running")
+    finally:
+        con.close()
     notice = ""
+    sink = TableSink(db_path)
     if items:
         _check_sandbox(tasks, items, plan)
         with _policy(cfg, plan) as (policy, api_key, notice, concurrency):
             progress.started = time.monotonic()
             facts += asyncio.run(_session(plan, store, tasks, items, policy, api_key,
-                                          concurrency, db_path, progress))
-    report = finalize(db_path, store, plan, facts, status="finished")
+                                          concurrency, sink, progress))
+    report = finalize(db_path, store, plan, facts, status="finished", lines=sink.lines)
     report.session_rollouts = len(items)
     report.seconds = time.perf_counter() - started
     report.notice = notice
@@ -259,7 +264,7 @@ def _policy(cfg: Config, plan: dict[str, Any]) -> Iterator[tuple[Any, str, str, 
         yield policy, "", NOTICE, 1
 
 
-async def _session(plan, store, tasks, items, policy, api_key, concurrency, db_path,
+async def _session(plan, store, tasks, items, policy, api_key, concurrency, sink,
                    progress) -> list[Fact]:
     from rlforge.policy import PolicyClient
     from rlforge.sandbox import SandboxPool
@@ -273,7 +278,7 @@ async def _session(plan, store, tasks, items, policy, api_key, concurrency, db_p
                 client, EnvOptions(**plan["env"]),
                 TaskRunner(pool, plan["env"]["sandbox_mode"], spec_hook_for(tasks)), scratch,
                 run_id=plan["run_id"], run_seed=plan["seed"], time_budget=plan["time_budget"])
-            return await drive(tasks, items, runner, store, TableSink(db_path), progress,
+            return await drive(tasks, items, runner, store, sink, progress,
                                concurrency=concurrency, quotas=plan["generator_concurrency"])
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
@@ -287,8 +292,9 @@ def spec_hook_for(tasks: list[Task]):
 # --- results -----------------------------------------------------------------------------
 
 def finalize(db_path, store: RunStore, plan: dict[str, Any], facts: list[Fact], *,
-             status: str) -> RunReport:
-    """Summary, pass@k, per-group advantages; summary.json, groups.jsonl, the DB; the gate."""
+             status: str, lines: list[str] | None = None) -> RunReport:
+    """Summary, pass@k, per-group advantages; summary.json, groups.jsonl, the DB (with the
+    last `lines` of rollouts.jsonl not loaded yet, in the same transaction); the gate."""
     samples = plan["samples"]
     summary = stats.summarize((f.to_dict() for f in facts), samples)
     groups: dict[str, list[Fact]] = {}
@@ -314,10 +320,13 @@ def finalize(db_path, store: RunStore, plan: dict[str, Any], facts: list[Fact], 
     store.write_summary(summary, group_rows)
     con = db.connect(db_path)
     try:
+        con.execute("BEGIN")
+        insert_lines(con, lines or [])
         set_advantages(con, store.run_id, advantages)
+        _record_run(con, store, plan, facts, status=status, summary=summary)
+        con.execute("COMMIT")
     finally:
         con.close()
-    _record_run(db_path, store, plan, facts, status=status, summary=summary)
     code, reason = gate(summary, plan["gates"]["min_pass_rate"],
                         plan["gates"]["max_infra_error_rate"])
     return RunReport(store.run_id, str(store.dir), summary, plan, exit_code=code, gate=reason)
@@ -339,26 +348,23 @@ def gate(summary: dict[str, Any], min_pass_rate: float, max_infra_error_rate: fl
     return 0, ""
 
 
-def _record_run(db_path, store: RunStore, plan: dict[str, Any], facts: list[Fact], *,
+def _record_run(con, store: RunStore, plan: dict[str, Any], facts: list[Fact], *,
                 status: str, summary: dict[str, Any] | None = None) -> None:
-    con = db.connect(db_path)
-    try:
-        existing = con.execute("SELECT created_at FROM runs WHERE run_id = ?",
-                               [store.run_id]).fetchall()
-        created = existing[0][0] if existing else _naive(plan["created_at"])
-        summary = summary or {}
-        upsert_run(con, {
-            "run_id": store.run_id, "status": status, "created_at": created,
-            "updated_at": db.now(), "tasks_dir": plan["tasks_dir"], "run_dir": str(store.dir.resolve()),
-            "base_url": plan["policy"]["base_url"], "model": plan["policy"]["model"],
-            "embedded": plan["embedded"], "samples": plan["samples"], "tasks": len(plan["tasks"]),
-            "planned": len(plan["tasks"]) * plan["samples"], "rollouts": len(facts),
-            "pass_rate": summary.get("pass_rate"), "mean_reward": summary.get("mean_reward"),
-            "infra_error_rate": summary.get("infra_error_rate"),
-            "pass_at_k": summary.get("pass_at_k"), "summary": summary or None, "config": plan,
-            "rlforge_version": __version__})
-    finally:
-        con.close()
+    existing = con.execute("SELECT created_at FROM runs WHERE run_id = ?",
+                           [store.run_id]).fetchall()
+    summary = summary or {}
+    upsert_run(con, {
+        "run_id": store.run_id, "status": status,
+        "created_at": existing[0][0] if existing else _naive(plan["created_at"]),
+        "updated_at": db.now(), "tasks_dir": plan["tasks_dir"],
+        "run_dir": str(store.dir.resolve()), "base_url": plan["policy"]["base_url"],
+        "model": plan["policy"]["model"], "embedded": plan["embedded"],
+        "samples": plan["samples"], "tasks": len(plan["tasks"]),
+        "planned": len(plan["tasks"]) * plan["samples"], "rollouts": len(facts),
+        "pass_rate": summary.get("pass_rate"), "mean_reward": summary.get("mean_reward"),
+        "infra_error_rate": summary.get("infra_error_rate"),
+        "pass_at_k": summary.get("pass_at_k"), "summary": summary or None, "config": plan,
+        "rlforge_version": __version__})
 
 
 def _naive(text: str) -> dt.datetime:
@@ -387,7 +393,11 @@ def rescore(cfg: Config, run_id: str, *, min_pass_rate: float | None = None,
         stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%S")
         store.rewrite_rollouts(records, keep_previous=f"rollouts.before-rescore-{stamp}.jsonl")
         db_path = cfg.get("db")
-        replace_run_rollouts(db_path, run_id, records)
+        con = db.connect(db_path)
+        try:
+            reload_run(con, run_id, store.dir / ROLLOUTS)
+        finally:
+            con.close()
         report = finalize(db_path, store, plan, [Fact.of(r) for r in records],
                           status="finished" if len(records) == len(plan["tasks"]) * plan["samples"]
                           else "running")

@@ -8,8 +8,8 @@
       lock             held (flock) by the process working on the run
 
 rollouts.jsonl is the record of truth: the DuckDB tables are loaded from it (in batches
-while the run goes, and in full on `--resume` and `rescore`), so a run killed at any
-moment loses at most the rollouts in flight. A line cut short by the kill is dropped when
+while the run goes, and in full on `--resume` and `rescore`; DuckDB parses the lines), so
+a run killed at any moment loses at most the rollouts in flight. A line cut short by the kill is dropped when
 the run is resumed, and that rollout runs again.
 """
 
@@ -23,7 +23,6 @@ import secrets
 from pathlib import Path
 from typing import Any, Iterable
 
-from rlforge import db
 from rlforge.errors import UserError
 
 SCHEMA = 1
@@ -32,14 +31,6 @@ ROLLOUTS = "rollouts.jsonl"
 SUMMARY = "summary.json"
 GROUPS = "groups.jsonl"
 
-#: Columns of the `rollouts` table, in order, and how each comes from a JSONL record.
-_JSON_COLUMNS = ("components", "error", "messages", "steps", "submission")
-ROLLOUT_COLUMNS = (
-    "run_id", "rollout_id", "task_id", "sample", "seed", "generator", "generator_version",
-    "split", "kind", "verifier", "outcome", "reward", "components", "advantage", "error_type",
-    "error", "ended_by", "turns", "commands", "prompt_tokens", "completion_tokens", "requests",
-    "attempts", "policy_seconds", "seconds", "started_at", "finished_at", "scored_by",
-    "rescored_at", "messages", "steps", "submission")
 
 
 def new_run_id() -> str:
@@ -50,12 +41,6 @@ def new_run_id() -> str:
 def utc_now() -> str:
     """The current time as an ISO 8601 UTC string (the form rollouts.jsonl stores)."""
     return dt.datetime.now(dt.timezone.utc).isoformat(timespec="microseconds").replace("+00:00", "Z")
-
-
-def _timestamp(text: str | None) -> dt.datetime | None:
-    if not text:
-        return None
-    return dt.datetime.fromisoformat(text.replace("Z", "+00:00")).replace(tzinfo=None)
 
 
 class RunStore:
@@ -159,13 +144,16 @@ class RunStore:
                                 "(move the line away to recover)") from None
         return records
 
-    def append(self, record: dict[str, Any]) -> None:
+    def append(self, record: dict[str, Any]) -> str:
         """Append one rollout and flush it to the OS (no fsync: a process kill loses
-        nothing written; a machine crash may lose the last lines, which resume reruns)."""
+        nothing written; a machine crash may lose the last lines, which resume reruns).
+        Returns the line written (without its newline)."""
         if self._out is None:
             self._out = open(self.dir / ROLLOUTS, "a", encoding="utf-8")
-        self._out.write(json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n")
+        line = json.dumps(record, ensure_ascii=False, separators=(",", ":"))
+        self._out.write(line + "\n")
         self._out.flush()
+        return line
 
     def rewrite_rollouts(self, records: Iterable[dict[str, Any]], keep_previous: str) -> None:
         """Replace rollouts.jsonl atomically; the previous file is kept as `keep_previous`."""
@@ -194,63 +182,63 @@ def _atomic_write(path: Path, text: str) -> None:
 
 # --- DuckDB ------------------------------------------------------------------------------
 
-def rollout_row(record: dict[str, Any]) -> tuple:
-    """A JSONL record as a row of the `rollouts` table (advantage filled in later)."""
-    reward = record.get("reward") or {}
-    error = record.get("error")
-    row = {
-        **record,
-        "reward": reward.get("total") if record.get("reward") is not None else None,
-        "components": reward.get("components"),
-        "advantage": None,
-        "error_type": error.get("type") if error else None,
-        "started_at": _timestamp(record.get("started_at")),
-        "finished_at": _timestamp(record.get("finished_at")),
-        "rescored_at": _timestamp((record.get("rescored") or {}).get("at")),
-    }
-    for name in _JSON_COLUMNS:
-        value = row.get(name)
-        row[name] = None if value is None else json.dumps(value, ensure_ascii=False)
-    return tuple(row.get(c) for c in ROLLOUT_COLUMNS)
+#: The fields of a rollouts.jsonl line the `rollouts` table keeps, with their SQL types.
+_LINE_STRUCTURE = json.dumps({
+    "run_id": "VARCHAR", "rollout_id": "VARCHAR", "task_id": "VARCHAR", "sample": "INTEGER",
+    "seed": "BIGINT", "generator": "VARCHAR", "generator_version": "INTEGER", "split": "VARCHAR",
+    "kind": "VARCHAR", "verifier": "VARCHAR", "outcome": "VARCHAR",
+    "reward": {"total": "DOUBLE", "components": "JSON"}, "error": "JSON", "ended_by": "VARCHAR",
+    "turns": "INTEGER", "commands": "INTEGER", "prompt_tokens": "BIGINT",
+    "completion_tokens": "BIGINT", "requests": "INTEGER", "attempts": "INTEGER",
+    "policy_seconds": "DOUBLE", "seconds": "DOUBLE", "started_at": "VARCHAR",
+    "finished_at": "VARCHAR", "scored_by": "VARCHAR", "rescored": {"at": "VARCHAR"},
+    "messages": "JSON", "steps": "JSON", "submission": "JSON"})
+
+#: How rollouts.jsonl lines (column `line` of `{source}`) become rows of the `rollouts`
+#: table. DuckDB parses each line once (`from_json`), so loading costs no Python per row;
+#: the advantage is filled in at the end of the run.
+ROLLOUT_SELECT = """
+    SELECT r.run_id, r.rollout_id, r.task_id, r.sample, r.seed, r.generator,
+           r.generator_version, r.split, r.kind, r.verifier, r.outcome,
+           CASE WHEN r.outcome = 'invalid' THEN NULL ELSE r.reward.total END,
+           r.reward.components, NULL::DOUBLE, r.error->>'type', r.error, r.ended_by, r.turns,
+           r.commands, r.prompt_tokens, r.completion_tokens, r.requests, r.attempts,
+           r.policy_seconds, r.seconds, replace(r.started_at, 'Z', '')::TIMESTAMP,
+           replace(r.finished_at, 'Z', '')::TIMESTAMP, r.scored_by,
+           replace(r.rescored.at, 'Z', '')::TIMESTAMP, r.messages, r.steps, r.submission
+    FROM (SELECT from_json(line, ?) AS r FROM ({source}))"""
 
 
-def insert_rollouts(con, rows: list[tuple]) -> None:
-    """Append rows (from `rollout_row`) to the `rollouts` table in one statement."""
-    if not rows:
-        return
-    import pyarrow as pa  # imported on first use: it costs ~0.15 s of start-up
+def insert_lines(con, lines: list[str]) -> None:
+    """Append rollouts.jsonl lines to the `rollouts` table in one statement."""
+    if lines:
+        source = "SELECT unnest(?::VARCHAR[]) AS line"
+        con.execute("INSERT INTO rollouts " + ROLLOUT_SELECT.format(source=source),
+                    [_LINE_STRUCTURE, lines])
 
-    columns = list(zip(*rows))
-    types = {"sample": pa.int32(), "seed": pa.int64(), "generator_version": pa.int32(),
-             "reward": pa.float64(), "advantage": pa.float64(), "turns": pa.int32(),
-             "commands": pa.int32(), "prompt_tokens": pa.int64(), "completion_tokens": pa.int64(),
-             "requests": pa.int32(), "attempts": pa.int32(), "policy_seconds": pa.float64(),
-             "seconds": pa.float64(), "started_at": pa.timestamp("us"),
-             "finished_at": pa.timestamp("us"), "rescored_at": pa.timestamp("us")}
-    batch = pa.table({name: pa.array(values, type=types.get(name, pa.string()))
-                      for name, values in zip(ROLLOUT_COLUMNS, columns)})
-    con.register("rollout_batch", batch)
+
+def reload_run(con, run_id: str, log: Path) -> None:
+    """Make the table hold exactly the run's rollouts.jsonl (on resume and rescore)."""
+    con.execute("BEGIN")
     try:
-        con.execute(f"INSERT INTO rollouts ({', '.join(ROLLOUT_COLUMNS)}) "
-                    f"SELECT {', '.join(ROLLOUT_COLUMNS)} FROM rollout_batch")
-    finally:
-        con.unregister("rollout_batch")
+        con.execute("DELETE FROM rollouts WHERE run_id = ?", [run_id])
+        if log.exists() and log.stat().st_size:
+            source = "SELECT json AS line FROM read_ndjson_objects(?)"
+            con.execute("INSERT INTO rollouts " + ROLLOUT_SELECT.format(source=source),
+                        [_LINE_STRUCTURE, str(log)])
+        con.execute("COMMIT")
+    except Exception:
+        con.execute("ROLLBACK")
+        raise
 
 
 def set_advantages(con, run_id: str, advantages: dict[str, float | None]) -> None:
     """Write each rollout's group advantage (rollout_id -> value) into the table."""
-    if not advantages:
-        return
-    import pyarrow as pa
-
-    table = pa.table({"rollout_id": pa.array(list(advantages), pa.string()),
-                      "advantage": pa.array(list(advantages.values()), pa.float64())})
-    con.register("advantage_batch", table)
-    try:
-        con.execute("UPDATE rollouts SET advantage = a.advantage FROM advantage_batch a "
-                    "WHERE rollouts.run_id = ? AND rollouts.rollout_id = a.rollout_id", [run_id])
-    finally:
-        con.unregister("advantage_batch")
+    if advantages:
+        con.execute("UPDATE rollouts SET advantage = a.value FROM (SELECT unnest(?::VARCHAR[]) "
+                    "AS rollout_id, unnest(?::DOUBLE[]) AS value) a "
+                    "WHERE rollouts.run_id = ? AND rollouts.rollout_id = a.rollout_id",
+                    [list(advantages), list(advantages.values()), run_id])
 
 
 def upsert_run(con, row: dict[str, Any]) -> None:
@@ -265,16 +253,3 @@ def upsert_run(con, row: dict[str, Any]) -> None:
             values[i] = json.dumps(values[i])
     con.execute(f"INSERT OR REPLACE INTO runs ({', '.join(columns)}) "
                 f"VALUES ({', '.join('?' * len(columns))})", values)
-
-
-def replace_run_rollouts(db_path: str | Path, run_id: str, records: list[dict[str, Any]]) -> None:
-    """Make the table hold exactly these records for the run (resume and rescore)."""
-    con = db.connect(db_path)
-    try:
-        con.execute("BEGIN")
-        con.execute("DELETE FROM rollouts WHERE run_id = ?", [run_id])
-        for start in range(0, len(records), 5000):
-            insert_rollouts(con, [rollout_row(r) for r in records[start:start + 5000]])
-        con.execute("COMMIT")
-    finally:
-        con.close()
