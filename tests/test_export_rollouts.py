@@ -20,7 +20,8 @@ import pytest
 from typer.testing import CliRunner
 
 from rlforge import stats
-from test_export_tasks import build_sample_tasks, gold_answer, hf_offline  # noqa: F401
+from test_export_tasks import (build_sample_tasks, gold_answer, hf_offline, mixed_tasks,  # noqa: F401
+                               once, tasks_dir)
 
 datasets = pytest.importorskip("datasets")
 
@@ -38,7 +39,8 @@ class GradedPolicy:
         self.by_instruction = {}
         for task in sorted(p for p in tasks_dir.iterdir() if (p / "task.toml").is_file()):
             ref = json.loads((task / "tests" / "reference.json").read_text())
-            self.by_instruction[(task / "instruction.md").read_text()] = (task.name, ref, gold_answer(task))
+            gold = gold_answer(task) if ref.get("verifier") in ("answer", "reply") else None
+            self.by_instruction[(task / "instruction.md").read_text()] = (task.name, ref, gold)
         self.infra_percent = infra_percent
         self.requests = 0
         policy = self
@@ -77,6 +79,17 @@ class GradedPolicy:
             status = 500 if (h >> 7) % 2 else 429
             return status, {"error": {"message": "overloaded", "type": "server_error"}}
         right = (h >> 8) % 1000 < SKILLS[_hash(model, task_id) % len(SKILLS)] * 1000
+        if body.get("tools"):  # a terminal task: look around once, then submit
+            turn = sum(m["role"] == "assistant" for m in body["messages"])
+            name, args = ("bash", {"command": "ls -la && git log --oneline | head -3"}) if turn == 0 \
+                else ("submit", {})
+            call = {"id": f"call_{turn}", "type": "function",
+                    "function": {"name": name, "arguments": json.dumps(args)}}
+            return 200, {"id": "chatcmpl-t", "object": "chat.completion", "created": 0, "model": model,
+                         "choices": [{"index": 0, "message": {"role": "assistant", "content": None,
+                                                              "tool_calls": [call]},
+                                      "finish_reason": "tool_calls"}],
+                         "usage": {"prompt_tokens": 100, "completion_tokens": 10, "total_tokens": 110}}
         if ref["verifier"] == "answer":
             wrong = next(x for x in ref["labels"] if x != ref["answer"])
             content = f"The request is about this.\nANSWER: {gold if right else wrong}"
@@ -100,20 +113,22 @@ class GradedPolicy:
         self.server.server_close()
 
 
-def make_runs(root: Path, models: dict[str, int], samples: int = 4, limit: int = 24) -> dict:
-    """Build tasks under root and run each model (name -> infra percent) over them."""
+def make_runs(root: Path, models: dict[str, int], samples: int = 4, limit: int = 24,
+              tasks_dir: Path | None = None, env: dict[str, str] | None = None,
+              args: tuple[str, ...] = ()) -> dict:
+    """Run each model (name -> infra percent) over tasks (built under root if not given)."""
     from rlforge.cli import app
 
-    tasks_dir = build_sample_tasks(root, limit=limit)
+    tasks_dir = tasks_dir or build_sample_tasks(root, limit=limit)
     env = {"RLFORGE_DB": str(root / "rlforge.duckdb"), "RLFORGE_RUN_MAX_RETRIES": "0",
-           "RLFORGE_RUN_RUNS_DIR": str(root / "runs")}
+           "RLFORGE_RUN_RUNS_DIR": str(root / "runs"), **(env or {})}
     runs = {}
     with GradedPolicy(tasks_dir, models) as policy:
         for model in models:
             result = CliRunner().invoke(app, [
                 "run", str(tasks_dir), "--base-url", policy.url, "--model", model,
                 "--samples", str(samples), "--concurrency", "4", "--run-id", f"run-{model}",
-                "--seed", "1", "--json"], env=env, catch_exceptions=False)
+                "--seed", "1", "--json", *args], env=env, catch_exceptions=False)
             assert result.exit_code in (0, 3, 4), result.output
             runs[model] = f"run-{model}"
     return {"tasks": tasks_dir, "runs_dir": root / "runs", "db": root / "rlforge.duckdb",
@@ -122,7 +137,8 @@ def make_runs(root: Path, models: dict[str, int], samples: int = 4, limit: int =
 
 @pytest.fixture(scope="module")
 def run_dirs(tmp_path_factory) -> dict:
-    return make_runs(tmp_path_factory.mktemp("export-rollouts"), {"policy-a": 8})
+    return once("run_dirs", lambda: make_runs(tmp_path_factory.mktemp("export-rollouts"),
+                                              {"policy-a": 8}))
 
 
 def records_of(run_dir: Path) -> list[dict]:
@@ -226,3 +242,37 @@ def test_rollout_export_errors(cli, run_dirs, tmp_path):
                   "--out", tmp_path / "o")
     assert by_path.exit_code == 0 and "infrastructure-invalid rollouts excluded" in by_path.output
     assert pq.read_schema(tmp_path / "o" / "train.parquet").names[0] == "messages"
+
+
+@pytest.fixture(scope="module")
+def terminal_run(tmp_path_factory, mixed_tasks, shared_cache) -> dict:
+    """A real multi-turn run: the policy calls bash in the sandbox, then submits."""
+    def make() -> dict:
+        root = tmp_path_factory.mktemp("terminal-run")
+        return make_runs(root, {"policy-t": 0}, samples=2, tasks_dir=mixed_tasks,
+                         env={"RLFORGE_CACHE_DIR": str(shared_cache), "HOME": str(root)},
+                         args=("--generators", "commits.repair"))
+
+    return once("terminal_run", make)
+
+
+def test_multi_turn_rollouts_keep_tool_calls_and_observations(cli, terminal_run, tmp_path):
+    records = records_of(terminal_run["runs_dir"] / "run-policy-t")
+    assert len(records) == 2 and {r["outcome"] for r in records} == {"fail"}
+    result = cli("export", "rollouts", "run-policy-t", "--runs-dir", terminal_run["runs_dir"],
+                 "--format", "grpo", "--out", tmp_path / "grpo", "--json")
+    assert result.exit_code == 0, result.output
+    split = records[0]["split"]
+    rows = list(load_split(tmp_path / "grpo", split))
+    assert len(rows) == 2
+    for row in rows:
+        record = next(r for r in records if r["rollout_id"] == row["rollout_id"])
+        roles = [m["role"] for m in row["completion"]]
+        assert roles == ["assistant", "tool", "assistant"]  # bash, its output, submit
+        call = row["completion"][0]["tool_calls"][0]
+        assert call["function"]["name"] == "bash" and "git log" in call["function"]["arguments"]
+        observation = row["completion"][1]
+        assert observation["tool_call_id"] == call["id"]
+        assert observation["content"] == record["messages"][3]["content"]
+        assert row["completion"][2]["tool_calls"][0]["function"]["name"] == "submit"
+        assert row["advantage"] == 0.0 and row["reward"] == 0.0

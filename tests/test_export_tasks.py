@@ -17,6 +17,7 @@ import subprocess
 import sys
 import tomllib
 from pathlib import Path
+from typing import Any, Callable
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -51,9 +52,19 @@ def build_sample_tasks(root: Path, limit: int = 40) -> Path:
     return root / "tasks"
 
 
+_BUILT: dict[str, Any] = {}
+
+
+def once(key: str, make: Callable[[], Any]) -> Any:
+    """Build a read-only fixture once per test session, for every module that imports it."""
+    if key not in _BUILT:
+        _BUILT[key] = make()
+    return _BUILT[key]
+
+
 @pytest.fixture(scope="module")
 def tasks_dir(tmp_path_factory) -> Path:
-    return build_sample_tasks(tmp_path_factory.mktemp("export-tasks"))
+    return once("tasks", lambda: build_sample_tasks(tmp_path_factory.mktemp("export-tasks")))
 
 
 @pytest.fixture(autouse=True)
@@ -260,7 +271,11 @@ def test_exports_are_byte_identical_for_the_same_tasks(cli, tasks_dir, tmp_path)
 @pytest.fixture(scope="module")
 def mixed_tasks(tmp_path_factory, tasks_dir, shared_cache) -> Path:
     """The ticket tasks plus one commits.repair task (multi-turn, verified in the sandbox)."""
-    root = tmp_path_factory.mktemp("mixed-tasks")
+    return once("mixed", lambda: _mixed_tasks(tmp_path_factory.mktemp("mixed-tasks"), tasks_dir,
+                                              shared_cache))
+
+
+def _mixed_tasks(root: Path, tasks_dir: Path, shared_cache: Path) -> Path:
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("RLFORGE_CACHE_DIR", str(shared_cache))
         mp.setenv("HOME", str(root))

@@ -23,8 +23,8 @@ from pathlib import Path
 import aiohttp
 import pytest
 
-from test_export_rollouts import make_runs, records_of
-from test_export_tasks import hf_offline  # noqa: F401
+from test_export_rollouts import make_runs, records_of, terminal_run  # noqa: F401
+from test_export_tasks import hf_offline, mixed_tasks, tasks_dir  # noqa: F401
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 needs_chromium = pytest.mark.skipif(CHROMIUM is None, reason="needs Debian's chromium "
@@ -294,6 +294,29 @@ def test_compare_shows_deltas_and_flipped_tasks(cli, runs, tmp_path):
     page = asyncio.run(open_in_chromium(tmp_path / "compare.html", scenario, tmp_path / "profile"))
     assert page.errors() == []
     assert state == {"flips": len(flipped), "broken": got["broken"]}
+
+
+@needs_chromium
+def test_multi_turn_rollouts_show_their_tool_calls(cli, terminal_run, tmp_path):
+    assert report(cli, terminal_run, tmp_path / "t.html", "run-policy-t").exit_code == 0
+    record = min(records_of(terminal_run["runs_dir"] / "run-policy-t"),
+                 key=lambda r: (r["task_id"], r["rollout_id"]))  # the browser's first row
+    state = {}
+
+    async def scenario(page: Page) -> None:
+        state["shown"] = await page.js("""(() => {
+            document.querySelector('#rollouts tbody tr.r').click();
+            return [...document.querySelectorAll('#rollouts tr.detail .msg')].map(
+                m => [m.className, [...m.querySelectorAll('pre')].map(p => p.textContent)]); })()""")
+        await screenshot(page, tmp_path / "report-multi-turn.png")
+
+    page = asyncio.run(open_in_chromium(tmp_path / "t.html", scenario, tmp_path / "profile"))
+    assert page.errors() == []
+    shown = state["shown"]
+    assert [c for c, _ in shown] == [f"msg {m['role']}" for m in record["messages"]]
+    call = record["messages"][2]["tool_calls"][0]["function"]
+    assert shown[2][1] == [f"→ bash {call['arguments']}"]
+    assert shown[3][1] == [record["messages"][3]["content"]]  # the command's output
 
 
 def test_report_cli_errors(cli, runs, tmp_path):
