@@ -27,6 +27,7 @@ import hashlib
 import os
 import queue
 import threading
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
@@ -97,6 +98,31 @@ class _TemplateBook:
     examples: dict[str, str] = field(default_factory=dict)
 
 
+class _BackgroundHash:
+    """sha256 of the bytes read, computed on another thread (hashlib lets go of the GIL)
+    while the chunk is parsed."""
+
+    def __init__(self):
+        self._hash = hashlib.sha256()
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="rlforge-sha256")
+        self._last = None
+
+    def update(self, data: bytes) -> None:
+        if self._last is not None:
+            self._last.result()  # at most one block waits: memory stays bounded
+        self._last = self._pool.submit(self._hash.update, data)
+
+    def hexdigest(self) -> str:
+        self.close()
+        return self._hash.hexdigest()
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=True)
+        if self._last is not None:
+            self._last.result()
+            self._last = None
+
+
 class _Writer:
     """Runs one file's inserts on a background thread, in order, so that DuckDB writes a
     chunk while polars parses the next. The connection is only ever used under `lock`."""
@@ -165,8 +191,9 @@ def _redact_distinct(values: pl.Series, redactor) -> pl.Series:
     return values.replace(distinct.filter(changed), redacted.filter(changed))
 
 
-def _fields_text(fields: pl.Series, redactor, plain: set[str]) -> pl.Series:
-    """The other fields as JSON text, each field redacted (except time fields)."""
+def _redact_fields(fields: pl.Series, redactor, plain: set[str]) -> pl.Series:
+    """The other fields, each text field redacted (except time fields). A struct stays a
+    struct: DuckDB writes it as JSON text (`_FIELDS`) while it inserts."""
     if fields.dtype == pl.String:
         return _redact_distinct(fields, redactor)
     if not isinstance(fields.dtype, pl.Struct):
@@ -174,8 +201,14 @@ def _fields_text(fields: pl.Series, redactor, plain: set[str]) -> pl.Series:
     parts = [(fields.struct.field(f.name) if f.name in plain else
               _redact_distinct(fields.struct.field(f.name), redactor)).alias(f.name)
              for f in fields.dtype.fields]
-    return pl.DataFrame(parts).select(pl.struct(pl.all()).struct.json_encode())\
-        .to_series().alias("fields")
+    return pl.DataFrame(parts).select(pl.struct(pl.all()).alias("fields")).to_series()
+
+
+def _chunk_sql(table: pl.DataFrame) -> str:
+    """The chunk as a relation of the table's columns, fields as JSON text."""
+    if isinstance(table.schema["fields"], pl.Struct):
+        return "(SELECT * REPLACE (to_json(fields)::VARCHAR AS fields) FROM {name})"
+    return "{name}"
 
 
 class _ChunkStore:
@@ -211,7 +244,7 @@ class _ChunkStore:
         every = pl.concat([known.select("message", "message_id", "red"),
                            fresh.select("message", "message_id", "red")])
         recs = chunk.join(every, on="message", how="left", maintain_order="left")
-        recs = recs.with_columns(_fields_text(recs["fields"], self.redactor, self.plain))
+        recs = recs.with_columns(_redact_fields(recs["fields"], self.redactor, self.plain))
         dup = 0
         if self.check:
             flags = pl.Series(self._duplicates(recs))
@@ -227,6 +260,7 @@ class _ChunkStore:
         if self.cache.height > MESSAGE_CACHE_ROWS:
             self.cache = self.cache.tail(MESSAGE_CACHE_ROWS // 2)
         self.book.touched.update(known["template_id"].unique().to_list())
+        chunk_sql = _chunk_sql(recs).format(name="_log_chunk")
         rows = recs.drop("message", "red").to_arrow(compat_level=ARROW)
         texts = every.select("message_id", "red").to_arrow(compat_level=ARROW)
         new_rows = messages.select("message_id", pl.col("red").alias("message"), "template_id",
@@ -243,7 +277,7 @@ class _ChunkStore:
                 INSERT INTO log_records
                 SELECT {run_id}, c.line_no, c.n_lines, c.ts, c.ts_text, c.host,
                        c.component, c.level, c.message_id, c.fields, c.flag, {_HASH}
-                FROM _log_chunk c
+                FROM {chunk_sql} c
                 JOIN (SELECT message_id, hash(red) AS h FROM _log_texts) m
                      USING (message_id)""".replace("hash(m.message)", "m.h"))
 
@@ -255,6 +289,7 @@ class _ChunkStore:
         table = recs.select("line_no", "ts_text", "host", "component", "level", "fields",
                             pl.col("red").alias("message")).to_arrow(compat_level=ARROW)
         _log_probe = table  # noqa: F841 (read by DuckDB by name)
+        probe = _chunk_sql(recs).format(name="_log_probe")
         with self.writer.lock:
             return self.con.sql(f"""
                 SELECT EXISTS (
@@ -266,7 +301,7 @@ class _ChunkStore:
                       AND r.component IS NOT DISTINCT FROM c.component
                       AND r.level IS NOT DISTINCT FROM c.level
                       AND r.fields IS NOT DISTINCT FROM c.fields) AS dup
-                FROM _log_probe c ORDER BY c.line_no""").to_arrow_table().column("dup")
+                FROM {probe} c ORDER BY c.line_no""").to_arrow_table().column("dup")
 
     def _mine(self, fresh: pl.DataFrame) -> pl.DataFrame:
         """Template id and parameters of each new message."""
@@ -364,8 +399,11 @@ def ingest_file(con: duckdb.DuckDBPyConnection, path: str | Path, *, fmt: str = 
         r.format = parser.describe() if fmt != "auto" else parser.name
         book = _TemplateBook(_load_miner(con))
         check = con.execute("SELECT count(*) FROM log_records").fetchall()[0][0] > 0
-        hasher = None if is_gzip(path) else hashlib.sha256()
+        hasher = None if is_gzip(path) else _BackgroundHash()
         writer = _Writer(con)
+        threads = con.execute("SELECT current_setting('threads')").fetchall()[0][0]
+        # DuckDB writes on all but one core; polars parses the next chunk on that one.
+        con.execute(f"SET threads = {max(1, min(int(threads), (os.cpu_count() or 2) - 1))}")
         try:
             store = _ChunkStore(con, writer, fi, book, masks, redactor, parser.time_fields,
                                 check)
@@ -386,6 +424,9 @@ def ingest_file(con: duckdb.DuckDBPyConnection, path: str | Path, *, fmt: str = 
                 r.n_duplicates += dup
         finally:
             writer.close()
+            con.execute(f"SET threads = {int(threads)}")
+            if hasher is not None:
+                hasher.close()
         fi.sha256 = hasher.hexdigest() if hasher is not None else db.sha256_file(path)
         r.n_read += r.n_quarantined
         _finish_templates(con, book, r.run_id)

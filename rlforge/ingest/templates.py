@@ -27,7 +27,9 @@ The method, per batch:
    values, and is a parameter otherwise (so are all remaining columns). A template always
    keeps at least one constant token.
 4. **Subsume**: a template that another, more general template of the same length matches
-   (equal token or `<*>` at every position) joins the general one.
+   (equal token or `<*>` at every position) joins the general one; where the general
+   one's `<*>` was the same masked token in all its messages (a path, a number), it only
+   takes in a token that holds parameters too, not a plain word.
 
 Across batches and ingests the miner keeps its templates (stored in `log_templates`): a
 message that an existing template matches gets that template's id (ids are hashes of the
@@ -227,11 +229,15 @@ def cluster(msgs: Iterable[Msg]) -> dict[Msg, Msg]:
             for part in _split(members, fixed):
                 clusters.append((_template_of(part), part))
         # Subsume: most general first; a template matched by a more general one joins it.
+        # A <*> that every member carried as a token (a masked path, a number) stands for
+        # values of that kind only: it takes in a token holding parameters, not a word.
         clusters.sort(key=lambda c: (-c[0].count(WILDCARD), c[0]))
         final: list[tuple[Msg, list[Msg]]] = []
         for tpl, part in clusters:
             for host_tpl, host_members in final:
-                if _subsumes(host_tpl, tpl):
+                if _subsumes(host_tpl, tpl) and all(
+                        WILDCARD in t or any(m[p] != WILDCARD for m in host_members)
+                        for p, t in enumerate(tpl)):
                     host_members.extend(part)
                     break
             else:
@@ -337,17 +343,6 @@ class TemplateMiner:
             for i in positions:
                 ids[i] = tid
                 self._memo[texts[i]] = tid
-        # A new template may subsume older ones of its length that were not in its cluster.
-        for tid, tokens in list(update.new.items()):
-            if tid not in self.templates:
-                continue
-            for key in ((len(tokens), tokens[0] if tokens else ""), (len(tokens), WILDCARD)):
-                for other in list(self._index.get(key, ())):
-                    if other != tid and _subsumes(tokens, self.templates[other]) \
-                            and other in self.templates:
-                        self._remove(other)
-                        update.new.pop(other, None)
-                        update.merges.append((other, tid))
         if update.merges:
             final = resolve_merges(update.merges)
             for i, tid in enumerate(ids):
