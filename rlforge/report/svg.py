@@ -24,13 +24,15 @@ def color(i: int) -> str:
     return PALETTE[i % len(PALETTE)]
 
 
-def nice_ticks(top: float, count: int = 5) -> list[float]:
-    """Round tick values from 0 to at least `top`."""
+def nice_ticks(top: float, count: int = 5, integer: bool = False) -> list[float]:
+    """Round tick values from 0 to at least `top` (whole numbers only if `integer`)."""
     if top <= 0:
         return [0.0, 1.0]
     raw = top / count
     mag = 10 ** math.floor(math.log10(raw))
     step = next(m * mag for m in (1, 2, 2.5, 5, 10) if m * mag >= raw)
+    if integer:
+        step = max(1, math.ceil(step))
     n = math.ceil(top / step - 1e-9)
     return [round(i * step, 10) for i in range(n + 1)]
 
@@ -109,7 +111,7 @@ def histogram(series: Sequence[tuple[str, Sequence[float], str]], *, bins: int =
             i = min(bins - 1, max(0, int((v - lo) / (hi - lo) * bins)))
             counts[s][i] += 1
     totals = [sum(c[i] for c in counts) for i in range(bins)]
-    ticks = nice_ticks(max(totals), 4)
+    ticks = nice_ticks(max(totals), 4, integer=True)
     ymax = ticks[-1] or 1
     left, right, top, bottom = 44, 12, 10, 38
     pw, ph = width - left - right, height - top - bottom
