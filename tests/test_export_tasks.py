@@ -322,5 +322,8 @@ def test_cli_errors_say_how_to_fix_them(cli, tasks_dir, tmp_path):
     assert split.exit_code == 1 and "train, val, test" in split.output
     empty = cli("export", "tasks", tmp_path / "out", "--format", "verl", "--out", tmp_path / "o4")
     assert empty.exit_code == 1 and "no task directories" in empty.output
+    own = cli("export", "tasks", tasks_dir, "--format", "jsonl", "--out", tasks_dir.parent, "--force")
+    assert own.exit_code == 1 and "holds the input" in own.output
+    assert (tasks_dir / "manifest.parquet").is_file()
     human = cli("export", "tasks", tasks_dir, "--format", "verl", "--out", tmp_path / "o5")
     assert human.exit_code == 0 and "rlforge_reward.py" in human.output

@@ -233,7 +233,7 @@ def export_rollouts(run: str | Path, fmt: str, out: Path, *, runs_dir: str | Pat
     rows = {"sft": sft_rows, "dpo": lambda rs: dpo_rows(rs, max_pairs_per_task),
             "grpo": grpo_rows}[fmt](valid)
     schema = {"sft": SFT_SCHEMA, "dpo": DPO_SCHEMA, "grpo": GRPO_SCHEMA}[fmt]
-    _prepare_out(out, force)
+    _prepare_out(out, force, keep=store.dir)
     for split in [s for s in ("train", "val", "test") if s in wanted]:
         chosen = [row for row in rows if row["split"] == split]
         report.rows[split] = len(chosen)

@@ -182,9 +182,12 @@ def _hf_card(splits: dict[str, int]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _prepare_out(out: Path, force: bool) -> None:
+def _prepare_out(out: Path, force: bool, keep: Path) -> None:
+    """Make `out` an empty directory; never one that holds `keep` (the input)."""
     if out.exists() and not out.is_dir():
         raise UserError(f"--out {out} is a file; give a directory")
+    if keep.resolve().is_relative_to(out.resolve()):
+        raise UserError(f"--out {out} holds the input {keep}; choose a directory outside it")
     if out.is_dir() and any(out.iterdir()):
         if not force:
             raise UserError(f"--out {out} is not empty; choose a new directory or pass --force "
@@ -228,7 +231,7 @@ def export_tasks(tasks_dir: Path, fmt: str, out: Path, splits: list[str] | None 
         raise UserError(f"{tasks_dir}: no {fmt} rows for split {', '.join(splits)} "
                         f"(splits present: {', '.join(found) or 'none'})"
                         + (f"; skipped: {'; '.join(report.skipped)}" if report.skipped else ""))
-    _prepare_out(out, force)
+    _prepare_out(out, force, keep=tasks_dir)
     row_of = {"verl": _verl_row, "trl": _trl_row, "hf": _hf_row, "jsonl": _jsonl_row}[fmt]
     for split, chosen in by_split.items():
         rows = [row_of(t, i) for i, t in enumerate(chosen)]
