@@ -235,3 +235,18 @@ def test_read_log_is_the_parse_face_without_a_database(tmp_path):
     assert df["line_no"].to_list() == [1, 2, 8, 10, 11]
     assert df["ok"].to_list() == [True, True, True, True, False]
     assert isinstance(duckdb.__version__, str)
+
+
+def test_a_record_longer_than_the_limit_is_cut_and_the_rest_set_aside(con, tmp_path,
+                                                                      monkeypatch):
+    monkeypatch.setattr(lf, "CHUNK_BYTES", 64)
+    monkeypatch.setattr(lf, "MAX_RECORD_LINES", 4)
+    path = tmp_path / "long.log"
+    trace = "".join(f"\tat frame.number{i}(F.java:{i})\n" for i in range(12))
+    path.write_text("2024-05-01 10:00:00,001 ERROR a.B: boom\n" + trace +
+                    "2024-05-01 10:00:01,001 INFO a.B: fine\n")
+    r = logs.ingest_file(con, path, fmt=APP)
+    assert r.reconciles and r.n_quarantined > 0 and r.n_loaded == 2
+    first, last = con.execute("SELECT n_lines FROM log_lines ORDER BY line_no").fetchall()
+    assert 1 < first[0] <= 12 and last[0] == 1
+    assert first[0] + r.n_quarantined == 13

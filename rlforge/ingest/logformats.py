@@ -46,7 +46,6 @@ SAMPLE_LINES = 1000         # lines looked at to detect the format and its time 
 MAX_RECORD_LINES = 100_000  # a multi-line record longer than this is cut
 RECORD_COLUMNS = ["line_no", "n_lines", "ts", "ts_text", "host", "component", "level",
                   "message", "fields", "flag"]
-STANDARD = ("ts_text", "host", "component", "level", "message")
 
 # --- levels ------------------------------------------------------------------------------
 
@@ -381,11 +380,15 @@ class _TokenPlan:
                 cols.extend(got[f].alias(f) for f in tok.fields)
                 continue
             pre, suf = tok.prefix or "", tok.suffix or ""
-            good = good & part.str.starts_with(pre) & part.str.ends_with(suf) \
-                & (part.str.len_bytes() > len(pre.encode()) + len(suf.encode()))
+            good = good & (part.str.len_bytes() > len(pre.encode()) + len(suf.encode()))
+            if pre:
+                good = good & part.str.starts_with(pre)
+            if suf:
+                good = good & part.str.ends_with(suf)
+            if tok.fields and (pre or suf):
+                part = part.str.slice(len(pre), part.str.len_chars() - len(pre) - len(suf))
             if tok.fields:
-                cols.append(part.str.slice(len(pre), part.str.len_chars() - len(pre) - len(suf))
-                            .alias(tok.fields[0]))
+                cols.append(part.alias(tok.fields[0]))
         good = good.fill_null(False)
         return pl.DataFrame(cols), good
 
@@ -911,7 +914,8 @@ def iter_line_blocks(path: str | Path, chunk_bytes: int | None = None,
                 head, bad_head = _split(carry + data[:nl + 1], 0, len(carry) + nl + 1)
                 body, bad_body = _split(data, nl + 1, last + 1)
                 carry = data[last + 1:]
-                yield (pl.concat([head, body]) if head.len() else body), bad_head or bad_body
+                yield (pl.concat([head, body], rechunk=False) if head.len() else body), \
+                    bad_head or bad_body
     except EOFError:
         raise InputFileError(str(path), "truncated gzip stream (the file ends before the "
                              "compressed data does); re-copy it") from None
@@ -1025,7 +1029,7 @@ def iter_chunks(path: str | Path, fmt: LogFormat, chunk_bytes: int | None = None
         following = next(blocks, None)
         lines, bad = block
         if pending is not None:
-            lines = pl.concat([pending, lines])
+            lines = pl.concat([pending, lines], rechunk=False)
             bad = bad or pending_bad
         chunk, carry = assemble(fmt, lines, next_no, bad, final=following is None)
         yield chunk

@@ -211,8 +211,8 @@ def postgres(rng: random.Random, scale: int) -> list[str]:
             log(t, pid, f"LOG:  checkpoint complete: wrote {rng.randint(40, 2400)} buffers; "
                         f"distance={rng.randint(300, 9000)} kB")
         else:
-            log(t, pid, f"LOG:  connection authorized: user=billing database=tallybird "
-                        f"application_name=billing-api")
+            log(t, pid, "LOG:  connection authorized: user=billing database=tallybird "
+                        "application_name=billing-api")
     log(EXHAUSTED - dt.timedelta(seconds=20), 1187,
         "WARNING:  remaining connection slots are reserved for roles with the SUPERUSER attribute")
     out.append((DAY + dt.timedelta(minutes=7), "Sep 17 13:07:00 pg-main -- MARK --"))  # no tag
