@@ -278,6 +278,11 @@ class Environment:
         if self.multi_turn:
             self.submission = await asyncio.to_thread(
                 workspace_changes, self.task.path / "environment" / "app", self.workspace)
+            if self.task.verifier == "repair":  # the patch, as trainers and people read it
+                from rlforge.tasks.repair.score import workspace_diff
+
+                self.submission["diff"] = await asyncio.to_thread(
+                    workspace_diff, self.task.path, self.workspace)
             self.reward = await self._score_workspace(self.workspace)
         else:
             self.submission = {"type": "text", "text": text or ""}

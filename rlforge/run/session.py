@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import datetime as dt
+import os
 import shutil
 import tempfile
 import time
@@ -126,7 +127,7 @@ def plan_run(cfg: Config, tasks_dir: Path, tasks: list[Task], run_id: str, *,
     return {
         "schema": PLAN_SCHEMA, "run_id": run_id, "created_at": utc_now(),
         "rlforge_version": __version__, "tasks_dir": str(tasks_dir.resolve()),
-        "tasks": [[t.task_id, str(t.path.resolve())] for t in tasks],
+        "tasks": [[t.task_id, os.path.abspath(t.path)] for t in tasks],
         "selection": selection, "samples": samples, "seed": cfg.get("run.seed"),
         "concurrency": concurrency, "generator_concurrency": quotas,
         "time_budget": cfg.get("run.time_budget"), "env": asdict(env),

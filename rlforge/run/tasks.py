@@ -134,8 +134,13 @@ class Task:
 
     @property
     def answer_file(self) -> str:
-        """The answer file, relative to /app (from the reference, default answer.txt)."""
-        target = PurePosixPath(self.reference.get("submission", "/app/answer.txt"))
+        """Where a text submission goes, relative to /app: the reference's `submission`
+        file (answer tasks), its `submission_patch` (a diff, for repair tasks), or
+        answer.txt."""
+        ref = self.reference
+        if "submission" not in ref and ref.get("submission_patch"):
+            return str(PurePosixPath(ref["submission_patch"]))
+        target = PurePosixPath(ref.get("submission", "/app/answer.txt"))
         try:
             return str(target.relative_to("/app"))
         except ValueError:
