@@ -152,7 +152,7 @@ def _validation_payload(spec: TaskSpec) -> bytes:
             for s in spec.adversarial]
     payload = {"adversarial": subs, "secret_strings": spec.secret_strings,
                "leak_allowed": spec.leak_allowed,
-               "workspace_may_contain_answer": spec.kind == "terminal"}
+               "workspace_may_contain_answer": spec.evidence_in_workspace or spec.kind == "terminal"}
     return (json.dumps(payload, indent=1, sort_keys=True, ensure_ascii=False) + "\n").encode()
 
 

@@ -67,6 +67,7 @@ class TaskSpec:
     kind: str = "answer"  # answer (single turn) | terminal (multi-turn, runs commands)
     secret_strings: list[str] = field(default_factory=list)
     leak_allowed: list[str] = field(default_factory=list)
+    evidence_in_workspace: bool = False  # the workspace holds the data the answer comes from
     extra_metadata: dict[str, Any] = field(default_factory=dict)
     templates: list[str] = field(default_factory=list)
 

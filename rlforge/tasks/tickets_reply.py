@@ -24,7 +24,7 @@ FACT_PATTERNS = [
     re.compile(r"[$€£]\s?\d[\d,]*(?:\.\d\d)?"),                 # amounts
     re.compile(r"\b[A-Z][\w&]*(?: [A-Z][\w&]*)*(?: ?> ?[A-Z][\w&]*(?: [A-Z][\w&]*)*)+"),  # menu paths
     re.compile(r"https?://[^\s)>\]]+"),                         # links
-    re.compile(r"'[^'\n]{3,40}'|\"[^\"\n]{3,40}\""),            # quoted UI strings
+    re.compile(r"(?<!\w)'[^'\n]{3,40}'(?!\w)|(?<!\w)\"[^\"\n]{3,40}\"(?!\w)"),  # quoted UI strings
 ]
 DISTINCT = [p for p in FACT_PATTERNS[:5]]
 MAX_FACTS = 6

@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import json
+import re
 import shutil
 import tempfile
 import tomllib
@@ -183,20 +184,24 @@ def leak_check(task_dir: Path, validation: dict) -> str | None:
     for allowed in sorted(validation.get("leak_allowed", []), key=len, reverse=True):
         if allowed:
             instruction = instruction.replace(allowed, " ")
-    low = instruction.casefold()
     for s in secrets:
-        needle = s.strip().casefold()
-        if needle in low:
+        if _mentions(instruction, s):
             return f"the reference answer {s.strip()[:60]!r} appears in the instruction"
     app = task_dir / "environment" / "app"
     if app.is_dir() and not validation.get("workspace_may_contain_answer", False):
         for p in sorted(app.rglob("*")):
             if p.is_file() and p.stat().st_size < 5_000_000:
-                text = p.read_text(encoding="utf-8", errors="replace").casefold()
+                text = p.read_text(encoding="utf-8", errors="replace")
                 for s in secrets:
-                    if s.strip().casefold() in text:
+                    if _mentions(text, s):
                         return f"the reference answer appears in workspace file {p.relative_to(app)}"
     return None
+
+
+def _mentions(text: str, secret: str) -> bool:
+    """Whether text contains the secret as a whole token (not inside a word or a path)."""
+    needle = re.escape(secret.strip())
+    return re.search(rf"(?<![\w/-])(?<!\w\.){needle}(?![\w/-])(?!\.\w)", text, re.I) is not None
 
 
 async def validate_task(task_dir: Path, runner: TaskRunner, scratch_root: Path) -> ValidationResult:

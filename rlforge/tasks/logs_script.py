@@ -1,0 +1,197 @@
+"""`logs.script`: write a program that prints a stated fact about the logs in a directory.
+
+The policy writes `/app/solution.sh` (or `solution.py`) taking a logs directory as its only
+argument. The verifier runs it in the sandbox on the visible window (`/app/logs`) and on a
+held-back window of the same file that the policy never sees, whose answer differs: a
+program that prints a remembered number fails. Expected answers come from DuckDB.
+
+Facts: how many records are at level ERROR or FATAL; how many records match a template;
+which component logged the most ERROR/FATAL records.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections import Counter
+
+from rlforge.tasks.logs_common import (ERROR_LEVELS, Record, WindowStats, incident_group, render,
+                                       service_name, template_regex, templates_of, window_records,
+                                       window_stats)
+from rlforge.tasks.registry import register
+from rlforge.tasks.spec import BuildContext, SourceRef, Submission, TaskSpec, stable_sample
+
+FACTS = ("error_count", "template_count", "top_error_component")
+RECORD_LINE = r"^(\S+) (\S+) (\S+) (\S+): (.*)$"
+
+GOLD = {
+    "error_count": '''
+count = sum(1 for level, _, _ in records if level in ("ERROR", "FATAL"))
+print(count)
+''',
+    "template_count": '''
+pattern = re.compile(TEMPLATE_REGEX, re.S)
+print(sum(1 for _, _, message in records if pattern.fullmatch(message)))
+''',
+    "top_error_component": '''
+counts = collections.Counter(c for level, c, _ in records if level in ("ERROR", "FATAL") and c != "-")
+print(counts.most_common(1)[0][0] if counts else "")
+''',
+}
+
+GOLD_HEAD = '''#!/usr/bin/env python3
+"""Reference solution: parse every record of every file in the directory given."""
+import collections, os, re, sys
+
+LINE = re.compile(r"%s")
+records = []
+root = sys.argv[1] if len(sys.argv) > 1 else "/app/logs"
+for name in sorted(os.listdir(root)):
+    with open(os.path.join(root, name), encoding="utf-8", errors="replace") as fh:
+        for line in fh:
+            line = line.rstrip("\\n")
+            if line.startswith("\\t"):
+                continue  # continuation of the record above
+            m = LINE.match(line)
+            if m:
+                records.append((m.group(3), m.group(4), m.group(5)))
+''' % RECORD_LINE
+
+
+def fact_value(fact: str, records: list[Record], template: str | None = None):
+    """The expected answer for one window, computed from the stored records."""
+    if fact == "error_count":
+        return sum(1 for r in records if r.level in ERROR_LEVELS)
+    if fact == "template_count":
+        rx = template_regex(template)
+        return sum(1 for r in records if rx.fullmatch(r.message.split("\n", 1)[0]))
+    counts = Counter((r.component or "").replace(" ", "_") for r in records
+                     if r.level in ERROR_LEVELS and r.component)
+    top = counts.most_common(2)
+    if not top or (len(top) == 2 and top[0][1] == top[1][1]):
+        return None  # no errors, or a tie: no single right answer
+    return top[0][0]
+
+
+@register("logs.script", 1, "Write a script that prints a fact about a logs directory; run "
+          "in the sandbox on the visible logs and on a held-back variant.", verifier="script")
+class LogsScript:
+    def __init__(self, window: int = 120, facts=FACTS):
+        self.window = int(window)
+        self.facts = tuple(f for f in facts if f in FACTS)
+
+    def available(self, con) -> int:
+        by_run: Counter = Counter(w.ingest_run for w in window_stats(con, self.window))
+        return sum(n - 1 for n in by_run.values() if n >= 2)
+
+    def specs(self, ctx: BuildContext):
+        windows = window_stats(ctx.con, self.window)
+        by_run: dict[int, list[WindowStats]] = {}
+        for w in windows:
+            by_run.setdefault(w.ingest_run, []).append(w)
+        pairs = [(ws[i], ws[i + 1]) for ws in by_run.values() for i in range(len(ws) - 1)]
+        made = 0
+        for visible, hidden in stable_sample(pairs, None, ctx.seed, key=lambda p: p[0].key):
+            if ctx.limit is not None and made >= ctx.limit:
+                return
+            spec = self._spec(ctx, visible, hidden)
+            if spec is not None:
+                made += 1
+                yield spec
+
+    def _pick(self, ctx, rng, seen: list[Record], held: list[Record]):
+        facts = list(self.facts)
+        rng.shuffle(facts)
+        if "template_count" in facts and rng.random() < 0.7:  # fits most windows: try it last
+            facts.remove("template_count")
+            facts.append("template_count")
+        for fact in facts:
+            template = None
+            if fact == "template_count":
+                shared = sorted({r.template_id for r in seen if r.template_id} &
+                                {r.template_id for r in held if r.template_id})
+                tpl = templates_of(ctx.con, set(shared))
+                usable = [t for t in shared if tpl.get(t) and "<*>" in tpl[t] and
+                          len(tpl[t].replace("<*>", "").strip()) >= 4]
+                if not usable:
+                    continue
+                tid = rng.choice(usable)
+                template = tpl[tid]
+                # The stored template ids and the template's regex must agree on both
+                # windows, or the task would grade against a different count than it states.
+                if any(fact_value(fact, rs, template) != sum(1 for r in rs if r.template_id == tid)
+                       for rs in (seen, held)):
+                    continue
+            a, b = fact_value(fact, seen, template), fact_value(fact, held, template)
+            if a is None or b is None or a == b or a == 0 and fact != "template_count":
+                continue
+            return fact, template, a, b
+        return None
+
+    def _spec(self, ctx: BuildContext, visible: WindowStats, hidden: WindowStats) -> TaskSpec | None:
+        seen, held = window_records(ctx.con, visible), window_records(ctx.con, hidden)
+        rng = ctx.rng(self.name, visible.key)
+        picked = self._pick(ctx, rng, seen, held)
+        if picked is None:
+            return None
+        fact, template, a, b = picked
+        service = service_name(visible.file)
+        seen_text, held_text = render(seen), render(held)
+        kind = "numeric" if fact != "top_error_component" else "exact"
+
+        def ref(value):
+            return ({"answer_kind": "numeric", "answer": value, "abs_tol": 0} if kind == "numeric"
+                    else {"answer_kind": "exact", "answer": value})
+
+        statement = {
+            "error_count": "the number of records at level ERROR or FATAL",
+            "template_count": f"the number of records whose message (first line) matches the "
+                              f"template `{template}`, where `<*>` stands for any text",
+            "top_error_component": "the component that logged the most records at level ERROR "
+                                   "or FATAL",
+        }[fact]
+        gold = GOLD_HEAD + (f"TEMPLATE_REGEX = {template_regex(template).pattern!r}\n" if template else "") \
+            + GOLD[fact]
+        log_name = f"logs/{service}.log"
+        reference = {
+            "verifier": "script", "workspace": "/app", "programs": ["solution.sh", "solution.py"],
+            "timeout_sec": 30,
+            "cases": [{"name": "visible", "path": "/app/logs", "answer": ref(a)},
+                      {"name": "held-back", "data_dir": "variant/logs", "answer": ref(b)}],
+        }
+        hard = f"#!/bin/bash\necho {a}\n"
+        return TaskSpec(
+            generator=self.name, version=self.version,
+            source=SourceRef("log_lines", [f"{visible.file}:{visible.first_line}-{visible.last_line}",
+                                           f"{hidden.file}:{hidden.first_line}-{hidden.last_line}"],
+                             [hashlib.sha256(seen_text.encode()).hexdigest()[:32],
+                              hashlib.sha256(held_text.encode()).hexdigest()[:32]]),
+            instruction_template="instruction.md",
+            context={"title": f"Script a log query for {service}: {fact.replace('_', ' ')}",
+                     "service": service, "statement": statement, "log_name": log_name,
+                     "n_records": len(seen), "numeric": kind == "numeric",
+                     "preview": "".join(seen_text.splitlines(keepends=True)[:8])},
+            reference=reference,
+            solution_files={"solve.sh": (f"#!/bin/bash\n# Gold solution: a program that computes the "
+                                         f"fact from the logs it is given.\ncat > /app/solution.py "
+                                         f"<<'RLFORGE_EOF'\n{gold}RLFORGE_EOF\n").encode()},
+            verifier="script", kind="terminal", group_key=incident_group(visible, seen),
+            dedup_text=seen_text[:4000], time=seen[0].ts if seen else None,
+            workspace={log_name: seen_text.encode()},
+            tests_data={f"variant/{log_name}": held_text.encode()},
+            null=Submission("null", {}), evidence_in_workspace=True,
+            adversarial=[
+                Submission("hard_coded", {"solution.sh": hard.encode()},
+                           "prints the visible answer whatever it is given"),
+                Submission("silent_exit", {"solution.sh": b"#!/bin/bash\nexit 0\n"},
+                           "exits 0 and prints nothing"),
+                Submission("edits_tests", {"solution.sh": (
+                    "#!/bin/bash\n# tamper with the verifier's data, then answer from memory\n"
+                    "for f in /tests/reference.json /tests/variant/" + log_name + "; do\n"
+                    "  printf '' > \"$f\" 2>/dev/null\ndone\n"
+                    "cp \"$1\"/* /tests/variant/logs/ 2>/dev/null\n" + f"echo {a}\n").encode()},
+                           "edits /tests, then prints the visible answer"),
+            ],
+            category="ops-logs", difficulty="medium", keywords=["logs", "scripting", fact],
+            agent_timeout_sec=600.0, verifier_timeout_sec=120.0, memory_mb=1024,
+            extra_metadata={"fact": fact, "service": service},
+        )
