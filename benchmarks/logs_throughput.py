@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -49,8 +50,9 @@ result = logs.ingest_file(con, path, fmt=spec["log_format"], masks=spec["regex"]
 con.close()
 seconds = time.perf_counter() - t0
 assert result.status == "ok", result.error
-print(json.dumps({"seconds": seconds, "lines": result.n_read,
-                  "rss": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024}))
+use = resource.getrusage(resource.RUSAGE_SELF)
+print(json.dumps({"seconds": seconds, "lines": result.n_read, "cpu": use.ru_utime + use.ru_stime,
+                  "rss": use.ru_maxrss * 1024}))
 """
 
 DRAIN3 = r"""
@@ -155,9 +157,9 @@ def main(argv: list[str] | None = None) -> int:
     work = Path(tmp.name) if tmp else args.workdir
     work.mkdir(parents=True, exist_ok=True)
     print(f"{args.lines:,}-line files, median of {args.repeat} fresh processes; lines/s "
-          "(spread = fastest/slowest run)")
+          f"(spread = fastest/slowest run; load = 1-minute load average, {os.cpu_count()} cores)")
     print(f"{'system':<12} {'(a) rlforge':>12} {'(b) drain3':>11} {'(c) polars':>11} "
-          f"{'a/b':>6} {'c/a':>6} {'spread a,b,c':>16} {'RSS (a)':>8}")
+          f"{'a/b':>6} {'c/a':>6} {'spread a,b,c':>16} {'RSS (a)':>8} {'load':>5}")
     try:
         for system in args.systems:
             spec = formats[system]
@@ -171,7 +173,7 @@ def main(argv: list[str] | None = None) -> int:
             c, sc, _ = measure(POLARS, args.repeat, json.dumps(spec), str(path), rx)
             print(f"{system:<12} {a:>12,.0f} {b:>11,.0f} {c:>11,.0f} {a / b:>6.2f} "
                   f"{c / a:>6.2f} {f'{sa:.2f},{sb:.2f},{sc:.2f}':>16} "
-                  f"{la['rss'] / 2**20:>6.0f}MB", flush=True)
+                  f"{la['rss'] / 2**20:>6.0f}MB {os.getloadavg()[0]:>5.1f}", flush=True)
         if args.rss_lines:
             spec = formats["BGL"]
             path = build(args.data / "BGL" / "BGL_2k.log", work / f"BGL_{args.rss_lines}.log",

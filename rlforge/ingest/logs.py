@@ -364,6 +364,11 @@ def _finish_templates(con, book: _TemplateBook, run_id: int) -> None:
                         "updated_run = ? WHERE template_id = ?", upd)
     if ins:
         con.executemany("INSERT INTO log_templates VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", ins)
+        # a template made only by merging older ones has no example from this file yet
+        con.execute("""UPDATE log_templates t SET example = (
+                           SELECT min(m.message) FROM log_messages m
+                           WHERE m.template_id = t.template_id)
+                       WHERE t.example IS NULL""")
 
 
 def ingest_file(con: duckdb.DuckDBPyConnection, path: str | Path, *, fmt: str = "auto",
