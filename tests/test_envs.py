@@ -153,3 +153,29 @@ def test_async_api_and_blocking_calls_inside_a_loop(tmp_path):
     with envs.load(task) as env:
         _, reward, done, info = asyncio.run(episode(env))
     assert (reward, done, info["outcome"]) == (1.0, True, "pass")
+
+
+def test_the_documented_example_plays_tasks_with_a_policy_function(tmp_path):
+    import importlib.util
+    import subprocess
+    import sys
+
+    from conftest import ROOT
+
+    path = ROOT / "examples" / "envs_loop.py"
+    spec = importlib.util.spec_from_file_location("envs_loop", path)
+    example = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(example)
+    tasks = built_tasks(tmp_path, limit=1, generators=("tickets.triage",))
+    count = count_task(tasks, "count")
+    info = example.play(count, example.rule_based_policy)
+    assert (info["outcome"], info["ended_by"], info["turns"]) == ("fail", "submitted", 2)
+    assert info["steps"][0]["command"] == "ls -la"
+    triage = next(p for p in tasks.iterdir() if p.name.startswith("tickets-triage"))
+    info = example.play(triage, example.rule_based_policy)
+    assert info["ended_by"] == "answered" and info["outcome"] in ("pass", "fail")
+    assert info["reward"]["components"]["valid_format"]["value"] == 1.0  # an offered option
+    out = subprocess.run([sys.executable, str(path), str(tasks)], capture_output=True,
+                         text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert len(out.stdout.splitlines()) == 2 and "ended_by=submitted" in out.stdout

@@ -372,3 +372,65 @@ def test_a_reply_with_a_lone_surrogate_is_stored_and_loaded(cli, tmp_path, query
     assert record["messages"][-1]["content"] == "ANSWER: billing \ufffd\ufffd\ufffd"
     assert record["outcome"] == "fail"  # not one of the labels
     assert query("SELECT count(*) FROM rollouts") == [(1,)]
+
+
+def test_limit_takes_tasks_from_every_generator_in_turn(tmp_path):
+    from rlforge.run import discover_tasks
+    from rlforge.run.session import select_tasks
+
+    tasks = tmp_path / "tasks"
+    for i in range(5):
+        label_task(tasks, f"a{i}", "billing", generator="test.a")
+    label_task(tasks, "b0", "billing", generator="test.b")
+    count_task(tasks, "c0")
+    found = discover_tasks(tasks)
+    picked = select_tasks(found, limit=4)
+    assert sorted(t.generator for t in picked) == ["test.a", "test.a", "test.b", "test.count"]
+    assert select_tasks(found, limit=4) == picked  # the same choice every time
+    assert [t.generator for t in select_tasks(found, generators=["test.a@1"], limit=2)] == \
+        ["test.a", "test.a"]
+
+
+def test_the_ci_example_calls_real_commands_with_real_flags(cli, tmp_path):
+    import re
+    import shlex
+
+    import yaml
+
+    from conftest import ROOT
+
+    workflow = yaml.safe_load((ROOT / "examples" / "github-actions-eval.yml").read_text())
+    invocations = []  # the arguments of every `rlforge ...` the workflow runs
+    for step in workflow["jobs"]["eval"]["steps"]:
+        script = re.sub(r"\$\{\{[^}]*\}\}", "X", step.get("run", ""))
+        for line in re.split(r"\n|&&|\|\|", script):
+            words = shlex.split(line.split(">")[0])
+            if words[:1] == ["rlforge"]:
+                invocations.append(words[1:])
+    assert [w[0] for w in invocations] == ["sandbox", "ingest", "ingest", "build-tasks", "run",
+                                           "report"]
+    for words in invocations:  # every command exists
+        group = 2 if words[0] in ("sandbox", "ingest") else 1
+        assert cli(*words[:group], "--help").exit_code == 0, words
+    (run,) = [w for w in invocations if w[0] == "run"]
+    assert {"--min-pass-rate", "--max-infra-error-rate", "--samples", "--concurrency",
+            "--base-url", "--model", "--api-key-env", "--json"} <= set(run)
+    # Its flags parse: the run stops at the missing tasks directory (1), not at a flag (2).
+    result = cli(*run)
+    assert result.exit_code == 1 and "tasks: no such directory" in result.stderr
+
+
+def test_run_and_rescore_are_documented_with_every_flag(cli):
+    import re
+
+    from conftest import ROOT
+
+    readme = (ROOT / "README.md").read_text()
+    for command in ("run", "rescore"):
+        result = cli(command, "--help")
+        assert result.exit_code == 0
+        flags = set(re.findall(r"(--[a-z][a-z-]+)", result.output)) - {"--help"}
+        missing = sorted(f for f in flags if f"`{f}" not in readme and f" {f}" not in readme)
+        assert not missing, f"rlforge {command}: {missing} not in the README"
+    assert "| `rlforge run TASKS_DIR" in readme and "| `rlforge rescore RUN_ID" in readme
+    assert "| 3 | `rlforge run`" in readme and "| 4 | `rlforge run`" in readme

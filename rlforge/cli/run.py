@@ -53,8 +53,8 @@ def run(
     generators: Optional[str] = typer.Option(None, "--generators", help="only tasks of these "
                                              "generators, e.g. tickets.triage,tickets.reply"),
     split: Optional[str] = typer.Option(None, "--split", help="only tasks of this split"),
-    limit: Optional[int] = typer.Option(None, "--limit", min=1, help="the first N tasks "
-                                        "(by task id)"),
+    limit: Optional[int] = typer.Option(None, "--limit", min=1, help="N tasks, taken in turn "
+                                        "from each generator (by task id)"),
     resume: Optional[str] = typer.Option(None, "--resume", metavar="RUN_ID",
                                          help="finish an interrupted run: no rollout lost or "
                                          "run twice"),
@@ -157,7 +157,7 @@ def _with_live_view(call, progress, run_id: str, silent: bool, verb: str):
 
         def ticker() -> None:
             while not stop.wait(15.0):
-                err_console.print(_status_line(progress, run_id), highlight=False)
+                err_console.print(_status_line(progress, run_id), highlight=False, soft_wrap=True)
 
         thread = threading.Thread(target=ticker, name="rlforge-progress", daemon=True)
         thread.start()

@@ -79,8 +79,9 @@ class RunReport:
 
 def select_tasks(tasks: list[Task], *, generators: list[str] | None = None,
                  split: str | None = None, limit: int | None = None) -> list[Task]:
-    """Tasks of the given generators (names, `@version` ignored) and split, the first
-    `limit` of them by task id."""
+    """Tasks of the given generators (names, `@version` ignored) and split; with `limit`,
+    that many taken in turn from each generator (by task id), so a small run still
+    covers every kind of task."""
     if generators:
         wanted = {g.split("@")[0] for g in generators}
         known = {t.generator for t in tasks}
@@ -94,7 +95,16 @@ def select_tasks(tasks: list[Task], *, generators: list[str] | None = None,
         if not tasks:
             raise UserError(f"no tasks in split {split!r}")
     tasks = sorted(tasks, key=lambda t: t.task_id)
-    return tasks[:limit] if limit else tasks
+    if not limit or limit >= len(tasks):
+        return tasks
+    by_generator: dict[str, list[Task]] = {}
+    for t in tasks:
+        by_generator.setdefault(t.generator, []).append(t)
+    queues = [by_generator[g] for g in sorted(by_generator)]
+    picked: list[Task] = []
+    for rank in range(max(len(q) for q in queues)):
+        picked += [q[rank] for q in queues if rank < len(q)]
+    return sorted(picked[:limit], key=lambda t: t.task_id)
 
 
 def plan_run(cfg: Config, tasks_dir: Path, tasks: list[Task], run_id: str, *,
