@@ -31,6 +31,8 @@ from rlforge.config import Config
 from rlforge.errors import UserError
 from rlforge.ingest.commits import ingest_repo
 from rlforge.tasks.build import BuildOptions, build_tasks
+from rlforge.tasks.commits_repair import distinctive_lines
+from rlforge.tasks.repair.gitrepo import CommitSnapshot
 from rlforge.tasks.repair.score import score_patch, score_workspace, workspace_diff
 from rlforge.verify.validate import validate_many
 from paths import ROOT
@@ -191,6 +193,10 @@ def build_calc(path: Path) -> dict[str, str]:
     c("hang at parent", "Importing calc never finishes",
       {"calc/table.py": "SQUARES = {n: n * n for n in range(10)}\n",
        "tests/test_table.py": "from calc.table import SQUARES\n\ndef test_squares():\n    assert SQUARES[3] == 9\n"})
+    c("leak", "Add average()\n\nSo that `assert average([1, 2, 3, 6]) == 3.0` holds.",
+      {"calc/stats.py": "def average(xs):\n    return sum(xs) / len(xs)\n",
+       "tests/test_stats.py": "from calc.stats import average\n\n\ndef test_average():\n"
+                              "    assert average([1, 2, 3, 6]) == 3.0\n"})
     c("kept", "Add percent() for shares of a total",
       {"calc/percent.py": "def percent(part, total):\n    return 100.0 * part / total\n",
        "tests/test_percent.py": "from calc.percent import percent\n\n\ndef test_percent():\n"
@@ -242,13 +248,26 @@ def test_every_commit_is_kept_or_rejected_with_its_reason(calc):
                         ).fetchall()
     checks = con.execute("SELECT count(*) FROM repair_checks").fetchall()[0][0]
     con.close()
-    got = {subjects[src]: reason.split(" (")[0] for src, reason in drops}
+    got = {subjects[src]: reason.split(" (")[0].split(":")[0] for src, reason in drops}
     for task in _tasks(calc["out"]):
         key = f"{_meta(task)['source_keys'][0]}"
         got[subjects[key]] = "kept"
     assert got == calc["expect"]
     assert calc["report"].per_generator["commits.repair"]["emitted"] == 2
-    assert checks == 7  # the 8 candidates that passed screening, less the environment failure (retried)
+    assert checks == 8  # the 9 candidates that passed screening, less the environment failure (retried)
+
+
+def test_leaks_are_code_lines_not_prose():
+    snap = CommitSnapshot(
+        repo="r", sha="s", parent="p", executable=set(), hidden_deleted=[], gold_diff="",
+        workspace={"m.py": b'"""Changes.\n"""\nX = 1\n', "tests/test_m.py": b"import m\n"},
+        hidden={"tests/test_m.py": b"import m\n\n\ndef test_y():\n    assert m.y(40) == 'forty-two'\n"},
+        gold_paths=["m.py"],
+        fixed={"m.py": b'"""Changes.\n\n- 1.1 y() says numbers in words, long enough\n"""\nX = 1\n'
+                       b"def y(n):\n    # a comment that is long enough to count\n"
+                       b"    return NUMBER_WORDS.get(n + 2, 'unknown')\n"})
+    assert distinctive_lines(snap) == ["assert m.y(40) == 'forty-two'",
+                                       "return NUMBER_WORDS.get(n + 2, 'unknown')"]
 
 
 def test_kept_tasks_have_the_right_tests(calc):
@@ -325,8 +344,9 @@ def test_rebuild_is_byte_identical_without_running_tests(calc, monkeypatch):
         return {p.relative_to(root).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
                 for p in sorted(root.rglob("*")) if p.is_file() and p.name != "manifest.parquet"}
 
-    assert report.emitted == 2
-    assert digest(out) == digest(calc["out"])
+    assert report.emitted == 3  # not validated: the leaking task is still there
+    kept = {t.name for t in _tasks(calc["out"])}
+    assert {k: v for k, v in digest(out).items() if k.split("/")[0] in kept} == digest(calc["out"])
     assert before == after  # every check came from repair_checks
 
 
@@ -384,13 +404,13 @@ def test_a_hanging_fix_attempt_scores_zero_not_invalid(calc, monkeypatch, tmp_pa
 
 def test_cli_build_reads_per_repository_settings(calc, cli, tmp_path):
     (tmp_path / "rlforge.toml").write_text(
-        f'cache_dir = "{calc["cache"]}"\n\n[tasks.repair]\nlast = 3\n\n'
+        f'cache_dir = "{calc["cache"]}"\n\n[tasks.repair]\nlast = 4\n\n'
         '[tasks.repair.repos.calc]\nper_test_timeout = 7\ncollect_timeout = 4\n'
         'test_command = "python -m pytest -p no:doctest"\n')
     assert cli("ingest", "commits", calc["repo"], "-q").exit_code == 0
     listed = cli("build-tasks", "--list", "--json")
     row = next(r for r in json.loads(listed.output) if r["name"] == "commits.repair")
-    assert row["usable_rows"] == 2  # the last 3 commits: the hang fix and percent() pass screening
+    assert row["usable_rows"] == 3  # of the last 4 commits, all but 'Precompute a table...'
     result = cli("build-tasks", "--generators", "commits.repair", "--out", tmp_path / "t", "--no-validate")
     assert result.exit_code == 0, result.output
     assert "dropped 1 × commits.repair: no test change" in result.output

@@ -17,9 +17,12 @@ the adversarial submissions of `rlforge.tasks.repair.adversarial`.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import difflib
 import hashlib
+import io
 import re
+import tokenize
 import time
 from collections import Counter
 from pathlib import Path
@@ -35,7 +38,7 @@ from rlforge.tasks.repair.checks import Checker, CheckResult, system_python_vers
 from rlforge.tasks.repair.options import RepairOptions, RepoSettings
 from rlforge.tasks.repair.select import CommitRow, screen, window
 from rlforge.tasks.spec import BuildContext, SourceRef, Submission, TaskSpec, stable_sample
-from rlforge.verify.repair_standalone import SUBMISSION_PATCH, _skipped, is_protected
+from rlforge.verify.repair_standalone import SUBMISSION_PATCH, is_protected
 
 PROTECTED = {
     "patterns": ["(?i)" + TEST_DIR.pattern, TEST_FILE.pattern],
@@ -62,18 +65,41 @@ def problem_statement(message: str) -> tuple[str, str]:
     return subject, body
 
 
-def distinctive_lines(snap: gitrepo.CommitSnapshot) -> list[str]:
-    """Lines the commit adds (tests and fix) that appear nowhere in the starting workspace:
-    if one shows up in the instruction, the task gives its answer away."""
+def prose_lines(source: str) -> set[int]:
+    """1-based numbers of the lines of Python source that hold only a comment or a string
+    (docstrings, multi-line strings): prose, not code."""
+    lines: set[int] = set()
+    try:
+        for tok in tokenize.generate_tokens(io.StringIO(source).readline):
+            if tok.type == tokenize.COMMENT and tok.line.strip().startswith("#"):
+                lines.add(tok.start[0])
+            elif tok.type == tokenize.STRING and (tok.end[0] > tok.start[0]
+                                                  or tok.line.strip() == tok.string):
+                lines.update(range(tok.start[0], tok.end[0] + 1))
+    except (tokenize.TokenError, SyntaxError):
+        pass
+    return lines
+
+
+def distinctive_lines(snap: gitrepo.CommitSnapshot, suffix: str = ".py") -> list[str]:
+    """Code lines the commit adds (its tests, and its fix in `suffix` files) that appear
+    nowhere in the starting workspace: if one shows up in the instruction, the task gives
+    its answer away. Comments and docstrings are left out: a changelog kept in a module
+    docstring repeats the commit message, and that is not the answer."""
     corpus = "\n".join(data.decode("utf-8", "replace") for data in snap.workspace.values())
-    added: list[str] = []
-    for path, new in [*snap.hidden.items(), *((p, c) for p, c in snap.fixed.items() if c)]:
+    tests = {"patterns": PROTECTED["patterns"]}  # test files, not runner configuration
+    code = [(p, c) for p, c in snap.hidden.items() if is_protected(p, tests)]
+    code += [(p, c) for p, c in snap.fixed.items() if c and p.endswith(suffix)]
+    added: set[str] = set()
+    for path, content in code:
         old = snap.workspace.get(path, b"").decode("utf-8", "replace").splitlines()
-        for line in difflib.ndiff(old, new.decode("utf-8", "replace").splitlines()):
-            text = line[2:].strip()
-            if line.startswith("+ ") and len(text) >= MIN_SECRET_CHARS and text not in corpus:
-                added.append(text)
-    return sorted(set(added))[:MAX_SECRETS]
+        text = content.decode("utf-8", "replace")
+        new = text.splitlines()
+        prose = prose_lines(text) if path.endswith(".py") else set()
+        for tag, _, _, j1, j2 in difflib.SequenceMatcher(None, old, new, autojunk=False).get_opcodes():
+            if tag in ("insert", "replace"):
+                added.update(new[j].strip() for j in range(j1, j2) if j + 1 not in prose)
+    return sorted(a for a in added if len(a) >= MIN_SECRET_CHARS and a not in corpus)[:MAX_SECRETS]
 
 
 def _difficulty(lines: int) -> str:
@@ -155,7 +181,7 @@ class CommitsRepair:
         reqs = list(settings.requirements) if settings.requirements is not None else list(found.requirements)
         reqs = sorted(set(reqs) | set(settings.extra_requirements))
         if settings.pythonpath is None:
-            settings = RepoSettings(**{**settings.__dict__, "pythonpath": envs.default_pythonpath(snap.workspace)})
+            settings = dataclasses.replace(settings, pythonpath=envs.default_pythonpath(snap.workspace))
         check = await checker.check(snap, settings, reqs, PROTECTED)
         if not check.kept:
             self._reject(row, check.reason, check.detail)
@@ -167,7 +193,7 @@ class CommitsRepair:
         o = self.opts
         subject, body = problem_statement(row.message)
         repo_name = Path(row.repo).name
-        workspace = {p: d for p, d in snap.workspace.items() if not _skipped(p)}
+        workspace = snap.workspace
         base_protected = {p: hashlib.sha256(d).hexdigest()
                           for p, d in workspace.items() if is_protected(p, PROTECTED)}
         per_test, collect = settings.per_test_timeout, settings.collect_timeout

@@ -15,7 +15,7 @@ import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from rlforge.verify.repair_standalone import is_protected
+from rlforge.verify.repair_standalone import _skipped, is_protected
 
 REGULAR = ("100644", "100755")
 _CONFIG = ("-c", "core.quotepath=false", "-c", "diff.noprefix=false", "-c", "diff.mnemonicPrefix=false",
@@ -82,7 +82,7 @@ class CommitSnapshot:
     gold_diff: str                           # git diff of those paths (binary-safe)
     fixed: dict[str, bytes | None]           # gold paths -> content at the commit (None: deleted)
     unsupported: list[str] = field(default_factory=list)  # symlinks/submodules the fix touches
-    skipped: list[str] = field(default_factory=list)      # parent entries left out (links, ...)
+    skipped: list[str] = field(default_factory=list)      # parent entries left out (links, bytecode)
 
 
 def changed_paths(repo: str | Path, parent: str, sha: str) -> list[tuple[str, str]]:
@@ -100,8 +100,8 @@ def snapshot(repo: str | Path, sha: str, parent: str, rules: dict) -> CommitSnap
     repo = str(repo)
     before, after = ls_tree(repo, parent), ls_tree(repo, sha)
     changes = changed_paths(repo, parent, sha)
-    workspace_entries = {p: e for p, e in before.items() if e[0] in REGULAR}
-    skipped = sorted(p for p, e in before.items() if e[0] not in REGULAR)
+    workspace_entries = {p: e for p, e in before.items() if e[0] in REGULAR and not _skipped(p)}
+    skipped = sorted(p for p in before if p not in workspace_entries)
     hidden_paths, hidden_deleted, gold, unsupported = [], [], [], []
     for status, path in changes:
         entry = after.get(path)
