@@ -101,7 +101,13 @@ _LEVEL_SNIFF = (r"(?i)^[\[(]?(TRACE|DEBUG|INFO|NOTICE|WARN|WARNING|ERROR|ERR|CRI
 
 def sniff_level(message: pl.Series) -> pl.Series:
     """A level word at the start of a message (formats without a level field)."""
-    return normalise_level(message.str.extract(_LEVEL_SNIFF, 1))
+    word = message.str.slice(0, 12)  # the word is at the start: look at distinct starts
+    distinct = word.drop_nulls().unique()
+    if distinct.len() < word.len() // 4:
+        levels = normalise_level(distinct.str.extract(_LEVEL_SNIFF, 1))
+        return word.replace_strict(distinct, levels, default=None,
+                                   return_dtype=pl.String).alias("level")
+    return normalise_level(word.str.extract(_LEVEL_SNIFF, 1))
 
 
 # --- timestamps --------------------------------------------------------------------------
