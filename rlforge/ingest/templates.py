@@ -53,6 +53,7 @@ from rlforge.ingest.redact import PLACEHOLDER
 WILDCARD = "<*>"
 SPLIT_MAX_VALUES = 4  # a column with this many distinct values (or more) is a parameter
 MAX_TOKENS = 128  # tokens past this are folded into one trailing <*>
+MEMO_LIMIT = 1_000_000  # normalised texts remembered with their template id
 
 _W = re.escape(WILDCARD)
 # Word pieces (ASCII letters, digits, underscore) that are parameters in any system.
@@ -300,6 +301,8 @@ class TemplateMiner:
     def assign(self, texts: Sequence[str]) -> tuple[list[str], MinerUpdate]:
         """Template id for each distinct normalised text; mines what nothing matches."""
         update = MinerUpdate()
+        if len(self._memo) > MEMO_LIMIT:  # a cache of matches: bounded, rebuilt as needed
+            self._memo.clear()
         ids: list[str | None] = []
         unmatched: dict[Msg, list[int]] = collections.defaultdict(list)
         for i, text in enumerate(texts):
