@@ -51,7 +51,7 @@ def make_tasks(out: Path, n: int) -> Path:
     from rlforge.tasks.render import Renderer, render_task, write_task
     from rlforge.tasks.spec import SourceRef, Submission, TaskSpec
 
-    marker = out / f".complete-{n}"
+    marker = out.parent / f".{out.name}-complete"
     if marker.exists():
         return out
     shutil.rmtree(out, ignore_errors=True)
@@ -61,6 +61,7 @@ def make_tasks(out: Path, n: int) -> Path:
         "Choose one of: {{ labels | join(', ') }}.\n"
         "End your reply with one line: `ANSWER: <option>`.\n<<reply:{{ reply }}>>\n")
     renderer = Renderer(templates)
+    manifest = []
     for i in range(n):
         label = LABELS[i % len(LABELS)]
         reply = f"ANSWER: {label}" if i % 2 == 0 else f"ANSWER: {LABELS[(i + 1) % len(LABELS)]}"
@@ -75,10 +76,29 @@ def make_tasks(out: Path, n: int) -> Path:
             solution_files={"solve.sh": b"#!/bin/bash\n"}, verifier="answer",
             group_key=str(i), dedup_text=str(i), null=Submission("null"), adversarial=[],
             agent_timeout_sec=60.0)
-        write_task(render_task(spec, renderer, seed=0, split="train"), out)
+        task = render_task(spec, renderer, seed=0, split="train")
+        write_task(task, out)
+        manifest.append((task.task_id, spec.generator, spec.version, spec.verifier, spec.kind,
+                         task.split, task.task_id, "bench", [str(i)], [str(i)], str(i),
+                         task.template_hash))
+    write_manifest(out, manifest)
     shutil.rmtree(templates)
     marker.touch()
     return out
+
+
+def write_manifest(out: Path, rows: list[tuple]) -> None:
+    """manifest.parquet with the columns `rlforge build-tasks` writes."""
+    import duckdb
+
+    with duckdb.connect() as con:
+        con.execute("CREATE TABLE manifest (task_id VARCHAR, generator VARCHAR, version BIGINT, "
+                    "verifier VARCHAR, kind VARCHAR, split VARCHAR, path VARCHAR, "
+                    "source_table VARCHAR, source_keys VARCHAR[], content_hashes VARCHAR[], "
+                    "group_key VARCHAR, template_hash VARCHAR)")
+        con.executemany("INSERT INTO manifest VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
+        con.execute(f"COPY (SELECT * FROM manifest ORDER BY task_id) TO '{out / 'manifest.parquet'}' "
+                    "(FORMAT parquet)")
 
 
 def task_dirs(tasks: Path) -> list[Path]:

@@ -434,3 +434,35 @@ def test_run_and_rescore_are_documented_with_every_flag(cli):
         assert not missing, f"rlforge {command}: {missing} not in the README"
     assert "| `rlforge run TASKS_DIR" in readme and "| `rlforge rescore RUN_ID" in readme
     assert "| 3 | `rlforge run`" in readme and "| 4 | `rlforge run`" in readme
+
+
+def test_a_build_manifest_lists_the_tasks_and_task_toml_is_read_on_first_use(cli, tmp_path,
+                                                                            fault):
+    import shutil
+
+    from rlforge.run import discover_tasks, load_task
+    from test_run_support import built_tasks
+
+    out = built_tasks(tmp_path, limit=4)
+    listed = discover_tasks(out)
+    assert len(listed) == 4 and all(t._meta is None for t in listed)
+    for task in listed:  # what the manifest says is what task.toml says
+        full = load_task(task.path)
+        assert (task.task_id, task.generator, task.generator_version, task.verifier, task.kind,
+                task.split) == (full.task_id, full.generator, full.generator_version,
+                                full.verifier, full.kind, full.split)
+        assert task.agent_timeout == full.agent_timeout and task.meta == full.meta
+    # A directory the manifest does not list: every task.toml is read instead.
+    label_task(out, "extra", "billing")
+    assert {t.generator for t in discover_tasks(out)} >= {"test.answer"}
+    assert all(t._meta is not None for t in discover_tasks(out))
+    shutil.rmtree(next(p for p in out.iterdir() if p.name.startswith("test-answer")))
+    # A task directory replaced after it was listed: its rollout is invalid, not a crash.
+    first = discover_tasks(out)[0]
+    toml = first.path / "task.toml"
+    toml.write_text(toml.read_text().replace(first.task_id, "someone-else"))
+    result, data = run_json(cli, out, "--base-url", fault.url, "--model", "ok")
+    assert result.exit_code == 0 and (data["rollouts"], data["invalid"]) == (4, 1)
+    (broken,) = [r for r in rollouts_of(data["run_dir"]) if r["outcome"] == "invalid"]
+    assert broken["task_id"] == first.task_id and broken["error"]["type"] == "task"
+    assert "holds task someone-else" in broken["error"]["message"]

@@ -9,7 +9,6 @@ from typing import Any, Optional
 
 import typer
 from rich import box
-from rich.console import Group
 from rich.live import Live
 from rich.table import Table
 from rich.text import Text
@@ -193,7 +192,10 @@ class _LiveView:
         t = Table.grid(padding=(0, 2))
         t.add_column(style="bold")
         t.add_column()
-        share = p.done / p.total if p.total else 0.0
+        if not p.total:
+            t.add_row(f"{self.verb} {self.run_id}", "reading the tasks, planning the run…")
+            return t
+        share = p.done / p.total
         bar = "█" * int(share * 30) + "·" * (30 - int(share * 30))
         t.add_row(f"{self.verb} {self.run_id}", f"{bar} {p.done:,}/{p.total:,} "
                   f"({p.in_flight} in flight, {p.elapsed:,.0f}s)")
@@ -204,7 +206,7 @@ class _LiveView:
                   f"{p.rollouts_per_second:,.1f} rollouts/s")
         errors = ", ".join(f"{k} {v:,}" for k, v in p.errors.most_common(6)) or "none"
         t.add_row("errors", Text(errors, style="red" if p.errors else ""))
-        return Group(t)
+        return t
 
 
 def _pct(value: Any) -> str:

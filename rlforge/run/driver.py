@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from rlforge import db
-from rlforge.errors import PolicyContextLength, PolicyRequestError
+from rlforge.errors import PolicyContextLength, PolicyRequestError, UserError
 from rlforge.run.environment import EnvOptions, Environment, InfraError
 from rlforge.run.schedule import Scheduler, WorkItem
 from rlforge.run.store import RunStore, insert_lines, utc_now
@@ -138,7 +138,6 @@ class RolloutRunner:
         rollout's own failures; see the module docstring)."""
         seed = sample_seed(self.run_seed, task.task_id, sample)
         started_at, clock = utc_now(), time.perf_counter()
-        budget = self.time_budget or task.agent_timeout
         env = Environment(task, self.env_options, self.task_runner, self.scratch)
         usage = {"prompt_tokens": 0, "completion_tokens": 0, "requests": 0, "attempts": 0,
                  "policy_seconds": 0.0}
@@ -146,7 +145,9 @@ class RolloutRunner:
         outcome: str | None = None
         finish_reason = None
         tools = env.tools
+        budget = self.time_budget
         try:
+            budget = budget or task.agent_timeout  # reads task.toml if not read yet
             async with asyncio.timeout(budget) as deadline:
                 env.on_scoring = lambda: deadline.reschedule(None)  # verifying is not the policy's time
                 messages = await env.reset()
@@ -176,6 +177,8 @@ class RolloutRunner:
             outcome, error = "invalid", exc.record()
         except InfraError as exc:
             outcome, error = "invalid", exc.record()
+        except UserError as exc:  # the task directory is broken, not the policy
+            outcome, error = "invalid", {"type": "task", "infra": True, "message": str(exc)}
         except Exception as exc:  # a bug in rlforge: kept on the rollout, logged in full
             logger.exception("rollout %s#%d failed inside rlforge", task.task_id, sample)
             outcome = "invalid"

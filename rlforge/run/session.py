@@ -150,7 +150,7 @@ def plan_run(cfg: Config, tasks_dir: Path, tasks: list[Task], run_id: str, *,
 
 def work_items(tasks: list[Task], samples: int, done: set[tuple[str, int]]) -> list[WorkItem]:
     """Every (task, sample) not in `done`."""
-    return [WorkItem(i, s, t.generator, prior_seconds(t.agent_timeout, t.kind == "terminal"))
+    return [WorkItem(i, s, t.generator, prior_seconds(t.expected_seconds, t.kind == "terminal"))
             for i, t in enumerate(tasks) for s in range(samples) if (t.task_id, s) not in done]
 
 

@@ -92,9 +92,18 @@ def _toml_compatible(value: Any) -> bool:
     return value is not None and not isinstance(value, dict)
 
 
+DEFAULT_AGENT_TIMEOUT = 120.0
+MANIFEST = "manifest.parquet"
+
+
 @dataclass
 class Task:
-    """A Harbor task directory as a rollout needs it; files are read on first use."""
+    """A Harbor task directory as a rollout needs it; files are read on first use.
+
+    `meta` is task.toml. Tasks listed by a build's manifest start without it and read it
+    the first time it is needed (when their first rollout starts), so a run over many
+    tasks does not parse every task.toml before it can begin.
+    """
 
     path: Path
     task_id: str
@@ -103,17 +112,36 @@ class Task:
     verifier: str
     kind: str
     split: str
-    agent_timeout: float
-    meta: dict[str, Any] = field(repr=False)
+    _meta: dict[str, Any] | None = field(default=None, repr=False)
     _instruction: str | None = field(default=None, repr=False)
     _reference: dict | None = field(default=None, repr=False)
+
+    @property
+    def meta(self) -> dict[str, Any]:
+        """task.toml as a dict."""
+        if self._meta is None:
+            meta = _read_task_toml(self.path)
+            listed = meta.get("metadata", {}).get("rlforge", {}).get("task_id") or self.path.name
+            if listed != self.task_id:
+                raise UserError(f"{self.path} holds task {listed}, not {self.task_id}; the task "
+                                "directory changed after it was listed")
+            self._meta = meta
+        return self._meta
+
+    @property
+    def agent_timeout(self) -> float:
+        """`[agent] timeout_sec`: the default time budget of a rollout."""
+        return float(self.meta.get("agent", {}).get("timeout_sec", DEFAULT_AGENT_TIMEOUT))
 
     @property
     def instruction(self) -> str:
         """instruction.md: what the policy sees."""
         if self._instruction is None:
-            with open(os.path.join(self.path, "instruction.md"), "rb") as fh:
-                self._instruction = fh.read().decode("utf-8")
+            try:
+                with open(os.path.join(self.path, "instruction.md"), "rb") as fh:
+                    self._instruction = fh.read().decode("utf-8")
+            except (OSError, UnicodeDecodeError) as exc:
+                raise UserError(f"{self.path}: cannot read instruction.md ({exc})") from None
         return self._instruction
 
     @property
@@ -125,6 +153,8 @@ class Task:
                     self._reference = json.loads(fh.read())
             except FileNotFoundError:
                 self._reference = {}
+            except (OSError, ValueError) as exc:
+                raise UserError(f"{self.path}: cannot read tests/reference.json ({exc})") from None
         return self._reference
 
     @property
@@ -146,22 +176,34 @@ class Task:
         except ValueError:
             return "answer.txt"
 
+    @property
+    def expected_seconds(self) -> float:
+        """The agent timeout if task.toml was read already, else the default (the scheduler
+        needs a guess before any rollout ran, without reading every file)."""
+        if self._meta is None:
+            return DEFAULT_AGENT_TIMEOUT
+        return self.agent_timeout
+
     def drop_files(self) -> None:
-        """Forget the cached instruction and reference (memory, on long runs)."""
-        self._instruction = self._reference = None
+        """Forget the cached files (memory, on long runs); they are read again if needed."""
+        self._meta = self._instruction = self._reference = None
+
+
+def _read_task_toml(path: Path) -> dict[str, Any]:
+    toml_path = os.path.join(path, "task.toml")
+    try:
+        with open(toml_path, "rb") as fh:
+            return read_toml(fh.read().decode("utf-8"))
+    except (FileNotFoundError, NotADirectoryError):
+        raise UserError(f"{path}: not a task directory (no task.toml)") from None
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise UserError(f"{toml_path}: not valid TOML ({exc})") from None
 
 
 def load_task(task_dir: str | Path) -> Task:
     """Read a task directory's task.toml; a UserError if it is not a task."""
     path = Path(task_dir)
-    toml_path = os.path.join(task_dir, "task.toml")
-    try:
-        with open(toml_path, "rb") as fh:
-            meta = read_toml(fh.read().decode("utf-8"))
-    except (FileNotFoundError, NotADirectoryError):
-        raise UserError(f"{path}: not a task directory (no task.toml)") from None
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-        raise UserError(f"{toml_path}: not valid TOML ({exc})") from None
+    meta = _read_task_toml(path)
     rl = meta.get("metadata", {}).get("rlforge", {})
     name, _, version = str(rl.get("generator", "unknown")).partition("@")
     if not os.path.isfile(os.path.join(task_dir, "instruction.md")):
@@ -170,21 +212,27 @@ def load_task(task_dir: str | Path) -> Task:
         path=path, task_id=str(rl.get("task_id") or path.name), generator=name,
         generator_version=int(version) if version.isdigit() else None,
         verifier=str(rl.get("verifier", "script")), kind=str(rl.get("kind", "answer")),
-        split=str(rl.get("split", "")),
-        agent_timeout=float(meta.get("agent", {}).get("timeout_sec", 120.0)), meta=meta)
+        split=str(rl.get("split", "")), _meta=meta)
 
 
 def discover_tasks(tasks_dir: str | Path) -> list[Task]:
-    """The task at `tasks_dir`, or every task directory directly inside it, by task id."""
+    """The task at `tasks_dir`, or every task directory directly inside it, by task id.
+
+    A directory written by `rlforge build-tasks` lists its tasks in manifest.parquet; when
+    the manifest names exactly the directories present, the tasks are taken from it and
+    each task.toml is read later, on first use. Otherwise every task.toml is read now.
+    """
     root = Path(tasks_dir)
     if not root.is_dir():
         raise UserError(f"{root}: no such directory; give a directory of tasks "
                         "(`rlforge build-tasks --out DIR`)")
     if (root / "task.toml").is_file():
         return [load_task(root)]
-    tasks = []
-    for entry in sorted(os.scandir(root), key=lambda e: e.name):
-        if entry.is_dir():
+    entries = sorted((e for e in os.scandir(root) if e.is_dir()), key=lambda e: e.name)
+    tasks = _from_manifest(root, [e.name for e in entries])
+    if tasks is None:
+        tasks = []
+        for entry in entries:
             try:
                 tasks.append(load_task(entry.path))
             except UserError:
@@ -199,3 +247,23 @@ def discover_tasks(tasks_dir: str | Path) -> list[Task]:
         seen[t.task_id] = t.path
     return tasks
 
+
+def _from_manifest(root: Path, names: list[str]) -> list[Task] | None:
+    """The tasks a build's manifest lists, if it lists exactly the directories in `names`."""
+    manifest = root / MANIFEST
+    if not manifest.is_file():
+        return None
+    import duckdb
+
+    try:
+        with duckdb.connect() as con:
+            rows = con.execute("SELECT task_id, generator, version, verifier, kind, split, path "
+                               "FROM read_parquet(?) ORDER BY path", [str(manifest)]).fetchall()
+    except duckdb.Error:
+        return None  # not a manifest rlforge can read: fall back to the directories
+    if sorted(str(r[6]) for r in rows) != names:
+        return None
+    return [Task(path=root / str(path), task_id=str(task_id), generator=str(generator),
+                 generator_version=int(version) if version is not None else None,
+                 verifier=str(verifier), kind=str(kind), split=str(split or ""))
+            for task_id, generator, version, verifier, kind, split, path in rows]
