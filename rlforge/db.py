@@ -314,6 +314,8 @@ def connect(path: str | Path, read_only: bool = False) -> duckdb.DuckDBPyConnect
         con = duckdb.connect(str(path), read_only=read_only)
     except duckdb.IOException as exc:
         raise UserError(f"cannot open database {path}: {exc}") from None
+    # Track progress (the CLI shows it) but never let DuckDB print its own bar.
+    con.execute("SET enable_progress_bar = true; SET enable_progress_bar_print = false")
     if not read_only:
         migrate(con)
     return con

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import threading
 import time
 from pathlib import Path
 from typing import Callable, Iterable, Optional
@@ -39,25 +40,47 @@ def make_redactor(con, enabled: bool):
 
 
 def run_files(paths: Iterable[Path], one: Callable[[Path], IngestResult], *,
-              quiet: bool, label: str) -> list[IngestResult]:
-    """Ingest files one by one behind a progress display (rows/s), collecting results."""
+              quiet: bool, label: str, con=None) -> list[IngestResult]:
+    """Ingest files one by one behind a progress display (rows/s), collecting results.
+
+    With `con`, a background thread also shows how far DuckDB is through the current
+    file's statement, so a single large file does not look stuck.
+    """
     paths = list(paths)
     results: list[IngestResult] = []
     if quiet or not console.is_terminal:
         return [one(p) for p in paths]
     columns = [SpinnerColumn(), TextColumn("[bold]{task.description}"), BarColumn(),
-               TextColumn("{task.completed}/{task.total} files"),
+               TextColumn("{task.completed:.0f}/{task.total} files"),
                TextColumn("{task.fields[rows]:,} rows  {task.fields[rate]}"), TimeElapsedColumn()]
     with Progress(*columns, console=console, transient=True) as progress:
         task = progress.add_task(label, total=len(paths), rows=0, rate="")
-        started, rows = time.perf_counter(), 0
-        for p in paths:
-            progress.update(task, description=f"{label} {p.name}")
-            r = one(p)
-            results.append(r)
-            rows += r.n_read
-            rate = rows / max(time.perf_counter() - started, 1e-9)
-            progress.update(task, advance=1, rows=rows, rate=f"{rate:,.0f} rows/s")
+        started, rows, done = time.perf_counter(), 0, threading.Event()
+
+        def poll() -> None:
+            while not done.wait(0.25):
+                try:
+                    pct = con.query_progress()
+                except Exception:  # no statement running at this instant
+                    continue
+                if pct is not None and 0 <= pct <= 100:
+                    progress.update(task, completed=len(results) + pct / 100)
+
+        watcher = threading.Thread(target=poll, daemon=True) if con is not None else None
+        if watcher:
+            watcher.start()
+        try:
+            for p in paths:
+                progress.update(task, description=f"{label} {p.name}")
+                r = one(p)
+                results.append(r)
+                rows += r.n_read
+                rate = rows / max(time.perf_counter() - started, 1e-9)
+                progress.update(task, completed=len(results), rows=rows, rate=f"{rate:,.0f} rows/s")
+        finally:
+            done.set()
+            if watcher:
+                watcher.join()
     return results
 
 
@@ -136,7 +159,7 @@ def tickets(
         redactor = make_redactor(con, redact)
         results = run_files(paths, lambda p: tickets_lib.ingest_file(
             con, p, fmt=fmt, mapping=mapping, redactor=redactor, on_conflict=conflict,
-            origin=origin), quiet=quiet or as_json, label="tickets")
+            origin=origin), quiet=quiet or as_json, label="tickets", con=con)
     finally:
         con.close()
     if not redact and not quiet and not as_json:
