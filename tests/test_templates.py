@@ -200,3 +200,23 @@ def test_batches_in_any_order_give_the_same_grouping(msgs, rnd):
     shuffled = msgs[:]
     rnd.shuffle(shuffled)
     assert grouping(msgs) == grouping(shuffled)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.lists(message, min_size=1, max_size=15), min_size=2, max_size=5))
+def test_batch_after_batch_every_message_ends_on_a_live_template_that_matches_it(batches):
+    miner = tm.TemplateMiner()
+    merges: list[tuple[str, str]] = []
+    assigned: list[tuple[str, str]] = []
+    for batch in batches:
+        texts = sorted(set(norm(*batch)))
+        ids, update = miner.assign(texts)
+        merges += update.merges
+        assigned += list(zip(texts, ids))
+    final = tm.resolve_merges(merges)
+    for text, tid in assigned:
+        tid = final.get(tid, tid)
+        assert tid in miner.templates
+        tpl, toks = miner.templates[tid], tm.split_tokens(text)
+        assert len(tpl) == len(toks) and all(t == W or t == m for t, m in zip(tpl, toks))
+    assert not set(final) & set(miner.templates)  # merged ids are gone

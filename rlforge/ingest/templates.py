@@ -326,17 +326,20 @@ class TemplateMiner:
         lengths = {len(m) for m in unmatched}
         existing = {tokens: tid for tid, tokens in self.templates.items() if len(tokens) in lengths}
         mapping = cluster(list(unmatched) + list(existing))
-        # Existing templates whose cluster template differs have generalised: merge them.
-        for tokens, old in existing.items():
-            new_tokens = mapping[tokens]
-            if new_tokens != tokens:
-                new_id = template_id(new_tokens)
-                if new_id not in self.templates:
-                    self._add(new_tokens)
-                    update.new[new_id] = new_tokens
+        # Existing templates whose cluster template differs have generalised: merge them
+        # (following chains, so that no merged template comes back).
+        targets = {template_id(mapping[t]): mapping[t] for t in existing if mapping[t] != t}
+        final = resolve_merges((old, template_id(mapping[t])) for t, old in existing.items()
+                               if mapping[t] != t)
+        for old, new_id in final.items():
+            if new_id not in self.templates:
+                self._add(targets[new_id])
+                update.new[new_id] = targets[new_id]
+        for old, new_id in final.items():
+            if old in self.templates:
                 self._remove(old)
-                update.new.pop(old, None)
-                update.merges.append((old, new_id))
+            update.new.pop(old, None)
+            update.merges.append((old, new_id))
         for msg, positions in unmatched.items():
             tokens = mapping[msg]
             tid = template_id(tokens)
