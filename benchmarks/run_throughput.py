@@ -181,6 +181,9 @@ def main() -> None:
     server, url = bare.start_server(args.latency_ms)
     env = {**os.environ, "RLFORGE_DB": str(work / "bench.duckdb")}
     runs = work / "runs"
+    shutil.rmtree(runs, ignore_errors=True)  # every invocation starts from an empty store
+    for leftover in work.glob("bench.duckdb*"):
+        leftover.unlink()
     results: dict[str, list[dict]] = {"aiohttp": [], "httpx": [], "rlforge run": []}
     try:
         before = bare.server_stats(url)
@@ -196,8 +199,9 @@ def main() -> None:
                 print(f"  round {round_no} {variant:12} {r['rate']:7.0f} rollouts/s whole process "
                       f"({r['loop_rate']:5.0f} in its loop), {r['cpu_ms']:.3f} CPU ms/rollout, "
                       f"{r['rss_mb']:.0f} MB peak RSS, {r['correct']:,} right", flush=True)
-            shutil.rmtree(runs / "bench", ignore_errors=True)
-            m = measure_rusage(rlforge_cmd(tasks, url, 1, c, "bench"), work, env)
+            run_id = f"bench-{os.getpid()}-{round_no}"
+            m = measure_rusage(rlforge_cmd(tasks, url, 1, c, run_id), work, env)
+            shutil.rmtree(runs / run_id, ignore_errors=True)
             report = json.loads(m["stdout"])
             results["rlforge run"].append({
                 "rate": n / m["wall"], "loop_rate": n / report["session"]["seconds"],
@@ -225,8 +229,8 @@ def main() -> None:
 
         # Peak RSS over a long run: the same tasks, several samples each.
         samples = max(1, -(-args.rss_rollouts // n))
-        shutil.rmtree(runs / "rss", ignore_errors=True)
-        m = measure_rusage(rlforge_cmd(tasks, url, samples, c, "rss"), work, env)
+        m = measure_rusage(rlforge_cmd(tasks, url, samples, c, f"rss-{os.getpid()}"), work, env)
+        shutil.rmtree(runs / f"rss-{os.getpid()}", ignore_errors=True)
         report = json.loads(m["stdout"])
         print(f"\n{report['rollouts']:,} rollouts ({n:,} tasks x {samples} samples): peak RSS "
               f"{m['rss_mb']:.0f} MB (goal < 400), {m['cpu'] * 1000 / report['rollouts']:.3f} "

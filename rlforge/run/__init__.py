@@ -13,13 +13,14 @@ The modules, in the order a run meets them:
   (`drive`), each record stored as it ends;
 - `store`: `runs/<run_id>/` (config.json, rollouts.jsonl, summary.json, groups.jsonl) and
   the `runs` / `rollouts` tables;
-- `session`: the library calls behind the commands (`start`, `resume`, `rescore`) and the
-  CI gate.
+- `session`: the library calls behind `rlforge run` (`start`, `resume`), the summary and
+  the CI gate; `rescore`: `rlforge rescore`.
 """
 
 from rlforge.run.driver import Progress, RolloutRunner, sample_seed
 from rlforge.run.environment import EnvOptions, Environment, InfraError
-from rlforge.run.session import RunReport, gate, rescore, resume, start
+from rlforge.run.rescore import rescore
+from rlforge.run.session import RunReport, gate, resume, start
 from rlforge.run.tasks import Task, discover_tasks, load_task
 
 __all__ = ["EnvOptions", "Environment", "InfraError", "Progress", "RolloutRunner", "RunReport",

@@ -253,7 +253,7 @@ class Environment:
             await self.finish(reply["content"], "answered")
         else:
             commands, submitted = self._parse_actions(reply)
-            for i, cmd in enumerate(commands):
+            for cmd in commands:
                 await self._execute(cmd)
             if submitted:
                 await self.finish(None, "submitted")
@@ -316,7 +316,7 @@ class Environment:
                       {"base64": base64.b64encode(v).decode()}) for rel, v in submission.items()}}
         root = Path(tempfile.mkdtemp(prefix="verify-", dir=self.scratch))
         try:
-            ws = rebuild_workspace(self.task, submission, root)
+            ws = await asyncio.to_thread(rebuild_workspace, self.task, submission, root)
             return await self._score_workspace(ws)
         finally:
             shutil.rmtree(root, ignore_errors=True)

@@ -1,11 +1,10 @@
-"""`rlforge run`, `--resume` and `rescore` as library calls: plan, execute, summarise, gate.
+"""`rlforge run` and `--resume` as library calls: plan, execute, summarise, gate.
 
 A run is planned once — tasks, samples, seeds, policy and loop settings, resolved from
 flag > RLFORGE_* env > rlforge.toml > default — and the plan is frozen in
 `runs/<run_id>/config.json` (the API key's *name* only). Resuming reads that plan back,
 keeps every rollout already in rollouts.jsonl, and runs exactly the (task, sample) pairs
-missing from it. Re-scoring reads the stored submissions and runs the verifiers again,
-without the model.
+missing from it. (`rlforge.run.rescore` scores stored submissions again.)
 
 With no endpoint configured, the run starts the embedded local model (llama.cpp with
 SmolLM2-135M, see `rlforge.local_model`), one rollout at a time (that server serves one
@@ -29,7 +28,7 @@ from rlforge import __version__, db, stats
 from rlforge.config import Config
 from rlforge.errors import ConfigError, UserError
 from rlforge.run.driver import Fact, Progress, RolloutRunner, TableSink, drive
-from rlforge.run.environment import EnvOptions, Environment, InfraError
+from rlforge.run.environment import EnvOptions
 from rlforge.run.schedule import WorkItem, prior_seconds
 from rlforge.run.store import (ROLLOUTS, RunStore, insert_lines, new_run_id, reload_run,
                                set_advantages, upsert_run, utc_now)
@@ -180,7 +179,7 @@ def resume(cfg: Config, run_id: str, *, concurrency: int | None = None,
     store = RunStore.open(cfg.get("run.runs_dir"), run_id)
     store.lock()
     try:
-        plan = _with_overrides(store.read_config(), concurrency, min_pass_rate,
+        plan = with_overrides(store.read_config(), concurrency, min_pass_rate,
                                max_infra_error_rate)
         records = store.read_rollouts(repair=True)
         tasks = _plan_tasks(plan)
@@ -189,7 +188,7 @@ def resume(cfg: Config, run_id: str, *, concurrency: int | None = None,
         store.close()
 
 
-def _with_overrides(plan: dict[str, Any], concurrency, min_pass_rate, max_infra) -> dict:
+def with_overrides(plan: dict[str, Any], concurrency, min_pass_rate, max_infra) -> dict:
     if concurrency is not None:
         plan["concurrency"] = concurrency
     if min_pass_rate is not None:
@@ -224,11 +223,11 @@ def _execute(cfg: Config, store: RunStore, plan: dict[str, Any], tasks: list[Tas
     progress.done = progress.resumed = len(records)
     for fact in facts:
         progress.outcomes[fact.outcome] += 1
-    # The table mirrors the log before anything new is added (a resume reloads it).
+    # The table mirrors the log before anything new is added: a resume reloads it, a new
+    # run clears rows a deleted run of the same id may have left.
     con = db.connect(db_path)
     try:
-        if records:
-            reload_run(con, store.run_id, store.dir / ROLLOUTS)
+        reload_run(con, store.run_id, store.dir / ROLLOUTS)
         _record_run(con, store, plan, facts, status="running")
     finally:
         con.close()
@@ -380,104 +379,3 @@ def _record_run(con, store: RunStore, plan: dict[str, Any], facts: list[Fact], *
 
 def _naive(text: str) -> dt.datetime:
     return dt.datetime.fromisoformat(text.replace("Z", "+00:00")).replace(tzinfo=None)
-
-
-# --- rescoring ---------------------------------------------------------------------------
-
-def rescore(cfg: Config, run_id: str, *, min_pass_rate: float | None = None,
-            max_infra_error_rate: float | None = None,
-            progress: Progress | None = None) -> RunReport:
-    """Run the verifiers again on every stored submission (the model is not called).
-
-    Rollouts without a submission (the policy endpoint failed, the time budget ran out)
-    keep their outcome. The previous log is kept as `rollouts.before-rescore-<time>.jsonl`.
-    """
-    started = time.perf_counter()
-    store = RunStore.open(cfg.get("run.runs_dir"), run_id)
-    store.lock()
-    try:
-        plan = _with_overrides(store.read_config(), None, min_pass_rate, max_infra_error_rate)
-        records = store.read_rollouts(repair=True)
-        progress = progress or Progress()
-        progress.total = len(records)
-        counts = asyncio.run(_rescore_all(plan, records, progress))
-        stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%S")
-        store.rewrite_rollouts(records, keep_previous=f"rollouts.before-rescore-{stamp}.jsonl")
-        db_path = cfg.get("db")
-        con = db.connect(db_path)
-        try:
-            reload_run(con, run_id, store.dir / ROLLOUTS)
-        finally:
-            con.close()
-        report = finalize(db_path, store, plan, [Fact.of(r) for r in records],
-                          status="finished" if len(records) == len(plan["tasks"]) * plan["samples"]
-                          else "running")
-        report.rescored = counts
-        report.session_rollouts = counts["rescored"]
-        report.seconds = time.perf_counter() - started
-        return report
-    finally:
-        store.close()
-
-
-async def _rescore_all(plan: dict[str, Any], records: list[dict[str, Any]],
-                       progress: Progress) -> dict[str, int]:
-    from rlforge.sandbox import SandboxPool
-    from rlforge.verify.validate import TaskRunner
-
-    paths = dict((task_id, path) for task_id, path in plan["tasks"])
-    tasks: dict[str, Task | None] = {}
-    counts = {"rescored": 0, "changed": 0, "no_submission": 0, "incomplete_submission": 0,
-              "task_missing": 0}
-    scratch = Path(tempfile.mkdtemp(prefix="rlforge-rescore-"))
-    try:
-        async with SandboxPool(plan["sandbox_workers"]) as pool:
-            runner = TaskRunner(pool, plan["env"]["sandbox_mode"], None)
-            limit = asyncio.Semaphore(pool.workers * 2)
-
-            async def one(record: dict[str, Any]) -> None:
-                submission = record.get("submission")
-                task_id = record["task_id"]
-                if task_id not in tasks:
-                    try:
-                        tasks[task_id] = load_task(paths[task_id])
-                    except (UserError, KeyError):
-                        tasks[task_id] = None
-                task = tasks[task_id]
-                if submission is None:
-                    counts["no_submission"] += 1
-                elif submission.get("complete") is False:
-                    counts["incomplete_submission"] += 1
-                elif task is None:
-                    counts["task_missing"] += 1
-                else:
-                    async with limit:
-                        await _rescore_one(record, task, plan, runner, scratch)
-                    counts["rescored"] += 1
-                    previous = record["rescored"]["previous"]
-                    counts["changed"] += (previous["outcome"] != record["outcome"] or
-                                          previous["total"] != (record["reward"] or {}).get("total"))
-                progress.add(Fact.of(record))
-
-            await asyncio.gather(*(one(r) for r in records))
-    finally:
-        shutil.rmtree(scratch, ignore_errors=True)
-    return counts
-
-
-async def _rescore_one(record, task: Task, plan, runner, scratch: Path) -> None:
-    env = Environment(task, EnvOptions(**plan["env"]), runner, scratch)
-    previous = {"outcome": record["outcome"], "total": (record.get("reward") or {}).get("total")}
-    error = record.get("error")
-    if error and error.get("infra"):  # a verifier or sandbox failure: scored afresh now
-        error = None
-    try:
-        reward = await env.verify(record["submission"])
-        outcome = "pass" if reward.get("outcome") == "pass" else "fail"
-        scored_by = "in_process" if task.in_process else "sandbox"
-    except InfraError as exc:
-        reward, outcome, error, scored_by = None, "invalid", exc.record(), None
-    finally:
-        env.close()
-    record.update(outcome=outcome, reward=reward, error=error, scored_by=scored_by,
-                  rescored={"at": utc_now(), "previous": previous})

@@ -1,0 +1,127 @@
+"""`rlforge rescore`: the verifiers run again on a run's stored submissions, no model.
+
+Every rollout that left a submission (a reply text, or the files its workspace changed)
+is scored again by its task's verifier — in-process for answer and reply tasks, in the
+sandbox otherwise — after a verifier was fixed, or when the sandbox failed during the run.
+Rollouts without a submission (the endpoint failed, the time budget ran out) keep their
+outcome. Each re-scored line keeps its previous outcome under `rescored`; the previous log
+stays as `rollouts.before-rescore-<time>.jsonl`; the table and the summary follow.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import shutil
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from rlforge import db
+from rlforge.config import Config
+from rlforge.errors import UserError
+from rlforge.run.driver import Fact, Progress
+from rlforge.run.environment import EnvOptions, Environment, InfraError
+from rlforge.run.session import RunReport, finalize, with_overrides
+from rlforge.run.store import ROLLOUTS, RunStore, reload_run, utc_now
+from rlforge.run.tasks import Task, load_task
+
+
+def rescore(cfg: Config, run_id: str, *, min_pass_rate: float | None = None,
+            max_infra_error_rate: float | None = None,
+            progress: Progress | None = None) -> RunReport:
+    """Run the verifiers again on every stored submission (the model is not called).
+
+    Rollouts without a submission (the policy endpoint failed, the time budget ran out)
+    keep their outcome. The previous log is kept as `rollouts.before-rescore-<time>.jsonl`.
+    """
+    started = time.perf_counter()
+    store = RunStore.open(cfg.get("run.runs_dir"), run_id)
+    store.lock()
+    try:
+        plan = with_overrides(store.read_config(), None, min_pass_rate, max_infra_error_rate)
+        records = store.read_rollouts(repair=True)
+        progress = progress or Progress()
+        progress.total = len(records)
+        counts = asyncio.run(_rescore_all(plan, records, progress))
+        stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%S")
+        store.rewrite_rollouts(records, keep_previous=f"rollouts.before-rescore-{stamp}.jsonl")
+        db_path = cfg.get("db")
+        con = db.connect(db_path)
+        try:
+            reload_run(con, run_id, store.dir / ROLLOUTS)
+        finally:
+            con.close()
+        report = finalize(db_path, store, plan, [Fact.of(r) for r in records],
+                          status="finished" if len(records) == len(plan["tasks"]) * plan["samples"]
+                          else "running")
+        report.rescored = counts
+        report.session_rollouts = counts["rescored"]
+        report.seconds = time.perf_counter() - started
+        return report
+    finally:
+        store.close()
+
+
+async def _rescore_all(plan: dict[str, Any], records: list[dict[str, Any]],
+                       progress: Progress) -> dict[str, int]:
+    from rlforge.sandbox import SandboxPool
+    from rlforge.verify.validate import TaskRunner
+
+    paths = dict((task_id, path) for task_id, path in plan["tasks"])
+    tasks: dict[str, Task | None] = {}
+    counts = {"rescored": 0, "changed": 0, "no_submission": 0, "incomplete_submission": 0,
+              "task_missing": 0}
+    scratch = Path(tempfile.mkdtemp(prefix="rlforge-rescore-"))
+    try:
+        async with SandboxPool(plan["sandbox_workers"]) as pool:
+            runner = TaskRunner(pool, plan["env"]["sandbox_mode"], None)
+            limit = asyncio.Semaphore(pool.workers * 2)
+
+            async def one(record: dict[str, Any]) -> None:
+                submission = record.get("submission")
+                task_id = record["task_id"]
+                if task_id not in tasks:
+                    try:
+                        tasks[task_id] = load_task(paths[task_id])
+                    except (UserError, KeyError):
+                        tasks[task_id] = None
+                task = tasks[task_id]
+                if submission is None:
+                    counts["no_submission"] += 1
+                elif submission.get("complete") is False:
+                    counts["incomplete_submission"] += 1
+                elif task is None:
+                    counts["task_missing"] += 1
+                else:
+                    async with limit:
+                        await _rescore_one(record, task, plan, runner, scratch)
+                    counts["rescored"] += 1
+                    previous = record["rescored"]["previous"]
+                    counts["changed"] += (previous["outcome"] != record["outcome"] or
+                                          previous["total"] != (record["reward"] or {}).get("total"))
+                progress.add(Fact.of(record))
+
+            await asyncio.gather(*(one(r) for r in records))
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    return counts
+
+
+async def _rescore_one(record, task: Task, plan, runner, scratch: Path) -> None:
+    env = Environment(task, EnvOptions(**plan["env"]), runner, scratch)
+    previous = {"outcome": record["outcome"], "total": (record.get("reward") or {}).get("total")}
+    error = record.get("error")
+    if error and error.get("infra"):  # a verifier or sandbox failure: scored afresh now
+        error = None
+    try:
+        reward = await env.verify(record["submission"])
+        outcome = "pass" if reward.get("outcome") == "pass" else "fail"
+        scored_by = "in_process" if task.in_process else "sandbox"
+    except InfraError as exc:
+        reward, outcome, error, scored_by = None, "invalid", exc.record(), None
+    finally:
+        env.close()
+    record.update(outcome=outcome, reward=reward, error=error, scored_by=scored_by,
+                  rescored={"at": utc_now(), "previous": previous})
