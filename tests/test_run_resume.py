@@ -120,3 +120,46 @@ def test_resume_of_a_finished_run_runs_nothing_and_a_busy_run_is_refused(cli, tm
     finally:
         os.kill(holder.pid, signal.SIGKILL)
         holder.wait()
+
+
+def test_rollouts_reach_the_table_in_batches_while_the_run_goes(tmp_path, fault, db_path):
+    """What a kill leaves: the table holds the batches loaded so far, the log holds all."""
+    import asyncio
+
+    from rlforge import db
+    from rlforge.policy import PolicyClient, PolicyConfig
+    from rlforge.run import EnvOptions, Progress, RolloutRunner, discover_tasks
+    from rlforge.run.driver import TableSink, drive
+    from rlforge.run.schedule import WorkItem
+    from rlforge.run.store import RunStore
+
+    tasks_dir = tmp_path / "tasks"
+    for i in range(12):
+        label_task(tasks_dir, f"t{i:02d}", "billing")
+    tasks = discover_tasks(tasks_dir)
+    store = RunStore.create(tmp_path / "runs", "batches")
+    seen_in_table: list[int] = []
+
+    def on_record(record, fact):
+        con = db.connect(db_path)
+        try:
+            seen_in_table.append(con.execute("SELECT count(*) FROM rollouts").fetchall()[0][0])
+        finally:
+            con.close()
+
+    async def main():
+        sink = TableSink(db_path, interval=0.1)
+        config = PolicyConfig(base_url=fault.url, model="ok:0.1", concurrency=2)
+        async with PolicyClient(config, api_key="") as client:
+            runner = RolloutRunner(client, EnvOptions(), None, tmp_path, run_id="batches",
+                                   run_seed=0)
+            items = [WorkItem(i, 0, "test.answer", 1.0) for i in range(len(tasks))]
+            await drive(tasks, items, runner, store, sink, Progress(), concurrency=2,
+                        on_record=on_record)
+        return sink
+
+    sink = asyncio.run(main())
+    store.close()
+    # Loaded while rollouts were still finishing, and the last batch is left to the caller.
+    assert 0 < max(seen_in_table[:-1]) < 12 and sink.written >= max(seen_in_table)
+    assert sink.written + len(sink.lines) == 12

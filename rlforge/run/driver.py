@@ -259,10 +259,14 @@ class TableSink:
         finally:
             con.close()
 
-    async def run_periodically(self) -> None:
-        while True:
-            await asyncio.sleep(self.interval)
-            await self.flush()
+    async def run_periodically(self, stop: asyncio.Event) -> None:
+        """Flush every `interval` seconds until `stop` is set (a batch being written is
+        finished first, never cut off: its rows are not queued anywhere else)."""
+        while not stop.is_set():
+            try:
+                await asyncio.wait_for(stop.wait(), self.interval)
+            except TimeoutError:
+                await self.flush()
 
 
 async def drive(tasks: list[Task], items: list[WorkItem], runner: RolloutRunner,
@@ -300,18 +304,16 @@ async def drive(tasks: list[Task], items: list[WorkItem], runner: RolloutRunner,
             if not remaining[item.task]:
                 task.drop_files()
 
-    flusher = asyncio.create_task(sink.run_periodically()) if sink is not None else None
+    stop = asyncio.Event()
+    flusher = asyncio.create_task(sink.run_periodically(stop)) if sink is not None else None
     completed = False
     try:
         await asyncio.gather(*(worker() for _ in range(max(1, min(concurrency, len(items) or 1)))))
         completed = True
     finally:
         if flusher is not None:
-            flusher.cancel()
-            try:
-                await flusher
-            except asyncio.CancelledError:
-                pass
+            stop.set()
+            await flusher
             if not completed:
                 await sink.flush()
     return facts

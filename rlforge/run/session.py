@@ -328,7 +328,12 @@ def finalize(db_path, store: RunStore, plan: dict[str, Any], facts: list[Fact], 
             "advantages": {str(f.sample): advantages[f"{task_id}#{f.sample}"] for f in members}})
     summary["complete"] = len(facts) == len(plan["tasks"]) * samples
     store.write_summary(summary, group_rows)
-    con = db.connect(db_path)
+    try:
+        con = db.connect(db_path)
+    except UserError as exc:
+        raise UserError(f"{exc}; every rollout is in {store.dir}/rollouts.jsonl: "
+                        f"`rlforge run --resume {store.run_id}` loads them once the database "
+                        "is free") from None
     try:
         con.execute("BEGIN")
         insert_lines(con, lines or [])
