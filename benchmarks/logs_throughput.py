@@ -13,13 +13,14 @@ Builds 1,000,000-line files by repeating the HDFS, BGL and Thunderbird 2k sample
 
 Each clock starts after the process has imported its libraries (the same for all three)
 and stops when the work is done. Then the peak RSS of (a) on a 5,000,000-line file (BGL
-repeated). Goals: (a) at least 5x
-faster than (b), at most 3x slower than (c), peak RSS at most 1.5 GB.
+repeated). Goals: (a) at least 5x faster than (b), at most 3x slower than (c), peak RSS
+at most 1.5 GB.
 
     .venv/bin/python benchmarks/logs_throughput.py [--lines 1000000] [--repeat 3]
         [--rss-lines 5000000] [--workdir DIR] [--data ../shared/data/loghub]
 
-The machine is shared: rerun when a row looks disturbed (the spread is printed).
+The machine is shared: rerun when a row looks disturbed (the spread between the fastest
+and slowest run and the load average are printed).
 """
 
 from __future__ import annotations
