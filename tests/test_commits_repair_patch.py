@@ -1,4 +1,4 @@
-"""The repair verifier's own unified-diff applier (standard library, runs inside tasks).
+"""The repair verifier's unified-diff applier (standard library, runs inside tasks).
 
 A submitted diff is applied by `apply_patch` in the sandbox, where git may not exist. It
 must reproduce what `git diff` describes exactly, refuse what it cannot do (binary
@@ -18,7 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rlforge.tasks.repair.score import workspace_diff
-from rlforge.verify.repair_standalone import apply_patch, parse_patch, split_lines
+from rlforge.verify.repair_patch import apply_patch, parse_patch, split_lines
 
 GIT_ENV = {"PATH": os.environ["PATH"], "HOME": os.devnull, "GIT_CONFIG_NOSYSTEM": "1",
            "GIT_CONFIG_GLOBAL": os.devnull, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com",

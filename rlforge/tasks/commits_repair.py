@@ -54,6 +54,7 @@ git apply --whitespace=nowarn /solution/gold.diff
 """
 TRAILER = re.compile(r"^[A-Za-z][A-Za-z-]*(-by|-Id|-id): ", re.M)
 MIN_SECRET_CHARS = 24
+WORKSPACE_LIMIT = 100_000_000  # bytes; the verifier copies the workspace into its /tmp
 MAX_SECRETS = 40
 
 
@@ -177,6 +178,10 @@ class CommitsRepair:
         except (gitrepo.GitError, OSError) as exc:
             self._reject(row, "repository unavailable", str(exc)[:200])
             return None
+        size = sum(len(d) for d in snap.workspace.values())
+        if size > WORKSPACE_LIMIT:
+            self._reject(row, "workspace too large", f"{size / 1e6:.0f} MB, max {WORKSPACE_LIMIT / 1e6:.0f} MB")
+            return None
         found = envs.discover(snap.workspace)
         reqs = list(settings.requirements) if settings.requirements is not None else list(found.requirements)
         reqs = sorted(set(reqs) | set(settings.extra_requirements))
@@ -227,7 +232,7 @@ class CommitsRepair:
             dedup_text=row.message, time=row.committed_at,
             null=Submission("null", {}, "the starting workspace, unchanged"),
             adversarial=adversarial, workspace=workspace,
-            tests_data={"rlforge_repair.py": verifier_files()["rlforge_repair.py"],
+            tests_data={**{k: v for k, v in verifier_files().items() if k != "rlforge_verify.py"},
                         **{f"hidden/{p}": d for p, d in snap.hidden.items()}},
             category="code-repair", difficulty=_difficulty(sum(
                 1 for line in snap.gold_diff.splitlines() if line[:1] in "+-" and line[:3] not in ("+++", "---"))),

@@ -1,8 +1,9 @@
 """The verifier every code-repair task carries in its tests/ directory, standard library only.
 
 Copied verbatim into each `commits.repair` task as `tests/rlforge_repair.py` (next to
-`rlforge_verify.py`, whose reward helpers it uses) and run by `tests/test.sh` with the
-task's Python environment, so Harbor or any runner can score a task without rlforge:
+`rlforge_verify.py`, whose reward helpers it uses, and `rlforge_repair_patch.py`, which
+applies diffs) and run by `tests/test.sh` with the task's Python environment, so Harbor or
+any runner can score a task without rlforge:
 
     python rlforge_repair.py /tests/reference.json [--logs /logs/verifier]
 
@@ -24,8 +25,8 @@ at `/app/.rlforge/submission.diff`, if present, is applied on top of it first):
 
 The same file is the pytest plugin the watchdog loads (`-p`): it keeps only the requested
 test ids and writes one line per test started, which is how a hang is attributed.
-rlforge imports the patch, path and test-running functions from here, so a task built by
-rlforge and scored by Harbor behave the same.
+rlforge imports the path and test-running functions from here, so a task built by rlforge
+and scored by Harbor behave the same.
 """
 
 from __future__ import annotations
@@ -63,6 +64,15 @@ def _base():
     return base
 
 
+def _patch():
+    """The diff applier: the copy next to this file, or rlforge's own."""
+    try:
+        import rlforge_repair_patch as patch
+    except ImportError:
+        from rlforge.verify import repair_patch as patch
+    return patch
+
+
 # --- paths ---------------------------------------------------------------------------------
 
 def is_protected(path, rules):
@@ -77,17 +87,7 @@ def is_protected(path, rules):
     return any(re.search(p, path) for p in rules.get("patterns", ()))
 
 
-def _safe_rel(path):
-    """A relative posix path without '..' or absolute parts, or None."""
-    if not path or path.startswith("/") or "\0" in path:
-        return None
-    parts = [p for p in path.split("/") if p not in ("", ".")]
-    if not parts or any(p == ".." for p in parts):
-        return None
-    return "/".join(parts)
-
-
-def _skipped(rel):
+def skipped_path(rel):
     parts = rel.split("/")
     return parts[0] == ".rlforge" or any(p in SKIP_NAMES for p in parts) or rel.endswith(".pyc")
 
@@ -105,13 +105,13 @@ def copy_workspace(src, dst, limit=RUN_TREE_LIMIT):
         keep = []
         for d in sorted(dirnames):
             rel = f"{rel_dir}/{d}" if rel_dir else d
-            if not os.path.islink(os.path.join(dirpath, d)) and not _skipped(rel):
+            if not os.path.islink(os.path.join(dirpath, d)) and not skipped_path(rel):
                 keep.append(d)
                 os.makedirs(os.path.join(dst, rel), exist_ok=True)
         dirnames[:] = keep
         for name in sorted(filenames):
             rel = f"{rel_dir}/{name}" if rel_dir else name
-            if _skipped(rel):
+            if skipped_path(rel):
                 continue
             try:
                 fd = os.open(os.path.join(dirpath, name), os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
@@ -154,224 +154,10 @@ def tree_hashes(root):
 def touched_protected(root, rules, base_hashes):
     """Protected paths whose content differs from the starting workspace (added,
     changed or deleted), sorted."""
-    now = {p: h for p, h in tree_hashes(root).items() if is_protected(p, rules) and not _skipped(p)}
+    now = {p: h for p, h in tree_hashes(root).items() if is_protected(p, rules) and not skipped_path(p)}
     changed = {p for p, h in now.items() if base_hashes.get(p) != h}
     changed |= {p for p in base_hashes if p not in now}
     return sorted(changed)
-
-
-def write_file(root, rel, data):
-    """Write root/rel, replacing whatever is there (a link is replaced, never followed)."""
-    rel = _safe_rel(rel)
-    if rel is None:
-        raise ValueError("unsafe path")
-    cur = root
-    for part in rel.split("/")[:-1]:
-        cur = os.path.join(cur, part)
-        if os.path.islink(cur) or (os.path.exists(cur) and not os.path.isdir(cur)):
-            os.remove(cur)
-        if not os.path.isdir(cur):
-            os.mkdir(cur)
-    target = os.path.join(root, rel)
-    if os.path.islink(target) or os.path.isfile(target):
-        os.remove(target)
-    elif os.path.isdir(target):
-        shutil.rmtree(target)
-    with open(target, "wb") as fh:
-        fh.write(data)
-
-
-def remove_file(root, rel):
-    rel = _safe_rel(rel)
-    target = os.path.join(root, rel) if rel else None
-    if target and (os.path.islink(target) or os.path.isfile(target)):
-        os.remove(target)
-
-
-# --- unified diffs -------------------------------------------------------------------------
-
-class PatchError(Exception):
-    """A diff that cannot be parsed or does not apply."""
-
-
-_HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
-
-
-def _diff_path(text):
-    path = text.rstrip("\r\n").split("\t", 1)[0]
-    if path.startswith('"') and path.endswith('"'):
-        try:
-            path = json.loads(path)
-        except ValueError:
-            raise PatchError(f"cannot read the quoted path {path}") from None
-    return None if path == "/dev/null" else path
-
-
-def split_lines(text):
-    """Lines with their endings, split at \\n only (as diff does; str.splitlines also
-    splits at form feeds and other separators)."""
-    parts = text.split("\n")
-    return [p + "\n" for p in parts[:-1]] + ([parts[-1]] if parts[-1] else [])
-
-
-def parse_patch(text):
-    """The file changes of a unified diff (git's or diff -u's) as a list of dicts:
-    old, new (paths or None), hunks [(old_start, old_lines, new_lines)]."""
-    lines = split_lines(text)
-    files, i = [], 0
-    header = None  # a `diff --git` header not yet followed by ---/+++ lines
-
-    def flush():
-        # git writes no ---/+++ lines for an empty file created or deleted
-        if header and header["kind"]:
-            old, new = header["paths"]
-            files.append({"old": None if header["kind"] == "new" else old,
-                          "new": None if header["kind"] == "deleted" else new, "hunks": []})
-
-    while i < len(lines):
-        line = lines[i]
-        if line.startswith("diff --git "):
-            flush()
-            m = re.match(r"diff --git (a/.*) (b/.*)$", line.rstrip("\r\n"))
-            header = {"paths": (m.group(1), m.group(2)) if m else (None, None), "kind": None}
-        elif header and line.startswith("new file mode"):
-            header["kind"] = "new"
-        elif header and line.startswith("deleted file mode"):
-            header["kind"] = "deleted"
-        if line.startswith("GIT binary patch") or (line.startswith("Binary files ") and line.rstrip().endswith("differ")):
-            raise PatchError("binary changes are not supported in a submitted diff")
-        if line.startswith("rename from ") or line.startswith("copy from "):
-            raise PatchError("renames are not supported in a submitted diff; "
-                             "write the file under its new name and delete the old one")
-        if not (line.startswith("--- ") and i + 1 < len(lines) and lines[i + 1].startswith("+++ ")):
-            i += 1
-            continue
-        old, new = _diff_path(line[4:]), _diff_path(lines[i + 1][4:])
-        header = None
-        i += 2
-        hunks = []
-        while i < len(lines) and lines[i].startswith("@@"):
-            m = _HUNK.match(lines[i])
-            if not m:
-                raise PatchError(f"malformed hunk header {lines[i].strip()!r}")
-            old_start = int(m.group(1))
-            old_n = int(m.group(2)) if m.group(2) is not None else 1
-            new_n = int(m.group(4)) if m.group(4) is not None else 1
-            i += 1
-            old_lines, new_lines = [], []
-            while (len(old_lines) < old_n or len(new_lines) < new_n) and i < len(lines):
-                body = lines[i]
-                tag, rest = body[:1], body[1:]
-                if body in ("\n", "\r\n"):  # an empty context line whose space was stripped
-                    tag, rest = " ", body
-                if tag == " ":
-                    old_lines.append(rest)
-                    new_lines.append(rest)
-                elif tag == "-":
-                    old_lines.append(rest)
-                elif tag == "+":
-                    new_lines.append(rest)
-                elif tag == "\\":
-                    pass
-                else:
-                    raise PatchError(f"hunk of {new or old} ends early")
-                i += 1
-                if i < len(lines) and lines[i].startswith("\\"):
-                    # "\ No newline at end of file" applies to the line just read
-                    if tag in (" ", "-"):
-                        old_lines[-1] = old_lines[-1].rstrip("\r\n")
-                    if tag in (" ", "+"):
-                        new_lines[-1] = new_lines[-1].rstrip("\r\n")
-                    i += 1
-            if len(old_lines) != old_n or len(new_lines) != new_n:
-                raise PatchError(f"hunk of {new or old} is shorter than its header says")
-            hunks.append((old_start, old_lines, new_lines))
-        files.append({"old": old, "new": new, "hunks": hunks})
-    flush()
-    if not files and text.strip():
-        raise PatchError("no file changes found (expected a unified diff with ---/+++ lines)")
-    return files
-
-
-def _strip_prefix(files):
-    """Drop git's a/ and b/ prefixes from each file change that carries them."""
-    for f in files:
-        old, new = f["old"], f["new"]
-        if (old is None or old.startswith("a/")) and (new is None or new.startswith("b/")):
-            f["old"] = old[2:] if old else None
-            f["new"] = new[2:] if new else None
-    return files
-
-
-def _find(lines, block, hint):
-    """Index where block occurs in lines, searching outward from hint; None if nowhere."""
-    n = len(block)
-    if n == 0:
-        return max(0, min(hint, len(lines)))
-    for delta in range(0, len(lines) + 1):
-        for pos in (hint - delta, hint + delta) if delta else (hint,):
-            if 0 <= pos <= len(lines) - n and lines[pos:pos + n] == block:
-                return pos
-    return None
-
-
-def apply_patch(root, text):
-    """Apply a unified diff to the tree at root; all or nothing.
-
-    Returns (True, summary) or (False, why it does not apply).
-    """
-    try:
-        files = _strip_prefix(parse_patch(text))
-        results = {}
-        for f in files:
-            old = _safe_rel(f["old"]) if f["old"] else None
-            new = _safe_rel(f["new"]) if f["new"] else None
-            if (f["old"] and old is None) or (f["new"] and new is None):
-                raise PatchError(f"unsafe path in the diff: {f['old'] or f['new']!r}")
-            if old and new and old != new:
-                raise PatchError("renames are not supported in a submitted diff")
-            path = new or old
-            if path is None:
-                raise PatchError("a file change without a path")
-            if old is None:
-                if path in results and results[path] is not None:
-                    raise PatchError(f"{path} is created twice")
-                full = os.path.join(root, path)
-                if path not in results and (os.path.lexists(full)):
-                    raise PatchError(f"{path} already exists")
-                lines = []
-            elif path in results:
-                if results[path] is None:
-                    raise PatchError(f"{path} was deleted earlier in the diff")
-                lines = results[path]
-            else:
-                full = os.path.join(root, path)
-                if os.path.islink(full) or not os.path.isfile(full):
-                    raise PatchError(f"{path} does not exist")
-                with open(full, "rb") as fh:
-                    lines = split_lines(fh.read().decode("utf-8", "surrogateescape"))
-            offset = 0
-            for k, (start, old_lines, new_lines) in enumerate(f["hunks"], 1):
-                hint = max(0, start - 1 + offset) if old_lines else max(0, start + offset)
-                pos = _find(lines, old_lines, hint)
-                if pos is None:
-                    raise PatchError(f"hunk {k} of {path} does not apply")
-                lines[pos:pos + len(old_lines)] = new_lines
-                offset += len(new_lines) - len(old_lines)
-            if new is None:
-                if lines:
-                    raise PatchError(f"{path} is deleted but the diff does not remove all of it")
-                results[path] = None
-            else:
-                results[path] = lines
-    except PatchError as exc:
-        return False, str(exc)
-    for path, lines in sorted(results.items()):
-        if lines is None:
-            remove_file(root, path)
-        else:
-            write_file(root, path, "".join(lines).encode("utf-8", "surrogateescape"))
-    return True, f"{len(results)} file(s) changed"
 
 
 # --- pytest plugin (loaded with -p inside the test process) ------------------------------
@@ -652,7 +438,7 @@ def score_repair(ref, tests_dir):
         if os.path.isfile(patch_file) and not os.path.islink(patch_file):
             with open(patch_file, "rb") as fh:
                 text = fh.read(20_000_000).decode("utf-8", "surrogateescape")
-            applied, detail = apply_patch(tree, text)
+            applied, detail = _patch().apply_patch(tree, text)
         else:
             applied, detail = True, "workspace submitted as is"
     except OSError as exc:
@@ -667,10 +453,11 @@ def score_repair(ref, tests_dir):
         comps["pass_to_pass"] = component(0, 0, "coarse", gate=True, detail="not run")
         shutil.rmtree(tree, ignore_errors=True)
         return reward(comps, detail="the submission was not run")
+    patch = _patch()
     for rel, data in hidden.items():
-        write_file(tree, rel, data)
+        patch.write_file(tree, rel, data)
     for rel in ref.get("hidden_deleted", []):
-        remove_file(tree, rel)
+        patch.remove_file(tree, rel)
     canary = add_canary(tree, f2p)
     run = run_tests(tree, bind_python(ref["test_command"]), f2p + p2p + ([canary] if canary else []),
                     per_test_timeout=ref["per_test_timeout"], collect_timeout=ref["collect_timeout"],

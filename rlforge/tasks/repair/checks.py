@@ -35,7 +35,7 @@ from rlforge.sandbox import SandboxPool, SandboxSpec, prepare_env, read_file
 from rlforge.sandbox.envs import SYSTEM_PYTHON
 from rlforge.tasks.repair.gitrepo import CommitSnapshot
 from rlforge.tasks.repair.options import RepairOptions, RepoSettings
-from rlforge.verify import repair_standalone, standalone
+from rlforge.verify import repair_patch, repair_standalone, standalone
 
 CHECK_VERSION = 1
 KEPT = "kept"
@@ -99,8 +99,9 @@ def apply_gold(tree: Path, diff: str) -> str | None:
 
 
 def verifier_files() -> dict[str, bytes]:
-    """The stdlib verifier pair every task (and every build-time run) gets in /tests."""
+    """The stdlib verifier files every task (and every build-time run) gets in /tests."""
     return {"rlforge_repair.py": Path(repair_standalone.__file__).read_bytes(),
+            "rlforge_repair_patch.py": Path(repair_patch.__file__).read_bytes(),
             "rlforge_verify.py": Path(standalone.__file__).read_bytes()}
 
 
@@ -275,9 +276,14 @@ def classify(parent: list[dict], fixed: list[dict], snap: CommitSnapshot, rules:
             return CheckResult(REJECTED, "flaky", f"tests that would be fail-to-pass are flaky: "
                                f"{', '.join(flaky_f2p[:3])}", flaky=flaky, gold_seconds=gold_seconds)
         hung = sorted({h for r in parent for h in r["hung"]})
-        return CheckResult(REJECTED, "no F2P", "no test fails at the parent and passes with the fix"
-                           + (f" ({len(hung)} hung at the parent)" if hung else ""),
-                           flaky=flaky, gold_seconds=gold_seconds)
+        passing = [i for i in steady if _passed(fixed[0], i)]
+        if not passing:
+            detail = (f"no test passes with the fix either ({len(ids)} found); the code may need "
+                      "another Python or dependencies than the environment has")
+        else:
+            detail = ("no test fails at the parent and passes with the fix"
+                      + (f" ({len(hung)} hung at the parent)" if hung else ""))
+        return CheckResult(REJECTED, "no F2P", detail, flaky=flaky, gold_seconds=gold_seconds)
     others = [i for i in ids if i not in set(f2p)]
     if not p2p and others:
         return CheckResult(REJECTED, "no P2P", f"none of the {len(others)} other tests passes both "

@@ -15,7 +15,7 @@ import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from rlforge.verify.repair_standalone import _skipped, is_protected
+from rlforge.verify.repair_standalone import is_protected, skipped_path
 
 REGULAR = ("100644", "100755")
 _CONFIG = ("-c", "core.quotepath=false", "-c", "diff.noprefix=false", "-c", "diff.mnemonicPrefix=false",
@@ -100,7 +100,7 @@ def snapshot(repo: str | Path, sha: str, parent: str, rules: dict) -> CommitSnap
     repo = str(repo)
     before, after = ls_tree(repo, parent), ls_tree(repo, sha)
     changes = changed_paths(repo, parent, sha)
-    workspace_entries = {p: e for p, e in before.items() if e[0] in REGULAR and not _skipped(p)}
+    workspace_entries = {p: e for p, e in before.items() if e[0] in REGULAR and not skipped_path(p)}
     skipped = sorted(p for p in before if p not in workspace_entries)
     hidden_paths, hidden_deleted, gold, unsupported = [], [], [], []
     for status, path in changes:

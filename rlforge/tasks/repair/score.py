@@ -23,7 +23,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from rlforge.sandbox import SandboxPool, copy_tree
-from rlforge.verify.repair_standalone import SUBMISSION_PATCH, _skipped, split_lines
+from rlforge.verify.repair_patch import split_lines
+from rlforge.verify.repair_standalone import SUBMISSION_PATCH, skipped_path
 from rlforge.verify.validate import TaskRunner, fresh_workspace, load_task
 
 
@@ -50,7 +51,7 @@ def _regular_files(root: Path) -> dict[str, Path]:
         for name in filenames:
             full = Path(dirpath) / name
             rel = full.relative_to(root).as_posix()
-            if not full.is_symlink() and full.is_file() and not _skipped(rel):
+            if not full.is_symlink() and full.is_file() and not skipped_path(rel):
                 out[rel] = full
     return out
 
