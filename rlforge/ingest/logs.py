@@ -39,7 +39,8 @@ from rlforge import db
 from rlforge.errors import UserError
 from rlforge.ingest import logformats as lf
 from rlforge.ingest import templates as tm
-from rlforge.ingest.common import FileIngest, IngestResult, is_gzip
+from rlforge.ingest.common import (DATABASE_REDACTOR, FileIngest, IngestResult, is_gzip,
+                                   resolve_redactor)
 
 SOURCE = "logs"
 UNPARSED = ("quarantine", "message-only")
@@ -373,7 +374,7 @@ def _finish_templates(con, book: _TemplateBook, run_id: int) -> None:
 
 def ingest_file(con: duckdb.DuckDBPyConnection, path: str | Path, *, fmt: str = "auto",
                 masks: Iterable[str] = (), keys: dict[str, str] | None = None,
-                unparsed: str = "quarantine", redactor=None) -> IngestResult:
+                unparsed: str = "quarantine", redactor=DATABASE_REDACTOR) -> IngestResult:
     """Ingest one log file as one transaction; see the module docstring.
 
     Args:
@@ -381,7 +382,7 @@ def ingest_file(con: duckdb.DuckDBPyConnection, path: str | Path, *, fmt: str = 
         masks: regexes whose matches are parameters (`<*>`) before template mining.
         keys: JSON-lines key mapping (role -> key), e.g. {"message": "event"}.
         unparsed: what to do with a line no format matches: quarantine, or message-only.
-        redactor: `redact.Redactor` of the database, or None to store text as it is.
+        redactor: a `redact.Redactor`; by default the database's own; None stores text as it is.
     """
     path = Path(path)
     masks = list(masks)
@@ -396,6 +397,7 @@ def ingest_file(con: duckdb.DuckDBPyConnection, path: str | Path, *, fmt: str = 
     if not path.is_file():
         return IngestResult(SOURCE, str(path), status="failed",
                             error="no such file" if not path.exists() else "not a regular file")
+    redactor = resolve_redactor(con, redactor)
     before = dict(redactor.counts) if redactor is not None else {}
     with FileIngest(con, SOURCE, path, None if fmt == "auto" else fmt,
                     redact=redactor.redact_text if redactor is not None else None) as fi:
