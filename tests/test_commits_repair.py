@@ -454,3 +454,19 @@ def test_dura_fix_commits_become_tasks_with_the_promised_tests(tmp_path, monkeyp
             assert sorted(f2p) == sorted(c["fail_to_pass"]), subject
         elif c["kind"] == "fix-no-f2p":
             assert by_subject[subject][:2] == ("rejected", "no F2P")
+
+
+def test_a_repository_that_moved_is_reported_not_fatal(tmp_path):
+    r = Repo(tmp_path / "gone")
+    r.commit("Initial calculator with four operations", {"calc/ops.py": OPS, "tests/test_ops.py": TESTS})
+    r.commit("mul returns the sum of its arguments",
+             {"calc/ops.py": OPS.replace("return a + b\n\n\ndef div", "return a * b\n\n\ndef div"),
+              "tests/test_ops.py": TESTS + MUL_TEST})
+    con = db.connect(tmp_path / "rlforge.duckdb")
+    ingest_repo(con, r.path)
+    shutil.rmtree(r.path)
+    report = _build(con, tmp_path / "tasks", validate=False)
+    con.close()
+    assert report.emitted == 0
+    reasons = sorted(d["reason"].split(" (")[0] for d in report.drops)
+    assert reasons == ["no parent commit", "repository unavailable"]

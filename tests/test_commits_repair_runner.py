@@ -10,6 +10,7 @@ inside the sandbox nothing the tests started outlives the run.
 from __future__ import annotations
 
 import json
+import os
 import textwrap
 from pathlib import Path
 
@@ -17,7 +18,8 @@ import pytest
 
 from rlforge.sandbox import SandboxSpec, prepare_env, run
 from rlforge.tasks.repair.checks import verifier_files, write_tree
-from rlforge.verify.repair_standalone import add_canary, bind_python, junit_key, parse_junit, run_tests
+from rlforge.verify.repair_standalone import (add_canary, bind_python, copy_workspace, junit_key,
+                                              parse_junit, run_tests)
 
 
 @pytest.fixture(scope="module")
@@ -221,3 +223,18 @@ def test_nothing_the_tests_start_outlives_the_run_in_the_sandbox(tmp_path, venv)
     data = json.loads(result.stdout_text.strip().splitlines()[-1])
     assert data["outcomes"] == {"tests/test_d.py::test_spawns_daemon": "passed"}
     assert data["others"] == []
+
+
+def test_workspace_copy_keeps_regular_files_only_and_caps_their_number(tmp_path):
+    src = tree(tmp_path / "src", {"a.py": "a", "pkg/b.py": "b", "pkg/__pycache__/b.pyc": "x",
+                                  ".rlforge/submission.diff": "d"})
+    (src / "link.py").symlink_to(src / "a.py")
+    (src / "linkdir").symlink_to(src / "pkg", target_is_directory=True)
+    os.mkfifo(src / "fifo.py")
+    dst = tmp_path / "dst"
+    dst.mkdir()
+    assert copy_workspace(str(src), str(dst)) == ["a.py", "pkg/b.py"]
+    again = tmp_path / "again"
+    again.mkdir()
+    with pytest.raises(OSError, match="more than 1 files"):
+        copy_workspace(str(src), str(again), max_files=1)

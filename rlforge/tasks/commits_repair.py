@@ -225,6 +225,7 @@ class CommitsRepair:
                      "body": body, "repo_name": repo_name, "language": o.language.capitalize(),
                      "file_hints": sorted(snap.gold_paths) if o.file_hints else [],
                      "requirements": requirements,
+                     "config_files": [n for n in PROTECTED["names"] if n != "conftest.py"],
                      "python_version": ".".join(system_python_version().split(".")[:2])},
             reference=reference,
             solution_files={"solve.sh": SOLVE_SH, "gold.diff": snap.gold_diff.encode("utf-8", "surrogateescape")},
@@ -244,6 +245,8 @@ class CommitsRepair:
                 "env_requirements": requirements, "env_pip_args": list(settings.pip_args),
                 "env_key": env_key(requirements, pip_args=settings.pip_args),
                 "dependency_files": list(found.sources), "dependency_files_sha256": found.files_sha256,
+                # A fix that adds files asks the policy to guess their names (file_hints helps).
+                "gold_files_added": sum(1 for p in snap.gold_paths if p not in snap.workspace),
                 "fail_to_pass_count": len(check.fail_to_pass),
                 "pass_to_pass_count": len(check.pass_to_pass),
                 "sandbox_tmp_mb": max(256, int(3 * size_mb) + 64),

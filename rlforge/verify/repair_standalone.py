@@ -46,6 +46,7 @@ import xml.etree.ElementTree as ET
 
 SUBMISSION_PATCH = ".rlforge/submission.diff"
 RUN_TREE_LIMIT = 200 * 1024 * 1024  # bytes of workspace copied into the private tree
+RUN_TREE_FILES = 100_000  # files: more could run the verifier out of time (an "invalid" score)
 JUNIT_LIMIT = 50 * 1024 * 1024
 PLUGIN_MODULE = "_rlforge_repair_plugin"
 ENV_SELECT = "RLFORGE_REPAIR_SELECT"
@@ -92,11 +93,11 @@ def skipped_path(rel):
     return parts[0] == ".rlforge" or any(p in SKIP_NAMES for p in parts) or rel.endswith(".pyc")
 
 
-def copy_workspace(src, dst, limit=RUN_TREE_LIMIT):
+def copy_workspace(src, dst, limit=RUN_TREE_LIMIT, max_files=RUN_TREE_FILES):
     """Copy the regular files under src to dst (which exists), never following links.
 
     Symlinks, special files, bytecode and `.rlforge/` are left out. Returns the relative
-    paths copied; raises OSError when the copy would exceed `limit` bytes.
+    paths copied; raises OSError when the copy would exceed `limit` bytes or `max_files`.
     """
     copied, total = [], 0
     for dirpath, dirnames, filenames in os.walk(src):
@@ -113,6 +114,8 @@ def copy_workspace(src, dst, limit=RUN_TREE_LIMIT):
             rel = f"{rel_dir}/{name}" if rel_dir else name
             if skipped_path(rel):
                 continue
+            if len(copied) >= max_files:
+                raise OSError(f"the workspace has more than {max_files} files")
             try:
                 fd = os.open(os.path.join(dirpath, name), os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
             except OSError:
