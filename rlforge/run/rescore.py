@@ -50,7 +50,9 @@ def rescore(cfg: Config, run_id: str, *, min_pass_rate: float | None = None,
         db_path = cfg.get("db")
         con = db.connect(db_path)
         try:
+            con.execute("BEGIN")
             reload_run(con, run_id, store.dir / ROLLOUTS)
+            con.execute("COMMIT")
         finally:
             con.close()
         report = finalize(db_path, store, plan, [Fact.of(r) for r in records],

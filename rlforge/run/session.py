@@ -227,8 +227,10 @@ def _execute(cfg: Config, store: RunStore, plan: dict[str, Any], tasks: list[Tas
     # run clears rows a deleted run of the same id may have left.
     con = db.connect(db_path)
     try:
+        con.execute("BEGIN")  # one transaction: one sync to disk
         reload_run(con, store.run_id, store.dir / ROLLOUTS)
         _record_run(con, store, plan, facts, status="running")
+        con.execute("COMMIT")
     finally:
         con.close()
     notice = ""

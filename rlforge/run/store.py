@@ -9,8 +9,8 @@
 
 rollouts.jsonl is the record of truth: the DuckDB tables are loaded from it (in batches
 while the run goes, and in full on `--resume` and `rescore`; DuckDB parses the lines), so
-a run killed at any moment loses at most the rollouts in flight. A line cut short by the kill is dropped when
-the run is resumed, and that rollout runs again.
+a run killed at any moment loses at most the rollouts in flight. A line cut short by the
+kill is dropped when the run is resumed, and that rollout runs again.
 """
 
 from __future__ import annotations
@@ -25,7 +25,6 @@ from typing import Any, Iterable
 
 from rlforge.errors import UserError
 
-SCHEMA = 1
 CONFIG = "config.json"
 ROLLOUTS = "rollouts.jsonl"
 SUMMARY = "summary.json"
@@ -218,18 +217,13 @@ def insert_lines(con, lines: list[str]) -> None:
 
 
 def reload_run(con, run_id: str, log: Path) -> None:
-    """Make the table hold exactly the run's rollouts.jsonl (on resume and rescore)."""
-    con.execute("BEGIN")
-    try:
-        con.execute("DELETE FROM rollouts WHERE run_id = ?", [run_id])
-        if log.exists() and log.stat().st_size:
-            source = "SELECT json AS line FROM read_ndjson_objects(?)"
-            con.execute("INSERT INTO rollouts " + ROLLOUT_SELECT.format(source=source),
-                        [_LINE_STRUCTURE, str(log)])
-        con.execute("COMMIT")
-    except Exception:
-        con.execute("ROLLBACK")
-        raise
+    """Make the table hold exactly the run's rollouts.jsonl (on resume and rescore); run it
+    inside the caller's transaction."""
+    con.execute("DELETE FROM rollouts WHERE run_id = ?", [run_id])
+    if log.exists() and log.stat().st_size:
+        source = "SELECT json AS line FROM read_ndjson_objects(?)"
+        con.execute("INSERT INTO rollouts " + ROLLOUT_SELECT.format(source=source),
+                    [_LINE_STRUCTURE, str(log)])
 
 
 def set_advantages(con, run_id: str, advantages: dict[str, float | None]) -> None:
