@@ -32,7 +32,7 @@ from rlforge.run.environment import EnvOptions
 from rlforge.run.schedule import WorkItem, prior_seconds
 from rlforge.run.store import (ROLLOUTS, RunStore, insert_lines, new_run_id, reload_run,
                                set_advantages, upsert_run, utc_now)
-from rlforge.run.tasks import Task, discover_tasks, load_task
+from rlforge.run.tasks import IN_PROCESS_VERIFIERS, Task, discover_tasks, load_task
 
 PLAN_SCHEMA = 1
 
@@ -180,7 +180,7 @@ def resume(cfg: Config, run_id: str, *, concurrency: int | None = None,
     store.lock()
     try:
         plan = with_overrides(store.read_config(), concurrency, min_pass_rate,
-                               max_infra_error_rate)
+                              max_infra_error_rate)
         records = store.read_rollouts(repair=True)
         tasks = _plan_tasks(plan)
         return _execute(cfg, store, plan, tasks, records, progress or Progress())
@@ -189,6 +189,7 @@ def resume(cfg: Config, run_id: str, *, concurrency: int | None = None,
 
 
 def with_overrides(plan: dict[str, Any], concurrency, min_pass_rate, max_infra) -> dict:
+    """The frozen plan with what may change on a resume or rescore (None: unchanged)."""
     if concurrency is not None:
         plan["concurrency"] = concurrency
     if min_pass_rate is not None:
@@ -251,7 +252,7 @@ def _execute(cfg: Config, store: RunStore, plan: dict[str, Any], tasks: list[Tas
 def _check_sandbox(tasks: list[Task], items: list[WorkItem], plan: dict[str, Any]) -> None:
     """Refuse to start (one clear error) when rollouts need a sandbox this host cannot make."""
     needed = any(tasks[i.task].kind == "terminal" or tasks[i.task].verifier not in
-                 ("answer", "reply") for i in items)
+                 IN_PROCESS_VERIFIERS for i in items)
     if needed and plan["env"]["sandbox_mode"] == "bwrap":
         from rlforge.sandbox import ensure_available
 
