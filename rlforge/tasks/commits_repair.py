@@ -23,8 +23,6 @@ import hashlib
 import io
 import re
 import tokenize
-import time
-from collections import Counter
 from pathlib import Path
 
 from rlforge.config import Config, default_cache_dir
@@ -119,7 +117,6 @@ class CommitsRepair:
         self.workers = build.workers if build is not None else self.config.get("sandbox.workers")
         self.opts = RepairOptions.resolve(options, self.config)
         self.rejections: list[dict[str, str]] = []
-        self.stats: dict = {}
 
     def available(self, con) -> int:
         """Commits in the window that pass the database-only screening."""
@@ -130,7 +127,6 @@ class CommitsRepair:
 
     def specs(self, ctx: BuildContext):
         o = self.opts
-        started = time.perf_counter()
         self.rejections = []
         rows = window(ctx.con, o.last, o.repos, o.language)
         candidates = []
@@ -143,10 +139,6 @@ class CommitsRepair:
                 candidates.append(row)
         ordered = stable_sample(candidates, None, ctx.seed, key=lambda r: f"{r.repo}@{r.sha}")
         kept = asyncio.run(self._check_all(ctx, ordered))
-        self.stats = {"considered": len(rows), "candidates": len(candidates), "kept": len(kept),
-                      "rejected": dict(Counter(r["reason"].split(" (")[0] for r in self.rejections)),
-                      "check_seconds": [round(c.seconds, 3) for _, _, _, _, c in kept if not c.cached],
-                      "seconds": round(time.perf_counter() - started, 3)}
         for row, snap, settings, reqs, check in kept:
             yield self._spec(row, snap, settings, reqs, check)
 
