@@ -93,7 +93,7 @@ def build_tasks(
         templates=Path(t) if (t := cfg.get("tasks.templates", str(templates) if templates else None)) else None,
         validate=not no_validate, split_by=split_by, cutoff=when, sandbox_mode=mode,
         workers=cfg.get("sandbox.workers"), force=force,
-        generator_options=cfg.get("tasks.generator_options"))
+        generator_options=cfg.get("tasks.generator_options"), config=cfg)
     if mode == "none" and opts.validate:
         err_console.print("[bold yellow]warning:[/] --sandbox none: validation runs task scripts "
                           "WITHOUT isolation")

@@ -215,8 +215,9 @@ def _sweep_namespace():
         except OSError:
             break
     keep.add(1)
-    for _ in range(5):
-        others = [int(p) for p in os.listdir("/proc") if p.isdigit() and int(p) not in keep]
+    for _ in range(20):
+        _reap()
+        others = [p for p in _live_pids() if p not in keep]
         if not others:
             return
         for p in others:
@@ -224,7 +225,34 @@ def _sweep_namespace():
                 os.kill(p, signal.SIGKILL)
             except OSError:
                 pass
-        time.sleep(0.05)
+        time.sleep(0.01)
+
+
+def _live_pids():
+    """Pids in /proc that are not zombies (a zombie is already dead; only its parent can reap it)."""
+    out = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat") as fh:
+                state = fh.read().rsplit(")", 1)[1].split()[0]
+        except (OSError, IndexError):
+            continue
+        if state not in ("Z", "X"):
+            out.append(int(name))
+    return out
+
+
+def _reap():
+    """Collect exited children (the verifier may be the namespace's pid 1, which inherits orphans)."""
+    while True:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
 
 
 def run_program(program, arg, timeout):
