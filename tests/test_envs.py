@@ -160,7 +160,7 @@ def test_the_documented_example_plays_tasks_with_a_policy_function(tmp_path):
     import subprocess
     import sys
 
-    from conftest import ROOT
+    from paths import ROOT
 
     path = ROOT / "examples" / "envs_loop.py"
     spec = importlib.util.spec_from_file_location("envs_loop", path)

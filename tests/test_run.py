@@ -397,7 +397,7 @@ def test_the_ci_example_calls_real_commands_with_real_flags(cli, tmp_path):
 
     import yaml
 
-    from conftest import ROOT
+    from paths import ROOT
 
     workflow = yaml.safe_load((ROOT / "examples" / "github-actions-eval.yml").read_text())
     invocations = []  # the arguments of every `rlforge ...` the workflow runs
@@ -423,7 +423,7 @@ def test_the_ci_example_calls_real_commands_with_real_flags(cli, tmp_path):
 def test_run_and_rescore_are_documented_with_every_flag(cli):
     import re
 
-    from conftest import ROOT
+    from paths import ROOT
 
     readme = (ROOT / "README.md").read_text()
     for command in ("run", "rescore"):

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import SAMPLE_DATA
+from paths import SAMPLE_DATA
 from rlforge import db, envs
 from rlforge.ingest.commits import ingest_repo
 from rlforge.tasks.build import BuildOptions, build_tasks

@@ -23,7 +23,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-from conftest import SAMPLE_DATA
+from paths import SAMPLE_DATA
 from rlforge import db
 from rlforge.ingest import tickets
 from rlforge.tasks.build import BuildOptions, build_tasks
