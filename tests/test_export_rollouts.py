@@ -138,7 +138,7 @@ def make_runs(root: Path, models: dict[str, int], samples: int = 4, limit: int =
 @pytest.fixture(scope="module")
 def run_dirs(tmp_path_factory) -> dict:
     return once("run_dirs", lambda: make_runs(tmp_path_factory.mktemp("export-rollouts"),
-                                              {"policy-a": 8}))
+                                              {"policy-a": 25}))
 
 
 def records_of(run_dir: Path) -> list[dict]:
