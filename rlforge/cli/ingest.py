@@ -68,6 +68,7 @@ def run_files(paths: Iterable[Path], one: Callable[[Path], IngestResult], *,
 
         watcher = threading.Thread(target=poll, daemon=True) if con is not None else None
         if watcher:
+            con.execute("SET enable_progress_bar = true")  # tracked, not printed (db.connect)
             watcher.start()
         try:
             for p in paths:

@@ -15,6 +15,7 @@ import io
 import json
 import time
 import zlib
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator
@@ -86,7 +87,7 @@ class FileIngest:
     """
 
     def __init__(self, con: duckdb.DuckDBPyConnection, source: str, path: str | Path,
-                 fmt: str | None = None, *, sha256: str | None = None, head: str | None = None,
+                 fmt: str | None = None, *, sha256: "str | Future | None" = None, head: str | None = None,
                  redact: Callable[[str], str] | None = None):
         self.con = con
         self.source = source
@@ -139,11 +140,15 @@ class FileIngest:
         self._record_run()
         return isinstance(exc, InputFileError)
 
+    def _digest(self) -> str | None:
+        """The file's sha256: a string, or a Future computing it on another thread."""
+        return self.sha256.result() if isinstance(self.sha256, Future) else self.sha256
+
     def _record_run(self) -> None:
         r = self.result
         self.con.execute(
             "INSERT INTO ingest_runs VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            [r.run_id, self.source, self.path, r.format, self.sha256, self.head, r.status, r.error,
+            [r.run_id, self.source, self.path, r.format, self._digest(), self.head, r.status, r.error,
              r.n_read, r.n_loaded, r.n_duplicates, r.n_quarantined, r.n_flagged,
              json.dumps(r.redactions), __version__, self._started_at, db.now(), r.seconds],
         )
@@ -152,6 +157,15 @@ class FileIngest:
 # --- reading files -------------------------------------------------------------------
 
 SNIFF_BYTES = 64 * 1024
+
+
+_HASHER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="rlforge-sha256")
+
+
+def sha256_in_background(path: str | Path) -> Future:
+    """Start hashing a file on another thread (hashlib releases the GIL on large blocks), so
+    hashing a large export overlaps with parsing it instead of adding to it."""
+    return _HASHER.submit(db.sha256_file, path)
 
 
 def is_gzip(path: str | Path) -> bool:

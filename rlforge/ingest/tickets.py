@@ -27,7 +27,8 @@ from rlforge import db
 from rlforge.errors import InputFileError, UserError
 from rlforge.ingest import ticket_formats as tf
 from rlforge.ingest.common import (DATABASE_REDACTOR, FileIngest, IngestResult, check_not_binary,
-                                   decode, is_gzip, read_all, read_head, resolve_redactor)
+                                   decode, is_gzip, read_all, read_head, resolve_redactor,
+                                   sha256_in_background)
 
 SOURCE = "tickets"
 MAX_FIELD_BYTES = 256 * 1024 * 1024  # a single CSV record may be this large
@@ -36,6 +37,9 @@ STAGE_MSG = "_stage_messages"
 REDACTED_COLUMNS = ("subject", "body", "resolution", "extra")
 TIME_FORMATS = ["%d/%b/%y %I:%M %p", "%d/%b/%Y %I:%M %p", "%m/%d/%Y %H:%M", "%m/%d/%Y %I:%M %p",
                 "%d.%m.%Y %H:%M", "%Y/%m/%d %H:%M:%S", "%d/%m/%Y %H:%M"]
+# How content hashes of CSV rows are computed; stored in `meta` so a later DuckDB whose hash
+# differs is noticed (its re-ingests would not recognise rows stored before as duplicates).
+CONTENT_HASH_SCHEME = f"duckdb-hash/{duckdb.__version__}"
 ORIGINS = {"csv": "csv", "json": "json", "jsonl": "json", "zendesk": "zendesk",
            "jira-csv": "jira", "jira-json": "jira"}
 
@@ -101,8 +105,10 @@ def _load_csv(con, path: Path, text_head: str, mapping: dict[str, str], fi: File
             return "NULL::VARCHAR"
         return f"NULLIF(trim({_ident(m[f])}), '')" if trim else f"NULLIF({_ident(m[f])}, '')"
 
-    hash_expr = "md5(concat_ws(chr(31), " + ", ".join(
-        f"coalesce({_ident(c)}, chr(30))" for c in columns) + "))"
+    # 128 bits from two seeded DuckDB hashes of every column (md5 over the row would cost
+    # as much as the parse itself). See CONTENT_HASH_SCHEME.
+    cols = ", ".join(_ident(c) for c in columns)
+    hash_expr = f"printf('%016x%016x', hash({cols}), hash({cols}, 'rlforge'))"
     extra = ("json_object(" + ", ".join(f"{_sql_str(c)}, {_ident(c)}" for c in unmapped) + ")"
              if unmapped else "'{}'::JSON")
     tags = (f"list_filter(regexp_split_to_array(coalesce({_ident(m['tags'])}, ''), "
@@ -111,7 +117,7 @@ def _load_csv(con, path: Path, text_head: str, mapping: dict[str, str], fi: File
     compression = "gzip" if is_gzip(path) else "none"
     con.execute("DROP TABLE IF EXISTS _rej_err; DROP TABLE IF EXISTS _rej_scan")
     records = f"""
-        SELECT row_number() OVER () AS record_no, * EXCLUDE (h), h AS content_hash FROM (
+        SELECT NULL::BIGINT AS record_no, * EXCLUDE (h), h AS content_hash FROM (
           SELECT coalesce({col('source_id')}, substr({hash_expr}, 1, 16)) AS source_id,
                  {col('subject')} AS subject, {col('body', trim=False)} AS body,
                  {col('category')} AS category, {col('intent')} AS intent,
@@ -126,8 +132,13 @@ def _load_csv(con, path: Path, text_head: str, mapping: dict[str, str], fi: File
                         rejects_scan = '_rej_scan', max_line_size = {MAX_FIELD_BYTES},
                         buffer_size = {MAX_FIELD_BYTES * 2}, compression = {_sql_str(compression)},
                         strict_mode = true))"""
+    # On the fast path rows keep record_no NULL: numbering them (row_number() OVER () while
+    # parsing, or an UPDATE after) costs a third of the whole ingest. DuckDB keeps insertion
+    # order, so a row's place among its file's rows (rowid order) is its record number; the
+    # decision step uses that order, and gives quarantined rows their number.
     if final is None:
         con.execute(f"INSERT INTO {STAGE} {records}")
+        con.execute(f"UPDATE {STAGE} SET record_no = rowid - (SELECT min(rowid) FROM {STAGE}) + 1")
     else:
         con.execute(f"INSERT INTO tickets {final.format(source=f'({records})')}")
     rejects = con.execute("""
@@ -149,8 +160,8 @@ def _load_csv(con, path: Path, text_head: str, mapping: dict[str, str], fi: File
     if recovered:
         taken = con.execute(f"SELECT coalesce(max(record_no), 0) FROM {STAGE}").fetchall()[0][0]
         if final is not None:
-            taken = max(taken, con.execute("SELECT coalesce(max(record_no), 0) FROM tickets "
-                                           "WHERE ingest_run = ?", [fi.result.run_id]).fetchall()[0][0])
+            taken = max(taken, con.execute("SELECT count(*) FROM tickets WHERE ingest_run = ?",
+                                           [fi.result.run_id]).fetchall()[0][0])
         for i, rec in enumerate(recovered, start=1):
             rec.record_no = taken + i
         _append_records(con, recovered, with_messages=False)
@@ -333,17 +344,19 @@ def _decide_after_insert(con, fi: FileIngest, on_conflict: str) -> None:
                    OR ticket_id IN {older.format(col='ticket_id')})""").fetchall()[0][0]
     counts = {"load": n}
     if not (n == n_hash == n_id and overlap == 0):
+        # Rows inserted on the fast path have no record_no yet: their rowid order is their
+        # order in the file (see _load_csv); number them here, where it is cheap to need it.
         con.execute(f"""
             CREATE OR REPLACE TEMP TABLE _decided AS
-            SELECT record_no, ticket_id,
+            SELECT rid, coalesce(record_no, rid - min(rid) OVER () + 1) AS record_no, ticket_id,
               CASE WHEN content_hash IN {older.format(col='content_hash')}
-                     OR row_number() OVER (PARTITION BY content_hash ORDER BY record_no) > 1
+                     OR row_number() OVER (PARTITION BY content_hash ORDER BY rid) > 1
                    THEN 'duplicate'
-                   WHEN row_number() OVER (PARTITION BY ticket_id ORDER BY record_no) > 1
+                   WHEN row_number() OVER (PARTITION BY ticket_id ORDER BY rid) > 1
                    THEN 'conflict_in_file'
                    WHEN ticket_id IN {older.format(col='ticket_id')} THEN 'conflict'
                    ELSE 'load' END AS decision
-            FROM tickets WHERE ingest_run = {run}""")
+            FROM (SELECT rowid AS rid, * FROM tickets WHERE ingest_run = {run})""")
         if on_conflict == "replace":
             stale = "(SELECT ticket_id FROM _decided WHERE decision = 'conflict')"
             replaced = con.execute(f"SELECT count(*) FROM {stale}").fetchall()[0][0]
@@ -353,16 +366,16 @@ def _decide_after_insert(con, fi: FileIngest, on_conflict: str) -> None:
                 con.execute("UPDATE _decided SET decision = 'load' WHERE decision = 'conflict'")
                 r.notes.append(f"{replaced} stored ticket(s) replaced by a newer version")
         for record_no, sid, payload, decision in con.execute(f"""
-                SELECT t.record_no, t.source_id, to_json(t)::VARCHAR, d.decision
-                FROM (SELECT * EXCLUDE (content_hash, ingest_run) FROM tickets
-                      WHERE ingest_run = {run}) t JOIN _decided d USING (record_no)
-                WHERE d.decision LIKE 'conflict%' ORDER BY t.record_no""").fetchall():
+                SELECT d.record_no, t.source_id, to_json(t)::VARCHAR, d.decision
+                FROM (SELECT rowid AS rid, * EXCLUDE (content_hash, ingest_run, record_no)
+                      FROM tickets WHERE ingest_run = {run}) t JOIN _decided d USING (rid)
+                WHERE d.decision LIKE 'conflict%' ORDER BY d.record_no""").fetchall():
             where = "earlier in this file" if decision == "conflict_in_file" else "already stored"
             fi.quarantine(record_no, payload, f"conflicting id: ticket {sid!r} {where} with "
                           "different content (use --on-conflict replace to take the newer one)")
         counts = dict(con.execute("SELECT decision, count(*) FROM _decided GROUP BY ALL").fetchall())
-        con.execute(f"DELETE FROM tickets WHERE ingest_run = {run} AND record_no IN "
-                    "(SELECT record_no FROM _decided WHERE decision <> 'load')")
+        con.execute(f"DELETE FROM tickets WHERE ingest_run = {run} AND rowid IN "
+                    "(SELECT rid FROM _decided WHERE decision <> 'load')")
     con.execute(f"""
         INSERT INTO ticket_messages
         SELECT t.ticket_id, m.seq, m.role, m.author, m.text, rlf_ts(m.created_raw), m.is_public
@@ -402,7 +415,7 @@ def ingest_file(con: duckdb.DuckDBPyConnection, path: str | Path, *, fmt: str = 
     before = dict(redactor.counts) if redactor is not None else {}
     redact_text = redactor.redact_text if redactor is not None else None
     with FileIngest(con, SOURCE, path, None if fmt == "auto" else fmt,
-                    sha256=db.sha256_file(path), redact=redact_text) as fi:
+                    sha256=sha256_in_background(path), redact=redact_text) as fi:
         head_bytes = read_head(path)
         check_not_binary(path, head_bytes)
         head, _ = decode(head_bytes)
@@ -412,6 +425,13 @@ def ingest_file(con: duckdb.DuckDBPyConnection, path: str | Path, *, fmt: str = 
             return fi.result
         chosen = tf.detect(head) if fmt == "auto" else fmt
         fi.result.format = chosen
+        scheme = db.meta_get(con, "tickets_hash_scheme")
+        if scheme is None:
+            db.meta_set(con, "tickets_hash_scheme", CONTENT_HASH_SCHEME)
+        elif scheme != CONTENT_HASH_SCHEME and chosen == "csv":
+            fi.result.notes.append(f"rows stored earlier were hashed by {scheme}, this is "
+                                   f"{CONTENT_HASH_SCHEME}: re-ingested CSV rows from before may "
+                                   "not be recognised as duplicates")
         con.execute(f"CREATE OR REPLACE TEMP TABLE {STAGE} AS SELECT * FROM {_empty_stage_sql()}")
         con.execute(f"CREATE OR REPLACE TEMP TABLE {STAGE_MSG} (record_no BIGINT, seq INTEGER, "
                     "role VARCHAR, author VARCHAR, text VARCHAR, created_raw VARCHAR, "
@@ -436,7 +456,10 @@ def ingest_file(con: duckdb.DuckDBPyConnection, path: str | Path, *, fmt: str = 
                 fi.result.notes.append("no record of this file could be parsed")
         if redactor is not None:
             _redact_stage(con, redactor)
-        con.execute(f"INSERT INTO tickets {final.format(source=STAGE)}")
+        # (Skipped when the stage is empty: an append after the fast path's bulk insert in the
+        # same transaction makes DuckDB log its last row group and rewrite it at checkpoint.)
+        if con.execute(f"SELECT count(*) FROM {STAGE}").fetchall()[0][0]:
+            con.execute(f"INSERT INTO tickets {final.format(source=STAGE)}")
         _decide_after_insert(con, fi, on_conflict)
         if redactor is not None:
             fi.result.redactions = {k: v - before.get(k, 0) for k, v in redactor.counts.items()
