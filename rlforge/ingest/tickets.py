@@ -115,8 +115,9 @@ def _load_csv(con, path: Path, text_head: str, mapping: dict[str, str], fi: File
             f"'[,;|]\\s*|\\s+'), lambda x: x <> '')" if "tags" in m else "[]::VARCHAR[]")
     col_types = "{" + ", ".join(f"{_sql_str(c)}: 'VARCHAR'" for c in columns) + "}"
     compression = "gzip" if is_gzip(path) else "none"
-    con.execute("DROP TABLE IF EXISTS _rej_err; DROP TABLE IF EXISTS _rej_scan")
-    records = f"""
+
+    def records(buffers: str) -> str:
+        return f"""
         SELECT NULL::BIGINT AS record_no, * EXCLUDE (h), h AS content_hash FROM (
           SELECT coalesce({col('source_id')}, substr({hash_expr}, 1, 16)) AS source_id,
                  {col('subject')} AS subject, {col('body', trim=False)} AS body,
@@ -129,18 +130,29 @@ def _load_csv(con, path: Path, text_head: str, mapping: dict[str, str], fi: File
           FROM read_csv({_sql_str(str(path))}, auto_detect = false, header = true,
                         columns = {col_types}, delim = {_sql_str(delim)}, quote = '"',
                         escape = '"', store_rejects = true, rejects_table = '_rej_err',
-                        rejects_scan = '_rej_scan', max_line_size = {MAX_FIELD_BYTES},
-                        buffer_size = {MAX_FIELD_BYTES * 2}, compression = {_sql_str(compression)},
-                        strict_mode = true))"""
-    # On the fast path rows keep record_no NULL: numbering them (row_number() OVER () while
-    # parsing, or an UPDATE after) costs a third of the whole ingest. DuckDB keeps insertion
-    # order, so a row's place among its file's rows (rowid order) is its record number; the
-    # decision step uses that order, and gives quarantined rows their number.
-    if final is None:
-        con.execute(f"INSERT INTO {STAGE} {records}")
-        con.execute(f"UPDATE {STAGE} SET record_no = rowid - (SELECT min(rowid) FROM {STAGE}) + 1")
-    else:
-        con.execute(f"INSERT INTO tickets {final.format(source=f'({records})')}")
+                        rejects_scan = '_rej_scan', compression = {_sql_str(compression)},
+                        strict_mode = true{buffers}))"""
+
+    # DuckDB's default buffers hold records up to 2 MB. Large buffers for every file would
+    # slow every ingest (allocating and freeing them costs more than a second), so a file
+    # with a longer record is read again, whole, with buffers that fit MAX_FIELD_BYTES.
+    for buffers in ("", f", max_line_size = {MAX_FIELD_BYTES}, buffer_size = {MAX_FIELD_BYTES * 2}"):
+        con.execute("DROP TABLE IF EXISTS _rej_err; DROP TABLE IF EXISTS _rej_scan")
+        # On the fast path rows keep record_no NULL: numbering them (row_number() OVER ()
+        # while parsing, or an UPDATE after) costs a third of the whole ingest. DuckDB keeps
+        # insertion order, so a row's place among its file's rows (rowid order) is its
+        # record number; the decision step uses that order and numbers quarantined rows.
+        if final is None:
+            con.execute(f"INSERT INTO {STAGE} {records(buffers)}")
+            con.execute(f"UPDATE {STAGE} SET record_no = rowid - (SELECT min(rowid) FROM {STAGE}) + 1")
+        else:
+            con.execute(f"INSERT INTO tickets {final.format(source=f'({records(buffers)})')}")
+        too_long = con.execute("SELECT count(*) FROM _rej_err WHERE error_type = "
+                               "'LINE SIZE OVER MAXIMUM'").fetchall()[0][0]
+        if not too_long or buffers:
+            break
+        con.execute(f"DELETE FROM {STAGE}")
+        con.execute("DELETE FROM tickets WHERE ingest_run = ?", [fi.result.run_id])
     rejects = con.execute("""
         SELECT line, min(line_byte_position), string_agg(DISTINCT error_type, ', '),
                first(csv_line), first(error_message)
