@@ -73,6 +73,9 @@ SETTINGS: list[Setting] = [
     Setting("tasks.templates", "", "directory of templates overriding the packaged ones"),
     Setting("tasks.generator_options", {}, "per-generator options, e.g. "
             "{ \"tickets.triage\" = { fields = [\"category\"] } }", dict),
+    Setting("tasks.executor", "local", "where build-tasks and validate run their sandboxed "
+            "checks: this machine, or a worker on every node of a Ray cluster (ray.address)",
+            choices=("local", "ray")),
     Setting("tasks.repair.last", 300, "commits.repair: most recent commits per repository "
             "considered (0 = all)", int),
     Setting("tasks.repair.max_files", 10, "commits.repair: most files a commit may change", int),
@@ -101,7 +104,8 @@ SETTINGS: list[Setting] = [
     Setting("run.request_timeout", 60.0, "seconds before a request times out", float),
     Setting("run.min_pass_rate", 0.0, "exit 3 when the pass rate is below this", float),
     Setting("run.max_infra_error_rate", 1.0, "exit 4 when infra errors exceed this rate", float),
-    Setting("run.executor", "local", "where rollouts run", choices=("local", "ray")),
+    Setting("run.executor", "local", "where rollouts run: this machine, or a worker on every "
+            "node of a Ray cluster (ray.address)", choices=("local", "ray")),
     Setting("run.runs_dir", "runs", "directory holding runs/<run_id>/"),
     Setting("run.top_p", 1.0, "nucleus sampling mass (1.0 = not sent)", float),
     Setting("run.stop", [], "stop sequences sent with every chat request", list),
@@ -126,6 +130,12 @@ SETTINGS: list[Setting] = [
     Setting("run.tool_protocol", "auto", "how a multi-turn policy runs commands: OpenAI tool "
             "calls (tools), fenced ```bash blocks (text), or tools accepting text too (auto)",
             choices=("auto", "tools", "text")),
+    Setting("ray.address", "", "Ray cluster of executor = \"ray\": empty = a private instance on "
+            "this machine, on 127.0.0.1 only; HOST:PORT = a cluster's head; auto = Ray's "
+            "discovery (RAY_ADDRESS, or the cluster `ray start` runs here)"),
+    Setting("ray.task_files", "auto", "how task directories reach Ray workers: auto = by path "
+            "where a node has them (shared filesystem), else a copy through Ray's object store; "
+            "ship = always a copy", choices=("auto", "ship")),
 ]
 
 _BY_KEY = {s.key: s for s in SETTINGS}

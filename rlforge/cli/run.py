@@ -14,6 +14,7 @@ from rich.table import Table
 from rich.text import Text
 
 from rlforge.cli import console, err_console, state
+from rlforge.cli.ray import executor_option, ray_address_option
 from rlforge.errors import GateFailed, UserError
 
 
@@ -62,6 +63,8 @@ def run(
     runs_dir: Optional[Path] = typer.Option(None, "--runs-dir", help="where runs/<run_id>/ "
                                             "go (default: runs)"),
     sandbox: Optional[str] = typer.Option(None, "--sandbox", help="bwrap (default) or none (unsafe)"),
+    executor: Optional[str] = executor_option("rollouts and their sandboxes"),
+    ray_address: Optional[str] = ray_address_option(),
     as_json: bool = typer.Option(False, "--json", help="print the summary as JSON"),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="no live view; errors and the gate only"),
 ) -> None:
@@ -81,10 +84,8 @@ def run(
                    run__max_infra_error_rate=max_infra_error_rate,
                    run__time_budget=time_budget, run__max_turns=max_turns,
                    run__request_timeout=request_timeout, run__tool_protocol=tool_protocol,
-                   run__runs_dir=str(runs_dir) if runs_dir else None, sandbox__mode=sandbox)
-    if cfg.get("run.executor") != "local":
-        raise UserError(f"run.executor {cfg.get('run.executor')!r} is not available in this "
-                        "installation; use executor = \"local\"")
+                   run__runs_dir=str(runs_dir) if runs_dir else None, sandbox__mode=sandbox,
+                   run__executor=executor, ray__address=ray_address)
     if cfg.get("sandbox.mode") == "none":
         err_console.print("[bold yellow]warning:[/] --sandbox none: the policy's commands and "
                           "the verifiers run WITHOUT isolation")

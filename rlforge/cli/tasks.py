@@ -15,6 +15,7 @@ from rich.table import Table
 
 from rlforge import db
 from rlforge.cli import console, err_console, state
+from rlforge.cli.ray import executor_option, ray_address_option
 from rlforge.errors import UserError
 
 
@@ -50,6 +51,8 @@ def build_tasks(
                                          "date of the test split, e.g. 2024-06-01"),
     sandbox: Optional[str] = typer.Option(None, "--sandbox", help="bwrap (default) or none (unsafe)"),
     force: bool = typer.Option(False, "--force", help="replace a non-empty --out directory"),
+    executor: Optional[str] = executor_option("validation and the commits.repair checks"),
+    ray_address: Optional[str] = ray_address_option(),
     list_: bool = typer.Option(False, "--list", help="list the generators and how many source "
                                "rows each can use now, then exit"),
     as_json: bool = typer.Option(False, "--json", help="machine-readable report"),
@@ -86,6 +89,7 @@ def build_tasks(
             raise typer.BadParameter(f"{cutoff!r} is not a date like 2024-06-01",
                                      param_hint="--cutoff") from None
     mode = cfg.get("sandbox.mode", sandbox)
+    cfg.with_flags(tasks__executor=executor, ray__address=ray_address)
     opts = build_lib.BuildOptions(
         out=Path(cfg.get("tasks.out", str(out) if out else None)),
         generators=[g.strip() for g in generators.split(",") if g.strip()] if generators else None,
@@ -93,7 +97,8 @@ def build_tasks(
         templates=Path(t) if (t := cfg.get("tasks.templates", str(templates) if templates else None)) else None,
         validate=not no_validate, split_by=split_by, cutoff=when, sandbox_mode=mode,
         workers=cfg.get("sandbox.workers"), force=force,
-        generator_options=cfg.get("tasks.generator_options"), config=cfg)
+        generator_options=cfg.get("tasks.generator_options"), config=cfg,
+        ray=_ray_options(cfg))
     if mode == "none" and opts.validate:
         err_console.print("[bold yellow]warning:[/] --sandbox none: validation runs task scripts "
                           "WITHOUT isolation")
@@ -136,6 +141,8 @@ def validate(
     ctx: typer.Context,
     tasks_dir: Path = typer.Argument(..., help="a task directory, or a directory of tasks"),
     sandbox: Optional[str] = typer.Option(None, "--sandbox", help="bwrap (default) or none (unsafe)"),
+    executor: Optional[str] = executor_option("the tasks' checks"),
+    ray_address: Optional[str] = ray_address_option(),
     as_json: bool = typer.Option(False, "--json", help="machine-readable results"),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="print failures only"),
 ) -> None:
@@ -143,6 +150,8 @@ def validate(
     from rlforge.verify.validate import validate_many
 
     cfg = state(ctx).config
+    cfg.with_flags(tasks__executor=executor, ray__address=ray_address)
+    ray = _ray_options(cfg)
     if not tasks_dir.is_dir():
         raise UserError(f"{tasks_dir}: no such directory")
     dirs = [tasks_dir] if (tasks_dir / "task.toml").is_file() else \
@@ -158,9 +167,10 @@ def validate(
     if prog:
         with prog:
             results = asyncio.run(validate_many(dirs, workers=cfg.get("sandbox.workers"),
-                                                sandbox_mode=mode, progress=tick))
+                                                sandbox_mode=mode, progress=tick, ray=ray))
     else:
-        results = asyncio.run(validate_many(dirs, workers=cfg.get("sandbox.workers"), sandbox_mode=mode))
+        results = asyncio.run(validate_many(dirs, workers=cfg.get("sandbox.workers"), sandbox_mode=mode,
+                                            ray=ray))
     failed = [r for r in results if not r.ok]
     if as_json:
         console.print_json(json.dumps({"tasks": len(results), "passed": len(results) - len(failed),
@@ -181,6 +191,15 @@ def validate(
             console.print(f"{len(results) - len(failed)}/{len(results)} tasks passed validation")
     if failed:
         raise typer.Exit(1)
+
+
+def _ray_options(cfg):
+    """The Ray settings when `tasks.executor` is ray, else None (the work stays local)."""
+    if cfg.get("tasks.executor") != "ray":
+        return None
+    from rlforge.executors.cluster import RayOptions
+
+    return RayOptions.from_config(cfg)
 
 
 def register(app: typer.Typer) -> None:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import datetime as dt
+import functools
 import os
 import shutil
 import tempfile
@@ -237,11 +238,17 @@ def _execute(cfg: Config, store: RunStore, plan: dict[str, Any], tasks: list[Tas
     notice = ""
     sink = TableSink(db_path)
     if items:
-        _check_sandbox(tasks, items, plan)
+        session = _session
+        if cfg.get("run.executor") == "ray":  # rollouts in Ray workers, which check their sandboxes
+            from rlforge.executors.rollouts import ray_session
+
+            session = functools.partial(ray_session, cfg)
+        else:
+            _check_sandbox(tasks, items, plan)
         with _policy(cfg, plan) as (policy, api_key, notice, concurrency):
             progress.started = time.monotonic()
-            facts += asyncio.run(_session(plan, store, tasks, items, policy, api_key,
-                                          concurrency, sink, progress))
+            facts += asyncio.run(session(plan, store, tasks, items, policy, api_key,
+                                         concurrency, sink, progress))
     report = finalize(db_path, store, plan, facts, status="finished", lines=sink.lines)
     report.session_rollouts = len(items)
     report.seconds = time.perf_counter() - started
@@ -249,11 +256,16 @@ def _execute(cfg: Config, store: RunStore, plan: dict[str, Any], tasks: list[Tas
     return report
 
 
+def sandbox_needed(tasks: list[Task], items: list[WorkItem], plan: dict[str, Any]) -> bool:
+    """Whether these rollouts run anything under bubblewrap (commands, sandboxed verifiers)."""
+    return plan["env"]["sandbox_mode"] == "bwrap" and any(
+        tasks[i.task].kind == "terminal" or tasks[i.task].verifier not in IN_PROCESS_VERIFIERS
+        for i in items)
+
+
 def _check_sandbox(tasks: list[Task], items: list[WorkItem], plan: dict[str, Any]) -> None:
     """Refuse to start (one clear error) when rollouts need a sandbox this host cannot make."""
-    needed = any(tasks[i.task].kind == "terminal" or tasks[i.task].verifier not in
-                 IN_PROCESS_VERIFIERS for i in items)
-    if needed and plan["env"]["sandbox_mode"] == "bwrap":
+    if sandbox_needed(tasks, items, plan):
         from rlforge.sandbox import ensure_available
 
         ensure_available()

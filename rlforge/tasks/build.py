@@ -55,6 +55,7 @@ class BuildOptions:
     generator_options: dict[str, dict[str, Any]] = field(default_factory=dict)
     force: bool = False
     config: Any = None  # the resolved rlforge Config (None: flag-less Config.load())
+    ray: Any = None  # rlforge.executors.cluster.RayOptions: validate and check on Ray workers
 
 
 @dataclass
@@ -228,7 +229,7 @@ def build_tasks(con: duckdb.DuckDBPyConnection, opts: BuildOptions,
 
         results = asyncio.run(validate_many([opts.out / t.task_id for t in kept],
                                             workers=opts.workers, sandbox_mode=opts.sandbox_mode,
-                                            progress=tick))
+                                            progress=tick, ray=opts.ray))
         by_id = {r.task_id: r for r in results}
         survivors = []
         for t in kept:

@@ -115,6 +115,7 @@ class CommitsRepair:
         self.config = (build.config if build is not None else None) or Config.load()
         self.sandbox_mode = build.sandbox_mode if build is not None else self.config.get("sandbox.mode")
         self.workers = build.workers if build is not None else self.config.get("sandbox.workers")
+        self.ray = getattr(build, "ray", None)  # RayOptions: the checks run on Ray workers
         self.opts = RepairOptions.resolve(options, self.config)
         self.rejections: list[dict[str, str]] = []
 
@@ -148,8 +149,15 @@ class CommitsRepair:
 
     async def _check_all(self, ctx: BuildContext, rows: list[CommitRow]) -> list[tuple]:
         """Check candidates in order until the quota is met; the kept ones, in that order."""
-        pool = SandboxPool(self.workers)
-        checker = Checker(ctx.con, self.opts, pool, default_cache_dir(self.config), self.sandbox_mode)
+        if self.ray is not None:  # test runs in a worker per Ray node (rlforge.executors)
+            from rlforge.executors.validation import RayChecker
+
+            checker = await RayChecker.start(ctx.con, self.opts, self.ray, self.workers,
+                                             self.sandbox_mode, default_cache_dir(self.config))
+            pool = checker.pool
+        else:
+            pool = SandboxPool(self.workers)
+            checker = Checker(ctx.con, self.opts, pool, default_cache_dir(self.config), self.sandbox_mode)
         batch = max(1, pool.workers // 2)  # a commit keeps two sandboxes busy (parent, fix)
         kept: list[tuple] = []
         try:

@@ -264,8 +264,18 @@ def _why(reward: dict | None) -> str:
 
 async def validate_many(task_dirs: list[Path], *, workers: int = 0, sandbox_mode: str = "bwrap",
                         spec_hook=None, progress: Callable[[ValidationResult], None] | None = None,
-                        concurrency: int | None = None) -> list[ValidationResult]:
-    """Validate tasks concurrently through one sandbox pool; results in input order."""
+                        concurrency: int | None = None, ray=None) -> list[ValidationResult]:
+    """Validate tasks concurrently through one sandbox pool; results in input order.
+
+    With `ray` (an `rlforge.executors.cluster.RayOptions`), each task is validated by the
+    same `validate_task` in a Ray worker on some node, with that node's sandbox pool of
+    `workers` (0: two per CPU of the node); see `rlforge.executors.validation`.
+    """
+    if ray is not None:
+        from rlforge.executors.validation import validate_on_ray
+
+        return await validate_on_ray(task_dirs, ray, workers=workers, sandbox_mode=sandbox_mode,
+                                     progress=progress, concurrency=concurrency)
     scratch_root = Path(tempfile.mkdtemp(prefix="rlforge-validate-"))
     try:
         async with SandboxPool(workers) as pool:

@@ -1,0 +1,108 @@
+"""`rlforge run --executor ray`: rollouts play in node workers; the run driver is unchanged.
+
+`ray_session` is `rlforge.run.session`'s session with Ray underneath: it connects (see
+`cluster`), starts one worker per node, opens the policy client on each, and hands the
+run driver (`rlforge.run.driver.drive`) a `RayRolloutRunner` in place of the local
+`RolloutRunner`. The driver keeps scheduling (quotas, longest first), rollouts.jsonl
+(appended and flushed as each record arrives), the DuckDB loads, the live counters, and
+so resume and rescore; a worker only plays the rollout, with the same `RolloutRunner`,
+seed and environment code as a local run, and sends back the record.
+
+`run.concurrency` stays the number of rollouts in flight in the whole run (what the
+endpoint sees); each worker gets a share by its sandboxes, and its policy client a share
+of `run.request_concurrency` the same way. The API key goes to each worker in the call
+that opens its client — over Ray's connection, not stored by Ray, held in the worker's
+memory only. An endpoint on 127.0.0.1 (and the embedded model) is only reachable from
+this machine, so with workers on other nodes the run refuses to start.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+from rlforge.config import Config
+from rlforge.errors import UserError
+from rlforge.executors.cluster import (RayOptions, TaskFiles, Worker, close_workers, connected,
+                                       probe_files, start_workers)
+from rlforge.executors.dispatch import Dispatcher, capacities
+from rlforge.run.tasks import Task
+
+logger = logging.getLogger("rlforge.executors")
+
+#: Rollouts handed to the workers beyond those playing, as a share of run.concurrency: they
+#: wait in the worker, so a finished rollout's slot is refilled without a driver round trip.
+PREFETCH = 1.0
+
+
+class RayRolloutRunner:
+    """The run driver's runner on Ray: `rollout(task, sample)` returns the record a
+    worker played, with the local runner's guarantees (it never raises for the rollout's
+    own failures)."""
+
+    def __init__(self, dispatcher: Dispatcher, files: TaskFiles):
+        self.dispatcher = dispatcher
+        self.files = files
+
+    async def rollout(self, task: Task, sample: int) -> dict[str, Any]:
+        path = os.path.abspath(task.path)
+        fields = (task.task_id, path, task.generator, task.generator_version, task.verifier,
+                  task.kind, task.split)
+        return await self.dispatcher.call((fields, await self.files.ref(Path(path)), sample))
+
+
+def check_endpoint_reachable(ray, workers: list[Worker], base_url: str, embedded: bool) -> None:
+    """Refuse a loopback endpoint (or the embedded model) when workers run elsewhere."""
+    me = ray.get_runtime_context().get_node_id()
+    here = {n["NodeManagerAddress"] for n in ray.nodes() if n["NodeID"] == me}
+    away = [w for w in workers if w.host not in here]  # another machine (nodes here share its IP)
+    host = urlsplit(base_url).hostname or ""
+    if away and (embedded or host in ("localhost", "::1") or host.startswith("127.")):
+        what = "the embedded model" if embedded else f"the endpoint {base_url}"
+        raise UserError(f"{what} listens on this machine's loopback interface, which Ray "
+                        f"workers on {', '.join(w.name for w in away)} cannot reach; give "
+                        "--base-url an address every node reaches")
+
+
+async def ray_session(cfg: Config, plan: dict[str, Any], store, tasks: list[Task], items: list,
+                      policy, api_key: str, concurrency: int, sink, progress) -> list:
+    """`rlforge.run.session._session` on Ray; the facts of the rollouts run."""
+    from rlforge.run.driver import drive
+    from rlforge.run.session import sandbox_needed
+
+    options = RayOptions.from_config(cfg)
+    used = sorted({item.task for item in items})
+    with connected(options.address) as ray:
+        workers = await start_workers(
+            ray, sandbox_workers=plan["sandbox_workers"], sandbox_mode=plan["env"]["sandbox_mode"],
+            needs_sandbox=sandbox_needed(tasks, items, plan), cache_dir=options.cache_dir,
+            probe=probe_files([Path(os.path.abspath(tasks[i].path)) for i in used]),
+            task_files=options.task_files)
+        dispatcher = None
+        try:
+            check_endpoint_reachable(ray, workers, policy.base_url, plan["embedded"])
+            run = {"run_id": plan["run_id"], "seed": plan["seed"],
+                   "time_budget": plan["time_budget"], "env": plan["env"]}
+            requests = capacities(workers, policy.concurrency)
+            slots = capacities(workers, concurrency)
+            await asyncio.gather(*(w.handle.open_run.remote(
+                run, {**policy.record(), "concurrency": requests[w]}, api_key, slots[w])
+                for w in workers))
+            handed = concurrency + max(1, round(PREFETCH * concurrency))
+            dispatcher = Dispatcher(workers, "rollout", handed)
+            runner = RayRolloutRunner(dispatcher, TaskFiles.for_workers(ray, workers,
+                                                                        options.task_files))
+            return await drive(tasks, items, runner, store, sink, progress,
+                               concurrency=handed, quotas=plan["generator_concurrency"])
+        finally:
+            if dispatcher is not None:
+                await dispatcher.close()
+                logger.info("rollouts per Ray node: %s",
+                            ", ".join(f"{w.name} {w.done}" for w in workers))
+                logger.info("%d rollouts in %d submit calls and %d result polls",
+                            sum(w.done for w in workers), dispatcher.batches, dispatcher.polls)
+            await close_workers(ray, workers)

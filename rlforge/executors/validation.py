@@ -1,0 +1,125 @@
+"""Validation and the commits.repair build-time check on Ray.
+
+- `validate_on_ray` is `rlforge.verify.validate.validate_many` with each task validated
+  by `validate_task` in a node worker (oracle, null and adversarial submissions, leak
+  check — the same code), on that node's sandbox pool and prepared environments; results
+  come back in input order with the caller's paths. `rlforge validate --executor ray` and
+  build-tasks' validation (`tasks.executor = "ray"`) call it through `validate_many`.
+- `RayChecker` is the commits.repair `Checker` with its sandboxed part on Ray: the
+  verdict cache (`repair_checks` in the driver's DuckDB) stays with the driver, while
+  `_check` — write the parent and fixed trees, build the repository's environment, run
+  its test suite twice on each — runs in a node worker on the commit's snapshot, which
+  goes there through Ray's object store.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+from pathlib import Path
+from typing import Any, Callable
+
+from rlforge.executors.cluster import (RayOptions, TaskFiles, close_workers, connected,
+                                       kill_workers, probe_files, start_workers)
+from rlforge.executors.dispatch import Dispatcher
+from rlforge.tasks.repair.checks import Checker
+
+logger = logging.getLogger("rlforge.executors")
+
+
+async def validate_on_ray(task_dirs: list[Path], options: RayOptions, *, workers: int = 0,
+                          sandbox_mode: str = "bwrap", progress: Callable | None = None,
+                          concurrency: int | None = None) -> list:
+    """`validate_many` on Ray workers; see the module docstring."""
+    paths = [Path(os.path.abspath(d)) for d in task_dirs]
+    with connected(options.address) as ray:
+        nodes = await start_workers(ray, sandbox_workers=workers, sandbox_mode=sandbox_mode,
+                                    needs_sandbox=True, cache_dir=options.cache_dir,
+                                    probe=probe_files(paths), task_files=options.task_files)
+        dispatcher = None
+        try:
+            total = concurrency or 2 * sum(w.sandboxes for w in nodes)
+            dispatcher = Dispatcher(nodes, "validate", total)
+            files = TaskFiles.for_workers(ray, nodes, options.task_files)
+            limit = asyncio.Semaphore(total)
+
+            async def one(given: Path, path: Path):
+                async with limit:
+                    result = await dispatcher.call((str(path), str(given), await files.ref(path)))
+                result.path = str(given)
+                if progress:
+                    progress(result)
+                return result
+
+            return list(await asyncio.gather(*(one(Path(g), p) for g, p in zip(task_dirs, paths))))
+        finally:
+            if dispatcher is not None:
+                await dispatcher.close()
+                logger.info("tasks validated per Ray node: %s",
+                            ", ".join(f"{w.name} {w.done}" for w in nodes))
+            await close_workers(ray, nodes)
+
+
+class ClusterSandboxes:
+    """What `CommitsRepair._check_all` needs of a sandbox pool when the pools are the
+    workers' own: how many sandboxes there are (it checks half as many commits at once)."""
+
+    def __init__(self, workers: int):
+        self.workers = workers
+
+    def close(self) -> None:
+        """Nothing to close here: `RayChecker.close` ends the workers."""
+
+
+class RayChecker(Checker):
+    """A commits.repair `Checker` whose sandboxed runs happen on Ray; make it with `start`."""
+
+    def __init__(self, con, opts, cache_dir: Path, sandbox_mode: str):
+        super().__init__(con, opts, None, cache_dir, sandbox_mode)
+        self._stack = contextlib.ExitStack()
+        self._ray = None
+        self._workers: list = []
+        self._dispatcher: Dispatcher | None = None
+        self.pool = ClusterSandboxes(0)
+
+    @classmethod
+    async def start(cls, con, opts, options: RayOptions, sandbox_workers: int,
+                    sandbox_mode: str, cache_dir: Path) -> "RayChecker":
+        """Connect, start a worker per node and give each a `Checker` of its own."""
+        checker = cls(con, opts, cache_dir, sandbox_mode)
+        try:
+            checker._ray = ray = checker._stack.enter_context(connected(options.address))
+            checker._workers = await start_workers(
+                ray, sandbox_workers=sandbox_workers, sandbox_mode=sandbox_mode,
+                needs_sandbox=True, cache_dir=options.cache_dir, probe=[],
+                task_files=options.task_files)
+            await asyncio.gather(*(w.handle.open_repair.remote(opts) for w in checker._workers))
+            sandboxes = sum(w.sandboxes for w in checker._workers)
+            checker._dispatcher = Dispatcher(checker._workers, "repair", max(1, sandboxes // 2))
+            checker.pool = ClusterSandboxes(sandboxes)
+        except BaseException:
+            checker.close()
+            raise
+        return checker
+
+    async def _check(self, snap, settings, requirements: list[str], rules: dict) -> Any:
+        return await self._dispatcher.call((snap, settings, requirements, rules))
+
+    def close(self) -> None:
+        """End the workers (each removes its scratch) and the Ray connection."""
+        super().close()
+        if self._dispatcher is not None:
+            for poller in self._dispatcher._pollers:
+                poller.cancel()
+        if self._workers:
+            logger.info("commits checked per Ray node: %s",
+                        ", ".join(f"{w.name} {w.done}" for w in self._workers))
+            alive = [w.handle for w in self._workers if w.alive]
+            with contextlib.suppress(Exception):
+                self._ray.get([h.close.remote() for h in alive], timeout=30)
+            kill_workers(self._ray, [w.handle for w in self._workers])
+            self._workers = []
+        self._stack.close()
+
