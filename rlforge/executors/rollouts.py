@@ -72,7 +72,7 @@ async def ray_session(cfg: Config, plan: dict[str, Any], store, tasks: list[Task
                       policy, api_key: str, concurrency: int, sink, progress) -> list:
     """`rlforge.run.session._session` on Ray; the facts of the rollouts run."""
     from rlforge.run.driver import drive
-    from rlforge.run.session import sandbox_needed
+    from rlforge.run.session import sandbox_needed, spec_hook_for
 
     options = RayOptions.from_config(cfg)
     used = sorted({item.task for item in items})
@@ -89,6 +89,8 @@ async def ray_session(cfg: Config, plan: dict[str, Any], store, tasks: list[Task
                    "time_budget": plan["time_budget"], "env": plan["env"]}
             requests = capacities(workers, policy.concurrency)
             slots = capacities(workers, concurrency)
+            hook = spec_hook_for(tasks)
+            await asyncio.gather(*(w.handle.set_spec_hook.remote(hook) for w in workers))
             await asyncio.gather(*(w.handle.open_run.remote(
                 run, {**policy.record(), "concurrency": requests[w]}, api_key, slots[w])
                 for w in workers))

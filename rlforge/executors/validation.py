@@ -30,7 +30,8 @@ logger = logging.getLogger("rlforge.executors")
 
 
 async def validate_on_ray(task_dirs: list[Path], options: RayOptions, *, workers: int = 0,
-                          sandbox_mode: str = "bwrap", progress: Callable | None = None,
+                          sandbox_mode: str = "bwrap", spec_hook=None,
+                          progress: Callable | None = None,
                           concurrency: int | None = None) -> list:
     """`validate_many` on Ray workers; see the module docstring."""
     paths = [Path(os.path.abspath(d)) for d in task_dirs]
@@ -40,6 +41,8 @@ async def validate_on_ray(task_dirs: list[Path], options: RayOptions, *, workers
                                     probe=probe_files(paths), task_files=options.task_files)
         dispatcher = None
         try:
+            if spec_hook is not None:
+                await asyncio.gather(*(w.handle.set_spec_hook.remote(spec_hook) for w in nodes))
             total = concurrency or 2 * sum(w.sandboxes for w in nodes)
             dispatcher = Dispatcher(nodes, "validate", total)
             files = TaskFiles.for_workers(ray, nodes, options.task_files)

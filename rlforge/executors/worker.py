@@ -135,6 +135,13 @@ class NodeWorker:
         return {"sandboxes": self.pool.workers, "cpus": len(os.sched_getaffinity(0)),
                 "sees_tasks": sees, "pid": os.getpid()}
 
+    async def set_spec_hook(self, hook) -> None:
+        """Sandbox fields per task (e.g. a prepared venv) from the driver's code, carried by
+        Ray's pickling; None keeps the default, `prepared_env_hook`."""
+        from rlforge.verify.validate import TaskRunner
+
+        self.task_runner = TaskRunner(self.pool, self.sandbox_mode, hook)
+
     async def open_run(self, run: dict[str, Any], policy: dict[str, Any], api_key: str,
                        slots: int) -> None:
         """Open the policy client and the rollout runner of one run (the key is held in

@@ -275,7 +275,8 @@ async def validate_many(task_dirs: list[Path], *, workers: int = 0, sandbox_mode
         from rlforge.executors.validation import validate_on_ray
 
         return await validate_on_ray(task_dirs, ray, workers=workers, sandbox_mode=sandbox_mode,
-                                     progress=progress, concurrency=concurrency)
+                                     spec_hook=spec_hook, progress=progress,
+                                     concurrency=concurrency)
     scratch_root = Path(tempfile.mkdtemp(prefix="rlforge-validate-"))
     try:
         async with SandboxPool(workers) as pool:
