@@ -131,13 +131,14 @@ def _parse_changes(tail: str) -> list[dict]:
 def read(repo: Path, rev: str = "--all", known: set[str] | None = None) -> list[CommitRecord]:
     """Commits reachable from rev that are not in known, with their file changes."""
     rev_args = ["--all"] if rev in ("--all", "all", "") else rev.split()
+    base = ["log", "-z", "--raw", "--numstat", "--no-renames", "--no-abbrev",
+            f"--format={LOG_FORMAT}", "--diff-merges=off"]
+    if not known:  # nothing stored yet: one pass, no need to list the shas first
+        return parse_log(git(repo, *base, *rev_args))
     shas = git(repo, "rev-list", *rev_args).split()
-    known = known or set()
     new = [s for s in shas if s not in known]
     if not new:
         return []
-    base = ["log", "-z", "--raw", "--numstat", "--no-renames", "--no-abbrev",
-            f"--format={LOG_FORMAT}", "--diff-merges=off"]
     if len(new) == len(shas):
         out = git(repo, *base, *rev_args)
     else:
