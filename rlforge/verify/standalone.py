@@ -26,6 +26,7 @@ import json
 import math
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -364,17 +365,63 @@ def write_reward(result, logs_dir):
         fh.write(f"{result['total']}\n")
 
 
+BATCH_PREFIX = "RLFORGE_BATCH "
+
+
+def _clear(directory):
+    for name in os.listdir(directory):
+        path = os.path.join(directory, name)
+        if os.path.isdir(path) and not os.path.islink(path):
+            shutil.rmtree(path)
+        else:
+            os.unlink(path)
+
+
+def score_batch(ref, tests_dir, submissions, workspace):
+    """Score several submissions in turn, each in the workspace as it was at the start.
+
+    Used by `rlforge validate` to prove the null and adversarial submissions of a task in
+    one sandboxed run: the same `score` as test.sh, on the same files, without starting a
+    sandbox and an interpreter per submission.
+    """
+    snapshot = tempfile.mkdtemp(prefix="rlforge-ws-")
+    shutil.copytree(workspace, snapshot, dirs_exist_ok=True, symlinks=True)
+    results = {}
+    for sub in submissions:
+        _clear(workspace)
+        shutil.copytree(snapshot, workspace, dirs_exist_ok=True, symlinks=True)
+        for rel, text in sub["files"].items():
+            target = os.path.join(workspace, rel)
+            os.makedirs(os.path.dirname(target), exist_ok=True)
+            with open(target, "wb") as fh:
+                fh.write(text.encode("utf-8", "surrogateescape"))
+        results[sub["name"]] = score(ref, tests_dir)
+        _sweep_namespace()
+    return results
+
+
 def main(argv=None):
     argv = list(sys.argv[1:] if argv is None else argv)
     logs_dir = "/logs/verifier"
-    if "--logs" in argv:
-        i = argv.index("--logs")
-        logs_dir = argv[i + 1]
-        del argv[i:i + 2]
+    options = {}
+    for flag in ("--logs", "--batch"):
+        if flag in argv:
+            i = argv.index(flag)
+            options[flag] = argv[i + 1]
+            del argv[i:i + 2]
+    logs_dir = options.get("--logs", logs_dir)
     _no_core_access()
     ref_path = argv[0]
     with open(ref_path, encoding="utf-8") as fh:
         ref = json.load(fh)
+    if "--batch" in options:
+        with open(options["--batch"], encoding="utf-8") as fh:
+            submissions = json.load(fh)
+        results = score_batch(ref, os.path.dirname(os.path.abspath(ref_path)), submissions,
+                              ref.get("workspace", "/app"))
+        sys.stdout.write(BATCH_PREFIX + json.dumps(results, sort_keys=True) + "\n")
+        sys.stdout.flush()
+        return 0
     result = score(ref, os.path.dirname(os.path.abspath(ref_path)))
     _sweep_namespace()
     write_reward(result, logs_dir)

@@ -25,7 +25,9 @@ from typing import Any, Callable
 
 from rlforge.errors import UserError
 from rlforge.sandbox import SandboxPool, SandboxSpec, prepare_env, read_file
-from rlforge.verify.standalone import REWARD_PREFIX
+from rlforge.verify.standalone import BATCH_PREFIX, REWARD_PREFIX
+
+VERIFIER_FILE = "rlforge_verify.py"
 
 VALIDATION_FILE = "validation.json"
 
@@ -175,6 +177,59 @@ class TaskRunner:
         return VerifierRun(reward, None, result.stdout_text)
 
 
+    async def oracle(self, task_dir: Path, meta: dict, ws: Path, scratch: Path) -> VerifierRun:
+        """solution/solve.sh, then tests/test.sh, in one sandbox (as Harbor's oracle agent and
+        verifier share one container)."""
+        logs = Path(tempfile.mkdtemp(prefix="logs-", dir=scratch))
+        logs.chmod(0o777)
+        timeout = (float(meta.get("agent", {}).get("timeout_sec", 120))
+                   + float(meta.get("verifier", {}).get("timeout_sec", 60)))
+        spec = self._spec(task_dir, meta, workspace=ws, tests=task_dir / "tests", logs=logs,
+                          timeout_sec=timeout, ro_binds={"/solution": task_dir / "solution"})
+        script = ('bash /solution/solve.sh; s=$?; if [ "$s" -ne 0 ]; then '
+                  'echo "solve.sh exited $s" >&2; exit 97; fi; exec bash /tests/test.sh')
+        result = await self.pool.run(["bash", "-c", script], spec)
+        if result.failure:
+            return VerifierRun(None, str(result.failure))
+        if result.timed_out:
+            return VerifierRun(None, f"oracle timed out after {timeout:.0f}s")
+        if result.exit_code == 97:
+            return VerifierRun(None, f"solve.sh failed: {result.stderr_text.strip()[-300:]}")
+        reward = parse_reward(result.stdout_text, logs)
+        if reward is None:
+            return VerifierRun(None, f"verifier gave no reward (exit {result.exit_code}): "
+                               f"{result.stderr_text.strip()[-300:]}", result.stdout_text)
+        return VerifierRun(reward, None, result.stdout_text)
+
+    async def verify_batch(self, task_dir: Path, meta: dict, submissions: list[dict],
+                           scratch: Path) -> dict[str, VerifierRun]:
+        """Score several submissions with rlforge's own verifier in one sandboxed run, each
+        against a fresh copy of the starting workspace (`rlforge_verify.py --batch`)."""
+        ws = fresh_workspace(task_dir, scratch)
+        batch_dir = Path(tempfile.mkdtemp(prefix="batch-", dir=scratch))
+        (batch_dir / "submissions.json").write_text(json.dumps(submissions))
+        batch_dir.chmod(0o755)
+        timeout = float(meta.get("verifier", {}).get("timeout_sec", 60)) * max(1, len(submissions))
+        spec = self._spec(task_dir, meta, workspace=ws, tests=task_dir / "tests",
+                          timeout_sec=timeout, ro_binds={"/rlforge-batch": batch_dir})
+        result = await self.pool.run(["python3", f"/tests/{VERIFIER_FILE}", "/tests/reference.json",
+                                      "--batch", "/rlforge-batch/submissions.json"], spec)
+        if result.failure or result.timed_out:
+            error = str(result.failure) if result.failure else f"batch timed out after {timeout:.0f}s"
+            return {s["name"]: VerifierRun(None, error) for s in submissions}
+        for line in result.stdout_text.splitlines():
+            if line.startswith(BATCH_PREFIX):
+                found = json.loads(line[len(BATCH_PREFIX):])
+                return {s["name"]: VerifierRun(found.get(s["name"]),
+                                               None if s["name"] in found else "not scored")
+                        for s in submissions}
+        error = f"batch verifier gave no result (exit {result.exit_code}): {result.stderr_text.strip()[-300:]}"
+        return {s["name"]: VerifierRun(None, error) for s in submissions}
+
+
+BATCHABLE = ("answer", "reply", "script")
+
+
 def leak_check(task_dir: Path, validation: dict) -> str | None:
     """The reason the task gives its answer away, or None."""
     secrets = [s for s in validation.get("secret_strings", []) if s and len(s.strip()) >= 2]
@@ -217,28 +272,30 @@ async def validate_task(task_dir: Path, runner: TaskRunner, scratch_root: Path) 
     try:
         leak = leak_check(task_dir, validation)
         result.checks.append(Check("leak", "no leak", None, leak is None, leak or ""))
-        # The oracle.
-        ws = fresh_workspace(task_dir, scratch)
-        error = await runner.run_solution(task_dir, meta, ws)
-        if error:
-            result.checks.append(Check("oracle", "1.0", None, False, f"solve.sh failed: {error}"))
-        else:
-            run = await runner.verify(task_dir, meta, ws, scratch)
-            got = None if run.reward is None else run.reward.get("total")
-            result.checks.append(Check("oracle", "1.0", got, got is not None and got >= 1.0 - 1e-9,
-                                       run.error or _why(run.reward)))
+        # The oracle: gold solution, then the verifier, in one sandbox.
+        run = await runner.oracle(task_dir, meta, fresh_workspace(task_dir, scratch), scratch)
+        got = None if run.reward is None else run.reward.get("total")
+        result.checks.append(Check("oracle", "1.0", got, got is not None and got >= 1.0 - 1e-9,
+                                   run.error or _why(run.reward)))
         # Null and adversarial submissions.
-        subs = [("null", {})] + [(s["name"], {k: v.encode("utf-8", "surrogateescape")
-                                              for k, v in s["files"].items()})
-                                 for s in validation.get("adversarial", [])]
+        subs = [{"name": "null", "files": {}}] + [
+            {"name": s["name"], "files": s["files"]} for s in validation.get("adversarial", [])]
         if rl.get("verifier") in ("answer", "reply"):
-            instruction = (task_dir / "instruction.md").read_bytes()
-            subs.append(("echo_instruction", {"answer.txt": instruction}))
-        for name, files in subs:
-            ws = fresh_workspace(task_dir, scratch, files)
-            run = await runner.verify(task_dir, meta, ws, scratch)
+            instruction = (task_dir / "instruction.md").read_text(encoding="utf-8", errors="surrogateescape")
+            subs.append({"name": "echo_instruction", "files": {"answer.txt": instruction}})
+        own_verifier = (task_dir / "tests" / VERIFIER_FILE).is_file()
+        if own_verifier and rl.get("verifier") in BATCHABLE:
+            runs = await runner.verify_batch(task_dir, meta, subs, scratch)
+        else:
+            runs = {}
+            for sub in subs:
+                files = {k: v.encode("utf-8", "surrogateescape") for k, v in sub["files"].items()}
+                runs[sub["name"]] = await runner.verify(
+                    task_dir, meta, fresh_workspace(task_dir, scratch, files), scratch)
+        for sub in subs:
+            run = runs[sub["name"]]
             got = None if run.reward is None else run.reward.get("total")
-            result.checks.append(Check(name, "0", got, got is not None and got <= 1e-9,
+            result.checks.append(Check(sub["name"], "0", got, got is not None and got <= 1e-9,
                                        run.error or _why(run.reward)))
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
