@@ -61,17 +61,16 @@ def main() -> None:
     n_off, n_on = rep_off["emitted"], rep_on["emitted"]
     sample = next(p for p in (work / "tasks-on").iterdir() if p.is_dir())
     adversarial = len(json.loads((sample / "tests" / "validation.json").read_text())["adversarial"])
-    runs = 2 + 1 + adversarial + 1  # solve.sh + test.sh, null, adversarial, echoed instruction
+    checks = 1 + 1 + adversarial + 1  # oracle, null, adversarial submissions, echoed instruction
     print(f"{args.tasks:,} tickets.triage tasks requested; {os.cpu_count()} CPUs; "
           f"sandbox workers: default (2 x cores)")
     print(f"{'build':<34}{'tasks':>8}{'seconds':>10}{'tasks/s':>10}")
     print(f"{'(a) --no-validate':<34}{n_off:>8,}{off:>10.1f}{n_off / off:>10.1f}")
     print(f"{'(b) validated in the sandbox':<34}{n_on:>8,}{on:>10.1f}{n_on / on:>10.1f}")
     dropped = len(rep_on["drops"])
-    print(f"validation dropped {dropped} task(s); {runs} sandboxed runs per task (oracle solve + "
-          f"verify, null, {adversarial} adversarial, echoed instruction): "
-          f"{n_on * runs / on:.0f} sandbox runs/s")
-
+    print(f"validation dropped {dropped} task(s); {checks} checks per task (oracle, null, "
+          f"{adversarial} adversarial, echoed instruction) in 2 bubblewrap runs: solve.sh then "
+          f"test.sh, and one batch of the verifier over the other submissions")
 
 if __name__ == "__main__":
     main()
