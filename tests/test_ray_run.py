@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import json
 import logging
+import shutil
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -172,14 +174,16 @@ def two_nodes(ray_extra, tmp_path):  # noqa: F811
     this machine, 127.0.0.1 only like the session's head."""
     from ray.cluster_utils import Cluster
 
+    root = tempfile.mkdtemp(prefix="rlforge-test-ray2-", dir="/tmp")  # short: socket paths
     cluster = Cluster(initialize_head=True, head_node_args={
-        "num_cpus": 1, "include_dashboard": False, "temp_dir": f"/tmp/rlforge-test-ray2-{tmp_path.name[-8:]}"})
+        "num_cpus": 1, "include_dashboard": False, "temp_dir": root})
     second = cluster.add_node(num_cpus=1)
     cluster.wait_for_nodes()
     try:
         yield cluster, second
     finally:
         cluster.shutdown()
+        shutil.rmtree(root, ignore_errors=True)
 
 
 def test_ray_check_starts_a_worker_on_every_node_and_says_who_sees_the_tasks(cli, tmp_path,
@@ -195,6 +199,38 @@ def test_ray_check_starts_a_worker_on_every_node_and_says_who_sees_the_tasks(cli
     assert result.exit_code == 0 and "2 node(s), every worker started" in result.stdout
     result = cli("ray", "check", tmp_path / "missing", "--ray-address", cluster.address)
     assert result.exit_code == 1 and "missing: no such directory" in result.stderr
+
+
+def test_concurrency_below_the_number_of_nodes_still_holds(cli, tmp_path, two_nodes,
+                                                             monkeypatch):
+    cluster, _ = two_nodes
+    monkeypatch.setenv("RLFORGE_RAY_ADDRESS", cluster.address)
+    tasks = tmp_path / "tasks"
+    for i in range(4):
+        label_task(tasks, f"t{i}", "billing")
+    policy = ScriptedPolicy({}, delay=0.3).start()
+    try:
+        result, data = run_json(cli, tasks, "--base-url", policy.url, "--model", "m",
+                                "--concurrency", "1")
+    finally:
+        policy.stop()
+    assert result.exit_code == 0 and data["rollouts"] == 4, result.output
+    spans = sorted((r["started_at"], r["finished_at"]) for r in rollouts_of(data["run_dir"]))
+    assert all(end <= start for (_, end), (start, _) in zip(spans, spans[1:]))  # one at a time
+
+
+def test_capacities_share_exactly_by_sandboxes():
+    from rlforge.executors.cluster import Worker
+    from rlforge.executors.dispatch import capacities
+
+    a, b, c = (Worker(None, f"n{i}", "h", sandboxes, 1, True) for i, sandboxes in
+               enumerate((4, 4, 8)))
+    assert capacities([a, b], 5) == {a: 3, b: 2}
+    assert capacities([a, b], 1) == {a: 1, b: 0}
+    assert capacities([a, b, c], 16) == {a: 4, b: 4, c: 8}
+    assert capacities([a, b, c], 3) == {a: 1, b: 1, c: 1}  # remainders .75, .75, .5
+    assert capacities([a, b, c], 6) == {a: 2, b: 1, c: 3}
+    assert sum(capacities([a, b, c], 1001).values()) == 1001
 
 
 def node_counts(caplog) -> list[int]:
@@ -284,7 +320,7 @@ def test_a_task_too_big_to_ship_is_an_invalid_rollout_that_says_why(tmp_path, ra
             await workers[0].handle.open_run.remote(
                 {"run_id": "big", "seed": 0, "time_budget": 0, "env": env},
                 {"base_url": fault.url, "model": "ok", "stop": []}, "", 1)
-            dispatcher = Dispatcher(workers, "rollout", 1)
+            dispatcher = Dispatcher(workers, "rollout", {workers[0]: 1})
             files = TaskFiles(ray, ship=True, max_bytes=100)
             try:
                 return await RayRolloutRunner(dispatcher, files).rollout(task, 0), files

@@ -6,7 +6,8 @@
   and token authentication on, with a token made up for the session. Every port the head
   would otherwise take at a fixed default (client server 10001, agents 52365, metrics
   44217/44227, ...) is a free one, so it coexists with other Ray instances. It is
-  stopped (SIGTERM to `ray start --block`, which stops its processes) at the end.
+  stopped (SIGTERM to `ray start --block`, which stops its processes) at the end, or
+  when the test process dies.
 - `listening_sockets(pids)` reads /proc: the TCP sockets those processes listen on.
 - `ray_extra` skips a test with the reason when Ray is not installed, and FAILS under
   `CI=true` (the CI set-up installs `rlforge[ray]`).
@@ -58,6 +59,15 @@ def ray_extra():
         pytest.skip(message)
 
 
+def stop_with_parent() -> None:
+    """In the child, before exec: SIGTERM when the test process dies, however it dies (a
+    killed pytest must not leave a Ray head behind; `ray start --block` stops it on TERM)."""
+    import ctypes
+
+    PR_SET_PDEATHSIG = 1
+    ctypes.CDLL("libc.so.6", use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -87,7 +97,8 @@ class RayHead:
              "--node-ip-address=127.0.0.1", "--include-dashboard=false",
              "--disable-usage-stats", f"--num-cpus={self.num_cpus}",
              f"--temp-dir={self.root}", *(f"{flag}={port}" for flag, port in ports.items())],
-            env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+            env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+            preexec_fn=stop_with_parent)
         log.close()
         marker = self.root / "ray_current_cluster"
         deadline = time.monotonic() + timeout

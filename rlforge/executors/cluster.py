@@ -111,6 +111,12 @@ def import_ray(loopback: bool, private: bool = False):
     return ray
 
 
+def first_line(exc: BaseException) -> str:
+    """An exception's message in one line (Ray's come with tracebacks and hints)."""
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
 def _check_reachable(address: str) -> None:
     """A clear error at once when nothing listens at HOST:PORT (Ray itself retries for
     minutes)."""
@@ -144,10 +150,14 @@ def connected(address: str) -> Iterator[Any]:
         try:
             ray.init(address=address, **options)
         except (ConnectionError, RuntimeError, ValueError) as exc:
-            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-            raise UserError(f"cannot connect to the Ray cluster at {address}: {first}") from None
+            raise UserError(f"cannot connect to the Ray cluster at {address}: "
+                            f"{first_line(exc)}") from None
     else:
-        ray.init(address="local", include_dashboard=False, **options)
+        try:
+            ray.init(address="local", include_dashboard=False, **options)
+        except (ConnectionError, RuntimeError, ValueError) as exc:
+            raise UserError(f"cannot start a private Ray instance on this machine: "
+                            f"{first_line(exc)}") from None
     try:
         yield ray
     finally:
@@ -209,8 +219,8 @@ async def start_workers(ray, *, sandbox_workers: int, sandbox_mode: str, needs_s
         raise UserError("the Ray cluster has no alive node")
     actor = ray.remote(NodeWorker)
     handles = [actor.options(num_cpus=0, max_concurrency=1000, max_restarts=0,
-                             scheduling_strategy=NodeAffinitySchedulingStrategy(n["NodeID"], soft=False),
-                             name=None).remote() for n in nodes]
+                             scheduling_strategy=NodeAffinitySchedulingStrategy(n["NodeID"], soft=False)
+                             ).remote() for n in nodes]
     hello = {"version": __version__, "sandbox_workers": sandbox_workers,
              "sandbox_mode": sandbox_mode, "needs_sandbox": needs_sandbox,
              "cache_dir": cache_dir, "probe": probe, "task_files": task_files}
@@ -224,8 +234,7 @@ async def start_workers(ray, *, sandbox_workers: int, sandbox_mode: str, needs_s
     for node, handle, answer in zip(nodes, handles, answers):
         host = node.get("NodeManagerAddress", "?")
         if isinstance(answer, BaseException):
-            problems.append(f"{host}: the rlforge worker did not start "
-                            f"({str(answer).strip().splitlines()[0] if str(answer).strip() else type(answer).__name__})")
+            problems.append(f"{host}: the rlforge worker did not start ({first_line(answer)})")
         elif answer.get("error"):
             problems.append(f"{host}: {answer['error']}")
         else:

@@ -6,11 +6,12 @@ of the event loop go out as one `submit` call per worker, and each worker is lon
 (`results`) for everything it finished since the last poll — so at a high rate one Ray
 call carries many items either way, and at a low rate an item still starts at once.
 
-Each item goes to the alive worker with the most free room: its capacity (a share of the
-caller's concurrency, by the worker's sandboxes) minus what it has in flight. When a
-worker dies (its node went away) the items it held go to the others and run again — a
-rollout's seed is fixed, so it plays the same; no result of it was written. When none is
-left, every waiting call raises `WorkersLost` (a UserError: the run can be resumed).
+Each item goes to the alive worker with the most free room: its capacity (the caller's
+share for it, see `capacities`) minus what it has in flight. When a worker dies (its node
+went away) the caller may share the capacity again among the others (`rebalance`), and
+the items it held go to them and run again — a rollout's seed is fixed, so it plays the
+same; no result of it was written. When none is left, every waiting call raises
+`WorkersLost` (a UserError: the run can be resumed).
 """
 
 from __future__ import annotations
@@ -18,10 +19,10 @@ from __future__ import annotations
 import asyncio
 import itertools
 import logging
-from typing import Any
+from typing import Any, Callable
 
 from rlforge.errors import UserError
-from rlforge.executors.cluster import Worker
+from rlforge.executors.cluster import Worker, first_line
 from rlforge.executors.worker import WorkerFailure
 
 logger = logging.getLogger("rlforge.executors")
@@ -31,21 +32,29 @@ class WorkersLost(UserError):
     """Every Ray worker died; what finished before is kept."""
 
 
-def capacities(workers: list[Worker], concurrency: int) -> dict[Worker, int]:
-    """`concurrency` shared by the workers' sandboxes (each gets at least 1)."""
-    total = sum(w.sandboxes for w in workers) or 1
-    return {w: max(1, round(concurrency * w.sandboxes / total)) for w in workers}
+def capacities(workers: list[Worker], total: int) -> dict[Worker, int]:
+    """`total` shared by the workers in proportion to their sandboxes, exactly (largest
+    remainders first; a worker gets 0 when there is less to share than workers)."""
+    weight = sum(w.sandboxes for w in workers) or 1
+    exact = [total * w.sandboxes / weight for w in workers]
+    share = [int(x) for x in exact]
+    order = sorted(range(len(workers)), key=lambda i: (share[i] - exact[i], i))
+    for i in order[:total - sum(share)]:
+        share[i] += 1
+    return dict(zip(workers, share))
 
 
 class Dispatcher:
     """Items of one `kind` (rollout, validate, repair) to `workers`; see the module docstring."""
 
-    def __init__(self, workers: list[Worker], kind: str, concurrency: int):
+    def __init__(self, workers: list[Worker], kind: str, capacity: dict[Worker, int],
+                 rebalance: Callable[[list[Worker]], dict[Worker, int]] | None = None):
         self.workers = workers
         self.kind = kind
-        self.capacity = capacities(workers, concurrency)
+        self.capacity = capacity
+        self.rebalance = rebalance
         self.in_flight: dict[Worker, int] = {w: 0 for w in workers}
-        self.batches = 0  # submit calls made (for the tests and the benchmark)
+        self.batches = 0  # submit calls made (logged by the callers at the end)
         self.polls = 0  # results calls answered
         self._keys = itertools.count()
         self._pending: list[tuple[int, Any, asyncio.Future]] = []
@@ -69,12 +78,21 @@ class Dispatcher:
     def _flush(self) -> None:
         self._flush_scheduled = False
         pending, self._pending = self._pending, []
+        try:
+            self._send(pending)
+        except Exception as exc:  # a bug here must reach the callers, not hang them
+            for _, _, future in pending:
+                if not future.done():
+                    future.set_exception(exc)
+
+    def _send(self, pending: list[tuple[int, Any, asyncio.Future]]) -> None:
         alive = [w for w in self.workers if w.alive]
         if not alive:
             for _, _, future in pending:
                 if not future.done():
                     future.set_exception(self._gone)
             return
+        alive = [w for w in alive if self.capacity[w] > 0] or alive
         batches: dict[Worker, list] = {}
         for key, payload, future in pending:
             if future.done():  # the caller gave up (cancelled)
@@ -119,10 +137,13 @@ class Dispatcher:
         for key, _, _ in orphans:
             del self._assigned[key]
         self.in_flight[worker] = 0
-        reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        reason = first_line(exc)
         if any(w.alive for w in self.workers):
             logger.warning("the Ray worker on %s is gone (%s); its %d items move to the others",
                            worker.name, reason, len(orphans))
+            if self.rebalance is not None:
+                self.capacity = {**self.capacity, worker: 0,
+                                 **self.rebalance([w for w in self.workers if w.alive])}
             self._pending.extend(orphans)
             self._schedule()
             return
@@ -131,8 +152,12 @@ class Dispatcher:
         self._pending.extend(orphans)
         self._schedule()
 
-    async def close(self) -> None:
-        """Stop polling (the workers are closed by their owner)."""
+    def stop(self) -> None:
+        """Stop polling, without waiting (the workers are closed by their owner)."""
         for poller in self._pollers:
             poller.cancel()
+
+    async def close(self) -> None:
+        """Stop polling and wait until the pollers are done."""
+        self.stop()
         await asyncio.gather(*self._pollers, return_exceptions=True)

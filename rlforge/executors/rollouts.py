@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
 import os
 from pathlib import Path
 from typing import Any
@@ -37,6 +38,11 @@ logger = logging.getLogger("rlforge.executors")
 #: Rollouts handed to the workers beyond those playing, as a share of run.concurrency: they
 #: wait in the worker, so a finished rollout's slot is refilled without a driver round trip.
 PREFETCH = 1.0
+
+
+def room(slots: dict[Worker, int]) -> dict[Worker, int]:
+    """What each worker is handed: its slots, and `PREFETCH` as many again waiting."""
+    return {w: n + math.ceil(n * PREFETCH) for w, n in slots.items()}
 
 
 class RayRolloutRunner:
@@ -92,14 +98,22 @@ async def ray_session(cfg: Config, plan: dict[str, Any], store, tasks: list[Task
             hook = spec_hook_for(tasks)
             await asyncio.gather(*(w.handle.set_spec_hook.remote(hook) for w in workers))
             await asyncio.gather(*(w.handle.open_run.remote(
-                run, {**policy.record(), "concurrency": requests[w]}, api_key, slots[w])
+                run, {**policy.record(), "concurrency": max(1, requests[w])}, api_key, slots[w])
                 for w in workers))
-            handed = concurrency + max(1, round(PREFETCH * concurrency))
-            dispatcher = Dispatcher(workers, "rollout", handed)
+
+            def rebalance(alive: list[Worker]) -> dict[Worker, int]:
+                """A lost worker's slots go to the others; the run's concurrency holds."""
+                again = capacities(alive, concurrency)
+                for w in alive:
+                    w.handle.set_slots.remote(again[w])
+                return room(again)
+
+            dispatcher = Dispatcher(workers, "rollout", room(slots), rebalance)
             runner = RayRolloutRunner(dispatcher, TaskFiles.for_workers(ray, workers,
                                                                         options.task_files))
             return await drive(tasks, items, runner, store, sink, progress,
-                               concurrency=handed, quotas=plan["generator_concurrency"])
+                               concurrency=sum(room(slots).values()),
+                               quotas=plan["generator_concurrency"])
         finally:
             if dispatcher is not None:
                 await dispatcher.close()

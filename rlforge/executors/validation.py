@@ -23,7 +23,7 @@ from typing import Any, Callable
 
 from rlforge.executors.cluster import (RayOptions, TaskFiles, close_workers, connected,
                                        kill_workers, probe_files, start_workers)
-from rlforge.executors.dispatch import Dispatcher
+from rlforge.executors.dispatch import Dispatcher, capacities
 from rlforge.tasks.repair.checks import Checker
 
 logger = logging.getLogger("rlforge.executors")
@@ -44,7 +44,7 @@ async def validate_on_ray(task_dirs: list[Path], options: RayOptions, *, workers
             if spec_hook is not None:
                 await asyncio.gather(*(w.handle.set_spec_hook.remote(spec_hook) for w in nodes))
             total = concurrency or 2 * sum(w.sandboxes for w in nodes)
-            dispatcher = Dispatcher(nodes, "validate", total)
+            dispatcher = Dispatcher(nodes, "validate", capacities(nodes, total))
             files = TaskFiles.for_workers(ray, nodes, options.task_files)
             limit = asyncio.Semaphore(total)
 
@@ -100,7 +100,8 @@ class RayChecker(Checker):
                 task_files=options.task_files)
             await asyncio.gather(*(w.handle.open_repair.remote(opts) for w in checker._workers))
             sandboxes = sum(w.sandboxes for w in checker._workers)
-            checker._dispatcher = Dispatcher(checker._workers, "repair", max(1, sandboxes // 2))
+            checker._dispatcher = Dispatcher(checker._workers, "repair",
+                                             capacities(checker._workers, max(1, sandboxes // 2)))
             checker.pool = ClusterSandboxes(sandboxes)
         except BaseException:
             checker.close()
@@ -114,8 +115,7 @@ class RayChecker(Checker):
         """End the workers (each removes its scratch) and the Ray connection."""
         super().close()
         if self._dispatcher is not None:
-            for poller in self._dispatcher._pollers:
-                poller.cancel()
+            self._dispatcher.stop()
         if self._workers:
             logger.info("commits checked per Ray node: %s",
                         ", ".join(f"{w.name} {w.done}" for w in self._workers))

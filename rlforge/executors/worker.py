@@ -97,7 +97,9 @@ class NodeWorker:
         self.client = None
         self.runner = None
         self.checker = None
-        self._slots = asyncio.Semaphore(1)
+        self._slots = 1  # rollouts that may play at once; more wait in `_turn`
+        self._playing = 0
+        self._turn = asyncio.Condition()
         self._outbox: dict[str, list] = {}
         self._ready: dict[str, asyncio.Event] = {}
         self._jobs: set[asyncio.Task] = set()
@@ -158,7 +160,7 @@ class NodeWorker:
         self.runner = RolloutRunner(self.client, EnvOptions(**run["env"]), self.task_runner,
                                     self.scratch, run_id=run["run_id"], run_seed=run["seed"],
                                     time_budget=run["time_budget"])
-        self._slots = asyncio.Semaphore(max(1, slots))
+        self._slots = slots
 
     async def open_repair(self, opts: Any) -> None:
         """Hold a commits.repair `Checker` on this node's pool and cache directory."""
@@ -199,10 +201,23 @@ class NodeWorker:
         fields, files, sample = payload
         directory, problem = await self._task_dir(fields[1], files)
         try:
-            async with self._slots:
+            async with self._turn:
+                await self._turn.wait_for(lambda: self._playing < self._slots)
+                self._playing += 1
+            try:
                 return await self.runner.rollout(self._task(fields, directory, problem), sample)
+            finally:
+                async with self._turn:
+                    self._playing -= 1
+                    self._turn.notify()
         finally:
             self._release(files)
+
+    async def set_slots(self, slots: int) -> None:
+        """Play up to `slots` rollouts at once from now on (another worker was lost)."""
+        async with self._turn:
+            self._slots = slots
+            self._turn.notify_all()
 
     async def _validate(self, payload):
         from rlforge.verify.validate import ValidationResult, validate_task
