@@ -19,7 +19,8 @@ outside the driver process). Then the medians and the overhead, 1 − ray/local,
 rollouts phase (goal: at most 15%) and on the session; and the start-up of a private Ray
 instance (`--executor ray` without an address) for comparison.
 
-Run: `python benchmarks/ray_overhead.py [--rollouts 2000] [--concurrency 64] [--rounds 3]`.
+Run: `python benchmarks/ray_overhead.py [--rollouts 2000] [--samples 1] [--concurrency 64]
+[--rounds 3]` (`--rollouts` is the number of tasks; each gets `--samples` rollouts).
 Needs `pip install 'rlforge[ray]'`. Other load on the machine shows in the figures:
 compare rounds, run it again.
 """
@@ -90,11 +91,11 @@ def rollouts_phase(run_dir: Path) -> float:
     return seconds(max(ends)) - seconds(min(starts))
 
 
-def one_run(tasks: Path, url: str, concurrency: int, run_id: str, work: Path, env: dict,
-            extra: list[str]) -> dict:
+def one_run(tasks: Path, url: str, samples: int, concurrency: int, run_id: str, work: Path,
+            env: dict, extra: list[str]) -> dict:
     cpu = machine_cpu_seconds()
     m = run_throughput.measure_rusage(
-        run_throughput.rlforge_cmd(tasks, url, 1, concurrency, run_id) + extra, work, env)
+        run_throughput.rlforge_cmd(tasks, url, samples, concurrency, run_id) + extra, work, env)
     machine = machine_cpu_seconds() - cpu
     report = json.loads(m["stdout"])
     n = report["session"]["rollouts"]
@@ -121,6 +122,8 @@ def main() -> None:
     parser.add_argument("--rollouts", type=int, default=2000)
     parser.add_argument("--concurrency", type=int, default=64)
     parser.add_argument("--latency-ms", type=float, default=50.0)
+    parser.add_argument("--samples", type=int, default=1, help="samples per task (rollouts = "
+                        "tasks x samples: --samples 10 shows a longer run)")
     parser.add_argument("--rounds", type=int, default=3, help="runs per executor (interleaved)")
     parser.add_argument("--workdir", type=Path,
                         default=Path(tempfile.gettempdir()) / "rlforge-bench-ray")
@@ -131,7 +134,7 @@ def main() -> None:
     work.mkdir(parents=True, exist_ok=True)
     tasks = run_throughput.make_tasks(work / f"tasks-{n}", n)
     ceiling = c / (args.latency_ms / 1000) if args.latency_ms else float("inf")
-    print(f"{n:,} single-turn tasks x 1 sample, concurrency {c}, server latency "
+    print(f"{n:,} single-turn tasks x {args.samples} sample(s), concurrency {c}, server latency "
           f"{args.latency_ms:g} ms (ceiling {ceiling:,.0f} rollouts/s), {args.rounds} "
           f"interleaved rounds, {os.cpu_count()} CPUs, load average "
           f"{os.getloadavg()[0]:.2f} at the start\n")
@@ -150,7 +153,8 @@ def main() -> None:
                 extra = ["--executor", executor]
                 if executor == "ray":
                     extra += ["--ray-address", address]
-                f = one_run(tasks, url, c, f"bench-{executor}-{round_no}", work, env, extra)
+                f = one_run(tasks, url, args.samples, c, f"bench-{executor}-{round_no}", work, env,
+                            extra)
                 results[executor].append(f)
                 show(f"round {round_no} {executor}", f)
         print(f"\nmedian of {args.rounds}            rollouts phase   session   whole process"
@@ -170,7 +174,8 @@ def main() -> None:
             print(f"  Ray overhead, {label:15} {overhead:6.1%}{goal}")
 
         # A private instance (no address): what starting Ray costs a one-off command.
-        f = one_run(tasks, url, c, "bench-private", work, env, ["--executor", "ray"])
+        f = one_run(tasks, url, args.samples, c, "bench-private", work, env,
+                    ["--executor", "ray"])
         show("ray, private instance", f)
         print(f"  start-up of a private instance: session {f['session_s']:.2f}s vs "
               f"{statistics.median(r['session_s'] for r in results['ray']):.2f}s on the running head")
