@@ -26,7 +26,7 @@ from pathlib import Path
 
 import pytest
 
-from test_ray_support import ray_extra, ray_head  # noqa: F401  (fixtures)
+from test_ray_support import OBJECT_STORE_BYTES, ray_extra, ray_head  # noqa: F401  (fixtures)
 from test_run import (alternate, fault, rollouts_of, run_json,  # noqa: F401
                       test_a_build_manifest_lists_the_tasks_and_task_toml_is_read_on_first_use,
                       test_a_fault_that_clears_on_retry_is_not_an_error,
@@ -176,8 +176,9 @@ def two_nodes(ray_extra, tmp_path):  # noqa: F811
 
     root = tempfile.mkdtemp(prefix="rlforge-test-ray2-", dir="/tmp")  # short: socket paths
     cluster = Cluster(initialize_head=True, head_node_args={
-        "num_cpus": 1, "include_dashboard": False, "temp_dir": root})
-    second = cluster.add_node(num_cpus=1)
+        "num_cpus": 1, "include_dashboard": False, "temp_dir": root,
+        "object_store_memory": OBJECT_STORE_BYTES})
+    second = cluster.add_node(num_cpus=1, object_store_memory=OBJECT_STORE_BYTES)
     cluster.wait_for_nodes()
     try:
         yield cluster, second

@@ -40,6 +40,9 @@ os.environ.setdefault("RAY_AUTH_TOKEN", secrets.token_hex(24))
 os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
 
 RAY_BIN = Path(sys.executable).parent / "ray"
+# Small (Ray's default is 30% of memory, more than a CI container's /dev/shm may hold);
+# the largest thing the tests put there is a packed task directory of a few kB.
+OBJECT_STORE_BYTES = 200 * 1024 * 1024
 
 
 def ray_installed() -> bool:
@@ -96,6 +99,7 @@ class RayHead:
             [str(RAY_BIN), "start", "--head", "--block", "--port=0",
              "--node-ip-address=127.0.0.1", "--include-dashboard=false",
              "--disable-usage-stats", f"--num-cpus={self.num_cpus}",
+             f"--object-store-memory={OBJECT_STORE_BYTES}",
              f"--temp-dir={self.root}", *(f"{flag}={port}" for flag, port in ports.items())],
             env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
             preexec_fn=stop_with_parent)
