@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import logging
 import re
+import tomllib
 from pathlib import Path
 
 from test_commits_repair import build_calc
@@ -100,14 +101,18 @@ def test_build_tasks_on_ray_checks_and_validates_commits_like_a_local_build(cli,
 
 
 MEASURED = re.compile(rb'(timeout_sec = |"budget_sec": )[0-9.]+')
-TASK_ID = re.compile(rb"commits-repair-[0-9a-f]{12}")
 
 
 def tree(root: Path) -> dict[str, bytes]:
-    """Every task file under root, by relative path, with what depends on how long the
-    fix's tests took in the check — the verifier's timeout and budget, and so the task id,
-    a hash of the files — left out (two local builds differ there too). The manifest (parquet
-    with the build's own metadata) aside."""
-    return {TASK_ID.sub(b"ID", str(p.relative_to(root)).encode()).decode():
-            TASK_ID.sub(b"ID", MEASURED.sub(rb"\1N", p.read_bytes()))
-            for p in sorted(root.rglob("*")) if p.is_file() and p.name != "manifest.parquet"}
+    """Every task file under root, by its commit and relative path, with what depends on
+    how long the fix's tests took in the check — the verifier's timeout and budget, and so
+    the task id, a hash of the files — left out (two local builds differ there too). The
+    manifest (parquet with the build's own metadata) aside."""
+    out = {}
+    for task in sorted(p for p in root.iterdir() if p.is_dir()):
+        commit = tomllib.loads((task / "task.toml").read_text())["metadata"]["rlforge"]["commit"]
+        for p in sorted(task.rglob("*")):
+            if p.is_file():
+                data = MEASURED.sub(rb"\1N", p.read_bytes()).replace(task.name.encode(), b"ID")
+                out[f"{commit}/{p.relative_to(task)}"] = data
+    return out
