@@ -80,7 +80,7 @@ def make_tasks(out: Path, n: int) -> Path:
         write_task(task, out)
         manifest.append((task.task_id, spec.generator, spec.version, spec.verifier, spec.kind,
                          task.split, task.task_id, "bench", [str(i)], [str(i)], str(i),
-                         task.template_hash))
+                         task.template_hash, spec.agent_timeout_sec))
     write_manifest(out, manifest)
     shutil.rmtree(templates)
     marker.touch()
@@ -95,8 +95,8 @@ def write_manifest(out: Path, rows: list[tuple]) -> None:
         con.execute("CREATE TABLE manifest (task_id VARCHAR, generator VARCHAR, version BIGINT, "
                     "verifier VARCHAR, kind VARCHAR, split VARCHAR, path VARCHAR, "
                     "source_table VARCHAR, source_keys VARCHAR[], content_hashes VARCHAR[], "
-                    "group_key VARCHAR, template_hash VARCHAR)")
-        con.executemany("INSERT INTO manifest VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
+                    "group_key VARCHAR, template_hash VARCHAR, agent_timeout_sec DOUBLE)")
+        con.executemany("INSERT INTO manifest VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
         con.execute(f"COPY (SELECT * FROM manifest ORDER BY task_id) TO '{out / 'manifest.parquet'}' "
                     "(FORMAT parquet)")
 

@@ -101,8 +101,9 @@ class Task:
     """A Harbor task directory as a rollout needs it; files are read on first use.
 
     `meta` is task.toml. Tasks listed by a build's manifest start without it and read it
-    the first time it is needed (when their first rollout starts), so a run over many
-    tasks does not parse every task.toml before it can begin.
+    the first time it is needed, so a run over many tasks does not parse every task.toml
+    before it can begin; the manifest also gives each task's agent timeout, so a task
+    scored in-process never needs its task.toml at all.
     """
 
     path: Path
@@ -113,6 +114,7 @@ class Task:
     kind: str
     split: str
     _meta: dict[str, Any] | None = field(default=None, repr=False)
+    _agent_timeout: float | None = field(default=None, repr=False)  # from the manifest
     _instruction: str | None = field(default=None, repr=False)
     _reference: dict | None = field(default=None, repr=False)
 
@@ -131,7 +133,21 @@ class Task:
     @property
     def agent_timeout(self) -> float:
         """`[agent] timeout_sec`: the default time budget of a rollout."""
+        if self._agent_timeout is not None and self._listed_here():
+            return self._agent_timeout
         return float(self.meta.get("agent", {}).get("timeout_sec", DEFAULT_AGENT_TIMEOUT))
+
+    def _listed_here(self) -> bool:
+        """Whether task.toml still names this task (a byte search, no parse; when it
+        fails, `meta` parses the file and says what is wrong)."""
+        if self._meta is not None:
+            return True
+        line = f"\ntask_id = {json.dumps(self.task_id)}\n".encode()
+        try:
+            with open(os.path.join(self.path, "task.toml"), "rb") as fh:
+                return line in fh.read()
+        except OSError:
+            return False
 
     @property
     def instruction(self) -> str:
@@ -178,10 +194,10 @@ class Task:
 
     @property
     def expected_seconds(self) -> float:
-        """The agent timeout if task.toml was read already, else the default (the scheduler
-        needs a guess before any rollout ran, without reading every file)."""
+        """The agent timeout as known without reading a file (task.toml if read already,
+        else the manifest's, else the default): the scheduler's guess before any rollout."""
         if self._meta is None:
-            return DEFAULT_AGENT_TIMEOUT
+            return self._agent_timeout or DEFAULT_AGENT_TIMEOUT
         return self.agent_timeout
 
     def drop_files(self) -> None:
@@ -257,13 +273,18 @@ def _from_manifest(root: Path, names: list[str]) -> list[Task] | None:
 
     try:
         with duckdb.connect() as con:
-            rows = con.execute("SELECT task_id, generator, version, verifier, kind, split, path "
-                               "FROM read_parquet(?) ORDER BY path", [str(manifest)]).fetchall()
+            source = con.sql("SELECT * FROM read_parquet(?)", params=[str(manifest)])
+            # older manifests have no agent_timeout_sec column
+            timeout = "agent_timeout_sec" if "agent_timeout_sec" in source.columns else "NULL"
+            rows = con.execute("SELECT task_id, generator, version, verifier, kind, split, path, "
+                               f"{timeout} FROM read_parquet(?) ORDER BY path",
+                               [str(manifest)]).fetchall()
     except duckdb.Error:
         return None  # not a manifest rlforge can read: fall back to the directories
     if sorted(str(r[6]) for r in rows) != names:
         return None
     return [Task(path=root / str(path), task_id=str(task_id), generator=str(generator),
                  generator_version=int(version) if version is not None else None,
-                 verifier=str(verifier), kind=str(kind), split=str(split or ""))
-            for task_id, generator, version, verifier, kind, split, path in rows]
+                 verifier=str(verifier), kind=str(kind), split=str(split or ""),
+                 _agent_timeout=float(timeout) if timeout is not None else None)
+            for task_id, generator, version, verifier, kind, split, path, timeout in rows]

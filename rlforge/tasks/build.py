@@ -265,7 +265,8 @@ def _manifest_rows(kept: list[RenderedTask]) -> list[dict[str, Any]]:
              "verifier": t.spec.verifier, "kind": t.spec.kind, "split": t.split,
              "path": t.task_id, "source_table": t.spec.source.table,
              "source_keys": t.spec.source.keys, "content_hashes": t.spec.source.content_hashes,
-             "group_key": t.spec.group_key, "template_hash": t.template_hash}
+             "group_key": t.spec.group_key, "template_hash": t.template_hash,
+             "agent_timeout_sec": float(t.spec.agent_timeout_sec)}
             for t in sorted(kept, key=lambda t: t.task_id)]
 
 
@@ -273,7 +274,7 @@ def _write_manifest(out: Path, kept: list[RenderedTask]) -> None:
     schema = {"task_id": pl.Utf8, "generator": pl.Utf8, "version": pl.Int64, "verifier": pl.Utf8,
               "kind": pl.Utf8, "split": pl.Utf8, "path": pl.Utf8, "source_table": pl.Utf8,
               "source_keys": pl.List(pl.Utf8), "content_hashes": pl.List(pl.Utf8),
-              "group_key": pl.Utf8, "template_hash": pl.Utf8}
+              "group_key": pl.Utf8, "template_hash": pl.Utf8, "agent_timeout_sec": pl.Float64}
     pl.DataFrame(_manifest_rows(kept), schema=schema).write_parquet(out / MANIFEST, statistics=False)
 
 
