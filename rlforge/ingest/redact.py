@@ -39,9 +39,10 @@ import ipaddress
 import math
 import re
 from dataclasses import dataclass
-from typing import Callable, Iterable
+from typing import TYPE_CHECKING, Callable, Iterable
 
-import polars as pl
+if TYPE_CHECKING:  # polars is imported where it is used: a commit ingest loads it while git runs
+    import polars as pl
 
 from rlforge.errors import UnknownName
 
@@ -162,6 +163,7 @@ _IBAN_LENGTHS = dict(
 )
 _HEXISH = re.compile(r"[0-9A-Fa-f-]+")
 _WORDY = re.compile(r"[A-Z]?[a-z]{3,}|[A-Z]{3,}")
+_VOWEL, _CONSONANTS5 = re.compile(r"[aeiouyAEIOUY]"), re.compile(r"[^aeiouyAEIOUY]{5}")
 _WORD_PART = re.compile(r"[A-Z]?[a-z]{2,}|[a-z]{3,}")
 _SPLIT_ID, _SPLIT_CARD, _SPLIT_PHONE = re.compile(r"[/_-]"), re.compile(r"[ -]"), re.compile(r"[ .-]")
 _SIX_DIGITS, _RETINA = re.compile(r"[0-9]{6}"), re.compile(r"[0-9]+x")
@@ -216,6 +218,12 @@ def _entropy(s: str) -> float:
     return -sum(c / n * math.log2(c / n) for c in collections.Counter(s).values())
 
 
+def _pronounceable(run: str) -> bool:
+    """A letter run that could be a word: a vowel in it and no five consonants in a row
+    ("Abstract" could, "LPLTVMO" could not; random text is full of such runs)."""
+    return bool(_VOWEL.search(run)) and not _CONSONANTS5.search(run)
+
+
 def _looks_random(tok: str, min_len: int = 20) -> bool:
     """Random-looking: long, mixed classes, not hex, not made of words."""
     t = tok.rstrip("=")
@@ -225,9 +233,9 @@ def _looks_random(tok: str, min_len: int = 20) -> bool:
     up = sum("A" <= c <= "Z" for c in t)
     lo = sum("a" <= c <= "z" for c in t)
     dg = sum("0" <= c <= "9" for c in t)
-    if not (up and lo and dg):
+    if not (up and lo and (dg or n >= 24)):
         return False
-    if sum(len(w) for w in _WORDY.findall(t)) > 0.65 * n:
+    if sum(len(w) for w in _WORDY.findall(t) if _pronounceable(w)) > 0.65 * n:
         return False
     if sum(bool(_WORD_PART.fullmatch(p)) for p in _SPLIT_ID.split(t)) >= 2:
         return False  # a path or an identifier: src/main/App2, Package_for_KB3149090
@@ -621,6 +629,8 @@ class Redactor:
         `redact_text`; rows where a validator kept a tail of a match are passed again,
         as `redact_text` does.
         """
+        import polars as pl
+
         if s.dtype != pl.String:
             s = s.cast(pl.String)
         if not self._active or s.len() == 0:
@@ -642,6 +652,8 @@ class Redactor:
 
     def _series_pass(self, s: pl.Series) -> tuple[pl.Series, pl.Series | None]:
         """One pass: the redacted series, and the rows to pass again (None if none)."""
+        import polars as pl
+
         frame = pl.DataFrame({"t": s}).lazy().select(
             pl.concat_str([pl.lit("\n"), pl.col("t")])
             .str.replace_all(self._rust, f"{_SENT}${{0}}{_SENT}").str.split(_SENT).alias("w"),
