@@ -21,6 +21,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections import Counter
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -67,8 +68,11 @@ def main() -> None:
     print(f"{'build':<34}{'tasks':>8}{'seconds':>10}{'tasks/s':>10}")
     print(f"{'(a) --no-validate':<34}{n_off:>8,}{off:>10.1f}{n_off / off:>10.1f}")
     print(f"{'(b) validated in the sandbox':<34}{n_on:>8,}{on:>10.1f}{n_on / on:>10.1f}")
-    dropped = len(rep_on["drops"])
-    print(f"validation dropped {dropped} task(s); {checks} checks per task (oracle, null, "
+    for label, rep in (("(a)", rep_off), ("(b)", rep_on)):
+        reasons = Counter(d["reason"].split(":")[0] for d in rep["drops"])
+        print(f"{label} dropped {len(rep['drops'])}: " + (", ".join(
+            f"{n} {reason}" for reason, n in reasons.most_common()) or "none"))
+    print(f"{checks} checks per task (oracle, null, "
           f"{adversarial} adversarial, echoed instruction) in 2 bubblewrap runs: solve.sh then "
           f"test.sh, and one batch of the verifier over the other submissions")
 

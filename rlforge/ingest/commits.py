@@ -11,14 +11,18 @@ from __future__ import annotations
 import os
 import re
 import subprocess
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
+from typing import TYPE_CHECKING
 
 import duckdb
-import polars as pl
 
 from rlforge.errors import InputFileError, UserError
 from rlforge.ingest.common import DATABASE_REDACTOR, FileIngest, IngestResult, resolve_redactor
+
+if TYPE_CHECKING:
+    import polars as pl
 
 SOURCE = "commits"
 RS, US = "\x1e", "\x1f"
@@ -128,25 +132,44 @@ def _parse_changes(tail: str) -> list[dict]:
     return raw
 
 
-def read(repo: Path, rev: str = "--all", known: set[str] | None = None) -> list[CommitRecord]:
-    """Commits reachable from rev that are not in known, with their file changes."""
+#: Below this many commits one `git log` is cheaper than listing them first and splitting.
+PARALLEL_MIN_COMMITS = 2000
+
+
+def read(repo: Path, rev: str = "--all", known: set[str] | None = None,
+         workers: int | None = None) -> list[CommitRecord]:
+    """Commits reachable from rev that are not in known, with their file changes.
+
+    Computing line counts (`--numstat` diffs every changed blob) is nearly all of the cost,
+    and each commit's diff is independent of the others'. So on a machine with several
+    cores a long history is listed first (`git rev-list`, cheap) and split round-robin over
+    `workers` (default: the cores, at most 4) concurrent `git log --no-walk --stdin`
+    processes. A short history, or one core, takes a single `git log`.
+    """
     rev_args = ["--all"] if rev in ("--all", "all", "") else rev.split()
     base = ["log", "-z", "--raw", "--numstat", "--no-renames", "--no-abbrev",
             f"--format={LOG_FORMAT}", "--diff-merges=off"]
-    if not known:  # nothing stored yet: one pass, no need to list the shas first
+    workers = workers or min(4, os.cpu_count() or 1)
+    if not known and workers == 1:  # nothing stored yet: one pass, no need to list the shas
         return parse_log(git(repo, *base, *rev_args))
     shas = git(repo, "rev-list", *rev_args).split()
-    new = [s for s in shas if s not in known]
+    new = [s for s in shas if s not in (known or ())]
     if not new:
         return []
-    if len(new) == len(shas):
-        out = git(repo, *base, *rev_args)
-    else:
-        out = git(repo, *base, "--no-walk", "--stdin", stdin="\n".join(new) + "\n")
-    return parse_log(out)
+    if len(new) < PARALLEL_MIN_COMMITS or workers == 1:
+        if len(new) == len(shas):
+            return parse_log(git(repo, *base, *rev_args))
+        return parse_log(git(repo, *base, "--no-walk", "--stdin", stdin="\n".join(new) + "\n"))
+    parts = [new[i::workers] for i in range(workers)]  # round-robin: old and new in each
+    with ThreadPoolExecutor(workers) as pool:
+        outs = list(pool.map(lambda part: git(repo, *base, "--no-walk", "--stdin",
+                                              stdin="\n".join(part) + "\n"), parts))
+    return [c for out in outs for c in parse_log(out)]
 
 
 def _frames(repo: str, commits: list[CommitRecord], redactor) -> tuple[pl.DataFrame, pl.DataFrame]:
+    import polars as pl
+
     def person(name: str, email: str) -> str:
         if redactor is None:
             return f"{name} <{email}>"
@@ -201,7 +224,13 @@ def ingest_repo(con: duckdb.DuckDBPyConnection, path: str | Path, *, rev: str = 
                     redact=redactor.redact_text if redactor else None) as fi:
         known = {r[0] for r in con.execute("SELECT sha FROM commits WHERE repo = ?",
                                            [str(repo)]).fetchall()}
-        commits = read(repo, rev, known)
+        with ThreadPoolExecutor(1) as pool:
+            pending = pool.submit(read, repo, rev, known)
+            # git is the long pole: load the libraries the frames and the insert need
+            # (polars, and pyarrow for DuckDB's polars scan) while it works.
+            import polars  # noqa: F401
+            import pyarrow  # noqa: F401
+            commits = pending.result()
         fi.result.n_read = len(commits)
         if commits:
             cdf, fdf = _frames(str(repo), commits, redactor)
