@@ -121,3 +121,26 @@ def test_authors_and_messages_are_redacted_by_default(cli, repo, query):
     message = query("SELECT message FROM commits WHERE subject = 'Add sub()'")[0][0]
     assert "ops@example.com" not in message and "ghp_" not in message
     assert "<EMAIL_" in message
+
+
+def test_concurrent_git_log_reads_what_one_reads(repo, monkeypatch):
+    from rlforge.ingest import commits
+
+    for i in range(12):  # a longer history, with edits, additions and a deletion
+        (repo / f"mod{i % 4}.py").write_text(f"VALUE = {i}\n" * (i + 1))
+        if i == 7:
+            (repo / "mod1.py").unlink()
+        commit_all(repo, f"Step {i}")
+
+    def facts(records):
+        return sorted((c.sha, tuple(c.parents), c.message, c.authored_at,
+                       json.dumps(c.files, sort_keys=True)) for c in records)
+
+    one = commits.read(repo, workers=1)
+    monkeypatch.setattr(commits, "PARALLEL_MIN_COMMITS", 1)  # split even this short history
+    split = commits.read(repo, workers=3)
+    assert len(one) == int(git(repo, "rev-list", "--all", "--count")) == 17
+    assert facts(split) == facts(one)
+    known = {c.sha for c in one[:5]}
+    assert facts(commits.read(repo, known=known, workers=3)) == facts(c for c in one
+                                                                      if c.sha not in known)
