@@ -207,3 +207,29 @@ def test_out_directory_with_foreign_files_is_refused(cli, ticket_db, tmp_path):
     result = cli("build-tasks", "--out", out, "--generators", "tickets.triage", "--limit", "1")
     assert result.exit_code == 1 and "--force" in result.output
     assert (out / "notes.txt").exists()
+
+
+def test_reply_never_forbids_what_the_gold_reply_says_in_another_spelling(cli, tmp_path, query):
+    # Bitext-style replies: one ticket's reply names "{{Live Chat}}" as a placeholder, the
+    # other says "live chat" in plain words. The verifier matches items normalised, so the
+    # placeholder must not be forbidden to the second ticket (its own gold would fail).
+    path = tmp_path / "replies.csv"
+    path.write_text(
+        "id,subject,body,category,resolution\n"
+        '1,Chat,"Where can I talk to someone right now?",contact,'
+        '"You can reach us on live chat from the Help page, or write to ticket INV-2024-00017."\n'
+        '2,Hours,"When is support open?",contact,'
+        '"Our team answers on {{Live Chat}} and at {{Customer Support Phone Number}}, '
+        'ticket INV-2024-00018 has the hours."\n')
+    assert cli("ingest", "tickets", path, "--no-redact").exit_code == 0
+    out = tmp_path / "tasks"
+    result, report = build(cli, out, "--generators", "tickets.reply", "--seed", "2")
+    assert result.exit_code == 0, result.output
+    assert report["emitted"] == 2 and not report["drops"]  # both proven: gold 1, tricks 0
+    forbidden = {}
+    for task in out.iterdir():
+        if task.is_dir():
+            ref = json.loads((task / "tests" / "reference.json").read_text())
+            forbidden[ref["required"][0]] = ref["forbidden"]
+    plain = next(f for fact, f in forbidden.items() if "00017" in fact)
+    assert "{{Live Chat}}" not in plain and "{{Customer Support Phone Number}}" in plain

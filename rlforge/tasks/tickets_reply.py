@@ -15,6 +15,7 @@ import re
 from rlforge.tasks.answers import null_submission, solve_script
 from rlforge.tasks.registry import register
 from rlforge.tasks.spec import ANSWER_FILE, BuildContext, SourceRef, Submission, TaskSpec, stable_sample
+from rlforge.verify.standalone import contains
 
 FACT_PATTERNS = [
     re.compile(r"\{\{[^{}\n]{1,60}\}\}"),                       # template placeholders
@@ -92,11 +93,13 @@ class TicketReply:
         facts = key_facts(resolution)
         gold = resolution.strip()
         visible = f"{subject or ''}\n{body}"
+        # Compared as the verifier compares (normalised): a value the gold reply or the
+        # ticket already holds in any spelling cannot be forbidden.
         forbidden = [v for v in distinctive(other[3] + "\n" + other[4]) + distinctive(internal or "")
-                     if v not in gold and v not in visible]
+                     if not contains(gold, v) and not contains(visible, v)]
         if internal:
             note = " ".join(internal.split()[:12])
-            if note and note not in gold:
+            if note and not contains(gold, note):
                 forbidden.append(note)
         words = len(gold.split())
         fact_words = sum(len(f.split()) for f in facts)

@@ -170,7 +170,9 @@ def score_answer(ref, submitted):
 
 # --- replies -------------------------------------------------------------------------
 
-def _contains(text, fact):
+def contains(text, fact):
+    """Whether `fact` appears in `text`, both normalised (how facts and forbidden items
+    are matched; generators filter with it too)."""
     return normalize(fact) in normalize(text) if fact else False
 
 
@@ -182,11 +184,11 @@ def score_reply(ref, submitted):
     lo, hi = ref.get("min_words", 15), ref.get("max_words", 400)
     comps["length"] = component(1 if lo <= n_words <= hi else 0, 0, "medium", gate=True,
                                 detail=f"{n_words} words; allowed {lo}-{hi}")
-    leaked = [f for f in ref.get("forbidden", []) if _contains(text, f)]
+    leaked = [f for f in ref.get("forbidden", []) if contains(text, f)]
     comps["no_forbidden_content"] = component(0 if leaked else 1, 0, "fine", gate=True,
                                               detail=f"{len(leaked)} forbidden item(s) present")
     facts = ref.get("required", [])
-    hits = [f for f in facts if _contains(text, f)]
+    hits = [f for f in facts if contains(text, f)]
     comps["key_facts"] = component(len(hits) / len(facts) if facts else 1.0, 1.0, "coarse",
                                    detail=f"{len(hits)}/{len(facts)} key facts")
     return reward(comps, pass_threshold=ref.get("pass_threshold", 1.0))
