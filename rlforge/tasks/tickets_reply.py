@@ -81,9 +81,10 @@ class TicketReply:
             peers = [p for p in by_origin[row[6]] if p[0] != row[0]] or [p for p in rows if p[0] != row[0]]
             ctx.rng("tickets.reply", row[0]).shuffle(peers)
             # Prefer a peer whose reply holds values this one must not repeat.
-            gold = row[4]
-            other = next((p for p in peers[:50] if any(v not in gold for v in distinctive(p[4]))),
-                         peers[0])
+            gold, visible = row[4], f"{row[2] or ''}\n{row[3]}"
+            other = next((p for p in peers[:50]
+                          if any(not contains(gold, v) and not contains(visible, v)
+                                 for v in distinctive(p[4]))), peers[0])
             spec = self._spec(row, other)
             if spec is not None:
                 yield spec
