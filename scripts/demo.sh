@@ -37,4 +37,3 @@ $rlforge validate demo/tasks
 step "run: a few tasks of each kind against the embedded default policy (SmolLM2-135M on CPU: a smoke test of the pipeline, not a baseline)"
 $rlforge run demo/tasks --limit 5 --samples 2 --temperature 0.7 --max-tokens 96 --max-turns 3 \
     --runs-dir demo/runs --run-id demo
-echo "rollouts: demo/runs/demo/rollouts.jsonl and the rollouts table in demo/rlforge.duckdb"
