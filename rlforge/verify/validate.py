@@ -88,6 +88,22 @@ def parse_reward(stdout: str, logs_dir: Path | None) -> dict | None:
     return None
 
 
+def _logs_dir(scratch: Path) -> Path:
+    """A fresh /logs/verifier for one sandboxed run (writable by the sandbox's user)."""
+    logs = Path(tempfile.mkdtemp(prefix="logs-", dir=scratch))
+    logs.chmod(0o777)
+    return logs
+
+
+def _reward_run(result, logs: Path) -> VerifierRun:
+    """The reward a finished test.sh left (stdout or reward files), or why there is none."""
+    reward = parse_reward(result.stdout_text, logs)
+    if reward is None:
+        return VerifierRun(None, f"verifier gave no reward (exit {result.exit_code}): "
+                           f"{result.stderr_text.strip()[-300:]}", result.stdout_text)
+    return VerifierRun(reward, None, result.stdout_text)
+
+
 def load_task(task_dir: Path) -> dict[str, Any]:
     """task.toml as a dict; a clear error when the directory is not a task."""
     toml_path = task_dir / "task.toml"
@@ -160,8 +176,7 @@ class TaskRunner:
 
     async def verify(self, task_dir: Path, meta: dict, ws: Path, scratch: Path) -> VerifierRun:
         """Run tests/test.sh against the workspace and read the reward."""
-        logs = Path(tempfile.mkdtemp(prefix="logs-", dir=scratch))
-        logs.chmod(0o777)
+        logs = _logs_dir(scratch)
         timeout = float(meta.get("verifier", {}).get("timeout_sec", 60))
         spec = self._spec(task_dir, meta, workspace=ws, tests=task_dir / "tests", logs=logs,
                           timeout_sec=timeout)
@@ -170,18 +185,12 @@ class TaskRunner:
             return VerifierRun(None, str(result.failure))
         if result.timed_out:
             return VerifierRun(None, f"verifier timed out after {timeout:.0f}s")
-        reward = parse_reward(result.stdout_text, logs)
-        if reward is None:
-            return VerifierRun(None, f"verifier gave no reward (exit {result.exit_code}): "
-                               f"{result.stderr_text.strip()[-300:]}", result.stdout_text)
-        return VerifierRun(reward, None, result.stdout_text)
-
+        return _reward_run(result, logs)
 
     async def oracle(self, task_dir: Path, meta: dict, ws: Path, scratch: Path) -> VerifierRun:
         """solution/solve.sh, then tests/test.sh, in one sandbox (as Harbor's oracle agent and
         verifier share one container)."""
-        logs = Path(tempfile.mkdtemp(prefix="logs-", dir=scratch))
-        logs.chmod(0o777)
+        logs = _logs_dir(scratch)
         timeout = (float(meta.get("agent", {}).get("timeout_sec", 120))
                    + float(meta.get("verifier", {}).get("timeout_sec", 60)))
         spec = self._spec(task_dir, meta, workspace=ws, tests=task_dir / "tests", logs=logs,
@@ -195,11 +204,7 @@ class TaskRunner:
             return VerifierRun(None, f"oracle timed out after {timeout:.0f}s")
         if result.exit_code == 97:
             return VerifierRun(None, f"solve.sh failed: {result.stderr_text.strip()[-300:]}")
-        reward = parse_reward(result.stdout_text, logs)
-        if reward is None:
-            return VerifierRun(None, f"verifier gave no reward (exit {result.exit_code}): "
-                               f"{result.stderr_text.strip()[-300:]}", result.stdout_text)
-        return VerifierRun(reward, None, result.stdout_text)
+        return _reward_run(result, logs)
 
     async def verify_batch(self, task_dir: Path, meta: dict, submissions: list[dict],
                            scratch: Path) -> dict[str, VerifierRun]:
