@@ -11,11 +11,12 @@ A length window around the real reply's length rules out empty and padded answer
 from __future__ import annotations
 
 import re
+from typing import Callable
 
 from rlforge.tasks.answers import null_submission, solve_script
 from rlforge.tasks.registry import register
 from rlforge.tasks.spec import ANSWER_FILE, BuildContext, SourceRef, Submission, TaskSpec, stable_sample
-from rlforge.verify.standalone import contains
+from rlforge.verify.standalone import contains, normalize
 
 FACT_PATTERNS = [
     re.compile(r"\{\{[^{}\n]{1,60}\}\}"),                       # template placeholders
@@ -52,6 +53,14 @@ def distinctive(text: str) -> list[str]:
     return sorted({m.group(0) for p in DISTINCT for m in p.finditer(text)})
 
 
+def forbiddable(gold: str, visible: str) -> Callable[[str], bool]:
+    """Whether a value may be forbidden in the reply to a ticket: neither its gold reply nor
+    the ticket itself holds it, compared as the verifier compares (normalised, so a
+    placeholder like "{{Live Chat}}" counts as held by a reply saying "live chat")."""
+    held = (normalize(gold), normalize(visible))
+    return lambda value: not value or all(normalize(value) not in text for text in held)
+
+
 @register("tickets.reply", 1, "Write the reply to a customer from case notes; graded on key "
           "facts present, forbidden content absent, and length.", verifier="reply")
 class TicketReply:
@@ -81,23 +90,19 @@ class TicketReply:
             peers = [p for p in by_origin[row[6]] if p[0] != row[0]] or [p for p in rows if p[0] != row[0]]
             ctx.rng("tickets.reply", row[0]).shuffle(peers)
             # Prefer a peer whose reply holds values this one must not repeat.
-            gold, visible = row[4], f"{row[2] or ''}\n{row[3]}"
-            other = next((p for p in peers[:50]
-                          if any(not contains(gold, v) and not contains(visible, v)
-                                 for v in distinctive(p[4]))), peers[0])
-            spec = self._spec(row, other)
+            may_forbid = forbiddable(row[4], f"{row[2] or ''}\n{row[3]}")
+            other = next((p for p in peers[:50] if any(map(may_forbid, distinctive(p[4])))),
+                         peers[0])
+            spec = self._spec(row, other, may_forbid)
             if spec is not None:
                 yield spec
 
-    def _spec(self, row, other) -> TaskSpec | None:
+    def _spec(self, row, other, may_forbid: Callable[[str], bool]) -> TaskSpec | None:
         ticket_id, content_hash, subject, body, resolution, created_at, origin, category, internal = row
         facts = key_facts(resolution)
         gold = resolution.strip()
-        visible = f"{subject or ''}\n{body}"
-        # Compared as the verifier compares (normalised): a value the gold reply or the
-        # ticket already holds in any spelling cannot be forbidden.
         forbidden = [v for v in distinctive(other[3] + "\n" + other[4]) + distinctive(internal or "")
-                     if not contains(gold, v) and not contains(visible, v)]
+                     if may_forbid(v)]
         if internal:
             note = " ".join(internal.split()[:12])
             if note and not contains(gold, note):
