@@ -115,6 +115,7 @@ class Task:
     split: str
     _meta: dict[str, Any] | None = field(default=None, repr=False)
     _agent_timeout: float | None = field(default=None, repr=False)  # from the manifest
+    _listed: bool = field(default=False, repr=False)  # task.toml seen to name this task
     _instruction: str | None = field(default=None, repr=False)
     _reference: dict | None = field(default=None, repr=False)
 
@@ -138,16 +139,17 @@ class Task:
         return float(self.meta.get("agent", {}).get("timeout_sec", DEFAULT_AGENT_TIMEOUT))
 
     def _listed_here(self) -> bool:
-        """Whether task.toml still names this task (a byte search, no parse; when it
-        fails, `meta` parses the file and says what is wrong)."""
-        if self._meta is not None:
+        """Whether task.toml still names this task (a byte search, no parse, done once like
+        reading `meta`; when it fails, `meta` parses the file and says what is wrong)."""
+        if self._meta is not None or self._listed:
             return True
         line = f"\ntask_id = {json.dumps(self.task_id)}\n".encode()
         try:
             with open(os.path.join(self.path, "task.toml"), "rb") as fh:
-                return line in fh.read()
+                self._listed = line in fh.read()
         except OSError:
             return False
+        return self._listed
 
     @property
     def instruction(self) -> str:
@@ -203,6 +205,7 @@ class Task:
     def drop_files(self) -> None:
         """Forget the cached files (memory, on long runs); they are read again if needed."""
         self._meta = self._instruction = self._reference = None
+        self._listed = False
 
 
 def _read_task_toml(path: Path) -> dict[str, Any]:
