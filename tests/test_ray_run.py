@@ -132,13 +132,10 @@ def test_the_api_key_reaches_the_endpoint_and_no_file_ray_writes(cli, tmp_path, 
     tasks = tmp_path / "tasks"
     label_task(tasks, "a", "billing")
     count_task(tasks, "count")
-    policy = ScriptedPolicy({"a": ["ANSWER: billing"],
-                             "count": [bash_call("wc -l < data.log > answer.txt"), SUBMIT]}).start()
-    try:
+    with ScriptedPolicy({"a": ["ANSWER: billing"],
+                         "count": [bash_call("wc -l < data.log > answer.txt"), SUBMIT]}) as policy:
         result, data = run_json(cli, tasks, "--base-url", policy.url, "--model", "m",
                                 "--api-key-env", "MY_KEY")
-    finally:
-        policy.stop()
     assert result.exit_code == 0 and data["pass"] == 2, result.output
     assert set(policy.authorizations) == {f"Bearer {key}"}
     leaks = [str(p) for root in (ray_head.root, Path(data["run_dir"]))
@@ -209,12 +206,9 @@ def test_concurrency_below_the_number_of_nodes_still_holds(cli, tmp_path, two_no
     tasks = tmp_path / "tasks"
     for i in range(4):
         label_task(tasks, f"t{i}", "billing")
-    policy = ScriptedPolicy({}, delay=0.3).start()
-    try:
+    with ScriptedPolicy({}, delay=0.3) as policy:
         result, data = run_json(cli, tasks, "--base-url", policy.url, "--model", "m",
                                 "--concurrency", "1")
-    finally:
-        policy.stop()
     assert result.exit_code == 0 and data["rollouts"] == 4, result.output
     spans = sorted((r["started_at"], r["finished_at"]) for r in rollouts_of(data["run_dir"]))
     assert all(end <= start for (_, end), (start, _) in zip(spans, spans[1:]))  # one at a time

@@ -276,12 +276,9 @@ def test_generator_quota_holds_while_others_use_the_free_slots(cli, tmp_path):
         label_task(tasks, f"slow{i}", "billing", generator="test.slow")
         label_task(tasks, f"fast{i}", "billing", generator="test.fast")
     (tmp_path / "rlforge.toml").write_text('[run]\ngenerator_concurrency = { "test.slow" = 1 }\n')
-    policy = ScriptedPolicy({}, delay=0.2).start()
-    try:
+    with ScriptedPolicy({}, delay=0.2) as policy:
         result, data = run_json(cli, tasks, "--base-url", policy.url, "--model", "m",
                                 "--concurrency", "4")
-    finally:
-        policy.stop()
     assert result.exit_code == 0 and data["rollouts"] == 8
     # The records' own start and end times: never two test.slow rollouts at once, while
     # test.fast rollouts ran side by side.

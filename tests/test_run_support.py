@@ -204,6 +204,12 @@ class ScriptedPolicy:
             self.server.shutdown()
             self.server.server_close()
 
+    def __enter__(self) -> "ScriptedPolicy":
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
 
 # --- the helpers' own tests ----------------------------------------------------------------
 
