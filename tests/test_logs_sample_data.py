@@ -31,8 +31,8 @@ def test_another_seed_gives_other_logs_with_the_same_story(tmp_path):
 
 
 def test_sample_logs_ingest_and_show_the_incident(cli, query):
-    files = sorted(p for p in LOGS.iterdir() if p.name not in ("generate.py", "README.md",
-                                                                "incident.json"))
+    files = sorted(p for p in LOGS.iterdir() if p.is_file() and p.name not in (
+        "generate.py", "README.md", "incident.json"))  # not __pycache__ of the generator
     out = cli("ingest", "logs", *files, "--json")
     assert out.exit_code == 0, out.output
     got = {f["path"].rsplit("/", 1)[-1]: f for f in json.loads(out.output)["files"]}

@@ -110,4 +110,36 @@ def main() -> None:
     try:
         app()
     except KeyboardInterrupt:  # raised outside a command (e.g. during import)
-        sys.exit(130)
+        _exit(130)
+    except SystemExit as exc:
+        code = exc.code
+        if code is not None and not isinstance(code, int):  # sys.exit("message")
+            print(code, file=sys.stderr)
+            code = 1
+        _exit(code or 0)
+    _exit(0)
+
+
+def _exit(code: int) -> None:
+    """End the process once the command is done, without the interpreter's teardown.
+
+    Freeing every module of polars, pyarrow and duckdb at exit takes ~0.1 s, which is a
+    tenth of a short command. Nothing needs that teardown once the atexit handlers (ours
+    and the libraries': servers stopped, pools joined) have run and the output is flushed,
+    so the process ends there. If any non-daemon thread is still running, the normal exit
+    (which waits for it) is taken instead.
+    """
+    import atexit
+    import os
+    import threading
+
+    main_thread = threading.main_thread()
+    if any(t is not main_thread and not t.daemon and t.is_alive() for t in threading.enumerate()):
+        sys.exit(code)
+    atexit._run_exitfuncs()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):  # closed pipe or stream
+            pass
+    os._exit(code)
