@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import threading
 
 import duckdb
 import pytest
@@ -120,6 +121,23 @@ def test_gzip_is_read_transparently_and_a_truncated_one_fails_cleanly(con, tmp_p
     assert con.execute("SELECT status, n_loaded FROM ingest_runs ORDER BY run_id").fetchall() == \
         [("ok", 4), ("failed", 0)]
     assert con.execute("SELECT count(*) FROM log_lines").fetchall() == [(4,)]
+
+
+def test_a_file_that_breaks_after_some_chunks_leaves_nothing_and_no_thread(con, tmp_path,
+                                                                           monkeypatch):
+    # chunks are parsed on a background thread, one ahead of the insert: an error there
+    # must still fail the file as a whole, and the thread must not outlive the ingest
+    monkeypatch.setattr(lf, "CHUNK_BYTES", 4096)
+    broken = tmp_path / "long.log.gz"
+    broken.write_bytes(gzip.compress((JAVA_LOG * 400).encode())[:-40])
+    bad = logs.ingest_file(con, broken, fmt=APP)
+    assert bad.status == "failed" and "truncated gzip" in bad.error
+    assert con.execute("SELECT count(*) FROM log_records").fetchall() == [(0,)]
+    assert not [t for t in threading.enumerate() if t.name.startswith("rlforge-log")]
+    whole = tmp_path / "long.log"
+    whole.write_text(JAVA_LOG * 400)
+    good = logs.ingest_file(con, whole, fmt=APP)
+    assert good.status == "ok" and good.n_loaded == 400 * 4
 
 
 def test_invalid_utf8_is_replaced_and_flagged(con, tmp_path):

@@ -126,15 +126,18 @@ def _exit(code: int) -> None:
     Freeing every module of polars, pyarrow and duckdb at exit takes ~0.1 s, which is a
     tenth of a short command. Nothing needs that teardown once the atexit handlers (ours
     and the libraries': servers stopped, pools joined) have run and the output is flushed,
-    so the process ends there. If any non-daemon thread is still running, the normal exit
-    (which waits for it) is taken instead.
+    so the process ends there. The normal exit is taken instead while a non-daemon thread
+    still runs (the interpreter waits for it) or a profiler or tracer is attached (it
+    writes its output after the program returns).
     """
     import atexit
     import os
     import threading
 
     main_thread = threading.main_thread()
-    if any(t is not main_thread and not t.daemon and t.is_alive() for t in threading.enumerate()):
+    if (sys.getprofile() is not None or sys.gettrace() is not None
+            or any(t is not main_thread and not t.daemon and t.is_alive()
+                   for t in threading.enumerate())):
         sys.exit(code)
     atexit._run_exitfuncs()
     for stream in (sys.stdout, sys.stderr):

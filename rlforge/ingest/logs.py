@@ -163,6 +163,52 @@ class _Writer:
             raise error
 
 
+class _Prefetch:
+    """Runs an iterator on a background thread, one item ahead, so that the next chunk is
+    parsed (polars lets go of the GIL) while the caller stores this one. Exceptions reach
+    the caller at the item where they happened; `close` stops the thread early."""
+
+    _END = object()
+
+    def __init__(self, items: Iterable):
+        self._queue: queue.Queue = queue.Queue(maxsize=1)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, args=(iter(items),),
+                                        name="rlforge-log-parser", daemon=True)
+        self._thread.start()
+
+    def _run(self, items) -> None:
+        try:
+            for item in items:
+                if not self._put((True, item)):
+                    return
+            self._put((True, self._END))
+        except BaseException as exc:  # handed to the consumer
+            self._put((False, exc))
+
+    def _put(self, entry) -> bool:
+        while not self._stop.is_set():
+            try:
+                self._queue.put(entry, timeout=0.1)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    def __iter__(self):
+        while True:
+            ok, item = self._queue.get()
+            if not ok:
+                raise item
+            if item is self._END:
+                return
+            yield item
+
+    def close(self) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
 def _load_miner(con: duckdb.DuckDBPyConnection) -> tm.TemplateMiner:
     rows = con.execute("SELECT template FROM log_templates").fetchall()
     return tm.TemplateMiner(tm.split_tokens(r[0]) for r in rows)
@@ -407,7 +453,7 @@ def ingest_file(con: duckdb.DuckDBPyConnection, path: str | Path, *, fmt: str = 
         book = _TemplateBook(_load_miner(con))
         check = con.execute("SELECT count(*) FROM log_records").fetchall()[0][0] > 0
         hasher = None if is_gzip(path) else _BackgroundHash()
-        writer = _Writer(con)
+        writer, chunks = _Writer(con), None
         threads = con.execute("SELECT current_setting('threads')").fetchall()[0][0]
         # DuckDB writes on all but one core; polars parses the next chunk on that one.
         con.execute(f"SET threads = {max(1, min(int(threads), (os.cpu_count() or 2) - 1))}")
@@ -415,7 +461,8 @@ def ingest_file(con: duckdb.DuckDBPyConnection, path: str | Path, *, fmt: str = 
             store = _ChunkStore(con, writer, fi, book, masks, redactor, parser.time_fields,
                                 check)
             lines_read = 0
-            for chunk in lf.iter_chunks(path, parser, hasher=hasher):
+            chunks = _Prefetch(lf.iter_chunks(path, parser, hasher=hasher))
+            for chunk in chunks:
                 lines_read += chunk.lines
                 records = chunk.records
                 if chunk.unparsed.height:
@@ -430,6 +477,8 @@ def ingest_file(con: duckdb.DuckDBPyConnection, path: str | Path, *, fmt: str = 
                 r.n_loaded += loaded
                 r.n_duplicates += dup
         finally:
+            if chunks is not None:
+                chunks.close()
             writer.close()
             con.execute(f"SET threads = {int(threads)}")
             if hasher is not None:
