@@ -64,6 +64,8 @@ def group_advantages(rewards: Sequence[float | None], eps: float = 1e-6) -> list
     valid = [r for r in rewards if r is not None]
     if not valid:
         return [None] * len(rewards)
+    if len(valid) == 1:  # one sample per task (an eval run): nothing to compare against
+        return [None if r is None else 0.0 for r in rewards]
     mean = sum(valid) / len(valid)
     std = math.sqrt(sum((r - mean) ** 2 for r in valid) / len(valid))
     if std < eps:
