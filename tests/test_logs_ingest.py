@@ -140,6 +140,26 @@ def test_a_file_that_breaks_after_some_chunks_leaves_nothing_and_no_thread(con, 
     assert good.status == "ok" and good.n_loaded == 400 * 4
 
 
+def test_background_parser_stops_early_and_releases_its_source():
+    released = threading.Event()
+
+    def source():
+        try:
+            yield from range(1000)
+        finally:
+            released.set()
+
+    chunks = logs._Prefetch(source())
+    got = []
+    for item in chunks:
+        got.append(item)
+        if len(got) == 3:
+            break  # the consumer gives up (an error while storing, say)
+    chunks.close()
+    assert got == [0, 1, 2]
+    assert released.wait(5) and not chunks._thread.is_alive()
+
+
 def test_invalid_utf8_is_replaced_and_flagged(con, tmp_path):
     path = tmp_path / "bytes.log"
     path.write_bytes(b"2024-05-01 10:00:00,001 INFO a.B: caf\xe9 opened\n"

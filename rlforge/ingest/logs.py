@@ -185,6 +185,10 @@ class _Prefetch:
             self._put((True, self._END))
         except BaseException as exc:  # handed to the consumer
             self._put((False, exc))
+        finally:
+            close = getattr(items, "close", None)
+            if close is not None:  # a generator stopped early: release its file now
+                close()
 
     def _put(self, entry) -> bool:
         while not self._stop.is_set():
