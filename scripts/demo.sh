@@ -35,5 +35,8 @@ step "validate"
 $rlforge validate demo/tasks
 
 step "run: a few tasks of each kind against the embedded default policy (SmolLM2-135M on CPU: a smoke test of the pipeline, not a baseline)"
+# Commands as ```bash blocks (--tool-protocol text): llama-cpp-python's function-calling
+# handler ignores max_tokens while it writes a tool call's arguments, and at temperature
+# 0.7 the tiny model can write one until its context is full (minutes on a CPU).
 $rlforge run demo/tasks --limit 5 --samples 2 --temperature 0.7 --max-tokens 96 --max-turns 3 \
-    --runs-dir demo/runs --run-id demo
+    --tool-protocol text --runs-dir demo/runs --run-id demo
