@@ -241,6 +241,23 @@ def test_redaction_happens_before_anything_is_written(con, tmp_path):
     assert tpl == "password reset sent to <*>"
 
 
+def test_fields_are_redacted_alike_in_every_chunk(con, tmp_path, monkeypatch):
+    # field values are redacted once per file and remembered across chunks: a value seen in
+    # an early chunk must still be replaced later, and a new one found where it first appears
+    monkeypatch.setattr(lf, "CHUNK_BYTES", 2048)
+    fmt = "<Date> <Time> <User> <Level> <Component>: <Content>"
+    rows = [f"2024-05-01 10:00:{i % 60:02d},{i:03d} {'bob' if i == 170 else 'ann'}@example.com "
+            f"INFO a.B: step {i} done" for i in range(200)]
+    path = tmp_path / "users.log"
+    path.write_text("\n".join(rows) + "\n")
+    r = logs.ingest_file(con, path, fmt=fmt, redactor=Redactor(db.redaction_key(con)))
+    assert r.status == "ok" and r.n_loaded == 200
+    users = [json.loads(f)["User"] for (f,) in con.execute(
+        "SELECT fields FROM log_records ORDER BY line_no").fetchall()]
+    assert all("@" not in u and u.startswith("<EMAIL_") for u in users)
+    assert len(set(users[:170] + users[171:])) == 1 and users[170] != users[0]
+
+
 def test_record_hash_matches_the_stored_definition(con, tmp_path):
     """The duplicate check recomputes the hash from stored rows: the two must agree."""
     path = tmp_path / "app.log"

@@ -228,13 +228,43 @@ def _next_message_id(con: duckdb.DuckDBPyConnection) -> int:
 _HASH = "hash(c.line_no, c.ts_text, c.host, c.component, c.level, c.fields, hash(m.message))"
 
 
-def _redact_distinct(values: pl.Series, redactor) -> pl.Series:
+class _RedactMemo:
+    """The values of one text column that a file's earlier chunks already redacted, and
+    the ones redaction changed (old -> new): a value seen again is not scanned again.
+    Like the message cache, it counts each distinct value's redactions once per file."""
+
+    LIMIT = 200_000  # distinct values remembered per column; past it, start over
+
+    def __init__(self) -> None:
+        self.seen = pl.Series("v", [], dtype=pl.String)
+        self.old = pl.Series("v", [], dtype=pl.String)
+        self.new = pl.Series("v", [], dtype=pl.String)
+
+    def apply(self, values: pl.Series, distinct: pl.Series, redactor) -> pl.Series:
+        fresh = distinct.filter(~distinct.is_in(self.seen.implode()))
+        if fresh.len():
+            redacted = redactor.redact_series(fresh)
+            changed = fresh != redacted
+            if self.seen.len() + fresh.len() > self.LIMIT:
+                self.__init__()
+            self.seen = pl.concat([self.seen, fresh.alias("v")])
+            self.old = pl.concat([self.old, fresh.filter(changed).alias("v")])
+            self.new = pl.concat([self.new, redacted.filter(changed).alias("v")])
+        here = self.old.is_in(distinct.implode())
+        if not here.any():
+            return values
+        return values.replace(self.old.filter(here), self.new.filter(here))
+
+
+def _redact_distinct(values: pl.Series, redactor, memo: _RedactMemo | None = None) -> pl.Series:
     """Redact a text column by its distinct values (log columns repeat a lot)."""
     if redactor is None or values.dtype != pl.String or values.null_count() == values.len():
         return values
     distinct = values.drop_nulls().unique()
     if distinct.len() > values.len() // 2:
         return redactor.redact_series(values)
+    if memo is not None:
+        return memo.apply(values, distinct, redactor)
     redacted = redactor.redact_series(distinct)
     changed = distinct != redacted
     if not changed.any():
@@ -242,15 +272,19 @@ def _redact_distinct(values: pl.Series, redactor) -> pl.Series:
     return values.replace(distinct.filter(changed), redacted.filter(changed))
 
 
-def _redact_fields(fields: pl.Series, redactor, plain: set[str]) -> pl.Series:
+def _redact_fields(fields: pl.Series, redactor, plain: set[str],
+                   memos: dict[str, _RedactMemo] | None = None) -> pl.Series:
     """The other fields, each text field redacted (except time fields). A struct stays a
-    struct: DuckDB writes it as JSON text (`_FIELDS`) while it inserts."""
+    struct: DuckDB writes it as JSON text (`_FIELDS`) while it inserts. With `memos`
+    (one per field, kept across a file's chunks), values seen before are not scanned."""
+    memos = {} if memos is None else memos
     if fields.dtype == pl.String:
-        return _redact_distinct(fields, redactor)
+        return _redact_distinct(fields, redactor, memos.setdefault("", _RedactMemo()))
     if not isinstance(fields.dtype, pl.Struct):
         return pl.Series("fields", [None] * len(fields), dtype=pl.String)
     parts = [(fields.struct.field(f.name) if f.name in plain else
-              _redact_distinct(fields.struct.field(f.name), redactor)).alias(f.name)
+              _redact_distinct(fields.struct.field(f.name), redactor,
+                               memos.setdefault(f.name, _RedactMemo()))).alias(f.name)
              for f in fields.dtype.fields]
     return pl.DataFrame(parts).select(pl.struct(pl.all()).alias("fields")).to_series()
 
@@ -276,6 +310,7 @@ class _ChunkStore:
         self.masks, self.redactor, self.plain = masks, redactor, plain_fields
         self.check = check_duplicates
         self.next_id = _next_message_id(con)
+        self.field_memos: dict[str, _RedactMemo] = {}
         self.cache = pl.DataFrame(schema={"message": pl.String, "message_id": pl.Int64,
                                           "red": pl.String, "template_id": pl.String})
 
@@ -295,7 +330,8 @@ class _ChunkStore:
         every = pl.concat([known.select("message", "message_id", "red"),
                            fresh.select("message", "message_id", "red")])
         recs = chunk.join(every, on="message", how="left", maintain_order="left")
-        recs = recs.with_columns(_redact_fields(recs["fields"], self.redactor, self.plain))
+        recs = recs.with_columns(_redact_fields(recs["fields"], self.redactor, self.plain,
+                                                self.field_memos))
         dup = 0
         if self.check:
             flags = pl.Series(self._duplicates(recs))
