@@ -236,6 +236,9 @@ class _RedactMemo:
     LIMIT = 200_000  # distinct values remembered per column; past it, start over
 
     def __init__(self) -> None:
+        self.clear()
+
+    def clear(self) -> None:
         self.seen = pl.Series("v", [], dtype=pl.String)
         self.old = pl.Series("v", [], dtype=pl.String)
         self.new = pl.Series("v", [], dtype=pl.String)
@@ -246,7 +249,7 @@ class _RedactMemo:
             redacted = redactor.redact_series(fresh)
             changed = fresh != redacted
             if self.seen.len() + fresh.len() > self.LIMIT:
-                self.__init__()
+                self.clear()
             self.seen = pl.concat([self.seen, fresh.alias("v")])
             self.old = pl.concat([self.old, fresh.filter(changed).alias("v")])
             self.new = pl.concat([self.new, redacted.filter(changed).alias("v")])
@@ -256,28 +259,22 @@ class _RedactMemo:
         return values.replace(self.old.filter(here), self.new.filter(here))
 
 
-def _redact_distinct(values: pl.Series, redactor, memo: _RedactMemo | None = None) -> pl.Series:
-    """Redact a text column by its distinct values (log columns repeat a lot)."""
+def _redact_distinct(values: pl.Series, redactor, memo: _RedactMemo) -> pl.Series:
+    """Redact a text column by its distinct values (log columns repeat a lot), those not
+    in `memo` yet; a column of mostly unique values is redacted as it is."""
     if redactor is None or values.dtype != pl.String or values.null_count() == values.len():
         return values
     distinct = values.drop_nulls().unique()
     if distinct.len() > values.len() // 2:
         return redactor.redact_series(values)
-    if memo is not None:
-        return memo.apply(values, distinct, redactor)
-    redacted = redactor.redact_series(distinct)
-    changed = distinct != redacted
-    if not changed.any():
-        return values
-    return values.replace(distinct.filter(changed), redacted.filter(changed))
+    return memo.apply(values, distinct, redactor)
 
 
 def _redact_fields(fields: pl.Series, redactor, plain: set[str],
-                   memos: dict[str, _RedactMemo] | None = None) -> pl.Series:
+                   memos: dict[str, _RedactMemo]) -> pl.Series:
     """The other fields, each text field redacted (except time fields). A struct stays a
-    struct: DuckDB writes it as JSON text (`_FIELDS`) while it inserts. With `memos`
-    (one per field, kept across a file's chunks), values seen before are not scanned."""
-    memos = {} if memos is None else memos
+    struct: DuckDB writes it as JSON text (`_FIELDS`) while it inserts. `memos` (one per
+    field, kept across a file's chunks) spares values seen before another scan."""
     if fields.dtype == pl.String:
         return _redact_distinct(fields, redactor, memos.setdefault("", _RedactMemo()))
     if not isinstance(fields.dtype, pl.Struct):
