@@ -898,8 +898,12 @@ def iter_line_blocks(path: str | Path, chunk_bytes: int | None = None,
     try:
         with _open(path) as fh:
             carry, first = b"", True
+            # The first block is small, so the first records reach the miner and the
+            # database writer while the next block is parsed, instead of after a whole one.
+            size = max(chunk_bytes // 16, 1)
             while True:
-                data = fh.read(chunk_bytes)
+                data = fh.read(size)
+                size = chunk_bytes
                 if hasher is not None and not gz:
                     hasher.update(data)
                 if not data:

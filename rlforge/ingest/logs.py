@@ -272,9 +272,9 @@ def _redact_distinct(values: pl.Series, redactor, memo: _RedactMemo) -> pl.Serie
 
 def _redact_fields(fields: pl.Series, redactor, plain: set[str],
                    memos: dict[str, _RedactMemo]) -> pl.Series:
-    """The other fields, each text field redacted (except time fields). A struct stays a
-    struct: DuckDB writes it as JSON text (`_FIELDS`) while it inserts. `memos` (one per
-    field, kept across a file's chunks) spares values seen before another scan."""
+    """The other fields as JSON text, each text field redacted (except time fields).
+    `memos` (one per field, kept across a file's chunks) spares values seen before another
+    scan. (polars encodes the JSON here for less than DuckDB's to_json costs the writer.)"""
     if fields.dtype == pl.String:
         return _redact_distinct(fields, redactor, memos.setdefault("", _RedactMemo()))
     if not isinstance(fields.dtype, pl.Struct):
@@ -283,14 +283,8 @@ def _redact_fields(fields: pl.Series, redactor, plain: set[str],
               _redact_distinct(fields.struct.field(f.name), redactor,
                                memos.setdefault(f.name, _RedactMemo()))).alias(f.name)
              for f in fields.dtype.fields]
-    return pl.DataFrame(parts).select(pl.struct(pl.all()).alias("fields")).to_series()
-
-
-def _chunk_sql(table: pl.DataFrame) -> str:
-    """The chunk as a relation of the table's columns, fields as JSON text."""
-    if isinstance(table.schema["fields"], pl.Struct):
-        return "(SELECT * REPLACE (to_json(fields)::VARCHAR AS fields) FROM {name})"
-    return "{name}"
+    return pl.DataFrame(parts).select(pl.struct(pl.all()).struct.json_encode()
+                                      .alias("fields")).to_series()
 
 
 class _ChunkStore:
@@ -344,7 +338,6 @@ class _ChunkStore:
         if self.cache.height > MESSAGE_CACHE_ROWS:
             self.cache = self.cache.tail(MESSAGE_CACHE_ROWS // 2)
         self.book.touched.update(known["template_id"].unique().to_list())
-        chunk_sql = _chunk_sql(recs).format(name="_log_chunk")
         rows = recs.drop("message", "red").to_arrow(compat_level=ARROW)
         texts = every.select("message_id", "red").to_arrow(compat_level=ARROW)
         new_rows = messages.select("message_id", pl.col("red").alias("message"), "template_id",
@@ -361,7 +354,7 @@ class _ChunkStore:
                 INSERT INTO log_records
                 SELECT {run_id}, c.line_no, c.n_lines, c.ts, c.ts_text, c.host,
                        c.component, c.level, c.message_id, c.fields, c.flag, {_HASH}
-                FROM {chunk_sql} c
+                FROM _log_chunk c
                 JOIN (SELECT message_id, hash(red) AS h FROM _log_texts) m
                      USING (message_id)""".replace("hash(m.message)", "m.h"))
 
@@ -373,7 +366,6 @@ class _ChunkStore:
         table = recs.select("line_no", "ts_text", "host", "component", "level", "fields",
                             pl.col("red").alias("message")).to_arrow(compat_level=ARROW)
         _log_probe = table  # noqa: F841 (read by DuckDB by name)
-        probe = _chunk_sql(recs).format(name="_log_probe")
         with self.writer.lock:
             return self.con.sql(f"""
                 SELECT EXISTS (
@@ -385,7 +377,7 @@ class _ChunkStore:
                       AND r.component IS NOT DISTINCT FROM c.component
                       AND r.level IS NOT DISTINCT FROM c.level
                       AND r.fields IS NOT DISTINCT FROM c.fields) AS dup
-                FROM {probe} c ORDER BY c.line_no""").to_arrow_table().column("dup")
+                FROM _log_probe c ORDER BY c.line_no""").to_arrow_table().column("dup")
 
     def _mine(self, fresh: pl.DataFrame) -> pl.DataFrame:
         """Template id and parameters of each new message."""
