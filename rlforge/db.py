@@ -338,6 +338,29 @@ class ArrowStream:
         return self.frame.__arrow_c_stream__(requested_schema)
 
 
+def insert_rows(con: duckdb.DuckDBPyConnection, table: str, rows: list[tuple]) -> None:
+    """Append rows (tuples in the table's column order) with one statement. `executemany`
+    runs a statement per row, ~0.4 ms each: 46 ms for the 116 templates of one BGL file."""
+    if not rows:
+        return
+    frame = rows_frame(rows)
+    name = f"_rows_{table}"
+    con.register(name, ArrowStream(frame))
+    try:
+        con.execute(f"INSERT INTO {table} SELECT * FROM {name}")
+    finally:
+        con.unregister(name)
+
+
+def rows_frame(rows: list[tuple], schema: list[str] | None = None):
+    """Python rows as a polars DataFrame DuckDB can scan: a column of only None (polars'
+    Null type, which DuckDB refuses from Arrow) becomes a text column of nulls."""
+    import polars as pl  # not at the top: commands that never insert rows skip loading it
+
+    frame = pl.DataFrame(rows, schema=schema, orient="row", infer_schema_length=None)
+    return frame.with_columns(pl.col(pl.Null).cast(pl.String))
+
+
 def now() -> dt.datetime:
     """Naive UTC timestamp, the form every TIMESTAMP column in rlforge stores."""
     return dt.datetime.now(dt.timezone.utc).replace(tzinfo=None)

@@ -15,6 +15,8 @@ from rlforge.ingest import logformats as lf
 from rlforge.ingest import logs
 from rlforge.ingest.redact import Redactor
 
+from paths import SHARED_DATA
+
 APP = "<Date> <Time> <Level> <Component>: <Content>"
 
 JAVA_LOG = """\
@@ -305,3 +307,28 @@ def test_a_record_longer_than_the_limit_is_cut_and_the_rest_set_aside(con, tmp_p
     first, last = con.execute("SELECT n_lines FROM log_lines ORDER BY line_no").fetchall()
     assert 1 < first[0] <= 12 and last[0] == 1
     assert first[0] + r.n_quarantined == 13
+
+
+def test_template_counts_and_times_agree_with_the_stored_records(con, tmp_path, monkeypatch):
+    """`log_templates` is brought up to date from each file's own records and the counts it
+    held before (nothing stored is read again): after ingests in many chunks, templates
+    generalised within a file and across files, and a re-ingest of duplicates, every count
+    and first/last seen equals a recount of the stored lines."""
+    spec = json.loads((SHARED_DATA / "loghub" / "formats.json").read_text())["BGL"]
+    lines = (SHARED_DATA / "loghub" / "BGL" / "BGL_2k.log").read_text().splitlines(keepends=True)
+    halves = [tmp_path / "first.log", tmp_path / "second.log"]
+    halves[0].write_text("".join(lines[:1000]))
+    halves[1].write_text("".join(lines[1000:]))
+    monkeypatch.setattr(lf, "CHUNK_BYTES", 3_000)  # ~100 chunks per file
+    for path in (*halves, halves[0]):
+        r = logs.ingest_file(con, path, fmt=spec["log_format"], masks=spec["regex"])
+        assert r.status == "ok" and r.reconciles
+    assert r.n_duplicates == 1000 and r.n_loaded == 0
+    merges = con.execute("SELECT count(*), count(*) FILTER (WHERE ingest_run > 1) "
+                         "FROM template_merges").fetchall()[0]
+    assert merges[1] > 0, merges  # the second file generalised templates stored by the first
+    stored = con.execute("SELECT template_id, count, first_seen, last_seen FROM log_templates "
+                         "ORDER BY template_id").fetchall()
+    recount = con.execute("SELECT template_id, count(*), min(ts), max(ts) FROM log_lines "
+                          "GROUP BY template_id ORDER BY template_id").fetchall()
+    assert stored == recount and sum(row[1] for row in stored) == 2000

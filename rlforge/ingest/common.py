@@ -127,7 +127,7 @@ class FileIngest:
                 rows = [(r.run_id, self.source, self.path, no,
                          self._redact(raw) if self._redact else raw, reason, db.now())
                         for no, raw, reason in self._quarantine]
-                self.con.executemany("INSERT INTO quarantine VALUES (?, ?, ?, ?, ?, ?, ?)", rows)
+                db.insert_rows(self.con, "quarantine", rows)
             self._record_run()
             self.con.execute("COMMIT")
             return False

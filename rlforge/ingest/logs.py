@@ -97,6 +97,26 @@ class _TemplateBook:
     touched: set[str] = field(default_factory=set)
     merges: list[tuple[str, str]] = field(default_factory=list)
     examples: dict[str, str] = field(default_factory=dict)
+    stats: list[pl.DataFrame] = field(default_factory=list)  # records per template, per chunk
+
+    def count(self, records: pl.DataFrame, ids: pl.DataFrame) -> None:
+        """Add a chunk's records (message_id, ts) to the per-template statistics, by the
+        template each message has now (`ids`: message_id, template_id)."""
+        self.stats.append(_template_stats(records.select("message_id", "ts")
+                                          .join(ids, on="message_id"), "template_id"))
+        if len(self.stats) >= 32:  # keep a long file's statistics small
+            self.stats = [_template_stats(pl.concat(self.stats), "template_id")]
+
+
+def _template_stats(frame: pl.DataFrame, by: str | pl.Expr) -> pl.DataFrame:
+    """Record count and first/last time per template of records (ts) or of partial
+    statistics (n, first_seen, last_seen)."""
+    if "n" in frame.columns:
+        aggs = [pl.col("n").sum(), pl.col("first_seen").min(), pl.col("last_seen").max()]
+    else:
+        aggs = [pl.len().cast(pl.Int64).alias("n"), pl.col("ts").min().alias("first_seen"),
+                pl.col("ts").max().alias("last_seen")]
+    return frame.group_by(by).agg(aggs)
 
 
 class _BackgroundHash:
@@ -338,6 +358,8 @@ class _ChunkStore:
         if self.cache.height > MESSAGE_CACHE_ROWS:
             self.cache = self.cache.tail(MESSAGE_CACHE_ROWS // 2)
         self.book.touched.update(known["template_id"].unique().to_list())
+        self.book.count(recs, pl.concat([known.select("message_id", "template_id"),
+                                         messages.select("message_id", "template_id")]))
         rows = recs.drop("message", "red").to_arrow(compat_level=ARROW)
         texts = every.select("message_id", "red").to_arrow(compat_level=ARROW)
         new_rows = messages.select("message_id", pl.col("red").alias("message"), "template_id",
@@ -400,9 +422,15 @@ class _ChunkStore:
 
 
 def _finish_templates(con, book: _TemplateBook, run_id: int) -> None:
-    """Apply merges to stored messages and bring `log_templates` up to date."""
+    """Apply merges to stored messages and bring `log_templates` up to date.
+
+    A template's count and first/last seen are what `log_templates` held before this file
+    (for it and for every stored template merged into it) combined with this file's records
+    (counted chunk by chunk in `book.stats`), so no stored record is read again."""
     now = db.now()
     final = tm.resolve_merges(book.merges)
+    stored = pl.DataFrame(con.sql("SELECT template_id, count AS n, first_seen, last_seen "
+                                  "FROM log_templates"))  # Arrow C stream: no pyarrow
     if final:
         known = dict(con.execute("SELECT template_id, template FROM log_templates").fetchall())
         rows = []
@@ -411,7 +439,7 @@ def _finish_templates(con, book: _TemplateBook, run_id: int) -> None:
             rows.append((old, final.get(new, new), old_text,
                          tm.template_text(book.miner.templates.get(final.get(new, new), ())),
                          run_id, now))
-        con.executemany("INSERT INTO template_merges VALUES (?, ?, ?, ?, ?, ?)", rows)
+        db.insert_rows(con, "template_merges", rows)
         _merge_map = pl.DataFrame({"old": list(final), "new": list(final.values())})  # noqa: F841
         con.execute("UPDATE log_messages SET template_id = mm.new FROM _merge_map mm "
                     "WHERE log_messages.template_id = mm.old")
@@ -420,15 +448,14 @@ def _finish_templates(con, book: _TemplateBook, run_id: int) -> None:
     live = [t for t in book.touched if t in book.miner.templates]
     if not live:
         return
-    _touched = pl.DataFrame({"template_id": live})  # noqa: F841 (read by DuckDB by name)
-    stats = con.execute("""
-        SELECT m.template_id, count(*) AS n, min(r.ts) AS first_seen, max(r.ts) AS last_seen
-        FROM log_records r JOIN log_messages m USING (message_id)
-        WHERE m.template_id IN (SELECT template_id FROM _touched)
-        GROUP BY m.template_id""").fetchall()
-    existing = {r[0] for r in con.execute("SELECT template_id FROM log_templates").fetchall()}
+    final_id = pl.col("template_id").replace(final) if final else pl.col("template_id")
+    parts = [f.select(final_id, "n", "first_seen", "last_seen")
+             for f in (*book.stats, stored.cast({"n": pl.Int64}))]
+    stats = _template_stats(pl.concat(parts), "template_id") \
+        .filter(pl.col("template_id").is_in(live))
+    existing = set(stored["template_id"].to_list()) - set(final)
     upd, ins = [], []
-    for tid, n, first, last in stats:
+    for tid, n, first, last in stats.iter_rows():
         tokens = book.miner.templates[tid]
         if tid in existing:
             upd.append((n, first, last, run_id, tid))
@@ -436,10 +463,14 @@ def _finish_templates(con, book: _TemplateBook, run_id: int) -> None:
             ins.append((tid, tm.template_text(tokens), len(tokens), n, first, last,
                         book.examples.get(tid), run_id, run_id))
     if upd:
-        con.executemany("UPDATE log_templates SET count = ?, first_seen = ?, last_seen = ?, "
-                        "updated_run = ? WHERE template_id = ?", upd)
+        updates = db.rows_frame(upd, ["n", "first_seen", "last_seen", "run", "template_id"])
+        con.register("_template_updates", db.ArrowStream(updates))
+        con.execute("""UPDATE log_templates t SET count = u.n, first_seen = u.first_seen,
+                           last_seen = u.last_seen, updated_run = u.run
+                       FROM _template_updates u WHERE t.template_id = u.template_id""")
+        con.unregister("_template_updates")
     if ins:
-        con.executemany("INSERT INTO log_templates VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", ins)
+        db.insert_rows(con, "log_templates", ins)
         # a template made only by merging older ones has no example from this file yet
         con.execute("""UPDATE log_templates t SET example = (
                            SELECT min(m.message) FROM log_messages m
