@@ -352,26 +352,17 @@ class _ChunkStore:
                 fresh = fresh.filter(pl.col("message_id").is_in(recs["message_id"].implode()))
         if recs.height == 0:
             return 0, dup
-        messages = self._mine(fresh)
-        self.cache = pl.concat([self.cache, messages.select(
-            "message", "message_id", "red", "template_id")])
-        if self.cache.height > MESSAGE_CACHE_ROWS:
-            self.cache = self.cache.tail(MESSAGE_CACHE_ROWS // 2)
-        self.book.touched.update(known["template_id"].unique().to_list())
-        self.book.count(recs, pl.concat([known.select("message_id", "template_id"),
-                                         messages.select("message_id", "template_id")]))
+        # The records go to the writer before their new messages are mined (mining a
+        # file's first chunk is the longest step of all; the writer need not wait for it).
         rows = recs.drop("message", "red").to_arrow(compat_level=ARROW)
         texts = every.select("message_id", "red").to_arrow(compat_level=ARROW)
-        new_rows = messages.select("message_id", pl.col("red").alias("message"), "template_id",
-                                   "params").to_arrow(compat_level=ARROW)
         run_id = self.fi.result.run_id
         con = self.con
 
-        def write() -> None:
+        def write_records() -> None:
             # DuckDB reads these Arrow tables by their variable names (a replacement scan):
             # `register` would keep every chunk alive until the file's transaction ends.
-            _log_chunk, _log_texts, _log_new = rows, texts, new_rows  # noqa: F841
-            con.execute("INSERT INTO log_messages SELECT * FROM _log_new")
+            _log_chunk, _log_texts = rows, texts  # noqa: F841
             con.execute(f"""
                 INSERT INTO log_records
                 SELECT {run_id}, c.line_no, c.n_lines, c.ts, c.ts_text, c.host,
@@ -380,7 +371,24 @@ class _ChunkStore:
                 JOIN (SELECT message_id, hash(red) AS h FROM _log_texts) m
                      USING (message_id)""".replace("hash(m.message)", "m.h"))
 
-        self.writer.submit(write)
+        self.writer.submit(write_records)
+        messages = self._mine(fresh)
+        self.cache = pl.concat([self.cache, messages.select(
+            "message", "message_id", "red", "template_id")])
+        if self.cache.height > MESSAGE_CACHE_ROWS:
+            self.cache = self.cache.tail(MESSAGE_CACHE_ROWS // 2)
+        self.book.touched.update(known["template_id"].unique().to_list())
+        self.book.count(recs, pl.concat([known.select("message_id", "template_id"),
+                                         messages.select("message_id", "template_id")]))
+        if messages.height:
+            new_rows = messages.select("message_id", pl.col("red").alias("message"),
+                                       "template_id", "params").to_arrow(compat_level=ARROW)
+
+            def write_messages() -> None:
+                _log_new = new_rows  # noqa: F841
+                con.execute("INSERT INTO log_messages SELECT * FROM _log_new")
+
+            self.writer.submit(write_messages)
         return recs.height, dup
 
     def _duplicates(self, recs: pl.DataFrame) -> pl.Series:
