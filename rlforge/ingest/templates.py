@@ -386,24 +386,20 @@ def extract_params(messages: pl.Series, tokens: Sequence[Msg | None]) -> pl.Seri
     first = messages.fill_null("").str.splitn("\n", 2).struct.field("field_0")
     df = pl.DataFrame({"i": pl.int_range(0, len(first), eager=True), "m": first,
                        "k": [template_text(t) if t is not None else None for t in tokens]})
-    out: list[pl.DataFrame] = []
-    for (key,), part in df.group_by("k", maintain_order=True):
-        if key is None or WILDCARD not in key:
-            out.append(part.select("i", pl.lit([], dtype=pl.List(pl.String)).alias("p")
-                                   if key is not None else
-                                   pl.lit(None, dtype=pl.List(pl.String)).alias("p")))
+    frame = df.lazy()
+    plans = [frame.filter(pl.col("k").is_null() | ~pl.col("k").str.contains(WILDCARD, literal=True))
+             .select("i", pl.when(pl.col("k").is_null()).then(pl.lit(None, pl.List(pl.String)))
+                     .otherwise(pl.lit([], pl.List(pl.String))).alias("p"))]
+    for key in df["k"].drop_nulls().unique(maintain_order=True).to_list():
+        if WILDCARD not in key:
             continue
-        rx = _param_regex(split_tokens(key))
-        groups = part.select("i", pl.col("m").str.extract_groups(rx).alias("g"))
-        fields = groups.schema["g"].fields  # type: ignore[union-attr]
-        names = [f.name for f in fields]
-        groups = groups.with_columns(
-            pl.when(pl.col("g").struct.field(names[0]).is_null()).then(None)
-            .otherwise(pl.concat_list([pl.col("g").struct.field(n) for n in names])).alias("p"))
-        out.append(groups.select("i", "p"))
-    if not out:
-        return pl.Series("params", [], dtype=pl.List(pl.String))
-    return pl.concat(out).sort("i")["p"].alias("params")
+        g = pl.col("m").str.extract_groups(_param_regex(split_tokens(key)))
+        n = key.count(WILDCARD)  # one group per <*>
+        plans.append(frame.filter(pl.col("k") == key).select(
+            "i", pl.when(g.struct[0].is_null()).then(None)
+            .otherwise(pl.concat_list([g.struct[f] for f in range(n)])).alias("p")))
+    # one call runs every template's plan (in parallel), not three eager calls per template
+    return pl.concat(pl.collect_all(plans)).sort("i")["p"].alias("params")
 
 
 # --- browsing --------------------------------------------------------------------------
