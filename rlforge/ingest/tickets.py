@@ -125,7 +125,7 @@ def _load_csv(con, path: Path, text_head: str, mapping: dict[str, str], fi: File
                  {col('priority')} AS priority, {col('status')} AS status,
                  {col('resolution', trim=False)} AS resolution,
                  {col('created_at')} AS created_raw, {col('resolved_at')} AS resolved_raw,
-                 {tags} AS tags, {extra}::VARCHAR AS extra, []::VARCHAR[] AS flags,
+                 {tags} AS tags, {extra} AS extra, []::VARCHAR[] AS flags,
                  {hash_expr} AS h
           FROM read_csv({_sql_str(str(path))}, auto_detect = false, header = true,
                         columns = {col_types}, delim = {_sql_str(delim)}, quote = '"',
