@@ -285,3 +285,27 @@ def test_in_file_duplicates_and_conflicts_in_csv(cli, query, tmp_path, redact):
     assert query("SELECT source_id, body FROM tickets ORDER BY source_id") == [
         ("1", "charged twice"), ("2", "cannot log in"), ("3", "dashboard is slow")]
     assert query("SELECT record_no FROM quarantine") == [(4,)]
+
+
+def test_tag_lists_split_the_same_from_csv_and_from_json(cli, query, tmp_path):
+    """A tag list written as text is cut at commas, semicolons, bars and ASCII whitespace,
+    empty pieces dropped: the CSV path (SQL) and the JSON path (Python) agree."""
+    cases = {"a": ["a"], "a, b,c": ["a", "b", "c"], " x ;y|z ": ["x", "y", "z"],
+             "one  two\tthree": ["one", "two", "three"], ",,a,, ,b,": ["a", "b"],
+             "multi\nline\r\nlist\x0bv\x0cf": ["multi", "line", "list", "v", "f"],
+             "dark-mode v1.2 über": ["dark-mode", "v1.2", "über"], "": [], " , ; ": []}
+    rows = [{"id": f"t{i}", "subject": f"s{i}", "tags": text} for i, text in enumerate(cases)]
+    csv_path = tmp_path / "tags.csv"
+    with csv_path.open("w", newline="") as fh:
+        import csv
+        writer = csv.DictWriter(fh, fieldnames=["id", "subject", "tags"])
+        writer.writeheader()
+        writer.writerows(rows)
+    jsonl = tmp_path / "tags.jsonl"
+    jsonl.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    for path in (csv_path, jsonl):
+        assert cli("ingest", "tickets", path, "--no-redact", "-q").exit_code == 0
+    expected = {f"t{i}": tags for i, tags in enumerate(cases.values())}
+    for origin in ("csv", "json"):
+        got = dict(query("SELECT source_id, tags FROM tickets WHERE origin = ?", [origin]))
+        assert got == expected, origin

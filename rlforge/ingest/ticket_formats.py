@@ -222,12 +222,18 @@ def _scalar(value: Any) -> str | None:
     return str(value)
 
 
+# A tag list written as text is split at commas, semicolons, bars and ASCII whitespace (the
+# CSV path does the same in SQL: tickets._load_csv).
+TAG_SEPARATORS = ",;| \t\n\v\f\r"
+_TAG_SPLIT = re.compile("[" + re.escape(TAG_SEPARATORS) + "]+")
+
+
 def _tags(value: Any) -> list[str]:
     if value is None:
         return []
     if isinstance(value, list):
         return [t for t in (_scalar(v) for v in value) if t]
-    return [t for t in re.split(r"[,;|]\s*|\s+", str(value)) if t]
+    return [t for t in _TAG_SPLIT.split(str(value)) if t]
 
 
 def generic_record(no: int, obj: Any, mapping: dict[str, str]) -> TicketRecord | Rejected:
