@@ -354,10 +354,18 @@ class _ChunkStore:
             return 0, dup
         # The records go to the writer before their new messages are mined (mining a
         # file's first chunk is the longest step of all; the writer need not wait for it).
-        rows = recs.drop("message", "red").to_arrow(compat_level=ARROW)
+        # A column the same on every record (no flag, one line each: the common case) goes
+        # to DuckDB as a constant, which it stores for almost nothing.
+        const = {}
+        if recs["flag"].null_count() == recs.height:
+            const["flag"] = "NULL::VARCHAR"
+        if recs["n_lines"].min() == recs["n_lines"].max():
+            const["n_lines"] = f"{int(recs['n_lines'][0])}::INTEGER"
+        rows = recs.drop("message", "red", *const).to_arrow(compat_level=ARROW)
         texts = every.select("message_id", "red").to_arrow(compat_level=ARROW)
         run_id = self.fi.result.run_id
         con = self.con
+        n_lines, flag = const.get("n_lines", "c.n_lines"), const.get("flag", "c.flag")
 
         def write_records() -> None:
             # DuckDB reads these Arrow tables by their variable names (a replacement scan):
@@ -365,8 +373,8 @@ class _ChunkStore:
             _log_chunk, _log_texts = rows, texts  # noqa: F841
             con.execute(f"""
                 INSERT INTO log_records
-                SELECT {run_id}, c.line_no, c.n_lines, c.ts, c.ts_text, c.host,
-                       c.component, c.level, c.message_id, c.fields, c.flag, {_HASH}
+                SELECT {run_id}, c.line_no, {n_lines}, c.ts, c.ts_text, c.host,
+                       c.component, c.level, c.message_id, c.fields, {flag}, {_HASH}
                 FROM _log_chunk c
                 JOIN (SELECT message_id, hash(red) AS h FROM _log_texts) m
                      USING (message_id)""".replace("hash(m.message)", "m.h"))
