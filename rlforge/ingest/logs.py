@@ -322,8 +322,12 @@ class _ChunkStore:
         self.check = check_duplicates
         self.next_id = _next_message_id(con)
         self.field_memos: dict[str, _RedactMemo] = {}
+        # (h: DuckDB's hash of the redacted message, part of each record's hash, computed
+        # once per message on a cursor of its own instead of joined in by the writer)
         self.cache = pl.DataFrame(schema={"message": pl.String, "message_id": pl.Int64,
-                                          "red": pl.String, "template_id": pl.String})
+                                          "red": pl.String, "h": pl.UInt64,
+                                          "template_id": pl.String})
+        self.cursor = con.cursor()
 
     def store(self, chunk: pl.DataFrame) -> tuple[int, int]:
         """Queue one chunk for writing; returns (loaded, duplicates)."""
@@ -338,8 +342,9 @@ class _ChunkStore:
             (self.redactor.redact_series(fresh["message"]) if self.redactor is not None
              else fresh["message"]).alias("red"))
         self.next_id += fresh.height
-        every = pl.concat([known.select("message", "message_id", "red"),
-                           fresh.select("message", "message_id", "red")])
+        fresh = fresh.with_columns(self._message_hashes(fresh["red"]))
+        every = pl.concat([known.select("message", "message_id", "red", "h"),
+                           fresh.select("message", "message_id", "red", "h")])
         recs = chunk.join(every, on="message", how="left", maintain_order="left")
         recs = recs.with_columns(_redact_fields(recs["fields"], self.redactor, self.plain,
                                                 self.field_memos))
@@ -362,7 +367,6 @@ class _ChunkStore:
         if recs["n_lines"].min() == recs["n_lines"].max():
             const["n_lines"] = f"{int(recs['n_lines'][0])}::INTEGER"
         rows = recs.drop("message", "red", *const).to_arrow(compat_level=ARROW)
-        texts = every.select("message_id", "red").to_arrow(compat_level=ARROW)
         run_id = self.fi.result.run_id
         con = self.con
         n_lines, flag = const.get("n_lines", "c.n_lines"), const.get("flag", "c.flag")
@@ -370,19 +374,17 @@ class _ChunkStore:
         def write_records() -> None:
             # DuckDB reads these Arrow tables by their variable names (a replacement scan):
             # `register` would keep every chunk alive until the file's transaction ends.
-            _log_chunk, _log_texts = rows, texts  # noqa: F841
+            _log_chunk = rows  # noqa: F841
             con.execute(f"""
                 INSERT INTO log_records
                 SELECT {run_id}, c.line_no, {n_lines}, c.ts, c.ts_text, c.host,
                        c.component, c.level, c.message_id, c.fields, {flag}, {_HASH}
-                FROM _log_chunk c
-                JOIN (SELECT message_id, hash(red) AS h FROM _log_texts) m
-                     USING (message_id)""".replace("hash(m.message)", "m.h"))
+                FROM _log_chunk c""".replace("hash(m.message)", "c.h"))
 
         self.writer.submit(write_records)
         messages = self._mine(fresh)
         self.cache = pl.concat([self.cache, messages.select(
-            "message", "message_id", "red", "template_id")])
+            "message", "message_id", "red", "h", "template_id")])
         if self.cache.height > MESSAGE_CACHE_ROWS:
             self.cache = self.cache.tail(MESSAGE_CACHE_ROWS // 2)
         self.book.touched.update(known["template_id"].unique().to_list())
@@ -398,6 +400,19 @@ class _ChunkStore:
 
             self.writer.submit(write_messages)
         return recs.height, dup
+
+    def _message_hashes(self, red: pl.Series) -> pl.Series:
+        """DuckDB's hash of each message (the writer's record hash is made of it)."""
+        if red.len() == 0:
+            return pl.Series("h", [], dtype=pl.UInt64)
+        self.cursor.register("_log_red", db.ArrowStream(red.to_frame("red")))
+        try:
+            return pl.DataFrame(self.cursor.sql("SELECT hash(red) AS h FROM _log_red"))["h"]
+        finally:
+            self.cursor.unregister("_log_red")
+
+    def close(self) -> None:
+        self.cursor.close()
 
     def _duplicates(self, recs: pl.DataFrame) -> pl.Series:
         """Which records are already stored (same line number, same content)."""
@@ -529,7 +544,7 @@ def ingest_file(con: duckdb.DuckDBPyConnection, path: str | Path, *, fmt: str = 
         book = _TemplateBook(_load_miner(con))
         check = con.execute("SELECT count(*) FROM log_records").fetchall()[0][0] > 0
         hasher = None if is_gzip(path) else _BackgroundHash()
-        writer, chunks = _Writer(con), None
+        writer, chunks, store = _Writer(con), None, None
         threads, buffered = con.execute(
             "SELECT current_setting('threads'), current_setting('write_buffer_row_group_count')"
         ).fetchall()[0]
@@ -562,6 +577,8 @@ def ingest_file(con: duckdb.DuckDBPyConnection, path: str | Path, *, fmt: str = 
             if chunks is not None:
                 chunks.close()
             writer.close()
+            if store is not None:
+                store.close()
             con.execute(f"SET threads = {int(threads)}")
             con.execute(f"SET write_buffer_row_group_count = {int(buffered)}")
             if hasher is not None:
