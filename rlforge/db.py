@@ -353,12 +353,13 @@ def insert_rows(con: duckdb.DuckDBPyConnection, table: str, rows: list[tuple]) -
 
 
 def rows_frame(rows: list[tuple], schema: list[str] | None = None):
-    """Python rows as a polars DataFrame DuckDB can scan: a column of only None (polars'
-    Null type, which DuckDB refuses from Arrow) becomes a text column of nulls."""
+    """Python rows as a polars DataFrame DuckDB can scan: a column of only None or of only
+    empty lists (polars' Null type, which DuckDB refuses from Arrow) becomes text."""
     import polars as pl  # not at the top: commands that never insert rows skip loading it
 
     frame = pl.DataFrame(rows, schema=schema, orient="row", infer_schema_length=None)
-    return frame.with_columns(pl.col(pl.Null).cast(pl.String))
+    return frame.with_columns(pl.col(pl.Null).cast(pl.String),
+                              pl.col(pl.List(pl.Null)).cast(pl.List(pl.String)))
 
 
 def now() -> dt.datetime:

@@ -288,13 +288,9 @@ def _record(con, opts: BuildOptions, kept: list[RenderedTask], drops: list[dict[
                  str((opts.out / r["path"]).resolve()), str(opts.out.resolve()), r["source_table"],
                  r["source_keys"], r["content_hashes"], r["group_key"], r["template_hash"],
                  opts.seed, opts.validate, build_id, now) for r in _manifest_rows(kept)]
-        if rows:
-            con.executemany("INSERT INTO tasks VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                            rows)
-        if drops:
-            con.executemany("INSERT INTO task_drops VALUES (?, ?, ?, ?, ?, ?)",
-                            [(build_id, d["generator"], d["source"], d["task_id"], d["reason"], now)
-                             for d in drops])
+        db.insert_rows(con, "tasks", rows)
+        db.insert_rows(con, "task_drops", [(build_id, d["generator"], d["source"], d["task_id"],
+                                            d["reason"], now) for d in drops])
         con.execute("COMMIT")
     except Exception:
         con.execute("ROLLBACK")
