@@ -332,3 +332,19 @@ def test_template_counts_and_times_agree_with_the_stored_records(con, tmp_path, 
     recount = con.execute("SELECT template_id, count(*), min(ts), max(ts) FROM log_lines "
                           "GROUP BY template_id ORDER BY template_id").fetchall()
     assert stored == recount and sum(row[1] for row in stored) == 2000
+
+
+def test_an_ingest_leaves_the_connection_settings_as_it_found_them(con, tmp_path):
+    """A log ingest narrows DuckDB's threads and write buffer while it runs; afterwards,
+    and after a file that fails half way, the connection has its own settings back."""
+    settings = "SELECT current_setting('threads'), current_setting('write_buffer_row_group_count')"
+    con.execute("SET threads = 2; SET write_buffer_row_group_count = 3")
+    before = con.execute(settings).fetchall()
+    good = tmp_path / "app.log"
+    good.write_text(JAVA_LOG)
+    assert logs.ingest_file(con, good, fmt=APP).status == "ok"
+    assert con.execute(settings).fetchall() == before
+    broken = tmp_path / "broken.log.gz"
+    broken.write_bytes(gzip.compress(JAVA_LOG.encode() * 2000)[:-200])
+    assert logs.ingest_file(con, broken, fmt=APP).status == "failed"
+    assert con.execute(settings).fetchall() == before == [(2, 3)]
