@@ -10,6 +10,7 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import secrets
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -328,7 +329,7 @@ class ArrowStream:
 
     Handed a polars DataFrame, DuckDB converts it through pyarrow, whose import alone
     costs ~0.1 s of a short command; any object with `__arrow_c_stream__` it reads
-    directly. Use: `con.register("name", ArrowStream(df))`.
+    directly. Use it through `scanning`.
     """
 
     def __init__(self, frame) -> None:
@@ -338,18 +339,23 @@ class ArrowStream:
         return self.frame.__arrow_c_stream__(requested_schema)
 
 
+@contextmanager
+def scanning(con: duckdb.DuckDBPyConnection, name: str, frame):
+    """A polars DataFrame readable by SQL as the view `name` for the block's duration."""
+    con.register(name, ArrowStream(frame))
+    try:
+        yield
+    finally:
+        con.unregister(name)
+
+
 def insert_rows(con: duckdb.DuckDBPyConnection, table: str, rows: list[tuple]) -> None:
     """Append rows (tuples in the table's column order) with one statement. `executemany`
     runs a statement per row, ~0.4 ms each: 46 ms for the 116 templates of one BGL file."""
     if not rows:
         return
-    frame = rows_frame(rows)
-    name = f"_rows_{table}"
-    con.register(name, ArrowStream(frame))
-    try:
-        con.execute(f"INSERT INTO {table} SELECT * FROM {name}")
-    finally:
-        con.unregister(name)
+    with scanning(con, f"_rows_{table}", rows_frame(rows)):
+        con.execute(f"INSERT INTO {table} SELECT * FROM _rows_{table}")
 
 
 def rows_frame(rows: list[tuple], schema: list[str] | None = None):

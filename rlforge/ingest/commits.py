@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 
 import duckdb
 
-from rlforge.db import ArrowStream
+from rlforge.db import scanning
 from rlforge.errors import InputFileError, UserError
 from rlforge.ingest.common import DATABASE_REDACTOR, FileIngest, IngestResult, resolve_redactor
 
@@ -245,21 +245,19 @@ def ingest_repo(con: duckdb.DuckDBPyConnection, path: str | Path, *, rev: str = 
         fi.result.n_read = len(commits)
         if commits:
             cdf, fdf = _frames(str(repo), commits, redactor)
-            con.register("_commits_df", ArrowStream(cdf))
-            con.execute("""
-                INSERT INTO commits SELECT repo, sha,
-                    CASE WHEN parents = '' THEN []::VARCHAR[]
-                         ELSE string_split(parents, ' ') END,
-                    author, committer,
-                    to_timestamp(authored_at::BIGINT), to_timestamp(committed_at::BIGINT),
-                    subject, message,
-                    is_merge, files_changed, lines_added, lines_removed, ? FROM _commits_df""",
-                        [fi.result.run_id])
-            con.unregister("_commits_df")
+            with scanning(con, "_commits_df", cdf):
+                con.execute("""
+                    INSERT INTO commits SELECT repo, sha,
+                        CASE WHEN parents = '' THEN []::VARCHAR[]
+                             ELSE string_split(parents, ' ') END,
+                        author, committer,
+                        to_timestamp(authored_at::BIGINT), to_timestamp(committed_at::BIGINT),
+                        subject, message,
+                        is_merge, files_changed, lines_added, lines_removed, ? FROM _commits_df""",
+                            [fi.result.run_id])
             if len(fdf):
-                con.register("_files_df", ArrowStream(fdf))
-                con.execute("INSERT INTO commit_files SELECT * FROM _files_df")
-                con.unregister("_files_df")
+                with scanning(con, "_files_df", fdf):
+                    con.execute("INSERT INTO commit_files SELECT * FROM _files_df")
         fi.result.n_loaded = len(commits)
         fi.result.notes.append(f"{len(known):,} commits of this repository were already stored"
                                if known else f"HEAD {head[:12] if head else '(none)'}")

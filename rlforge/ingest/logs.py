@@ -405,11 +405,8 @@ class _ChunkStore:
         """DuckDB's hash of each message (the writer's record hash is made of it)."""
         if red.len() == 0:
             return pl.Series("h", [], dtype=pl.UInt64)
-        self.cursor.register("_log_red", db.ArrowStream(red.to_frame("red")))
-        try:
+        with db.scanning(self.cursor, "_log_red", red.to_frame("red")):
             return pl.DataFrame(self.cursor.sql("SELECT hash(red) AS h FROM _log_red"))["h"]
-        finally:
-            self.cursor.unregister("_log_red")
 
     def close(self) -> None:
         self.cursor.close()
@@ -495,11 +492,10 @@ def _finish_templates(con, book: _TemplateBook, run_id: int) -> None:
                         book.examples.get(tid), run_id, run_id))
     if upd:
         updates = db.rows_frame(upd, ["n", "first_seen", "last_seen", "run", "template_id"])
-        con.register("_template_updates", db.ArrowStream(updates))
-        con.execute("""UPDATE log_templates t SET count = u.n, first_seen = u.first_seen,
-                           last_seen = u.last_seen, updated_run = u.run
-                       FROM _template_updates u WHERE t.template_id = u.template_id""")
-        con.unregister("_template_updates")
+        with db.scanning(con, "_template_updates", updates):
+            con.execute("""UPDATE log_templates t SET count = u.n, first_seen = u.first_seen,
+                               last_seen = u.last_seen, updated_run = u.run
+                           FROM _template_updates u WHERE t.template_id = u.template_id""")
     if ins:
         db.insert_rows(con, "log_templates", ins)
         # a template made only by merging older ones has no example from this file yet

@@ -257,13 +257,11 @@ def _frames(records: list[tf.TicketRecord]) -> tuple[pl.DataFrame, pl.DataFrame]
 
 def _append_records(con, records: list[tf.TicketRecord], with_messages: bool = True) -> None:
     df, mdf = _frames(records)
-    con.register("_records_df", db.ArrowStream(df))
-    con.execute(f"INSERT INTO {STAGE} SELECT * FROM _records_df")
-    con.unregister("_records_df")
+    with db.scanning(con, "_records_df", df):
+        con.execute(f"INSERT INTO {STAGE} SELECT * FROM _records_df")
     if with_messages and len(mdf):
-        con.register("_msgs_df", db.ArrowStream(mdf))
-        con.execute(f"INSERT INTO {STAGE_MSG} SELECT * FROM _msgs_df")
-        con.unregister("_msgs_df")
+        with db.scanning(con, "_msgs_df", mdf):
+            con.execute(f"INSERT INTO {STAGE_MSG} SELECT * FROM _msgs_df")
 
 
 def _parse_records(text: str, fmt: str, mapping: dict[str, str],
@@ -309,17 +307,15 @@ def _redact_stage(con, redactor) -> None:
     df = pl.DataFrame(con.sql(f"SELECT * FROM {STAGE}"))  # Arrow C stream: no pyarrow
     if len(df):
         df = df.with_columns([redactor.redact_series(df[c]).alias(c) for c in REDACTED_COLUMNS])
-        con.register("_redacted_df", db.ArrowStream(df))
-        con.execute(f"CREATE OR REPLACE TEMP TABLE {STAGE} AS SELECT * FROM _redacted_df")
-        con.unregister("_redacted_df")
+        with db.scanning(con, "_redacted_df", df):
+            con.execute(f"CREATE OR REPLACE TEMP TABLE {STAGE} AS SELECT * FROM _redacted_df")
     mdf = pl.DataFrame(con.sql(f"SELECT * FROM {STAGE_MSG}"))
     if len(mdf):
         authors = [None if a is None else redactor.pseudonym("PERSON", a) for a in mdf["author"]]
         mdf = mdf.with_columns(redactor.redact_series(mdf["text"]).alias("text"),
                                pl.Series("author", authors, dtype=pl.Utf8))
-        con.register("_redacted_msgs", db.ArrowStream(mdf))
-        con.execute(f"CREATE OR REPLACE TEMP TABLE {STAGE_MSG} AS SELECT * FROM _redacted_msgs")
-        con.unregister("_redacted_msgs")
+        with db.scanning(con, "_redacted_msgs", mdf):
+            con.execute(f"CREATE OR REPLACE TEMP TABLE {STAGE_MSG} AS SELECT * FROM _redacted_msgs")
 
 
 def _final_projection(origin: str, path: str, run_id: int) -> str:
