@@ -102,21 +102,18 @@ class _TemplateBook:
     def count(self, records: pl.DataFrame, ids: pl.DataFrame) -> None:
         """Add a chunk's records (message_id, ts) to the per-template statistics, by the
         template each message has now (`ids`: message_id, template_id)."""
-        self.stats.append(_template_stats(records.select("message_id", "ts")
-                                          .join(ids, on="message_id"), "template_id"))
+        self.stats.append(records.select("message_id", "ts").join(ids, on="message_id")
+                          .group_by("template_id").agg(pl.len().cast(pl.Int64).alias("n"),
+                                                       pl.col("ts").min().alias("first_seen"),
+                                                       pl.col("ts").max().alias("last_seen")))
         if len(self.stats) >= 32:  # keep a long file's statistics small
-            self.stats = [_template_stats(pl.concat(self.stats), "template_id")]
+            self.stats = [_merge_stats(self.stats)]
 
 
-def _template_stats(frame: pl.DataFrame, by: str | pl.Expr) -> pl.DataFrame:
-    """Record count and first/last time per template of records (ts) or of partial
-    statistics (n, first_seen, last_seen)."""
-    if "n" in frame.columns:
-        aggs = [pl.col("n").sum(), pl.col("first_seen").min(), pl.col("last_seen").max()]
-    else:
-        aggs = [pl.len().cast(pl.Int64).alias("n"), pl.col("ts").min().alias("first_seen"),
-                pl.col("ts").max().alias("last_seen")]
-    return frame.group_by(by).agg(aggs)
+def _merge_stats(parts: list[pl.DataFrame]) -> pl.DataFrame:
+    """Statistics (template_id, n, first_seen, last_seen) of several parts, per template."""
+    return pl.concat(parts).group_by("template_id").agg(
+        pl.col("n").sum(), pl.col("first_seen").min(), pl.col("last_seen").max())
 
 
 class _BackgroundHash:
@@ -246,6 +243,8 @@ def _next_message_id(con: duckdb.DuckDBPyConnection) -> int:
 # ingest finds it again (a match is then confirmed field by field: a hash collision
 # never drops a record).
 _HASH = "hash(c.line_no, c.ts_text, c.host, c.component, c.level, c.fields, hash(m.message))"
+# The same over a chunk `c` whose column h already holds hash(message) (the message cache).
+_CHUNK_HASH = _HASH.replace("hash(m.message)", "c.h")
 
 
 class _RedactMemo:
@@ -378,8 +377,8 @@ class _ChunkStore:
             con.execute(f"""
                 INSERT INTO log_records
                 SELECT {run_id}, c.line_no, {n_lines}, c.ts, c.ts_text, c.host,
-                       c.component, c.level, c.message_id, c.fields, {flag}, {_HASH}
-                FROM _log_chunk c""".replace("hash(m.message)", "c.h"))
+                       c.component, c.level, c.message_id, c.fields, {flag}, {_CHUNK_HASH}
+                FROM _log_chunk c""")
 
         self.writer.submit(write_records)
         messages = self._mine(fresh)
@@ -413,14 +412,14 @@ class _ChunkStore:
 
     def _duplicates(self, recs: pl.DataFrame) -> pl.Series:
         """Which records are already stored (same line number, same content)."""
-        table = recs.select("line_no", "ts_text", "host", "component", "level", "fields",
+        table = recs.select("line_no", "ts_text", "host", "component", "level", "fields", "h",
                             pl.col("red").alias("message")).to_arrow(compat_level=ARROW)
         _log_probe = table  # noqa: F841 (read by DuckDB by name)
         with self.writer.lock:
             return self.con.sql(f"""
                 SELECT EXISTS (
                     SELECT 1 FROM log_records r JOIN log_messages s USING (message_id)
-                    WHERE r.record_hash = {_HASH.replace("m.message", "c.message")}
+                    WHERE r.record_hash = {_CHUNK_HASH}
                       AND r.line_no = c.line_no AND s.message = c.message
                       AND r.ts_text IS NOT DISTINCT FROM c.ts_text
                       AND r.host IS NOT DISTINCT FROM c.host
@@ -457,10 +456,10 @@ def _finish_templates(con, book: _TemplateBook, run_id: int) -> None:
     (counted chunk by chunk in `book.stats`), so no stored record is read again."""
     now = db.now()
     final = tm.resolve_merges(book.merges)
-    stored = pl.DataFrame(con.sql("SELECT template_id, count AS n, first_seen, last_seen "
-                                  "FROM log_templates"))  # Arrow C stream: no pyarrow
+    stored = pl.DataFrame(con.sql("SELECT template_id, count AS n, first_seen, last_seen, "
+                                  "template FROM log_templates"))  # Arrow C stream: no pyarrow
     if final:
-        known = dict(con.execute("SELECT template_id, template FROM log_templates").fetchall())
+        known = dict(zip(stored["template_id"], stored["template"]))
         rows = []
         for old, new in book.merges:
             old_text = known.get(old) or tm.template_text(book.miner.retired.get(old, ()))
@@ -479,8 +478,7 @@ def _finish_templates(con, book: _TemplateBook, run_id: int) -> None:
     final_id = pl.col("template_id").replace(final) if final else pl.col("template_id")
     parts = [f.select(final_id, "n", "first_seen", "last_seen")
              for f in (*book.stats, stored.cast({"n": pl.Int64}))]
-    stats = _template_stats(pl.concat(parts), "template_id") \
-        .filter(pl.col("template_id").is_in(live))
+    stats = _merge_stats(parts).filter(pl.col("template_id").is_in(live))
     existing = set(stored["template_id"].to_list()) - set(final)
     upd, ins = [], []
     for tid, n, first, last in stats.iter_rows():
