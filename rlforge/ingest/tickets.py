@@ -111,13 +111,14 @@ def _load_csv(con, path: Path, text_head: str, mapping: dict[str, str], fi: File
     hash_expr = f"printf('%016x%016x', hash({cols}), hash({cols}, 'rlforge'))"
     extra = ("json_object(" + ", ".join(f"{_sql_str(c)}, {_ident(c)}" for c in unmapped) + ")"
              if unmapped else "'{}'::JSON")
-    # every separator becomes a comma, then one split (plain replaces cost half what the
-    # regex split did: 0.44 vs 0.57 CPU-s on 1M rows)
-    tags = f"coalesce({_ident(m['tags'])}, '')" if "tags" in m else None
-    for sep in tf.TAG_SEPARATORS[1:]:
-        tags = tags and f"replace({tags}, chr({ord(sep)}), ',')"
-    tags = (f"list_filter(string_split({tags}, ','), lambda x: x <> '')" if tags
-            else "[]::VARCHAR[]")
+    tags = "[]::VARCHAR[]"
+    if "tags" in m:
+        # every separator becomes a comma, then one split (plain replaces cost less than a
+        # regex split: 0.44 vs 0.57 CPU-s on 1M rows)
+        text = f"coalesce({_ident(m['tags'])}, '')"
+        for sep in tf.TAG_SEPARATORS.replace(",", ""):
+            text = f"replace({text}, chr({ord(sep)}), ',')"
+        tags = f"list_filter(string_split({text}, ','), lambda x: x <> '')"
     col_types = "{" + ", ".join(f"{_sql_str(c)}: 'VARCHAR'" for c in columns) + "}"
     compression = "gzip" if is_gzip(path) else "none"
 
