@@ -171,17 +171,10 @@ def read(repo: Path, rev: str = "--all", known: set[str] | None = None,
 def _frames(repo: str, commits: list[CommitRecord], redactor) -> tuple[pl.DataFrame, pl.DataFrame]:
     import polars as pl
 
-    people: dict[str, str] = {}  # a history has few authors and many commits
-
     def person(name: str, email: str) -> str:
         if redactor is None:
             return f"{name} <{email}>"
-        ident = (email or name).strip().lower()
-        if ident not in people:
-            people[ident] = redactor.pseudonym("PERSON", ident)
-        else:
-            redactor.counts["PERSON"] += 1  # each occurrence is one redaction, as uncached
-        return people[ident]
+        return redactor.pseudonym("PERSON", (email or name).strip().lower())
 
     messages = pl.Series("message", [c.message for c in commits], dtype=pl.Utf8)
     if redactor is not None:

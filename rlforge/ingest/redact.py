@@ -547,6 +547,7 @@ class Redactor:
         self._rust = re.sub(r"\(\?P<[a-z_0-9]+>", "(?:", py)
         self._prefixed = {r.name: r.prefix is not None for r in rules}
         self._cache: dict[str, tuple[str, tuple[str, ...]]] = {}
+        self._pseudonyms: dict[tuple[str, str], str] = {}  # authors recur: one HMAC each
 
     def _placeholder(self, kind: str, value: str) -> str:
         mac = hmac.digest(self._key, f"{kind}\x00{value}".encode(), "sha256")
@@ -558,10 +559,15 @@ class Redactor:
         Counts one redaction of that kind. The same (kind, value) always gives the same
         placeholder under the same key.
         """
-        if not re.fullmatch(r"[A-Z][A-Z0-9_]*", kind):
-            raise ValueError(f"kind must be upper-case letters, digits and _, got {kind!r}")
+        hit = self._pseudonyms.get((kind, value))
+        if hit is None:
+            if not re.fullmatch(r"[A-Z][A-Z0-9_]*", kind):
+                raise ValueError(f"kind must be upper-case letters, digits and _, got {kind!r}")
+            if len(self._pseudonyms) >= _CACHE_LIMIT:
+                self._pseudonyms.clear()
+            hit = self._pseudonyms[(kind, value)] = self._placeholder(kind, value)
         self.counts[kind] += 1
-        return self._placeholder(kind, value)
+        return hit
 
     def _spans(self, cand: str) -> tuple[list[Span], bool]:
         """Redacted spans of one regex match (positions within `cand`), and whether the
