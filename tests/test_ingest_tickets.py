@@ -309,3 +309,44 @@ def test_tag_lists_split_the_same_from_csv_and_from_json(cli, query, tmp_path):
     for origin in ("csv", "json"):
         got = dict(query("SELECT source_id, tags FROM tickets WHERE origin = ?", [origin]))
         assert got == expected, origin
+
+
+def test_database_from_before_zstd_text_is_rebuilt_keeping_every_row_in_order(tmp_path):
+    """Migration 0006 rebuilds `tickets` and `ticket_messages` with zstd for their free
+    text: a database written at schema 5 keeps every row, in file order, and a re-ingest of
+    the same exports still finds them all as duplicates."""
+    import duckdb
+
+    from rlforge import db
+    from rlforge.ingest import tickets
+
+    path = tmp_path / "old.duckdb"
+    con = duckdb.connect(str(path))
+    con.execute("CREATE TABLE schema_migrations "
+                "(name VARCHAR PRIMARY KEY, applied_at TIMESTAMP, rlforge_version VARCHAR)")
+    before_0006 = [m for m in db.MIGRATIONS if m.name < "0006"]
+    assert len(before_0006) == 5
+    for m in before_0006:
+        con.execute(m.sql)
+        con.execute("INSERT INTO schema_migrations VALUES (?, now(), 'old')", [m.name])
+    exports = [SAMPLE_DATA / "tickets" / "tickets.csv", SAMPLE_DATA / "tickets" / "zendesk_export.json"]
+    for p in exports:
+        assert tickets.ingest_file(con, p, redactor=None).status == "ok"
+    ordered = "SELECT * FROM {} ORDER BY rowid"
+    old_tickets = con.execute(ordered.format("tickets")).fetchall()
+    old_messages = con.execute(ordered.format("ticket_messages")).fetchall()
+    assert len(old_tickets) > 100 and len(old_messages) > 100
+    con.close()
+
+    con = db.connect(path)
+    assert db.schema_version(con) == len(db.MIGRATIONS)
+    assert con.execute(ordered.format("tickets")).fetchall() == old_tickets
+    assert con.execute(ordered.format("ticket_messages")).fetchall() == old_messages
+    con.execute("CHECKPOINT")
+    zstd = {c for c, in con.execute("SELECT DISTINCT column_name FROM pragma_storage_info('tickets') "
+                                     "WHERE compression = 'ZSTD'").fetchall()}
+    assert {"body", "subject", "resolution", "extra", "content_hash"} <= zstd
+    assert "category" not in zstd
+    again = [tickets.ingest_file(con, p, redactor=None) for p in exports]
+    assert sum(r.n_loaded for r in again) == 0
+    assert sum(r.n_duplicates for r in again) == len(old_tickets)
