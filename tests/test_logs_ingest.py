@@ -309,6 +309,26 @@ def test_a_record_longer_than_the_limit_is_cut_and_the_rest_set_aside(con, tmp_p
     assert first[0] + r.n_quarantined == 13
 
 
+def test_fields_stay_redacted_when_the_memo_starts_over(con, tmp_path, monkeypatch):
+    # the memo of redacted field values is bounded; when a chunk's new values push it past
+    # its bound it starts over, and the values of that chunk it had already seen must still
+    # be redacted (they are not "seen" any more once it is empty)
+    monkeypatch.setattr(lf, "CHUNK_BYTES", 2048)
+    monkeypatch.setattr(logs._RedactMemo, "LIMIT", 3)
+    fmt = "<Date> <Time> <User> <Level> <Component>: <Content>"
+    # ann on every other line, and a new user every 50 lines (two chunks or so)
+    rows = [f"2024-05-01 10:00:{i % 60:02d},{i:03d} {'ann' if i % 2 else f'u{i // 50}'}"
+            f"@example.com INFO a.B: step {i} done" for i in range(300)]
+    path = tmp_path / "users.log"
+    path.write_text("\n".join(rows) + "\n")
+    r = logs.ingest_file(con, path, fmt=fmt, redactor=Redactor(db.redaction_key(con)))
+    assert r.status == "ok" and r.n_loaded == 300
+    users = [json.loads(f)["User"] for (f,) in con.execute(
+        "SELECT fields FROM log_records ORDER BY line_no").fetchall()]
+    assert [u for u in users if not u.startswith("<EMAIL_")] == []
+    assert len(set(users)) == 7 and len(set(users[1::2])) == 1
+
+
 def test_template_counts_and_times_agree_with_the_stored_records(con, tmp_path, monkeypatch):
     """`log_templates` is brought up to date from each file's own records and the counts it
     held before (nothing stored is read again): after ingests in many chunks, templates

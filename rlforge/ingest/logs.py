@@ -264,11 +264,14 @@ class _RedactMemo:
 
     def apply(self, values: pl.Series, distinct: pl.Series, redactor) -> pl.Series:
         fresh = distinct.filter(~distinct.is_in(self.seen.implode()))
+        if self.seen.len() + fresh.len() > self.LIMIT:
+            # Start over with this chunk's values: every one of them is scanned again, so
+            # none that redaction changes slips through as "seen" once the memo is empty.
+            self.clear()
+            fresh = distinct
         if fresh.len():
             redacted = redactor.redact_series(fresh)
             changed = fresh != redacted
-            if self.seen.len() + fresh.len() > self.LIMIT:
-                self.clear()
             self.seen = pl.concat([self.seen, fresh.alias("v")])
             self.old = pl.concat([self.old, fresh.filter(changed).alias("v")])
             self.new = pl.concat([self.new, redacted.filter(changed).alias("v")])
