@@ -243,19 +243,25 @@ def test_redaction_happens_before_anything_is_written(con, tmp_path):
     assert tpl == "password reset sent to <*>"
 
 
+def _stored_users(con, tmp_path, monkeypatch, users: list[str]) -> list[str]:
+    """Ingest one line per user name (its address in the header's User field) in chunks of
+    ~25 lines, redacting; the stored User field of each line, in line order."""
+    monkeypatch.setattr(lf, "CHUNK_BYTES", 2048)
+    fmt = "<Date> <Time> <User> <Level> <Component>: <Content>"
+    path = tmp_path / "users.log"
+    path.write_text("".join(f"2024-05-01 10:00:{i % 60:02d},{i:03d} {u}@example.com "
+                            f"INFO a.B: step {i} done\n" for i, u in enumerate(users)))
+    r = logs.ingest_file(con, path, fmt=fmt, redactor=Redactor(db.redaction_key(con)))
+    assert r.status == "ok" and r.n_loaded == len(users)
+    return [json.loads(f)["User"] for (f,) in con.execute(
+        "SELECT fields FROM log_records ORDER BY line_no").fetchall()]
+
+
 def test_fields_are_redacted_alike_in_every_chunk(con, tmp_path, monkeypatch):
     # field values are redacted once per file and remembered across chunks: a value seen in
     # an early chunk must still be replaced later, and a new one found where it first appears
-    monkeypatch.setattr(lf, "CHUNK_BYTES", 2048)
-    fmt = "<Date> <Time> <User> <Level> <Component>: <Content>"
-    rows = [f"2024-05-01 10:00:{i % 60:02d},{i:03d} {'bob' if i == 170 else 'ann'}@example.com "
-            f"INFO a.B: step {i} done" for i in range(200)]
-    path = tmp_path / "users.log"
-    path.write_text("\n".join(rows) + "\n")
-    r = logs.ingest_file(con, path, fmt=fmt, redactor=Redactor(db.redaction_key(con)))
-    assert r.status == "ok" and r.n_loaded == 200
-    users = [json.loads(f)["User"] for (f,) in con.execute(
-        "SELECT fields FROM log_records ORDER BY line_no").fetchall()]
+    users = _stored_users(con, tmp_path, monkeypatch,
+                          ["bob" if i == 170 else "ann" for i in range(200)])
     assert all("@" not in u and u.startswith("<EMAIL_") for u in users)
     assert len(set(users[:170] + users[171:])) == 1 and users[170] != users[0]
 
@@ -313,18 +319,10 @@ def test_fields_stay_redacted_when_the_memo_starts_over(con, tmp_path, monkeypat
     # the memo of redacted field values is bounded; when a chunk's new values push it past
     # its bound it starts over, and the values of that chunk it had already seen must still
     # be redacted (they are not "seen" any more once it is empty)
-    monkeypatch.setattr(lf, "CHUNK_BYTES", 2048)
     monkeypatch.setattr(logs._RedactMemo, "LIMIT", 3)
-    fmt = "<Date> <Time> <User> <Level> <Component>: <Content>"
     # ann on every other line, and a new user every 50 lines (two chunks or so)
-    rows = [f"2024-05-01 10:00:{i % 60:02d},{i:03d} {'ann' if i % 2 else f'u{i // 50}'}"
-            f"@example.com INFO a.B: step {i} done" for i in range(300)]
-    path = tmp_path / "users.log"
-    path.write_text("\n".join(rows) + "\n")
-    r = logs.ingest_file(con, path, fmt=fmt, redactor=Redactor(db.redaction_key(con)))
-    assert r.status == "ok" and r.n_loaded == 300
-    users = [json.loads(f)["User"] for (f,) in con.execute(
-        "SELECT fields FROM log_records ORDER BY line_no").fetchall()]
+    users = _stored_users(con, tmp_path, monkeypatch,
+                          ["ann" if i % 2 else f"u{i // 50}" for i in range(300)])
     assert [u for u in users if not u.startswith("<EMAIL_")] == []
     assert len(set(users)) == 7 and len(set(users[1::2])) == 1
 
