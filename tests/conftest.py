@@ -63,3 +63,22 @@ def query(db_path):
             con.close()
 
     return run
+
+
+@pytest.fixture
+def database_before():
+    """A factory for migration tests: make(path, "0006") is a connection to a new DuckDB
+    file holding the schema an older rlforge left, every migration named before 0006."""
+    from rlforge import db
+
+    def make(path: Path, name: str) -> duckdb.DuckDBPyConnection:
+        con = duckdb.connect(str(path))
+        con.execute("CREATE TABLE schema_migrations "
+                    "(name VARCHAR PRIMARY KEY, applied_at TIMESTAMP, rlforge_version VARCHAR)")
+        for m in db.MIGRATIONS:
+            if m.name < name:
+                con.execute(m.sql)
+                con.execute("INSERT INTO schema_migrations VALUES (?, now(), 'old')", [m.name])
+        return con
+
+    return make

@@ -311,24 +311,17 @@ def test_tag_lists_split_the_same_from_csv_and_from_json(cli, query, tmp_path):
         assert got == expected, origin
 
 
-def test_database_from_before_zstd_text_is_rebuilt_keeping_every_row_in_order(tmp_path):
+def test_database_from_before_zstd_text_is_rebuilt_keeping_every_row_in_order(
+        tmp_path, database_before):
     """Migration 0006 rebuilds `tickets` and `ticket_messages` with zstd for their free
     text: a database written at schema 5 keeps every row, in file order, and a re-ingest of
     the same exports still finds them all as duplicates."""
-    import duckdb
-
     from rlforge import db
     from rlforge.ingest import tickets
 
     path = tmp_path / "old.duckdb"
-    con = duckdb.connect(str(path))
-    con.execute("CREATE TABLE schema_migrations "
-                "(name VARCHAR PRIMARY KEY, applied_at TIMESTAMP, rlforge_version VARCHAR)")
-    before_0006 = [m for m in db.MIGRATIONS if m.name < "0006"]
-    assert len(before_0006) == 5
-    for m in before_0006:
-        con.execute(m.sql)
-        con.execute("INSERT INTO schema_migrations VALUES (?, now(), 'old')", [m.name])
+    con = database_before(path, "0006")
+    assert db.schema_version(con) == 5
     exports = [SAMPLE_DATA / "tickets" / "tickets.csv", SAMPLE_DATA / "tickets" / "zendesk_export.json"]
     for p in exports:
         assert tickets.ingest_file(con, p, redactor=None).status == "ok"

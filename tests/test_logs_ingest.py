@@ -266,14 +266,37 @@ def test_fields_are_redacted_alike_in_every_chunk(con, tmp_path, monkeypatch):
     assert len(set(users[:170] + users[171:])) == 1 and users[170] != users[0]
 
 
-def test_record_hash_matches_the_stored_definition(con, tmp_path):
-    """The duplicate check recomputes the hash from stored rows: the two must agree."""
+def test_database_from_before_0007_keeps_its_records_and_finds_them_again(tmp_path,
+                                                                          database_before):
+    """Migration 0007 drops `log_records.record_hash`: a database written at schema 6
+    keeps every record in line order, and a re-ingest of its file finds all of them (by
+    line number and content) as duplicates."""
     path = tmp_path / "app.log"
     path.write_text(JAVA_LOG)
-    logs.ingest_file(con, path, fmt=APP)
-    stored = logs._HASH.replace("c.", "r.").replace("m.message", "s.message")
-    assert con.execute(f"SELECT count(*) FROM log_records r JOIN log_messages s "
-                       f"USING (message_id) WHERE r.record_hash <> {stored}").fetchall() == [(0,)]
+    source = db.connect(tmp_path / "source.duckdb")
+    assert logs.ingest_file(source, path, fmt=APP).n_loaded == 4
+    source.close()
+    old_path = tmp_path / "old.duckdb"
+    old = database_before(old_path, "0007")
+    assert db.schema_version(old) == 6
+    old.execute(f"ATTACH '{tmp_path / 'source.duckdb'}' AS source (READ_ONLY)")
+    for table in ("ingest_runs", "log_messages", "log_templates"):
+        old.execute(f"INSERT INTO {table} SELECT * FROM source.{table}")
+    old.execute("INSERT INTO log_records SELECT *, hash(line_no) FROM source.log_records")
+    old.execute("SELECT nextval('ingest_run_seq') FROM range((SELECT max(run_id) FROM ingest_runs))")
+    records = old.execute("SELECT * EXCLUDE (record_hash) FROM log_records ORDER BY rowid").fetchall()
+    old.close()
+
+    con = db.connect(old_path)
+    assert db.schema_version(con) == len(db.MIGRATIONS)
+    columns = [c for c, in con.execute("SELECT column_name FROM duckdb_columns() "
+                                       "WHERE table_name = 'log_records'").fetchall()]
+    assert "record_hash" not in columns and "line_no" in columns
+    assert con.execute("SELECT * FROM log_records ORDER BY rowid").fetchall() == records
+    assert [no for no, *_ in lines_of(con)] == [1, 2, 8, 10]
+    again = logs.ingest_file(con, path, fmt=APP)
+    assert (again.n_read, again.n_loaded, again.n_duplicates) == (4, 0, 4)
+    con.close()
 
 
 def test_unknown_settings_are_user_errors(con, tmp_path):

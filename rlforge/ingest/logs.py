@@ -239,14 +239,6 @@ def _next_message_id(con: duckdb.DuckDBPyConnection) -> int:
     return con.execute("SELECT coalesce(max(message_id), 0) + 1 FROM log_messages").fetchall()[0][0]
 
 
-# A record's identity for duplicates, computable from what is stored, so that a later
-# ingest finds it again (a match is then confirmed field by field: a hash collision
-# never drops a record).
-_HASH = "hash(c.line_no, c.ts_text, c.host, c.component, c.level, c.fields, hash(m.message))"
-# The same over a chunk `c` whose column h already holds hash(message) (the message cache).
-_CHUNK_HASH = _HASH.replace("hash(m.message)", "c.h")
-
-
 class _RedactMemo:
     """The values of one text column that a file's earlier chunks already redacted, and
     the ones redaction changed (old -> new): a value seen again is not scanned again.
@@ -324,12 +316,8 @@ class _ChunkStore:
         self.check = check_duplicates
         self.next_id = _next_message_id(con)
         self.field_memos: dict[str, _RedactMemo] = {}
-        # (h: DuckDB's hash of the redacted message, part of each record's hash, computed
-        # once per message on a cursor of its own instead of joined in by the writer)
         self.cache = pl.DataFrame(schema={"message": pl.String, "message_id": pl.Int64,
-                                          "red": pl.String, "h": pl.UInt64,
-                                          "template_id": pl.String})
-        self.cursor = con.cursor()
+                                          "red": pl.String, "template_id": pl.String})
 
     def store(self, chunk: pl.DataFrame) -> tuple[int, int]:
         """Queue one chunk for writing; returns (loaded, duplicates)."""
@@ -344,15 +332,14 @@ class _ChunkStore:
             (self.redactor.redact_series(fresh["message"]) if self.redactor is not None
              else fresh["message"]).alias("red"))
         self.next_id += fresh.height
-        fresh = fresh.with_columns(self._message_hashes(fresh["red"]))
-        every = pl.concat([known.select("message", "message_id", "red", "h"),
-                           fresh.select("message", "message_id", "red", "h")])
+        every = pl.concat([known.select("message", "message_id", "red"),
+                           fresh.select("message", "message_id", "red")])
         recs = chunk.join(every, on="message", how="left", maintain_order="left")
         recs = recs.with_columns(_redact_fields(recs["fields"], self.redactor, self.plain,
                                                 self.field_memos))
         dup = 0
         if self.check:
-            flags = pl.Series(self._duplicates(recs))
+            flags = self._duplicates(recs)
             dup = int(flags.sum())
             if dup:
                 recs = recs.filter(~flags)
@@ -380,13 +367,13 @@ class _ChunkStore:
             con.execute(f"""
                 INSERT INTO log_records
                 SELECT {run_id}, c.line_no, {n_lines}, c.ts, c.ts_text, c.host,
-                       c.component, c.level, c.message_id, c.fields, {flag}, {_CHUNK_HASH}
+                       c.component, c.level, c.message_id, c.fields, {flag}
                 FROM _log_chunk c""")
 
         self.writer.submit(write_records)
         messages = self._mine(fresh)
         self.cache = pl.concat([self.cache, messages.select(
-            "message", "message_id", "red", "h", "template_id")])
+            "message", "message_id", "red", "template_id")])
         if self.cache.height > MESSAGE_CACHE_ROWS:
             self.cache = self.cache.tail(MESSAGE_CACHE_ROWS // 2)
         self.book.touched.update(known["template_id"].unique().to_list())
@@ -403,33 +390,30 @@ class _ChunkStore:
             self.writer.submit(write_messages)
         return recs.height, dup
 
-    def _message_hashes(self, red: pl.Series) -> pl.Series:
-        """DuckDB's hash of each message (the writer's record hash is made of it)."""
-        if red.len() == 0:
-            return pl.Series("h", [], dtype=pl.UInt64)
-        with db.scanning(self.cursor, "_log_red", red.to_frame("red")):
-            return pl.DataFrame(self.cursor.sql("SELECT hash(red) AS h FROM _log_red"))["h"]
-
-    def close(self) -> None:
-        self.cursor.close()
-
     def _duplicates(self, recs: pl.DataFrame) -> pl.Series:
-        """Which records are already stored (same line number, same content)."""
-        table = recs.select("line_no", "ts_text", "host", "component", "level", "fields", "h",
+        """Which records are already stored (same line number, same content).
+
+        Stored records are looked up between the chunk's first and last line numbers, a
+        range DuckDB answers from the few row groups whose min/max hold it: the check
+        reads about a chunk's worth of rows per stored file, however large the files."""
+        table = recs.select("line_no", "ts_text", "host", "component", "level", "fields",
                             pl.col("red").alias("message")).to_arrow(compat_level=ARROW)
         _log_probe = table  # noqa: F841 (read by DuckDB by name)
+        low, high = int(recs["line_no"].min()), int(recs["line_no"].max())
         with self.writer.lock:
-            return self.con.sql(f"""
-                SELECT EXISTS (
-                    SELECT 1 FROM log_records r JOIN log_messages s USING (message_id)
-                    WHERE r.record_hash = {_CHUNK_HASH}
-                      AND r.line_no = c.line_no AND s.message = c.message
-                      AND r.ts_text IS NOT DISTINCT FROM c.ts_text
-                      AND r.host IS NOT DISTINCT FROM c.host
-                      AND r.component IS NOT DISTINCT FROM c.component
-                      AND r.level IS NOT DISTINCT FROM c.level
-                      AND r.fields IS NOT DISTINCT FROM c.fields) AS dup
-                FROM _log_probe c ORDER BY c.line_no""").to_arrow_table().column("dup")
+            stored = pl.DataFrame(self.con.sql(f"""
+                SELECT DISTINCT c.line_no
+                FROM _log_probe c
+                JOIN log_records r ON r.line_no = c.line_no
+                     AND r.ts_text IS NOT DISTINCT FROM c.ts_text
+                     AND r.host IS NOT DISTINCT FROM c.host
+                     AND r.component IS NOT DISTINCT FROM c.component
+                     AND r.level IS NOT DISTINCT FROM c.level
+                     AND r.fields IS NOT DISTINCT FROM c.fields
+                JOIN log_messages s ON s.message_id = r.message_id AND s.message = c.message
+                WHERE r.line_no BETWEEN {low} AND {high}"""))
+        # a record's line number is unique within a file: it names the record
+        return recs["line_no"].is_in(stored["line_no"].implode())
 
     def _mine(self, fresh: pl.DataFrame) -> pl.DataFrame:
         """Template id and parameters of each new message."""
@@ -541,7 +525,7 @@ def ingest_file(con: duckdb.DuckDBPyConnection, path: str | Path, *, fmt: str = 
         book = _TemplateBook(_load_miner(con))
         check = con.execute("SELECT count(*) FROM log_records").fetchall()[0][0] > 0
         hasher = None if is_gzip(path) else _BackgroundHash()
-        writer, chunks, store = _Writer(con), None, None
+        writer, chunks = _Writer(con), None
         threads, buffered = con.execute(
             "SELECT current_setting('threads'), current_setting('write_buffer_row_group_count')"
         ).fetchall()[0]
@@ -574,8 +558,6 @@ def ingest_file(con: duckdb.DuckDBPyConnection, path: str | Path, *, fmt: str = 
             if chunks is not None:
                 chunks.close()
             writer.close()
-            if store is not None:
-                store.close()
             con.execute(f"SET threads = {int(threads)}")
             con.execute(f"SET write_buffer_row_group_count = {int(buffered)}")
             if hasher is not None:
