@@ -389,3 +389,29 @@ def test_an_ingest_leaves_the_connection_settings_as_it_found_them(con, tmp_path
     broken.write_bytes(gzip.compress(JAVA_LOG.encode() * 2000)[:-200])
     assert logs.ingest_file(con, broken, fmt=APP).status == "failed"
     assert con.execute(settings).fetchall() == before == [(2, 3)]
+
+
+def test_importing_rlforge_keeps_openblas_from_starting_workers():
+    """numpy (imported by pyarrow) would start OpenBLAS worker threads that spin on a core
+    while an ingest runs; after `import rlforge` it starts as many threads as with
+    OPENBLAS_NUM_THREADS=1, and a value the user set is kept."""
+    import os
+    import subprocess
+    import sys
+
+    count = ("import os{}; before = len(os.listdir('/proc/self/task')); import pyarrow; "
+             "print(len(os.listdir('/proc/self/task')) - before, "
+             "os.environ.get('OPENBLAS_NUM_THREADS'))")
+    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
+
+    def run(code: str, **extra: str) -> list[str]:
+        out = subprocess.run([sys.executable, "-c", code], env={**env, **extra},
+                             capture_output=True, text=True, check=True)
+        return out.stdout.split()
+
+    with_rlforge = run(count.format(", rlforge"))
+    one_thread = run(count.format(""), OPENBLAS_NUM_THREADS="1")
+    assert with_rlforge == one_thread
+    if (os.cpu_count() or 1) > 1:  # on one core OpenBLAS starts no worker either way
+        assert int(run(count.format(""))[0]) > int(one_thread[0])
+    assert run(count.format(", rlforge"), OPENBLAS_NUM_THREADS="4")[1] == "4"
