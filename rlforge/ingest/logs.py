@@ -101,11 +101,12 @@ class _TemplateBook:
 
     def count(self, records: pl.DataFrame, ids: pl.DataFrame) -> None:
         """Add a chunk's records (message_id, ts) to the per-template statistics, by the
-        template each message has now (`ids`: message_id, template_id)."""
-        self.stats.append(records.select("message_id", "ts").join(ids, on="message_id")
-                          .group_by("template_id").agg(pl.len().cast(pl.Int64).alias("n"),
-                                                       pl.col("ts").min().alias("first_seen"),
-                                                       pl.col("ts").max().alias("last_seen")))
+        template each message has now (`ids`: message_id, template_id). Records are
+        counted per message first: grouping integers is cheaper than joining every record."""
+        per_message = records.group_by("message_id").agg(
+            pl.len().cast(pl.Int64).alias("n"), pl.col("ts").min().alias("first_seen"),
+            pl.col("ts").max().alias("last_seen"))
+        self.stats.append(_merge_stats([per_message.join(ids, on="message_id")]))
         if len(self.stats) >= 32:  # keep a long file's statistics small
             self.stats = [_merge_stats(self.stats)]
 
