@@ -160,6 +160,67 @@ def test_parameters_are_null_when_the_message_does_not_fit_the_template():
     assert got.to_list() == [None]
 
 
+def _params_both_ways(messages: list[str], tokens) -> tuple[list, list]:
+    """extract_params with every template through the regex (no template is below the
+    bulk threshold), then with every template aligned in Python where it can be."""
+    series = pl.Series(messages, dtype=pl.String)
+    bulk = tm.BULK_PARAM_ROWS
+    try:
+        tm.BULK_PARAM_ROWS = 0
+        by_regex = tm.extract_params(series, tokens).to_list()
+        tm.BULK_PARAM_ROWS = 10**9
+        return by_regex, tm.extract_params(series, tokens).to_list()
+    finally:
+        tm.BULK_PARAM_ROWS = bulk
+
+
+@pytest.mark.parametrize("system", ["HDFS", "Hadoop", "Spark", "Zookeeper", "BGL", "HPC",
+                                    "Thunderbird", "Windows", "Android", "Apache", "OpenSSH"])
+def test_parameters_aligned_in_python_equal_the_regex_captures(system):
+    """Both ways of finding parameters give the same values on every real message of the
+    loghub samples, with the templates the miner finds for them."""
+    import json
+
+    from paths import SHARED_DATA
+
+    loghub = SHARED_DATA / "loghub"
+    masks = json.loads((loghub / "formats.json").read_text())[system]["regex"]
+    messages = pl.read_csv(loghub / system / f"{system}_2k.log_structured.csv",
+                           infer_schema=False)["Content"].fill_null("").to_list()
+    texts = norm(*messages, masks=masks)
+    miner = tm.TemplateMiner()
+    distinct = sorted(set(texts))
+    ids, _ = miner.assign(distinct)
+    template = {t: miner.templates[i] for t, i in zip(distinct, ids)}
+    tokens = [template[t] for t in texts]
+    by_regex, aligned = _params_both_ways(messages, tokens)
+    assert aligned == by_regex
+    plain = sum(tm._aligned_params(m.split("\n")[0], [t.split(W) for t in toks]) is not None
+                for m, toks in zip(messages, tokens))
+    assert plain > len(messages) // 2  # the Python way was taken for most messages
+
+
+space = st.sampled_from([" ", " ", " ", "  ", "\t", "\x1c", "\u3000", "\xa0"])
+
+
+@settings(max_examples=200, deadline=None)
+@given(parts=st.lists(st.tuples(st.sampled_from(["a", "b", "ab", "x=1", "", "a:b:c"]), space),
+                      min_size=1, max_size=6),
+       marks=st.lists(st.integers(0, 4), min_size=1, max_size=6), lead=st.booleans())
+def test_parameters_aligned_in_python_equal_the_regex_on_odd_whitespace(parts, marks, lead):
+    """Messages with runs of spaces, tabs and other whitespace, empty words and templates
+    with `<*>` in part of a token or in several: the two ways agree."""
+    text = (" " if lead else "") + "".join(w + sep for w, sep in parts).rstrip(" ")
+    words = [w for w, _ in parts if w]
+    template = []
+    for i, w in enumerate(words):
+        mark = marks[i % len(marks)]
+        template.append({0: w, 1: W, 2: w[:1] + W, 3: W + ":" + W, 4: w[:1] + W + w[-1:]}[mark])
+    tokens = [tuple(template) if template else None]
+    by_regex, aligned = _params_both_ways([text], tokens)
+    assert aligned == by_regex
+
+
 # --- properties ------------------------------------------------------------------------
 
 words = st.sampled_from(["open", "close", "user", "file", "disk", "error", "ok", "retry",

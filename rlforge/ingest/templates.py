@@ -380,22 +380,91 @@ def _param_regex(tokens: Msg) -> str:
     return r"^\s*" + r"\s+".join(parts) + r"\s*$"
 
 
+# Whitespace other than the plain space, as polars' regex engine counts it (Unicode
+# White_Space) plus U+001C..U+001F, which Python counts: a message holding any of these,
+# two spaces in a row, or a space at either end is left to the regex.
+_ODD_SPACE = re.compile("[\t-\r\x1c-\x1f\x85\xa0\u1680\u2000-\u200a\u2028\u2029"
+                        "\u202f\u205f\u3000]|  |^ | $")
+# A template with at least this many of a batch's messages is matched by polars at once (a
+# plan costs ~0.3 ms however few rows it has); fewer are aligned token by token in Python.
+BULK_PARAM_ROWS = 32
+
+
+def _aligned_params(text: str, pieces: Sequence[Sequence[str]]) -> list[str] | None:
+    """The `<*>` values of a message whose words are separated by single spaces, when its
+    words line up one to one with the template's (`pieces`: each token's text around its
+    `<*>`, one piece for a constant); None when they do not, or when a token has two
+    `<*>`. Then the regex of `_param_regex` gives the same values: with single spaces and
+    as many words as tokens, each token can only match its own word."""
+    words = text.split(" ")
+    if len(words) != len(pieces) or _ODD_SPACE.search(text):
+        return None
+    params = []
+    for word, piece in zip(words, pieces):
+        if len(piece) == 1:
+            if word != piece[0]:
+                return None
+        elif len(piece) == 2 and len(word) >= len(piece[0]) + len(piece[1]) \
+                and word.startswith(piece[0]) and word.endswith(piece[1]):
+            params.append(word[len(piece[0]):len(word) - len(piece[1])])
+        else:
+            return None
+    return params
+
+
+def _align_few(first: pl.Series, keys: list[str | None]
+               ) -> tuple[list[int], list[list[str]], dict[str, pl.Expr]]:
+    """Parameters of the messages (rows of `first`, with their template texts `keys`) that
+    line up plainly with a template of few messages in the batch: their rows and values,
+    and for the rest, per template, the rows its regex must run on."""
+    rows: dict[str, list[int]] = collections.defaultdict(list)
+    for i, key in enumerate(keys):
+        if key is not None and WILDCARD in key:
+            rows[key].append(i)
+    aligned_i: list[int] = []
+    aligned_p: list[list[str]] = []
+    by_regex: dict[str, pl.Expr] = {}
+    for key, idx in rows.items():
+        if len(idx) >= BULK_PARAM_ROWS:
+            by_regex[key] = pl.col("k") == key
+            continue
+        pieces = [tok.split(WILDCARD) for tok in split_tokens(key)]
+        left = []
+        for i, text in zip(idx, first.gather(idx).to_list()):
+            got = _aligned_params(text, pieces)
+            if got is None:
+                left.append(i)
+            else:
+                aligned_i.append(i)
+                aligned_p.append(got)
+        if left:
+            by_regex[key] = pl.col("i").is_in(left)
+    return aligned_i, aligned_p, by_regex
+
+
 def extract_params(messages: pl.Series, tokens: Sequence[Msg | None]) -> pl.Series:
     """The values at the `<*>` positions of each message's template (first line only);
-    null where the template's text cannot be aligned with the message."""
+    null where the template's text cannot be aligned with the message.
+
+    The values are what `_param_regex` captures. A template with many messages in the
+    batch runs that regex over them in polars; one with few aligns a message's words with
+    its tokens in Python, and leaves to the regex only the messages that do not line up
+    plainly (odd whitespace, a different word count, two `<*>` in a token)."""
     first = messages.fill_null("").str.splitn("\n", 2).struct.field("field_0")
+    keys = [template_text(t) if t is not None else None for t in tokens]
+    aligned_i, aligned_p, by_regex = _align_few(first, keys)
     df = pl.DataFrame({"i": pl.int_range(0, len(first), eager=True), "m": first,
-                       "k": [template_text(t) if t is not None else None for t in tokens]})
+                       "k": pl.Series(keys, dtype=pl.String)})  # typed even when all null
     frame = df.lazy()
     plans = [frame.filter(pl.col("k").is_null() | ~pl.col("k").str.contains(WILDCARD, literal=True))
              .select("i", pl.when(pl.col("k").is_null()).then(pl.lit(None, pl.List(pl.String)))
-                     .otherwise(pl.lit([], pl.List(pl.String))).alias("p"))]
-    for key in df["k"].drop_nulls().unique(maintain_order=True).to_list():
-        if WILDCARD not in key:
-            continue
+                     .otherwise(pl.lit([], pl.List(pl.String))).alias("p")),
+             pl.LazyFrame({"i": aligned_i, "p": aligned_p},
+                          schema={"i": pl.Int64, "p": pl.List(pl.String)})]
+    for key, where in by_regex.items():
         g = pl.col("m").str.extract_groups(_param_regex(split_tokens(key)))
         n = key.count(WILDCARD)  # one group per <*>
-        plans.append(frame.filter(pl.col("k") == key).select(
+        plans.append(frame.filter(where).select(
             "i", pl.when(g.struct[0].is_null()).then(None)
             .otherwise(pl.concat_list([g.struct[f] for f in range(n)])).alias("p")))
     # one call runs every template's plan (in parallel), not three eager calls per template
