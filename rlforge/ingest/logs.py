@@ -306,8 +306,8 @@ class _ChunkStore:
     """Turns chunks of records into rows of `log_messages` and `log_records`.
 
     Distinct messages are remembered across the chunks of a file (`MESSAGE_CACHE_ROWS`):
-    a message seen before keeps its message id, redaction, hash and template, so only new
-    messages are redacted, hashed, mined and inserted. Records go to the `_Writer` thread.
+    a message seen before keeps its message id, redaction and template, so only new
+    messages are redacted, mined and inserted. Records go to the `_Writer` thread.
     """
 
     def __init__(self, con, writer: _Writer, fi: FileIngest, book: _TemplateBook, masks,
