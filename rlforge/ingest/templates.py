@@ -423,15 +423,16 @@ def _align_few(first: pl.Series, keys: list[str | None]
             rows[key].append(i)
     aligned_i: list[int] = []
     aligned_p: list[list[str]] = []
-    by_regex: dict[str, pl.Expr] = {}
-    for key, idx in rows.items():
-        if len(idx) >= BULK_PARAM_ROWS:
-            by_regex[key] = pl.col("k") == key
-            continue
+    by_regex = {key: pl.col("k") == key for key, idx in rows.items()
+                if len(idx) >= BULK_PARAM_ROWS}
+    few = [(key, idx) for key, idx in rows.items() if len(idx) < BULK_PARAM_ROWS]
+    # one gather for all of them (one per template cost 2.5 of BGL's first 14 ms)
+    texts = iter(first.gather([i for _, idx in few for i in idx]).to_list())
+    for key, idx in few:
         pieces = [tok.split(WILDCARD) for tok in split_tokens(key)]
         left = []
-        for i, text in zip(idx, first.gather(idx).to_list()):
-            got = _aligned_params(text, pieces)
+        for i in idx:
+            got = _aligned_params(next(texts), pieces)
             if got is None:
                 left.append(i)
             else:
