@@ -13,6 +13,7 @@ import pytest
 from rlforge import db
 from rlforge.ingest import logformats as lf
 from rlforge.ingest import logs
+from rlforge.ingest.common import DATABASE_REDACTOR, resolve_redactor
 from rlforge.ingest.redact import Redactor
 
 from paths import SHARED_DATA
@@ -350,11 +351,16 @@ def test_fields_stay_redacted_when_the_memo_starts_over(con, tmp_path, monkeypat
     assert len(set(users)) == 7 and len(set(users[1::2])) == 1
 
 
-def test_template_counts_and_times_agree_with_the_stored_records(con, tmp_path, monkeypatch):
+@pytest.mark.parametrize("cache_rows", [logs.MESSAGE_CACHE_ROWS, 40])
+def test_template_counts_and_times_agree_with_the_stored_records(con, tmp_path, monkeypatch,
+                                                                 cache_rows):
     """`log_templates` is brought up to date from each file's own records and the counts it
     held before (nothing stored is read again): after ingests in many chunks, templates
     generalised within a file and across files, and a re-ingest of duplicates, every count
-    and first/last seen equals a recount of the stored lines."""
+    and first/last seen equals a recount of the stored lines. With a message cache of 40
+    rows, messages a file repeats are forgotten between chunks and numbered again: every
+    record still has its own text."""
+    monkeypatch.setattr(logs, "MESSAGE_CACHE_ROWS", cache_rows)
     spec = json.loads((SHARED_DATA / "loghub" / "formats.json").read_text())["BGL"]
     lines = (SHARED_DATA / "loghub" / "BGL" / "BGL_2k.log").read_text().splitlines(keepends=True)
     halves = [tmp_path / "first.log", tmp_path / "second.log"]
@@ -373,6 +379,12 @@ def test_template_counts_and_times_agree_with_the_stored_records(con, tmp_path, 
     recount = con.execute("SELECT template_id, count(*), min(ts), max(ts) FROM log_lines "
                           "GROUP BY template_id ORDER BY template_id").fetchall()
     assert stored == recount and sum(row[1] for row in stored) == 2000
+    redactor = resolve_redactor(con, DATABASE_REDACTOR)
+    expected = [m for path in halves for m in redactor.redact_series(
+        logs.read_log(path, spec["log_format"])["message"]).to_list()]
+    got = con.execute("SELECT message FROM log_lines WHERE ingest_run < 3 "
+                      "ORDER BY ingest_run, line_no").fetchall()
+    assert [m for (m,) in got] == expected
 
 
 def test_an_ingest_leaves_the_connection_settings_as_it_found_them(con, tmp_path):

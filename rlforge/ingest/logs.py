@@ -99,14 +99,18 @@ class _TemplateBook:
     examples: dict[str, str] = field(default_factory=dict)
     stats: list[pl.DataFrame] = field(default_factory=list)  # records per template, per chunk
 
-    def count(self, records: pl.DataFrame, ids: pl.DataFrame) -> None:
+    def count(self, records: pl.DataFrame, *lookups: pl.DataFrame) -> None:
         """Add a chunk's records (message_id, ts) to the per-template statistics, by the
-        template each message has now (`ids`: message_id, template_id). Records are
-        counted per message first: grouping integers is cheaper than joining every record."""
+        template each message has now (`lookups`: frames of message_id, template_id that
+        together hold every message of the chunk). Records are counted per message first:
+        grouping integers is cheaper than joining every record."""
         per_message = records.group_by("message_id").agg(
             pl.len().cast(pl.Int64).alias("n"), pl.col("ts").min().alias("first_seen"),
             pl.col("ts").max().alias("last_seen"))
-        self.stats.append(_merge_stats([per_message.join(ids, on="message_id")]))
+        stats = _merge_stats([per_message.join(ids.select("message_id", "template_id"),
+                                               on="message_id") for ids in lookups])
+        self.touched.update(stats["template_id"].to_list())
+        self.stats.append(stats)
         if len(self.stats) >= 32:  # keep a long file's statistics small
             self.stats = [_merge_stats(self.stats)]
 
@@ -324,23 +328,24 @@ class _ChunkStore:
         """Queue one chunk for writing; returns (loaded, duplicates)."""
         if chunk.height == 0:
             return 0, 0
-        distinct = chunk.select(pl.col("message").unique())
-        known = distinct.join(self.cache, on="message", how="inner")
-        fresh = distinct.join(self.cache, on="message", how="anti")
-        fresh = fresh.with_columns(
-            pl.int_range(self.next_id, self.next_id + fresh.height, dtype=pl.Int64)
-            .alias("message_id"),
-            (self.redactor.redact_series(fresh["message"]) if self.redactor is not None
-             else fresh["message"]).alias("red"))
-        self.next_id += fresh.height
-        every = pl.concat([known.select("message", "message_id", "red"),
-                           fresh.select("message", "message_id", "red")])
-        recs = chunk.join(every, on="message", how="left", maintain_order="left")
+        # Each record's message id comes from one join with the messages seen before; in
+        # most chunks every message is among them and nothing else is looked up. The join
+        # carries only the message column: the chunk's other columns are not copied.
+        ids = chunk.select("message").join(
+            self.cache.select("message", "message_id"), on="message", how="left",
+            maintain_order="left")["message_id"]
+        missing = ids.is_null()
+        fresh = self._new_messages(chunk["message"].filter(missing))
+        if fresh.height:
+            rows = missing.arg_true()
+            ids = ids.scatter(rows, chunk["message"].gather(rows).replace_strict(
+                fresh["message"], fresh["message_id"], default=None))
+        recs = chunk.with_columns(ids.alias("message_id"))
         recs = recs.with_columns(_redact_fields(recs["fields"], self.redactor, self.plain,
                                                 self.field_memos))
         dup = 0
         if self.check:
-            flags = self._duplicates(recs)
+            flags = self._duplicates(recs, fresh)
             dup = int(flags.sum())
             if dup:
                 recs = recs.filter(~flags)
@@ -356,7 +361,7 @@ class _ChunkStore:
             const["flag"] = "NULL::VARCHAR"
         if recs["n_lines"].min() == recs["n_lines"].max():
             const["n_lines"] = f"{int(recs['n_lines'][0])}::INTEGER"
-        rows = recs.drop("message", "red", *const).to_arrow(compat_level=ARROW)
+        rows = recs.drop("message", *const).to_arrow(compat_level=ARROW)
         run_id = self.fi.result.run_id
         con = self.con
         n_lines, flag = const.get("n_lines", "c.n_lines"), const.get("flag", "c.flag")
@@ -373,13 +378,11 @@ class _ChunkStore:
 
         self.writer.submit(write_records)
         messages = self._mine(fresh)
+        self.book.count(recs, self.cache, messages)
         self.cache = pl.concat([self.cache, messages.select(
             "message", "message_id", "red", "template_id")])
         if self.cache.height > MESSAGE_CACHE_ROWS:
             self.cache = self.cache.tail(MESSAGE_CACHE_ROWS // 2)
-        self.book.touched.update(known["template_id"].unique().to_list())
-        self.book.count(recs, pl.concat([known.select("message_id", "template_id"),
-                                         messages.select("message_id", "template_id")]))
         if messages.height:
             new_rows = messages.select("message_id", pl.col("red").alias("message"),
                                        "template_id", "params").to_arrow(compat_level=ARROW)
@@ -391,27 +394,44 @@ class _ChunkStore:
             self.writer.submit(write_messages)
         return recs.height, dup
 
-    def _duplicates(self, recs: pl.DataFrame) -> pl.Series:
+    def _new_messages(self, unseen: pl.Series) -> pl.DataFrame:
+        """The distinct messages not seen before (message, message_id, red), numbered in
+        order of first appearance and redacted."""
+        fresh = unseen.unique(maintain_order=True).to_frame("message")
+        fresh = fresh.with_columns(
+            pl.int_range(self.next_id, self.next_id + fresh.height, dtype=pl.Int64)
+            .alias("message_id"),
+            (self.redactor.redact_series(fresh["message"]) if self.redactor is not None
+             else fresh["message"]).alias("red"))
+        self.next_id += fresh.height
+        return fresh
+
+    def _duplicates(self, recs: pl.DataFrame, fresh: pl.DataFrame) -> pl.Series:
         """Which records are already stored (same line number, same content).
 
         Stored records are looked up between the chunk's first and last line numbers, a
         range DuckDB answers from the few row groups whose min/max hold it: the check
         reads about a chunk's worth of rows per stored file, however large the files."""
         table = recs.select("line_no", "ts_text", "host", "component", "level", "fields",
-                            pl.col("red").alias("message")).to_arrow(compat_level=ARROW)
-        _log_probe = table  # noqa: F841 (read by DuckDB by name)
+                            "message_id").to_arrow(compat_level=ARROW)
+        present = recs.select(pl.col("message_id").unique())
+        texts = pl.concat([present.join(known.select("message_id", "red"), on="message_id")
+                           for known in (self.cache, fresh)])
+        texts = texts.to_arrow(compat_level=ARROW)
+        _log_probe, _log_probe_texts = table, texts  # noqa: F841 (read by DuckDB by name)
         low, high = int(recs["line_no"].min()), int(recs["line_no"].max())
         with self.writer.lock:
             stored = pl.DataFrame(self.con.sql(f"""
                 SELECT DISTINCT c.line_no
                 FROM _log_probe c
+                JOIN _log_probe_texts t ON t.message_id = c.message_id
                 JOIN log_records r ON r.line_no = c.line_no
                      AND r.ts_text IS NOT DISTINCT FROM c.ts_text
                      AND r.host IS NOT DISTINCT FROM c.host
                      AND r.component IS NOT DISTINCT FROM c.component
                      AND r.level IS NOT DISTINCT FROM c.level
                      AND r.fields IS NOT DISTINCT FROM c.fields
-                JOIN log_messages s ON s.message_id = r.message_id AND s.message = c.message
+                JOIN log_messages s ON s.message_id = r.message_id AND s.message = t.red
                 WHERE r.line_no BETWEEN {low} AND {high}"""))
         # a record's line number is unique within a file: it names the record
         return recs["line_no"].is_in(stored["line_no"].implode())
