@@ -960,7 +960,8 @@ def assemble(fmt: LogFormat, lines: pl.Series, first_no: int, bad_utf8: bool,
     """
     n = len(lines)
     parsed = fmt.parse(lines)
-    blank = lines.str.strip_chars().str.len_bytes() == 0  # a third cheaper than ~contains(\S)
+    # not strip_chars: it copies every line (3.5k page faults per 16 MB chunk, 8 ms vs 3)
+    blank = ~lines.str.contains(r"\S")
     ok = parsed["ok"] & ~blank
     frame = parsed.with_columns(
         pl.Series("raw", lines), pl.int_range(first_no, first_no + n, eager=True).alias("line_no"),
