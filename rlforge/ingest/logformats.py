@@ -547,6 +547,8 @@ class HeaderFormat(LogFormat):
         candidates = single + ([self.ts_fields] if self.ts_fields else [])
         best: tuple[float, list[str], TimeParser] | None = None
         for cand in candidates:
+            if best is not None and best[0] >= 0.8:
+                break  # no candidate can beat it by 0.2
             self.ts_chosen = cand
             frame = self._parse(sample).filter(pl.col("ok"))
             times = TimeParser(year_hint)
