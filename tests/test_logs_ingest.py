@@ -4,10 +4,13 @@ merges, redaction, compressed and broken files."""
 from __future__ import annotations
 
 import gzip
+import hashlib
 import json
 import threading
+import time
 
 import duckdb
+import polars as pl
 import pytest
 
 from rlforge import db
@@ -71,6 +74,44 @@ def test_chunk_boundaries_do_not_change_records(con, tmp_path, monkeypatch, chun
     rows = lines_of(con)
     assert [n for _, n, *_ in rows] == [1, 6, 1, 1] * 3
     assert rows[5][4] == rows[1][4]
+
+
+def test_read_buffers_are_used_again_only_once_nothing_reads_them(tmp_path, monkeypatch):
+    """Blocks are read into buffers that are used again, but not while the background
+    hash still reads one: with a hash slower than the reads, the digest is still the
+    file's, every block keeps its text, and most blocks are read into a buffer read
+    into before."""
+    lines = [f"2024-05-01 10:00:{i % 60:02d} INFO w{i % 7}: é{i} " + "x" * (i * 37 % 300)
+             for i in range(6000)]
+    text = "\ufeff" + "\n".join(line + ("\r" if i % 5 == 0 else "")
+                                 for i, line in enumerate(lines)) + "\n"
+    path = tmp_path / "blocks.log"
+    path.write_text(text, encoding="utf-8")
+    reused = []  # per block: read into a buffer read into before?
+    take = lf._BufferPool.take
+
+    def recording(pool):
+        before = {id(b) for b in pool.buffers}  # alive, held by the pool: ids are unique
+        buf = take(pool)
+        reused.append(id(buf) in before)
+        return buf
+
+    class SlowSha256:  # hashes a block 2 ms after it is handed over
+        def __init__(self):
+            self.inner = hashlib.sha256()
+
+        def update(self, data):
+            time.sleep(0.002)
+            self.inner.update(data)
+
+    monkeypatch.setattr(lf._BufferPool, "take", recording)
+    hasher = logs._BackgroundHash()
+    hasher._hash = slow = SlowSha256()
+    kept = [block for block, _ in lf.iter_line_blocks(path, chunk_bytes=8192, hasher=hasher)]
+    hasher.close()
+    assert pl.concat(kept).to_list() == lines
+    assert slow.inner.hexdigest() == db.sha256_file(path)
+    assert len(reused) > 100 and sum(reused) > len(reused) // 2
 
 
 def test_unparsed_lines_quarantine_or_load_message_only(con, tmp_path):
