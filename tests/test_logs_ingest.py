@@ -468,3 +468,27 @@ def test_importing_rlforge_keeps_openblas_from_starting_workers():
     if (os.cpu_count() or 1) > 1:  # on one core OpenBLAS starts no worker either way
         assert int(run(count.format(""))[0]) > int(one_thread[0])
     assert run(count.format(", rlforge"), OPENBLAS_NUM_THREADS="4")[1] == "4"
+
+
+def test_polars_shares_one_allocator_arena_on_a_small_machine():
+    """On up to 4 cores `import rlforge` gives polars' jemalloc one arena (threads reuse
+    each other's freed memory during an ingest); on more it keeps polars' default; a value
+    the user set is kept. Read from jemalloc's own statistics, printed at exit."""
+    import os
+    import re
+    import subprocess
+    import sys
+
+    code = ("import os; import rlforge; os.environ['_RJEM_MALLOC_CONF'] = "
+            "os.environ.get('_RJEM_MALLOC_CONF', '') + ',stats_print:true'; "
+            "import polars; polars.Series(range(10)).sum()")
+    env = {k: v for k, v in os.environ.items() if k != "_RJEM_MALLOC_CONF"}
+
+    def narenas(**extra: str) -> int:
+        out = subprocess.run([sys.executable, "-c", code], env={**env, **extra},
+                             capture_output=True, text=True, check=True)
+        return int(re.search(r"opt\.narenas: (\d+)", out.stdout + out.stderr).group(1))
+
+    cores = os.cpu_count() or 1
+    assert (narenas() == 1) == (cores <= 4)
+    assert narenas(_RJEM_MALLOC_CONF="narenas:3") == 3
