@@ -151,7 +151,8 @@ def rates(jobs: list[Job], repeat: int) -> tuple[list[list[float]], dict]:
                 fresh.unlink()
             got = run(code, *args)
             out[i].append(got["lines"] / got["seconds"])
-            first = got if i == 0 else first
+            if i == 0:
+                first = got
     return out, first
 
 
