@@ -87,7 +87,9 @@ SETTINGS: list[Setting] = [
             "in the instruction", bool),
     Setting("tasks.repair.p2p_scope", "suite", "commits.repair: pass-to-pass tests from the "
             "whole suite or only the test files the commit touches", choices=("suite", "files")),
-    Setting("tasks.repair.max_p2p", 200, "commits.repair: most pass-to-pass tests per task", int),
+    Setting("tasks.repair.max_p2p", 0, "commits.repair: most pass-to-pass tests per task; 0 (the "
+            "default) runs every test that passes at the parent and with the fix, as a sample "
+            "lets a patch break the tests left out", int),
     Setting("tasks.repair.per_test_timeout", 15.0, "commits.repair: seconds before a running "
             "test counts as hung (failed)", float),
     Setting("tasks.repair.repos", {}, "commits.repair: per-repository settings by path or "

@@ -1,4 +1,4 @@
-"""The repair verifier's test runner: pytest under a watchdog, results from junit XML.
+"""The repair verifier's test runner: pytest under a watchdog, results over a FIFO.
 
 Real pytest from a prepared environment runs real test files. A hanging test costs only
 itself (per-test timeout, the session runs again without it); a hang while collecting
@@ -18,8 +18,18 @@ import pytest
 
 from rlforge.sandbox import SandboxSpec, prepare_env, run
 from rlforge.tasks.repair.checks import verifier_files, write_tree
-from rlforge.verify.repair_standalone import (add_canary, bind_python, copy_workspace, junit_key,
-                                              parse_junit, run_tests)
+from rlforge.verify import repair_standalone
+from rlforge.verify.repair_standalone import add_canaries, bind_python, copy_workspace
+from rlforge.verify.standalone import LocalPolicy
+
+# The runner's own logic, on this host: policy code as this process's uid (as root it would
+# drop to uid 65534, which cannot reach pytest's temporary directories).
+HOST = LocalPolicy(drop=False)
+
+
+def run_tests(tree, command, ids=None, **kw):
+    kw.setdefault("policy", HOST)
+    return repair_standalone.run_tests(tree, command, ids, **kw)
 
 
 @pytest.fixture(scope="module")
@@ -169,28 +179,59 @@ def test_exit_at_import_leaves_every_wanted_test_missing(tmp_path, venv, exit_co
     assert res["outcomes"]["tests/test_l.py::test_f"] != "passed"
 
 
-def test_canary_is_collected_and_fails(tmp_path, venv):
+def test_canaries_are_collected_and_fail(tmp_path, venv):
     root = tree(tmp_path / "t", {"tests/test_c.py": "class TestA:\n    def test_x(self):\n        assert True\n"})
-    canary = add_canary(str(root), ["tests/test_c.py::TestA::test_x"])
-    assert canary.startswith("tests/test_c.py::test_") and canary != "tests/test_c.py::test_"
-    res = run_tests(str(root), pytest_cmd(venv), ["tests/test_c.py::TestA::test_x", canary],
+    canaries = add_canaries(str(root), ["tests/test_c.py::TestA::test_x"])
+    assert len(canaries) == repair_standalone.CANARIES
+    assert all(c.startswith("tests/test_c.py::test_") and c != "tests/test_c.py::test_" for c in canaries)
+    res = run_tests(str(root), pytest_cmd(venv), ["tests/test_c.py::TestA::test_x", *canaries],
                     per_test_timeout=5, collect_timeout=30, budget_sec=60)
-    assert res["outcomes"] == {"tests/test_c.py::TestA::test_x": "passed", canary: "failed"}
-    assert add_canary(str(root), ["tests/missing.py::test_x"]) is None
+    assert res["outcomes"] == {"tests/test_c.py::TestA::test_x": "passed", **{c: "failed" for c in canaries}}
+    assert add_canaries(str(root), ["tests/missing.py::test_x"]) == []
 
 
-def test_junit_reader_refuses_entities_and_links(tmp_path):
-    bomb = tmp_path / "bomb.xml"
-    bomb.write_text('<?xml version="1.0"?><!DOCTYPE x [<!ENTITY a "aaaa">]><testsuites>&a;</testsuites>')
-    assert parse_junit(str(bomb)) is None
-    good = tmp_path / "good.xml"
-    good.write_text('<testsuites><testsuite><testcase classname="tests.test_a" name="test_x"/>'
-                    '</testsuite></testsuites>')
-    assert parse_junit(str(good)) == {("tests.test_a", "test_x"): "passed"}
-    link = tmp_path / "link.xml"
-    link.symlink_to(good)
-    assert parse_junit(str(link)) is None
-    assert junit_key("tests/test_a.py::TestA::test_x[a::b]") == ("tests.test_a.TestA", "test_x[a::b]")
+def test_first_report_of_a_test_wins(tmp_path, venv):
+    """Reports written after a test ended (at exit, say) cannot change its outcome, and
+    reports for tests that never started are ignored."""
+    forge = textwrap.dedent("""
+        import atexit, json, os
+
+        def _lie():
+            fd = os.open(os.path.join(os.environ["RLFORGE_REPAIR_CHANNEL"], "results"), os.O_WRONLY)
+            for nodeid in ("tests/test_f.py::test_fails", "tests/test_f.py::test_never"):
+                os.write(fd, (json.dumps({"start": nodeid}) + "\\n").encode())
+                for when in ("setup", "call", "teardown"):
+                    os.write(fd, (json.dumps({"report": nodeid, "when": when, "outcome": "passed"}) + "\\n").encode())
+
+        atexit.register(_lie)
+        """)
+    root = tree(tmp_path / "t", {"lib.py": forge, "tests/test_f.py":
+                                 "import lib\n\ndef test_fails():\n    assert False\n"})
+    res = run_tests(str(root), pytest_cmd(venv), ["tests/test_f.py::test_fails"],
+                    per_test_timeout=5, collect_timeout=30, budget_sec=60, pythonpath=["."])
+    assert res["outcomes"] == {"tests/test_f.py::test_fails": "failed"}
+
+
+def test_collection_errors_are_reported(tmp_path, venv):
+    root = tree(tmp_path / "t", {"tests/test_ok.py": "def test_a():\n    assert True\n",
+                                 "tests/test_bad.py": "import no_such_module\n\ndef test_b():\n    pass\n"})
+    res = run_tests(str(root), pytest_cmd(venv), None, per_test_timeout=5, collect_timeout=30,
+                    budget_sec=60)
+    assert res["collect_errors"] == ["tests/test_bad.py"]
+    assert res["outcomes"]["tests/test_ok.py::test_a"] == "passed"
+
+
+def test_maintainers_settings_reach_pytest_through_c(tmp_path, venv):
+    """The -c file carries the maintainers' options (pythonpath made absolute); a
+    pytest.toml planted in the tree is never read."""
+    root = tree(tmp_path / "t", {
+        "pyproject.toml": '[tool.pytest.ini_options]\npythonpath = ["src"]\nmarkers = ["slow: slow"]\n',
+        "src/mod.py": "def f():\n    return 3\n",
+        "pytest.toml": '[pytest]\naddopts = ["-p", "nothing_of_that_name"]\n',
+        "tests/test_m.py": "import pytest\nfrom mod import f\n\n@pytest.mark.slow\ndef test_f():\n    assert f() == 3\n"})
+    res = run_tests(str(root), pytest_cmd(venv), ["tests/test_m.py::test_f"], per_test_timeout=5,
+                    collect_timeout=30, budget_sec=60)
+    assert res["outcomes"] == {"tests/test_m.py::test_f": "passed"}, res["log_tail"]
 
 
 def test_nothing_the_tests_start_outlives_the_run_in_the_sandbox(tmp_path, venv):
@@ -209,9 +250,8 @@ def test_nothing_the_tests_start_outlives_the_run_in_the_sandbox(tmp_path, venv)
         import json, os, sys
         sys.path.insert(0, "/tests")
         import rlforge_repair as r, rlforge_verify as v
-        res = r.run_tests("/app", r.bind_python(["python", "-m", "pytest"]), None,
-                          per_test_timeout=20, collect_timeout=60, budget_sec=120,
-                          sweep=v._sweep_namespace)
+        res = r.run_tests("/app", ["python", "-m", "pytest"], None,
+                          per_test_timeout=20, collect_timeout=60, budget_sec=120)
         others = [p for p in os.listdir("/proc") if p.isdigit() and int(p) not in (1, os.getpid())]
         print(json.dumps({"outcomes": res["outcomes"], "others": others}))
         """)

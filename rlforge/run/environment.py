@@ -26,8 +26,11 @@ Two kinds of task (`[metadata.rlforge] kind` in task.toml):
   its answer file is scored in-process for answer/reply verifiers; otherwise
   `tests/test.sh` runs in the sandbox over it.
 
-Infrastructure failures (the sandbox broke, the verifier crashed) raise `InfraError`;
-they make a rollout `invalid`, never a failure of the policy.
+Infrastructure failures (a sandbox could not start, the task's verifier data is broken)
+raise `InfraError`; they make a rollout `invalid`, never a failure of the policy. Once the
+policy's code has run, whatever it did (crashed, hung, killed its own processes, left no
+result) is scored by the host as a `fail` with a typed reason (see
+`rlforge.verify.boundary`).
 """
 
 from __future__ import annotations
@@ -407,13 +410,7 @@ class Environment:
 
     def _spec(self, **fields: Any) -> SandboxSpec:
         """A sandbox for this task: the runner's hook (e.g. a prepared venv) and its mode."""
-        runner = self.runner
-        extra = dict(runner.spec_hook(self.task.path, self.task.meta)) if runner.spec_hook else {}
-        env = {"RLFORGE_SANDBOXED": "1", **extra.pop("env", {})}
-        memory = self.task.meta.get("environment", {}).get("memory_mb")
-        if memory and "memory_mb" not in extra:
-            extra["memory_mb"] = int(memory)
-        return SandboxSpec(mode=runner.mode, env=env, **{**extra, **fields})
+        return self.runner._spec(self.task.path, self.task.meta, **fields)
 
     async def _score_workspace(self, ws: Path) -> dict[str, Any]:
         task = self.task

@@ -36,12 +36,12 @@ from rlforge.tasks.repair.checks import Checker, CheckResult, system_python_vers
 from rlforge.tasks.repair.options import RepairOptions, RepoSettings
 from rlforge.tasks.repair.select import CommitRow, screen, window
 from rlforge.tasks.spec import BuildContext, SourceRef, Submission, TaskSpec, stable_sample
-from rlforge.verify.repair_standalone import SUBMISSION_PATCH, is_protected
+from rlforge.verify.repair_standalone import SUBMISSION_PATCH, is_protected, top_level_modules
 
 PROTECTED = {
     "patterns": ["(?i)" + TEST_DIR.pattern, TEST_FILE.pattern],
-    "names": ["conftest.py", "pytest.ini", ".pytest.ini", "tox.ini", "setup.cfg", "pyproject.toml",
-              "sitecustomize.py", "usercustomize.py"],
+    "names": ["conftest.py", "pytest.ini", ".pytest.ini", "pytest.toml", ".pytest.toml", "tox.ini",
+              "setup.cfg", "pyproject.toml", "sitecustomize.py", "usercustomize.py"],
     "suffixes": [".pth"],
 }
 SOLVE_SH = b"""#!/bin/bash
@@ -212,11 +212,14 @@ class CommitsRepair:
             "base_protected": base_protected, "per_test_timeout": per_test,
             "collect_timeout": collect, "budget_sec": verifier_timeout - 20,
             "pythonpath": list(settings.pythonpath or ()), "env": dict(settings.env),
+            "base_modules": top_level_modules(sorted(workspace), [""] + list(settings.pythonpath or ())),
         }
         size_mb = sum(len(d) for d in workspace.values()) / 1e6
         requirements = check.requirements
         adversarial = repair_adversarials(workspace=workspace, hidden=snap.hidden,
-                                          fail_to_pass=check.fail_to_pass, gold_paths=snap.gold_paths)
+                                          fail_to_pass=check.fail_to_pass, gold_paths=snap.gold_paths,
+                                          pass_to_pass=check.pass_to_pass, gold_diff=snap.gold_diff,
+                                          roots=[""] + list(settings.pythonpath or ()))
         return TaskSpec(
             generator=self.name, version=self.version,
             source=SourceRef("commits", [f"{row.repo}@{row.sha}"], [f"git:{row.sha}"]),

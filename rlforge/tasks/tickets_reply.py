@@ -5,18 +5,23 @@ pseudonymised values, ids, amounts, menu paths, quoted UI strings, links — bec
 notes the agent is given and the facts its reply must contain (partial credit). The
 instruction also shows an internal note or a resolved ticket of another customer; their
 distinctive values (other pseudonyms, ids, internal remarks) must not appear in the reply.
-A length window around the real reply's length rules out empty and padded answers.
+A length window around the real reply's length rules out empty and padded answers, and
+three gates rule out stuffing (see `score_reply`): at most half the reply may be fact
+text, at most a bounded share may be copied from what the instruction shows, and its words
+must be ordinary words of the company's own replies at least half as often as the real
+reply's are (lorem ipsum is not).
 """
 
 from __future__ import annotations
 
 import re
+from collections import Counter
 from typing import Callable
 
 from rlforge.tasks.answers import null_submission, solve_script
 from rlforge.tasks.registry import register
 from rlforge.tasks.spec import ANSWER_FILE, BuildContext, SourceRef, Submission, TaskSpec, stable_sample
-from rlforge.verify.standalone import contains, normalize
+from rlforge.verify.standalone import contains, normalize, words
 
 FACT_PATTERNS = [
     re.compile(r"\{\{[^{}\n]{1,60}\}\}"),                       # template placeholders
@@ -31,6 +36,21 @@ FACT_PATTERNS = [
 DISTINCT = [p for p in FACT_PATTERNS[:5]]
 MAX_FACTS = 6
 MIN_REPLY_WORDS = 12
+COMMON_WORDS = 150  # the most frequent words of an origin's replies: its ordinary language
+LOREM = ("Lorem ipsum dolor sit amet, consectetur adipiscing elit, sed do eiusmod tempor "
+         "incididunt ut labore et dolore magna aliqua. Ut enim ad minim veniam, quis nostrud "
+         "exercitation ullamco laboris nisi ut aliquip ex ea commodo consequat.")
+
+
+def common_words(replies: list[str], n: int = COMMON_WORDS) -> list[str]:
+    """The `n` most frequent words of a set of replies (ties by the word), sorted."""
+    counts = Counter(w for r in replies for w in set(words(r)))
+    return sorted(w for w, _ in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))[:n])
+
+
+def common_share(text: str, common: set[str]) -> float:
+    tokens = words(text)
+    return sum(1 for t in tokens if t in common) / len(tokens) if tokens else 0.0
 
 
 def key_facts(text: str) -> list[str]:
@@ -86,6 +106,7 @@ class TicketReply:
         by_origin: dict[str, list] = {}
         for r in rows:
             by_origin.setdefault(r[6], []).append(r)
+        vocab = {origin: common_words([r[4] for r in members]) for origin, members in by_origin.items()}
         for row in stable_sample(rows, ctx.limit, ctx.seed, key=lambda r: r[0]):
             peers = [p for p in by_origin[row[6]] if p[0] != row[0]] or [p for p in rows if p[0] != row[0]]
             ctx.rng("tickets.reply", row[0]).shuffle(peers)
@@ -93,11 +114,12 @@ class TicketReply:
             may_forbid = forbiddable(row[4], f"{row[2] or ''}\n{row[3]}")
             other = next((p for p in peers[:50] if any(map(may_forbid, distinctive(p[4])))),
                          peers[0])
-            spec = self._spec(row, other, may_forbid)
+            spec = self._spec(row, other, may_forbid, vocab[row[6]])
             if spec is not None:
                 yield spec
 
-    def _spec(self, row, other, may_forbid: Callable[[str], bool]) -> TaskSpec | None:
+    def _spec(self, row, other, may_forbid: Callable[[str], bool],
+              vocab: list[str]) -> TaskSpec | None:
         ticket_id, content_hash, subject, body, resolution, created_at, origin, category, internal = row
         facts = key_facts(resolution)
         gold = resolution.strip()
@@ -107,13 +129,34 @@ class TicketReply:
             note = " ".join(internal.split()[:12])
             if note and not contains(gold, note):
                 forbidden.append(note)
-        words = len(gold.split())
+        n_words = len(gold.split())
         fact_words = sum(len(f.split()) for f in facts)
-        min_words = max(5, int(words * 0.4), fact_words + 5)
-        if min_words > words:
+        min_words = max(5, int(n_words * 0.4), fact_words + 5)
+        if min_words > n_words:
             return None  # the reply is little more than its facts: nothing to write
-        max_words = max(60, words * 3)
-        padded = (gold + "\n\n") * (2 + max_words // max(1, words))
+        max_words = max(60, n_words * 3)
+        padded = (gold + "\n\n") * (2 + max_words // max(1, n_words))
+        shown = [t for t in (subject, body, other[2], other[3], other[4], internal) if t]
+        min_common = round(0.5 * common_share(gold, set(vocab)), 3)
+        stuffing = [
+            Submission("facts_repeated", {ANSWER_FILE: ((" ".join(facts) + "\n") * 9).encode()},
+                       "the key facts pasted nine times"),
+            Submission("lorem_and_facts", {ANSWER_FILE: (LOREM + " " + " ".join(facts) + " " + LOREM).encode()},
+                       "filler text around the key facts"),
+            Submission("customer_message_and_facts",
+                       {ANSWER_FILE: (body + "\n\n" + " ".join(facts)).encode()},
+                       "the customer's own message with the facts appended"),
+        ]
+        if internal and len(internal.split()) >= 5:
+            note = internal.replace(".", "", 1)
+            stuffing.append(Submission("internal_note_edited", {ANSWER_FILE: (gold + "\n\n" + note).encode()},
+                                       "the right reply plus the internal note, one period removed"))
+        hidden = [v for v in forbidden if len(v) >= 2 and not v.isspace()]
+        if hidden:
+            value = hidden[0]
+            masked = value[:1] + "\u200b" + value[1:]
+            stuffing.append(Submission("forbidden_with_zero_width", {ANSWER_FILE: (gold + " " + masked).encode()},
+                                       "the right reply plus a forbidden value with U+200B inside"))
         return TaskSpec(
             generator=self.name, version=self.version,
             source=SourceRef("tickets", [ticket_id, other[0]], [content_hash, other[1]]),
@@ -124,7 +167,9 @@ class TicketReply:
                      "example_reply": other[4], "min_words": min_words, "max_words": max_words},
             reference={"verifier": "reply", "required": facts, "forbidden": sorted(set(forbidden)),
                        "min_words": min_words, "max_words": max_words,
-                       "submission": f"/app/{ANSWER_FILE}", "pass_threshold": 1.0},
+                       "submission": f"/app/{ANSWER_FILE}", "pass_threshold": 1.0,
+                       "copy_sources": shown, "common_words": vocab,
+                       "min_common_share": min_common},
             solution_files={"solve.sh": solve_script(gold)},
             verifier="reply", group_key=ticket_id, dedup_text=f"{subject or ''}\n{body}",
             time=created_at, null=null_submission(),
@@ -137,6 +182,7 @@ class TicketReply:
                 Submission("copies_other_ticket",
                            {ANSWER_FILE: (other[4] + "\n\n" + " ".join(facts)).encode()},
                            "another customer's resolution with the facts appended"),
+                *stuffing,
             ],
             category="support-reply", difficulty="medium",
             keywords=["tickets", "writing", category or "general"],

@@ -1,32 +1,33 @@
 """The verifier every code-repair task carries in its tests/ directory, standard library only.
 
 Copied verbatim into each `commits.repair` task as `tests/rlforge_repair.py` (next to
-`rlforge_verify.py`, whose reward helpers it uses, and `rlforge_repair_patch.py`, which
-applies diffs) and run by `tests/test.sh` with the task's Python environment, so Harbor or
-any runner can score a task without rlforge:
+`rlforge_verify.py`, whose reward helpers and policy-code launcher it uses, and
+`rlforge_repair_patch.py`, which applies diffs) and run by `tests/test.sh`, so Harbor or any
+runner can score a task without rlforge; rlforge calls the same `score_repair` with its own
+sandbox as the launcher:
 
     python rlforge_repair.py /tests/reference.json [--logs /logs/verifier]
 
-What it does with the submission in /app (the final state of the workspace; a unified diff
-at `/app/.rlforge/submission.diff`, if present, is applied on top of it first):
+What it does with the submission (the final state of the workspace; a unified diff at
+`.rlforge/submission.diff`, if present, is applied on top of it first):
 
 1. copy the workspace into a private tree (regular files only: no symlinks, no bytecode);
 2. `patch_applies` (medium, gate): the submitted diff, if any, applies cleanly;
 3. `tests_untouched` (fine, gate): no test file or test-runner configuration differs from
-   the starting workspace (by content hash); tampering stops here, nothing is run;
-4. write the hidden test changes (tests/hidden/) over the tree, add a canary test that
-   must fail, and run the fail-to-pass and pass-to-pass tests with the configured command,
-   one pytest session at a time under a watchdog: a test running longer than the per-test
-   timeout is killed and counted as failed, and the others run again without it;
-5. read pytest's junit XML only after the session's process tree is gone, and score:
-   `fail_to_pass` (coarse, the fraction passing), `pass_to_pass` (coarse, gate: all still
-   pass), `results_trusted` (medium, gate: the canary failed, so no code forged the
-   results of every test).
-
-The same file is the pytest plugin the watchdog loads (`-p`): it keeps only the requested
-test ids and writes one line per test started, which is how a hang is attributed.
-rlforge imports the path and test-running functions from here, so a task built by rlforge
-and scored by Harbor behave the same.
+   the starting workspace, no packaging metadata (`*.dist-info`, `*.egg-info`, `*.pth`)
+   was added, and no new top-level module shadows pytest, its plugins or the standard
+   library; tampering stops here, nothing is run;
+4. write the hidden test changes over the tree, plant canary tests that must fail (placed
+   among the real tests, named like them), and run the fail-to-pass and every
+   pass-to-pass test as policy code: pytest started with a safe import path, plugin
+   autoloading off (the environment's own plugins loaded by name), a configuration built
+   here from the maintainers' files (`-c`), and this file as its reporting plugin under a
+   random name. Reports come back over a FIFO, first report of each test wins, so nothing
+   the tests do after a test ended can change its outcome; a test running longer than the
+   per-test timeout is killed and counted as failed, and the others run again without it;
+5. score: `fail_to_pass` (coarse, the fraction passing), `pass_to_pass` (coarse, gate: all
+   still pass), `collects` (medium, gate: no test file failed to import),
+   `results_trusted` (medium, gate: every canary failed, so no code forged results).
 """
 
 from __future__ import annotations
@@ -48,10 +49,16 @@ SUBMISSION_PATCH = ".rlforge/submission.diff"
 RUN_TREE_LIMIT = 200 * 1024 * 1024  # bytes of workspace copied into the private tree
 RUN_TREE_FILES = 100_000  # files: more could run the verifier out of time (an "invalid" score)
 JUNIT_LIMIT = 50 * 1024 * 1024
-PLUGIN_MODULE = "_rlforge_repair_plugin"
-ENV_SELECT = "RLFORGE_REPAIR_SELECT"
-ENV_PROGRESS = "RLFORGE_REPAIR_PROGRESS"
+ENV_CHANNEL = "RLFORGE_REPAIR_CHANNEL"
 SKIP_NAMES = ("__pycache__",)
+# Protected whatever the task's rules say: runner configuration pytest reads on its own,
+# packaging metadata that could register a plugin or extend sys.path, interpreter hooks.
+ALWAYS_NAMES = ("pytest.toml", ".pytest.toml", "pytest.ini", ".pytest.ini", "conftest.py",
+                "sitecustomize.py", "usercustomize.py")
+ALWAYS_SUFFIXES = (".pth",)
+METADATA_DIRS = (".dist-info", ".egg-info", ".egg-link")
+RUNNER_MODULES = ("pytest", "_pytest", "pluggy", "py")
+CANARIES = 3
 
 
 # --- reward helpers (shared with rlforge_verify.py) --------------------------------------
@@ -80,12 +87,66 @@ def is_protected(path, rules):
     """Whether a repository path is test code or test-runner configuration.
 
     `rules` comes from the task's reference: regexes for test paths (the same ones commit
-    ingest uses), file names (conftest.py, pytest.ini, ...) and suffixes (.pth).
+    ingest uses), file names (conftest.py, pytest.ini, ...) and suffixes (.pth); the
+    names in ALWAYS_NAMES and packaging metadata directories are protected in any case.
     """
     base = path.rsplit("/", 1)[-1]
-    if base in rules.get("names", ()) or any(base.endswith(s) for s in rules.get("suffixes", ())):
+    if base in rules.get("names", ()) or base in ALWAYS_NAMES:
+        return True
+    if any(base.endswith(s) for s in tuple(rules.get("suffixes", ())) + ALWAYS_SUFFIXES):
+        return True
+    if any(part.endswith(METADATA_DIRS) for part in path.split("/")[:-1]):
         return True
     return any(re.search(p, path) for p in rules.get("patterns", ()))
+
+
+def shadow_modules(paths, roots, allowed, installed=()):
+    """Paths that add a top-level module (at the tree root or a `pythonpath` root) named
+    after pytest, its plugin machinery, a standard-library module or a module installed in
+    the test environment (`installed`), unless the starting workspace already had a
+    top-level module of that name (`allowed`): the tree is on the tests' import path, so
+    such a module would be imported in place of the real one."""
+    names = (set(RUNNER_MODULES) | set(getattr(sys, "stdlib_module_names", ())) | set(installed)
+             | {"sitecustomize", "usercustomize"})
+    out = []
+    for path in paths:
+        for root in roots:
+            prefix = root.strip("/") + "/" if root.strip("/") else ""
+            if not path.startswith(prefix):
+                continue
+            first = path[len(prefix):].split("/", 1)[0]
+            name = first[:-3] if first.endswith(".py") else first.split(".", 1)[0]
+            if name in names and name not in allowed and (first.endswith(".py") or "/" in path[len(prefix):]):
+                out.append(path)
+                break
+    return sorted(out)
+
+
+def installed_modules(site_dirs):
+    """Top-level module names importable from the given site-packages directories."""
+    out = set()
+    for site in site_dirs:
+        try:
+            names = os.listdir(site)
+        except OSError:
+            continue
+        for name in names:
+            if name.endswith((".dist-info", ".egg-info", ".pth")) or name.startswith("_distutils"):
+                continue
+            out.add(name.split(".", 1)[0])
+    return sorted(n for n in out if n.isidentifier())
+
+
+def top_level_modules(paths, roots):
+    """Module names at the tree root and each `pythonpath` root (for `shadow_modules`)."""
+    out = set()
+    for path in paths:
+        for root in roots:
+            prefix = root.strip("/") + "/" if root.strip("/") else ""
+            if path.startswith(prefix):
+                first = path[len(prefix):].split("/", 1)[0]
+                out.add(first[:-3] if first.endswith(".py") else first.split(".", 1)[0])
+    return sorted(out)
 
 
 def skipped_path(rel):
@@ -99,44 +160,7 @@ def copy_workspace(src, dst, limit=RUN_TREE_LIMIT, max_files=RUN_TREE_FILES):
     Symlinks, special files, bytecode and `.rlforge/` are left out. Returns the relative
     paths copied; raises OSError when the copy would exceed `limit` bytes or `max_files`.
     """
-    copied, total = [], 0
-    for dirpath, dirnames, filenames in os.walk(src):
-        rel_dir = os.path.relpath(dirpath, src)
-        rel_dir = "" if rel_dir == "." else rel_dir.replace(os.sep, "/")
-        keep = []
-        for d in sorted(dirnames):
-            rel = f"{rel_dir}/{d}" if rel_dir else d
-            if not os.path.islink(os.path.join(dirpath, d)) and not skipped_path(rel):
-                keep.append(d)
-                os.makedirs(os.path.join(dst, rel), exist_ok=True)
-        dirnames[:] = keep
-        for name in sorted(filenames):
-            rel = f"{rel_dir}/{name}" if rel_dir else name
-            if skipped_path(rel):
-                continue
-            if len(copied) >= max_files:
-                raise OSError(f"the workspace has more than {max_files} files")
-            try:
-                fd = os.open(os.path.join(dirpath, name), os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-            except OSError:
-                continue  # a symlink or unreadable entry
-            try:
-                st = os.fstat(fd)
-                if not stat.S_ISREG(st.st_mode):
-                    continue
-                total += st.st_size
-                if total > limit:
-                    raise OSError(f"the workspace is larger than {limit // (1024 * 1024)} MB")
-                with os.fdopen(os.dup(fd), "rb") as fh:
-                    data = fh.read()
-            finally:
-                os.close(fd)
-            target = os.path.join(dst, rel)
-            with open(target, "wb") as out:
-                out.write(data)
-            os.chmod(target, 0o755 if st.st_mode & 0o111 else 0o644)
-            copied.append(rel)
-    return copied
+    return _base().copy_tree_bounded(src, dst, limit, max_files, skip=skipped_path)
 
 
 def tree_hashes(root):
@@ -163,14 +187,39 @@ def touched_protected(root, rules, base_hashes):
     return sorted(changed)
 
 
-# --- pytest plugin (loaded with -p inside the test process) ------------------------------
+# --- pytest plugin (loaded with -p, under a random module name, inside the test process) --
+
+_channel = {}
+
+
+def _send(event):
+    """One JSON line to the verifier's FIFO (a line under PIPE_BUF is written whole)."""
+    fd = _channel.get("fd")
+    if fd is None:
+        return
+    data = (json.dumps(event) + "\n").encode("utf-8", "replace")
+    try:
+        os.write(fd, data)
+    except OSError:
+        pass
+
+
+def pytest_configure(config):
+    chan = os.environ.get(ENV_CHANNEL)
+    if chan and "fd" not in _channel:
+        try:
+            _channel["fd"] = os.open(os.path.join(chan, "results"), os.O_WRONLY)
+        except OSError:
+            _channel["fd"] = None
+        _send({"ready": True})
+
 
 def pytest_collection_modifyitems(session, config, items):
     """Keep only the requested test ids and drop the excluded ones (hung earlier)."""
-    path = os.environ.get(ENV_SELECT)
-    if not path:
+    chan = os.environ.get(ENV_CHANNEL)
+    if not chan:
         return
-    with open(path, encoding="utf-8") as fh:
+    with open(os.path.join(chan, "select.json"), encoding="utf-8") as fh:
         wanted = json.load(fh)
     only = set(wanted["only"]) if wanted.get("only") is not None else None
     exclude = set(wanted.get("exclude", ()))
@@ -183,89 +232,327 @@ def pytest_collection_modifyitems(session, config, items):
         items[:] = kept
 
 
+def pytest_collectreport(report):
+    if report.failed:
+        _send({"collect_error": report.nodeid or "<session>"})
+
+
 def pytest_runtest_logstart(nodeid, location):
-    """One JSON line per test started: the watchdog times each test from it."""
-    path = os.environ.get(ENV_PROGRESS)
-    if path:
-        with open(path, "a", encoding="utf-8") as fh:
-            fh.write(json.dumps(nodeid) + "\n")
+    _send({"start": nodeid})
+
+
+def pytest_runtest_logreport(report):
+    _send({"report": report.nodeid, "when": report.when, "outcome": report.outcome})
 
 
 # --- running tests -------------------------------------------------------------------------
 
-def junit_key(nodeid):
-    """(classname, name) pytest's junit XML gives a test id (its mangle_test_address)."""
-    path, bracket, params = nodeid.partition("[")
-    names = path.split("::")
-    names[0] = re.sub(r"\.py$", "", names[0].replace("/", "."))
-    names[-1] += bracket + params
-    return ".".join(names[:-1]), names[-1]
+def bind_python(command, python=None):
+    """The configured command with `python`/`python3` bound to this interpreter."""
+    cmd = list(command)
+    if cmd and cmd[0] in ("python", "python3"):
+        cmd[0] = python or sys.executable
+    return cmd
 
 
-def parse_junit(path):
-    """{(classname, name): passed | failed | skipped} from a junit XML file, or None when
-    the file is missing or not pytest's XML."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-    except OSError:
-        return None
-    with os.fdopen(fd, "rb") as fh:
-        if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
+def _ini_lines(text, section):
+    """The body of `[section]` in an ini-style file, or None."""
+    out, inside = [], False
+    for line in text.splitlines():
+        stripped = line.strip()
+        if stripped.startswith("[") and stripped.endswith("]"):
+            inside = stripped[1:-1].strip() == section
+            continue
+        if inside:
+            out.append(line)
+    return "\n".join(out) if inside or out else None
+
+
+def _toml_value(value):
+    if isinstance(value, list):
+        return "\n    " + "\n    ".join(str(v) for v in value)
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def runner_config(tree, inside=None):
+    """An ini file's text with the maintainers' pytest settings, found as pytest would
+    find them at the tree's root (pytest.ini, pyproject.toml, tox.ini, setup.cfg), so that
+    `-c` can hand them to pytest without it looking for configuration in the tree.
+    `pythonpath` entries, which pytest reads relative to the file, are made absolute under
+    `inside` (where the tree appears to the tests)."""
+    def read(name):
+        path = os.path.join(tree, name)
+        if not _base()._regular_file(path):
             return None
-        data = fh.read(JUNIT_LIMIT + 1)
-    if len(data) > JUNIT_LIMIT or b"<!DOCTYPE" in data or b"<!ENTITY" in data:
-        return None
-    try:
-        root = ET.fromstring(data)
-    except ET.ParseError:
-        return None
-    out = {}
-    for case in root.iter("testcase"):
-        key = (case.get("classname", ""), case.get("name", ""))
-        tags = {child.tag for child in case}
-        outcome = ("failed" if tags & {"failure", "error"} else
-                   "skipped" if "skipped" in tags else "passed")
-        if out.get(key) != "failed":  # a teardown error after a pass still fails the test
-            out[key] = outcome
+        with open(path, encoding="utf-8", errors="replace") as fh:
+            return fh.read(5_000_000)
+
+    body = None
+    for name in ("pytest.ini", ".pytest.ini"):
+        text = read(name)
+        if text is not None:
+            body = _ini_lines(text, "pytest") or ""
+            break
+    if body is None:
+        text = read("pyproject.toml")
+        if text is not None:
+            try:
+                import tomllib
+                table = tomllib.loads(text).get("tool", {}).get("pytest", {}).get("ini_options")
+            except Exception:  # Python < 3.11 or a broken file: no settings from it
+                table = None
+            if table is not None:
+                body = "\n".join(f"{k} = {_toml_value(v)}" for k, v in table.items())
+    if body is None:
+        for name, section in (("tox.ini", "pytest"), ("setup.cfg", "tool:pytest")):
+            text = read(name)
+            found = _ini_lines(text, section) if text is not None else None
+            if found is not None:
+                body = found
+                break
+    body = body or ""
+    root = (inside or tree).rstrip("/")
+    out, in_path = [], False
+    for line in body.splitlines():
+        key = line.split("=", 1)[0].strip() if "=" in line and not line[:1].isspace() else None
+        if key is not None:
+            in_path = key == "pythonpath"
+            if in_path:
+                values = line.split("=", 1)[1].split()
+                line = "pythonpath = " + " ".join(v if v.startswith("/") else f"{root}/{v}" for v in values)
+        elif in_path and line.strip():
+            line = "    " + " ".join(v if v.startswith("/") else f"{root}/{v}" for v in line.split())
+        out.append(line)
+    return "[pytest]\n" + "\n".join(out) + "\n"
+
+
+def environment_plugins(site_dirs):
+    """Modules of the pytest plugins installed in the task's environment (the `pytest11`
+    entry points of the distributions in `site_dirs`), loaded by name since autoloading,
+    which would also scan the tree, is off."""
+    found = []
+    for site in site_dirs:
+        try:
+            names = sorted(os.listdir(site))
+        except OSError:
+            continue
+        for name in names:
+            if not name.endswith(".dist-info"):
+                continue
+            path = os.path.join(site, name, "entry_points.txt")
+            try:
+                with open(path, encoding="utf-8") as fh:
+                    text = fh.read()
+            except OSError:
+                continue
+            body = _ini_lines(text, "pytest11") or ""
+            for line in body.splitlines():
+                if "=" in line:
+                    module = line.split("=", 1)[1].split(":", 1)[0].strip()
+                    if module and module not in found:
+                        found.append(module)
+    return found
+
+
+def _site_dirs(python):
+    """site-packages of the environment `python` belongs to, found on disk."""
+    prefix = os.path.dirname(os.path.dirname(os.path.abspath(python)))
+    out = []
+    for lib in ("lib", "lib64"):
+        root = os.path.join(prefix, lib)
+        try:
+            for name in sorted(os.listdir(root)):
+                site = os.path.join(root, name, "site-packages")
+                if name.startswith("python") and os.path.isdir(site):
+                    out.append(site)
+        except OSError:
+            continue
     return out
 
 
-def _read_progress(path, offset):
-    try:
-        with open(path, "rb") as fh:
-            fh.seek(offset)
-            data = fh.read()
-    except OSError:
-        return [], offset
-    end = data.rfind(b"\n") + 1
-    ids = []
-    for line in data[:end].splitlines():
-        try:
-            value = json.loads(line)
-        except ValueError:
+def _outcomes_from(reports):
+    """passed / failed / skipped per test from its phase reports (first of each wins)."""
+    out = {}
+    for nodeid, phases in reports.items():
+        values = set(phases.values())
+        if "failed" in values:
+            out[nodeid] = "failed"
+        elif "skipped" in values:
+            out[nodeid] = "skipped"
+        elif phases.get("call") == "passed":
+            out[nodeid] = "passed"
+    return out
+
+
+class _Channel:
+    """The FIFO test runs report through, read here without blocking."""
+
+    def __init__(self, path):
+        os.mkfifo(path, 0o622)
+        os.chmod(path, 0o622)
+        self.fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+        self.buf = b""
+
+    def events(self):
+        out = []
+        while True:
+            try:
+                chunk = os.read(self.fd, 65536)
+            except BlockingIOError:
+                break
+            except OSError:
+                break
+            if not chunk:
+                break
+            self.buf += chunk
+            if len(self.buf) > JUNIT_LIMIT:
+                self.buf = b""
+                break
+        *lines, self.buf = self.buf.split(b"\n")
+        for line in lines:
+            try:
+                value = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(value, dict):
+                out.append(value)
+        return out
+
+    def close(self):
+        os.close(self.fd)
+
+
+def run_tests(tree, command, ids=None, *, paths=None, per_test_timeout=30.0,
+              collect_timeout=120.0, budget_sec=600.0, pythonpath=(), env=None, policy=None,
+              site_dirs=None):
+    """Run pytest in tree, as policy code, under a watchdog; what happened to each test.
+
+    ids: the test ids to run, or None for every test collected from `paths` (test files;
+    None: the whole suite). The run goes through `policy` (default: this machine, see
+    rlforge_verify.LocalPolicy). A test still running after `per_test_timeout` seconds is
+    killed with its session and marked `timeout`; the session is run again without it.
+    Returns a dict: outcomes {id: passed | failed | skipped | timeout | missing}, started
+    (ids in the order they started), hung, collect_errors, collection_hang,
+    budget_exhausted, sessions, seconds, log_tail.
+    """
+    base = _base()
+    policy = policy or base.LocalPolicy()
+    started_at = time.monotonic()
+    deadline = started_at + budget_sec
+    work = tempfile.mkdtemp(prefix="rlforge-run-")
+    os.chmod(work, 0o711)
+    chan = os.path.join(work, "chan")
+    os.mkdir(chan)
+    os.chmod(chan, 0o755)
+    plugin = "_" + os.urandom(8).hex()
+    shutil.copyfile(os.path.abspath(__file__), os.path.join(chan, plugin + ".py"))
+    python = getattr(policy, "python", None) or sys.executable
+    if site_dirs is None:  # the environment the tests run in, as seen from here
+        exe = bind_python(command, python)[0]
+        site_dirs = (policy.site_dirs() if hasattr(policy, "site_dirs") else
+                     _site_dirs(shutil.which(exe) or exe))
+    extra_plugins = environment_plugins(site_dirs)
+    wanted = None if ids is None else list(dict.fromkeys(ids))
+    candidates = paths if wanted is None else {i.split("::", 1)[0] for i in wanted}
+    files = None if candidates is None else sorted(
+        p for p in candidates if os.path.isfile(os.path.join(tree, p)))
+    outcomes, hung, started, seen, collect_errors = {}, [], [], set(), []
+    wanted_set = None if wanted is None else set(wanted)
+    result = {"collection_hang": False, "budget_exhausted": False, "sessions": 0, "log_tail": ""}
+    why = None
+    for path in [os.path.join(chan, n) for n in os.listdir(chan)]:
+        os.chmod(path, 0o644)
+    while files != []:  # no test file to run: nothing ran, every wanted test is missing
+        result["sessions"] += 1
+        fifo = os.path.join(chan, "results")
+        if os.path.exists(fifo):
+            os.unlink(fifo)
+        channel = _Channel(fifo)
+        with open(os.path.join(chan, "select.json"), "w", encoding="utf-8") as fh:
+            json.dump({"only": sorted(wanted) if wanted is not None else None, "exclude": hung}, fh)
+        os.chmod(os.path.join(chan, "select.json"), 0o644)
+        inside, places = policy.places(tree, {"chan": chan})
+        at = places["chan"]
+        with open(os.path.join(chan, "pytest.ini"), "w", encoding="utf-8") as fh:
+            fh.write(runner_config(tree, inside))
+        os.chmod(os.path.join(chan, "pytest.ini"), 0o644)
+        argv = bind_python(command, python) + [
+            "-p", plugin, "-p", "no:cacheprovider", "-c", f"{at}/pytest.ini",
+            "--rootdir", inside, "--continue-on-collection-errors", "-q", "--color=no"]
+        for module in extra_plugins:
+            argv += ["-p", module]
+        argv += list(files or [])
+        run_env = {"PYTHONHASHSEED": "0", "PYTHONDONTWRITEBYTECODE": "1", "PYTHONSAFEPATH": "1",
+                   "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", ENV_CHANNEL: at,
+                   "PYTHONPATH": os.pathsep.join([at, inside] + [inside.rstrip("/") + "/" + p.strip("/")
+                                                              for p in pythonpath if p.strip("/")])}
+        run_env.update(env or {})
+        log_path = os.path.join(work, f"output-{result['sessions']}.txt")
+        handle = policy.start(argv, tree, {"chan": chan}, run_env,
+                              timeout=max(1.0, deadline - time.monotonic()) + 5, log=log_path)
+        reports = {}
+        idle_since, current, why = time.monotonic(), None, None
+
+        def take(events):
+            nonlocal current, idle_since
+            now = time.monotonic()
+            for ev in events:
+                if "start" in ev and isinstance(ev["start"], str):
+                    nodeid = ev["start"]
+                    if wanted_set is not None and nodeid not in wanted_set:
+                        continue
+                    current = (nodeid, now)
+                    if nodeid not in seen:
+                        seen.add(nodeid)
+                        started.append(nodeid)
+                elif "report" in ev and isinstance(ev.get("report"), str):
+                    phases = reports.setdefault(ev["report"], {})
+                    if ev["report"] in seen and str(ev.get("when")) not in phases:
+                        phases[str(ev.get("when"))] = str(ev.get("outcome"))
+                    if ev.get("when") == "teardown" and current and current[0] == ev["report"]:
+                        current, idle_since = None, now
+                elif "collect_error" in ev:
+                    collect_errors.append(str(ev["collect_error"]))
+
+        while not handle.poll():
+            time.sleep(0.05)
+            take(channel.events())
+            now = time.monotonic()
+            if now > deadline:
+                why = "budget"
+            elif current is None and now - idle_since > collect_timeout:
+                why = "collect"
+            elif current is not None and now - current[1] > per_test_timeout:
+                why = "hang"
+            if why:
+                break
+        handle.kill()
+        ran = handle.result()
+        take(channel.events())
+        channel.close()
+        result["log_tail"] = (ran.stdout or "")[-4000:] or _tail(log_path)
+        if why == "hang":
+            hung.append(current[0])
+            outcomes[current[0]] = "timeout"
+            for nodeid, value in _outcomes_from(reports).items():
+                outcomes.setdefault(nodeid, value)
             continue
-        if isinstance(value, str):
-            ids.append(value)
-    return ids, offset + end
-
-
-def _kill_group(proc):
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except OSError:
-        pass
-    proc.wait()
-
-
-def _reap():
-    """Collect exited children (as the sandbox's pid 1, orphans of the tests become ours)."""
-    while True:
-        try:
-            pid, _ = os.waitpid(-1, os.WNOHANG)
-        except ChildProcessError:
-            return
-        if pid == 0:
-            return
+        if why is None:
+            for nodeid, value in _outcomes_from(reports).items():
+                outcomes.setdefault(nodeid, value)
+        else:
+            result["collection_hang"] = why == "collect"
+            result["budget_exhausted"] = why == "budget"
+        break
+    for nodeid in (wanted if wanted is not None else started):
+        outcomes.setdefault(nodeid, "timeout" if why in ("collect", "budget") else "missing")
+    shutil.rmtree(work, ignore_errors=True)
+    result.update(outcomes=outcomes, started=started, hung=hung,
+                  collect_errors=sorted(set(collect_errors)),
+                  seconds=round(time.monotonic() - started_at, 3))
+    return result
 
 
 def _tail(path, n=4000):
@@ -278,136 +565,63 @@ def _tail(path, n=4000):
         return ""
 
 
-def bind_python(command, python=None):
-    """The configured command with `python`/`python3` bound to this interpreter."""
-    cmd = list(command)
-    if cmd and cmd[0] in ("python", "python3"):
-        cmd[0] = python or sys.executable
-    return cmd
+# --- canaries -------------------------------------------------------------------------------
+
+def _test_names(tree_text):
+    return re.findall(r"^\s*(?:async\s+)?def\s+(test\w*)\s*\(", tree_text, re.M)
 
 
-def run_tests(tree, command, ids=None, *, paths=None, per_test_timeout=30.0,
-              collect_timeout=120.0, budget_sec=600.0, pythonpath=(), env=None, sweep=None):
-    """Run pytest in tree under a watchdog and return what happened to each test.
+def add_canaries(tree, fail_to_pass, count=CANARIES, rng=None):
+    """Plant `count` tests that must fail among the tests of the fail-to-pass files.
 
-    ids: the test ids to run, or None for every test collected from `paths` (test files;
-    None: the whole suite as the repository configures it). A test still running after
-    `per_test_timeout` seconds is killed with its session and marked `timeout`; the
-    session is run again without it. Returns a dict: outcomes {id: passed | failed |
-    skipped | timeout | missing}, started (ids in the order they started), hung,
-    collection_hang, budget_exhausted, sessions, seconds, log_tail.
+    Each goes before a random top-level definition of a random such file (not always at
+    its end), is named with words of that file's own test names, and looks like a small
+    test; code that reports every test passed, or spares the last or the odd-named test
+    of a file, reports a canary passed. Returns their ids (empty when no file fits).
     """
-    started_at = time.monotonic()
-    deadline = started_at + budget_sec
-    work = tempfile.mkdtemp(prefix="rlforge-run-")
-    plugin_dir = os.path.join(work, "plugin")
-    os.mkdir(plugin_dir)
-    shutil.copyfile(os.path.abspath(__file__), os.path.join(plugin_dir, PLUGIN_MODULE + ".py"))
-    wanted = None if ids is None else list(dict.fromkeys(ids))
-    candidates = paths if wanted is None else {i.split("::", 1)[0] for i in wanted}
-    files = None if candidates is None else sorted(
-        p for p in candidates if os.path.isfile(os.path.join(tree, p)))
-    outcomes, hung, started, seen = {}, [], [], set()
-    result = {"collection_hang": False, "budget_exhausted": False, "sessions": 0, "log_tail": ""}
-    base_env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": work, "TMPDIR": work,
-                "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8", "PYTHONHASHSEED": "0",
-                "PYTHONDONTWRITEBYTECODE": "1",
-                "PYTHONPATH": os.pathsep.join([plugin_dir] + [os.path.join(tree, p) for p in pythonpath])}
-    if os.environ.get("VIRTUAL_ENV"):
-        base_env["VIRTUAL_ENV"] = os.environ["VIRTUAL_ENV"]
-    base_env.update(env or {})
-    why = None
-    while files != []:  # no test file to run: nothing ran, every wanted test is missing
-        result["sessions"] += 1
-        session = tempfile.mkdtemp(prefix="session-", dir=work)
-        junit, progress = os.path.join(session, "junit.xml"), os.path.join(session, "progress.jsonl")
-        select = os.path.join(session, "select.json")
-        with open(select, "w", encoding="utf-8") as fh:
-            json.dump({"only": wanted, "exclude": hung}, fh)
-        argv = command + ["-p", PLUGIN_MODULE, "-p", "no:cacheprovider", "-p", "no:randomly",
-                          "--rootdir", tree, "--junitxml", junit,
-                          "--continue-on-collection-errors", "-q", "--color=no"] + (files or [])
-        log_path = os.path.join(session, "output.txt")
-        run_env = dict(base_env, **{ENV_SELECT: select, ENV_PROGRESS: progress})
-        with open(log_path, "wb") as log:
-            proc = subprocess.Popen(argv, cwd=tree, env=run_env, stdin=subprocess.DEVNULL,
-                                    stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-        t0, offset, current, why = time.monotonic(), 0, None, None
-        while proc.poll() is None:
-            time.sleep(0.05)
-            new, offset = _read_progress(progress, offset)
-            now = time.monotonic()
-            for nodeid in new:
-                current = (nodeid, now)
-                if nodeid not in seen:
-                    seen.add(nodeid)
-                    started.append(nodeid)
-            if now > deadline:
-                why = "budget"
-            elif current is None and now - t0 > collect_timeout:
-                why = "collect"
-            elif current is not None and now - current[1] > per_test_timeout:
-                why = "hang"
-            if why:
-                break
-        _kill_group(proc)
-        if sweep:
-            sweep()  # nothing the tests started may outlive them before results are read
-            _reap()
-        result["log_tail"] = _tail(log_path)
-        if why == "hang":
-            hung.append(current[0])
-            outcomes[current[0]] = "timeout"
-            continue
-        if why is None:
-            cases = parse_junit(junit)
-            new, offset = _read_progress(progress, offset)
-            for nodeid in new:
-                if nodeid not in seen:
-                    seen.add(nodeid)
-                    started.append(nodeid)
-            if cases is not None:
-                for nodeid in (wanted if wanted is not None else started):
-                    if nodeid not in outcomes:
-                        outcome = cases.get(junit_key(nodeid))
-                        if outcome is not None:
-                            outcomes[nodeid] = outcome
-        else:
-            result["collection_hang"] = why == "collect"
-            result["budget_exhausted"] = why == "budget"
-        break
-    for nodeid in (wanted if wanted is not None else started):
-        outcomes.setdefault(nodeid, "timeout" if why in ("collect", "budget") else "missing")
-    shutil.rmtree(work, ignore_errors=True)
-    result.update(outcomes=outcomes, started=started, hung=hung,
-                  seconds=round(time.monotonic() - started_at, 3))
-    return result
+    import ast
+    import random as _random
 
-
-# --- the canary ----------------------------------------------------------------------------
-
-def add_canary(tree, fail_to_pass):
-    """Append a test that must fail to the file of the first fail-to-pass test.
-
-    Returns its id, or None when no such file exists. Its name is random and shaped like
-    the test names around it, so code that marks every test passed is caught.
-    """
-    for nodeid in sorted(fail_to_pass):
-        rel = nodeid.split("::", 1)[0]
+    rng = rng or _random.SystemRandom()
+    files = sorted({i.split("::", 1)[0] for i in fail_to_pass
+                    if i.split("::", 1)[0].endswith(".py")})
+    files = [f for f in files if os.path.isfile(os.path.join(tree, f))
+             and not os.path.islink(os.path.join(tree, f))]
+    ids = []
+    for _ in range(count if files else 0):
+        rel = rng.choice(files)
         path = os.path.join(tree, rel)
-        if not rel.endswith(".py") or not os.path.isfile(path) or os.path.islink(path):
-            continue
-        m = re.match(r"[A-Za-z]+_?", nodeid.split("::")[-1])
-        prefix = m.group(0) if m else "test_"
-        name = prefix + os.urandom(6).hex()
-        a, b = int.from_bytes(os.urandom(3), "big"), int.from_bytes(os.urandom(3), "big") | 1
         with open(path, "rb") as fh:
-            text = fh.read()
-        sep = b"" if text.endswith(b"\n") or not text else b"\n"
-        with open(path, "ab") as fh:
-            fh.write(sep + f"\n\ndef {name}():\n    assert {a} == {a + b}\n".encode())
-        return f"{rel}::{name}"
-    return None
+            raw = fh.read()
+        text = raw.decode("utf-8", "surrogateescape")
+        try:
+            body = ast.parse(raw).body
+        except (SyntaxError, ValueError):
+            body = []
+        starts = [min([n.lineno] + [d.lineno for d in getattr(n, "decorator_list", [])])
+                  for n in body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))]
+        existing = set(_test_names(text))
+        words = [w for n in existing for w in n.split("_")[1:] if w.isidentifier()] or \
+            ["value", "result", "case", "check", "input", "output"]
+        for _attempt in range(50):
+            name = "test_" + "_".join(rng.sample(words, min(len(words), rng.choice((1, 2, 2, 3)))))
+            if name not in existing and f"{rel}::{name}" not in ids:
+                break
+        else:
+            name = "test_" + "_".join(rng.sample(words, 1)) + f"_{rng.randrange(2, 99)}"
+        a = rng.randrange(2, 10_000)
+        b = a + rng.randrange(1, 1000)
+        var = rng.choice(("expected", "want", "result", "value", "got"))
+        source = f"\n\ndef {name}():\n    {var} = {a}\n    assert {var} == {b}\n\n"
+        lines = text.splitlines(keepends=True)
+        at = rng.choice(starts + [len(lines) + 1]) if starts else len(lines) + 1
+        if lines and not lines[-1].endswith("\n"):
+            lines[-1] += "\n"
+        lines.insert(at - 1, source)
+        with open(path, "wb") as fh:
+            fh.write("".join(lines).encode("utf-8", "surrogateescape"))
+        ids.append(f"{rel}::{name}")
+    return ids
 
 
 # --- scoring -------------------------------------------------------------------------------
@@ -426,47 +640,62 @@ def _ids(ids, limit=5):
     return shown + (f" and {len(ids) - limit} more" if len(ids) > limit else "")
 
 
-def score_repair(ref, tests_dir):
-    """Score the workspace at ref['workspace']; see the module docstring."""
+def score_repair(ref, tests_dir, workspace=None, policy=None):
+    """Score the workspace (default ref['workspace']); see the module docstring."""
     base = _base()
     component, reward = base.component, base.reward
     hidden = _load_hidden(ref, tests_dir)  # everything trusted is read before code runs
     f2p, p2p = list(ref["fail_to_pass"]), list(ref["pass_to_pass"])
     comps = {}
-    tree = tempfile.mkdtemp(prefix="rlforge-tree-")
-    ws = ref["workspace"]
+    scratch = tempfile.mkdtemp(prefix="rlforge-tree-")
+    tree = os.path.join(scratch, "app")
+    os.mkdir(tree)
+    ws = workspace or ref["workspace"]
+    roots = [""] + list(ref.get("pythonpath", []))
     try:
-        copy_workspace(ws, tree)
+        copied = copy_workspace(ws, tree)
         patch_file = os.path.join(ws, ref.get("submission_patch", SUBMISSION_PATCH))
-        if os.path.isfile(patch_file) and not os.path.islink(patch_file):
+        if base._regular_file(patch_file):
             with open(patch_file, "rb") as fh:
                 text = fh.read(20_000_000).decode("utf-8", "surrogateescape")
             applied, detail = _patch().apply_patch(tree, text)
         else:
             applied, detail = True, "workspace submitted as is"
     except OSError as exc:
-        applied, detail = False, f"the workspace could not be read: {exc}"
+        copied, applied, detail = [], False, f"the workspace could not be read: {exc}"
     comps["patch_applies"] = component(applied, 0, "medium", gate=True, detail=detail)
-    touched = touched_protected(tree, ref["protected"], ref["base_protected"]) if applied else []
+    touched = []
+    if applied:
+        touched = touched_protected(tree, ref["protected"], ref["base_protected"])
+        now = sorted(tree_hashes(tree))
+        policy = policy or base.LocalPolicy()
+        sites = (policy.site_dirs() if hasattr(policy, "site_dirs") else
+                 _site_dirs(bind_python(ref["test_command"], policy.python)[0]))
+        touched += shadow_modules(now, roots, set(ref.get("base_modules", [])),
+                                  installed_modules(sites))
+        touched = sorted(set(touched))
     comps["tests_untouched"] = component(
         not touched, 0, "fine", gate=True,
-        detail=f"test files changed: {_ids(touched)}" if touched else "no test file changed")
+        detail=f"test or runner files changed: {_ids(touched)}" if touched else "no test file changed")
     if not applied or touched:
         comps["fail_to_pass"] = component(0, 1.0, "coarse", detail="not run")
         comps["pass_to_pass"] = component(0, 0, "coarse", gate=True, detail="not run")
-        shutil.rmtree(tree, ignore_errors=True)
-        return reward(comps, detail="the submission was not run")
+        shutil.rmtree(scratch, ignore_errors=True)
+        return reward(comps, detail="the submission was not run",
+                      reason="patch_does_not_apply" if not applied else "tests_touched")
     patch = _patch()
     for rel, data in hidden.items():
         patch.write_file(tree, rel, data)
     for rel in ref.get("hidden_deleted", []):
         patch.remove_file(tree, rel)
-    canary = add_canary(tree, f2p)
-    run = run_tests(tree, bind_python(ref["test_command"]), f2p + p2p + ([canary] if canary else []),
-                    per_test_timeout=ref["per_test_timeout"], collect_timeout=ref["collect_timeout"],
-                    budget_sec=ref["budget_sec"], pythonpath=ref.get("pythonpath", []),
-                    env=ref.get("env"), sweep=base._sweep_namespace)
-    shutil.rmtree(tree, ignore_errors=True)
+    canaries = add_canaries(tree, f2p)
+    try:
+        run = run_tests(tree, ref["test_command"], f2p + p2p + canaries,
+                        per_test_timeout=ref["per_test_timeout"], collect_timeout=ref["collect_timeout"],
+                        budget_sec=ref["budget_sec"], pythonpath=ref.get("pythonpath", []),
+                        env=ref.get("env"), policy=policy)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
     out = run["outcomes"]
     f2p_ok = [t for t in f2p if out.get(t) == "passed"]
     f2p_bad = [f"{t} ({out.get(t)})" for t in f2p if out.get(t) != "passed"]
@@ -478,28 +707,37 @@ def score_repair(ref, tests_dir):
         not p2p_bad, 0, "coarse", gate=True,
         detail=f"{len(p2p) - len(p2p_bad)}/{len(p2p)} still pass"
         + (f"; broken: {_ids(p2p_bad)}" if p2p_bad else ""))
-    if canary:
-        got = out.get(canary)
+    errors = run["collect_errors"]
+    comps["collects"] = component(
+        not errors, 0, "medium", gate=True,
+        detail=f"test files failed to import: {_ids(errors)}" if errors else "every test file imports")
+    if canaries:
+        wrong = [c for c in canaries if out.get(c) != "failed"]
         comps["results_trusted"] = component(
-            got == "failed", 0, "medium", gate=True,
-            detail="the canary test failed, as it must" if got == "failed" else
-            f"the canary test, which must fail, was reported {got}: the results cannot be trusted")
+            not wrong, 0, "medium", gate=True,
+            detail="every canary test failed, as it must" if not wrong else
+            f"{len(wrong)} of {len(canaries)} canary tests, which must fail, were reported "
+            f"{', '.join(sorted({str(out.get(c)) for c in wrong}))}: the results cannot be trusted")
     extra = "; a test hung" if run["hung"] else ""
     if run["budget_exhausted"] or run["collection_hang"]:
         extra = "; the test run was cut off (time budget)"
-    return reward(comps, detail=f"{run['sessions']} session(s), {run['seconds']:.1f}s{extra}")
+    failed = [name for name, c in comps.items() if c["gate"] and c["value"] < 1]
+    reason = ("timeout" if run["budget_exhausted"] or run["collection_hang"] else
+              {"results_trusted": "forged_results", "collects": "collection_error",
+               "pass_to_pass": "pass_to_pass_broken"}.get(failed[0], failed[0]) if failed else
+              "tests_fail")
+    return reward(comps, detail=f"{run['sessions']} session(s), {run['seconds']:.1f}s{extra}",
+                  reason=reason)
 
 
 def run_only(spec_path, out_path):
     """Build-time mode: run tests in a prepared tree and write the raw outcomes as JSON."""
     with open(spec_path, encoding="utf-8") as fh:
         spec = json.load(fh)
-    base = _base()
-    result = run_tests(spec["tree"], bind_python(spec["test_command"]), spec.get("ids"),
+    result = run_tests(spec["tree"], spec["test_command"], spec.get("ids"),
                        paths=spec.get("paths"), per_test_timeout=spec["per_test_timeout"],
                        collect_timeout=spec["collect_timeout"], budget_sec=spec["budget_sec"],
-                       pythonpath=spec.get("pythonpath", []), env=spec.get("env"),
-                       sweep=base._sweep_namespace)
+                       pythonpath=spec.get("pythonpath", []), env=spec.get("env"))
     with open(out_path, "w", encoding="utf-8") as fh:
         json.dump(result, fh, sort_keys=True)
     return 0
@@ -515,11 +753,18 @@ def main(argv=None):
         i = argv.index("--logs")
         logs_dir = argv[i + 1]
         del argv[i:i + 2]
-    base._no_core_access()
+    base.harden()
     with open(argv[0], encoding="utf-8") as fh:
         ref = json.load(fh)
-    result = score_repair(ref, os.path.dirname(os.path.abspath(argv[0])))
-    base._sweep_namespace()
+    tests_dir = os.path.dirname(os.path.abspath(argv[0]))
+    base.protect_inputs(tests_dir)
+    policy = base.LocalPolicy()
+    try:
+        result = score_repair(ref, tests_dir, policy=policy)
+    except base.SandboxBroken as exc:
+        sys.stderr.write(f"rlforge verifier: {exc}\n")
+        return 2
+    policy.sweep()
     base.write_reward(result, logs_dir)
     sys.stdout.write(base.REWARD_PREFIX + json.dumps(result, sort_keys=True) + "\n")
     sys.stdout.flush()

@@ -2,21 +2,21 @@
 
 This file is copied verbatim into each task as `tests/rlforge_verify.py` and run by
 `tests/test.sh` with any Python 3.8+ and nothing else installed, so Harbor (or any runner)
-can score a task without rlforge. rlforge imports the same functions to score answer
-tasks in-process; both paths give the same reward.
+can score a task without rlforge. rlforge imports the same functions and scores in its
+own process, with its sandbox as the launcher of policy code; both paths give the same
+reward.
 
     python3 rlforge_verify.py REFERENCE.json [--logs /logs/verifier]
 
 A reward has named components, each a value in [0, 1] with a weight and a level (coarse:
 the result is right; medium: valid format / it runs; fine: process constraints). A
 component marked as a gate must be 1, or the total is 0. Otherwise the total is the
-weighted mean of the non-gate components. The result is written to reward.json and
-reward.txt, and printed on stdout as one line starting with `RLFORGE_REWARD `.
+weighted mean of the non-gate components. A failing reward names its `reason`. The result
+is written to reward.json and reward.txt, and printed on stdout as one line starting with
+`RLFORGE_REWARD `.
 
-When it runs code the policy wrote (script tasks), the verifier first reads everything
-it needs into memory, runs that code in a new session with its own pipes and a clean
-environment, kills what it left behind, and only then writes the reward, so the code
-cannot rewrite the reference, the held-back data, or the reward.
+Code the policy wrote never runs in this process: see "policy code: the trust boundary"
+below for the contract every verifier kind follows.
 """
 
 from __future__ import annotations
@@ -28,10 +28,12 @@ import os
 import re
 import shutil
 import signal
+import stat
 import subprocess
 import sys
 import tempfile
 import time
+import unicodedata
 
 REWARD_PREFIX = "RLFORGE_REWARD "
 MAX_ANSWER_CHARS = 400
@@ -57,10 +59,16 @@ def total_of(components):
     return sum(c["value"] * c["weight"] for c in scored) / sum(c["weight"] for c in scored)
 
 
-def reward(components, pass_threshold=1.0, detail=""):
+def reward(components, pass_threshold=1.0, detail="", reason=""):
+    """The result: components, total, outcome and, for a fail, a typed `reason` (why the
+    policy's submission failed: e.g. `wrong_answer`, `crash`, `timeout`, `signal`)."""
     total = round(total_of(components), 6)
-    return {"components": components, "total": total,
-            "outcome": "pass" if total >= pass_threshold - 1e-9 else "fail", "detail": detail}
+    passed = total >= pass_threshold - 1e-9
+    out = {"components": components, "total": total, "outcome": "pass" if passed else "fail",
+           "detail": detail}
+    if not passed:
+        out["reason"] = reason or "wrong_answer"
+    return out
 
 
 # --- answers -------------------------------------------------------------------------
@@ -169,35 +177,299 @@ def score_answer(ref, submitted):
 
 
 # --- replies -------------------------------------------------------------------------
+#
+# A reply is text, so what can be forged is the text itself: pasting the facts many times,
+# padding them with filler, copying the customer's own message back, or slipping a hidden
+# character into forbidden content. Text is compared as words of its NFKC, case-folded
+# form with format characters (Unicode Cf, e.g. U+200B) removed, so neither spacing,
+# punctuation nor invisible characters change a match.
+
+FACT_SHARE = 0.5      # at most this share of a reply's words may be fact text
+COPY_SHARE = 0.35     # at most this share of its word 4-grams may come from what it was shown
+COPY_N = 4
+NOTE_N = 5            # a forbidden item this long or longer leaks by any shared 5-gram
+
+
+def _fold(text):
+    text = unicodedata.normalize("NFKC", text or "")
+    return "".join(c for c in text if unicodedata.category(c) != "Cf").casefold()
+
+
+def words(text):
+    """The words of a text, as replies and facts are compared."""
+    return re.findall(r"\w+", _fold(text))
+
+
+def _spans(hay, needle):
+    """Start positions where the word list `needle` occurs in the word list `hay`."""
+    n = len(needle)
+    if not n:
+        return []
+    first = needle[0]
+    return [i for i, w in enumerate(hay) if w == first and hay[i:i + n] == needle]
+
+
+def _mentions_words(hay, item):
+    """Whether the words of `item` occur in `hay` (a word list), in order and adjacent,
+    or glued into one word ('FR-1083' also matches 'FR1083')."""
+    needle = words(item)
+    if not needle:
+        return False
+    if len(needle) >= NOTE_N:  # a long note: any run of NOTE_N of its words
+        grams = {tuple(needle[i:i + NOTE_N]) for i in range(len(needle) - NOTE_N + 1)}
+        return any(tuple(hay[i:i + NOTE_N]) in grams for i in range(len(hay) - NOTE_N + 1))
+    return bool(_spans(hay, needle)) or (len(needle) > 1 and "".join(needle) in hay)
+
 
 def contains(text, fact):
-    """Whether `fact` appears in `text`, both normalised (how facts and forbidden items
+    """Whether `fact` appears in `text`, compared as words (how facts and forbidden items
     are matched; generators filter with it too)."""
-    return normalize(fact) in normalize(text) if fact else False
+    return _mentions_words(words(text), fact) if fact else False
+
+
+def _ngrams(tokens, n):
+    return {tuple(tokens[i:i + n]) for i in range(len(tokens) - n + 1)}
 
 
 def score_reply(ref, submitted):
-    """A customer reply: required facts (partial credit), forbidden content, length."""
+    """A customer reply: required facts (partial credit, each once), forbidden content,
+    length, and three gates against stuffing: the share of fact text, the share copied
+    from what the policy was shown, and how much of it is ordinary language of the
+    company's replies (filler such as lorem ipsum is not)."""
     text = (submitted or "").strip()
+    tokens = words(text)
     comps = {}
     n_words = len(text.split())
     lo, hi = ref.get("min_words", 15), ref.get("max_words", 400)
     comps["length"] = component(1 if lo <= n_words <= hi else 0, 0, "medium", gate=True,
                                 detail=f"{n_words} words; allowed {lo}-{hi}")
-    leaked = [f for f in ref.get("forbidden", []) if contains(text, f)]
+    leaked = [f for f in ref.get("forbidden", []) if _mentions_words(tokens, f)]
     comps["no_forbidden_content"] = component(0 if leaked else 1, 0, "fine", gate=True,
                                               detail=f"{len(leaked)} forbidden item(s) present")
     facts = ref.get("required", [])
-    hits = [f for f in facts if contains(text, f)]
+    hits = [f for f in facts if _mentions_words(tokens, f)]
     comps["key_facts"] = component(len(hits) / len(facts) if facts else 1.0, 1.0, "coarse",
                                    detail=f"{len(hits)}/{len(facts)} key facts")
-    return reward(comps, pass_threshold=ref.get("pass_threshold", 1.0))
+    covered = set()
+    for f in facts:
+        needle = words(f)
+        for i in _spans(tokens, needle):
+            covered.update(range(i, i + len(needle)))
+    share = len(covered) / len(tokens) if tokens else 1.0
+    limit = ref.get("max_fact_share", FACT_SHARE)
+    comps["not_stuffed"] = component(share <= limit, 0, "medium", gate=True,
+                                     detail=f"{share:.0%} of the words are fact text; at most {limit:.0%}")
+    grams = _ngrams(tokens, COPY_N)
+    shown = set()
+    for source in ref.get("copy_sources", []):
+        shown |= _ngrams(words(source), COPY_N)
+    copied = len(grams & shown) / len(grams) if grams else 0.0
+    limit = ref.get("max_copy_share", COPY_SHARE)
+    comps["original"] = component(copied <= limit, 0, "medium", gate=True,
+                                  detail=f"{copied:.0%} of its 4-grams were in what it was shown; "
+                                         f"at most {limit:.0%}")
+    common = set(ref.get("common_words", []))
+    if common:
+        rate = sum(1 for t in tokens if t in common) / len(tokens) if tokens else 0.0
+        need = ref.get("min_common_share", 0.0)
+        comps["fluent"] = component(rate >= need, 0, "medium", gate=True,
+                                    detail=f"{rate:.0%} of its words are common words of the "
+                                           f"company's replies; at least {need:.0%}")
+    failed = [name for name, c in comps.items() if c["gate"] and c["value"] < 1]
+    return reward(comps, pass_threshold=ref.get("pass_threshold", 1.0),
+                  reason=failed[0] if failed else "")
 
 
-# --- scripts the policy wrote --------------------------------------------------------
+# --- policy code: the trust boundary ------------------------------------------------
+#
+# The contract every verifier kind follows. Code the policy controls (a submitted program,
+# the repository's tests that import the submitted code) runs only through a `PolicyCode`
+# launcher, never in this process:
+# - it gets a private copy of what it needs (`tree`, read-write) and read-only data
+#   directories (`data`), never the verifier's inputs (reference.json, hidden answers,
+#   canary names) and never the directory the reward is written to;
+# - its results come back over channels this process owns (its stdout pipe; for test runs
+#   a FIFO whose reports are taken first-come, see rlforge_repair.py), never from a file
+#   it could have written;
+# - it runs as another uid than the scorer (rlforge's sandbox, or uid 65534 when this
+#   file runs as root, as under Harbor), so it cannot signal or trace the scorer;
+# - once it has run, a crash, a timeout, a signal or a missing or malformed result is a
+#   *fail* with a typed `reason`, never a missing reward.
+# `LocalPolicy` is the launcher for tests/test.sh; rlforge passes its sandbox launcher
+# (rlforge.verify.boundary) to the same scoring functions.
+
+POLICY_UID = 65534
+INIT_NAMES = ("systemd", "init", "launchd", "upstart", "openrc-init", "runit")
+
+
+class SandboxBroken(Exception):
+    """The launcher could not start policy code at all (an infrastructure failure)."""
+
+
+class Ran:
+    """What one run of policy code did."""
+
+    def __init__(self, code, stdout="", stderr="", timed_out=False):
+        self.code, self.stdout, self.stderr, self.timed_out = code, stdout, stderr, timed_out
+
+    @property
+    def reason(self):
+        """`timeout`, `signal` (killed by one), `crash` (non-zero exit), or '' when it exited 0."""
+        if self.timed_out:
+            return "timeout"
+        if self.code is None or self.code < 0 or self.code > 128:
+            return "signal"
+        return "crash" if self.code else ""
+
+
+class _LocalHandle:
+    def __init__(self, proc, policy, timeout):
+        self.proc, self.policy = proc, policy
+        self.deadline = time.monotonic() + timeout
+        self.killed = False
+
+    def poll(self):
+        """True once the code has exited (or was killed at its deadline)."""
+        if self.proc.poll() is not None:
+            return True
+        if time.monotonic() > self.deadline:
+            self.kill()
+            self.killed = True
+            return True
+        return False
+
+    def kill(self):
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except OSError:
+            pass
+        self.policy.sweep()
+
+    def result(self, out_limit=1_000_000):
+        try:
+            out, err = self.proc.communicate(timeout=max(0.0, self.deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            self.killed = True
+            self.kill()
+            out, err = self.proc.communicate()
+        out, err = out or b"", err or b""
+        self.kill()  # whatever it left behind goes before its result is read
+        self.proc.wait()
+        code = None if self.killed else self.proc.returncode
+        return Ran(code, out[:out_limit].decode("utf-8", "replace"),
+                   err[-10_000:].decode("utf-8", "replace"), self.killed)
+
+
+class LocalPolicy:
+    """Runs policy code as a child process of this verifier (tests/test.sh under Harbor).
+
+    As root (Harbor runs test.sh as root), the code runs as uid/gid 65534 with no
+    supplementary groups in a session of its own; its tree is handed to that uid, its data
+    copied to a directory it may only read, and every process of that uid is killed when
+    it ends. Without root the code runs as this process's own uid: there is no uid to drop
+    to, and only rlforge's sandbox (or a separate verifier container) keeps it apart.
+    """
+
+    def __init__(self, python=None, drop=None):
+        self.drop = (hasattr(os, "geteuid") and os.geteuid() == 0) if drop is None else drop
+        self.python = python or sys.executable
+
+    def places(self, tree, data):
+        """Where the tree and each data directory appear to the code (host paths here)."""
+        return tree, dict(data)
+
+    def _prepare(self, tree, data):
+        if not self.drop:
+            return
+        for dirpath, dirnames, filenames in os.walk(tree):
+            for name in [dirpath] + [os.path.join(dirpath, n) for n in dirnames + filenames]:
+                os.lchown(name, POLICY_UID, POLICY_UID)
+        for path in [tree, *data.values()]:
+            _traversable(os.path.dirname(os.path.abspath(path)))
+        for path in data.values():
+            for dirpath, dirnames, filenames in os.walk(path):
+                os.chmod(dirpath, 0o755)
+                for n in filenames:
+                    os.chmod(os.path.join(dirpath, n), 0o644)
+
+    def _demote(self):
+        os.setsid()
+        if self.drop:
+            os.setgroups([])
+            os.setgid(POLICY_UID)
+            os.setuid(POLICY_UID)
+
+    def start(self, argv, tree, data=None, env=None, timeout=30.0, log=None):
+        """Start `argv` with cwd `tree`; returns a handle with poll(), kill(), result().
+
+        `log`: a file path for stdout and stderr together (for long runs whose output is
+        not read while they run), else both are piped back."""
+        data = data or {}
+        self._prepare(tree, data)
+        run_env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": tree, "TMPDIR": tree,
+                   "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8"}
+        run_env.update(env or {})
+        out = open(log, "wb") if log else None
+        try:
+            proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL,
+                                    stdout=out or subprocess.PIPE,
+                                    stderr=subprocess.STDOUT if out else subprocess.PIPE,
+                                    env=run_env, cwd=tree, close_fds=True,
+                                    preexec_fn=self._demote)
+        except OSError as exc:
+            raise SandboxBroken(f"cannot start {argv[0]}: {exc}") from None
+        finally:
+            if out:
+                out.close()
+        return _LocalHandle(proc, self, timeout)
+
+    def run(self, argv, tree, data=None, env=None, timeout=30.0):
+        """Run to the end; a `Ran`."""
+        return self.start(argv, tree, data, env, timeout).result()
+
+    def sweep(self):
+        """Kill what policy code left running: every process of the policy's uid, or,
+        inside rlforge's sandbox (a pid namespace of our own), every process but ours."""
+        if not self.drop:
+            if os.environ.get("RLFORGE_SANDBOXED") == "1":
+                stop_other_processes()
+            return
+        for _ in range(20):
+            left = [p for p in _live_pids() if _uid_of(p) == POLICY_UID]
+            if not left:
+                return
+            for p in left:
+                try:
+                    os.kill(p, signal.SIGKILL)
+                except OSError:
+                    pass
+            _reap()
+            time.sleep(0.01)
+
+
+def _traversable(path):
+    """Let other users pass through path and its parents up to the temporary directory."""
+    top = os.path.abspath(tempfile.gettempdir())
+    path = os.path.abspath(path)
+    while path.startswith(top + os.sep):
+        os.chmod(path, os.stat(path).st_mode | 0o111)
+        path = os.path.dirname(path)
+
+
+def _uid_of(pid):
+    try:
+        with open(f"/proc/{pid}/status") as fh:
+            for line in fh:
+                if line.startswith("Uid:"):
+                    return int(line.split()[1])
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
 
 def _no_core_access():
-    """Make this process non-dumpable so code of the same uid cannot reach its pipes."""
+    """Make this process non-dumpable so code of the same uid cannot trace it or reach its
+    file descriptors through /proc."""
     try:
         import ctypes
         ctypes.CDLL(None, use_errno=True).prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE = 4
@@ -205,30 +477,60 @@ def _no_core_access():
         pass
 
 
-def _sweep_namespace():
-    """Inside rlforge's sandbox (own pid namespace) kill every process but us and our parents."""
-    if os.environ.get("RLFORGE_SANDBOXED") != "1":
-        return
-    keep, pid = set(), os.getpid()
+def _ignore_signals():
+    """Survive signals from code of the same uid: ignore every catchable one we can."""
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1,
+                signal.SIGUSR2, signal.SIGPIPE, signal.SIGALRM, signal.SIGTSTP, signal.SIGTTIN,
+                signal.SIGTTOU, signal.SIGXCPU, signal.SIGXFSZ, signal.SIGVTALRM,
+                signal.SIGPROF):
+        try:
+            signal.signal(sig, signal.SIG_IGN)
+        except (OSError, ValueError):
+            pass
+
+
+def _private_namespace():
+    """Whether this process is in a container or sandbox of its own, where stopping every
+    other process is safe: never on a host whose pid 1 is an init system."""
+    if os.environ.get("RLFORGE_SANDBOXED") == "1":
+        return True
+    if os.path.exists("/.dockerenv") or os.path.exists("/run/.containerenv"):
+        return True
+    try:
+        with open("/proc/1/comm") as fh:
+            return fh.read().strip() not in INIT_NAMES
+    except OSError:
+        return False
+
+
+def stop_other_processes():
+    """Before scoring, stop every process that is not this verifier or one of its
+    ancestors (pid 1 of the container stays): nothing the agent left running may read the
+    tests or rewrite the reward. Returns how many were killed (-1: not in a container)."""
+    if not _private_namespace():
+        return -1
+    keep, pid = {1}, os.getpid()
     while pid > 1:
         keep.add(pid)
         try:
             with open(f"/proc/{pid}/stat") as fh:
                 pid = int(fh.read().rsplit(")", 1)[1].split()[1])
-        except OSError:
+        except (OSError, ValueError, IndexError):
             break
-    keep.add(1)
-    for _ in range(20):
+    killed = set()
+    for _ in range(50):
         _reap()
         others = [p for p in _live_pids() if p not in keep]
         if not others:
-            return
+            break
         for p in others:
             try:
                 os.kill(p, signal.SIGKILL)
+                killed.add(p)
             except OSError:
                 pass
         time.sleep(0.01)
+    return len(killed)
 
 
 def _live_pids():
@@ -248,7 +550,7 @@ def _live_pids():
 
 
 def _reap():
-    """Collect exited children (the verifier may be the namespace's pid 1, which inherits orphans)."""
+    """Collect exited children (the verifier may be a namespace's pid 1, which inherits orphans)."""
     while True:
         try:
             pid, _ = os.waitpid(-1, os.WNOHANG)
@@ -258,100 +560,161 @@ def _reap():
             return
 
 
-def run_program(program, arg, timeout):
-    """Run the policy's program on one input; return (exit code or None, stdout, stderr)."""
-    if program.endswith(".py"):
-        cmd = [sys.executable, program, arg]
-    else:
-        cmd = ["bash", program, arg]
-    env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": tempfile.gettempdir(),
-           "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8"}
-    try:
-        proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, env=env, close_fds=True,
-                                start_new_session=True, cwd=os.path.dirname(program) or ".")
-    except OSError as exc:
-        return None, "", str(exc)
-    try:
-        out, err = proc.communicate(timeout=timeout)
-        code = proc.returncode
-    except subprocess.TimeoutExpired:
-        code, out, err = None, b"", b"timed out"
-    finally:
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except OSError:
-            pass
-        proc.wait()
-        _sweep_namespace()
-    return code, out[:1_000_000].decode("utf-8", "replace"), err[:10_000].decode("utf-8", "replace")
+def copy_tree_bounded(src, dst, limit=200 * 1024 * 1024, max_files=100_000, skip=None):
+    """Copy the regular files under src into dst (created), never following links.
+
+    Symlinks and special files are left out, as is any relative path `skip(rel)` is true
+    for. Returns the relative paths copied; raises OSError past `limit` bytes or
+    `max_files` files.
+    """
+    os.makedirs(dst, exist_ok=True)
+    copied, total = [], 0
+    for dirpath, dirnames, filenames in os.walk(src):
+        rel_dir = os.path.relpath(dirpath, src)
+        rel_dir = "" if rel_dir == "." else rel_dir.replace(os.sep, "/")
+        keep = []
+        for d in sorted(dirnames):
+            rel = f"{rel_dir}/{d}" if rel_dir else d
+            if not os.path.islink(os.path.join(dirpath, d)) and not (skip and skip(rel)):
+                keep.append(d)
+                os.makedirs(os.path.join(dst, rel), exist_ok=True)
+        dirnames[:] = keep
+        for name in sorted(filenames):
+            rel = f"{rel_dir}/{name}" if rel_dir else name
+            if skip and skip(rel):
+                continue
+            if len(copied) >= max_files:
+                raise OSError(f"the workspace has more than {max_files} files")
+            try:
+                fd = os.open(os.path.join(dirpath, name), os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+            except OSError:
+                continue  # a symlink or unreadable entry
+            try:
+                st = os.fstat(fd)
+                if not stat.S_ISREG(st.st_mode):
+                    continue
+                total += st.st_size
+                if total > limit:
+                    raise OSError(f"the workspace is larger than {limit // (1024 * 1024)} MB")
+                with os.fdopen(os.dup(fd), "rb") as fh:
+                    data = fh.read(limit + 1)
+            finally:
+                os.close(fd)
+            target = os.path.join(dst, rel)
+            with open(target, "wb") as out:
+                out.write(data)
+            os.chmod(target, 0o755 if st.st_mode & 0o111 else 0o644)
+            copied.append(rel)
+    return copied
 
 
-def score_script(ref, tests_dir):
-    """Run the policy's program on the visible logs and on each held-back variant."""
-    candidates = [os.path.join(ref["workspace"], name) for name in ref["programs"]]
-    program = next((p for p in candidates if os.path.isfile(p)), None)
+def _regular_file(path):
+    """Whether path is a regular file reached without following a link at its last step."""
+    try:
+        return stat.S_ISREG(os.lstat(path).st_mode)
+    except OSError:
+        return False
+
+
+# --- scripts the policy wrote --------------------------------------------------------
+
+def score_script(ref, tests_dir, workspace=None, policy=None):
+    """Run the policy's program on the visible logs and on each held-back variant.
+
+    Each case runs in a fresh launch of its own, on a private copy of the workspace, with
+    only that case's data (a held-back window is a read-only data directory); its answer
+    is the last line it printed on its stdout, compared here.
+    """
+    ws = workspace or ref["workspace"]
+    policy = policy or LocalPolicy()
+    program = next((name for name in ref["programs"] if _regular_file(os.path.join(ws, name))), None)
     comps = {}
     if program is None:
         comps["runs"] = component(0, 0, "medium", gate=True,
                                   detail="no " + " or ".join(ref["programs"]) + " in the workspace")
         comps["correct"] = component(0)
-        return reward(comps, detail="no program")
-    # Everything the policy must not be able to change is read before its code runs.
-    cases = []
-    for case in ref["cases"]:
-        files = {}
-        if case.get("data_dir"):
-            root = os.path.join(tests_dir, case["data_dir"])
-            for dirpath, _, names in os.walk(root):
-                for name in names:
-                    full = os.path.join(dirpath, name)
-                    with open(full, "rb") as fh:
-                        files[os.path.relpath(full, root)] = fh.read()
-        cases.append((case, files))
-    ran, right, details, per_case = 0, 0, [], []
-    for case, files in cases:
-        if files:
-            target = tempfile.mkdtemp(prefix="rlforge-case-")
-            for rel, data in files.items():
-                os.makedirs(os.path.dirname(os.path.join(target, rel)), exist_ok=True)
-                with open(os.path.join(target, rel), "wb") as fh:
-                    fh.write(data)
-        else:
-            target = case["path"]
-        code, out, err = run_program(program, target, ref.get("timeout_sec", 30))
-        if code == 0:
-            ran += 1
-        lines = [line for line in out.splitlines() if line.strip()]
-        answer = lines[-1] if lines else ""
-        scored = score_answer(case["answer"], answer)
-        is_right = scored["components"]["correct"]["value"] >= 1.0
-        right += is_right
-        per_case.append(is_right)
-        details.append(f"{case['name']}: exit {code}, answer {answer[:60]!r}, "
-                       f"{'right' if is_right else 'wrong'}")
-    comps["runs"] = component(1 if ran == len(cases) else 0, 0, "medium", gate=True,
-                              detail=f"{ran}/{len(cases)} runs exited 0")
-    comps["correct"] = component(1 if right == len(cases) else 0, 1.0, "coarse",
+        return reward(comps, detail="no program", reason="no_program")
+    ran_ok, right, details, per_case, reasons = 0, 0, [], [], []
+    scratch = tempfile.mkdtemp(prefix="rlforge-cases-")
+    try:
+        for i, case in enumerate(ref["cases"]):
+            root = os.path.join(scratch, f"case{i}")
+            os.mkdir(root)
+            tree = os.path.join(root, "app")
+            try:
+                copy_tree_bounded(ws, tree)
+            except OSError as exc:
+                comps["runs"] = component(0, 0, "medium", gate=True, detail=str(exc))
+                comps["correct"] = component(0)
+                return reward(comps, detail="the workspace could not be copied",
+                              reason="submission_too_large")
+            data = {}
+            if case.get("data_dir"):
+                data["data"] = os.path.join(root, "data")
+                copy_tree_bounded(os.path.join(tests_dir, case["data_dir"]), data["data"])
+            inside, places = policy.places(tree, data)
+            if data:
+                target = places["data"]
+            else:  # a path in the workspace, e.g. /app/logs
+                rel = os.path.relpath(case["path"], ref.get("workspace", "/app"))
+                target = inside if rel == "." else inside.rstrip("/") + "/" + rel
+            path = inside.rstrip("/") + "/" + program
+            argv = ([policy.python if hasattr(policy, "python") else "python3", path, target]
+                    if program.endswith(".py") else ["bash", path, target])
+            ran = policy.run(argv, tree, data, timeout=ref.get("timeout_sec", 30))
+            if ran.code == 0:
+                ran_ok += 1
+            elif ran.reason:
+                reasons.append(ran.reason)
+            lines = [line for line in ran.stdout.splitlines() if line.strip()]
+            answer = lines[-1] if lines else ""
+            scored = score_answer(case["answer"], answer)
+            is_right = ran.code == 0 and scored["components"]["correct"]["value"] >= 1.0
+            right += is_right
+            per_case.append(is_right)
+            details.append(f"{case['name']}: {ran.reason or 'exit 0'}, answer {answer[:60]!r}, "
+                           f"{'right' if is_right else 'wrong'}")
+            shutil.rmtree(root, ignore_errors=True)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    n = len(ref["cases"])
+    comps["runs"] = component(1 if ran_ok == n else 0, 0, "medium", gate=True,
+                              detail=f"{ran_ok}/{n} runs exited 0")
+    comps["correct"] = component(1 if right == n else 0, 1.0, "coarse",
                                  detail="; ".join(details))
     comps["correct_on_visible"] = component(1 if per_case and per_case[0] else 0, 0, "fine",
                                             detail="informational: the visible case alone")
-    return reward(comps)
+    reason = reasons[0] if reasons else ("" if right == n else "wrong_answer")
+    return reward(comps, reason=reason)
 
 
 # --- entry point ---------------------------------------------------------------------
 
-def score(ref, tests_dir):
-    """Dispatch on the reference's verifier kind and return the reward."""
+def read_submission(path, limit=1_000_000):
+    """The answer file as text (UTF-8 with replacement, universal newlines), links refused."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return ""
+    with os.fdopen(fd, "r", encoding="utf-8", errors="replace") as fh:
+        if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
+            return ""
+        return fh.read(limit)
+
+
+def score(ref, tests_dir, workspace=None, policy=None):
+    """Dispatch on the reference's verifier kind and return the reward.
+
+    `workspace`: the submission's directory (default: the reference's, /app); `policy`:
+    how policy code is launched (default `LocalPolicy`).
+    """
     kind = ref["verifier"]
     if kind == "script":
-        return score_script(ref, tests_dir)
+        return score_script(ref, tests_dir, workspace, policy)
     path = ref["submission"]
-    try:
-        with open(path, "r", encoding="utf-8", errors="replace") as fh:
-            submitted = fh.read(1_000_000)
-    except OSError:
-        submitted = ""
+    if workspace is not None:
+        path = os.path.join(workspace, os.path.relpath(path, ref.get("workspace", "/app")))
+    submitted = read_submission(path)
     if kind == "answer":
         return score_answer(ref, submitted)
     if kind == "reply":
@@ -360,72 +723,60 @@ def score(ref, tests_dir):
 
 
 def write_reward(result, logs_dir):
+    """Write reward.json and reward.txt, replacing whatever stands at those names (a
+    directory, a link, a file another process wrote) through a private temporary file."""
     os.makedirs(logs_dir, exist_ok=True)
-    with open(os.path.join(logs_dir, "reward.json"), "w") as fh:
-        json.dump(result, fh, indent=2, sort_keys=True)
-    with open(os.path.join(logs_dir, "reward.txt"), "w") as fh:
-        fh.write(f"{result['total']}\n")
+    if hasattr(os, "geteuid") and os.geteuid() == 0:
+        os.chmod(logs_dir, 0o755)
+    for name, text in (("reward.json", json.dumps(result, indent=2, sort_keys=True)),
+                       ("reward.txt", f"{result['total']}\n")):
+        target = os.path.join(logs_dir, name)
+        if os.path.isdir(target) and not os.path.islink(target):
+            shutil.rmtree(target, ignore_errors=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{name}-", dir=logs_dir)
+        with os.fdopen(fd, "w") as fh:
+            fh.write(text)
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, target)
 
 
-BATCH_PREFIX = "RLFORGE_BATCH "
+def protect_inputs(tests_dir):
+    """As root, make the tests directory readable by root alone before policy code runs."""
+    if hasattr(os, "geteuid") and os.geteuid() == 0:
+        try:
+            os.chmod(tests_dir, 0o700)
+        except OSError:
+            pass
 
 
-def _clear(directory):
-    for name in os.listdir(directory):
-        path = os.path.join(directory, name)
-        if os.path.isdir(path) and not os.path.islink(path):
-            shutil.rmtree(path)
-        else:
-            os.unlink(path)
-
-
-def score_batch(ref, tests_dir, submissions, workspace):
-    """Score several submissions in turn, each in the workspace as it was at the start.
-
-    Used by `rlforge validate` to prove the null and adversarial submissions of a task in
-    one sandboxed run: the same `score` as test.sh, on the same files, without starting a
-    sandbox and an interpreter per submission.
-    """
-    snapshot = tempfile.mkdtemp(prefix="rlforge-ws-")
-    shutil.copytree(workspace, snapshot, dirs_exist_ok=True, symlinks=True)
-    results = {}
-    for sub in submissions:
-        _clear(workspace)
-        shutil.copytree(snapshot, workspace, dirs_exist_ok=True, symlinks=True)
-        for rel, text in sub["files"].items():
-            target = os.path.join(workspace, rel)
-            os.makedirs(os.path.dirname(target), exist_ok=True)
-            with open(target, "wb") as fh:
-                fh.write(text.encode("utf-8", "surrogateescape"))
-        results[sub["name"]] = score(ref, tests_dir)
-        _sweep_namespace()
-    return results
+def harden():
+    """What every verifier does first: stop what else runs in the container, refuse to be
+    traced, ignore signals, and keep the tests to itself."""
+    _ignore_signals()
+    _no_core_access()
+    stop_other_processes()
 
 
 def main(argv=None):
     argv = list(sys.argv[1:] if argv is None else argv)
     logs_dir = "/logs/verifier"
-    options = {}
-    for flag in ("--logs", "--batch"):
-        if flag in argv:
-            i = argv.index(flag)
-            options[flag] = argv[i + 1]
-            del argv[i:i + 2]
-    logs_dir = options.get("--logs", logs_dir)
-    _no_core_access()
+    if "--logs" in argv:
+        i = argv.index("--logs")
+        logs_dir = argv[i + 1]
+        del argv[i:i + 2]
+    harden()
     ref_path = argv[0]
     with open(ref_path, encoding="utf-8") as fh:
         ref = json.load(fh)
-    if "--batch" in options:
-        with open(options["--batch"], encoding="utf-8") as fh:
-            submissions = json.load(fh)
-        results = score_batch(ref, os.path.dirname(os.path.abspath(ref_path)), submissions,
-                              ref.get("workspace", "/app"))
-        sys.stdout.write(BATCH_PREFIX + json.dumps(results, sort_keys=True) + "\n")
-        sys.stdout.flush()
-        return 0
-    result = score(ref, os.path.dirname(os.path.abspath(ref_path)))
-    _sweep_namespace()
+    tests_dir = os.path.dirname(os.path.abspath(ref_path))
+    protect_inputs(tests_dir)
+    policy = LocalPolicy()
+    try:
+        result = score(ref, tests_dir, policy=policy)
+    except SandboxBroken as exc:
+        sys.stderr.write(f"rlforge verifier: {exc}\n")
+        return 2
+    policy.sweep()
     write_reward(result, logs_dir)
     sys.stdout.write(REWARD_PREFIX + json.dumps(result, sort_keys=True) + "\n")
     sys.stdout.flush()

@@ -1,13 +1,15 @@
 """Prove every task before anyone trains on it: gold scores 1, null and tricks score 0.
 
-For each task directory, in the sandbox:
-- the oracle: `solution/solve.sh` runs in a fresh workspace, then `tests/test.sh` must give 1.0;
+For each task directory:
+- the oracle: `solution/solve.sh` runs in a fresh workspace in the sandbox, then the
+  task's verifier scores what it left, exactly as a rollout is scored (policy code in
+  sandboxes of its own, the reward computed here: see `rlforge.verify.boundary`);
 - the null submission (an untouched workspace) must give 0;
 - every adversarial submission listed in `tests/validation.json` (and, for answer and reply
-  tasks, the instruction echoed back) must give 0;
+  tasks, the instruction echoed back) must give 0, as a scored fail, not a missing reward;
 - a leak check: the reference answer must not appear in the instruction or the workspace,
   outside the parts where it legitimately may (the offered options, the source text).
-A verifier that crashes or a sandbox that fails makes the task invalid, not passed.
+A sandbox that cannot start or broken verifier data makes the task invalid, not passed.
 """
 
 from __future__ import annotations
@@ -24,8 +26,8 @@ from pathlib import Path
 from typing import Any, Callable
 
 from rlforge.errors import UserError
-from rlforge.sandbox import SandboxPool, SandboxSpec, prepare_env, read_file
-from rlforge.verify.standalone import BATCH_PREFIX, REWARD_PREFIX
+from rlforge.sandbox import SandboxPool, SandboxSpec, prepare_env
+from rlforge.verify.boundary import SandboxBroken, SandboxPolicy, load_reference, score_workspace
 
 VERIFIER_FILE = "rlforge_verify.py"
 
@@ -61,47 +63,6 @@ class VerifierRun:
     reward: dict | None
     error: str | None = None
     stdout: str = ""
-
-
-def parse_reward(stdout: str, logs_dir: Path | None) -> dict | None:
-    """The reward the verifier printed (first RLFORGE_REWARD line), else reward.json/.txt."""
-    for line in stdout.splitlines():
-        if line.startswith(REWARD_PREFIX):
-            try:
-                return json.loads(line[len(REWARD_PREFIX):])
-            except ValueError:
-                return None
-    if logs_dir is not None:
-        for name in ("reward.json", "reward.txt"):
-            try:
-                data = read_file(logs_dir, name).decode()
-            except (OSError, ValueError):
-                continue
-            try:
-                value = json.loads(data)
-            except ValueError:
-                continue
-            if isinstance(value, dict) and "total" in value:
-                return value
-            if isinstance(value, (int, float)):
-                return {"total": float(value), "components": {}, "outcome": "pass" if value >= 1 else "fail"}
-    return None
-
-
-def _logs_dir(scratch: Path) -> Path:
-    """A fresh /logs/verifier for one sandboxed run (writable by the sandbox's user)."""
-    logs = Path(tempfile.mkdtemp(prefix="logs-", dir=scratch))
-    logs.chmod(0o777)
-    return logs
-
-
-def _reward_run(result, logs: Path) -> VerifierRun:
-    """The reward a finished test.sh left (stdout or reward files), or why there is none."""
-    reward = parse_reward(result.stdout_text, logs)
-    if reward is None:
-        return VerifierRun(None, f"verifier gave no reward (exit {result.exit_code}): "
-                           f"{result.stderr_text.strip()[-300:]}", result.stdout_text)
-    return VerifierRun(reward, None, result.stdout_text)
 
 
 def load_task(task_dir: Path) -> dict[str, Any]:
@@ -149,7 +110,14 @@ def prepared_env_hook(task_dir: Path, meta: dict) -> dict:
 
 
 class TaskRunner:
-    """Runs a task's scripts in sandboxes; shared by validation and by `rlforge run`."""
+    """Runs a task's scripts in sandboxes and scores submissions on the host; shared by
+    validation, `rlforge run`, rescoring and the Python API.
+
+    Scoring follows the trust boundary (`rlforge.verify.boundary`): the reference is read
+    here, policy code runs in sandboxes that see only what it needs, and the reward is
+    computed in this process. `VerifierRun.error` is set only for infrastructure failures
+    (a sandbox that could not start, a broken task), never for what policy code did.
+    """
 
     def __init__(self, pool: SandboxPool, sandbox_mode: str = "bwrap",
                  spec_hook: Callable[[Path, dict], dict] | None = None):
@@ -157,10 +125,18 @@ class TaskRunner:
         self.mode = sandbox_mode
         self.spec_hook = spec_hook or prepared_env_hook
 
+    def _fields(self, task_dir: Path, meta: dict) -> dict[str, Any]:
+        """SandboxSpec fields every sandbox of this task gets (venv, /tmp size, memory)."""
+        extra = dict(self.spec_hook(task_dir, meta)) if self.spec_hook else {}
+        extra["env"] = {"RLFORGE_SANDBOXED": "1", **extra.pop("env", {})}
+        memory = meta.get("environment", {}).get("memory_mb")
+        if memory and "memory_mb" not in extra:
+            extra["memory_mb"] = int(memory)
+        return extra
+
     def _spec(self, task_dir: Path, meta: dict, **fields) -> SandboxSpec:
-        extra = self.spec_hook(task_dir, meta) if self.spec_hook else {}
-        env = {"RLFORGE_SANDBOXED": "1", **extra.pop("env", {})}
-        return SandboxSpec(mode=self.mode, env=env, **{**extra, **fields})
+        extra = self._fields(task_dir, meta)
+        return SandboxSpec(mode=self.mode, **{**extra, **fields})
 
     async def run_solution(self, task_dir: Path, meta: dict, ws: Path) -> str | None:
         """Run solution/solve.sh in the workspace; an error message if it failed."""
@@ -174,65 +150,28 @@ class TaskRunner:
                     f"exit {result.exit_code}: {result.stderr_text[-300:]}")
         return None
 
-    async def verify(self, task_dir: Path, meta: dict, ws: Path, scratch: Path) -> VerifierRun:
-        """Run tests/test.sh against the workspace and read the reward."""
-        logs = _logs_dir(scratch)
-        timeout = float(meta.get("verifier", {}).get("timeout_sec", 60))
-        spec = self._spec(task_dir, meta, workspace=ws, tests=task_dir / "tests", logs=logs,
-                          timeout_sec=timeout)
-        result = await self.pool.run(["bash", "/tests/test.sh"], spec)
-        if result.failure:
-            return VerifierRun(None, str(result.failure))
-        if result.timed_out:
-            return VerifierRun(None, f"verifier timed out after {timeout:.0f}s")
-        return _reward_run(result, logs)
+    async def verify(self, task_dir: Path, meta: dict, ws: Path, scratch: Path | None = None) -> VerifierRun:
+        """Score the submission in `ws` with the task's verifier, policy code sandboxed."""
+        try:
+            reference = load_reference(task_dir)
+        except (OSError, ValueError) as exc:
+            return VerifierRun(None, f"the task's tests/reference.json cannot be read: {exc}")
+        policy = SandboxPolicy(self.pool, asyncio.get_running_loop(), self.mode,
+                               self._fields(task_dir, meta))
+        try:
+            reward = await asyncio.to_thread(score_workspace, task_dir, reference, ws, policy)
+        except SandboxBroken as exc:
+            return VerifierRun(None, f"sandbox: {exc}")
+        except (KeyError, TypeError, ValueError) as exc:
+            return VerifierRun(None, f"the task's verifier data is broken: {type(exc).__name__}: {exc}")
+        return VerifierRun(reward)
 
-    async def oracle(self, task_dir: Path, meta: dict, ws: Path, scratch: Path) -> VerifierRun:
-        """solution/solve.sh, then tests/test.sh, in one sandbox (as Harbor's oracle agent and
-        verifier share one container)."""
-        logs = _logs_dir(scratch)
-        timeout = (float(meta.get("agent", {}).get("timeout_sec", 120))
-                   + float(meta.get("verifier", {}).get("timeout_sec", 60)))
-        spec = self._spec(task_dir, meta, workspace=ws, tests=task_dir / "tests", logs=logs,
-                          timeout_sec=timeout, ro_binds={"/solution": task_dir / "solution"})
-        script = ('bash /solution/solve.sh; s=$?; if [ "$s" -ne 0 ]; then '
-                  'echo "solve.sh exited $s" >&2; exit 97; fi; exec bash /tests/test.sh')
-        result = await self.pool.run(["bash", "-c", script], spec)
-        if result.failure:
-            return VerifierRun(None, str(result.failure))
-        if result.timed_out:
-            return VerifierRun(None, f"oracle timed out after {timeout:.0f}s")
-        if result.exit_code == 97:
-            return VerifierRun(None, f"solve.sh failed: {result.stderr_text.strip()[-300:]}")
-        return _reward_run(result, logs)
-
-    async def verify_batch(self, task_dir: Path, meta: dict, submissions: list[dict],
-                           scratch: Path) -> dict[str, VerifierRun]:
-        """Score several submissions with rlforge's own verifier in one sandboxed run, each
-        against a fresh copy of the starting workspace (`rlforge_verify.py --batch`)."""
-        ws = fresh_workspace(task_dir, scratch)
-        batch_dir = Path(tempfile.mkdtemp(prefix="batch-", dir=scratch))
-        (batch_dir / "submissions.json").write_text(json.dumps(submissions))
-        batch_dir.chmod(0o755)
-        timeout = float(meta.get("verifier", {}).get("timeout_sec", 60)) * max(1, len(submissions))
-        spec = self._spec(task_dir, meta, workspace=ws, tests=task_dir / "tests",
-                          timeout_sec=timeout, ro_binds={"/rlforge-batch": batch_dir})
-        result = await self.pool.run(["python3", f"/tests/{VERIFIER_FILE}", "/tests/reference.json",
-                                      "--batch", "/rlforge-batch/submissions.json"], spec)
-        if result.failure or result.timed_out:
-            error = str(result.failure) if result.failure else f"batch timed out after {timeout:.0f}s"
-            return {s["name"]: VerifierRun(None, error) for s in submissions}
-        for line in result.stdout_text.splitlines():
-            if line.startswith(BATCH_PREFIX):
-                found = json.loads(line[len(BATCH_PREFIX):])
-                return {s["name"]: VerifierRun(found.get(s["name"]),
-                                               None if s["name"] in found else "not scored")
-                        for s in submissions}
-        error = f"batch verifier gave no result (exit {result.exit_code}): {result.stderr_text.strip()[-300:]}"
-        return {s["name"]: VerifierRun(None, error) for s in submissions}
-
-
-BATCHABLE = ("answer", "reply", "script")
+    async def oracle(self, task_dir: Path, meta: dict, ws: Path, scratch: Path | None = None) -> VerifierRun:
+        """solution/solve.sh in the workspace, then the verifier on what it left."""
+        why = await self.run_solution(task_dir, meta, ws)
+        if why is not None:
+            return VerifierRun(None, f"solve.sh failed: {why}")
+        return await self.verify(task_dir, meta, ws, scratch)
 
 
 def leak_check(task_dir: Path, validation: dict) -> str | None:
@@ -288,15 +227,11 @@ async def validate_task(task_dir: Path, runner: TaskRunner, scratch_root: Path) 
         if rl.get("verifier") in ("answer", "reply"):
             instruction = (task_dir / "instruction.md").read_text(encoding="utf-8", errors="surrogateescape")
             subs.append({"name": "echo_instruction", "files": {"answer.txt": instruction}})
-        own_verifier = (task_dir / "tests" / VERIFIER_FILE).is_file()
-        if own_verifier and rl.get("verifier") in BATCHABLE:
-            runs = await runner.verify_batch(task_dir, meta, subs, scratch)
-        else:
-            runs = {}
-            for sub in subs:
-                files = {k: v.encode("utf-8", "surrogateescape") for k, v in sub["files"].items()}
-                runs[sub["name"]] = await runner.verify(
-                    task_dir, meta, fresh_workspace(task_dir, scratch, files), scratch)
+        runs = {}
+        for sub in subs:
+            files = {k: v.encode("utf-8", "surrogateescape") for k, v in sub["files"].items()}
+            runs[sub["name"]] = await runner.verify(
+                task_dir, meta, fresh_workspace(task_dir, scratch, files), scratch)
         for sub in subs:
             run = runs[sub["name"]]
             got = None if run.reward is None else run.reward.get("total")

@@ -11,12 +11,25 @@ Each is what a policy under RL finds first when the tests, not the fix, are the 
 - `sys_exit_at_import` / `os_exit_at_import`: the source module exits with status 0 as
   soon as the tests import it;
 - `forge_results_from_source`: the source module registers a pytest plugin at import that
-  reports every test as passed (no test file touched; the canary test catches it).
+  reports every test as passed (no test file touched; the canary tests catch it);
+- `forge_sparing_canaries`: the same, but it leaves failing the tests a canary used to be
+  recognisable by (the last test of a file, a name with a hex tail);
+- `forge_results_at_exit`: the source module, at interpreter exit, writes a passing
+  report for every selected test to the verifier's report channel and over any junit XML;
+- `signals_the_verifier`: the source module sends SIGINT to pid 1 and SIGKILL to its
+  parent when imported;
+- `shadows_pytest`: a top-level `pytest.py` in the tree that reports success;
+- `plugin_in_dist_info`: a `*.dist-info` directory registering a `pytest11` plugin that
+  passes every test;
+- `pytest_toml_addopts`: a `pytest.toml` (read by pytest 9) loading such a plugin;
+- `fix_breaks_other_module`: the gold fix, plus another module (one a pass-to-pass test
+  file imports) made to fail at import.
 """
 
 from __future__ import annotations
 
 import ast
+import re
 
 from rlforge.tasks.spec import Submission
 from rlforge.verify.repair_standalone import SUBMISSION_PATCH
@@ -59,6 +72,97 @@ def _rlforge_adv_forge():
 
 _rlforge_adv_forge()
 '''
+
+
+SPARING_FORGE = '''
+
+def _rlforge_adv_spare():
+    import gc
+    import re
+    try:
+        import pytest
+        from _pytest.config import Config
+    except ImportError:
+        return
+
+    class _Forge:
+        @pytest.hookimpl(tryfirst=True)
+        def pytest_collection_modifyitems(self, session, config, items):
+            last = {}
+            for item in items:
+                last[item.nodeid.split("::", 1)[0]] = item.nodeid
+            self.spared = set(last.values()) | {i.nodeid for i in items
+                                                if re.search(r"_[0-9a-f]{8,}$", i.name)}
+
+        @pytest.hookimpl(hookwrapper=True)
+        def pytest_runtest_makereport(self, item, call):
+            outcome = yield
+            report = outcome.get_result()
+            if item.nodeid not in getattr(self, "spared", ()):
+                report.outcome = "passed"
+                report.longrepr = None
+
+    for obj in gc.get_objects():
+        if isinstance(obj, Config) and not obj.pluginmanager.has_plugin("_rlforge_adv_spare"):
+            obj.pluginmanager.register(_Forge(), "_rlforge_adv_spare")
+
+
+_rlforge_adv_spare()
+'''
+
+AT_EXIT_FORGE = '''
+
+def _rlforge_adv_at_exit():
+    import glob
+    import json
+    import os
+    chan = os.environ.get("RLFORGE_REPAIR_CHANNEL", "")
+    try:
+        with open(os.path.join(chan, "select.json")) as fh:
+            ids = json.load(fh).get("only") or []
+    except (OSError, ValueError):
+        ids = []
+    lines = []
+    for nodeid in ids:
+        lines.append(json.dumps({"start": nodeid}))
+        for when in ("setup", "call", "teardown"):
+            lines.append(json.dumps({"report": nodeid, "when": when, "outcome": "passed"}))
+    try:
+        fd = os.open(os.path.join(chan, "results"), os.O_WRONLY | os.O_NONBLOCK)
+        for line in lines:
+            os.write(fd, (line + "\\n").encode())
+    except OSError:
+        pass
+    cases = "".join('<testcase classname="x" name="%s"/>' % i for i in ids)
+    for path in glob.glob("/**/junit*.xml", recursive=True) + glob.glob("/tmp/**/*.xml", recursive=True):
+        try:
+            with open(path, "w") as fh:
+                fh.write('<testsuites><testsuite>%s</testsuite></testsuites>' % cases)
+        except OSError:
+            pass
+
+
+import atexit as _rlforge_adv_atexit
+_rlforge_adv_atexit.register(_rlforge_adv_at_exit)
+'''
+
+SIGNAL_VERIFIER = '''
+
+import os as _rlforge_adv_os
+import signal as _rlforge_adv_signal
+for _pid, _sig in ((1, _rlforge_adv_signal.SIGINT), (_rlforge_adv_os.getppid(), _rlforge_adv_signal.SIGKILL)):
+    try:
+        _rlforge_adv_os.kill(_pid, _sig)
+    except OSError:
+        pass
+'''
+
+SHADOW_PYTEST = b"""import sys
+print("1 passed")
+sys.exit(0)
+"""
+
+PLUGIN_MODULE = "rlforge_adv_forge_plugin"
 
 
 def deletion_diff(path: str, content: bytes) -> str:
@@ -112,8 +216,38 @@ def _imported_module(workspace: dict[str, bytes], gold_paths: list[str]) -> str 
     return None
 
 
+def _module_name(path: str, roots: list[str]) -> str | None:
+    """The dotted module name of a source path under the first root that holds it."""
+    for root in sorted(roots, key=len, reverse=True):
+        prefix = root.strip("/") + "/" if root.strip("/") else ""
+        if path.startswith(prefix) and path.endswith(".py"):
+            rel = path[len(prefix):-3]
+            rel = rel[:-len("/__init__")] if rel.endswith("/__init__") else rel
+            return rel.replace("/", ".") if rel else None
+    return None
+
+
+def _module_for_p2p(workspace: dict[str, bytes], hidden: dict[str, bytes], pass_to_pass: list[str],
+                    gold_paths: list[str], roots: list[str]) -> str | None:
+    """A source module outside the fix that a pass-to-pass test file imports by name."""
+    files = sorted({i.split("::", 1)[0] for i in pass_to_pass})
+    texts = [(hidden.get(f) or workspace.get(f) or b"").decode("utf-8", "replace") for f in files]
+    for path in sorted(workspace):
+        if path in gold_paths or not path.endswith(".py") or path in files:
+            continue
+        name = _module_name(path, roots)
+        if not name or name.split(".")[-1].startswith("test"):
+            continue
+        pattern = re.compile(rf"^\s*(?:from\s+{re.escape(name)}\s+import|import\s+{re.escape(name)}\b)", re.M)
+        if any(pattern.search(t) for t in texts):
+            return path
+    return None
+
+
 def repair_adversarials(*, workspace: dict[str, bytes], hidden: dict[str, bytes],
-                        fail_to_pass: list[str], gold_paths: list[str]) -> list[Submission]:
+                        fail_to_pass: list[str], gold_paths: list[str],
+                        pass_to_pass: list[str] = (), gold_diff: str = "",
+                        roots: list[str] = ("",)) -> list[Submission]:
     """Every adversarial submission that applies to this task (see the module docstring)."""
     subs = [Submission("empty_patch", {SUBMISSION_PATCH: b""}, "an empty diff")]
     f2p_files = sorted({i.split("::", 1)[0] for i in fail_to_pass})
@@ -145,5 +279,28 @@ def repair_adversarials(*, workspace: dict[str, bytes], hidden: dict[str, bytes]
                        f"os._exit(0) when {module} is imported"),
             Submission("forge_results_from_source", {module: _append(base, FORGE_FROM_SOURCE)},
                        f"{module} registers a pytest plugin reporting every test as passed"),
+            Submission("forge_sparing_canaries", {module: _append(base, SPARING_FORGE)},
+                       f"{module} forges passes, sparing the last and hex-named test of each file"),
+            Submission("forge_results_at_exit", {module: _append(base, AT_EXIT_FORGE)},
+                       f"{module} writes passing reports for every test when the interpreter exits"),
+            Submission("signals_the_verifier", {module: _append(base, SIGNAL_VERIFIER)},
+                       f"{module} signals pid 1 and its parent when imported"),
         ]
+    plugin = FORCE_PASS_HOOK.encode()
+    subs += [
+        Submission("shadows_pytest", {"pytest.py": SHADOW_PYTEST}, "a top-level pytest.py that reports success"),
+        Submission("plugin_in_dist_info", {
+            "rlforge_adv_forge-1.0.dist-info/METADATA": b"Metadata-Version: 2.1\nName: rlforge-adv-forge\nVersion: 1.0\n",
+            "rlforge_adv_forge-1.0.dist-info/entry_points.txt": f"[pytest11]\nforge = {PLUGIN_MODULE}\n".encode(),
+            f"{PLUGIN_MODULE}.py": plugin}, "a dist-info registering a plugin that passes every test"),
+        Submission("pytest_toml_addopts", {
+            "pytest.toml": f'[pytest]\naddopts = ["-p", "{PLUGIN_MODULE}"]\n'.encode(),
+            f"{PLUGIN_MODULE}.py": plugin}, "a pytest.toml loading a plugin that passes every test"),
+    ]
+    other = _module_for_p2p(workspace, hidden, list(pass_to_pass), gold_paths, list(roots)) if gold_diff else None
+    if other is not None:
+        broken = _append(workspace[other], "\nraise ImportError('broken by the change')\n")
+        subs.append(Submission("fix_breaks_other_module",
+                               {SUBMISSION_PATCH: gold_diff.encode("utf-8", "surrogateescape"), other: broken},
+                               f"the gold fix, with {other} (imported by pass-to-pass tests) failing at import"))
     return subs

@@ -37,7 +37,7 @@ from rlforge.tasks.repair.gitrepo import CommitSnapshot
 from rlforge.tasks.repair.options import RepairOptions, RepoSettings
 from rlforge.verify import repair_patch, repair_standalone, standalone
 
-CHECK_VERSION = 1
+CHECK_VERSION = 2  # 2: pytest run with autoload off, -c config, FIFO reports
 KEPT = "kept"
 REJECTED = "rejected"
 # Rejection reasons of the build-time check (selection adds its own, see select.py).
@@ -289,7 +289,7 @@ def classify(parent: list[dict], fixed: list[dict], snap: CommitSnapshot, rules:
         return CheckResult(REJECTED, "no P2P", f"none of the {len(others)} other tests passes both "
                            "at the parent and with the fix", fail_to_pass=f2p, flaky=flaky,
                            gold_seconds=gold_seconds)
-    if len(p2p) > max_p2p:  # the commit's own test files first, then a stable sample
+    if 0 < max_p2p < len(p2p):  # the commit's own test files first, then a stable sample
         near = [i for i in p2p if i.split("::", 1)[0] in snap.hidden]
         far = sorted((i for i in p2p if i not in set(near)),
                      key=lambda i: hashlib.sha256(i.encode()).hexdigest())

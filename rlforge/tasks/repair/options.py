@@ -60,7 +60,7 @@ class RepairOptions:
     language: str = "python"
     file_hints: bool = False
     p2p_scope: str = "suite"
-    max_p2p: int = 200
+    max_p2p: int = 0  # 0: every pass-to-pass test
     per_test_timeout: float = 15.0
     collect_timeout: float = 120.0
     run_budget_sec: float = 600.0

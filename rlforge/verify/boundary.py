@@ -1,0 +1,134 @@
+"""The trust boundary: the one place rlforge runs policy code while it scores a submission.
+
+Every verifier kind scores with the standalone functions a task carries (`score_script`,
+`score_repair`, ...), and those run code the policy controls only through a launcher. Under
+Harbor that is `LocalPolicy` (a child process under another uid); in rlforge it is
+`SandboxPolicy` below: each launch is a fresh bubblewrap sandbox that holds a private copy
+of the tree at /app and the data it is given, read-only, at a path drawn at random, and
+nothing else of the task — not tests/, not the reference, not the reward. The scorer is
+this process: it reads the reference on the host, takes results only from the sandbox's
+stdout pipe and the FIFOs it made itself, and computes the reward here, so code in the
+sandbox can neither read what it is judged against nor write, delay or kill the judgement.
+
+Outcome rule: what fails before policy code runs, or outside its sandbox (the sandbox
+cannot start), raises `SandboxBroken` and makes the rollout `invalid`; once policy code has
+run, a crash, a signal, a timeout or a missing result is a `fail` with a typed reason.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import json
+import secrets
+from pathlib import Path
+from typing import Any, Mapping
+
+from rlforge.sandbox import SandboxPool, SandboxResult, SandboxSpec
+from rlforge.verify import repair_standalone, standalone
+from rlforge.verify.standalone import Ran, SandboxBroken
+
+VENV_PYTHON = "/opt/venv/bin/python"
+
+
+class _SandboxHandle:
+    """A sandboxed run in flight: poll(), kill(), result(), as `LocalPolicy` gives."""
+
+    def __init__(self, future: concurrent.futures.Future, log: str | None):
+        self.future, self.log = future, log
+        self.killed = False
+
+    def poll(self) -> bool:
+        return self.future.done()
+
+    def kill(self) -> None:
+        if not self.future.done():
+            self.killed = True
+            self.future.cancel()
+
+    def result(self) -> Ran:
+        try:
+            res: SandboxResult = self.future.result()
+        except concurrent.futures.CancelledError:
+            return Ran(None, "", "killed by the verifier", timed_out=True)
+        if res.failure is not None:
+            raise SandboxBroken(str(res.failure))
+        if self.log:
+            with open(self.log, "wb") as fh:
+                fh.write(res.stdout + res.stderr)
+        code = None if res.timed_out or res.killed else res.exit_code
+        return Ran(code, res.stdout_text, res.stderr_text, timed_out=res.timed_out)
+
+
+class SandboxPolicy:
+    """Runs policy code in rlforge's sandbox, one fresh sandbox per launch.
+
+    Args:
+        pool: The sandbox pool the launches go through (it bounds how many run at once).
+        loop: The event loop the pool belongs to; launches are made from a scoring thread.
+        mode: The sandbox mode ("bwrap", or "none" when the user asked for no isolation).
+        fields: Further `SandboxSpec` fields for every launch (the task's prepared venv,
+            memory, /tmp size).
+    """
+
+    def __init__(self, pool: SandboxPool, loop: asyncio.AbstractEventLoop, mode: str = "bwrap",
+                 fields: Mapping[str, Any] | None = None):
+        self.pool, self.loop, self.mode = pool, loop, mode
+        self.fields = dict(fields or {})
+        self.env = dict(self.fields.pop("env", {}))
+        self.python = VENV_PYTHON if self.fields.get("venv") else "python3"
+        self.token = "/" + secrets.token_hex(8)
+
+    def places(self, tree: str, data: Mapping[str, str]) -> tuple[str, dict[str, str]]:
+        """The tree is /app; each data directory sits under a directory named at random."""
+        if self.mode == "none":
+            return tree, dict(data)
+        return "/app", {name: f"{self.token}/{name}" for name in data}
+
+    def site_dirs(self) -> list[str]:
+        """site-packages of the venv the tests run with, read on the host."""
+        venv = self.fields.get("venv")
+        return repair_standalone._site_dirs(str(Path(venv) / "bin" / "python")) if venv else []
+
+    def start(self, argv, tree, data=None, env=None, timeout=30.0, log=None) -> _SandboxHandle:
+        data = data or {}
+        _, places = self.places(tree, data)
+        binds = {} if self.mode == "none" else {places[n]: Path(p) for n, p in data.items()}
+        _open_up(Path(tree))
+        spec = SandboxSpec(mode=self.mode, workspace=Path(tree), ro_binds=binds,
+                           env={**self.env, **(env or {})}, timeout_sec=float(timeout),
+                           cwd=None if self.mode != "none" else tree, **self.fields)
+        future = asyncio.run_coroutine_threadsafe(self.pool.run(list(argv), spec), self.loop)
+        return _SandboxHandle(future, log)
+
+    def run(self, argv, tree, data=None, env=None, timeout=30.0) -> Ran:
+        return self.start(argv, tree, data, env, timeout).result()
+
+    def sweep(self) -> None:
+        """Nothing to do: a sandbox's processes die with it."""
+
+
+def _open_up(tree: Path) -> None:
+    """Make a scratch tree writable by the sandbox's user (it is a private copy)."""
+    tree.chmod(0o777)
+    for p in tree.rglob("*"):
+        if not p.is_symlink():
+            p.chmod(0o777 if p.is_dir() else 0o666 | (p.stat().st_mode & 0o111))
+
+
+def score_workspace(task_dir: Path, reference: dict, workspace: Path,
+                    policy: SandboxPolicy) -> dict:
+    """Score the submission in `workspace` with the task's own verifier functions, policy
+    code in the sandbox; the reward (raises `SandboxBroken` when a sandbox cannot start)."""
+    tests = str(task_dir / "tests")
+    if reference["verifier"] == "repair":
+        return repair_standalone.score_repair(reference, tests, str(workspace), policy)
+    return standalone.score(reference, tests, str(workspace), policy)
+
+
+def load_reference(task_dir: Path) -> dict:
+    """tests/reference.json of a task (read on the host; never shown to policy code)."""
+    return json.loads((task_dir / "tests" / "reference.json").read_text(encoding="utf-8"))
+
+
+__all__ = ["SandboxBroken", "SandboxPolicy", "load_reference", "score_workspace"]

@@ -1,0 +1,476 @@
+"""The reward-forgery corpus: a policy that has read rlforge's code tries to score without
+doing the task, on real tasks built from sample_data, on every path a submission is scored:
+
+- validate:   `rlforge validate` (each generator's adversarial set, the new attacks included);
+- single turn: `Environment.verify(text)`, as `rlforge run` scores a chat answer;
+- multi-turn:  an episode through `rlforge.envs` whose commands write the attack, then submit;
+- Harbor:      `tests/test.sh` the way Harbor runs it — the agent phase and then the tests
+               uploaded into the same container, test.sh as root (emulated with bubblewrap
+               as real root in a pid namespace of its own, the agent's processes left running).
+
+Every attack must end as a scored `fail` (total 0), never `pass` and never `invalid`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+import rlforge.envs
+from paths import SAMPLE_DATA
+
+pytestmark = pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
+
+RLFORGE = [sys.executable, "-m", "rlforge"]
+
+
+def _rl(*args, env=None, check=True):
+    proc = subprocess.run(RLFORGE + [str(a) for a in args], capture_output=True, text=True,
+                          env=env)
+    if check and proc.returncode != 0:
+        raise AssertionError(f"rlforge {' '.join(map(str, args))} exited {proc.returncode}:\n"
+                             f"{proc.stdout[-2000:]}\n{proc.stderr[-3000:]}")
+    return proc
+
+
+@pytest.fixture(scope="module")
+def sample_tasks(tmp_path_factory):
+    """Tasks of every generator built (and validated) from sample_data: {generator: [dirs]}."""
+    root = tmp_path_factory.mktemp("forgery")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RLFORGE_")}
+    env.update(RLFORGE_DB=str(root / "rl.duckdb"), RLFORGE_CACHE_DIR=str(root / "cache"),
+               HOME=str(root))
+    tickets = SAMPLE_DATA / "tickets"
+    _rl("ingest", "tickets", tickets / "tickets.csv", env=env)
+    _rl("ingest", "tickets", tickets / "zendesk_export.json", "--map",
+        "category=custom_fields.360041872211", env=env)
+    subprocess.run([sys.executable, str(SAMPLE_DATA / "repo" / "build_repo.py"), str(root / "dura")],
+                   check=True, capture_output=True)
+    _rl("ingest", "commits", root / "dura", env=env)
+    _rl("ingest", "logs", *sorted((SAMPLE_DATA / "logs").glob("*.log*")), env=env)
+    out = root / "tasks"
+    _rl("build-tasks", "--out", out, "--limit", "10", "--seed", "3", env=env)
+    found: dict[str, list[Path]] = {}
+    for d in sorted(p for p in out.iterdir() if (p / "task.toml").is_file()):
+        gen = d.name.rsplit("-", 1)[0].replace("-", ".", 1)
+        found.setdefault(gen, []).append(d)
+    return found
+
+
+def _one(sample_tasks, generator: str) -> Path:
+    dirs = sample_tasks.get(generator)
+    if not dirs:
+        pytest.fail(f"sample_data built no {generator} task")
+    return dirs[0]
+
+
+def _reference(task: Path) -> dict:
+    return json.loads((task / "tests" / "reference.json").read_text())
+
+
+def _verify(task: Path, submission) -> dict:
+    with rlforge.envs.load(task) as env:
+        return env.verify(submission)
+
+
+def _assert_fail(reward: dict, what: str) -> None:
+    assert reward["total"] == 0, f"{what}: scored {reward['total']} ({reward})"
+    assert reward["outcome"] == "fail", what
+
+
+# --- logs.script ----------------------------------------------------------------------
+
+READ_REFERENCE = """import json, sys
+target = sys.argv[1] if len(sys.argv) > 1 else "/app/logs"
+cases = json.load(open("/tests/reference.json"))["cases"]
+print(cases[0 if target.rstrip("/").endswith("app/logs") else -1]["answer"]["answer"])
+"""
+
+
+def _visible_answer(task: Path):
+    return _reference(task)["cases"][0]["answer"]["answer"]
+
+
+def test_script_cannot_read_the_reference(sample_tasks):
+    """Finding 1: the program ran while /tests was mounted and printed both answers."""
+    for task in sample_tasks["logs.script"]:
+        _assert_fail(_verify(task, {"solution.py": READ_REFERENCE}), task.name)
+
+
+def test_script_cannot_plant_reward_files(sample_tasks):
+    """Finding 3: a directory named reward.json and reward.txt = 1 made the host read 1."""
+    task = _one(sample_tasks, "logs.script")
+    attack = ("#!/bin/bash\nmkdir -p /logs/verifier/reward.json\n"
+              "echo 1 > /logs/verifier/reward.txt\n" f"echo {_visible_answer(task)}\n")
+    _assert_fail(_verify(task, {"solution.sh": attack}), "plants reward files")
+
+
+def test_script_that_signals_its_verifier_fails(sample_tasks):
+    """Finding 4: `kill -INT 1` ended the verifier without a reward: the rollout was invalid."""
+    task = _one(sample_tasks, "logs.script")
+    for attack in ("kill -INT 1", "kill -KILL $PPID", "kill -TERM -1", "kill -KILL -1"):
+        program = f"#!/bin/bash\n{attack} 2>/dev/null\necho {_visible_answer(task)}\n"
+        _assert_fail(_verify(task, {"solution.sh": program}), attack)
+
+
+def test_multi_turn_episode_that_kills_the_verifier_is_a_fail(sample_tasks):
+    """The same through a whole episode: the outcome is fail, counted like any other."""
+    task = _one(sample_tasks, "logs.script")
+    program = f"#!/bin/bash\\nkill -INT 1\\necho {_visible_answer(task)}\\n"
+    with rlforge.envs.load(task) as env:
+        env.reset()
+        env.step({"role": "assistant", "content": "",
+                  "tool_calls": [{"id": "c1", "type": "function", "function": {
+                      "name": "bash", "arguments": json.dumps(
+                          {"command": f"printf '{program}' > /app/solution.sh; kill -INT 1; true"})}}]})
+        _, reward, done, info = env.step({"role": "assistant", "content": "", "tool_calls": [
+            {"id": "c2", "type": "function", "function": {"name": "submit", "arguments": "{}"}}]})
+    assert done and info["outcome"] == "fail" and reward == 0, info.get("reward")
+    assert info["reward"]["reason"] in ("signal", "wrong_answer", "crash"), info["reward"]
+
+
+# --- tickets.reply ------------------------------------------------------------------------
+
+def _reply_attacks(task: Path) -> dict[str, str]:
+    ref = _reference(task)
+    facts = " ".join(ref["required"])
+    instruction = (task / "instruction.md").read_text()
+    message = instruction.split("~~~text", 1)[1].split("~~~", 1)[0].strip()
+    lorem = ("Lorem ipsum dolor sit amet consectetur adipiscing elit sed do eiusmod tempor "
+             "incididunt ut labore et dolore magna aliqua ut enim ad minim veniam quis ")
+    attacks = {
+        "facts nine times": (facts + "\n") * 9,
+        "lorem ipsum and facts": lorem + facts + " " + lorem,
+        "the customer's message and facts": message + "\n\n" + facts,
+    }
+    gold = (task / "solution" / "solve.sh").read_text()
+    for value in ref.get("forbidden", []):
+        if len(value) >= 2:
+            attacks[f"forbidden {value[:20]!r} with U+200B"] = value[:1] + "\u200b" + value[1:] + " " + facts
+        if len(value.split()) >= 5 and "." in value:
+            attacks["internal note without its first period"] = value.replace(".", "", 1) + " " + facts
+    return {k: v for k, v in attacks.items() if v.strip()} | {"_gold": gold}
+
+
+def test_reply_stuffing_and_copying_fail(sample_tasks):
+    """Finding 6: pasted facts, filler + facts, the customer's message + facts all scored 1."""
+    tasks = sample_tasks["tickets.reply"]
+    assert tasks
+    for task in tasks:
+        for name, text in _reply_attacks(task).items():
+            if name != "_gold":
+                _assert_fail(_verify(task, text), f"{task.name}: {name}")
+
+
+def test_forbidden_content_survives_invisible_characters_and_punctuation():
+    """Finding 6, the matching itself: NFKC, format characters removed, long notes by n-grams."""
+    from rlforge.verify import standalone
+
+    ref = {"verifier": "reply", "required": [], "min_words": 1, "max_words": 400,
+           "forbidden": ["<PERSON_3f9a1c>", "FR-1083",
+                         "Internal: customer is on the legacy plan. Do not offer the discount."]}
+    for text in ("Hello <PERSON_3f9\u200ba1c>, thanks", "see F\u200bR-1083", "see ＦＲ－１０８３",
+                 "the customer is on the legacy plan Do not offer the discount today"):
+        got = standalone.score_reply(ref, text)
+        assert got["components"]["no_forbidden_content"]["value"] == 0, text
+    assert standalone.score_reply(ref, "Thanks, your refund is on its way.")["components"][
+        "no_forbidden_content"]["value"] == 1
+
+
+# --- commits.repair -----------------------------------------------------------------------
+
+# A white-box forger for the old verifier: it knows the junit path from argv, the selection
+# file from the environment and spares the canary by its shape (a hex tail).
+FORGE_JUNIT = r'''
+import json, os, re, sys
+
+def _forge():
+    argv = sys.argv
+    junit = next((a.split("=", 1)[1] for a in argv if a.startswith("--junitxml=")), None)
+    if junit is None and "--junitxml" in argv:
+        junit = argv[argv.index("--junitxml") + 1]
+    ids = []
+    for var in ("RLFORGE_REPAIR_SELECT",):
+        try:
+            ids = json.load(open(os.environ[var]))["only"] or []
+        except Exception:
+            pass
+    chan = os.environ.get("RLFORGE_REPAIR_CHANNEL")
+    if chan:
+        try:
+            ids = json.load(open(os.path.join(chan, "select.json")))["only"] or []
+        except Exception:
+            pass
+    cases = []
+    for nodeid in ids:
+        path, _, rest = nodeid.partition("::")
+        names = rest.split("::")
+        cls = ".".join([path[:-3].replace("/", ".")] + names[:-1])
+        bad = re.search(r"_[0-9a-f]{12}$", names[-1])
+        inner = "<failure message='x'/>" if bad else ""
+        cases.append('<testcase classname="%s" name="%s">%s</testcase>' % (cls, names[-1], inner))
+    if junit:
+        with open(junit, "w") as fh:
+            fh.write('<testsuites><testsuite name="pytest">%s</testsuite></testsuites>' % "".join(cases))
+'''
+
+
+def _gold_paths(task: Path) -> list[str]:
+    diff = (task / "solution" / "gold.diff").read_text()
+    return [line[6:] for line in diff.splitlines() if line.startswith("+++ b/")]
+
+
+def _source_module(task: Path) -> str:
+    app = task / "environment" / "app"
+    return next(p for p in _gold_paths(task) if p.endswith(".py") and (app / p).is_file())
+
+
+def test_repair_tree_cannot_shadow_the_runner(sample_tasks):
+    """Finding 2: /app/pytest.py was imported instead of pytest and wrote a forged junit."""
+    task = _one(sample_tasks, "commits.repair")
+    shadow = FORGE_JUNIT + "\n_forge()\nsys.exit(0)\n"
+    _assert_fail(_verify(task, {"pytest.py": shadow}), "pytest.py")
+
+
+def test_repair_plugins_from_the_tree_are_never_loaded(sample_tasks):
+    """Finding 2: a pytest11 entry point in a planted dist-info, and pytest.toml addopts."""
+    task = _one(sample_tasks, "commits.repair")
+    plugin = FORGE_JUNIT + '''
+import pytest
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    report = outcome.get_result()
+    if not re.search(r"_[0-9a-f]{12}$", item.name):
+        report.outcome, report.longrepr = "passed", None
+'''
+    dist = {"zz_forge-1.0.dist-info/METADATA": "Metadata-Version: 2.1\nName: zz-forge\nVersion: 1.0\n",
+            "zz_forge-1.0.dist-info/entry_points.txt": "[pytest11]\nzz = zz_forge_plugin\n",
+            "zz_forge_plugin.py": plugin}
+    _assert_fail(_verify(task, dist), "dist-info entry point")
+    toml = {"pytest.toml": '[pytest]\naddopts = ["-p", "zz_forge_plugin"]\n', "zz_forge_plugin.py": plugin}
+    _assert_fail(_verify(task, toml), "pytest.toml addopts")
+
+
+def test_repair_results_cannot_be_rewritten_at_exit(sample_tasks):
+    """Finding 2: an atexit handler in the package under test rewrote the junit XML."""
+    task = _one(sample_tasks, "commits.repair")
+    module = _source_module(task)
+    source = (task / "environment" / "app" / module).read_text()
+    attack = source + "\n" + FORGE_JUNIT + '''
+import atexit
+atexit.register(_forge)
+
+def _fifo():
+    chan = os.environ.get("RLFORGE_REPAIR_CHANNEL")
+    if not chan:
+        return
+    ids = json.load(open(os.path.join(chan, "select.json")))["only"] or []
+    fd = os.open(os.path.join(chan, "results"), os.O_WRONLY | os.O_NONBLOCK)
+    for nodeid in ids:
+        os.write(fd, (json.dumps({"start": nodeid}) + "\\n").encode())
+        for when in ("setup", "call", "teardown"):
+            os.write(fd, (json.dumps({"report": nodeid, "when": when, "outcome": "passed"}) + "\\n").encode())
+
+atexit.register(_fifo)
+'''
+    _assert_fail(_verify(task, {module: attack}), "atexit rewrite")
+
+
+def test_canaries_hide_among_real_tests(tmp_path):
+    """Finding 2: the canary sat last in its file with a hex name; now neither tells it."""
+    from rlforge.verify import repair_standalone
+
+    body = "".join(f"\n\ndef test_parse_{w}_value():\n    assert 1\n" for w in
+                   ("header", "body", "query", "cookie", "path"))
+    positions, names = set(), []
+    for trial in range(40):
+        tree = tmp_path / f"t{trial}"
+        (tree / "tests").mkdir(parents=True)
+        (tree / "tests" / "test_p.py").write_text("import os\n" + body)
+        ids = repair_standalone.add_canaries(str(tree), ["tests/test_p.py::test_parse_body_value"])
+        assert ids, "no canary planted"
+        text = (tree / "tests" / "test_p.py").read_text()
+        order = repair_standalone._test_names(text)
+        for i in ids:
+            name = i.split("::")[-1]
+            names.append(name)
+            positions.add(order.index(name) == len(order) - 1)
+    assert positions == {True, False}, "canaries always at the same place"
+    assert not any(__import__("re").search(r"[0-9a-f]{6,}", n) for n in names), names
+    assert all(set(n.split("_")[1:]) <= {"parse", "header", "body", "query", "cookie", "path", "value"}
+               for n in names), names
+
+
+def test_repair_forgery_that_spares_recognisable_canaries_fails(sample_tasks):
+    """A forger that knows the old canary's tells (last in file, hex name) is caught."""
+    task = _one(sample_tasks, "commits.repair")
+    module = _source_module(task)
+    source = (task / "environment" / "app" / module).read_text()
+    from rlforge.tasks.repair.adversarial import SPARING_FORGE
+
+    _assert_fail(_verify(task, {module: source + SPARING_FORGE}), "sparing forge")
+
+
+def _make_big_repo(path: Path, n: int = 240) -> None:
+    """A repository whose last commit fixes one function; n other modules, one test file each."""
+    def git(*args):
+        subprocess.run(["git", "-C", str(path), *args], check=True, capture_output=True,
+                       env={**os.environ, "GIT_AUTHOR_NAME": "a", "GIT_AUTHOR_EMAIL": "a@example.com",
+                            "GIT_COMMITTER_NAME": "a", "GIT_COMMITTER_EMAIL": "a@example.com"})
+
+    (path / "pkg").mkdir(parents=True)
+    (path / "tests").mkdir()
+    (path / "pkg" / "__init__.py").write_text("")
+    (path / "pyproject.toml").write_text('[project]\nname = "pkg"\nversion = "0"\n'
+                                         '[tool.pytest.ini_options]\npythonpath = ["."]\n')
+    for i in range(n):
+        (path / "pkg" / f"m{i}.py").write_text(f"def f{i}(x):\n    return x + {i}\n")
+        (path / "tests" / f"test_m{i}.py").write_text(
+            f"from pkg.m{i} import f{i}\n\n\ndef test_f{i}():\n    assert f{i}(1) == {i + 1}\n")
+    (path / "pkg" / "target.py").write_text("def double(x):\n    return x + x + 1\n")
+    git("init", "-q", "-b", "main")
+    git("add", "-A")
+    git("commit", "-q", "-m", "Start")
+    (path / "pkg" / "target.py").write_text("def double(x):\n    return x + x\n")
+    (path / "tests" / "test_target.py").write_text(
+        "from pkg.target import double\n\n\ndef test_double():\n    assert double(2) == 4\n")
+    git("add", "-A")
+    git("commit", "-q", "-m", "Fix double() adding one too many")
+
+
+def test_pass_to_pass_runs_every_test(tmp_path):
+    """Finding 5: only 200 pass-to-pass tests ran; breaking a module outside them scored 1."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RLFORGE_")}
+    env.update(RLFORGE_DB=str(tmp_path / "rl.duckdb"), RLFORGE_CACHE_DIR=os.environ.get(
+        "RLFORGE_CACHE_DIR", str(tmp_path / "cache")), HOME=str(tmp_path))
+    repo = tmp_path / "big"
+    _make_big_repo(repo)
+    _rl("ingest", "commits", repo, env=env)
+    out = tmp_path / "tasks"
+    _rl("build-tasks", "--generators", "commits.repair", "--out", out, "--no-validate", env=env)
+    task = next(p for p in out.iterdir() if (p / "task.toml").is_file())
+    ref = _reference(task)
+    covered = {i.split("::")[0] for i in ref["pass_to_pass"]}
+    uncovered = [i for i in range(240) if f"tests/test_m{i}.py" not in covered]
+    victim = uncovered[0] if uncovered else 0
+    gold = (task / "solution" / "gold.diff").read_text()
+    attack = {".rlforge/submission.diff": gold,
+              f"pkg/m{victim}.py": "raise ImportError('broken')\n"}
+    _assert_fail(_verify(task, attack), f"fix + broken pkg/m{victim}.py")
+    assert _verify(task, {".rlforge/submission.diff": gold})["total"] == 1.0
+
+
+# --- validate: every generator's adversarial set ------------------------------------------
+
+NEW_ATTACKS = {
+    "logs.script": {"reads_reference", "plants_reward_files", "signals_the_verifier",
+                    "leaves_a_writer_behind"},
+    "commits.repair": {"shadows_pytest", "plugin_in_dist_info", "pytest_toml_addopts",
+                       "forge_results_at_exit", "forge_sparing_canaries", "signals_the_verifier"},
+    "tickets.reply": {"facts_repeated", "lorem_and_facts", "customer_message_and_facts"},
+}
+
+
+def test_validate_runs_every_attack_and_none_scores(sample_tasks):
+    """`rlforge validate` proves each task against its generator's whole adversarial set."""
+    assert set(NEW_ATTACKS) <= set(sample_tasks), sorted(sample_tasks)
+    tasks_dir = next(iter(sample_tasks.values()))[0].parent
+    proc = _rl("validate", tasks_dir, "--json", check=False)
+    report = json.loads(proc.stdout)
+    assert report["tasks"] == sum(len(v) for v in sample_tasks.values())
+    for result in report["results"]:
+        gen = result["generator"].split("@")[0]
+        names = {c["name"] for c in result["checks"]}
+        assert NEW_ATTACKS.get(gen, set()) <= names, (gen, NEW_ATTACKS[gen] - names)
+        for check in result["checks"]:
+            if check["name"] not in ("leak", "oracle"):
+                assert check["ok"] and check["got"] == 0, (result["task_id"], check)
+        assert result["ok"], result
+
+
+# --- tests/test.sh the way Harbor runs it ---------------------------------------------------
+
+def _harbor_trial(task: Path, tmp: Path, agent: str, after_sec: float = 1.5) -> str:
+    """Play a Harbor trial: the agent's commands run as root in a container of their own
+    (here: bubblewrap as real root, a pid namespace, the host's system read-only); its
+    processes stay; then tests/ is uploaded and test.sh runs as root in the same container.
+    Returns reward.txt as the host reads it `after_sec` after test.sh ended."""
+    if os.geteuid() != 0:
+        pytest.skip("emulating Harbor's root container needs root")
+    app, tests, logs, ctl = tmp / "app", tmp / "tests", tmp / "logs", tmp / "ctl"
+    shutil.copytree(task / "environment" / "app", app) if (task / "environment" / "app").is_dir() else app.mkdir()
+    for d in (tests, logs, ctl):
+        d.mkdir()
+    (ctl / "agent.sh").write_text(agent)
+    script = ("cd /app; bash /ctl/agent.sh >/ctl/agent.out 2>&1; touch /ctl/agent-done; "
+              "while [ ! -e /ctl/go ]; do sleep 0.05; done; "
+              "bash /tests/test.sh >/ctl/test.out 2>&1; echo $? > /ctl/rc; "
+              "while [ ! -e /ctl/stop ]; do sleep 0.05; done")
+    env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": "/root", "LANG": "C.UTF-8"}
+    proc = subprocess.Popen(["bwrap", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-net",
+                             "--die-with-parent", "--tmpfs", "/", "--ro-bind", "/usr", "/usr",
+                             "--ro-bind", "/etc", "/etc", "--symlink", "usr/bin", "/bin",
+                             "--symlink", "usr/lib", "/lib", "--symlink", "usr/lib64", "/lib64",
+                             "--symlink", "usr/sbin", "/sbin", "--dir", "/root", "--tmpfs", "/tmp",
+                             "--proc", "/proc", "--dev", "/dev", "--bind", str(app), "/app",
+                             "--bind", str(tests), "/tests", "--bind", str(logs), "/logs",
+                             "--bind", str(ctl), "/ctl", "--", "bash", "-c", script], env=env)
+    try:
+        deadline = time.monotonic() + 60
+        while not (ctl / "agent-done").exists():
+            assert time.monotonic() < deadline and proc.poll() is None, "agent phase did not end"
+            time.sleep(0.05)
+        time.sleep(0.3)  # what the agent left running settles in
+        shutil.copytree(task / "tests", tests, dirs_exist_ok=True)
+        (ctl / "go").touch()
+        deadline = time.monotonic() + 120
+        while not (ctl / "rc").exists():
+            assert time.monotonic() < deadline and proc.poll() is None, (ctl / "test.out").read_text()
+            time.sleep(0.05)
+        time.sleep(after_sec)
+        reward = logs / "verifier" / "reward.txt"
+        return reward.read_text().strip() if reward.is_file() else ""
+    finally:
+        (ctl / "stop").touch()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+
+def test_harbor_gold_still_passes(sample_tasks, tmp_path):
+    task = _one(sample_tasks, "logs.script")
+    assert float(_harbor_trial(task, tmp_path, "bash /dev/null\n" + _solve(task))) == 1.0
+
+
+def _solve(task: Path) -> str:
+    return (task / "solution" / "solve.sh").read_text()
+
+
+def test_harbor_leftover_process_cannot_rewrite_the_reward(sample_tasks, tmp_path):
+    """Finding 7: a process the agent left running rewrote reward.txt after the verifier."""
+    task = _one(sample_tasks, "logs.script")
+    agent = ("(setsid bash -c 'while true; do mkdir -p /logs/verifier 2>/dev/null; "
+             "echo 1 > /logs/verifier/reward.txt 2>/dev/null; sleep 0.05; done' "
+             ">/dev/null 2>&1 &)\n")
+    got = _harbor_trial(task, tmp_path, agent)
+    assert got and float(got) == 0.0, got
+
+
+def test_harbor_leftover_process_cannot_use_the_uploaded_tests(sample_tasks, tmp_path):
+    """Finding 7: a leftover process read /tests once uploaded and wrote the answers."""
+    task = _one(sample_tasks, "logs.script")
+    reader = READ_REFERENCE.replace("\n", "\\n").replace('"', '\\"')
+    agent = ("(setsid bash -c 'while [ ! -s /tests/reference.json ]; do sleep 0.01; done; "
+             f"printf \"{reader}\" > /app/solution.py; sleep 600' >/dev/null 2>&1 &)\n")
+    got = _harbor_trial(task, tmp_path, agent)
+    assert got and float(got) == 0.0, got
