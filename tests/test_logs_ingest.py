@@ -134,6 +134,7 @@ def test_unparsed_lines_quarantine_or_load_message_only(con, tmp_path):
 def test_reingest_adds_nothing_and_an_appended_file_adds_only_new_lines(con, tmp_path):
     path = tmp_path / "app.log"
     path.write_text(JAVA_LOG)
+    original = db.sha256_file(path)
     logs.ingest_file(con, path, fmt=APP)
     again = logs.ingest_file(con, path, fmt=APP)
     assert (again.n_read, again.n_loaded, again.n_duplicates) == (4, 0, 4)
@@ -148,8 +149,10 @@ def test_reingest_adds_nothing_and_an_appended_file_adds_only_new_lines(con, tmp
                        ).fetchall() == [(0,)]
     runs = con.execute("SELECT n_read, n_loaded, n_duplicates, sha256 FROM ingest_runs "
                        "ORDER BY run_id").fetchall()
-    assert runs[0][3] == runs[1][3] == db.sha256_file(path) or runs[2][3] == db.sha256_file(path)
-    assert runs[2][3] == db.sha256_file(path)
+    assert [r[:3] for r in runs] == [(4, 4, 0), (4, 0, 4), (5, 1, 4)]
+    # the first two runs read the original file, the third the grown one
+    grown_sha = db.sha256_file(path)
+    assert runs[0][3] == runs[1][3] == original != grown_sha == runs[2][3]
 
 
 def test_gzip_is_read_transparently_and_a_truncated_one_fails_cleanly(con, tmp_path):
