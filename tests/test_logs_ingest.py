@@ -447,10 +447,12 @@ def test_an_ingest_leaves_the_connection_settings_as_it_found_them(con, tmp_path
     assert con.execute(settings).fetchall() == before == [(2, 3)]
 
 
-def test_importing_rlforge_keeps_openblas_from_starting_workers():
+def test_the_cli_keeps_openblas_from_starting_workers():
     """numpy (imported by pyarrow) would start OpenBLAS worker threads that spin on a core
-    while an ingest runs; after `import rlforge` it starts as many threads as with
-    OPENBLAS_NUM_THREADS=1, and a value the user set is kept."""
+    while an ingest runs; once the command line is loaded (`rlforge.cli`, what the console
+    script and `python -m rlforge` import) it starts as many threads as with
+    OPENBLAS_NUM_THREADS=1, and a value the user set is kept. Importing the library alone
+    leaves the environment as it was."""
     import os
     import subprocess
     import sys
@@ -465,16 +467,17 @@ def test_importing_rlforge_keeps_openblas_from_starting_workers():
                              capture_output=True, text=True, check=True)
         return out.stdout.split()
 
-    with_rlforge = run(count.format(", rlforge"))
+    with_cli = run(count.format(", rlforge.cli"))
     one_thread = run(count.format(""), OPENBLAS_NUM_THREADS="1")
-    assert with_rlforge == one_thread
+    assert with_cli == one_thread
     if (os.cpu_count() or 1) > 1:  # on one core OpenBLAS starts no worker either way
         assert int(run(count.format(""))[0]) > int(one_thread[0])
-    assert run(count.format(", rlforge"), OPENBLAS_NUM_THREADS="4")[1] == "4"
+    assert run(count.format(", rlforge.cli"), OPENBLAS_NUM_THREADS="4")[1] == "4"
+    assert run(count.format(", rlforge, rlforge.db"))[1] == "None"
 
 
 def test_polars_shares_one_allocator_arena_on_a_small_machine():
-    """On up to 4 cores `import rlforge` gives polars' jemalloc one arena (threads reuse
+    """On up to 4 cores the command line gives polars' jemalloc one arena (threads reuse
     each other's freed memory during an ingest); on more it keeps polars' default; a value
     the user set is kept. Read from jemalloc's own statistics, printed at exit."""
     import os
@@ -482,7 +485,7 @@ def test_polars_shares_one_allocator_arena_on_a_small_machine():
     import subprocess
     import sys
 
-    code = ("import os; import rlforge; os.environ['_RJEM_MALLOC_CONF'] = "
+    code = ("import os; import rlforge.cli; os.environ['_RJEM_MALLOC_CONF'] = "
             "os.environ.get('_RJEM_MALLOC_CONF', '') + ',stats_print:true'; "
             "import polars; polars.Series(range(10)).sum()")
     env = {k: v for k, v in os.environ.items() if k != "_RJEM_MALLOC_CONF"}
@@ -495,3 +498,17 @@ def test_polars_shares_one_allocator_arena_on_a_small_machine():
     cores = os.cpu_count() or 1
     assert (narenas() == 1) == (cores <= 4)
     assert narenas(_RJEM_MALLOC_CONF="narenas:3") == 3
+
+
+def test_tuning_sets_defaults_and_keeps_the_users_values():
+    """The decision itself, on a given core count: one arena up to 4 cores only, and a
+    value already set is never replaced."""
+    from rlforge.cli.tuning import tune_environment
+
+    small, large, mine = {}, {}, {"OPENBLAS_NUM_THREADS": "8", "_RJEM_MALLOC_CONF": "narenas:2"}
+    tune_environment(small, cpus=4)
+    tune_environment(large, cpus=5)
+    tune_environment(mine, cpus=2)
+    assert small == {"OPENBLAS_NUM_THREADS": "1", "_RJEM_MALLOC_CONF": "narenas:1"}
+    assert large == {"OPENBLAS_NUM_THREADS": "1"}
+    assert mine == {"OPENBLAS_NUM_THREADS": "8", "_RJEM_MALLOC_CONF": "narenas:2"}
