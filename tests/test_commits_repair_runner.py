@@ -21,6 +21,8 @@ from rlforge.tasks.repair.checks import verifier_files, write_tree
 from rlforge.verify.repair_standalone import (add_canary, bind_python, copy_workspace, junit_key,
                                               parse_junit, run_tests)
 
+pytestmark = pytest.mark.sandbox
+
 
 @pytest.fixture(scope="module")
 def venv(shared_cache) -> Path:

@@ -395,6 +395,7 @@ def test_fields_stay_redacted_when_the_memo_starts_over(con, tmp_path, monkeypat
     assert len(set(users)) == 7 and len(set(users[1::2])) == 1
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("cache_rows", [logs.MESSAGE_CACHE_ROWS, 40])
 def test_template_counts_and_times_agree_with_the_stored_records(con, tmp_path, monkeypatch,
                                                                  cache_rows):
