@@ -43,6 +43,7 @@ SYSTEMS = ["HDFS", "BGL", "Thunderbird"]
 
 RLFORGE = r"""
 import json, resource, sys, time
+import rlforge.cli  # first: the process tuning an `rlforge ingest` command runs with
 from rlforge import db
 from rlforge.cli.ingest import make_redactor
 from rlforge.config import setting

@@ -29,5 +29,6 @@ if [ ! -x .venv/bin/python ]; then
 fi
 extras="${RLFORGE_EXTRAS:-dev,local,bench}"
 echo "setup: installing rlforge[$extras] (llama-cpp-python compiles for ~8 minutes the first time)"
-.venv/bin/python -m pip install -q --disable-pip-version-check -e ".[$extras]"
+# constraints.txt: the exact versions CI tests (pyproject.toml holds the ranges users get).
+.venv/bin/python -m pip install -q --disable-pip-version-check -c constraints.txt -e ".[$extras]"
 echo "setup: done ($(.venv/bin/rlforge --version))"

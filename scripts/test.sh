@@ -4,6 +4,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 RLFORGE_BROWSER=1 ./scripts/setup.sh
 .venv/bin/rlforge sandbox check
+./scripts/check.sh
 set +e
 .venv/bin/python -m pytest "$@"
 status=$?

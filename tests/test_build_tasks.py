@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import shutil
 import tomllib
 from pathlib import Path
 
@@ -16,6 +15,7 @@ from rlforge import db
 from rlforge.ingest import tickets
 from rlforge.tasks import registry
 from rlforge.tasks.build import parse_mix, quotas
+from rlforge.tasks.render import builtin_templates
 from rlforge.tasks.splits import hash_split, near_duplicate_groups
 
 TICKETS = SAMPLE_DATA / "tickets"
@@ -190,7 +190,7 @@ def test_split_by_time_needs_a_cutoff_and_cuts_there(cli, ticket_db, tmp_path, q
 def test_user_templates_override_the_builtin_ones(cli, ticket_db, tmp_path):
     custom = tmp_path / "tpl" / "tickets.triage"
     custom.mkdir(parents=True)
-    builtin = Path(__file__).parent.parent / "templates" / "tickets.triage" / "instruction.md.j2"
+    builtin = builtin_templates() / "tickets.triage" / "instruction.md.j2"
     (custom / "instruction.md.j2").write_text("ACME HELP DESK\n" + builtin.read_text())
     out = tmp_path / "o"
     result, _ = build(cli, out, "--generators", "tickets.triage", "--limit", "2", "--templates",

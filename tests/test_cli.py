@@ -5,28 +5,27 @@ from __future__ import annotations
 import subprocess
 import sys
 
-import click
 import pytest
-import typer
 
+from cli_commands import ALL, LEAVES, registered_count
 from rlforge import __version__
 from rlforge.cli import app
 
-
-def _commands(group: click.Group, prefix: tuple[str, ...] = ()):
-    for name, cmd in group.commands.items():
-        yield prefix + (name,), cmd
-        if isinstance(cmd, click.Group):
-            yield from _commands(cmd, prefix + (name,))
-
-
-ALL_COMMANDS = list(_commands(typer.main.get_command(app)))
+ALL_COMMANDS = [(path, cmd) for path, cmd, _ in ALL]
 
 
 def test_version(cli):
     result = cli("--version")
     assert result.exit_code == 0
     assert __version__ in result.output
+
+
+def test_the_walk_reaches_every_registered_command():
+    """The help test below covers every command and group typer has registered, nested
+    ones included (a walk that stops at the top level covers far fewer)."""
+    assert len(ALL_COMMANDS) == registered_count(app)
+    assert len({path for path, _ in ALL_COMMANDS}) == len(ALL_COMMANDS)
+    assert any(len(path) > 1 for path in LEAVES)
 
 
 @pytest.mark.parametrize("path", [p for p, _ in ALL_COMMANDS], ids=" ".join)

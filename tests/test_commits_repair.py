@@ -37,6 +37,8 @@ from rlforge.tasks.repair.score import score_patch, score_workspace, workspace_d
 from rlforge.verify.validate import validate_many
 from paths import ROOT
 
+pytestmark = [pytest.mark.slow, pytest.mark.sandbox]
+
 PYPROJECT = """[project]
 name = "calc"
 version = "0.1.0"

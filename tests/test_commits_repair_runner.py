@@ -31,6 +31,8 @@ def run_tests(tree, command, ids=None, **kw):
     kw.setdefault("policy", HOST)
     return repair_standalone.run_tests(tree, command, ids, **kw)
 
+pytestmark = pytest.mark.sandbox
+
 
 @pytest.fixture(scope="module")
 def venv(shared_cache) -> Path:

@@ -256,6 +256,7 @@ def terminal_run(tmp_path_factory, mixed_tasks, shared_cache) -> dict:
     return once("terminal_run", make)
 
 
+@pytest.mark.slow
 def test_multi_turn_rollouts_keep_tool_calls_and_observations(cli, terminal_run, tmp_path):
     records = records_of(terminal_run["runs_dir"] / "run-policy-t")
     assert len(records) == 2 and {r["outcome"] for r in records} == {"fail"}

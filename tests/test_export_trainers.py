@@ -15,6 +15,8 @@ import pytest
 from test_export_rollouts import export_run, load_split, run_dirs  # noqa: F401
 from test_export_tasks import export, gold_answer, hf_offline, tasks_by_split, tasks_dir  # noqa: F401
 
+pytestmark = pytest.mark.trainers
+
 torch = pytest.importorskip("torch")
 datasets = pytest.importorskip("datasets")
 

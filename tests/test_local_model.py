@@ -22,6 +22,8 @@ from rlforge.errors import LocalModelUnavailable, PolicyContextLength
 from rlforge.local_model import INSTALL_HINT, NOTICE, LocalModel, find_gguf, missing_packages
 from rlforge.policy import PolicyClient, PolicyConfig
 
+pytestmark = pytest.mark.llama
+
 ROOT = Path(__file__).resolve().parent.parent
 QUESTION = [{"role": "user", "content": "What is the capital of France? Answer in one word."}]
 BASH_TOOL = [{"type": "function", "function": {

@@ -134,6 +134,7 @@ def test_unparsed_lines_quarantine_or_load_message_only(con, tmp_path):
 def test_reingest_adds_nothing_and_an_appended_file_adds_only_new_lines(con, tmp_path):
     path = tmp_path / "app.log"
     path.write_text(JAVA_LOG)
+    original = db.sha256_file(path)
     logs.ingest_file(con, path, fmt=APP)
     again = logs.ingest_file(con, path, fmt=APP)
     assert (again.n_read, again.n_loaded, again.n_duplicates) == (4, 0, 4)
@@ -148,8 +149,10 @@ def test_reingest_adds_nothing_and_an_appended_file_adds_only_new_lines(con, tmp
                        ).fetchall() == [(0,)]
     runs = con.execute("SELECT n_read, n_loaded, n_duplicates, sha256 FROM ingest_runs "
                        "ORDER BY run_id").fetchall()
-    assert runs[0][3] == runs[1][3] == db.sha256_file(path) or runs[2][3] == db.sha256_file(path)
-    assert runs[2][3] == db.sha256_file(path)
+    assert [r[:3] for r in runs] == [(4, 4, 0), (4, 0, 4), (5, 1, 4)]
+    # the first two runs read the original file, the third the grown one
+    grown_sha = db.sha256_file(path)
+    assert runs[0][3] == runs[1][3] == original != grown_sha == runs[2][3]
 
 
 def test_gzip_is_read_transparently_and_a_truncated_one_fails_cleanly(con, tmp_path):
@@ -392,6 +395,7 @@ def test_fields_stay_redacted_when_the_memo_starts_over(con, tmp_path, monkeypat
     assert len(set(users)) == 7 and len(set(users[1::2])) == 1
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("cache_rows", [logs.MESSAGE_CACHE_ROWS, 40])
 def test_template_counts_and_times_agree_with_the_stored_records(con, tmp_path, monkeypatch,
                                                                  cache_rows):
@@ -444,10 +448,12 @@ def test_an_ingest_leaves_the_connection_settings_as_it_found_them(con, tmp_path
     assert con.execute(settings).fetchall() == before == [(2, 3)]
 
 
-def test_importing_rlforge_keeps_openblas_from_starting_workers():
+def test_the_cli_keeps_openblas_from_starting_workers():
     """numpy (imported by pyarrow) would start OpenBLAS worker threads that spin on a core
-    while an ingest runs; after `import rlforge` it starts as many threads as with
-    OPENBLAS_NUM_THREADS=1, and a value the user set is kept."""
+    while an ingest runs; once the command line is loaded (`rlforge.cli`, what the console
+    script and `python -m rlforge` import) it starts as many threads as with
+    OPENBLAS_NUM_THREADS=1, and a value the user set is kept. Importing the library alone
+    leaves the environment as it was."""
     import os
     import subprocess
     import sys
@@ -462,16 +468,17 @@ def test_importing_rlforge_keeps_openblas_from_starting_workers():
                              capture_output=True, text=True, check=True)
         return out.stdout.split()
 
-    with_rlforge = run(count.format(", rlforge"))
+    with_cli = run(count.format(", rlforge.cli"))
     one_thread = run(count.format(""), OPENBLAS_NUM_THREADS="1")
-    assert with_rlforge == one_thread
+    assert with_cli == one_thread
     if (os.cpu_count() or 1) > 1:  # on one core OpenBLAS starts no worker either way
         assert int(run(count.format(""))[0]) > int(one_thread[0])
-    assert run(count.format(", rlforge"), OPENBLAS_NUM_THREADS="4")[1] == "4"
+    assert run(count.format(", rlforge.cli"), OPENBLAS_NUM_THREADS="4")[1] == "4"
+    assert run(count.format(", rlforge, rlforge.db"))[1] == "None"
 
 
 def test_polars_shares_one_allocator_arena_on_a_small_machine():
-    """On up to 4 cores `import rlforge` gives polars' jemalloc one arena (threads reuse
+    """On up to 4 cores the command line gives polars' jemalloc one arena (threads reuse
     each other's freed memory during an ingest); on more it keeps polars' default; a value
     the user set is kept. Read from jemalloc's own statistics, printed at exit."""
     import os
@@ -479,7 +486,7 @@ def test_polars_shares_one_allocator_arena_on_a_small_machine():
     import subprocess
     import sys
 
-    code = ("import os; import rlforge; os.environ['_RJEM_MALLOC_CONF'] = "
+    code = ("import os; import rlforge.cli; os.environ['_RJEM_MALLOC_CONF'] = "
             "os.environ.get('_RJEM_MALLOC_CONF', '') + ',stats_print:true'; "
             "import polars; polars.Series(range(10)).sum()")
     env = {k: v for k, v in os.environ.items() if k != "_RJEM_MALLOC_CONF"}
@@ -492,3 +499,17 @@ def test_polars_shares_one_allocator_arena_on_a_small_machine():
     cores = os.cpu_count() or 1
     assert (narenas() == 1) == (cores <= 4)
     assert narenas(_RJEM_MALLOC_CONF="narenas:3") == 3
+
+
+def test_tuning_sets_defaults_and_keeps_the_users_values():
+    """The decision itself, on a given core count: one arena up to 4 cores only, and a
+    value already set is never replaced."""
+    from rlforge.cli.tuning import tune_environment
+
+    small, large, mine = {}, {}, {"OPENBLAS_NUM_THREADS": "8", "_RJEM_MALLOC_CONF": "narenas:2"}
+    tune_environment(small, cpus=4)
+    tune_environment(large, cpus=5)
+    tune_environment(mine, cpus=2)
+    assert small == {"OPENBLAS_NUM_THREADS": "1", "_RJEM_MALLOC_CONF": "narenas:1"}
+    assert large == {"OPENBLAS_NUM_THREADS": "1"}
+    assert mine == {"OPENBLAS_NUM_THREADS": "8", "_RJEM_MALLOC_CONF": "narenas:2"}

@@ -49,6 +49,8 @@ from test_run_resume import (test_a_line_cut_short_by_a_kill_is_dropped_and_reru
                              test_sigkill_midway_then_resume_completes_exactly_once)
 from test_run_support import SUBMIT, ScriptedPolicy, bash_call, count_task, label_task, script_task
 
+pytestmark = pytest.mark.ray
+
 
 @pytest.fixture(autouse=True)
 def on_ray(isolated_env, ray_head, monkeypatch):  # noqa: F811

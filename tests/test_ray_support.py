@@ -33,6 +33,8 @@ import pytest
 
 from rlforge.executors.cluster import INSTALL_HINT, LOOPBACK_ENV
 
+pytestmark = pytest.mark.ray
+
 # Before any import of Ray in this process (collection imports this module first).
 os.environ.setdefault(LOOPBACK_ENV, "0")
 os.environ.setdefault("RAY_AUTH_MODE", "token")

@@ -18,9 +18,13 @@ import re
 import tomllib
 from pathlib import Path
 
+import pytest
+
 from test_commits_repair import build_calc
 from test_ray_support import ray_head  # noqa: F401  (fixture)
 from test_run_support import built_tasks, count_task, label_task
+
+pytestmark = pytest.mark.ray
 
 
 def validate_json(cli, tasks: Path, *args: str) -> dict:

@@ -19,6 +19,8 @@ from rlforge.local_model import INSTALL_HINT, NOTICE, LocalModel, missing_packag
 from test_run import rollouts_of, run_json
 from test_run_support import built_tasks, count_task
 
+pytestmark = pytest.mark.llama
+
 ARGS = ("--samples", "1", "--temperature", "0", "--seed", "11", "--max-tokens", "48",
         "--max-turns", "2", "--concurrency", "1")
 

@@ -17,6 +17,8 @@ from rlforge.tasks.build import BuildOptions, build_tasks
 from test_run import alternate, rollouts_of, run_json
 from test_run_support import SUBMIT, ScriptedPolicy, bash_call
 
+pytestmark = [pytest.mark.slow, pytest.mark.sandbox]
+
 
 @pytest.fixture(scope="module")
 def repair_task(tmp_path_factory, shared_cache) -> Path:

@@ -30,6 +30,7 @@ def lines_of(path: Path) -> list[bytes]:
     return path.read_bytes().splitlines(keepends=True) if path.exists() else []
 
 
+@pytest.mark.slow
 def test_sigkill_midway_then_resume_completes_exactly_once(tmp_path, fault, db_path):
     tasks = tmp_path / "tasks"
     for i in range(30):

@@ -23,6 +23,8 @@ from rlforge.sandbox import SandboxPool
 from rlforge.verify.validate import TaskRunner, fresh_workspace
 from test_run_support import built_tasks
 
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture(scope="module")
 def tasks(tmp_path_factory):

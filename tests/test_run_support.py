@@ -23,6 +23,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from paths import SAMPLE_DATA
 from rlforge import db
 from rlforge.ingest import tickets
@@ -243,6 +245,7 @@ def test_scripted_policy_plays_turns_by_position():
         policy.stop()
 
 
+@pytest.mark.slow
 def test_fast_task_toml_reader_agrees_with_tomllib(tmp_path):
     import tomllib
 

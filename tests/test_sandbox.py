@@ -16,6 +16,8 @@ from rlforge.sandbox import (FailureReason, SandboxSpec, read_file, run, run_che
                              spec_from_config)
 from rlforge.sandbox import runner, seccomp
 
+pytestmark = pytest.mark.sandbox
+
 
 @pytest.fixture
 def dirs(tmp_path):

@@ -5,6 +5,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
+pytestmark = pytest.mark.sandbox
+
 
 def test_check_passes_here_and_says_so_as_json(cli):
     result = cli("sandbox", "check", "--json")

@@ -15,6 +15,8 @@ from rlforge.errors import UserError
 from rlforge.sandbox import SandboxSpec, prepare_env, run
 from rlforge.sandbox.envs import env_key
 
+pytestmark = pytest.mark.sandbox
+
 ROOT = Path(__file__).resolve().parents[1]
 
 

@@ -11,6 +11,8 @@ import pytest
 
 from rlforge.sandbox import SandboxPool, SandboxSpec, default_workers
 
+pytestmark = pytest.mark.sandbox
+
 
 def test_default_is_two_per_cpu():
     assert default_workers() == 2 * len(os.sched_getaffinity(0))

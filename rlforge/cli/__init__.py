@@ -16,8 +16,13 @@ from rich.console import Console
 from typer.core import TyperGroup
 
 from rlforge import __version__
+from rlforge.cli.tuning import tune_environment
 from rlforge.config import Config
 from rlforge.errors import RlforgeError
+
+# Before any command module is imported: they import pyarrow and polars, which read these
+# settings once, when they load. Nothing imported above loads either.
+tune_environment()
 
 console = Console()
 err_console = Console(stderr=True)

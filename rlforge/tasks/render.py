@@ -10,13 +10,16 @@ Layout (Harbor's):
       solution/          solve.sh (the gold solution)
 
 Templates are Jinja2 with StrictUndefined, looked up first in the user's `--templates`
-directory, then in rlforge's own `templates/`: `<generator>/<file>.j2` before `<file>.j2`.
+directory, then in rlforge's own `rlforge/templates/` (package data, found through
+importlib.resources so an installed wheel finds it as a checkout does): `<generator>/<file>.j2`
+before `<file>.j2`.
 The task id is a hash of everything rendered (task.toml aside, which holds the id).
 """
 
 from __future__ import annotations
 
 import hashlib
+import importlib.resources
 import json
 import os
 import shutil
@@ -36,11 +39,20 @@ VERIFIER_NAME = "rlforge_verify.py"
 
 
 def builtin_templates() -> Path:
-    """rlforge's own templates: the top-level `templates/` of a checkout, or the wheel's copy."""
-    for candidate in (PACKAGE_ROOT.parent / "templates", PACKAGE_ROOT / "_templates"):
-        if candidate.is_dir():
-            return candidate
-    raise UserError("rlforge's templates directory is missing from this installation")
+    """rlforge's own templates, shipped as package data in `rlforge/templates/`.
+
+    Returns:
+        The directory on disk (Jinja2's loader reads files by path).
+
+    Raises:
+        UserError: the installation has no templates on the filesystem (a broken install,
+            or rlforge imported from a zip archive).
+    """
+    root = importlib.resources.files("rlforge") / "templates"
+    if isinstance(root, Path) and root.is_dir():
+        return root
+    raise UserError("rlforge's templates directory is missing from this installation: "
+                    "reinstall rlforge (pip install --force-reinstall rlforge)")
 
 
 def toml_value(value: Any) -> str:

@@ -75,9 +75,9 @@ class Gen:
         return f"{self.r.choice(FIRST).title()} {self.r.choice(LAST).title()}"
 
     def email(self) -> str:
-        f, l = self.r.choice(FIRST), self.r.choice(LAST)
-        local = self.r.choice([f"{f}.{l}", f"{f}{self.r.randint(1, 99)}", f"{f[0]}{l}",
-                               f"{f}.{l}+support", f"{f}_{l}"])
+        first, last = self.r.choice(FIRST), self.r.choice(LAST)
+        local = self.r.choice([f"{first}.{last}", f"{first}{self.r.randint(1, 99)}",
+                               f"{first[0]}{last}", f"{first}.{last}+support", f"{first}_{last}"])
         out = f"{local}@{self.r.choice(DOMAINS)}"
         return out.title() if self.r.random() < 0.1 else out
 

@@ -15,6 +15,8 @@ import pytest
 
 from rlforge.sandbox import copy_tree, read_file
 
+pytestmark = pytest.mark.sandbox
+
 
 def test_a_symlinked_reward_file_is_not_followed(task, sh):
     r = sh(f"ln -s {task.secret} /logs/verifier/reward.json; ln -s {task.secret} /app/notes.txt")

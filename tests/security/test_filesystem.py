@@ -7,6 +7,9 @@ import stat
 from pathlib import Path
 
 import duckdb
+import pytest
+
+pytestmark = pytest.mark.sandbox
 
 
 def test_a_host_secret_file_cannot_be_read_by_path_or_through_proc(task, sh):

@@ -8,6 +8,8 @@ import uuid
 
 import pytest
 
+pytestmark = pytest.mark.sandbox
+
 
 def test_tcp_connect_to_a_server_on_host_loopback_is_refused(listener, py, sh):
     r = py(f"""

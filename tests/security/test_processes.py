@@ -10,6 +10,10 @@ import time
 import uuid
 from pathlib import Path
 
+import pytest
+
+pytestmark = pytest.mark.sandbox
+
 ROOT = Path(__file__).resolve().parents[2]
 
 

@@ -9,6 +9,8 @@ import subprocess
 
 import pytest
 
+pytestmark = pytest.mark.sandbox
+
 API_KEY = "sk-live-4f9c2a7e1b3d5f60"
 
 
