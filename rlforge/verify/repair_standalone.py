@@ -37,13 +37,9 @@ import json
 import os
 import re
 import shutil
-import signal
-import stat
-import subprocess
 import sys
 import tempfile
 import time
-import xml.etree.ElementTree as ET
 
 SUBMISSION_PATCH = ".rlforge/submission.diff"
 RUN_TREE_LIMIT = 200 * 1024 * 1024  # bytes of workspace copied into the private tree
@@ -653,7 +649,7 @@ def score_repair(ref, tests_dir, workspace=None, policy=None):
     ws = workspace or ref["workspace"]
     roots = [""] + list(ref.get("pythonpath", []))
     try:
-        copied = copy_workspace(ws, tree)
+        copy_workspace(ws, tree)
         patch_file = os.path.join(ws, ref.get("submission_patch", SUBMISSION_PATCH))
         if base._regular_file(patch_file):
             with open(patch_file, "rb") as fh:
@@ -662,7 +658,7 @@ def score_repair(ref, tests_dir, workspace=None, policy=None):
         else:
             applied, detail = True, "workspace submitted as is"
     except OSError as exc:
-        copied, applied, detail = [], False, f"the workspace could not be read: {exc}"
+        applied, detail = False, f"the workspace could not be read: {exc}"
     comps["patch_applies"] = component(applied, 0, "medium", gate=True, detail=detail)
     touched = []
     if applied:

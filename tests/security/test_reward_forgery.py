@@ -26,7 +26,8 @@ import pytest
 import rlforge.envs
 from paths import SAMPLE_DATA
 
-pytestmark = pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
+pytestmark = [pytest.mark.sandbox, pytest.mark.slow,
+              pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")]
 
 RLFORGE = [sys.executable, "-m", "rlforge"]
 
