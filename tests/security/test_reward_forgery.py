@@ -26,8 +26,7 @@ import pytest
 import rlforge.envs
 from paths import SAMPLE_DATA
 
-pytestmark = [pytest.mark.sandbox, pytest.mark.slow,
-              pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")]
+pytestmark = [pytest.mark.sandbox, pytest.mark.slow]
 
 RLFORGE = [sys.executable, "-m", "rlforge"]
 
