@@ -314,7 +314,12 @@ def test_validation_proves_every_task(calc):
         "edit_hidden_tests": "tests_untouched", "conftest_forces_success": "tests_untouched",
         "sys_exit_at_import": "fail_to_pass", "os_exit_at_import": "fail_to_pass",
         "forge_results_from_source": "results_trusted",
+        "forge_sparing_canaries": "results_trusted", "forge_results_at_exit": "fail_to_pass",
+        "signals_the_verifier": "fail_to_pass", "shadows_pytest": "tests_untouched",
+        "plugin_in_dist_info": "tests_untouched", "pytest_toml_addopts": "tests_untouched",
     }
+    # Made only where the task has what it needs (a module that pass-to-pass tests import).
+    optional = {"fix_breaks_other_module": "pass_to_pass"}
     seen, forged = set(), []
     for r in results:
         assert r.ok, r.reason
@@ -324,10 +329,10 @@ def test_validation_proves_every_task(calc):
             if name in ("leak", "oracle"):
                 continue
             assert check.got == 0.0
-            assert f"{caught_by[name]}=0" in check.detail, (name, check.detail)
+            assert f"{{**caught_by, **optional}[name]}=0" in check.detail, (name, check.detail)
             seen.add(name)
         forged.append(checks["forge_results_from_source"].detail)
-    assert seen == set(caught_by)
+    assert set(caught_by) <= seen <= set(caught_by) | set(optional)
     # Where the fixed module exists at the start, only the canary stops the forgery: every
     # test was reported passed.
     assert any("fail_to_pass=1, pass_to_pass=1" in d for d in forged), forged

@@ -40,6 +40,7 @@ import base64
 import json
 import re
 import shutil
+import subprocess
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -81,7 +82,7 @@ SUBMIT_TOOL = {"type": "function", "function": {
     "parameters": {"type": "object", "properties": {}}}}
 
 _BASH_BLOCK = re.compile(r"```(?:bash|sh|shell)?[ \t]*\n(.*?)```", re.S)
-_SUBMIT_LINE = re.compile(r"^\s*SUBMIT\s*$", re.M)
+_SUBMIT_LINE = re.compile(r"^[ \t]*SUBMIT[ \t]*$", re.M)
 
 
 class InfraError(RlforgeError):
@@ -344,7 +345,7 @@ class Environment:
 
     def _cleanup(self) -> None:
         if self._dir is not None:
-            shutil.rmtree(self._dir, ignore_errors=True)
+            remove_tree(self._dir)
             self._dir = None
             self.workspace = None
 
@@ -428,6 +429,16 @@ class Environment:
         reward = run.reward
         reward.setdefault("outcome", "pass" if reward.get("total", 0) >= 1.0 - 1e-9 else "fail")
         return reward
+
+
+def remove_tree(path: Path) -> None:
+    """Remove a directory the policy wrote into, however deep it nested it (shutil.rmtree
+    recurses once per level and stops with RecursionError past ~1,000)."""
+    try:
+        shutil.rmtree(path, ignore_errors=True)
+    except RecursionError:
+        subprocess.run(["rm", "-rf", "--one-file-system", "--", str(path)], check=False,
+                       stdin=subprocess.DEVNULL, capture_output=True)
 
 
 def outcome_of(reward: dict[str, Any] | None) -> str:

@@ -150,6 +150,9 @@ class RunStore:
         if self._out is None:
             self._out = open(self.dir / ROLLOUTS, "a", encoding="utf-8")
         line = json.dumps(record, ensure_ascii=False, separators=(",", ":"))
+        # A name or text the policy made may hold lone surrogates (undecodable bytes):
+        # written as JSON escapes (\udcff), which json.loads reads back.
+        line = line.encode("utf-8", "backslashreplace").decode("utf-8")
         self._out.write(line + "\n")
         self._out.flush()
         return line

@@ -98,6 +98,9 @@ def workspace_changes(start: Path, ws: Path, limit: int = WORKSPACE_LIMIT) -> di
 
     def walk(rel: PurePosixPath) -> None:
         nonlocal total
+        if len(rel.parts) >= standalone.MAX_DEPTH:
+            skipped.append(str(rel))
+            return
         try:
             entries = sorted(os.scandir(ws / rel), key=lambda e: e.name)
         except OSError:

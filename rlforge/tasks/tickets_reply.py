@@ -7,9 +7,9 @@ instruction also shows an internal note or a resolved ticket of another customer
 distinctive values (other pseudonyms, ids, internal remarks) must not appear in the reply.
 A length window around the real reply's length rules out empty and padded answers, and
 three gates rule out stuffing (see `score_reply`): at most half the reply may be fact
-text, at most a bounded share may be copied from what the instruction shows, and its words
-must be ordinary words of the company's own replies at least half as often as the real
-reply's are (lorem ipsum is not).
+text, at most a bounded share may be copied from what the instruction shows, and its word
+pairs must be pairs the company's other replies use, at least half as often as the real
+reply's are (lorem ipsum, or common words strung together, are not).
 """
 
 from __future__ import annotations
@@ -21,7 +21,8 @@ from typing import Callable
 from rlforge.tasks.answers import null_submission, solve_script
 from rlforge.tasks.registry import register
 from rlforge.tasks.spec import ANSWER_FILE, BuildContext, SourceRef, Submission, TaskSpec, stable_sample
-from rlforge.verify.standalone import contains, normalize, words
+from rlforge.verify.standalone import (COPY_SHARE, bigrams, common_share, contains, copied_share,
+                                       normalize)
 
 FACT_PATTERNS = [
     re.compile(r"\{\{[^{}\n]{1,60}\}\}"),                       # template placeholders
@@ -36,21 +37,27 @@ FACT_PATTERNS = [
 DISTINCT = [p for p in FACT_PATTERNS[:5]]
 MAX_FACTS = 6
 MIN_REPLY_WORDS = 12
-COMMON_WORDS = 150  # the most frequent words of an origin's replies: its ordinary language
+COMMON_BIGRAMS = 3000  # the most frequent word pairs of an origin's other replies
 LOREM = ("Lorem ipsum dolor sit amet, consectetur adipiscing elit, sed do eiusmod tempor "
          "incididunt ut labore et dolore magna aliqua. Ut enim ad minim veniam, quis nostrud "
          "exercitation ullamco laboris nisi ut aliquip ex ea commodo consequat.")
 
 
-def common_words(replies: list[str], n: int = COMMON_WORDS) -> list[str]:
-    """The `n` most frequent words of a set of replies (ties by the word), sorted."""
-    counts = Counter(w for r in replies for w in set(words(r)))
-    return sorted(w for w, _ in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))[:n])
+def _pairs(text: str) -> set[str]:
+    return set(bigrams(text))
 
 
-def common_share(text: str, common: set[str]) -> float:
-    tokens = words(text)
-    return sum(1 for t in tokens if t in common) / len(tokens) if tokens else 0.0
+def bigram_ranking(replies: list[str]) -> tuple[list[tuple[str, int]], Counter]:
+    """Word pairs of a set of replies by how many replies hold them (ties by the pair)."""
+    counts = Counter(b for r in replies for b in _pairs(r))
+    return sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])), counts
+
+
+def common_bigrams(ranking: list[tuple[str, int]], own: str, n: int = COMMON_BIGRAMS) -> list[str]:
+    """The `n` most frequent pairs of the other replies: those of `own` count once less."""
+    mine = _pairs(own)
+    out = [b for b, c in ranking if c - (b in mine) >= 1][:n]
+    return sorted(out)
 
 
 def key_facts(text: str) -> list[str]:
@@ -106,11 +113,13 @@ class TicketReply:
         by_origin: dict[str, list] = {}
         for r in rows:
             by_origin.setdefault(r[6], []).append(r)
-        vocab = {origin: common_words([r[4] for r in members]) for origin, members in by_origin.items()}
+        vocab = {origin: bigram_ranking([r[4] for r in members])[0] for origin, members in by_origin.items()}
         for row in stable_sample(rows, ctx.limit, ctx.seed, key=lambda r: r[0]):
             peers = [p for p in by_origin[row[6]] if p[0] != row[0]] or [p for p in rows if p[0] != row[0]]
             ctx.rng("tickets.reply", row[0]).shuffle(peers)
-            # Prefer a peer whose reply holds values this one must not repeat.
+            # A peer whose reply is (nearly) this one's would make copying it the answer;
+            # among the rest, prefer one whose reply holds values this one must not repeat.
+            peers = [p for p in peers[:200] if copied_share(row[4], [p[4]]) <= COPY_SHARE / 2] or peers
             may_forbid = forbiddable(row[4], f"{row[2] or ''}\n{row[3]}")
             other = next((p for p in peers[:50] if any(map(may_forbid, distinctive(p[4])))),
                          peers[0])
@@ -119,7 +128,7 @@ class TicketReply:
                 yield spec
 
     def _spec(self, row, other, may_forbid: Callable[[str], bool],
-              vocab: list[str]) -> TaskSpec | None:
+              ranking: list[tuple[str, int]]) -> TaskSpec | None:
         ticket_id, content_hash, subject, body, resolution, created_at, origin, category, internal = row
         facts = key_facts(resolution)
         gold = resolution.strip()
@@ -137,7 +146,8 @@ class TicketReply:
         max_words = max(60, n_words * 3)
         padded = (gold + "\n\n") * (2 + max_words // max(1, n_words))
         shown = [t for t in (subject, body, other[2], other[3], other[4], internal) if t]
-        min_common = round(0.5 * common_share(gold, set(vocab)), 3)
+        vocab = common_bigrams(ranking, gold)
+        min_common = round(0.5 * common_share(gold, vocab), 3)
         stuffing = [
             Submission("facts_repeated", {ANSWER_FILE: ((" ".join(facts) + "\n") * 9).encode()},
                        "the key facts pasted nine times"),
@@ -168,7 +178,7 @@ class TicketReply:
             reference={"verifier": "reply", "required": facts, "forbidden": sorted(set(forbidden)),
                        "min_words": min_words, "max_words": max_words,
                        "submission": f"/app/{ANSWER_FILE}", "pass_threshold": 1.0,
-                       "copy_sources": shown, "common_words": vocab,
+                       "copy_sources": shown, "common_bigrams": vocab,
                        "min_common_share": min_common},
             solution_files={"solve.sh": solve_script(gold)},
             verifier="reply", group_key=ticket_id, dedup_text=f"{subject or ''}\n{body}",

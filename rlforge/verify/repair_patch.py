@@ -170,15 +170,30 @@ def _strip_prefix(files):
     return files
 
 
-def _find(lines, block, hint):
-    """Index where block occurs in lines, searching outward from hint; None if nowhere."""
+SEARCH_BUDGET = 5_000_000  # line positions a whole diff may try while placing its hunks
+
+
+def _find(lines, block, hint, budget):
+    """Index where block occurs in lines, searching outward from hint; None if nowhere.
+
+    `budget` ([positions left]) bounds the search over the whole diff: a small diff of
+    many hunks that match nowhere in a huge file would otherwise cost hunks x lines.
+    """
     n = len(block)
     if n == 0:
         return max(0, min(hint, len(lines)))
+    first = block[0]
     for delta in range(0, len(lines) + 1):
         for pos in (hint - delta, hint + delta) if delta else (hint,):
-            if 0 <= pos <= len(lines) - n and lines[pos:pos + n] == block:
-                return pos
+            if 0 <= pos <= len(lines) - n:
+                budget[0] -= 1
+                if lines[pos] == first and lines[pos:pos + n] == block:
+                    return pos
+        if budget[0] <= 0:
+            raise PatchError("the diff's hunks take too long to place (too many hunks that "
+                             "match nowhere near their line numbers)")
+        if hint - delta < 0 and hint + delta > len(lines) - n:
+            break
     return None
 
 
@@ -187,6 +202,7 @@ def apply_patch(root, text):
 
     Returns (True, summary) or (False, why it does not apply).
     """
+    budget = [SEARCH_BUDGET]
     try:
         files = _strip_prefix(parse_patch(text))
         results = {}
@@ -220,7 +236,7 @@ def apply_patch(root, text):
             offset = 0
             for k, (start, old_lines, new_lines) in enumerate(f["hunks"], 1):
                 hint = max(0, start - 1 + offset) if old_lines else max(0, start + offset)
-                pos = _find(lines, old_lines, hint)
+                pos = _find(lines, old_lines, hint, budget)
                 if pos is None:
                     raise PatchError(f"hunk {k} of {path} does not apply")
                 lines[pos:pos + len(old_lines)] = new_lines

@@ -44,7 +44,8 @@ import time
 SUBMISSION_PATCH = ".rlforge/submission.diff"
 RUN_TREE_LIMIT = 200 * 1024 * 1024  # bytes of workspace copied into the private tree
 RUN_TREE_FILES = 100_000  # files: more could run the verifier out of time (an "invalid" score)
-JUNIT_LIMIT = 50 * 1024 * 1024
+JUNIT_LIMIT = 50 * 1024 * 1024  # bytes of test reports buffered at once
+MAX_EVENT = 65536  # bytes of one report line; longer ones are not rlforge's
 ENV_CHANNEL = "RLFORGE_REPAIR_CHANNEL"
 SKIP_NAMES = ("__pycache__",)
 # Protected whatever the task's rules say: runner configuration pytest reads on its own,
@@ -54,13 +55,22 @@ ALWAYS_NAMES = ("pytest.toml", ".pytest.toml", "pytest.ini", ".pytest.ini", "con
 ALWAYS_SUFFIXES = (".pth",)
 METADATA_DIRS = (".dist-info", ".egg-info", ".egg-link")
 RUNNER_MODULES = ("pytest", "_pytest", "pluggy", "py")
+MODULE_SUFFIXES = (".py", ".pyc", ".pyw", ".so", ".pyd")  # what Python imports a module from
 CANARIES = 3
 
 
 # --- reward helpers (shared with rlforge_verify.py) --------------------------------------
 
+def _here_first():
+    """This file's directory on the import path (python -I leaves it off), for its siblings."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    if here not in sys.path:
+        sys.path.insert(0, here)
+
+
 def _base():
     """The answer verifier's module: the copy next to this file, or rlforge's own."""
+    _here_first()
     try:
         import rlforge_verify as base
     except ImportError:
@@ -70,6 +80,7 @@ def _base():
 
 def _patch():
     """The diff applier: the copy next to this file, or rlforge's own."""
+    _here_first()
     try:
         import rlforge_repair_patch as patch
     except ImportError:
@@ -111,8 +122,9 @@ def shadow_modules(paths, roots, allowed, installed=()):
             if not path.startswith(prefix):
                 continue
             first = path[len(prefix):].split("/", 1)[0]
-            name = first[:-3] if first.endswith(".py") else first.split(".", 1)[0]
-            if name in names and name not in allowed and (first.endswith(".py") or "/" in path[len(prefix):]):
+            name = first.split(".", 1)[0]
+            module = first.endswith(MODULE_SUFFIXES) or "/" in path[len(prefix):]
+            if name in names and name not in allowed and module:
                 out.append(path)
                 break
     return sorted(out)
@@ -408,9 +420,11 @@ class _Channel:
                 break
         *lines, self.buf = self.buf.split(b"\n")
         for line in lines:
+            if len(line) > MAX_EVENT:
+                continue
             try:
                 value = json.loads(line)
-            except ValueError:
+            except (ValueError, RecursionError):
                 continue
             if isinstance(value, dict):
                 out.append(value)
@@ -567,13 +581,63 @@ def _test_names(tree_text):
     return re.findall(r"^\s*(?:async\s+)?def\s+(test\w*)\s*\(", tree_text, re.M)
 
 
+def _mutant(raw, node, rng):
+    """The source of test function `node` with one literal of one of its top-level
+    `assert X == Y` statements changed, so it fails where the original passes; None when
+    it has no such assert."""
+    import ast
+
+    sites = []
+    for stmt in node.body:
+        test = stmt.test if isinstance(stmt, ast.Assert) else None
+        if not isinstance(test, ast.Compare) or len(test.ops) != 1 or not isinstance(test.ops[0], ast.Eq):
+            continue
+        for side in (test.left, test.comparators[0]):
+            if (isinstance(side, ast.Constant) and type(side.value) in (int, str)
+                    and side.lineno == side.end_lineno):
+                sites.append(side)
+    lines = raw.splitlines(keepends=True)
+    rng.shuffle(sites)
+    for const in sites:
+        line = lines[const.lineno - 1]
+        old = line[const.col_offset:const.end_col_offset].decode("utf-8", "surrogateescape")
+        if isinstance(const.value, bool) or not old:
+            continue
+        # Mutants scatter on both sides of the original (longer and shorter, larger and
+        # smaller), so the original is not the extreme one among its copies.
+        if type(const.value) is int and old.isdigit():
+            step = rng.randrange(1, max(10, const.value))
+            value = const.value + rng.choice((-1, 1)) * step
+            new = str(value if value >= 0 else const.value + step)
+        elif type(const.value) is str and old[0] in "'\"" and len(old) >= 2 and old[-1] == old[0] \
+                and old[-2:-1] != old[0] and "\\" not in old:
+            inner, letters = old[1:-1], "abcdefghijklmnopqrstuvwxyz"
+            if inner and rng.random() < 0.5:
+                i = rng.randrange(len(inner))
+                inner = inner[:i] + inner[i + 1:] if rng.random() < 0.5 else \
+                    inner[:i] + rng.choice([c for c in letters if c != inner[i]]) + inner[i + 1:]
+            else:
+                inner += "".join(rng.choice(letters) for _ in range(rng.randrange(1, 4)))
+            new = old[0] + inner + old[-1]
+        else:
+            continue
+        body = lines[node.lineno - 1:node.end_lineno]
+        at = const.lineno - node.lineno
+        body[at] = line[:const.col_offset] + new.encode() + line[const.end_col_offset:]
+        return b"".join(body).decode("utf-8", "surrogateescape")
+    return None
+
+
 def add_canaries(tree, fail_to_pass, count=CANARIES, rng=None):
     """Plant `count` tests that must fail among the tests of the fail-to-pass files.
 
-    Each goes before a random top-level definition of a random such file (not always at
-    its end), is named with words of that file's own test names, and looks like a small
-    test; code that reports every test passed, or spares the last or the odd-named test
-    of a file, reports a canary passed. Returns their ids (empty when no file fits).
+    A canary is a copy of one of the file's own tests with one literal of one `assert
+    X == Y` changed, so it reads like the tests around it; it goes before a random
+    top-level definition of the file (not always at its end) and is named with words of
+    the file's test names. Code that reports every test passed, or spares the last or
+    the odd-named test of a file, reports a canary passed; to spare a canary, code must
+    spare its original too, which fails the fix. Files without such a test get a small
+    synthetic canary. Returns their ids (empty when no file fits).
     """
     import ast
     import random as _random
@@ -597,7 +661,7 @@ def add_canaries(tree, fail_to_pass, count=CANARIES, rng=None):
         starts = [min([n.lineno] + [d.lineno for d in getattr(n, "decorator_list", [])])
                   for n in body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))]
         existing = set(_test_names(text))
-        words = [w for n in existing for w in n.split("_")[1:] if w.isidentifier()] or \
+        words = sorted({w for n in existing for w in n.split("_")[1:] if w.isidentifier()}) or \
             ["value", "result", "case", "check", "input", "output"]
         for _attempt in range(50):
             name = "test_" + "_".join(rng.sample(words, min(len(words), rng.choice((1, 2, 2, 3)))))
@@ -605,14 +669,27 @@ def add_canaries(tree, fail_to_pass, count=CANARIES, rng=None):
                 break
         else:
             name = "test_" + "_".join(rng.sample(words, 1)) + f"_{rng.randrange(2, 99)}"
-        a = rng.randrange(2, 10_000)
-        b = a + rng.randrange(1, 1000)
-        var = rng.choice(("expected", "want", "result", "value", "got"))
-        source = f"\n\ndef {name}():\n    {var} = {a}\n    assert {var} == {b}\n\n"
+        originals = [n for n in body if isinstance(n, ast.FunctionDef) and n.name.startswith("test")
+                     and not n.decorator_list and n.lineno > 0]
+        rng.shuffle(originals)
+        source = None
+        for node in originals:
+            clone = _mutant(raw, node, rng)
+            if clone is not None:
+                source = re.sub(rf"^(\s*def\s+){re.escape(node.name)}\b", rf"\g<1>{name}", clone, count=1)
+                break
+        if source is None:
+            a = rng.randrange(2, 10_000)
+            var = rng.choice(("expected", "want", "result", "value", "got"))
+            source = f"def {name}():\n    {var} = {a}\n    assert {var} == {a + rng.randrange(1, 1000)}\n"
         lines = text.splitlines(keepends=True)
         at = rng.choice(starts + [len(lines) + 1]) if starts else len(lines) + 1
         if lines and not lines[-1].endswith("\n"):
             lines[-1] += "\n"
+        if at > len(lines):  # at the end: the blank lines a definition has before it
+            source = "\n\n" + source.rstrip("\n") + "\n"
+        else:  # before a definition, which keeps the blank lines it had
+            source = source.rstrip("\n") + "\n\n\n"
         lines.insert(at - 1, source)
         with open(path, "wb") as fh:
             fh.write("".join(lines).encode("utf-8", "surrogateescape"))
@@ -744,17 +821,19 @@ def main(argv=None):
     if argv and argv[0] == "--run-tests":
         return run_only(argv[1], argv[2])
     base = _base()
-    logs_dir = "/logs/verifier"
-    if "--logs" in argv:
-        i = argv.index("--logs")
-        logs_dir = argv[i + 1]
-        del argv[i:i + 2]
+    options = {"--logs": "/logs/verifier", "--python": None}
+    for flag in options:
+        if flag in argv:
+            i = argv.index(flag)
+            options[flag] = argv[i + 1]
+            del argv[i:i + 2]
+    logs_dir = options["--logs"]
     base.harden()
     with open(argv[0], encoding="utf-8") as fh:
         ref = json.load(fh)
     tests_dir = os.path.dirname(os.path.abspath(argv[0]))
     base.protect_inputs(tests_dir)
-    policy = base.LocalPolicy()
+    policy = base.LocalPolicy(python=options["--python"])
     try:
         result = score_repair(ref, tests_dir, policy=policy)
     except base.SandboxBroken as exc:

@@ -37,7 +37,9 @@ import unicodedata
 
 REWARD_PREFIX = "RLFORGE_REWARD "
 MAX_ANSWER_CHARS = 400
-ANSWER_LINE = re.compile(r"^\s*(?:final\s+)?answer\s*[:=]\s*(.*)$", re.I | re.M)
+# Spaces and tabs only around the keyword: with re.M, \s* would also take newlines and
+# backtrack quadratically over a reply of many blank lines.
+ANSWER_LINE = re.compile(r"^[ \t]*(?:final[ \t]+)?answer[ \t]*[:=][ \t]*(.*)$", re.I | re.M)
 
 
 # --- rewards -------------------------------------------------------------------------
@@ -231,11 +233,34 @@ def _ngrams(tokens, n):
     return {tuple(tokens[i:i + n]) for i in range(len(tokens) - n + 1)}
 
 
+def bigrams(text):
+    """Adjacent word pairs of a text, as 'w1 w2' strings."""
+    tokens = words(text)
+    return [f"{a} {b}" for a, b in zip(tokens, tokens[1:])]
+
+
+def common_share(text, common):
+    """The share of a text's word pairs that are in `common`."""
+    pairs = bigrams(text)
+    common = set(common)
+    return sum(1 for p in pairs if p in common) / len(pairs) if pairs else 0.0
+
+
+def copied_share(text, sources):
+    """The share of the word 4-grams of `text` that occur in any of `sources`."""
+    grams = _ngrams(words(text), COPY_N)
+    shown = set()
+    for source in sources:
+        shown |= _ngrams(words(source), COPY_N)
+    return len(grams & shown) / len(grams) if grams else 0.0
+
+
 def score_reply(ref, submitted):
     """A customer reply: required facts (partial credit, each once), forbidden content,
     length, and three gates against stuffing: the share of fact text, the share copied
-    from what the policy was shown, and how much of it is ordinary language of the
-    company's replies (filler such as lorem ipsum is not)."""
+    from what the policy was shown, and how many of its word pairs are pairs the company's
+    other replies use (filler such as lorem ipsum, or common words strung together, are
+    not)."""
     text = (submitted or "").strip()
     tokens = words(text)
     comps = {}
@@ -259,22 +284,17 @@ def score_reply(ref, submitted):
     limit = ref.get("max_fact_share", FACT_SHARE)
     comps["not_stuffed"] = component(share <= limit, 0, "medium", gate=True,
                                      detail=f"{share:.0%} of the words are fact text; at most {limit:.0%}")
-    grams = _ngrams(tokens, COPY_N)
-    shown = set()
-    for source in ref.get("copy_sources", []):
-        shown |= _ngrams(words(source), COPY_N)
-    copied = len(grams & shown) / len(grams) if grams else 0.0
+    copied = copied_share(text, ref.get("copy_sources", []))
     limit = ref.get("max_copy_share", COPY_SHARE)
     comps["original"] = component(copied <= limit, 0, "medium", gate=True,
                                   detail=f"{copied:.0%} of its 4-grams were in what it was shown; "
                                          f"at most {limit:.0%}")
-    common = set(ref.get("common_words", []))
-    if common:
-        rate = sum(1 for t in tokens if t in common) / len(tokens) if tokens else 0.0
+    if ref.get("common_bigrams"):
+        rate = common_share(text, ref["common_bigrams"])
         need = ref.get("min_common_share", 0.0)
         comps["fluent"] = component(rate >= need, 0, "medium", gate=True,
-                                    detail=f"{rate:.0%} of its words are common words of the "
-                                           f"company's replies; at least {need:.0%}")
+                                    detail=f"{rate:.0%} of its word pairs are pairs the company's "
+                                           f"replies use; at least {need:.0%}")
     failed = [name for name, c in comps.items() if c["gate"] and c["value"] < 1]
     return reward(comps, pass_threshold=ref.get("pass_threshold", 1.0),
                   reason=failed[0] if failed else "")
@@ -560,18 +580,23 @@ def _reap():
             return
 
 
+MAX_DEPTH = 64  # directory levels a submitted tree may have
+
+
 def copy_tree_bounded(src, dst, limit=200 * 1024 * 1024, max_files=100_000, skip=None):
     """Copy the regular files under src into dst (created), never following links.
 
     Symlinks and special files are left out, as is any relative path `skip(rel)` is true
-    for. Returns the relative paths copied; raises OSError past `limit` bytes or
-    `max_files` files.
+    for. Returns the relative paths copied; raises OSError past `limit` bytes,
+    `max_files` files or MAX_DEPTH directory levels.
     """
     os.makedirs(dst, exist_ok=True)
     copied, total = [], 0
     for dirpath, dirnames, filenames in os.walk(src):
         rel_dir = os.path.relpath(dirpath, src)
         rel_dir = "" if rel_dir == "." else rel_dir.replace(os.sep, "/")
+        if rel_dir.count("/") + 2 > MAX_DEPTH and dirnames:
+            raise OSError(f"the workspace is deeper than {MAX_DEPTH} directories")
         keep = []
         for d in sorted(dirnames):
             rel = f"{rel_dir}/{d}" if rel_dir else d

@@ -399,7 +399,8 @@ def test_validate_runs_every_attack_and_none_scores(sample_tasks):
 
 # --- tests/test.sh the way Harbor runs it ---------------------------------------------------
 
-def _harbor_trial(task: Path, tmp: Path, agent: str, after_sec: float = 1.5) -> str:
+def _harbor_trial(task: Path, tmp: Path, agent: str, after_sec: float = 1.5,
+                  venv: Path | None = None) -> str:
     """Play a Harbor trial: the agent's commands run as root in a container of their own
     (here: bubblewrap as real root, a pid namespace, the host's system read-only); its
     processes stay; then tests/ is uploaded and test.sh runs as root in the same container.
@@ -423,7 +424,9 @@ def _harbor_trial(task: Path, tmp: Path, agent: str, after_sec: float = 1.5) -> 
                              "--symlink", "usr/sbin", "/sbin", "--dir", "/root", "--tmpfs", "/tmp",
                              "--proc", "/proc", "--dev", "/dev", "--bind", str(app), "/app",
                              "--bind", str(tests), "/tests", "--bind", str(logs), "/logs",
-                             "--bind", str(ctl), "/ctl", "--", "bash", "-c", script], env=env)
+                             "--bind", str(ctl), "/ctl",
+                             *(["--ro-bind", str(venv), "/opt/venv"] if venv else []),
+                             "--", "bash", "-c", script], env=env)
     try:
         deadline = time.monotonic() + 60
         while not (ctl / "agent-done").exists():
@@ -472,5 +475,162 @@ def test_harbor_leftover_process_cannot_use_the_uploaded_tests(sample_tasks, tmp
     reader = READ_REFERENCE.replace("\n", "\\n").replace('"', '\\"')
     agent = ("(setsid bash -c 'while [ ! -s /tests/reference.json ]; do sleep 0.01; done; "
              f"printf \"{reader}\" > /app/solution.py; sleep 600' >/dev/null 2>&1 &)\n")
+    got = _harbor_trial(task, tmp_path, agent)
+    assert got and float(got) == 0.0, got
+
+
+def _task_venv(task: Path) -> Path:
+    """The prepared environment a repair task's tests run with (built by its build)."""
+    import tomllib
+
+    from rlforge.verify.validate import prepared_env_hook
+
+    meta = tomllib.loads((task / "task.toml").read_text())
+    return prepared_env_hook(task, meta)["venv"]
+
+
+def _write_files(files: dict[str, str]) -> str:
+    """Agent commands that write files into /app."""
+    out = []
+    for rel, text in files.items():
+        out.append(f"mkdir -p \"$(dirname /app/{rel})\"\ncat > /app/{rel} <<'RLFORGE_ATTACK_EOF'\n"
+                   f"{text}\nRLFORGE_ATTACK_EOF\n")
+    return "".join(out)
+
+
+def test_harbor_repair_gold_passes_and_forgeries_fail(sample_tasks, tmp_path):
+    """The repair verifier under Harbor: gold 1; a shadowing pytest.py, a planted plugin and
+    an import-time forgery 0 (policy code as uid 65534, tests/ root-only)."""
+    task = _one(sample_tasks, "commits.repair")
+    venv = _task_venv(task)
+    gold = ("cat > /tmp/gold.diff <<'RLFORGE_GOLD_EOF'\n" + (task / "solution" / "gold.diff").read_text()
+            + "RLFORGE_GOLD_EOF\ncd /app && git apply --whitespace=nowarn /tmp/gold.diff\n")
+    assert float(_harbor_trial(task, tmp_path / "gold", gold, venv=venv)) == 1.0
+    module = _source_module(task)
+    source = (task / "environment" / "app" / module).read_text()
+    from rlforge.tasks.repair.adversarial import FORGE_FROM_SOURCE
+
+    attacks = {"pytest.py": {"pytest.py": FORGE_JUNIT + "\n_forge()\nsys.exit(0)\n"},
+               "import-time forgery": {module: source + FORGE_FROM_SOURCE}}
+    for i, (name, files) in enumerate(attacks.items()):
+        got = _harbor_trial(task, tmp_path / f"a{i}", _write_files(files), venv=venv)
+        assert got and float(got) == 0.0, (name, got)
+
+
+def test_harbor_reply_stuffing_fails(sample_tasks, tmp_path):
+    task = _one(sample_tasks, "tickets.reply")
+    facts = " ".join(_reference(task)["required"])
+    got = _harbor_trial(task, tmp_path, _write_files({"answer.txt": (facts + "\n") * 9}))
+    assert got and float(got) == 0.0, got
+
+
+# --- attacks found by trying the verifiers as a policy would ------------------------------
+
+# Reads the selection, finds canaries by the shape of their body, pre-sends passing
+# reports for every other test and silences rlforge's own reporting plugin.
+FORGE_BY_BODY = r'''
+
+def _by_body():
+    import json, os, re, sys
+    chan = os.environ.get("RLFORGE_REPAIR_CHANNEL")
+    if not chan or os.environ.get("_BY_BODY"):
+        return
+    os.environ["_BY_BODY"] = "1"
+    try:
+        ids = json.load(open(os.path.join(chan, "select.json")))["only"] or []
+    except Exception:
+        return
+    root = os.getcwd()
+    canary = set()
+    pat = re.compile(r"^def (test\w*)\(\):\n    (\w+) = (\d+)\n    assert \2 == (\d+)\n", re.M)
+    for f in {i.split("::")[0] for i in ids}:
+        try:
+            text = open(os.path.join(root, f)).read()
+        except OSError:
+            continue
+        canary |= {f + "::" + m.group(1) for m in pat.finditer(text) if m.group(3) != m.group(4)}
+    fd = os.open(os.path.join(chan, "results"), os.O_WRONLY | os.O_NONBLOCK)
+    for nodeid in ids:
+        out = "failed" if nodeid in canary else "passed"
+        os.write(fd, (json.dumps({"start": nodeid}) + "\n").encode())
+        for when in ("setup", "call", "teardown"):
+            os.write(fd, (json.dumps({"report": nodeid, "when": when,
+                                      "outcome": out if when == "call" else "passed"}) + "\n").encode())
+    for m in list(sys.modules.values()):
+        ch = getattr(m, "_channel", None)
+        if isinstance(ch, dict) and "fd" in ch and hasattr(m, "_send"):
+            ch["fd"] = None
+
+_by_body()
+'''
+
+
+def test_canaries_cannot_be_told_by_their_body(sample_tasks):
+    """Canaries are mutated copies of real tests: a forger that spares tests of a
+    synthetic shape, and silences the reporting plugin, still reports one passed."""
+    for task in sample_tasks["commits.repair"]:
+        module = "dura/__init__.py" if (task / "environment" / "app" / "dura" / "__init__.py").is_file() \
+            else _source_module(task)
+        source = (task / "environment" / "app" / module).read_text()
+        reward = _verify(task, {module: source + FORGE_BY_BODY})
+        _assert_fail(reward, task.name)
+
+
+def test_repair_report_channel_survives_garbage(sample_tasks):
+    """A deeply nested JSON line on the FIFO is ignored, not an exception (invalid)."""
+    task = _one(sample_tasks, "commits.repair")
+    module = _source_module(task)
+    source = (task / "environment" / "app" / module).read_text()
+    junk = ("\nimport os as _o\n_c = _o.environ.get('RLFORGE_REPAIR_CHANNEL')\n"
+            "if _c:\n    _f = _o.open(_o.path.join(_c, 'results'), _o.O_WRONLY | _o.O_NONBLOCK)\n"
+            "    _o.write(_f, b'[' * 60000 + b'\\n')\n")
+    _assert_fail(_verify(task, {module: source + junk}), "nested JSON on the channel")
+
+
+def test_compiled_module_cannot_shadow_pytest(sample_tasks):
+    task = _one(sample_tasks, "commits.repair")
+    reward = _verify(task, {"_pytest.so": "not an ELF file\n", "pluggy.abi3.so": "x\n"})
+    _assert_fail(reward, "_pytest.so")
+    assert reward["components"]["tests_untouched"]["value"] == 0
+
+
+def test_reply_of_common_words_strung_together_fails(sample_tasks):
+    for task in sample_tasks["tickets.reply"]:
+        facts = " ".join(_reference(task)["required"])
+        filler = "and the a is for to you your in it we can " * 2
+        _assert_fail(_verify(task, f"{facts} {filler}thanks for reaching out please let us know"),
+                     task.name)
+
+
+def test_many_blank_lines_are_scored_quickly(sample_tasks):
+    """The answer-line pattern once backtracked quadratically over blank lines."""
+    task = _one(sample_tasks, "tickets.triage")
+    started = time.monotonic()
+    _verify(task, "ANSWER: billing" + "\n" * 40000 + ".")
+    assert time.monotonic() - started < 5
+
+
+def test_deep_directory_is_a_fail_not_a_crash(sample_tasks):
+    """An episode that nests 1,100 directories and submits: a scored fail, workspace gone."""
+    task = _one(sample_tasks, "logs.script")
+    with rlforge.envs.load(task) as env:
+        env.reset()
+        deep = "/".join(["d"] * 1100)
+        env.step({"role": "assistant", "content": "", "tool_calls": [
+            {"id": "c1", "type": "function", "function": {"name": "bash", "arguments": json.dumps(
+                {"command": f"mkdir -p {deep} && echo 'print(0)' > solution.py"})}}]})
+        _, reward, done, info = env.step({"role": "assistant", "content": "", "tool_calls": [
+            {"id": "c2", "type": "function", "function": {"name": "submit", "arguments": "{}"}}]})
+    assert done and info["outcome"] == "fail" and reward == 0, info.get("reward")
+
+
+def test_harbor_pth_in_user_site_cannot_rewrite_the_reward(sample_tasks, tmp_path):
+    """The agent (root) leaves a .pth in root's user site-packages that rewrites the
+    reward when the verifier's interpreter exits; test.sh runs it with -I."""
+    task = _one(sample_tasks, "logs.script")
+    payload = ("import atexit, os; atexit.register(lambda: [open(p, 'w').write('1.0') for p in "
+               "('/logs/verifier/reward.txt',) if os.path.isdir('/logs/verifier')])")
+    agent = ("site=$(python3 -c 'import site; print(site.getusersitepackages())')\n"
+             f"mkdir -p \"$site\" && echo \"{payload}\" > \"$site/zz_forge.pth\"\n")
     got = _harbor_trial(task, tmp_path, agent)
     assert got and float(got) == 0.0, got
