@@ -329,7 +329,7 @@ def test_validation_proves_every_task(calc):
             if name in ("leak", "oracle"):
                 continue
             assert check.got == 0.0
-            assert f"{{**caught_by, **optional}[name]}=0" in check.detail, (name, check.detail)
+            assert f"{(caught_by | optional)[name]}=0" in check.detail, (name, check.detail)
             seen.add(name)
         forged.append(checks["forge_results_from_source"].detail)
     assert set(caught_by) <= seen <= set(caught_by) | set(optional)
