@@ -110,10 +110,14 @@ def test_validate_proves_gold_null_and_every_adversarial(cli, ticket_db, tmp_pat
     expected = {"tickets.triage@1": {"leak", "oracle", "null", "empty", "every_option",
                                      "every_option_lines", "long_candidate_list", "echo_instruction"},
                 "tickets.reply@1": {"leak", "oracle", "null", "empty", "facts_only", "padded",
-                                    "copies_other_ticket", "echo_instruction"}}
+                                    "copies_other_ticket", "echo_instruction", "facts_repeated",
+                                    "lorem_and_facts", "customer_message_and_facts"}}
+    # Made only where the ticket has what they need (a forbidden value, an internal note).
+    optional = {"tickets.triage@1": set(),
+                "tickets.reply@1": {"forbidden_with_zero_width", "internal_note_edited"}}
     for r in data["results"]:
         checks = {c["name"]: c for c in r["checks"]}
-        assert set(checks) == expected[r["generator"]]
+        assert expected[r["generator"]] <= set(checks) <= expected[r["generator"]] | optional[r["generator"]]
         assert checks["oracle"]["got"] == 1.0
         assert all(c["got"] == 0 for n, c in checks.items() if n not in ("oracle", "leak"))
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import tempfile
 from pathlib import Path
 
@@ -19,8 +20,9 @@ from hypothesis import strategies as st
 
 from rlforge.run import load_task
 from rlforge.run.submission import as_file, score_text
-from rlforge.sandbox import SandboxPool
-from rlforge.verify.validate import TaskRunner, fresh_workspace
+from rlforge.sandbox import SandboxPool, SandboxSpec
+from rlforge.verify.standalone import REWARD_PREFIX
+from rlforge.verify.validate import fresh_workspace
 from test_run_support import built_tasks
 
 pytestmark = pytest.mark.slow
@@ -35,18 +37,29 @@ def tasks(tmp_path_factory):
 
 
 async def in_sandbox(task, texts: list[str]) -> list[dict]:
-    """Each text written to the answer file and scored by tests/test.sh in bwrap."""
+    """Each text written to the answer file and scored by tests/test.sh in bwrap, as a
+    runner without rlforge would (the reward it prints)."""
     root = Path(tempfile.mkdtemp(prefix="scoring-"))
     async with SandboxPool(4) as pool:
-        runner = TaskRunner(pool, "bwrap")
 
         async def one(text):
             ws = fresh_workspace(task.path, root, {task.answer_file: as_file(text)})
-            run = await runner.verify(task.path, task.meta, ws, root)
-            assert run.reward is not None, run.error
-            return run.reward
+            logs = Path(tempfile.mkdtemp(dir=root))
+            logs.chmod(0o777)
+            spec = SandboxSpec(workspace=ws, tests=task.path / "tests", logs=logs, timeout_sec=60,
+                               env={"RLFORGE_SANDBOXED": "1"})
+            result = await pool.run(["bash", "/tests/test.sh"], spec)
+            line = next((x for x in result.stdout_text.splitlines() if x.startswith(REWARD_PREFIX)), None)
+            assert line is not None, result.stderr_text[-500:]
+            return json.loads(line[len(REWARD_PREFIX):])
 
         return await asyncio.gather(*(one(t) for t in texts))
+
+
+def gold_reply(task) -> str:
+    """The text the task's gold solution writes (solution/solve.sh holds it in a heredoc)."""
+    script = (task.path / "solution" / "solve.sh").read_text()
+    return re.search(r"<<'(\w+)'\n(.*)\n\1\n", script, re.S).group(2)
 
 
 def cases_for(task) -> list[str]:
@@ -62,7 +75,9 @@ def cases_for(task) -> list[str]:
                 f"ANSWER: {wrong}", f"ＡＮＳＷＥＲ: {right}", f"ANSWER: {right}" + "\n" * 3000]
     facts = ref.get("required", [])
     body = "Hello, thanks for reaching out. " + " ".join(f"Note: {f}." for f in facts)
-    return [body + " We are on it and will follow up shortly with more details.",
+    gold = gold_reply(task)
+    return [gold, gold.replace("\n", "\r\n"), gold + "\x00", "\ufeff" + gold,
+            body + " We are on it and will follow up shortly with more details.",
             body, "Thanks!", "", body.replace("\n", "\r\n") + " " + "word " * 20,
             body + " " + " ".join(ref.get("forbidden", [])[:1]) + " extra words " * 5,
             (task.path / "instruction.md").read_text(), "ok " * 1000]

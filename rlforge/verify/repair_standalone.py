@@ -583,8 +583,8 @@ def _test_names(tree_text):
 
 def _mutant(raw, node, rng):
     """The source of test function `node` with one literal of one of its top-level
-    `assert X == Y` statements changed, so it fails where the original passes; None when
-    it has no such assert."""
+    `assert X == Y` statements changed (in the expected side, Y, where it has one), so it
+    fails where the original passes; None when it has no such assert."""
     import ast
 
     sites = []
@@ -592,10 +592,12 @@ def _mutant(raw, node, rng):
         test = stmt.test if isinstance(stmt, ast.Assert) else None
         if not isinstance(test, ast.Compare) or len(test.ops) != 1 or not isinstance(test.ops[0], ast.Eq):
             continue
-        for side in (test.left, test.comparators[0]):
-            if (isinstance(side, ast.Constant) and type(side.value) in (int, str)
-                    and side.lineno == side.end_lineno):
-                sites.append(side)
+        for side in (test.comparators[0], test.left):  # the expected value first
+            found = [n for n in ast.walk(side) if isinstance(n, ast.Constant)
+                     and type(n.value) in (int, str) and n.lineno == n.end_lineno]
+            if found:
+                sites.extend(found)
+                break
     lines = raw.splitlines(keepends=True)
     rng.shuffle(sites)
     for const in sites:

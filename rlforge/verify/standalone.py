@@ -409,8 +409,9 @@ class LocalPolicy:
         for path in data.values():
             for dirpath, dirnames, filenames in os.walk(path):
                 os.chmod(dirpath, 0o755)
-                for n in filenames:
-                    os.chmod(os.path.join(dirpath, n), 0o644)
+                for n in filenames:  # regular files only: a FIFO keeps its own mode
+                    if _regular_file(os.path.join(dirpath, n)):
+                        os.chmod(os.path.join(dirpath, n), 0o644)
 
     def _demote(self):
         os.setsid()

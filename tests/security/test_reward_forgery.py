@@ -425,7 +425,8 @@ def _harbor_trial(task: Path, tmp: Path, agent: str, after_sec: float = 1.5,
                              "--proc", "/proc", "--dev", "/dev", "--bind", str(app), "/app",
                              "--bind", str(tests), "/tests", "--bind", str(logs), "/logs",
                              "--bind", str(ctl), "/ctl",
-                             *(["--ro-bind", str(venv), "/opt/venv"] if venv else []),
+                             *(["--perms", "0755", "--dir", "/opt", "--ro-bind", str(venv), "/opt/venv"]
+                               if venv else []),
                              "--", "bash", "-c", script], env=env)
     try:
         deadline = time.monotonic() + 60
@@ -441,7 +442,8 @@ def _harbor_trial(task: Path, tmp: Path, agent: str, after_sec: float = 1.5,
             time.sleep(0.05)
         time.sleep(after_sec)
         reward = logs / "verifier" / "reward.txt"
-        return reward.read_text().strip() if reward.is_file() else ""
+        assert reward.is_file(), f"no reward.txt; test.sh said:\n{(ctl / 'test.out').read_text()[-3000:]}"
+        return reward.read_text().strip()
     finally:
         (ctl / "stop").touch()
         try:
