@@ -311,7 +311,7 @@ class BuildArea:
         with self._write_lock:
             self.journal[entry.task_id] = entry
             self._journal_fh.write(json.dumps(asdict(entry), sort_keys=True) + "\n")
-            self._journal_fh.flush()
+            self._journal_fh.flush()  # out of the process: a kill must not lose it
 
     # -- end ------------------------------------------------------------------------------
 
@@ -327,13 +327,19 @@ class BuildArea:
         if not os.path.lexists(self.out):
             os.rename(self.tree, self.out)
             return
+        shutil.copymode(self.out, self.tree)  # the directory keeps the mode it was given
         try:
             _exchange(self.tree, self.out)
         except OSError as exc:
             if exc.errno not in (errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP):
                 raise
-            os.rename(self.out, self.work / "old")  # a rerun puts it back if we die here
+            self._set_aside()
             os.rename(self.tree, self.out)
+
+    def _set_aside(self) -> None:
+        """Without an exchange: move the previous build into the work area first (the one
+        moment `out` is missing; a rerun puts the previous build back)."""
+        os.rename(self.out, self.work / "old")
 
     def finish(self) -> None:
         """The build is published and recorded: remove the marker, then the work area."""
