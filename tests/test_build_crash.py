@@ -107,14 +107,27 @@ def manifest_names(out: Path) -> list[str]:
 
 
 @pytest.fixture
-def reference(ticket_db, tmp_path):  # noqa: F811
-    """The tree an uninterrupted --no-validate build writes (seed 1, 24 tasks)."""
+def reference_dir(ticket_db, tmp_path):  # noqa: F811
+    """An uninterrupted --no-validate build (seed 1, 24 tasks)."""
     ref = tmp_path / "reference"
     done = build(ref, "--limit", "24", "--seed", "1", "--no-validate")
     assert done.returncode == 0, done.stderr
-    digest = tree_digest(ref)
     assert sum(1 for p in ref.iterdir() if p.is_dir()) == 24
-    return digest
+    return ref
+
+
+@pytest.fixture
+def reference(reference_dir):
+    """The digest of the tree an uninterrupted build writes."""
+    return tree_digest(reference_dir)
+
+
+def assert_staged_tasks_whole(out: Path, reference_dir: Path) -> None:
+    """What a killed build staged is whole: each task byte-identical to the finished one."""
+    tree = work_area(out) / "tree"
+    for d in (tree.iterdir() if tree.is_dir() else ()):
+        if d.is_dir():
+            assert tree_digest(d) == tree_digest(reference_dir / d.name), d.name
 
 
 # (where the build dies, how many tasks the rerun then keeps)
@@ -132,7 +145,8 @@ KILL_POINTS = [
 @pytest.mark.parametrize("existing", [False, True], ids=["fresh", "existing"])
 @pytest.mark.parametrize("kill_at,keeps", KILL_POINTS, ids=[k for k, _ in KILL_POINTS])
 def test_a_killed_build_leaves_no_half_task_and_the_rerun_finishes_it(
-        ticket_db, tmp_path, reference, kill_at, keeps, existing, query):  # noqa: F811
+        ticket_db, tmp_path, reference_dir, reference, kill_at, keeps, existing,  # noqa: F811
+        query):
     out = tmp_path / "tasks"
     before = None
     if existing:  # a good previous build, of other tasks (another seed, fewer)
@@ -141,6 +155,8 @@ def test_a_killed_build_leaves_no_half_task_and_the_rerun_finishes_it(
     killed = build(out, "--limit", "24", "--seed", "1", "--no-validate", kill_at=kill_at)
     assert killed.returncode == -signal.SIGKILL, killed.stderr
     assert_no_half_task(out)
+    if not kill_at.endswith(("publish:1", "_record:1")):  # (after a swap: the old build)
+        assert_staged_tasks_whole(out, reference_dir)
     if kill_at.endswith(("publish:1", "_record:1")):
         assert tree_digest(out) == reference  # the new build replaced the old in one step
     elif existing:
@@ -159,6 +175,33 @@ def test_a_killed_build_leaves_no_half_task_and_the_rerun_finishes_it(
     rows = query("SELECT count(*), count(DISTINCT build_id) FROM tasks WHERE out_dir = ?",
                  [str(out.resolve())])
     assert rows == [(24, 1)]
+
+
+@pytest.mark.parametrize("when", [0, 1, 100, 250])
+def test_a_kill_at_any_moment_leaves_only_whole_tasks(ticket_db, tmp_path, when):  # noqa: F811
+    """SIGKILL by the clock, once `when` tasks are staged (0: once the first is being
+    written): wherever the build then is, writing a file, renaming a task, or further on."""
+    args = ("--limit", "300", "--seed", "1", "--no-validate")
+    reference_dir = tmp_path / "reference"
+    assert build(reference_dir, *args).returncode == 0
+    out = tmp_path / "tasks"
+    proc = rlforge("build-tasks", "--out", out, "--json", *GENERATORS, *args)
+    tmp = work_area(out) / "tmp"
+    while proc.poll() is None:
+        if (staged_count(out) >= when > 0) or (when == 0 and tmp.is_dir() and os.listdir(tmp)):
+            proc.kill()
+            break
+        time.sleep(0.001)
+    proc.communicate(timeout=60)
+    assert_no_half_task(out)
+    assert_staged_tasks_whole(out, reference_dir)
+    assert staged_count(out) < len(os.listdir(reference_dir))  # killed before the end
+    rerun = build(out, *args)
+    assert rerun.returncode == 0, rerun.stderr
+    assert tree_digest(out) == tree_digest(reference_dir) and not work_area(out).exists()
+    # Each staged task is kept but perhaps the last: renamed in, its journal line not yet
+    # written when the kill came (it is written again: only a journalled task is trusted).
+    assert json.loads(rerun.stdout)["resumed"] >= when - 1
 
 
 def test_without_an_atomic_exchange_a_kill_between_the_renames_is_undone(

@@ -145,8 +145,7 @@ class BuildArea:
         self.tree = self.work / "tree"
         self.validation = validation
         self.journal: dict[str, Settled] = {}
-        self.resumed = False  # a crashed build's marker was found
-        self.reused = 0  # tasks kept from it
+        self.reused = 0  # tasks kept from a crashed build's work
         self._published = False  # a crashed build published its tree: its tasks are in out
         self._marker: dict | None = None
         self._lock_fd: int | None = None
@@ -217,7 +216,6 @@ class BuildArea:
 
     def _recover(self, marker: dict) -> None:
         """Undo what a crashed build left half done; keep what it finished."""
-        self.resumed = True
         shutil.rmtree(self.tmp, ignore_errors=True)
         old = self.work / "old"
         if old.exists():  # the two-rename swap died between its renames: put the old back
