@@ -327,3 +327,48 @@ def test_another_build_running_into_the_same_directory_is_refused(
     assert not work_area(out).exists()
     assert build(out, "--limit", "4", "--seed", "1", "--no-validate").returncode == 0
     assert len(manifest_names(out)) == 4
+
+
+def _task(task_id: str, text: str):
+    from rlforge.tasks.render import RenderedTask
+
+    files = {"task.toml": f'[task]\nname = "rlforge/{task_id}"\n'.encode(),
+             "instruction.md": text.encode(), "tests/test.sh": b"#!/bin/bash\n"}
+    return RenderedTask(task_id, files, spec=None, split="train", template_hash="")
+
+
+def test_a_rerun_trusts_only_verdicts_for_the_same_bytes_and_settings(tmp_path):
+    from rlforge.tasks.staging import task_digest
+
+    out = tmp_path / "tasks"
+    passed, failed, flaky = _task("t-pass", "a"), _task("t-fail", "b"), _task("t-flaky", "c")
+    area = BuildArea(out, validation="checks v1")
+    area.open(force=False)
+    for t in (passed, failed, flaky):
+        area.stage(t)
+    area.promote("t-pass", task_digest(passed.files), validated=True)
+    area.reject("t-fail", task_digest(failed.files), "null scored 1, expected 0")
+    area.reject("t-flaky", task_digest(flaky.files), "oracle: verifier error", definitive=False)
+    area._lock_fd, fd = None, area._lock_fd  # the process dies here: nothing cleaned up
+    os.close(fd)
+
+    again = BuildArea(out, validation="checks v1")
+    again.open(force=False)
+    assert not (work_area(out) / "tmp" / "t-flaky").exists()  # temporaries gone
+    assert again.settled(passed, task_digest(passed.files)).ok
+    assert again.settled(failed, task_digest(failed.files)).reason == "null scored 1, expected 0"
+    assert again.settled(flaky, task_digest(flaky.files)) is None  # tried again
+    changed = _task("t-pass", "a, edited")
+    assert again.settled(changed, task_digest(changed.files)) is None  # other bytes
+    again.abandon()
+
+    other = BuildArea(out, validation="checks v2")  # other checks: verdicts do not carry over
+    other.open(force=False)
+    assert other.settled(passed, task_digest(passed.files)) is None
+    assert other.settled(failed, task_digest(failed.files)) is None
+    other.abandon()
+    unvalidated = BuildArea(out, validation=None)  # --no-validate keeps the passed task only
+    unvalidated.open(force=False)
+    assert unvalidated.settled(passed, task_digest(passed.files)).ok
+    assert unvalidated.settled(failed, task_digest(failed.files)) is None
+    unvalidated.abandon()
