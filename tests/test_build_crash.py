@@ -372,3 +372,24 @@ def test_a_rerun_trusts_only_verdicts_for_the_same_bytes_and_settings(tmp_path):
     assert unvalidated.settled(passed, task_digest(passed.files)).ok
     assert unvalidated.settled(failed, task_digest(failed.files)) is None
     unvalidated.abandon()
+
+
+def test_a_task_replaced_under_its_id_is_never_taken_for_the_old_one(tmp_path):
+    from rlforge.tasks.staging import task_digest
+
+    out = tmp_path / "tasks"
+    old, new = _task("t-1", "first bytes"), _task("t-1", "other bytes, same id")
+    area = BuildArea(out, validation=None)
+    area.open(force=False)
+    area.stage(old)
+    area.promote("t-1", task_digest(old.files), validated=False)
+    area.stage(new)
+    area._place("t-1")  # renamed in; the process dies before its journal line is written
+    area._lock_fd, fd = None, area._lock_fd
+    os.close(fd)
+    again = BuildArea(out, validation=None)
+    again.open(force=False)
+    staged = (work_area(out) / "tree" / "t-1" / "instruction.md").read_text()
+    assert staged == "other bytes, same id"
+    assert again.settled(old, task_digest(old.files)) is None  # its line was voided first
+    again.abandon()

@@ -296,8 +296,9 @@ class BuildArea:
 
     def _place(self, task_id: str) -> None:
         target = self.tree / task_id
-        if os.path.lexists(target):  # an older copy: moved out whole before it goes
-            self._discard(target)
+        if os.path.lexists(target):  # other bytes under the same id: moved out whole, and
+            self._discard(target)    # its journal line voided, before the new copy goes in
+            self._log(Settled(task_id, "", None, False, "replaced"))
         os.rename(self.tmp / task_id, target)
 
     def _discard(self, path: Path) -> None:
@@ -353,7 +354,7 @@ class BuildArea:
             return  # not ours: another build holds the area
         _remove(self.tmp)
         staged = self.tree.is_dir() and any(self.tree.iterdir())
-        if self._lock_fd is not None and not staged and not self.journal:
+        if not staged and not self.journal:
             _remove(self.work)  # nothing worth resuming
         self._unlock()
 
