@@ -108,6 +108,9 @@ def run(
     else:
         if tasks_dir is None:
             raise UserError("give a directory of tasks (rlforge run TASKS_DIR) or --resume RUN_ID")
+        from rlforge.tasks.staging import check_whole
+
+        check_whole(tasks_dir)
         name = run_id or new_run_id()
         gens = [g.strip() for g in generators.split(",") if g.strip()] if generators else None
         call = lambda: start(cfg, tasks_dir, run_id=name, generators=gens,  # noqa: E731

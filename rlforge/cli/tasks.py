@@ -110,6 +110,10 @@ def build_tasks(
                 report = build_lib.build_tasks(con, opts, update)
         else:
             report = build_lib.build_tasks(con, opts)
+    except KeyboardInterrupt:
+        err_console.print("build-tasks stopped; the tasks it finished are kept: run the same "
+                          "command again to go on", soft_wrap=True)
+        raise
     finally:
         con.close()
     if as_json:
@@ -132,6 +136,8 @@ def _print_build(report) -> None:
     reasons = Counter(f"{d['generator']}: {d['reason'].split(' (')[0]}" for d in report.drops)
     for reason, n in reasons.most_common(12):
         console.print(f"  dropped {n:,} × {reason}", highlight=False, soft_wrap=True)
+    if report.resumed:
+        console.print(f"resumed an unfinished build: {report.resumed:,} tasks kept as they were")
     console.print(f"{report.emitted:,} tasks in {report.seconds:.1f}s"
                   + ("" if report.validated else " [yellow](not validated)[/]")
                   + f"; manifest: {report.out}/manifest.parquet")
@@ -147,6 +153,7 @@ def validate(
     quiet: bool = typer.Option(False, "--quiet", "-q", help="print failures only"),
 ) -> None:
     """Prove tasks: gold solution scores 1, null and adversarial submissions score 0, no leaks."""
+    from rlforge.tasks.staging import check_whole
     from rlforge.verify.validate import validate_many
 
     cfg = state(ctx).config
@@ -154,6 +161,7 @@ def validate(
     ray = _ray_options(cfg)
     if not tasks_dir.is_dir():
         raise UserError(f"{tasks_dir}: no such directory")
+    check_whole(tasks_dir)
     dirs = [tasks_dir] if (tasks_dir / "task.toml").is_file() else \
         sorted(p for p in tasks_dir.iterdir() if (p / "task.toml").is_file())
     if not dirs:

@@ -5,19 +5,26 @@ Steps, all deterministic for the same database, seed and templates:
 2. each generator yields specs from its SQL selection;
 3. exact duplicates are dropped, near-duplicates and shared group keys are grouped, and each
    group gets one split (by stable hash, or by time with `--split-by time`);
-4. every spec is rendered in memory (its id is the hash of its files) and written;
-5. unless `--no-validate`, every task is validated in the sandbox and failing ones are
-   removed, with the reason, from the output and recorded in `task_drops`;
-6. `manifest.parquet` and the `tasks` table list what was emitted.
+4. every spec is rendered in memory (its id is the hash of its files) and written to a
+   work area beside `--out` (see `rlforge.tasks.staging`), never into `--out` itself;
+5. unless `--no-validate`, every task is validated in the sandbox there; a task joins the
+   staged build once whole and proven, a failing one is removed and its reason recorded in
+   `task_drops`;
+6. the staged build, with `manifest.parquet`, replaces `--out` in one rename, and the
+   `tasks` table is written.
+
+A crash or Ctrl-C costs only the tasks in flight: the rerun of the same command keeps every
+task already staged whose bytes are unchanged, and the previous build stays readable in
+`--out` until the new one replaces it.
 """
 
 from __future__ import annotations
 
 import asyncio
 import datetime as dt
+import hashlib
 import inspect
 import json
-import shutil
 import time
 from collections import Counter
 from dataclasses import dataclass, field
@@ -27,15 +34,14 @@ from typing import Any, Callable
 import duckdb
 import polars as pl
 
-from rlforge import db
+from rlforge import __version__, db
 from rlforge.errors import UserError
 from rlforge.tasks import registry
-from rlforge.tasks.render import Renderer, RenderedTask, render_task, write_task
+from rlforge.tasks.render import PACKAGE_ROOT, Renderer, RenderedTask, render_task
 from rlforge.tasks.spec import BuildContext, TaskSpec
 from rlforge.tasks.splits import exact_key, hash_split, near_duplicate_groups, time_split
+from rlforge.tasks.staging import BuildArea, task_digest
 from rlforge.verify.validate import VALIDATION_FILE, ValidationResult, validate_many
-
-MANIFEST = "manifest.parquet"
 
 
 @dataclass
@@ -67,6 +73,7 @@ class BuildReport:
     emitted: int
     seconds: float
     validated: bool
+    resumed: int = 0  # tasks kept from an unfinished build of the same directory
 
     def to_dict(self) -> dict[str, Any]:
         return self.__dict__.copy()
@@ -157,17 +164,6 @@ def _validation_payload(spec: TaskSpec) -> bytes:
     return (json.dumps(payload, indent=1, sort_keys=True, ensure_ascii=False) + "\n").encode()
 
 
-def _prepare_out(out: Path, force: bool) -> None:
-    if out.exists():
-        entries = [p for p in out.iterdir()]
-        if entries and not (out / MANIFEST).exists() and not force:
-            raise UserError(f"--out {out} is not empty and holds no rlforge build; choose a new "
-                            "directory or pass --force to replace its contents")
-        for p in entries:
-            shutil.rmtree(p) if p.is_dir() else p.unlink()
-    out.mkdir(parents=True, exist_ok=True)
-
-
 def build_tasks(con: duckdb.DuckDBPyConnection, opts: BuildOptions,
                 progress: Callable[[str, int, int | None], None] | None = None) -> BuildReport:
     """Build, split, render, validate and record tasks; see the module docstring."""
@@ -177,6 +173,40 @@ def build_tasks(con: duckdb.DuckDBPyConnection, opts: BuildOptions,
     renderer = Renderer(opts.templates)
     stats: dict[str, Counter] = {i.name: Counter() for i in infos if i.name in q}
     drops: list[dict[str, str]] = []
+    area = BuildArea(opts.out, validation=validation_key(opts) if opts.validate else None)
+    area.open(opts.force)  # the marker: a rerun after a crash knows this build
+    try:
+        specs = _generate(con, opts, infos, q, stats, drops, progress)
+        unique = _render_all(specs, opts, renderer)
+        kept, failed = _write_and_validate(area, list(unique.values()), opts, progress)
+        for t, reason in failed:
+            drops.append({"generator": t.spec.generator, "source": ",".join(t.spec.source.keys),
+                          "task_id": t.task_id, "reason": reason})
+            stats[t.spec.generator]["dropped_validation"] += 1
+        for t in kept:
+            stats[t.spec.generator]["emitted"] += 1
+        area.publish({t.task_id for t in kept}, lambda path: _write_manifest(path, kept))
+        build_id = _record(con, opts, kept, drops)
+    except BaseException:  # an error or Ctrl-C: temporaries go, finished tasks stay
+        area.abandon()
+        raise
+    area.finish()
+    return BuildReport(
+        out=str(opts.out), build_id=build_id,
+        per_generator={g: {"specs": c["specs"], "emitted": c["emitted"],
+                           "dropped": c["dropped_validation"] + c["exact_duplicates"] + c["rejected"],
+                           **{k: c[k] for k in ("dropped_validation", "exact_duplicates", "rejected")},
+                           **{f"split_{s}": sum(1 for t in kept if t.spec.generator == g and t.split == s)
+                              for s in ("train", "val", "test")}}
+                       for g, c in stats.items()},
+        drops=drops, emitted=len(kept), seconds=round(time.perf_counter() - started, 3),
+        validated=opts.validate, resumed=area.reused)
+
+
+def _generate(con, opts: BuildOptions, infos: list[registry.GeneratorInfo],
+              q: dict[str, int | None], stats: dict[str, Counter], drops: list[dict[str, str]],
+              progress) -> list[TaskSpec]:
+    """Every selected generator's specs, exact duplicates dropped (and counted)."""
     specs: list[TaskSpec] = []
     seen: set[str] = set()
     for info in infos:
@@ -204,60 +234,88 @@ def build_tasks(con: duckdb.DuckDBPyConnection, opts: BuildOptions,
             specs.append(spec)
         if progress:
             progress(f"generated {info.name}", len(specs), None)
-    splits = _assign_splits(specs, opts)
-    rendered: list[RenderedTask] = []
-    for spec, split in zip(specs, splits):
-        spec.tests_data = {**spec.tests_data, VALIDATION_FILE: _validation_payload(spec)}
-        rendered.append(render_task(spec, renderer, seed=opts.seed, split=split))
-    # Two specs may render to the same files (same id): keep one.
+    return specs
+
+
+def _render_all(specs: list[TaskSpec], opts: BuildOptions,
+                renderer: Renderer) -> dict[str, RenderedTask]:
+    """Split and render every spec in memory, by task id (two specs may render alike)."""
     unique: dict[str, RenderedTask] = {}
-    for t in rendered:
+    for spec, split in zip(specs, _assign_splits(specs, opts)):
+        spec.tests_data = {**spec.tests_data, VALIDATION_FILE: _validation_payload(spec)}
+        t = render_task(spec, renderer, seed=opts.seed, split=split)
         unique.setdefault(t.task_id, t)
-    _prepare_out(opts.out, opts.force)
-    for i, t in enumerate(unique.values(), start=1):
-        write_task(t, opts.out)
+    return unique
+
+
+def validation_key(opts: BuildOptions) -> str:
+    """What a validation verdict depends on besides the task's bytes: rlforge's checks and
+    sandbox (their source, so an edited checkout does not reuse old verdicts) and mode."""
+    h = hashlib.sha256()
+    for package in ("verify", "sandbox"):
+        for path in sorted((PACKAGE_ROOT / package).glob("*.py")):
+            h.update(path.name.encode() + b"\0" + path.read_bytes())
+    return f"rlforge {__version__}, sandbox {opts.sandbox_mode}, checks {h.hexdigest()[:16]}"
+
+
+def _write_and_validate(area: BuildArea, tasks: list[RenderedTask], opts: BuildOptions,
+                        progress) -> tuple[list[RenderedTask], list[tuple[RenderedTask, str]]]:
+    """Stage every task, keeping what an unfinished build settled; validate the rest.
+
+    A task is renamed into the staged tree as soon as it is whole (and, when validating,
+    has passed), so a crash loses only the tasks in flight. Returns the kept tasks and the
+    failed ones with their reasons, both in the order given.
+    """
+    digests = {t.task_id: task_digest(t.files) for t in tasks}
+    verdicts: dict[str, str | None] = {}  # task id -> None (kept) or why it was dropped
+    pending: list[RenderedTask] = []
+    for i, t in enumerate(tasks, start=1):
+        settled = area.settled(t, digests[t.task_id])
+        if settled is not None:
+            verdicts[t.task_id] = None if settled.ok else settled.reason
+            continue
+        area.stage(t)
+        if opts.validate:
+            pending.append(t)
+        else:
+            area.promote(t.task_id, digests[t.task_id], validated=False)
+            verdicts[t.task_id] = None
         if progress and i % 200 == 0:
-            progress("writing", i, len(unique))
-    kept = list(unique.values())
-    if opts.validate and kept:
-        done = [0]
+            progress("writing", i, len(tasks))
+    if pending:
+        by_path = {str(area.tmp / t.task_id): t for t in pending}
 
-        def tick(_r: ValidationResult) -> None:
-            done[0] += 1
+        def settle(r: ValidationResult) -> None:
+            t = by_path.get(str(r.path))
+            if t is None or t.task_id in verdicts:
+                return
+            if r.ok:
+                area.promote(t.task_id, digests[t.task_id], validated=True)
+            else:
+                area.reject(t.task_id, digests[t.task_id], r.reason, definitive=_definitive(r))
+            verdicts[t.task_id] = None if r.ok else r.reason
             if progress:
-                progress("validating", done[0], len(kept))
+                progress("validating", sum(p.task_id in verdicts for p in pending), len(pending))
 
-        results = asyncio.run(validate_many([opts.out / t.task_id for t in kept],
-                                            workers=opts.workers, sandbox_mode=opts.sandbox_mode,
-                                            progress=tick, ray=opts.ray))
-        by_id = {r.task_id: r for r in results}
-        survivors = []
-        for t in kept:
-            r = by_id.get(t.task_id)
-            if r is not None and r.ok:
-                survivors.append(t)
-                continue
-            reason = r.reason if r else "not validated"
-            drops.append({"generator": t.spec.generator, "source": ",".join(t.spec.source.keys),
-                          "task_id": t.task_id, "reason": reason})
-            stats[t.spec.generator]["dropped_validation"] += 1
-            shutil.rmtree(opts.out / t.task_id, ignore_errors=True)
-        kept = survivors
-    for t in kept:
-        stats[t.spec.generator]["emitted"] += 1
-    build_id = _record(con, opts, kept, drops)
-    _write_manifest(opts.out, kept)
-    report = BuildReport(
-        out=str(opts.out), build_id=build_id,
-        per_generator={g: {"specs": c["specs"], "emitted": c["emitted"],
-                           "dropped": c["dropped_validation"] + c["exact_duplicates"] + c["rejected"],
-                           **{k: c[k] for k in ("dropped_validation", "exact_duplicates", "rejected")},
-                           **{f"split_{s}": sum(1 for t in kept if t.spec.generator == g and t.split == s)
-                              for s in ("train", "val", "test")}}
-                       for g, c in stats.items()},
-        drops=drops, emitted=len(kept), seconds=round(time.perf_counter() - started, 3),
-        validated=opts.validate)
-    return report
+        results = asyncio.run(validate_many(list(map(Path, by_path)), workers=opts.workers,
+                                            sandbox_mode=opts.sandbox_mode, progress=settle,
+                                            ray=opts.ray))
+        for r in results:
+            settle(r)
+        for t in pending:
+            if t.task_id not in verdicts:
+                area.reject(t.task_id, digests[t.task_id], "not validated", definitive=False)
+                verdicts[t.task_id] = "not validated"
+    kept = [t for t in tasks if verdicts[t.task_id] is None]
+    failed = [(t, verdicts[t.task_id]) for t in tasks if verdicts[t.task_id] is not None]
+    return kept, failed
+
+
+def _definitive(r: ValidationResult) -> bool:
+    """Whether a failure is the task's own (a check scored it), not a verifier that could
+    not run: only those are remembered for a rerun."""
+    failed = [c for c in getattr(r, "checks", []) if not c.ok]
+    return bool(failed) and (failed[0].got is not None or failed[0].name == "leak")
 
 
 def _manifest_rows(kept: list[RenderedTask]) -> list[dict[str, Any]]:
@@ -270,12 +328,12 @@ def _manifest_rows(kept: list[RenderedTask]) -> list[dict[str, Any]]:
             for t in sorted(kept, key=lambda t: t.task_id)]
 
 
-def _write_manifest(out: Path, kept: list[RenderedTask]) -> None:
+def _write_manifest(path: Path, kept: list[RenderedTask]) -> None:
     schema = {"task_id": pl.Utf8, "generator": pl.Utf8, "version": pl.Int64, "verifier": pl.Utf8,
               "kind": pl.Utf8, "split": pl.Utf8, "path": pl.Utf8, "source_table": pl.Utf8,
               "source_keys": pl.List(pl.Utf8), "content_hashes": pl.List(pl.Utf8),
               "group_key": pl.Utf8, "template_hash": pl.Utf8, "agent_timeout_sec": pl.Float64}
-    pl.DataFrame(_manifest_rows(kept), schema=schema).write_parquet(out / MANIFEST, statistics=False)
+    pl.DataFrame(_manifest_rows(kept), schema=schema).write_parquet(path, statistics=False)
 
 
 def _record(con, opts: BuildOptions, kept: list[RenderedTask], drops: list[dict[str, str]]) -> str:
