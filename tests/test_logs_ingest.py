@@ -107,7 +107,7 @@ def test_read_buffers_are_used_again_only_once_nothing_reads_them(tmp_path, monk
     monkeypatch.setattr(lf._BufferPool, "take", recording)
     hasher = logs._BackgroundHash()
     hasher._hash = slow = SlowSha256()
-    kept = [block for block, _ in lf.iter_line_blocks(path, chunk_bytes=8192, hasher=hasher)]
+    kept = [block.lines for block in lf.iter_line_blocks(path, chunk_bytes=8192, hasher=hasher)]
     hasher.close()
     assert pl.concat(kept).to_list() == lines
     assert slow.inner.hexdigest() == db.sha256_file(path)

@@ -14,7 +14,7 @@ from rich.table import Table
 
 from rlforge import db
 from rlforge.cli import console, err_console, state
-from rlforge.ingest.common import IngestResult, merge_counts
+from rlforge.ingest.common import IngestResult, IngestSession, merge_counts
 
 app = typer.Typer(help="Load tickets, commits and logs into the DuckDB store.", no_args_is_help=True)
 
@@ -98,14 +98,16 @@ def report(results: list[IngestResult], *, as_json: bool, quiet: bool, noun: str
     elif not quiet:
         t = Table(title=f"ingest summary ({noun})")
         t.add_column("file", overflow="fold", ratio=1)
-        for name in ("format", "read", "loaded", "dup", "quarant.", "flagged", "sec", "status"):
-            t.add_column(name, no_wrap=True, justify="left" if name in ("format", "status") else "right")
+        for name in ("format", "lines", "read", "loaded", "dup", "quarant.", "flagged", "sec",
+                     "status"):
+            t.add_column(name, no_wrap=True,
+                         justify="left" if name in ("format", "lines", "status") else "right")
         for r in results:
-            t.add_row(r.path, r.format or "-", f"{r.n_read:,}", f"{r.n_loaded:,}",
+            t.add_row(r.path, r.format or "-", r.line_endings or "-", f"{r.n_read:,}", f"{r.n_loaded:,}",
                       f"{r.n_duplicates:,}", f"{r.n_quarantined:,}", f"{r.n_flagged:,}",
                       f"{r.seconds:.2f}", "ok" if r.status == "ok" else "[red]failed[/]")
         if len(results) > 1:
-            t.add_row("total", "", *(f"{totals[k]:,}" for k in
+            t.add_row("total", "", "", *(f"{totals[k]:,}" for k in
                                      ("n_read", "n_loaded", "n_duplicates", "n_quarantined",
                                       "n_flagged")), "", "")
         console.print(t)
@@ -155,14 +157,14 @@ def tickets(
     fmt = cfg.get("ingest.tickets.format", fmt)
     conflict = cfg.get("ingest.tickets.on_conflict", on_conflict)
     redact = cfg.get("redact", False if no_redact else None)
-    con = db.connect(st.db_path)
+    session = IngestSession(st.db_path)
     try:
-        redactor = make_redactor(con, redact)
-        results = run_files(paths, lambda p: tickets_lib.ingest_file(
+        redactor = make_redactor(session.con, redact)
+        results = run_files(paths, lambda p: session.run("tickets", p, lambda con, p: tickets_lib.ingest_file(
             con, p, fmt=fmt, mapping=mapping, redactor=redactor, on_conflict=conflict,
-            origin=origin), quiet=quiet or as_json, label="tickets", con=con)
+            origin=origin)), quiet=quiet or as_json, label="tickets", con=session.con)
     finally:
-        con.close()
+        session.close()
     if not redact and not quiet and not as_json:
         console.print("[yellow]warning:[/] redaction is off (--no-redact): PII and secrets "
                       "were stored as they are")
@@ -189,14 +191,13 @@ def commits(
     cfg = st.config
     rev = cfg.get("ingest.commits.rev", rev)
     redact = cfg.get("redact", False if no_redact else None)
-    roots = [commits_lib.repo_root(r) for r in repos]
-    con = db.connect(st.db_path)
+    session = IngestSession(st.db_path)
     try:
-        redactor = make_redactor(con, redact)
-        results = run_files(roots, lambda p: commits_lib.ingest_repo(
-            con, p, rev=rev, redactor=redactor), quiet=quiet or as_json, label="commits")
+        redactor = make_redactor(session.con, redact)
+        results = run_files(repos, lambda p: session.run("commits", p, lambda con, p: commits_lib.ingest_repo(
+            con, p, rev=rev, redactor=redactor)), quiet=quiet or as_json, label="commits")
     finally:
-        con.close()
+        session.close()
     code = report(results, as_json=as_json, quiet=quiet, noun="commits")
     if code:
         raise typer.Exit(code)

@@ -9,7 +9,10 @@ id, collects quarantine rows, and on exit either commits everything of the file 
 
 from __future__ import annotations
 
+import codecs
 import collections
+import csv
+import errno
 import gzip
 import io
 import json
@@ -23,7 +26,7 @@ from typing import Any, Callable, Iterator
 import duckdb
 
 from rlforge import __version__, db
-from rlforge.errors import InputFileError
+from rlforge.errors import InputFileError, UserError
 
 RAW_CAP = 64 * 1024  # bytes of raw text kept per quarantined record
 
@@ -60,6 +63,9 @@ class IngestResult:
     seconds: float = 0.0
     quarantine_reasons: dict[str, int] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    line_endings: str | None = None  # LF | CRLF | CR, as detected in the file
+    # the failed run's `ingest_runs` row, when the database could not take it at the time
+    unrecorded: list | None = field(default=None, repr=False)
 
     @property
     def reconciles(self) -> bool:
@@ -68,6 +74,7 @@ class IngestResult:
 
     def to_dict(self) -> dict[str, Any]:
         out = asdict(self)
+        out.pop("unrecorded")
         out["reconciles"] = self.reconciles
         return out
 
@@ -82,8 +89,14 @@ class FileIngest:
             fi.result.n_read = ...
         fi.result                     # status ok, or failed with the reason (file rolled back)
 
-    `InputFileError` raised inside the block fails this file only (it is swallowed after
-    the rollback and recorded); any other exception rolls back and propagates.
+    A problem of the file itself (`file_error_reason`: unreadable, unparsable, nested too
+    deep, disk full, ...) raised inside the block fails this file only: it is rolled back,
+    recorded as a failed run with the reason, and swallowed. Any other exception (a bug)
+    rolls back and propagates.
+
+    A quarantined record already in `quarantine` for the same file (same record number,
+    same redacted text, same reason: a re-ingest) is not stored again; it counts as a
+    duplicate, like a loaded record seen before.
     """
 
     def __init__(self, con: duckdb.DuckDBPyConnection, source: str, path: str | Path,
@@ -96,6 +109,7 @@ class FileIngest:
         self.head = head
         self._redact = redact
         self._quarantine: list[tuple[int | None, str, str]] = []
+        self.known_quarantined = 0  # quarantined records an earlier run already stored
         self.result = IngestResult(source=source, path=self.path, format=fmt)
         self._started = 0.0
         self._started_at = None
@@ -121,37 +135,138 @@ class FileIngest:
     def __exit__(self, exc_type, exc, tb) -> bool:
         r = self.result
         r.seconds = time.perf_counter() - self._started
+        late = None
         if exc_type is None:
-            r.n_quarantined += len(self._quarantine)
-            if self._quarantine:
-                rows = [(r.run_id, self.source, self.path, no,
-                         self._redact(raw) if self._redact else raw, reason, db.now())
-                        for no, raw, reason in self._quarantine]
-                db.insert_rows(self.con, "quarantine", rows)
-            self._record_run()
-            self.con.execute("COMMIT")
-            return False
-        self.con.execute("ROLLBACK")
+            try:
+                self._store_quarantine()
+                if self.known_quarantined:
+                    r.notes.append(f"{self.known_quarantined:,} record(s) already in quarantine "
+                                   "from an earlier ingest of this file (counted as duplicates)")
+                self._record_run()
+                self.con.execute("COMMIT")
+                return False
+            except Exception as exc_at_end:  # e.g. the disk fills up at the commit
+                late = exc_type, exc = type(exc_at_end), exc_at_end
+        reason = file_error_reason(exc)
+        self._rollback()
         r.status = "failed"
-        r.error = exc.problem if isinstance(exc, InputFileError) else f"{exc_type.__name__}: {exc}"
+        r.error = reason or f"{exc_type.__name__}: {exc}"
         r.n_read = r.n_loaded = r.n_duplicates = r.n_quarantined = r.n_flagged = 0
         r.redactions = {}
         r.quarantine_reasons = {}
-        self._record_run()
-        return isinstance(exc, InputFileError)
+        try:
+            self._record_run()
+        except Exception as again:  # the database itself is unusable (disk full, ...)
+            r.unrecorded = self._run_row()
+            r.error += f" (not yet recorded in ingest_runs: {first_line(again)})"
+        if late is not None and reason is None:
+            raise exc
+        return reason is not None
+
+    def _rollback(self) -> None:
+        try:
+            self.con.execute("ROLLBACK")
+        except Exception:  # nothing to roll back, or the connection is gone: both fine
+            pass
+
+    def _store_quarantine(self) -> None:
+        """Insert this file's quarantined records, except those stored by an earlier run."""
+        r = self.result
+        if not self._quarantine:
+            return
+        rows = [(r.run_id, self.source, self.path, no,
+                 self._redact(raw) if self._redact else raw, reason, db.now())
+                for no, raw, reason in self._quarantine]
+        known = store_quarantine(self.con, db.rows_frame(rows, list(QUARANTINE_COLUMNS)))
+        r.n_quarantined += len(rows) - len(known)
+        r.n_duplicates += len(known)
+        for i in known:  # the reasons count what is set aside now
+            key = self._quarantine[i][2].split(":", 1)[0]
+            r.quarantine_reasons[key] -= 1
+        r.quarantine_reasons = {k: v for k, v in r.quarantine_reasons.items() if v}
+        self.known_quarantined += len(known)
 
     def _digest(self) -> str | None:
         """The file's sha256: a string, or a Future computing it on another thread."""
         return self.sha256.result() if isinstance(self.sha256, Future) else self.sha256
 
-    def _record_run(self) -> None:
+    def _run_row(self) -> list:
         r = self.result
-        self.con.execute(
-            "INSERT INTO ingest_runs VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            [r.run_id, self.source, self.path, r.format, self._digest(), self.head, r.status, r.error,
-             r.n_read, r.n_loaded, r.n_duplicates, r.n_quarantined, r.n_flagged,
-             json.dumps(r.redactions), __version__, self._started_at, db.now(), r.seconds],
-        )
+        try:
+            digest = self._digest()
+        except Exception:  # the file could not be read to the end: no digest
+            digest = None
+        return [r.run_id, self.source, self.path, r.format, digest, self.head, r.status,
+                r.error, r.n_read, r.n_loaded, r.n_duplicates, r.n_quarantined, r.n_flagged,
+                json.dumps(r.redactions), __version__, self._started_at, db.now(), r.seconds]
+
+    def _record_run(self) -> None:
+        record_run(self.con, self._run_row())
+
+
+QUARANTINE_COLUMNS = ("ingest_run", "source", "file", "record_no", "raw", "reason", "created_at")
+
+
+def record_run(con: duckdb.DuckDBPyConnection, row: list) -> None:
+    """Write one `ingest_runs` row (in the column order of the table)."""
+    con.execute("INSERT INTO ingest_runs VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
+                "?, ?)", row)
+
+
+def store_quarantine(con: duckdb.DuckDBPyConnection, frame) -> list[int]:
+    """Insert quarantine rows (a polars frame in the table's column order) except those
+    already stored: same source, file, record number, (redacted) text and reason, the key a
+    re-ingest of the file reproduces. Returns the positions in `frame` of the rows skipped."""
+    import polars as pl
+
+    frame = frame.with_row_index("_pos")
+    key = ("q.source = n.source AND q.file = n.file AND q.record_no IS NOT DISTINCT FROM "
+           "n.record_no AND q.reason = n.reason AND q.raw IS NOT DISTINCT FROM n.raw")
+    with db.scanning(con, "_new_quarantine", frame):
+        known = pl.DataFrame(con.sql(f"SELECT n._pos FROM _new_quarantine n SEMI JOIN "
+                                     f"quarantine q ON {key}"))["_pos"].to_list()
+        cols = ", ".join(f"n.{c}" for c in QUARANTINE_COLUMNS)
+        con.execute(f"INSERT INTO quarantine SELECT {cols} FROM _new_quarantine n "
+                    f"ANTI JOIN quarantine q ON {key}")
+    return known
+
+
+def first_line(exc: BaseException) -> str:
+    """The first line of an exception's message (DuckDB's run over several lines)."""
+    text = str(exc).strip()
+    return text.split("\n", 1)[0] if text else type(exc).__name__
+
+
+def file_error_reason(exc: BaseException) -> str | None:
+    """One line saying what is wrong with a file, for an exception that is the file's (or
+    its disk's) problem rather than a bug in rlforge; None for anything else.
+
+    Covered: `InputFileError`; permissions and other I/O errors, a full disk included
+    (from Python or from DuckDB); nesting too deep for the parsers (RecursionError); a
+    CSV the csv module cannot read; running out of memory on one huge file.
+    """
+    if isinstance(exc, InputFileError):
+        return exc.problem
+    if isinstance(exc, RecursionError):
+        return ("nested too deeply to parse (a JSON value inside more than ~1,000 levels "
+                "of arrays or objects)")
+    if isinstance(exc, PermissionError):
+        return f"permission denied: {exc.strerror or exc}"
+    if isinstance(exc, OSError):
+        if exc.errno == errno.ENOSPC:
+            return "no space left on device (free some space and ingest this file again)"
+        return f"I/O error: {exc.strerror or exc}"
+    if isinstance(exc, csv.Error):
+        return f"not readable as CSV: {exc}"
+    if isinstance(exc, MemoryError):
+        return "out of memory while reading this file"
+    if isinstance(exc, (duckdb.IOException, duckdb.FatalException, duckdb.OutOfMemoryException)):
+        text = first_line(exc)
+        if "space left on device" in text or "disk is full" in text.lower():
+            return ("no space left on device (free some space and ingest this file again): "
+                    + text)
+        return f"database I/O error: {text}"
+    return None
 
 
 # --- reading files -------------------------------------------------------------------
@@ -173,36 +288,129 @@ def is_gzip(path: str | Path) -> bool:
         return fh.read(2) == b"\x1f\x8b"
 
 
-def read_head(path: str | Path, n: int = SNIFF_BYTES) -> bytes:
-    """The first n decompressed bytes of a file (gzip read transparently)."""
+# Byte-order marks, longest first (UTF-32 LE starts like UTF-16 LE).
+_BOMS = [(codecs.BOM_UTF32_LE, "utf-32"), (codecs.BOM_UTF32_BE, "utf-32"),
+         (codecs.BOM_UTF8, "utf-8-sig"), (codecs.BOM_UTF16_LE, "utf-16"),
+         (codecs.BOM_UTF16_BE, "utf-16")]
+BINARY_SNIFF = 8192        # bytes looked at to tell text from binary
+BINARY_CONTROL_SHARE = 0.05
+_CONTROL = bytes(b for b in range(32) if b not in b"\t\n\v\f\r\x1b")
+NUL_REPLACEMENT = "\ufffd"  # what a NUL byte in a record becomes (the record is flagged)
+
+
+def bom_encoding(head: bytes) -> str:
+    """The encoding a byte-order mark names ('utf-8' when there is none)."""
+    for bom, name in _BOMS:
+        if head.startswith(bom):
+            return name
+    return "utf-8"
+
+
+def check_not_binary(path: str | Path, head: bytes) -> None:
+    """Refuse a file that is not text: NUL and other control bytes are more than 5% of its
+    first 8 KB (text in UTF-16/32 is read when it starts with a byte-order mark).
+
+    This is the one rule for NUL bytes: it judges the file by its head, and a text file's
+    stray NUL bytes, wherever they are, become U+FFFD in their record, which is flagged
+    `nul_bytes` (logs and tickets alike)."""
+    if bom_encoding(head) not in ("utf-8", "utf-8-sig"):
+        return
+    block = head[:BINARY_SNIFF]
+    if not block:
+        return
+    control = len(block) - len(block.translate(None, _CONTROL))
+    if control > BINARY_CONTROL_SHARE * len(block):
+        hint = (" (UTF-16/32 text is read only when it starts with a byte-order mark)"
+                if block.count(b"\x00") * 4 >= len(block) else "")
+        raise InputFileError(str(path), f"binary file ({control / len(block):.0%} of its first "
+                             f"{len(block):,} bytes are NUL or control bytes), not text{hint}")
+
+
+class Utf8Reader(io.RawIOBase):
+    """A binary reader giving the UTF-8 bytes of a UTF-16/32 stream (its BOM consumed),
+    so that every reader after it sees UTF-8 text."""
+
+    def __init__(self, raw, encoding: str):
+        self.raw = raw
+        self._decoder = codecs.getincrementaldecoder(encoding)(errors="replace")
+        self._pending = b""
+        self._eof = False
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer) -> int:
+        want = len(buffer)
+        while len(self._pending) < want and not self._eof:
+            block = self.raw.read(max(want, 1 << 16))
+            text = self._decoder.decode(block, final=not block)
+            self._eof = not block
+            self._pending += text.encode("utf-8", errors="surrogatepass")
+        n = min(want, len(self._pending))
+        buffer[:n] = self._pending[:n]
+        self._pending = self._pending[n:]
+        return n
+
+    def close(self) -> None:
+        self.raw.close()
+        super().close()
+
+
+def open_bytes(path: str | Path):
+    """A binary reader of a file's content as UTF-8: gzip decompressed, UTF-16/32 (with a
+    byte-order mark) transcoded; the UTF-8 byte-order mark, if any, is left in place."""
+    fh = gzip.open(path, "rb") if is_gzip(path) else open(path, "rb")
     try:
-        if is_gzip(path):
-            with gzip.open(path, "rb") as fh:
-                return fh.read(n)
-        with open(path, "rb") as fh:
-            return fh.read(n)
-    except (OSError, EOFError, zlib.error) as exc:
-        raise InputFileError(str(path), f"cannot read: {exc}") from None
+        encoding = bom_encoding(fh.peek(4)[:4])
+    except BaseException:
+        fh.close()
+        raise
+    if encoding in ("utf-8", "utf-8-sig"):
+        return fh
+    return io.BufferedReader(Utf8Reader(fh, encoding), 1 << 20)
+
+
+def file_encoding(path: str | Path) -> str:
+    """'utf-8', or the UTF-16/32 its byte-order mark names (gzip read transparently)."""
+    opener = gzip.open if is_gzip(path) else open
+    try:
+        with opener(path, "rb") as fh:
+            return bom_encoding(fh.read(4)).replace("utf-8-sig", "utf-8")
+    except (OSError, EOFError, zlib.error):
+        return "utf-8"  # the reader that follows says what is wrong
+
+
+def line_endings(head: bytes) -> str:
+    """How the lines of a file end, from its first bytes: LF, CRLF, CR (old Mac and some
+    devices: no LF at all), or none (a single line)."""
+    lf = head.count(b"\n")
+    crlf = head.count(b"\r\n")
+    cr = head.count(b"\r") - crlf
+    if not lf:
+        return "CR" if cr else "none"
+    return "CRLF" if crlf * 2 > lf else "LF"
+
+
+def read_head(path: str | Path, n: int = SNIFF_BYTES) -> bytes:
+    """The first n bytes of a file's content as UTF-8 (see `open_bytes`)."""
+    return _read(path, n)
 
 
 def read_all(path: str | Path) -> bytes:
-    """The whole decompressed content; a truncated or corrupt gzip is an InputFileError."""
+    """The whole content as UTF-8 (see `open_bytes`); a truncated or corrupt gzip is an
+    InputFileError."""
+    return _read(path, -1)
+
+
+def _read(path: str | Path, n: int) -> bytes:
     try:
-        if is_gzip(path):
-            with gzip.open(path, "rb") as fh:
-                return fh.read()
-        return Path(path).read_bytes()
+        with open_bytes(path) as fh:
+            return fh.read(n)
     except EOFError:
         raise InputFileError(str(path), "truncated gzip stream (file ends before the "
                              "compressed data does); re-export or re-download it") from None
     except (OSError, zlib.error) as exc:
         raise InputFileError(str(path), f"cannot read: {exc}") from None
-
-
-def check_not_binary(path: str | Path, head: bytes) -> None:
-    """Refuse files that are clearly not text (NUL bytes in the first block)."""
-    if b"\x00" in head[:8192]:
-        raise InputFileError(str(path), "binary file (contains NUL bytes), not a text export")
 
 
 def decode(data: bytes) -> tuple[str, bool]:
@@ -228,3 +436,73 @@ def merge_counts(*counters: dict[str, int]) -> dict[str, int]:
     for c in counters:
         total.update(c)
     return dict(sorted(total.items()))
+
+
+class IngestSession:
+    """The database connection of one ingest command over several files, and what keeps
+    one file's failure from reaching the others.
+
+    `run` ingests one file. A failure that is the file's (see `file_error_reason`) — raised
+    before its transaction began as well as inside it — becomes a failed result; every
+    failed result gets its `ingest_runs` row (status failed, the reason). When a failure
+    left the connection unusable (DuckDB invalidates a database after a write fails, e.g.
+    on a full disk), the database is opened again, so the next file starts on a clean one
+    and the failure is recorded once the database can take it.
+    """
+
+    def __init__(self, db_path: str | Path):
+        self.db_path = Path(db_path)
+        self.con = db.connect(self.db_path)
+
+    def run(self, source: str, path: str | Path,
+            ingest: Callable[[duckdb.DuckDBPyConnection, Path], IngestResult]) -> IngestResult:
+        """Ingest one file with `ingest(con, path)`; never raises for the file's own problems."""
+        started = db.now()
+        try:
+            result = ingest(self.con, Path(path))
+        except Exception as exc:
+            reason = file_error_reason(exc)
+            if reason is None:
+                raise
+            result = IngestResult(source=source, path=str(path), status="failed", error=reason)
+        if result.status != "ok":
+            self._record_failure(result, started)
+        return result
+
+    def _usable(self) -> bool:
+        try:
+            self.con.execute("SELECT 1").fetchall()
+            return True
+        except Exception:
+            return False
+
+    def _record_failure(self, r: IngestResult, started) -> None:
+        if not self._usable():
+            try:
+                self.con.close()
+            except Exception:
+                pass
+            try:
+                self.con = db.connect(self.db_path)
+            except Exception as exc:
+                raise UserError(f"the database {self.db_path} cannot be opened again after "
+                                f"{r.path} failed ({r.error}): {first_line(exc)}") from None
+        if r.run_id is not None and r.unrecorded is None:
+            return  # FileIngest recorded it
+        row = r.unrecorded
+        if row is None:
+            r.run_id = db.next_run_id(self.con)
+            row = [r.run_id, r.source, r.path, r.format, None, None, "failed", r.error,
+                   0, 0, 0, 0, 0, "{}", __version__, started, db.now(), r.seconds]
+        else:
+            r.error = r.error.split(" (not yet recorded in ingest_runs", 1)[0]
+            row[7] = r.error
+        try:
+            record_run(self.con, row)
+            r.unrecorded = None
+        except Exception as exc:
+            r.unrecorded = row
+            r.error += f" (not recorded in ingest_runs: {first_line(exc)})"
+
+    def close(self) -> None:
+        self.con.close()
