@@ -133,7 +133,8 @@ def report(results: list[IngestResult], *, as_json: bool, quiet: bool, noun: str
 @app.command("tickets")
 def tickets(
     ctx: typer.Context,
-    paths: list[Path] = typer.Argument(..., help="ticket exports (.csv, .json, .jsonl; .gz too)"),
+    # (readable=False: an unreadable file fails alone, with the others ingested)
+    paths: list[Path] = typer.Argument(..., readable=False, help="ticket exports (.csv, .json, .jsonl; .gz too)"),
     fmt: Optional[str] = typer.Option(None, "--format", help="auto, csv, json, jsonl, zendesk, "
                                       "jira-csv, jira-json (default: detected from content)"),
     map_: Optional[list[str]] = typer.Option(None, "--map", help="FIELD=COLUMN, repeatable: "
@@ -177,7 +178,7 @@ def tickets(
 @app.command("commits")
 def commits(
     ctx: typer.Context,
-    repos: list[Path] = typer.Argument(..., help="local git repositories"),
+    repos: list[Path] = typer.Argument(..., readable=False, help="local git repositories"),
     rev: Optional[str] = typer.Option(None, "--rev", help="revision range in git rev-list "
                                       "syntax, e.g. 'main~300..main' (default: all refs)"),
     no_redact: bool = typer.Option(False, "--no-redact", help="store authors and messages as they are"),

@@ -18,7 +18,7 @@ from rlforge.ingest.common import IngestSession
 
 def ingest_logs(
     ctx: typer.Context,
-    paths: list[Path] = typer.Argument(..., help="log files (.gz read transparently)"),
+    paths: list[Path] = typer.Argument(..., readable=False, help="log files (.gz read transparently)"),
     fmt: Optional[str] = typer.Option(
         None, "--format", help="auto (detected from the first lines), jsonl, syslog, access, "
         "docker, cri, plain, or a header format string such as "

@@ -158,7 +158,7 @@ class FileIngest:
             self._record_run()
         except Exception as again:  # the database itself is unusable (disk full, ...)
             r.unrecorded = self._run_row()
-            r.error += f" (not yet recorded in ingest_runs: {first_line(again)})"
+            r.error += f"{NOT_RECORDED}: {first_line(again)})"
         if late is not None and reason is None:
             raise exc
         return reason is not None
@@ -237,6 +237,17 @@ def first_line(exc: BaseException) -> str:
     return text.split("\n", 1)[0] if text else type(exc).__name__
 
 
+PERMISSION_DENIED = ("permission denied: cannot read it (check the mode and owner of the file "
+                     "and of its directories)")
+
+
+def unreadable(path: str | Path, exc: BaseException) -> InputFileError:
+    """The error for a file whose bytes cannot be read (OSError, zlib.error)."""
+    if isinstance(exc, PermissionError):
+        return InputFileError(str(path), PERMISSION_DENIED)
+    return InputFileError(str(path), f"cannot read: {exc}")
+
+
 def file_error_reason(exc: BaseException) -> str | None:
     """One line saying what is wrong with a file, for an exception that is the file's (or
     its disk's) problem rather than a bug in rlforge; None for anything else.
@@ -251,7 +262,7 @@ def file_error_reason(exc: BaseException) -> str | None:
         return ("nested too deeply to parse (a JSON value inside more than ~1,000 levels "
                 "of arrays or objects)")
     if isinstance(exc, PermissionError):
-        return f"permission denied: {exc.strerror or exc}"
+        return PERMISSION_DENIED
     if isinstance(exc, OSError):
         if exc.errno == errno.ENOSPC:
             return "no space left on device (free some space and ingest this file again)"
@@ -260,12 +271,15 @@ def file_error_reason(exc: BaseException) -> str | None:
         return f"not readable as CSV: {exc}"
     if isinstance(exc, MemoryError):
         return "out of memory while reading this file"
-    if isinstance(exc, (duckdb.IOException, duckdb.FatalException, duckdb.OutOfMemoryException)):
+    if isinstance(exc, duckdb.Error):
         text = first_line(exc)
-        if "space left on device" in text or "disk is full" in text.lower():
-            return ("no space left on device (free some space and ingest this file again): "
-                    + text)
-        return f"database I/O error: {text}"
+        if "No space left on device" in text or "Disk quota exceeded" in text:
+            return "no space left on device (free some space and ingest this file again): " + text
+        if isinstance(exc, (duckdb.IOException, duckdb.FatalException)) or \
+                "Could not write file" in text or "Could not read from file" in text:
+            return f"database I/O error: {text}"
+        if isinstance(exc, duckdb.OutOfMemoryException):
+            return f"out of memory while storing this file: {text}"
     return None
 
 
@@ -410,7 +424,7 @@ def _read(path: str | Path, n: int) -> bytes:
         raise InputFileError(str(path), "truncated gzip stream (file ends before the "
                              "compressed data does); re-export or re-download it") from None
     except (OSError, zlib.error) as exc:
-        raise InputFileError(str(path), f"cannot read: {exc}") from None
+        raise unreadable(path, exc) from None
 
 
 def decode(data: bytes) -> tuple[str, bool]:
@@ -438,16 +452,59 @@ def merge_counts(*counters: dict[str, int]) -> dict[str, int]:
     return dict(sorted(total.items()))
 
 
+def ingest_guarded(con: duckdb.DuckDBPyConnection, source: str, path: str | Path,
+                   ingest: Callable[[duckdb.DuckDBPyConnection, Path], IngestResult]
+                   ) -> IngestResult:
+    """`ingest(con, path)` with the file boundary around it: a failure that is the file's
+    (see `file_error_reason`), raised before its transaction began as well as inside it,
+    becomes a failed result, and every failed result gets its `ingest_runs` row (status
+    failed, the reason) as soon as the database can take it."""
+    started = db.now()
+    try:
+        result = ingest(con, Path(path))
+    except Exception as exc:
+        reason = file_error_reason(exc)
+        if reason is None:
+            raise
+        result = IngestResult(source=source, path=str(path), status="failed", error=reason)
+    if result.status != "ok":
+        record_failure(con, result, started)
+    return result
+
+
+def record_failure(con: duckdb.DuckDBPyConnection, r: IngestResult, started=None) -> None:
+    """Write the `ingest_runs` row of a failed result that has none yet (failed before its
+    transaction began, or when the database could not take the row)."""
+    if r.run_id is not None and r.unrecorded is None:
+        return  # FileIngest recorded it
+    row = r.unrecorded
+    try:
+        if row is None:
+            r.run_id = db.next_run_id(con)
+            row = [r.run_id, r.source, r.path, r.format, None, None, "failed", r.error,
+                   0, 0, 0, 0, 0, "{}", __version__, started or db.now(), db.now(), r.seconds]
+        else:
+            r.error = r.error.split(NOT_RECORDED, 1)[0]
+            row[7] = r.error
+        record_run(con, row)
+        r.unrecorded = None
+    except Exception as exc:
+        r.unrecorded = row
+        if NOT_RECORDED not in r.error:
+            r.error += f"{NOT_RECORDED}: {first_line(exc)})"
+
+
+NOT_RECORDED = " (not yet recorded in ingest_runs"
+
+
 class IngestSession:
     """The database connection of one ingest command over several files, and what keeps
     one file's failure from reaching the others.
 
-    `run` ingests one file. A failure that is the file's (see `file_error_reason`) — raised
-    before its transaction began as well as inside it — becomes a failed result; every
-    failed result gets its `ingest_runs` row (status failed, the reason). When a failure
-    left the connection unusable (DuckDB invalidates a database after a write fails, e.g.
-    on a full disk), the database is opened again, so the next file starts on a clean one
-    and the failure is recorded once the database can take it.
+    `run` ingests one file through `ingest_guarded`. When a failure left the connection
+    unusable (DuckDB invalidates a database after a write fails, e.g. on a full disk), the
+    database is opened again, so the next file starts on a clean one, and the failure is
+    recorded once the database can take it.
     """
 
     def __init__(self, db_path: str | Path):
@@ -458,15 +515,10 @@ class IngestSession:
             ingest: Callable[[duckdb.DuckDBPyConnection, Path], IngestResult]) -> IngestResult:
         """Ingest one file with `ingest(con, path)`; never raises for the file's own problems."""
         started = db.now()
-        try:
-            result = ingest(self.con, Path(path))
-        except Exception as exc:
-            reason = file_error_reason(exc)
-            if reason is None:
-                raise
-            result = IngestResult(source=source, path=str(path), status="failed", error=reason)
-        if result.status != "ok":
-            self._record_failure(result, started)
+        result = ingest_guarded(self.con, source, path, ingest)
+        if result.unrecorded is not None and not self._usable():
+            self._reopen(result)
+            record_failure(self.con, result, started)
         return result
 
     def _usable(self) -> bool:
@@ -476,33 +528,16 @@ class IngestSession:
         except Exception:
             return False
 
-    def _record_failure(self, r: IngestResult, started) -> None:
-        if not self._usable():
-            try:
-                self.con.close()
-            except Exception:
-                pass
-            try:
-                self.con = db.connect(self.db_path)
-            except Exception as exc:
-                raise UserError(f"the database {self.db_path} cannot be opened again after "
-                                f"{r.path} failed ({r.error}): {first_line(exc)}") from None
-        if r.run_id is not None and r.unrecorded is None:
-            return  # FileIngest recorded it
-        row = r.unrecorded
-        if row is None:
-            r.run_id = db.next_run_id(self.con)
-            row = [r.run_id, r.source, r.path, r.format, None, None, "failed", r.error,
-                   0, 0, 0, 0, 0, "{}", __version__, started, db.now(), r.seconds]
-        else:
-            r.error = r.error.split(" (not yet recorded in ingest_runs", 1)[0]
-            row[7] = r.error
+    def _reopen(self, r: IngestResult) -> None:
         try:
-            record_run(self.con, row)
-            r.unrecorded = None
+            self.con.close()
+        except Exception:
+            pass
+        try:
+            self.con = db.connect(self.db_path)
         except Exception as exc:
-            r.unrecorded = row
-            r.error += f" (not recorded in ingest_runs: {first_line(exc)})"
+            raise UserError(f"the database {self.db_path} cannot be opened again after "
+                            f"{r.path} failed ({r.error}): {first_line(exc)}") from None
 
     def close(self) -> None:
         self.con.close()

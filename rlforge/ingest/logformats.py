@@ -39,7 +39,7 @@ import pyarrow.compute as pc
 
 from rlforge.errors import InputFileError, UserError
 from rlforge.ingest.common import (NUL_REPLACEMENT, check_not_binary, is_gzip,
-                                   line_endings, open_bytes)
+                                   line_endings, open_bytes, unreadable)
 
 NAMED_FORMATS = ("jsonl", "syslog", "access", "docker", "cri", "plain")
 CHUNK_BYTES = 16 << 20      # text read per chunk
@@ -1028,7 +1028,7 @@ def iter_line_blocks(path: str | Path, chunk_bytes: int | None = None, hasher=No
         raise InputFileError(str(path), "truncated gzip stream (the file ends before the "
                              "compressed data does); re-copy it") from None
     except (OSError, zlib.error) as exc:
-        raise InputFileError(str(path), f"cannot read: {exc}") from None
+        raise unreadable(path, exc) from None
 
 
 def split_lines(block: bytes) -> tuple[pl.Series, bool]:
@@ -1199,7 +1199,7 @@ def sample_lines(path: str | Path, n: int = SAMPLE_LINES) -> pl.Series:
         raise InputFileError(str(path), "truncated gzip stream (the file ends before the "
                              "compressed data does); re-copy it") from None
     except (OSError, zlib.error) as exc:
-        raise InputFileError(str(path), f"cannot read: {exc}") from None
+        raise unreadable(path, exc) from None
     check_not_binary(path, head)
     if head.startswith(b"\xef\xbb\xbf"):
         head = head[3:]

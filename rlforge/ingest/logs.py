@@ -41,7 +41,7 @@ from rlforge.ingest import logformats as lf
 from rlforge.ingest import templates as tm
 from rlforge.ingest.common import (DATABASE_REDACTOR, RAW_CAP, FileIngest, IngestResult,
                                    file_encoding, is_gzip, line_endings, read_head,
-                                   resolve_redactor, store_quarantine)
+                                   ingest_guarded, resolve_redactor, store_quarantine)
 
 SOURCE = "logs"
 UNPARSED = ("quarantine", "message-only")
@@ -651,4 +651,5 @@ def _quarantine(con, fi: FileIngest, unparsed: pl.DataFrame, parser: lf.LogForma
 def ingest_logs(con: duckdb.DuckDBPyConnection, paths: Iterable[str | Path],
                 **kwargs: Any) -> list[IngestResult]:
     """Ingest several log files, each as its own transaction (see `ingest_file`)."""
-    return [ingest_file(con, p, **kwargs) for p in paths]
+    return [ingest_guarded(con, SOURCE, p, lambda con, p: ingest_file(con, p, **kwargs))
+            for p in paths]

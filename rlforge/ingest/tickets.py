@@ -32,7 +32,8 @@ from rlforge.errors import InputFileError, UserError
 from rlforge.ingest import ticket_formats as tf
 from rlforge.ingest.common import (DATABASE_REDACTOR, NUL_REPLACEMENT, FileIngest, IngestResult,
                                    check_not_binary, decode, file_encoding, is_gzip,
-                                   line_endings, read_all, read_head, resolve_redactor,
+                                   ingest_guarded, line_endings, read_all, read_head,
+                                   resolve_redactor,
                                    sha256_in_background)
 
 SOURCE = "tickets"
@@ -551,4 +552,5 @@ def _first_line(exc: Exception) -> str:
 def ingest_tickets(con: duckdb.DuckDBPyConnection, paths: Iterable[str | Path], **kwargs: Any
                    ) -> list[IngestResult]:
     """Ingest several exports; a file that fails does not stop the others."""
-    return [ingest_file(con, p, **kwargs) for p in paths]
+    return [ingest_guarded(con, SOURCE, p, lambda con, p: ingest_file(con, p, **kwargs))
+            for p in paths]
