@@ -1044,11 +1044,14 @@ class Chunk:
     records: pl.DataFrame
     unparsed: pl.DataFrame  # line_no, n_lines, raw, flag, length
     lines: int
+    ends_long: bool = False  # its last record was ended at MAX_RECORD_LINES
+    skipped: int = 0         # continuation lines of such a record from the chunk before
 
 
 def assemble(fmt: LogFormat, lines: pl.Series, first_no: int, bad_utf8: bool,
              final: bool, nul_lines: pl.Series | None = None,
-             cut_lines: dict[int, int] | None = None) -> tuple[Chunk, int]:
+             cut_lines: dict[int, int] | None = None,
+             after_long: bool = False) -> tuple[Chunk, int]:
     """Parse a chunk of lines into records.
 
     A record starts at a parsed line (unless the line before said it continues, as
@@ -1086,7 +1089,7 @@ def assemble(fmt: LogFormat, lines: pl.Series, first_no: int, bad_utf8: bool,
     if blank.any():
         frame = frame.filter(~blank)
     simple = bool(frame["ok"].all()) and not bool(frame["continues"].any())
-    carry = 0
+    carry, ends_long, skipped = 0, False, 0
     if simple:  # the common case: every line is a whole record
         if not final and frame.height:
             last = frame["line_no"][-1]
@@ -1094,7 +1097,8 @@ def assemble(fmt: LogFormat, lines: pl.Series, first_no: int, bad_utf8: bool,
             frame = frame.head(frame.height - 1)
         frame = frame.with_columns(pl.lit(1, pl.Int32).alias("n_lines"))
     else:
-        frame, carry = _join_continuations(fmt, frame, lines, first_no, n, final)
+        frame, carry, ends_long, skipped = _join_continuations(fmt, frame, first_no, n, final,
+                                                               after_long)
     flag = pl.lit(None, dtype=pl.String)
     if bad_utf8:
         flag = pl.when(pl.col("raw").str.contains("\ufffd", literal=True)).then(
@@ -1105,31 +1109,43 @@ def assemble(fmt: LogFormat, lines: pl.Series, first_no: int, bad_utf8: bool,
         flag = pl.when(pl.col("length").is_not_null()).then(pl.lit("truncated")).otherwise(flag)
     else:
         frame = frame.with_columns(pl.lit(None, pl.Int64).alias("length"))
+    if ends_long:
+        flag = pl.when(pl.int_range(pl.len()) == pl.len() - 1).then(pl.lit("truncated")) \
+            .otherwise(flag)
     frame = frame.with_columns(flag.alias("flag"))
     records = frame.filter(pl.col("ok")).select(RECORD_COLUMNS)
     unparsed = frame.filter(~pl.col("ok")).select("line_no", "n_lines", "raw", "flag", "length")
-    return Chunk(records, unparsed, n - carry), carry
+    return Chunk(records, unparsed, n - carry, ends_long, skipped), carry
 
 
-def _join_continuations(fmt: LogFormat, frame: pl.DataFrame, lines: pl.Series, first_no: int,
-                        n: int, final: bool) -> tuple[pl.DataFrame, int]:
+def _join_continuations(fmt: LogFormat, frame: pl.DataFrame, first_no: int, n: int,
+                        final: bool, after_long: bool) -> tuple[pl.DataFrame, int, bool, int]:
+    """Records of a chunk with continuation lines joined; the lines to carry; whether the
+    last record was ended at MAX_RECORD_LINES; and how many leading continuation lines of
+    such a record (from the chunk before) were skipped."""
     cont_like = ~frame["ok"] & fmt.continuation(frame["raw"])
     prev_cont = frame["continues"].shift(1, fill_value=False) & frame["ok"].shift(1, fill_value=False)
     joins_partial = frame["ok"] & prev_cont
     starts = (frame["ok"] & ~joins_partial) | (~frame["ok"] & ~cont_like)
     rid = starts.cast(pl.Int64).cum_sum()
     frame = frame.with_columns(
-        rid.alias("rid"), joins_partial.alias("partial"),
+        rid.alias("rid"), joins_partial.alias("partial"), starts.alias("start"),
         pl.when(frame["ok"]).then(frame["message"]).otherwise(frame["raw"]).alias("piece"))
-    carry = 0
+    carry, ends_long, skipped = 0, False, 0
+    if after_long:  # the continuation of the record the chunk before ended: skip it
+        skipped = int((frame["rid"] == 0).sum())
+        frame = frame.filter(pl.col("rid") > 0)
+        ends_long = frame.height == 0 and not final  # it goes on past this chunk too
     if not final and frame.height:
-        last_start = frame.filter(starts)["line_no"].tail(1)
+        last_start = frame.filter(pl.col("start"))["line_no"].tail(1)
         # Carry the last record into the next chunk (it may go on there), unless it is
-        # already longer than MAX_RECORD_LINES: then it ends here, and what follows it is
-        # left without a record (set aside like any unparsed line).
+        # already longer than MAX_RECORD_LINES: then it ends here, flagged truncated, and
+        # the next chunk skips the rest of it.
         if last_start.len() and first_no + n - last_start[0] <= MAX_RECORD_LINES:
             carry = first_no + n - last_start[0]
             frame = frame.filter(pl.col("line_no") < last_start[0])
+        elif last_start.len():
+            ends_long = True
     orphan = frame["rid"] == 0  # continuation lines with no record before them
     if orphan.any():
         frame = frame.with_columns(
@@ -1138,19 +1154,19 @@ def _join_continuations(fmt: LogFormat, frame: pl.DataFrame, lines: pl.Series, f
     one = frame.filter(single).with_columns(pl.lit(1, pl.Int32).alias("n_lines"))
     multi = frame.filter(~single)
     if not multi.height:
-        return one, carry
+        return one, carry, ends_long, skipped
     multi = multi.with_columns(
         pl.when(pl.col("partial")).then(pl.col("piece"))
         .otherwise(pl.concat_str([pl.lit("\n"), pl.col("piece")])).alias("glued"))
     marks = [c for c in ("nul", "length") if c in multi.columns]  # of any line of the record
     agg = multi.group_by("rid", maintain_order=True).agg(
-        pl.all().exclude("glued", "piece", "message", "raw", *marks).first(),
+        pl.all().exclude("glued", "piece", "message", "raw", "start", *marks).first(),
         *[pl.col(c).max() for c in marks],
         pl.len().cast(pl.Int32).alias("n_lines"),
         (pl.col("piece").first() + pl.col("glued").slice(1).str.join("")).alias("message"),
         pl.col("raw").str.join("\n").alias("raw"))
     one = one.with_columns(pl.col("piece").alias("message"))
-    return pl.concat([one.select(agg.columns), agg]).sort("line_no"), carry
+    return pl.concat([one.select(agg.columns), agg]).sort("line_no"), carry, ends_long, skipped
 
 
 def iter_chunks(path: str | Path, fmt: LogFormat, chunk_bytes: int | None = None,
@@ -1160,6 +1176,7 @@ def iter_chunks(path: str | Path, fmt: LogFormat, chunk_bytes: int | None = None
     pending: pl.Series | None = None
     pending_bad = False
     next_no = 1
+    after_long = False
     nul_lines: list[pl.Series] = []   # line numbers with NUL bytes not yet assembled
     cut_lines: dict[int, int] = {}    # line number -> full length, of lines cut
     blocks = iter_line_blocks(path, chunk_bytes, hasher, newline)
@@ -1177,7 +1194,9 @@ def iter_chunks(path: str | Path, fmt: LogFormat, chunk_bytes: int | None = None
             bad = bad or pending_bad
         nul = pl.concat(nul_lines) if nul_lines else None
         chunk, carry = assemble(fmt, lines, next_no, bad, final=following is None,
-                                nul_lines=nul, cut_lines=cut_lines or None)
+                                nul_lines=nul, cut_lines=cut_lines or None,
+                                after_long=after_long)
+        after_long = chunk.ends_long
         yield chunk
         next_no += chunk.lines
         pending = lines.tail(carry) if carry else None

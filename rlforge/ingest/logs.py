@@ -571,11 +571,12 @@ def ingest_file(con: duckdb.DuckDBPyConnection, path: str | Path, *, fmt: str = 
         try:
             store = _ChunkStore(con, writer, fi, book, masks, redactor, parser.time_fields,
                                 earlier)
-            lines_read = 0
+            lines_read = skipped = 0
             chunks = _Prefetch(lf.iter_chunks(path, parser, hasher=hasher,
                                               newline=r.line_endings))
             for chunk in chunks:
                 lines_read += chunk.lines
+                skipped += chunk.skipped
                 records = chunk.records
                 if chunk.unparsed.height:
                     if unparsed == "message-only":
@@ -605,6 +606,10 @@ def ingest_file(con: duckdb.DuckDBPyConnection, path: str | Path, *, fmt: str = 
             r.notes.append("empty file: nothing to ingest")
         elif r.line_endings == "CR":
             r.notes.append("lines end in CR only (no LF): split at CR")
+        if skipped:
+            r.notes.append(f"{skipped:,} continuation line(s) past the {lf.MAX_RECORD_LINES:,}-line "
+                           "maximum of a record were left out of it (the record is flagged "
+                           "truncated)")
         if book.merges:
             r.notes.append(f"{len(book.merges)} template(s) generalised (see template_merges)")
         if redactor is not None:
