@@ -89,7 +89,15 @@ def test_lines_shared_by_two_log_files_are_not_duplicates_of_each_other(cli, que
     again = by_name(cli("ingest", "logs", b, a, "--format", APP, "--no-redact", "--json"))
     assert [(again[n]["n_loaded"], again[n]["n_duplicates"]) for n in ("a.log", "b.log")] == \
         [(0, 20), (0, 20)]
+    # a byte-for-byte copy under another name is the same source: its records are duplicates
+    copy = tmp_path / "copy-of-a.log"
+    shutil.copy(a, copy)
+    copied = cli("ingest", "logs", copy, "--format", APP, "--no-redact", "--json")
+    (f,) = summary(copied)["files"]
+    assert (f["n_read"], f["n_loaded"], f["n_duplicates"]) == (20, 0, 20)
     assert query("SELECT count(*) FROM log_records") == [(40,)]
+    assert query("SELECT count(*) FROM log_messages m ANTI JOIN log_records r USING "
+                 "(message_id)") == [(0,)]
 
 
 # --- 2. line endings: LF, CRLF, CR only; records longer than the maximum ----------------

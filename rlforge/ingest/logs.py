@@ -321,7 +321,7 @@ class _ChunkStore:
         self.masks, self.redactor, self.plain = masks, redactor, plain_fields
         self.earlier = earlier_runs  # runs that stored this file before: its duplicates
         self.check = bool(earlier_runs)
-        self.next_id = _next_message_id(con)
+        self.next_id = self.first_id = _next_message_id(con)
         self.field_memos: dict[str, _RedactMemo] = {}
         self.cache = pl.DataFrame(schema={"message": pl.String, "message_id": pl.Int64,
                                           "red": pl.String, "template_id": pl.String})
@@ -598,6 +598,13 @@ def ingest_file(con: duckdb.DuckDBPyConnection, path: str | Path, *, fmt: str = 
             if hasher is not None:
                 hasher.close()
         fi.sha256 = hasher.hexdigest() if hasher is not None else db.sha256_file(path)
+        copy_of = con.execute(
+            "SELECT path FROM ingest_runs WHERE source = ? AND sha256 = ? AND status = 'ok' "
+            "AND path <> ? AND n_read > 0 ORDER BY run_id LIMIT 1",
+            [SOURCE, fi.sha256, fi.path]).fetchall()
+        if copy_of and r.n_loaded + r.n_quarantined:
+            _drop_copy(con, r, store.first_id, copy_of[0][0])
+            return fi.result
         _finish_templates(con, book, r.run_id)
         r.n_flagged = con.execute(
             "SELECT count(*) FROM log_records WHERE ingest_run = ? AND flag IS NOT NULL",
@@ -651,6 +658,18 @@ def _quarantine(con, fi: FileIngest, unparsed: pl.DataFrame, parser: lf.LogForma
         r.quarantine_reasons[key] = r.quarantine_reasons.get(key, 0) + count
     known = len(known)
     fi.known_quarantined += known
+
+
+def _drop_copy(con, r: IngestResult, first_message_id: int, original: str) -> None:
+    """A file byte for byte the same as one stored from another path: the same source, so
+    every record of it is a duplicate. Its rows (records, new messages, quarantine) go."""
+    con.execute("DELETE FROM log_records WHERE ingest_run = ?", [r.run_id])
+    con.execute("DELETE FROM log_messages WHERE message_id >= ?", [first_message_id])
+    con.execute("DELETE FROM quarantine WHERE ingest_run = ?", [r.run_id])
+    r.n_duplicates, r.n_loaded, r.n_quarantined, r.n_flagged = r.n_read, 0, 0, 0
+    r.quarantine_reasons, r.redactions = {}, {}
+    r.notes.append(f"the same content as {original}, stored before: every record is a "
+                   "duplicate")
 
 
 def ingest_logs(con: duckdb.DuckDBPyConnection, paths: Iterable[str | Path],
