@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import array
 import datetime as dt
-import gzip
 import json
 import re
 import sys
@@ -38,8 +37,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from rlforge.errors import InputFileError, UserError
-from rlforge.ingest.common import (NUL_REPLACEMENT, check_not_binary, is_gzip,
-                                   line_endings, open_bytes, unreadable)
+from rlforge.ingest.textfile import (NUL_REPLACEMENT, check_not_binary, is_gzip,
+                                     line_endings, open_bytes, unreadable)
 
 NAMED_FORMATS = ("jsonl", "syslog", "access", "docker", "cri", "plain")
 CHUNK_BYTES = 16 << 20      # text read per chunk
@@ -962,7 +961,7 @@ def iter_line_blocks(path: str | Path, chunk_bytes: int | None = None, hasher=No
     """The lines of a file in blocks of about `chunk_bytes` (see `LineBlock`). `hasher`
     (hashlib) is fed the bytes of a plain file as they are read (so the file is read once).
 
-    `newline` is how the file's lines end (`common.line_endings`): LF and CRLF lines are
+    `newline` is how the file's lines end (`textfile.line_endings`): LF and CRLF lines are
     split at LF (a CR before it dropped), CR-only lines at CR. A line longer than
     MAX_LINE_BYTES is kept up to that size, whole as one record, and the rest of it up to
     its newline is skipped (its length is kept in the block's `cut`): a line is never

@@ -40,8 +40,8 @@ from rlforge.errors import UserError
 from rlforge.ingest import logformats as lf
 from rlforge.ingest import templates as tm
 from rlforge.ingest.common import (DATABASE_REDACTOR, RAW_CAP, FileIngest, IngestResult,
-                                   file_encoding, is_gzip, line_endings, read_head,
                                    ingest_guarded, resolve_redactor, store_quarantine)
+from rlforge.ingest.textfile import file_encoding, is_gzip, line_endings, read_head
 
 SOURCE = "logs"
 UNPARSED = ("quarantine", "message-only")

@@ -30,11 +30,11 @@ import polars as pl
 from rlforge import db
 from rlforge.errors import InputFileError, UserError
 from rlforge.ingest import ticket_formats as tf
-from rlforge.ingest.common import (DATABASE_REDACTOR, NUL_REPLACEMENT, FileIngest, IngestResult,
-                                   check_not_binary, decode, file_encoding, is_gzip,
-                                   ingest_guarded, line_endings, read_all, read_head,
-                                   resolve_redactor,
-                                   sha256_in_background)
+from rlforge.ingest.common import (DATABASE_REDACTOR, FileIngest, IngestResult, ingest_guarded,
+                                   resolve_redactor)
+from rlforge.ingest.textfile import (NUL_REPLACEMENT, check_not_binary, decode, file_encoding,
+                                     is_gzip, line_endings, read_all, read_head,
+                                     sha256_in_background)
 
 SOURCE = "tickets"
 MAX_FIELD_BYTES = 256 * 1024 * 1024  # a single CSV record may be this large
@@ -470,7 +470,7 @@ def ingest_file(con: duckdb.DuckDBPyConnection, path: str | Path, *, fmt: str = 
         else:
             text, bad_bytes = decode(read_all(path))
             nul = "\x00" in text
-            if nul:  # the one rule for NUL bytes (common.check_not_binary): replace and flag
+            if nul:  # the one rule for NUL bytes (textfile.check_not_binary): replace and flag
                 text = text.replace("\x00", NUL_REPLACEMENT)
             records = _parse_records(text, chosen, mapping, fi)
             if bad_bytes or nul:
@@ -513,7 +513,7 @@ def _may_hold_nul(path: Path) -> bool:
 
 
 def _replace_nul_bytes(con, run_id: int) -> None:
-    """The one rule for NUL bytes (see `common.check_not_binary`) on rows DuckDB's CSV
+    """The one rule for NUL bytes (see `textfile.check_not_binary`) on rows DuckDB's CSV
     reader staged or stored: each NUL becomes U+FFFD and the row is flagged `nul_bytes`."""
     any_nul = " OR ".join(f"contains(coalesce({c}, ''), chr(0))" for c in NUL_COLUMNS[1:]) + \
         " OR len(list_filter(coalesce(tags, []), lambda t: contains(t, chr(0)))) > 0" \
