@@ -85,7 +85,8 @@ def run_files(paths: Iterable[Path], one: Callable[[Path], IngestResult], *,
     return results
 
 
-def report(results: list[IngestResult], *, as_json: bool, quiet: bool, noun: str = "records") -> int:
+def report(results: list[IngestResult], *, as_json: bool, quiet: bool, noun: str = "records",
+           session: IngestSession | None = None) -> int:
     """Print the per-file summary (table, or JSON for CI); return the exit code (1 if any failed)."""
     failed = [r for r in results if r.status != "ok"]
     totals = {k: sum(getattr(r, k) for r in results) for k in
@@ -126,6 +127,9 @@ def report(results: list[IngestResult], *, as_json: bool, quiet: bool, noun: str
                 console.print(f"[yellow]note:[/] {r.path}: {note}")
     for r in failed:
         err_console.print(f"[bold red]error:[/] {r.path}: {r.error}", highlight=False,
+                          soft_wrap=True)
+    if session is not None and session.close_error:
+        err_console.print(f"[yellow]warning:[/] {session.close_error}", highlight=False,
                           soft_wrap=True)
     return 1 if failed else 0
 
@@ -169,7 +173,7 @@ def tickets(
     if not redact and not quiet and not as_json:
         console.print("[yellow]warning:[/] redaction is off (--no-redact): PII and secrets "
                       "were stored as they are")
-    code = report(results, as_json=as_json, quiet=quiet, noun="tickets")
+    code = report(results, as_json=as_json, quiet=quiet, noun="tickets", session=session)
     if code:
         raise typer.Exit(code)
 
@@ -199,6 +203,6 @@ def commits(
             con, p, rev=rev, redactor=redactor)), quiet=quiet or as_json, label="commits")
     finally:
         session.close()
-    code = report(results, as_json=as_json, quiet=quiet, noun="commits")
+    code = report(results, as_json=as_json, quiet=quiet, noun="commits", session=session)
     if code:
         raise typer.Exit(code)

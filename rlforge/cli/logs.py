@@ -58,7 +58,7 @@ def ingest_logs(
     if not redact and not quiet and not as_json:
         console.print("[yellow]warning:[/] redaction is off (--no-redact): PII and secrets "
                       "were stored as they are")
-    code = report(results, as_json=as_json, quiet=quiet, noun="log records")
+    code = report(results, as_json=as_json, quiet=quiet, noun="log records", session=session)
     if code:
         raise typer.Exit(code)
 

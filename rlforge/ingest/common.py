@@ -338,6 +338,7 @@ class IngestSession:
     def __init__(self, db_path: str | Path):
         self.db_path = Path(db_path)
         self.con = db.connect(self.db_path)
+        self.close_error: str | None = None  # what went wrong closing (a full disk...)
 
     def run(self, source: str, path: str | Path,
             ingest: Callable[[duckdb.DuckDBPyConnection, Path], IngestResult]) -> IngestResult:
@@ -368,4 +369,11 @@ class IngestSession:
                             f"{r.path} failed ({r.error}): {first_line(exc)}") from None
 
     def close(self) -> None:
-        self.con.close()
+        """Close the database. A failure here (DuckDB checkpoints on close, which a full
+        disk can refuse) loses nothing committed: it is kept in `close_error`."""
+        try:
+            self.con.close()
+        except (duckdb.Error, OSError) as exc:
+            self.close_error = (f"closing {self.db_path} failed ({first_line(exc)}); what was "
+                                "committed is kept in its write-ahead log and applied when "
+                                "the database is next opened with space free")
