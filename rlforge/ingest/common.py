@@ -111,6 +111,7 @@ class FileIngest:
         self._redact = redact
         self._quarantine: list[tuple[int | None, str, str]] = []
         self.known_quarantined = 0  # quarantined records an earlier run already stored
+        self._quarantined_before: bool | None = None
         self.result = IngestResult(source=source, path=self.path, format=fmt)
         self._started = 0.0
         self._started_at = None
@@ -170,6 +171,12 @@ class FileIngest:
         except Exception:  # nothing to roll back, or the connection is gone: both fine
             pass
 
+    def quarantined_before(self) -> bool:
+        """Whether an earlier run of this file left records in quarantine (looked up once)."""
+        if self._quarantined_before is None:
+            self._quarantined_before = in_quarantine(self.con, self.source, self.path)
+        return self._quarantined_before
+
     def _store_quarantine(self) -> None:
         """Insert this file's quarantined records, except those stored by an earlier run."""
         r = self.result
@@ -178,7 +185,8 @@ class FileIngest:
         rows = [(r.run_id, self.source, self.path, no,
                  self._redact(raw) if self._redact else raw, reason, db.now())
                 for no, raw, reason in self._quarantine]
-        known = store_quarantine(self.con, db.rows_frame(rows, list(QUARANTINE_COLUMNS)))
+        known = store_quarantine(self.con, db.rows_frame(rows, list(QUARANTINE_COLUMNS)),
+                                 self.quarantined_before())
         r.n_quarantined += len(rows) - len(known)
         r.n_duplicates += len(known)
         for i in known:  # the reasons count what is set aside now
@@ -214,22 +222,42 @@ def record_run(con: duckdb.DuckDBPyConnection, row: list) -> None:
                 "?, ?)", row)
 
 
-def store_quarantine(con: duckdb.DuckDBPyConnection, frame) -> list[int]:
-    """Insert quarantine rows (a polars frame in the table's column order) except those
-    already stored: same source, file, record number, (redacted) text and reason, the key a
-    re-ingest of the file reproduces. Returns the positions in `frame` of the rows skipped."""
+def store_quarantine(con: duckdb.DuckDBPyConnection, frame, check: bool = True) -> list[int]:
+    """Insert quarantine rows (a polars frame in the table's column order, all of one source
+    and file) except those already stored: same source, file, record number, (redacted)
+    text and reason, the key a re-ingest of the file reproduces. Only the stored rows of
+    that file between the frame's first and last record numbers are looked at; `check`
+    False (nothing of the file is in quarantine) skips the lookup. Returns the positions in
+    `frame` of the rows skipped."""
     import polars as pl
 
+    if frame.height == 0:
+        return []
     frame = frame.with_row_index("_pos")
-    key = ("q.source = n.source AND q.file = n.file AND q.record_no IS NOT DISTINCT FROM "
-           "n.record_no AND q.reason = n.reason AND q.raw IS NOT DISTINCT FROM n.raw")
-    with db.scanning(con, "_new_quarantine", frame):
-        known = pl.DataFrame(con.sql(f"SELECT n._pos FROM _new_quarantine n SEMI JOIN "
-                                     f"quarantine q ON {key}"))["_pos"].to_list()
-        cols = ", ".join(f"n.{c}" for c in QUARANTINE_COLUMNS)
-        con.execute(f"INSERT INTO quarantine SELECT {cols} FROM _new_quarantine n "
-                    f"ANTI JOIN quarantine q ON {key}")
+    known: list[int] = []
+    if check:
+        low, high = frame["record_no"].min(), frame["record_no"].max()
+        window = ("q.record_no IS NULL" if low is None else
+                  f"(q.record_no BETWEEN {int(low)} AND {int(high)} OR q.record_no IS NULL)")
+        with db.scanning(con, "_new_quarantine", frame):
+            known = pl.DataFrame(con.sql(f"""
+                SELECT n._pos FROM _new_quarantine n SEMI JOIN (
+                    SELECT * FROM quarantine q WHERE q.source = ? AND q.file = ? AND {window}) q
+                ON q.record_no IS NOT DISTINCT FROM n.record_no AND q.reason = n.reason
+                   AND q.raw IS NOT DISTINCT FROM n.raw""",
+                params=[frame["source"][0], frame["file"][0]]))["_pos"].to_list()
+    fresh = frame.filter(~pl.col("_pos").is_in(known)).drop("_pos") if known else frame.drop("_pos")
+    if fresh.height:
+        with db.scanning(con, "_new_quarantine", fresh):
+            con.execute(f"INSERT INTO quarantine SELECT {', '.join(QUARANTINE_COLUMNS)} "
+                        "FROM _new_quarantine")
     return known
+
+
+def in_quarantine(con: duckdb.DuckDBPyConnection, source: str, path: str) -> bool:
+    """Whether any record of this file is in quarantine (from an earlier run)."""
+    return bool(con.execute("SELECT count(*) FROM (SELECT 1 FROM quarantine WHERE source = ? "
+                            "AND file = ? LIMIT 1)", [source, path]).fetchall()[0][0])
 
 
 def first_line(exc: BaseException) -> str:

@@ -556,6 +556,7 @@ def ingest_file(con: duckdb.DuckDBPyConnection, path: str | Path, *, fmt: str = 
         earlier = [row[0] for row in con.execute(
             "SELECT run_id FROM ingest_runs WHERE source = ? AND path = ? AND status = 'ok' "
             "AND n_loaded > 0 ORDER BY run_id", [SOURCE, fi.path]).fetchall()]
+        fi.quarantined_before()  # looked up before this run adds any
         # (the hash is of the file's bytes: a decompressed or transcoded file is hashed apart)
         hasher = None if is_gzip(path) or file_encoding(path) != "utf-8" else _BackgroundHash()
         writer, chunks = _Writer(con), None
@@ -646,7 +647,7 @@ def _quarantine(con, fi: FileIngest, unparsed: pl.DataFrame, parser: lf.LogForma
         "ingest_run": pl.Series([fi.result.run_id] * unparsed.height, dtype=pl.Int64),
         "source": SOURCE, "file": fi.path, "record_no": unparsed["line_no"], "raw": raw,
         "reason": reasons, "created_at": db.now()})
-    known = store_quarantine(con, frame)
+    known = store_quarantine(con, frame, fi.quarantined_before())
     r = fi.result
     r.n_read += unparsed.height
     r.n_quarantined += unparsed.height - len(known)
