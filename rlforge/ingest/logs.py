@@ -545,8 +545,7 @@ def ingest_file(con: duckdb.DuckDBPyConnection, path: str | Path, *, fmt: str = 
     with FileIngest(con, SOURCE, path, None if fmt == "auto" else fmt,
                     redact=redactor.redact_text if redactor is not None else None) as fi:
         r = fi.result
-        head = read_head(path)
-        r.line_endings = line_endings(head)
+        r.line_endings = line_endings(read_head(path))
         parser = resolve_format(path, fmt, keys)
         r.format = parser.describe() if fmt != "auto" else parser.name
         book = _TemplateBook(_load_miner(con))
@@ -657,8 +656,7 @@ def _quarantine(con, fi: FileIngest, unparsed: pl.DataFrame, parser: lf.LogForma
         stored = stored.filter(~pl.int_range(0, frame.height, eager=True).is_in(known))
     for key, count in stored.value_counts().iter_rows():
         r.quarantine_reasons[key] = r.quarantine_reasons.get(key, 0) + count
-    known = len(known)
-    fi.known_quarantined += known
+    fi.known_quarantined += len(known)
 
 
 def _drop_copy(con, r: IngestResult, first_message_id: int, original: str) -> None:
