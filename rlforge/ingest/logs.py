@@ -641,7 +641,7 @@ def _quarantine(con, fi: FileIngest, unparsed: pl.DataFrame, parser: lf.LogForma
         reasons = pl.select(pl.when(long).then(pl.format(
             "record too long: {} bytes, over the maximum of {} (the record is this one "
             "entry, its text kept to the maximum); " + reason, unparsed["length"],
-            pl.lit(f"{lf.MAX_LINE_BYTES:,}"))).otherwise(reasons)).to_series()
+            pl.lit(str(lf.MAX_LINE_BYTES)))).otherwise(reasons)).to_series()
     frame = pl.DataFrame({
         "ingest_run": pl.Series([fi.result.run_id] * unparsed.height, dtype=pl.Int64),
         "source": SOURCE, "file": fi.path, "record_no": unparsed["line_no"], "raw": raw,
