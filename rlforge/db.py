@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
+import os
+import re
 import secrets
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -353,6 +355,10 @@ def connect(path: str | Path, read_only: bool = False) -> duckdb.DuckDBPyConnect
     try:
         con = duckdb.connect(str(path), read_only=read_only)
     except duckdb.IOException as exc:
+        holder = lock_holder(str(exc))
+        if holder:
+            raise UserError(f"database {path} is in use: {holder}; run this again when it "
+                            "has finished") from None
         raise UserError(f"cannot open database {path}: {exc}") from None
     # No progress tracking by default (it costs ~15% on a large scan); the CLI turns it on
     # when it shows progress. DuckDB never prints its own bar.
@@ -360,6 +366,35 @@ def connect(path: str | Path, read_only: bool = False) -> duckdb.DuckDBPyConnect
     if not read_only:
         migrate(con)
     return con
+
+
+def lock_holder(message: str) -> str | None:
+    """Who holds the database, from DuckDB's lock error ("Conflicting lock is held in
+    <program> (PID n)"): the holder's command line and since when it runs, read from /proc.
+    None when the error is not a lock conflict."""
+    m = re.search(r"Conflicting lock is held in (.*?) \(PID (\d+)\)", message)
+    if not m:
+        return None
+    pid = int(m.group(2))
+    what, since = m.group(1), None
+    try:
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+        args = [a.decode(errors="replace") for a in cmdline if a]
+        # `python -m rlforge ...`, `.../bin/rlforge ...`: show it from `rlforge` on
+        start = next((i for i, a in enumerate(args) if Path(a).name == "rlforge"
+                      or a == "rlforge" or a.endswith("/rlforge/__main__.py")), None)
+        if args:
+            what = " ".join(["rlforge", *args[start + 1:]] if start is not None else args)
+        ticks = int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[19])
+        boot = next(int(line.split()[1]) for line in Path("/proc/stat").read_text().splitlines()
+                    if line.startswith("btime "))
+        started = dt.datetime.fromtimestamp(boot + ticks / os.sysconf("SC_CLK_TCK"),
+                                            dt.timezone.utc)
+        since = started.strftime("%Y-%m-%d %H:%M:%S UTC")
+    except (OSError, ValueError, IndexError, StopIteration):
+        pass  # not on this machine's /proc (or it just ended): say what DuckDB said
+    kind = "an ingest" if " ingest " in f" {what} " else "another process"
+    return f"{kind} holds it ({what}, PID {pid}" + (f", running since {since})" if since else ")")
 
 
 class ArrowStream:

@@ -123,7 +123,7 @@ def test_invalid_utf8_is_replaced_and_flagged_not_dropped(cli, query):
 
 
 @pytest.mark.parametrize("name,problem", [("binary.csv", "binary file"),
-                                          ("truncated.csv.gz", "ended before")])
+                                          ("truncated.csv.gz", "truncated gzip")])
 def test_unreadable_file_fails_alone_and_writes_nothing(cli, query, name, problem, tmp_path):
     good = tmp_path / "good.csv"
     good.write_text("id,subject,description\n1,hello,world\n")

@@ -107,7 +107,7 @@ def test_read_buffers_are_used_again_only_once_nothing_reads_them(tmp_path, monk
     monkeypatch.setattr(lf._BufferPool, "take", recording)
     hasher = logs._BackgroundHash()
     hasher._hash = slow = SlowSha256()
-    kept = [block for block, _ in lf.iter_line_blocks(path, chunk_bytes=8192, hasher=hasher)]
+    kept = [block.lines for block in lf.iter_line_blocks(path, chunk_bytes=8192, hasher=hasher)]
     hasher.close()
     assert pl.concat(kept).to_list() == lines
     assert slow.inner.hexdigest() == db.sha256_file(path)
@@ -368,8 +368,8 @@ def test_read_log_is_the_parse_face_without_a_database(tmp_path):
     assert isinstance(duckdb.__version__, str)
 
 
-def test_a_record_longer_than_the_limit_is_cut_and_the_rest_set_aside(con, tmp_path,
-                                                                      monkeypatch):
+def test_a_record_longer_than_the_limit_is_cut_and_stays_one_record(con, tmp_path,
+                                                                     monkeypatch):
     monkeypatch.setattr(lf, "CHUNK_BYTES", 64)
     monkeypatch.setattr(lf, "MAX_RECORD_LINES", 4)
     path = tmp_path / "long.log"
@@ -377,10 +377,12 @@ def test_a_record_longer_than_the_limit_is_cut_and_the_rest_set_aside(con, tmp_p
     path.write_text("2024-05-01 10:00:00,001 ERROR a.B: boom\n" + trace +
                     "2024-05-01 10:00:01,001 INFO a.B: fine\n")
     r = logs.ingest_file(con, path, fmt=APP)
-    assert r.reconciles and r.n_quarantined > 0 and r.n_loaded == 2
-    first, last = con.execute("SELECT n_lines FROM log_lines ORDER BY line_no").fetchall()
-    assert 1 < first[0] <= 12 and last[0] == 1
-    assert first[0] + r.n_quarantined == 13
+    assert r.reconciles and (r.n_read, r.n_loaded, r.n_quarantined, r.n_flagged) == (2, 2, 0, 1)
+    first, last = con.execute("SELECT n_lines, flag, message FROM log_lines "
+                              "ORDER BY line_no").fetchall()
+    assert 4 < first[0] < 13 and first[1] == "truncated" and last == (1, None, "fine")
+    assert first[2].startswith("boom\n\tat frame.number0(")
+    assert any(f"{13 - first[0]} continuation line(s)" in note for note in r.notes)
 
 
 def test_fields_stay_redacted_when_the_memo_starts_over(con, tmp_path, monkeypatch):

@@ -14,7 +14,7 @@ from rich.table import Table
 
 from rlforge import db
 from rlforge.cli import console, err_console, state
-from rlforge.ingest.common import IngestResult, merge_counts
+from rlforge.ingest.common import IngestResult, IngestSession, merge_counts
 
 app = typer.Typer(help="Load tickets, commits and logs into the DuckDB store.", no_args_is_help=True)
 
@@ -85,7 +85,8 @@ def run_files(paths: Iterable[Path], one: Callable[[Path], IngestResult], *,
     return results
 
 
-def report(results: list[IngestResult], *, as_json: bool, quiet: bool, noun: str = "records") -> int:
+def report(results: list[IngestResult], *, as_json: bool, quiet: bool, noun: str = "records",
+           session: IngestSession | None = None) -> int:
     """Print the per-file summary (table, or JSON for CI); return the exit code (1 if any failed)."""
     failed = [r for r in results if r.status != "ok"]
     totals = {k: sum(getattr(r, k) for r in results) for k in
@@ -98,14 +99,16 @@ def report(results: list[IngestResult], *, as_json: bool, quiet: bool, noun: str
     elif not quiet:
         t = Table(title=f"ingest summary ({noun})")
         t.add_column("file", overflow="fold", ratio=1)
-        for name in ("format", "read", "loaded", "dup", "quarant.", "flagged", "sec", "status"):
-            t.add_column(name, no_wrap=True, justify="left" if name in ("format", "status") else "right")
+        for name in ("format", "lines", "read", "loaded", "dup", "quarant.", "flagged", "sec",
+                     "status"):
+            t.add_column(name, no_wrap=True,
+                         justify="left" if name in ("format", "lines", "status") else "right")
         for r in results:
-            t.add_row(r.path, r.format or "-", f"{r.n_read:,}", f"{r.n_loaded:,}",
+            t.add_row(r.path, r.format or "-", r.line_endings or "-", f"{r.n_read:,}", f"{r.n_loaded:,}",
                       f"{r.n_duplicates:,}", f"{r.n_quarantined:,}", f"{r.n_flagged:,}",
                       f"{r.seconds:.2f}", "ok" if r.status == "ok" else "[red]failed[/]")
         if len(results) > 1:
-            t.add_row("total", "", *(f"{totals[k]:,}" for k in
+            t.add_row("total", "", "", *(f"{totals[k]:,}" for k in
                                      ("n_read", "n_loaded", "n_duplicates", "n_quarantined",
                                       "n_flagged")), "", "")
         console.print(t)
@@ -125,13 +128,17 @@ def report(results: list[IngestResult], *, as_json: bool, quiet: bool, noun: str
     for r in failed:
         err_console.print(f"[bold red]error:[/] {r.path}: {r.error}", highlight=False,
                           soft_wrap=True)
+    if session is not None and session.close_error:
+        err_console.print(f"[yellow]warning:[/] {session.close_error}", highlight=False,
+                          soft_wrap=True)
     return 1 if failed else 0
 
 
 @app.command("tickets")
 def tickets(
     ctx: typer.Context,
-    paths: list[Path] = typer.Argument(..., help="ticket exports (.csv, .json, .jsonl; .gz too)"),
+    # (readable=False: an unreadable file fails alone, with the others ingested)
+    paths: list[Path] = typer.Argument(..., readable=False, help="ticket exports (.csv, .json, .jsonl; .gz too)"),
     fmt: Optional[str] = typer.Option(None, "--format", help="auto, csv, json, jsonl, zendesk, "
                                       "jira-csv, jira-json (default: detected from content)"),
     map_: Optional[list[str]] = typer.Option(None, "--map", help="FIELD=COLUMN, repeatable: "
@@ -155,18 +162,18 @@ def tickets(
     fmt = cfg.get("ingest.tickets.format", fmt)
     conflict = cfg.get("ingest.tickets.on_conflict", on_conflict)
     redact = cfg.get("redact", False if no_redact else None)
-    con = db.connect(st.db_path)
+    session = IngestSession(st.db_path)
     try:
-        redactor = make_redactor(con, redact)
-        results = run_files(paths, lambda p: tickets_lib.ingest_file(
+        redactor = make_redactor(session.con, redact)
+        results = run_files(paths, lambda p: session.run("tickets", p, lambda con, p: tickets_lib.ingest_file(
             con, p, fmt=fmt, mapping=mapping, redactor=redactor, on_conflict=conflict,
-            origin=origin), quiet=quiet or as_json, label="tickets", con=con)
+            origin=origin)), quiet=quiet or as_json, label="tickets", con=session.con)
     finally:
-        con.close()
+        session.close()
     if not redact and not quiet and not as_json:
         console.print("[yellow]warning:[/] redaction is off (--no-redact): PII and secrets "
                       "were stored as they are")
-    code = report(results, as_json=as_json, quiet=quiet, noun="tickets")
+    code = report(results, as_json=as_json, quiet=quiet, noun="tickets", session=session)
     if code:
         raise typer.Exit(code)
 
@@ -175,7 +182,7 @@ def tickets(
 @app.command("commits")
 def commits(
     ctx: typer.Context,
-    repos: list[Path] = typer.Argument(..., help="local git repositories"),
+    repos: list[Path] = typer.Argument(..., readable=False, help="local git repositories"),
     rev: Optional[str] = typer.Option(None, "--rev", help="revision range in git rev-list "
                                       "syntax, e.g. 'main~300..main' (default: all refs)"),
     no_redact: bool = typer.Option(False, "--no-redact", help="store authors and messages as they are"),
@@ -189,14 +196,13 @@ def commits(
     cfg = st.config
     rev = cfg.get("ingest.commits.rev", rev)
     redact = cfg.get("redact", False if no_redact else None)
-    roots = [commits_lib.repo_root(r) for r in repos]
-    con = db.connect(st.db_path)
+    session = IngestSession(st.db_path)
     try:
-        redactor = make_redactor(con, redact)
-        results = run_files(roots, lambda p: commits_lib.ingest_repo(
-            con, p, rev=rev, redactor=redactor), quiet=quiet or as_json, label="commits")
+        redactor = make_redactor(session.con, redact)
+        results = run_files(repos, lambda p: session.run("commits", p, lambda con, p: commits_lib.ingest_repo(
+            con, p, rev=rev, redactor=redactor)), quiet=quiet or as_json, label="commits")
     finally:
-        con.close()
-    code = report(results, as_json=as_json, quiet=quiet, noun="commits")
+        session.close()
+    code = report(results, as_json=as_json, quiet=quiet, noun="commits", session=session)
     if code:
         raise typer.Exit(code)

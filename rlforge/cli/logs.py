@@ -13,11 +13,12 @@ from rich.table import Table
 from rlforge import db
 from rlforge.cli import console, state
 from rlforge.cli.ingest import make_redactor, parse_map, report, run_files
+from rlforge.ingest.common import IngestSession
 
 
 def ingest_logs(
     ctx: typer.Context,
-    paths: list[Path] = typer.Argument(..., help="log files (.gz read transparently)"),
+    paths: list[Path] = typer.Argument(..., readable=False, help="log files (.gz read transparently)"),
     fmt: Optional[str] = typer.Option(
         None, "--format", help="auto (detected from the first lines), jsonl, syslog, access, "
         "docker, cri, plain, or a header format string such as "
@@ -46,18 +47,18 @@ def ingest_logs(
     keys = {**cfg.get("ingest.logs.keys"), **parse_map(key)}
     unparsed = cfg.get("ingest.logs.unparsed", unparsed)
     redact = cfg.get("redact", False if no_redact else None)
-    con = db.connect(st.db_path)
+    session = IngestSession(st.db_path)
     try:
-        redactor = make_redactor(con, redact)
-        results = run_files(paths, lambda p: logs_lib.ingest_file(
-            con, p, fmt=fmt, masks=masks, keys=keys, unparsed=unparsed, redactor=redactor),
+        redactor = make_redactor(session.con, redact)
+        results = run_files(paths, lambda p: session.run("logs", p, lambda con, p: logs_lib.ingest_file(
+            con, p, fmt=fmt, masks=masks, keys=keys, unparsed=unparsed, redactor=redactor)),
             quiet=quiet or as_json, label="logs")
     finally:
-        con.close()
+        session.close()
     if not redact and not quiet and not as_json:
         console.print("[yellow]warning:[/] redaction is off (--no-redact): PII and secrets "
                       "were stored as they are")
-    code = report(results, as_json=as_json, quiet=quiet, noun="log records")
+    code = report(results, as_json=as_json, quiet=quiet, noun="log records", session=session)
     if code:
         raise typer.Exit(code)
 

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 import duckdb
 
 from rlforge.db import scanning
-from rlforge.errors import InputFileError, UserError
+from rlforge.errors import InputFileError
 from rlforge.ingest.common import DATABASE_REDACTOR, FileIngest, IngestResult, resolve_redactor
 
 if TYPE_CHECKING:
@@ -68,12 +68,12 @@ def repo_root(path: str | Path) -> Path:
     """The top of the repository containing path; a clear error when it is not one."""
     p = Path(path)
     if not p.exists():
-        raise UserError(f"{p}: no such directory")
+        raise InputFileError(str(p), "no such directory")
     proc = subprocess.run(["git", "-C", str(p), "rev-parse", "--show-toplevel"],
                           capture_output=True, text=True)
     if proc.returncode != 0:
-        raise UserError(f"{p}: not a git repository (git rev-parse failed: "
-                        f"{proc.stderr.strip()[:200]})")
+        raise InputFileError(str(p), "not a git repository (git rev-parse failed: "
+                             f"{proc.stderr.strip()[:200]})")
     return Path(proc.stdout.strip()).resolve()
 
 

@@ -5,25 +5,29 @@ Every input record ends as exactly one of loaded, duplicate, or quarantined, and
 each source runs a file inside: it opens the transaction, hands out the `ingest_runs`
 id, collects quarantine rows, and on exit either commits everything of the file with its
 `ingest_runs` row, or rolls the file back and records a failed run with one clear reason.
+
+`ingest_guarded` and `IngestSession` are the file boundary of a command over several
+files: whatever goes wrong with one file (see `file_error_reason`) fails that file alone,
+on the record, and the next one starts on a usable database.
 """
 
 from __future__ import annotations
 
 import collections
-import gzip
-import io
+import csv
+import errno
 import json
 import time
-import zlib
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, Callable
 
 import duckdb
 
 from rlforge import __version__, db
-from rlforge.errors import InputFileError
+from rlforge.errors import InputFileError, UserError
+from rlforge.ingest.textfile import PERMISSION_DENIED
 
 RAW_CAP = 64 * 1024  # bytes of raw text kept per quarantined record
 
@@ -60,6 +64,9 @@ class IngestResult:
     seconds: float = 0.0
     quarantine_reasons: dict[str, int] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    line_endings: str | None = None  # LF | CRLF | CR, as detected in the file
+    # the failed run's `ingest_runs` row, when the database could not take it at the time
+    unrecorded: list | None = field(default=None, repr=False)
 
     @property
     def reconciles(self) -> bool:
@@ -68,6 +75,7 @@ class IngestResult:
 
     def to_dict(self) -> dict[str, Any]:
         out = asdict(self)
+        out.pop("unrecorded")
         out["reconciles"] = self.reconciles
         return out
 
@@ -82,8 +90,14 @@ class FileIngest:
             fi.result.n_read = ...
         fi.result                     # status ok, or failed with the reason (file rolled back)
 
-    `InputFileError` raised inside the block fails this file only (it is swallowed after
-    the rollback and recorded); any other exception rolls back and propagates.
+    A problem of the file itself (`file_error_reason`: unreadable, unparsable, nested too
+    deep, disk full, ...) raised inside the block fails this file only: it is rolled back,
+    recorded as a failed run with the reason, and swallowed. Any other exception (a bug)
+    rolls back and propagates.
+
+    A quarantined record already in `quarantine` for the same file (same record number,
+    same redacted text, same reason: a re-ingest) is not stored again; it counts as a
+    duplicate, like a loaded record seen before.
     """
 
     def __init__(self, con: duckdb.DuckDBPyConnection, source: str, path: str | Path,
@@ -96,6 +110,8 @@ class FileIngest:
         self.head = head
         self._redact = redact
         self._quarantine: list[tuple[int | None, str, str]] = []
+        self.known_quarantined = 0  # quarantined records an earlier run already stored
+        self._quarantined_before: bool | None = None
         self.result = IngestResult(source=source, path=self.path, format=fmt)
         self._started = 0.0
         self._started_at = None
@@ -121,106 +137,168 @@ class FileIngest:
     def __exit__(self, exc_type, exc, tb) -> bool:
         r = self.result
         r.seconds = time.perf_counter() - self._started
+        late = None
         if exc_type is None:
-            r.n_quarantined += len(self._quarantine)
-            if self._quarantine:
-                rows = [(r.run_id, self.source, self.path, no,
-                         self._redact(raw) if self._redact else raw, reason, db.now())
-                        for no, raw, reason in self._quarantine]
-                db.insert_rows(self.con, "quarantine", rows)
-            self._record_run()
-            self.con.execute("COMMIT")
-            return False
-        self.con.execute("ROLLBACK")
+            try:
+                self._store_quarantine()
+                if self.known_quarantined:
+                    r.notes.append(f"{self.known_quarantined:,} record(s) already in quarantine "
+                                   "from an earlier ingest of this file (counted as duplicates)")
+                self._record_run()
+                self.con.execute("COMMIT")
+                return False
+            except Exception as exc_at_end:  # e.g. the disk fills up at the commit
+                late = exc_type, exc = type(exc_at_end), exc_at_end
+        reason = file_error_reason(exc)
+        self._rollback()
         r.status = "failed"
-        r.error = exc.problem if isinstance(exc, InputFileError) else f"{exc_type.__name__}: {exc}"
+        r.error = reason or f"{exc_type.__name__}: {exc}"
         r.n_read = r.n_loaded = r.n_duplicates = r.n_quarantined = r.n_flagged = 0
         r.redactions = {}
         r.quarantine_reasons = {}
-        self._record_run()
-        return isinstance(exc, InputFileError)
+        try:
+            self._record_run()
+        except Exception as again:  # the database itself is unusable (disk full, ...)
+            r.unrecorded = self._run_row()
+            r.error += f"{NOT_RECORDED}: {first_line(again)})"
+        if late is not None and reason is None:
+            raise exc
+        return reason is not None
+
+    def _rollback(self) -> None:
+        try:
+            self.con.execute("ROLLBACK")
+        except Exception:  # nothing to roll back, or the connection is gone: both fine
+            pass
+
+    def quarantined_before(self) -> bool:
+        """Whether an earlier run of this file left records in quarantine (looked up once)."""
+        if self._quarantined_before is None:
+            self._quarantined_before = in_quarantine(self.con, self.source, self.path)
+        return self._quarantined_before
+
+    def _store_quarantine(self) -> None:
+        """Insert this file's quarantined records, except those stored by an earlier run."""
+        r = self.result
+        if not self._quarantine:
+            return
+        rows = [(r.run_id, self.source, self.path, no,
+                 self._redact(raw) if self._redact else raw, reason, db.now())
+                for no, raw, reason in self._quarantine]
+        known = store_quarantine(self.con, db.rows_frame(rows, list(QUARANTINE_COLUMNS)),
+                                 self.quarantined_before())
+        r.n_quarantined += len(rows) - len(known)
+        r.n_duplicates += len(known)
+        for i in known:  # the reasons count what is set aside now
+            key = self._quarantine[i][2].split(":", 1)[0]
+            r.quarantine_reasons[key] -= 1
+        r.quarantine_reasons = {k: v for k, v in r.quarantine_reasons.items() if v}
+        self.known_quarantined += len(known)
 
     def _digest(self) -> str | None:
         """The file's sha256: a string, or a Future computing it on another thread."""
         return self.sha256.result() if isinstance(self.sha256, Future) else self.sha256
 
-    def _record_run(self) -> None:
+    def _run_row(self) -> list:
         r = self.result
-        self.con.execute(
-            "INSERT INTO ingest_runs VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            [r.run_id, self.source, self.path, r.format, self._digest(), self.head, r.status, r.error,
-             r.n_read, r.n_loaded, r.n_duplicates, r.n_quarantined, r.n_flagged,
-             json.dumps(r.redactions), __version__, self._started_at, db.now(), r.seconds],
-        )
+        try:
+            digest = self._digest()
+        except Exception:  # the file could not be read to the end: no digest
+            digest = None
+        return [r.run_id, self.source, self.path, r.format, digest, self.head, r.status,
+                r.error, r.n_read, r.n_loaded, r.n_duplicates, r.n_quarantined, r.n_flagged,
+                json.dumps(r.redactions), __version__, self._started_at, db.now(), r.seconds]
+
+    def _record_run(self) -> None:
+        record_run(self.con, self._run_row())
 
 
-# --- reading files -------------------------------------------------------------------
-
-SNIFF_BYTES = 64 * 1024
+QUARANTINE_COLUMNS = ("ingest_run", "source", "file", "record_no", "raw", "reason", "created_at")
 
 
-_HASHER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="rlforge-sha256")
+def record_run(con: duckdb.DuckDBPyConnection, row: list) -> None:
+    """Write one `ingest_runs` row (in the column order of the table)."""
+    con.execute("INSERT INTO ingest_runs VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
+                "?, ?)", row)
 
 
-def sha256_in_background(path: str | Path) -> Future:
-    """Start hashing a file on another thread (hashlib releases the GIL on large blocks), so
-    hashing a large export overlaps with parsing it instead of adding to it."""
-    return _HASHER.submit(db.sha256_file, path)
+def store_quarantine(con: duckdb.DuckDBPyConnection, frame, check: bool = True) -> list[int]:
+    """Insert quarantine rows (a polars frame in the table's column order, all of one source
+    and file) except those already stored: same source, file, record number, (redacted)
+    text and reason, the key a re-ingest of the file reproduces. Only the stored rows of
+    that file between the frame's first and last record numbers are looked at; `check`
+    False (nothing of the file is in quarantine) skips the lookup. Returns the positions in
+    `frame` of the rows skipped."""
+    import polars as pl
+
+    if frame.height == 0:
+        return []
+    frame = frame.with_row_index("_pos")
+    known: list[int] = []
+    if check:
+        low, high = frame["record_no"].min(), frame["record_no"].max()
+        window = ("q.record_no IS NULL" if low is None else
+                  f"(q.record_no BETWEEN {int(low)} AND {int(high)} OR q.record_no IS NULL)")
+        with db.scanning(con, "_new_quarantine", frame):
+            known = pl.DataFrame(con.sql(f"""
+                SELECT n._pos FROM _new_quarantine n SEMI JOIN (
+                    SELECT * FROM quarantine q WHERE q.source = ? AND q.file = ? AND {window}) q
+                ON q.record_no IS NOT DISTINCT FROM n.record_no AND q.reason = n.reason
+                   AND q.raw IS NOT DISTINCT FROM n.raw""",
+                params=[frame["source"][0], frame["file"][0]]))["_pos"].to_list()
+    fresh = frame.filter(~pl.col("_pos").is_in(known)).drop("_pos") if known else frame.drop("_pos")
+    if fresh.height:
+        with db.scanning(con, "_new_quarantine", fresh):
+            con.execute(f"INSERT INTO quarantine SELECT {', '.join(QUARANTINE_COLUMNS)} "
+                        "FROM _new_quarantine")
+    return known
 
 
-def is_gzip(path: str | Path) -> bool:
-    with open(path, "rb") as fh:
-        return fh.read(2) == b"\x1f\x8b"
+def in_quarantine(con: duckdb.DuckDBPyConnection, source: str, path: str) -> bool:
+    """Whether any record of this file is in quarantine (from an earlier run)."""
+    return bool(con.execute("SELECT count(*) FROM (SELECT 1 FROM quarantine WHERE source = ? "
+                            "AND file = ? LIMIT 1)", [source, path]).fetchall()[0][0])
 
 
-def read_head(path: str | Path, n: int = SNIFF_BYTES) -> bytes:
-    """The first n decompressed bytes of a file (gzip read transparently)."""
-    try:
-        if is_gzip(path):
-            with gzip.open(path, "rb") as fh:
-                return fh.read(n)
-        with open(path, "rb") as fh:
-            return fh.read(n)
-    except (OSError, EOFError, zlib.error) as exc:
-        raise InputFileError(str(path), f"cannot read: {exc}") from None
+def first_line(exc: BaseException) -> str:
+    """The first line of an exception's message (DuckDB's run over several lines)."""
+    text = str(exc).strip()
+    return text.split("\n", 1)[0] if text else type(exc).__name__
 
 
-def read_all(path: str | Path) -> bytes:
-    """The whole decompressed content; a truncated or corrupt gzip is an InputFileError."""
-    try:
-        if is_gzip(path):
-            with gzip.open(path, "rb") as fh:
-                return fh.read()
-        return Path(path).read_bytes()
-    except EOFError:
-        raise InputFileError(str(path), "truncated gzip stream (file ends before the "
-                             "compressed data does); re-export or re-download it") from None
-    except (OSError, zlib.error) as exc:
-        raise InputFileError(str(path), f"cannot read: {exc}") from None
+def file_error_reason(exc: BaseException) -> str | None:
+    """One line saying what is wrong with a file, for an exception that is the file's (or
+    its disk's) problem rather than a bug in rlforge; None for anything else.
 
-
-def check_not_binary(path: str | Path, head: bytes) -> None:
-    """Refuse files that are clearly not text (NUL bytes in the first block)."""
-    if b"\x00" in head[:8192]:
-        raise InputFileError(str(path), "binary file (contains NUL bytes), not a text export")
-
-
-def decode(data: bytes) -> tuple[str, bool]:
-    """UTF-8 text (BOM stripped) and whether invalid bytes had to be replaced."""
-    if data.startswith(b"\xef\xbb\xbf"):
-        data = data[3:]
-    try:
-        return data.decode("utf-8"), False
-    except UnicodeDecodeError:
-        return data.decode("utf-8", errors="replace"), True
-
-
-def iter_lines(data: bytes) -> Iterator[tuple[int, bytes]]:
-    """(1-based line number, line bytes without the newline) for non-empty lines."""
-    for i, line in enumerate(io.BytesIO(data), start=1):
-        line = line.rstrip(b"\r\n")
-        if line.strip():
-            yield i, line
+    Covered: `InputFileError`; permissions and other I/O errors, a full disk included
+    (from Python or from DuckDB); nesting too deep for the parsers (RecursionError); a
+    CSV the csv module cannot read; running out of memory on one huge file.
+    """
+    if isinstance(exc, InputFileError):
+        return exc.problem
+    if isinstance(exc, RecursionError):
+        return ("nested too deeply to parse (a JSON value inside more than ~1,000 levels "
+                "of arrays or objects)")
+    if isinstance(exc, PermissionError):
+        return PERMISSION_DENIED
+    if isinstance(exc, OSError):
+        if exc.errno == errno.ENOSPC:
+            return "no space left on device (free some space and ingest this file again)"
+        return f"I/O error: {exc.strerror or exc}"
+    if isinstance(exc, csv.Error):
+        return f"not readable as CSV: {exc}"
+    if isinstance(exc, MemoryError):
+        return "out of memory while reading this file"
+    if isinstance(exc, duckdb.Error):
+        text = first_line(exc)
+        if "No space left on device" in text or "Disk quota exceeded" in text:
+            return "no space left on device (free some space and ingest this file again): " + text
+        if isinstance(exc, (duckdb.IOException, duckdb.FatalException)) or \
+                "Could not write file" in text or "Could not read from file" in text:
+            return f"database I/O error: {text}"
+        if isinstance(exc, duckdb.OutOfMemoryException):
+            return f"out of memory while storing this file: {text}"
+    return None
 
 
 def merge_counts(*counters: dict[str, int]) -> dict[str, int]:
@@ -228,3 +306,102 @@ def merge_counts(*counters: dict[str, int]) -> dict[str, int]:
     for c in counters:
         total.update(c)
     return dict(sorted(total.items()))
+
+
+def ingest_guarded(con: duckdb.DuckDBPyConnection, source: str, path: str | Path,
+                   ingest: Callable[[duckdb.DuckDBPyConnection, Path], IngestResult]
+                   ) -> IngestResult:
+    """`ingest(con, path)` with the file boundary around it: a failure that is the file's
+    (see `file_error_reason`), raised before its transaction began as well as inside it,
+    becomes a failed result, and every failed result gets its `ingest_runs` row (status
+    failed, the reason) as soon as the database can take it."""
+    started = db.now()
+    try:
+        result = ingest(con, Path(path))
+    except Exception as exc:
+        reason = file_error_reason(exc)
+        if reason is None:
+            raise
+        result = IngestResult(source=source, path=str(path), status="failed", error=reason)
+    if result.status != "ok":
+        record_failure(con, result, started)
+    return result
+
+
+def record_failure(con: duckdb.DuckDBPyConnection, r: IngestResult, started=None) -> None:
+    """Write the `ingest_runs` row of a failed result that has none yet (failed before its
+    transaction began, or when the database could not take the row)."""
+    if r.run_id is not None and r.unrecorded is None:
+        return  # FileIngest recorded it
+    row = r.unrecorded
+    try:
+        if row is None:
+            r.run_id = db.next_run_id(con)
+            row = [r.run_id, r.source, r.path, r.format, None, None, "failed", r.error,
+                   0, 0, 0, 0, 0, "{}", __version__, started or db.now(), db.now(), r.seconds]
+        else:
+            r.error = r.error.split(NOT_RECORDED, 1)[0]
+            row[7] = r.error
+        record_run(con, row)
+        r.unrecorded = None
+    except Exception as exc:
+        r.unrecorded = row
+        if NOT_RECORDED not in r.error:
+            r.error += f"{NOT_RECORDED}: {first_line(exc)})"
+
+
+NOT_RECORDED = " (not yet recorded in ingest_runs"
+
+
+class IngestSession:
+    """The database connection of one ingest command over several files, and what keeps
+    one file's failure from reaching the others.
+
+    `run` ingests one file through `ingest_guarded`. When a failure left the connection
+    unusable (DuckDB invalidates a database after a write fails, e.g. on a full disk), the
+    database is opened again, so the next file starts on a clean one, and the failure is
+    recorded once the database can take it.
+    """
+
+    def __init__(self, db_path: str | Path):
+        self.db_path = Path(db_path)
+        self.con = db.connect(self.db_path)
+        self.close_error: str | None = None  # what went wrong closing (a full disk...)
+
+    def run(self, source: str, path: str | Path,
+            ingest: Callable[[duckdb.DuckDBPyConnection, Path], IngestResult]) -> IngestResult:
+        """Ingest one file with `ingest(con, path)`; never raises for the file's own problems."""
+        started = db.now()
+        result = ingest_guarded(self.con, source, path, ingest)
+        if result.unrecorded is not None and not self._usable():
+            self._reopen(result)
+            record_failure(self.con, result, started)
+        return result
+
+    def _usable(self) -> bool:
+        try:
+            self.con.execute("SELECT 1").fetchall()
+            return True
+        except Exception:
+            return False
+
+    def _reopen(self, r: IngestResult) -> None:
+        try:
+            self.con.close()
+        except Exception:
+            pass
+        try:
+            self.con = db.connect(self.db_path)
+        except Exception as exc:
+            raise UserError(f"the database {self.db_path} cannot be opened again after "
+                            f"{r.path} failed ({r.error}): {first_line(exc)}") from None
+
+    def close(self) -> None:
+        """Close the database. A failure here (DuckDB checkpoints on close, which a full
+        disk can refuse) loses nothing committed: it is kept in `close_error`."""
+        try:
+            self.con.close()
+        except (duckdb.Error, OSError) as exc:
+            self.close_error = (f"closing {self.db_path} failed ({first_line(exc)}); what was "
+                                "committed is kept in its write-ahead log and applied when "
+                                "the database is next opened with space free")

@@ -24,25 +24,25 @@ from __future__ import annotations
 
 import array
 import datetime as dt
-import gzip
 import json
 import re
 import sys
 import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterator, Sequence
+from typing import Iterator, NamedTuple, Sequence
 
 import polars as pl
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from rlforge.errors import InputFileError, UserError
-from rlforge.ingest.common import check_not_binary, is_gzip
+from rlforge.ingest.textfile import (NUL_REPLACEMENT, check_not_binary, is_gzip,
+                                     line_endings, open_bytes, unreadable)
 
 NAMED_FORMATS = ("jsonl", "syslog", "access", "docker", "cri", "plain")
 CHUNK_BYTES = 16 << 20      # text read per chunk
-MAX_LINE_BYTES = 64 << 20   # a "line" longer than this is cut (a file with no newlines)
+MAX_LINE_BYTES = 64 << 20   # a line longer than this is kept to here, whole, flagged truncated
 SAMPLE_LINES = 1000         # lines looked at to detect the format and its time layout
 MAX_RECORD_LINES = 100_000  # a multi-line record longer than this is cut
 RECORD_COLUMNS = ["line_no", "n_lines", "ts", "ts_text", "host", "component", "level",
@@ -689,7 +689,7 @@ class JsonFormat(LogFormat):
         for line in sample:
             try:
                 obj = json.loads(line)
-            except ValueError:
+            except (ValueError, RecursionError):
                 continue
             if isinstance(obj, dict):
                 objs.append(obj)
@@ -844,7 +844,7 @@ def detect(sample: Sequence[str], keys: dict[str, str] | None = None) -> LogForm
     for s in lines.head(50).to_list():
         try:
             obj = json.loads(s)
-        except ValueError:
+        except (ValueError, RecursionError):
             continue
         if isinstance(obj, dict):
             objs.append(obj)
@@ -863,15 +863,20 @@ def detect(sample: Sequence[str], keys: dict[str, str] | None = None) -> LogForm
 # --- reading: lines, records, chunks -------------------------------------------------
 
 def _open(path: Path):
-    """A binary reader of the file, decompressing gzip transparently."""
-    return gzip.open(path, "rb") if is_gzip(path) else open(path, "rb")
+    """A binary reader of the file's content as UTF-8 (gzip decompressed, UTF-16/32 with a
+    byte-order mark transcoded)."""
+    return open_bytes(path)
 
 
-def _split(data: bytes, start: int, end: int) -> tuple[pl.Series, bool]:
+_CR_TO_LF = bytes.maketrans(b"\r", b"\n")
+
+
+def _split(data, start: int, end: int) -> tuple[pl.Series, bool, pl.Series | None]:
     """The lines of data[start:end] (which ends at a newline, or at the end of the file),
-    with the text copied once (by the split); and whether invalid UTF-8 had to be replaced."""
+    with the text copied once (by the split); whether invalid UTF-8 had to be replaced; and
+    which lines held NUL bytes (None when none did), which are replaced by U+FFFD."""
     if end <= start:
-        return pl.Series("line", [], dtype=pl.String), False
+        return pl.Series("line", [], dtype=pl.String), False, None
     view = memoryview(data)[start:end]
     arr = pa.LargeBinaryArray.from_buffers(
         pa.large_binary(), 1, [None, pa.py_buffer(array.array("q", [0, end - start])),
@@ -886,7 +891,11 @@ def _split(data: bytes, start: int, end: int) -> tuple[pl.Series, bool]:
         lines, bad = pl.Series(text.split("\n")[: len(parts)], dtype=pl.String), True
     if data.find(b"\r", start, end) >= 0:
         lines = lines.str.strip_suffix("\r")
-    return lines.alias("line"), bad
+    nul = None
+    if data.find(b"\x00", start, end) >= 0:
+        nul = lines.str.contains("\x00", literal=True)
+        lines = lines.str.replace_all("\x00", NUL_REPLACEMENT, literal=True)
+    return lines.alias("line"), bad, nul
 
 
 class _BufferPool:
@@ -911,18 +920,61 @@ class _BufferPool:
         return buf
 
 
-def iter_line_blocks(path: str | Path, chunk_bytes: int | None = None,
-                     hasher=None) -> Iterator[tuple[pl.Series, bool]]:
-    """The lines of a file in blocks of about `chunk_bytes`, each with whether invalid
-    UTF-8 had to be replaced in it. `hasher` (hashlib) is fed the bytes of a plain file
-    as they are read (so the file is read once)."""
+class LineBlock(NamedTuple):
+    """Lines of a file read together: the text of each, whether invalid UTF-8 was replaced
+    in any, which held NUL bytes (a Boolean per line, None when none did), and the lines
+    cut at MAX_LINE_BYTES (position in the block -> the line's full length in bytes)."""
+
+    lines: pl.Series
+    bad_utf8: bool
+    nul: pl.Series | None = None
+    cut: dict[int, int] | None = None
+
+
+def _joined(head: LineBlock, body: LineBlock) -> LineBlock:
+    if not head.lines.len():
+        return body
+    lines = pl.concat([head.lines, body.lines], rechunk=False)
+    nul = None
+    if head.nul is not None or body.nul is not None:
+        nul = pl.concat([m if m is not None else pl.repeat(False, part.len(), eager=True)
+                         for m, part in ((head.nul, head.lines), (body.nul, body.lines))])
+    return LineBlock(lines, head.bad_utf8 or body.bad_utf8, nul, head.cut)
+
+
+def _cut_line(kept: bytes, length: int) -> LineBlock:
+    """A line longer than MAX_LINE_BYTES: its first MAX_LINE_BYTES (to a whole UTF-8
+    character), as one record that remembers the full length."""
+    end = i = len(kept)
+    while i > 0 and end - i < 4 and 0x80 <= kept[i - 1] < 0xC0:
+        i -= 1  # back over the continuation bytes of the last character
+    if i > 0 and kept[i - 1] >= 0xC0:  # its lead byte: is the character whole?
+        lead = kept[i - 1]
+        if end - (i - 1) < (2 if lead < 0xE0 else 3 if lead < 0xF0 else 4):
+            end = i - 1
+    lines, bad, nul = _split(kept, 0, end)
+    return LineBlock(lines.head(1), bad, nul.head(1) if nul is not None else None, {0: length})
+
+
+def iter_line_blocks(path: str | Path, chunk_bytes: int | None = None, hasher=None,
+                     newline: str = "LF") -> Iterator[LineBlock]:
+    """The lines of a file in blocks of about `chunk_bytes` (see `LineBlock`). `hasher`
+    (hashlib) is fed the bytes of a plain file as they are read (so the file is read once).
+
+    `newline` is how the file's lines end (`textfile.line_endings`): LF and CRLF lines are
+    split at LF (a CR before it dropped), CR-only lines at CR. A line longer than
+    MAX_LINE_BYTES is kept up to that size, whole as one record, and the rest of it up to
+    its newline is skipped (its length is kept in the block's `cut`): a line is never
+    split into several."""
     path = Path(path)
     gz = is_gzip(path)
     chunk_bytes = chunk_bytes or CHUNK_BYTES
     pool = _BufferPool(chunk_bytes)
+    cr_only = newline == "CR"
     try:
         with _open(path) as fh:
             carry, first = b"", True
+            cut: list | None = None  # [kept bytes, full length] of a line over the limit
             while True:
                 if first:
                     # The first block is small, so the first records reach the miner and
@@ -935,36 +987,53 @@ def iter_line_blocks(path: str | Path, chunk_bytes: int | None = None,
                 if hasher is not None and not gz:
                     hasher.update(memoryview(data)[:n])
                 if not n:
-                    if carry:
-                        yield _split(carry, 0, len(carry))
+                    if cut is not None:
+                        yield _cut_line(*cut)
+                    elif carry:
+                        yield LineBlock(*_split(carry, 0, len(carry)))
                     return
                 if first and (carry + data).startswith(b"\xef\xbb\xbf"):
                     data, carry = (carry + data)[3:], b""
                     n = len(data)
                 first = first and len(carry) + n < 3
-                nl = data.find(b"\n", 0, n)
+                if cr_only:
+                    data = bytes(memoryview(data)[:n]).translate(_CR_TO_LF)
+                start = 0
+                if cut is not None:  # skipping the rest of a line over the limit
+                    nl = data.find(b"\n", 0, n)
+                    if nl < 0:
+                        cut[1] += n
+                        continue
+                    cut[1] += nl
+                    yield _cut_line(*cut)
+                    cut, start = None, nl + 1
+                nl = data.find(b"\n", start, n)
                 if nl < 0:
-                    carry += data[:n]
-                    if len(carry) >= MAX_LINE_BYTES:  # a file without newlines: cut it
-                        yield _split(carry, 0, len(carry))
-                        carry = b""
+                    carry += data[start:n]
+                    if len(carry) >= MAX_LINE_BYTES:
+                        cut, carry = [carry[:MAX_LINE_BYTES], len(carry)], b""
                     continue
                 last = data.rfind(b"\n", 0, n)
-                head, bad_head = _split(carry + data[:nl + 1], 0, len(carry) + nl + 1)
-                body, bad_body = _split(data, nl + 1, last + 1)
+                if len(carry) + nl - start >= MAX_LINE_BYTES:  # the line ends here, too long
+                    line = carry + data[start:nl]
+                    head = _cut_line(line[:MAX_LINE_BYTES], len(line))
+                else:
+                    head = LineBlock(*_split(carry + data[start:nl + 1], 0,
+                                             len(carry) + nl + 1 - start))
+                body = LineBlock(*_split(data, nl + 1, last + 1))
                 carry = bytes(data[last + 1:n])
-                yield (pl.concat([head, body], rechunk=False) if head.len() else body), \
-                    bad_head or bad_body
+                yield _joined(head, body)
     except EOFError:
         raise InputFileError(str(path), "truncated gzip stream (the file ends before the "
                              "compressed data does); re-copy it") from None
     except (OSError, zlib.error) as exc:
-        raise InputFileError(str(path), f"cannot read: {exc}") from None
+        raise unreadable(path, exc) from None
 
 
 def split_lines(block: bytes) -> tuple[pl.Series, bool]:
     """The lines of a block of text (a trailing newline ends the last line)."""
-    return _split(block, 0, len(block))
+    lines, bad, _ = _split(block, 0, len(block))
+    return lines, bad
 
 
 @dataclass
@@ -972,12 +1041,16 @@ class Chunk:
     """The records of one chunk, and the unparsed records set aside."""
 
     records: pl.DataFrame
-    unparsed: pl.DataFrame  # line_no, n_lines, raw
+    unparsed: pl.DataFrame  # line_no, n_lines, raw, flag, length
     lines: int
+    ends_long: bool = False  # its last record was ended at MAX_RECORD_LINES
+    skipped: int = 0         # continuation lines of such a record from the chunk before
 
 
 def assemble(fmt: LogFormat, lines: pl.Series, first_no: int, bad_utf8: bool,
-             final: bool) -> tuple[Chunk, int]:
+             final: bool, nul_lines: pl.Series | None = None,
+             cut_lines: dict[int, int] | None = None,
+             after_long: bool = False) -> tuple[Chunk, int]:
     """Parse a chunk of lines into records.
 
     A record starts at a parsed line (unless the line before said it continues, as
@@ -986,19 +1059,36 @@ def assemble(fmt: LogFormat, lines: pl.Series, first_no: int, bad_utf8: bool,
     partial lines with nothing). Blank lines are not records. Returns the chunk, and how
     many trailing lines to carry into the next chunk, since the last record may continue
     there (nothing is carried from the final chunk).
+
+    Flags: `truncated` for a record with a line cut at MAX_LINE_BYTES (`cut_lines`: line
+    number -> full length; an unparsed one keeps its length for the quarantine reason),
+    else `nul_bytes` for one with a NUL byte (`nul_lines`: their line numbers), else
+    `invalid_utf8` where bytes had to be replaced.
     """
     n = len(lines)
     parsed = fmt.parse(lines)
     # not strip_chars: it copies every line (3.5k page faults per 16 MB chunk, 8 ms vs 3)
     blank = ~lines.str.contains(r"\S")
     ok = parsed["ok"] & ~blank
-    frame = parsed.with_columns(
-        pl.Series("raw", lines), pl.int_range(first_no, first_no + n, eager=True).alias("line_no"),
-        ok.alias("ok"))
+    line_no = pl.int_range(first_no, first_no + n, eager=True).alias("line_no")
+    frame = parsed.with_columns(pl.Series("raw", lines), line_no, ok.alias("ok"))
+    marks = []
+    if nul_lines is not None and nul_lines.len():
+        here = nul_lines.filter(nul_lines.is_between(first_no, first_no + n - 1))
+        if here.len():
+            marks.append(line_no.is_in(here.implode()).alias("nul"))
+    if cut_lines:
+        here = {k: v for k, v in cut_lines.items() if first_no <= k < first_no + n}
+        if here:
+            marks.append(line_no.replace_strict(pl.Series(list(here), dtype=pl.Int64),
+                                                pl.Series(list(here.values()), dtype=pl.Int64),
+                                                default=None).alias("length"))
+    if marks:
+        frame = frame.with_columns(marks)
     if blank.any():
         frame = frame.filter(~blank)
     simple = bool(frame["ok"].all()) and not bool(frame["continues"].any())
-    carry = 0
+    carry, ends_long, skipped = 0, False, 0
     if simple:  # the common case: every line is a whole record
         if not final and frame.height:
             last = frame["line_no"][-1]
@@ -1006,36 +1096,55 @@ def assemble(fmt: LogFormat, lines: pl.Series, first_no: int, bad_utf8: bool,
             frame = frame.head(frame.height - 1)
         frame = frame.with_columns(pl.lit(1, pl.Int32).alias("n_lines"))
     else:
-        frame, carry = _join_continuations(fmt, frame, lines, first_no, n, final)
+        frame, carry, ends_long, skipped = _join_continuations(fmt, frame, first_no, n, final,
+                                                               after_long)
     flag = pl.lit(None, dtype=pl.String)
     if bad_utf8:
         flag = pl.when(pl.col("raw").str.contains("\ufffd", literal=True)).then(
             pl.lit("invalid_utf8")).otherwise(None)
+    if "nul" in frame.columns:
+        flag = pl.when(pl.col("nul")).then(pl.lit("nul_bytes")).otherwise(flag)
+    if "length" in frame.columns:
+        flag = pl.when(pl.col("length").is_not_null()).then(pl.lit("truncated")).otherwise(flag)
+    else:
+        frame = frame.with_columns(pl.lit(None, pl.Int64).alias("length"))
+    if ends_long:
+        flag = pl.when(pl.int_range(pl.len()) == pl.len() - 1).then(pl.lit("truncated")) \
+            .otherwise(flag)
     frame = frame.with_columns(flag.alias("flag"))
     records = frame.filter(pl.col("ok")).select(RECORD_COLUMNS)
-    unparsed = frame.filter(~pl.col("ok")).select("line_no", "n_lines", "raw", "flag")
-    return Chunk(records, unparsed, n - carry), carry
+    unparsed = frame.filter(~pl.col("ok")).select("line_no", "n_lines", "raw", "flag", "length")
+    return Chunk(records, unparsed, n - carry, ends_long, skipped), carry
 
 
-def _join_continuations(fmt: LogFormat, frame: pl.DataFrame, lines: pl.Series, first_no: int,
-                        n: int, final: bool) -> tuple[pl.DataFrame, int]:
+def _join_continuations(fmt: LogFormat, frame: pl.DataFrame, first_no: int, n: int,
+                        final: bool, after_long: bool) -> tuple[pl.DataFrame, int, bool, int]:
+    """Records of a chunk with continuation lines joined; the lines to carry; whether the
+    last record was ended at MAX_RECORD_LINES; and how many leading continuation lines of
+    such a record (from the chunk before) were skipped."""
     cont_like = ~frame["ok"] & fmt.continuation(frame["raw"])
     prev_cont = frame["continues"].shift(1, fill_value=False) & frame["ok"].shift(1, fill_value=False)
     joins_partial = frame["ok"] & prev_cont
     starts = (frame["ok"] & ~joins_partial) | (~frame["ok"] & ~cont_like)
     rid = starts.cast(pl.Int64).cum_sum()
     frame = frame.with_columns(
-        rid.alias("rid"), joins_partial.alias("partial"),
+        rid.alias("rid"), joins_partial.alias("partial"), starts.alias("start"),
         pl.when(frame["ok"]).then(frame["message"]).otherwise(frame["raw"]).alias("piece"))
-    carry = 0
+    carry, ends_long, skipped = 0, False, 0
+    if after_long:  # the continuation of the record the chunk before ended: skip it
+        skipped = int((frame["rid"] == 0).sum())
+        frame = frame.filter(pl.col("rid") > 0)
+        ends_long = frame.height == 0 and not final  # it goes on past this chunk too
     if not final and frame.height:
-        last_start = frame.filter(starts)["line_no"].tail(1)
+        last_start = frame.filter(pl.col("start"))["line_no"].tail(1)
         # Carry the last record into the next chunk (it may go on there), unless it is
-        # already longer than MAX_RECORD_LINES: then it ends here, and what follows it is
-        # left without a record (set aside like any unparsed line).
+        # already longer than MAX_RECORD_LINES: then it ends here, flagged truncated, and
+        # the next chunk skips the rest of it.
         if last_start.len() and first_no + n - last_start[0] <= MAX_RECORD_LINES:
             carry = first_no + n - last_start[0]
             frame = frame.filter(pl.col("line_no") < last_start[0])
+        elif last_start.len():
+            ends_long = True
     orphan = frame["rid"] == 0  # continuation lines with no record before them
     if orphan.any():
         frame = frame.with_columns(
@@ -1044,38 +1153,57 @@ def _join_continuations(fmt: LogFormat, frame: pl.DataFrame, lines: pl.Series, f
     one = frame.filter(single).with_columns(pl.lit(1, pl.Int32).alias("n_lines"))
     multi = frame.filter(~single)
     if not multi.height:
-        return one, carry
+        return one, carry, ends_long, skipped
     multi = multi.with_columns(
         pl.when(pl.col("partial")).then(pl.col("piece"))
         .otherwise(pl.concat_str([pl.lit("\n"), pl.col("piece")])).alias("glued"))
+    marks = [c for c in ("nul", "length") if c in multi.columns]  # of any line of the record
     agg = multi.group_by("rid", maintain_order=True).agg(
-        pl.all().exclude("glued", "piece", "message", "raw").first(),
+        pl.all().exclude("glued", "piece", "message", "raw", "start", *marks).first(),
+        *[pl.col(c).max() for c in marks],
         pl.len().cast(pl.Int32).alias("n_lines"),
         (pl.col("piece").first() + pl.col("glued").slice(1).str.join("")).alias("message"),
         pl.col("raw").str.join("\n").alias("raw"))
     one = one.with_columns(pl.col("piece").alias("message"))
-    return pl.concat([one.select(agg.columns), agg]).sort("line_no"), carry
+    return pl.concat([one.select(agg.columns), agg]).sort("line_no"), carry, ends_long, skipped
 
 
 def iter_chunks(path: str | Path, fmt: LogFormat, chunk_bytes: int | None = None,
-                hasher=None) -> Iterator[Chunk]:
-    """Chunks of records of a file, in line order (see `assemble`)."""
+                hasher=None, newline: str = "LF") -> Iterator[Chunk]:
+    """Chunks of records of a file, in line order (see `assemble`; `newline` as in
+    `iter_line_blocks`)."""
     pending: pl.Series | None = None
     pending_bad = False
     next_no = 1
-    blocks = iter_line_blocks(path, chunk_bytes, hasher)
+    after_long = False
+    nul_lines: list[pl.Series] = []   # line numbers with NUL bytes not yet assembled
+    cut_lines: dict[int, int] = {}    # line number -> full length, of lines cut
+    blocks = iter_line_blocks(path, chunk_bytes, hasher, newline)
     block = next(blocks, None)
     while block is not None:
         following = next(blocks, None)
-        lines, bad = block
+        lines, bad = block.lines, block.bad_utf8
+        offset = next_no + (pending.len() if pending is not None else 0)
+        if block.nul is not None:
+            nul_lines.append(block.nul.arg_true().cast(pl.Int64) + offset)
+        if block.cut:
+            cut_lines.update({offset + i: length for i, length in block.cut.items()})
         if pending is not None:
             lines = pl.concat([pending, lines], rechunk=False)
             bad = bad or pending_bad
-        chunk, carry = assemble(fmt, lines, next_no, bad, final=following is None)
+        nul = pl.concat(nul_lines) if nul_lines else None
+        chunk, carry = assemble(fmt, lines, next_no, bad, final=following is None,
+                                nul_lines=nul, cut_lines=cut_lines or None,
+                                after_long=after_long)
+        after_long = chunk.ends_long
         yield chunk
         next_no += chunk.lines
         pending = lines.tail(carry) if carry else None
         pending_bad = bad
+        if nul is not None:
+            nul = nul.filter(nul >= next_no)
+            nul_lines = [nul] if nul.len() else []
+        cut_lines = {k: v for k, v in cut_lines.items() if k >= next_no}
         block = following
 
 
@@ -1089,10 +1217,12 @@ def sample_lines(path: str | Path, n: int = SAMPLE_LINES) -> pl.Series:
         raise InputFileError(str(path), "truncated gzip stream (the file ends before the "
                              "compressed data does); re-copy it") from None
     except (OSError, zlib.error) as exc:
-        raise InputFileError(str(path), f"cannot read: {exc}") from None
+        raise unreadable(path, exc) from None
     check_not_binary(path, head)
     if head.startswith(b"\xef\xbb\xbf"):
         head = head[3:]
+    if line_endings(head) == "CR":
+        head = head.translate(_CR_TO_LF)
     if len(head) >= size - 3:  # a part of the file: its last line may be cut
         head = head[: head.rfind(b"\n") + 1] or head
     lines, _ = split_lines(head)

@@ -39,8 +39,9 @@ from rlforge import db
 from rlforge.errors import UserError
 from rlforge.ingest import logformats as lf
 from rlforge.ingest import templates as tm
-from rlforge.ingest.common import (DATABASE_REDACTOR, FileIngest, IngestResult, is_gzip,
-                                   resolve_redactor)
+from rlforge.ingest.common import (DATABASE_REDACTOR, RAW_CAP, FileIngest, IngestResult,
+                                   ingest_guarded, resolve_redactor, store_quarantine)
+from rlforge.ingest.textfile import file_encoding, is_gzip, line_endings, read_head
 
 SOURCE = "logs"
 UNPARSED = ("quarantine", "message-only")
@@ -63,7 +64,7 @@ def read_log(path: str | Path, fmt: str = "auto", keys: dict[str, str] | None = 
     unparsed lines come back with `ok` false and only `message` (the raw text)."""
     parser = resolve_format(path, fmt, keys)
     frames = []
-    for chunk in lf.iter_chunks(path, parser):
+    for chunk in lf.iter_chunks(path, parser, newline=line_endings(read_head(path))):
         frames.append(chunk.records.with_columns(pl.lit(True).alias("ok")))
         if chunk.unparsed.height:
             frames.append(_message_only(chunk.unparsed, chunk.records)
@@ -315,11 +316,12 @@ class _ChunkStore:
     """
 
     def __init__(self, con, writer: _Writer, fi: FileIngest, book: _TemplateBook, masks,
-                 redactor, plain_fields: set[str], check_duplicates: bool):
+                 redactor, plain_fields: set[str], earlier_runs: list[int]):
         self.con, self.writer, self.fi, self.book = con, writer, fi, book
         self.masks, self.redactor, self.plain = masks, redactor, plain_fields
-        self.check = check_duplicates
-        self.next_id = _next_message_id(con)
+        self.earlier = earlier_runs  # runs that stored this file before: its duplicates
+        self.check = bool(earlier_runs)
+        self.next_id = self.first_id = _next_message_id(con)
         self.field_memos: dict[str, _RedactMemo] = {}
         self.cache = pl.DataFrame(schema={"message": pl.String, "message_id": pl.Int64,
                                           "red": pl.String, "template_id": pl.String})
@@ -407,7 +409,8 @@ class _ChunkStore:
         return fresh
 
     def _duplicates(self, recs: pl.DataFrame, fresh: pl.DataFrame) -> pl.Series:
-        """Which records are already stored (same line number, same content).
+        """Which records this file already stored (same line number, same content), in the
+        runs that ingested the same path before.
 
         Stored records are looked up between the chunk's first and last line numbers, a
         range DuckDB answers from the few row groups whose min/max hold it: the check
@@ -432,7 +435,8 @@ class _ChunkStore:
                      AND r.level IS NOT DISTINCT FROM c.level
                      AND r.fields IS NOT DISTINCT FROM c.fields
                 JOIN log_messages s ON s.message_id = r.message_id AND s.message = t.red
-                WHERE r.line_no BETWEEN {low} AND {high}"""))
+                WHERE r.line_no BETWEEN {low} AND {high}
+                  AND r.ingest_run IN ({", ".join(str(int(i)) for i in self.earlier)})"""))
         # a record's line number is unique within a file: it names the record
         return recs["line_no"].is_in(stored["line_no"].implode())
 
@@ -541,11 +545,19 @@ def ingest_file(con: duckdb.DuckDBPyConnection, path: str | Path, *, fmt: str = 
     with FileIngest(con, SOURCE, path, None if fmt == "auto" else fmt,
                     redact=redactor.redact_text if redactor is not None else None) as fi:
         r = fi.result
+        r.line_endings = line_endings(read_head(path))
         parser = resolve_format(path, fmt, keys)
         r.format = parser.describe() if fmt != "auto" else parser.name
         book = _TemplateBook(_load_miner(con))
-        check = con.execute("SELECT count(*) FROM log_records").fetchall()[0][0] > 0
-        hasher = None if is_gzip(path) else _BackgroundHash()
+        # A record's identity is its file and line (with its content): only records this
+        # path loaded before can be duplicates, never another file's lines that happen to
+        # be the same at the same line numbers.
+        earlier = [row[0] for row in con.execute(
+            "SELECT run_id FROM ingest_runs WHERE source = ? AND path = ? AND status = 'ok' "
+            "AND n_loaded > 0 ORDER BY run_id", [SOURCE, fi.path]).fetchall()]
+        fi.quarantined_before()  # looked up before this run adds any
+        # (the hash is of the file's bytes: a decompressed or transcoded file is hashed apart)
+        hasher = None if is_gzip(path) or file_encoding(path) != "utf-8" else _BackgroundHash()
         writer, chunks = _Writer(con), None
         threads, buffered = con.execute(
             "SELECT current_setting('threads'), current_setting('write_buffer_row_group_count')"
@@ -558,11 +570,13 @@ def ingest_file(con: duckdb.DuckDBPyConnection, path: str | Path, *, fmt: str = 
         con.execute("SET write_buffer_row_group_count = 1")
         try:
             store = _ChunkStore(con, writer, fi, book, masks, redactor, parser.time_fields,
-                                check)
-            lines_read = 0
-            chunks = _Prefetch(lf.iter_chunks(path, parser, hasher=hasher))
+                                earlier)
+            lines_read = skipped = 0
+            chunks = _Prefetch(lf.iter_chunks(path, parser, hasher=hasher,
+                                              newline=r.line_endings))
             for chunk in chunks:
                 lines_read += chunk.lines
+                skipped += chunk.skipped
                 records = chunk.records
                 if chunk.unparsed.height:
                     if unparsed == "message-only":
@@ -584,13 +598,25 @@ def ingest_file(con: duckdb.DuckDBPyConnection, path: str | Path, *, fmt: str = 
             if hasher is not None:
                 hasher.close()
         fi.sha256 = hasher.hexdigest() if hasher is not None else db.sha256_file(path)
-        r.n_read += r.n_quarantined
+        copy_of = con.execute(
+            "SELECT path FROM ingest_runs WHERE source = ? AND sha256 = ? AND status = 'ok' "
+            "AND path <> ? AND n_read > 0 ORDER BY run_id LIMIT 1",
+            [SOURCE, fi.sha256, fi.path]).fetchall()
+        if copy_of and r.n_loaded + r.n_quarantined:
+            _drop_copy(con, r, store.first_id, copy_of[0][0])
+            return fi.result
         _finish_templates(con, book, r.run_id)
         r.n_flagged = con.execute(
             "SELECT count(*) FROM log_records WHERE ingest_run = ? AND flag IS NOT NULL",
             [r.run_id]).fetchall()[0][0]
         if lines_read == 0:
             r.notes.append("empty file: nothing to ingest")
+        elif r.line_endings == "CR":
+            r.notes.append("lines end in CR only (no LF): split at CR")
+        if skipped:
+            r.notes.append(f"{skipped:,} continuation line(s) past the {lf.MAX_RECORD_LINES:,}-line "
+                           "maximum of a record were left out of it (the record is flagged "
+                           "truncated)")
         if book.merges:
             r.notes.append(f"{len(book.merges)} template(s) generalised (see template_merges)")
         if redactor is not None:
@@ -601,27 +627,52 @@ def ingest_file(con: duckdb.DuckDBPyConnection, path: str | Path, *, fmt: str = 
 
 def _quarantine(con, fi: FileIngest, unparsed: pl.DataFrame, parser: lf.LogFormat,
                 redactor) -> None:
-    """Set unparsed records aside in bulk (raw text redacted and capped)."""
-    from rlforge.ingest.common import RAW_CAP
-
+    """Set unparsed records aside in bulk (raw text redacted and capped); those this file
+    set aside in an earlier ingest are not stored again and count as duplicates."""
     raw = unparsed["raw"]
     if redactor is not None:
         raw = redactor.redact_series(raw)
     raw = pl.select(pl.when(raw.str.len_bytes() > RAW_CAP).then(
         raw.str.slice(0, RAW_CAP) + "\n[... truncated]").otherwise(raw)).to_series()
     reason = f"no format match: not a {parser.describe()} line"
+    long = unparsed["length"].is_not_null() if "length" in unparsed.columns else None
+    reasons = pl.Series("reason", [reason] * unparsed.height, dtype=pl.String)
+    if long is not None and long.any():
+        reasons = pl.select(pl.when(long).then(pl.format(
+            "record too long: {} bytes, over the maximum of {} (the record is this one "
+            "entry, its text kept to the maximum); " + reason, unparsed["length"],
+            pl.lit(str(lf.MAX_LINE_BYTES)))).otherwise(reasons)).to_series()
     frame = pl.DataFrame({
         "ingest_run": pl.Series([fi.result.run_id] * unparsed.height, dtype=pl.Int64),
         "source": SOURCE, "file": fi.path, "record_no": unparsed["line_no"], "raw": raw,
-        "reason": reason, "created_at": db.now()})
-    _log_quarantine = frame  # noqa: F841 (read by DuckDB by name)
-    con.execute("INSERT INTO quarantine SELECT * FROM _log_quarantine")
-    fi.result.n_quarantined += unparsed.height
-    key = "no format match"
-    fi.result.quarantine_reasons[key] = fi.result.quarantine_reasons.get(key, 0) + unparsed.height
+        "reason": reasons, "created_at": db.now()})
+    known = store_quarantine(con, frame, fi.quarantined_before())
+    r = fi.result
+    r.n_read += unparsed.height
+    r.n_quarantined += unparsed.height - len(known)
+    r.n_duplicates += len(known)
+    stored = frame["reason"].str.split(":").list.first()
+    if known:
+        stored = stored.filter(~pl.int_range(0, frame.height, eager=True).is_in(known))
+    for key, count in stored.value_counts().iter_rows():
+        r.quarantine_reasons[key] = r.quarantine_reasons.get(key, 0) + count
+    fi.known_quarantined += len(known)
+
+
+def _drop_copy(con, r: IngestResult, first_message_id: int, original: str) -> None:
+    """A file byte for byte the same as one stored from another path: the same source, so
+    every record of it is a duplicate. Its rows (records, new messages, quarantine) go."""
+    con.execute("DELETE FROM log_records WHERE ingest_run = ?", [r.run_id])
+    con.execute("DELETE FROM log_messages WHERE message_id >= ?", [first_message_id])
+    con.execute("DELETE FROM quarantine WHERE ingest_run = ?", [r.run_id])
+    r.n_duplicates, r.n_loaded, r.n_quarantined, r.n_flagged = r.n_read, 0, 0, 0
+    r.quarantine_reasons, r.redactions = {}, {}
+    r.notes.append(f"the same content as {original}, stored before: every record is a "
+                   "duplicate")
 
 
 def ingest_logs(con: duckdb.DuckDBPyConnection, paths: Iterable[str | Path],
                 **kwargs: Any) -> list[IngestResult]:
     """Ingest several log files, each as its own transaction (see `ingest_file`)."""
-    return [ingest_file(con, p, **kwargs) for p in paths]
+    return [ingest_guarded(con, SOURCE, p, lambda con, p: ingest_file(con, p, **kwargs))
+            for p in paths]

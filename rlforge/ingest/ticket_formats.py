@@ -109,7 +109,7 @@ def detect(text_head: str) -> str:
     if not s:
         return "csv"
     if s[0] == "[" or s[0] == "{":
-        first_line = s.split("\n", 1)[0].strip()
+        first_line = (s.splitlines() or [""])[0].strip()
         is_jsonl = s[0] == "{" and first_line.endswith("}") and _loads_ok(first_line)
         probe = s[:4000]
         if '"fields"' in probe and '"issues"' in probe or ('"key"' in probe and '"fields"' in probe):
@@ -117,7 +117,7 @@ def detect(text_head: str) -> str:
         if ('"requester_id"' in probe or '"via"' in probe) and '"subject"' in probe:
             return "zendesk"
         return "jsonl" if is_jsonl else "json"
-    header = next(csv.reader(io.StringIO(s.split("\n", 1)[0])), [])
+    header = next(csv.reader(io.StringIO((s.splitlines() or [""])[0])), [])
     normed = {norm_name(h) for h in header}
     if {"issue_key", "summary"} <= normed or {"issue_id", "summary"} <= normed:
         return "jira-csv"
@@ -128,11 +128,46 @@ def _loads_ok(text: str) -> bool:
     try:
         json.loads(text)
         return True
-    except ValueError:
+    except (ValueError, RecursionError):
         return False
 
 
 # --- JSON readers --------------------------------------------------------------------
+
+TOO_DEEP = ("nested too deeply: more levels of arrays or objects than the JSON parser "
+            "takes (about 1,000)")
+
+
+def skip_value(s: str, pos: int) -> int | None:
+    """The end of the JSON value starting at s[pos] (an array or object, however deep),
+    found by counting brackets outside strings; None when it never closes."""
+    depth, i, n = 0, pos, len(s)
+    brackets = re.compile(r'["\[\]{}]')
+    while True:
+        m = brackets.search(s, i)
+        if m is None:
+            return None
+        c, i = m.group(), m.end()
+        if c == '"':
+            while True:  # to the closing quote, past escaped characters
+                j = s.find('"', i)
+                if j < 0:
+                    return None
+                k = j
+                while k > i and s[k - 1] == "\\":
+                    k -= 1
+                i = j + 1
+                if (j - k) % 2 == 0:
+                    break
+        elif c in "[{":
+            depth += 1
+        else:
+            depth -= 1
+            if depth == 0:
+                return i
+        if i >= n:
+            return None
+
 
 def iter_json_records(text: str) -> Iterator[tuple[int, Any] | Rejected]:
     """Elements of a JSON document: an array, an object holding one array, or one object.
@@ -174,6 +209,15 @@ def iter_json_records(text: str) -> Iterator[tuple[int, Any] | Rejected]:
             return
         try:
             item, end = dec.raw_decode(s, pos)
+        except RecursionError:
+            end = skip_value(s, pos)
+            n += 1
+            if end is None:
+                yield Rejected(n, s[pos:], TOO_DEEP + "; the array is never closed after it")
+                return
+            yield Rejected(n, s[pos:end], TOO_DEEP)
+            pos = end
+            continue
         except ValueError as exc:
             yield Rejected(n + 1, s[pos:], f"truncated or invalid JSON from element {n + 1} on: "
                            f"{exc.args[0] if exc.args else exc}")
@@ -189,9 +233,14 @@ def iter_jsonl_records(text: str) -> Iterator[tuple[int, Any] | Rejected]:
         if not line.strip():
             continue
         try:
-            yield (no, json.loads(line))
+            value = json.loads(line)
+        except RecursionError:
+            yield Rejected(no, line, TOO_DEEP)
+            continue
         except ValueError as exc:
             yield Rejected(no, line, f"invalid JSON line: {exc}")
+            continue
+        yield (no, value)
 
 
 def _get(obj: Any, dotted: str) -> Any:

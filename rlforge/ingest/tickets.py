@@ -13,10 +13,14 @@ their conversation is `body` then `resolution`. Exports that carry a conversatio
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import hashlib
 import io
 import json
+import mmap
+import os
+import tempfile
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
@@ -26,9 +30,11 @@ import polars as pl
 from rlforge import db
 from rlforge.errors import InputFileError, UserError
 from rlforge.ingest import ticket_formats as tf
-from rlforge.ingest.common import (DATABASE_REDACTOR, FileIngest, IngestResult, check_not_binary,
-                                   decode, is_gzip, read_all, read_head, resolve_redactor,
-                                   sha256_in_background)
+from rlforge.ingest.common import (DATABASE_REDACTOR, FileIngest, IngestResult, ingest_guarded,
+                                   resolve_redactor)
+from rlforge.ingest.textfile import (NUL_REPLACEMENT, check_not_binary, decode, file_encoding,
+                                     is_gzip, line_endings, read_all, read_head,
+                                     sha256_in_background)
 
 SOURCE = "tickets"
 MAX_FIELD_BYTES = 256 * 1024 * 1024  # a single CSV record may be this large
@@ -69,12 +75,12 @@ def _setup(con: duckdb.DuckDBPyConnection) -> None:
 # --- staging: CSV through DuckDB ------------------------------------------------------
 
 def _csv_header(text_head: str) -> tuple[list[str], str]:
-    first = text_head.split("\n", 1)[0]
+    first = (text_head.splitlines() or [""])[0]
     try:
         delim = csv.Sniffer().sniff(first, delimiters=",;\t|").delimiter
     except csv.Error:
         delim = ","
-    header = next(csv.reader(io.StringIO(text_head), delimiter=delim), [])
+    header = next(csv.reader(io.StringIO(text_head, newline=""), delimiter=delim), [])
     seen: dict[str, int] = {}
     names = []
     for i, h in enumerate(header):
@@ -433,6 +439,7 @@ def ingest_file(con: duckdb.DuckDBPyConnection, path: str | Path, *, fmt: str = 
         head_bytes = read_head(path)
         check_not_binary(path, head_bytes)
         head, _ = decode(head_bytes)
+        fi.result.line_endings = line_endings(head_bytes)
         if not head.strip():
             fi.result.format = fmt if fmt != "auto" else "empty"
             fi.result.notes.append("empty file: nothing to ingest")
@@ -453,21 +460,30 @@ def ingest_file(con: duckdb.DuckDBPyConnection, path: str | Path, *, fmt: str = 
         final = _final_projection(origin or ORIGINS[chosen], fi.path, fi.result.run_id)
         if chosen == "csv":
             try:
-                _load_csv(con, path, head, mapping, fi, final if redactor is None else None)
+                with _as_duckdb_reads(path) as csv_path:
+                    _load_csv(con, csv_path, head, mapping, fi,
+                              final if redactor is None else None)
+            except (duckdb.IOException, duckdb.FatalException):
+                raise  # the disk or the database, not the file: said as such by FileIngest
             except duckdb.Error as exc:
                 raise InputFileError(str(path), f"not readable as CSV: {_first_line(exc)}") from None
         else:
             text, bad_bytes = decode(read_all(path))
+            nul = "\x00" in text
+            if nul:  # the one rule for NUL bytes (textfile.check_not_binary): replace and flag
+                text = text.replace("\x00", NUL_REPLACEMENT)
             records = _parse_records(text, chosen, mapping, fi)
-            if bad_bytes:
+            if bad_bytes or nul:
                 for rec in records:
                     if "\ufffd" in json.dumps([rec.fields, rec.messages, rec.extra],
                                               ensure_ascii=False, default=str):
-                        rec.flags.append("invalid_utf8")
+                        rec.flags.append("nul_bytes" if nul else "invalid_utf8")
             if records:
                 _append_records(con, records)
             elif fi._quarantine:
                 fi.result.notes.append("no record of this file could be parsed")
+        if chosen == "csv" and _may_hold_nul(path):
+            _replace_nul_bytes(con, fi.result.run_id)
         if redactor is not None:
             _redact_stage(con, redactor)
         # (Skipped when the stage is empty: an append after the fast path's bulk insert in the
@@ -481,6 +497,54 @@ def ingest_file(con: duckdb.DuckDBPyConnection, path: str | Path, *, fmt: str = 
     return fi.result
 
 
+NUL_COLUMNS = ("ticket_id", "source_id", "subject", "body", "category", "intent", "priority",
+               "status", "resolution")
+
+
+def _may_hold_nul(path: Path) -> bool:
+    """Whether a CSV file has a NUL byte (a gzip or UTF-16/32 one is assumed to)."""
+    if is_gzip(path) or file_encoding(path) != "utf-8":
+        return True
+    with open(path, "rb") as fh:
+        if os.fstat(fh.fileno()).st_size == 0:
+            return False
+        with mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as data:
+            return data.find(b"\x00") >= 0
+
+
+def _replace_nul_bytes(con, run_id: int) -> None:
+    """The one rule for NUL bytes (see `textfile.check_not_binary`) on rows DuckDB's CSV
+    reader staged or stored: each NUL becomes U+FFFD and the row is flagged `nul_bytes`."""
+    any_nul = " OR ".join(f"contains(coalesce({c}, ''), chr(0))" for c in NUL_COLUMNS[1:]) + \
+        " OR len(list_filter(coalesce(tags, []), lambda t: contains(t, chr(0)))) > 0" \
+        " OR contains(coalesce(extra::VARCHAR, ''), '\\u0000')"
+    rep = _sql_str(NUL_REPLACEMENT)
+    for table, where, cols in ((STAGE, "true", NUL_COLUMNS[1:]),
+                               ("tickets", f"ingest_run = {int(run_id)}", NUL_COLUMNS)):
+        sets = ", ".join(f"{c} = replace({c}, chr(0), {rep})" for c in cols)
+        con.execute(f"""UPDATE {table} SET {sets},
+                            tags = list_transform(tags, lambda t: replace(t, chr(0), {rep})),
+                            extra = replace(extra::VARCHAR, '\\u0000', {rep})::JSON,
+                            flags = list_append(flags, 'nul_bytes')
+                        WHERE {where} AND ({any_nul})""")
+
+
+@contextlib.contextmanager
+def _as_duckdb_reads(path: Path):
+    """The path of the CSV as DuckDB's reader takes it: UTF-8 (its lines may end in LF,
+    CRLF or CR). A UTF-16/32 file is transcoded into a temporary file for the read (records
+    keep the original file's name and line numbers)."""
+    if file_encoding(path) == "utf-8":
+        yield path
+        return
+    data = read_all(path)
+    with tempfile.TemporaryDirectory(prefix="rlforge-csv-") as tmp:
+        copy = Path(tmp) / "export.csv"
+        copy.write_bytes(data)
+        del data
+        yield copy
+
+
 def _first_line(exc: Exception) -> str:
     return str(exc).strip().split("\n", 1)[0]
 
@@ -488,4 +552,5 @@ def _first_line(exc: Exception) -> str:
 def ingest_tickets(con: duckdb.DuckDBPyConnection, paths: Iterable[str | Path], **kwargs: Any
                    ) -> list[IngestResult]:
     """Ingest several exports; a file that fails does not stop the others."""
-    return [ingest_file(con, p, **kwargs) for p in paths]
+    return [ingest_guarded(con, SOURCE, p, lambda con, p: ingest_file(con, p, **kwargs))
+            for p in paths]
