@@ -2,20 +2,25 @@
 
 Runs `/usr/bin/python3 -c pass` N times (default 100) started directly with
 `subprocess.run` and N times through `rlforge.sandbox.run` (namespaces, mounts, seccomp,
-prlimit, the pids cgroup as root, output capture), interleaved so that background load hits
+prlimit, output capture; as root also the pids, memory and cpu cgroups, the switch to the
+run's own host uid, and the capped tmpfs mounts with a workspace of `--files` small files
+and a logs directory copied in and back out), interleaved so that background load hits
 both alike, after a few warm-up runs of each. Prints both medians, the difference, and
 p10/p90 for each. Goal: at most 15 ms added.
 
-Run: `python benchmarks/sandbox_overhead.py [--runs 100]`. Other jobs on the machine show up
-as noise; if the p90s are far above the medians, run it again.
+Run: `python benchmarks/sandbox_overhead.py [--runs 100] [--files 50]`. Other jobs on the
+machine show up as noise; if the p90s are far above the medians, run it again.
 """
 
 from __future__ import annotations
 
 import argparse
+import shutil
 import statistics
 import subprocess
+import tempfile
 import time
+from pathlib import Path
 
 from rlforge.sandbox import SandboxSpec, ensure_available, run
 
@@ -46,9 +51,24 @@ def quantile(values: list[float], q: float) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=100, help="runs of each (default 100)")
+    parser.add_argument("--files", type=int, default=50,
+                        help="files of 2 KB in the workspace copied in and out (default 50)")
     args = parser.parse_args()
     support = ensure_available()
-    spec = SandboxSpec(timeout_sec=30)
+    root = Path(tempfile.mkdtemp(prefix="rlforge-bench-"))
+    try:
+        _measure(args, support, root)
+    finally:
+        shutil.rmtree(root)
+
+
+def _measure(args: argparse.Namespace, support, root: Path) -> None:
+    workspace, logs = root / "app", root / "logs"
+    for i in range(args.files):
+        (workspace / f"pkg{i % 5}").mkdir(parents=True, exist_ok=True)
+        (workspace / f"pkg{i % 5}" / f"m{i}.py").write_text("x = 1\n" * 340)
+    logs.mkdir()
+    spec = SandboxSpec(workspace=workspace, logs=logs, timeout_sec=30)
     for _ in range(5):  # warm caches: page cache, bwrap's and python's first start
         bare()
         sandboxed(spec)
@@ -58,8 +78,8 @@ def main() -> None:
         times["sandboxed"].append(sandboxed(spec))
     ms = {k: [v * 1000 for v in vs] for k, vs in times.items()}
     med = {k: statistics.median(v) for k, v in ms.items()}
-    print(f"command: {' '.join(CMD)}; {args.runs} runs each, interleaved; "
-          f"bubblewrap {'.'.join(map(str, support.version))}, process limit via {support.pid_limit}")
+    print(f"command: {' '.join(CMD)}; {args.runs} runs each, interleaved; workspace of "
+          f"{args.files} files; bubblewrap {'.'.join(map(str, support.version))}; {support.limits()}")
     for k in ("bare", "sandboxed"):
         print(f"{k:>10}: median {med[k]:6.2f} ms   p10 {quantile(ms[k], 0.1):6.2f}   "
               f"p90 {quantile(ms[k], 0.9):6.2f}")

@@ -243,8 +243,9 @@ class SandboxCgroups:
         cpu = run.paths.get("cpu")
         if cpu is not None and limits.cpus is not None:
             quota = max(1000, round(limits.cpus * _CPU_PERIOD_US))
-            if self.version == 1:
-                _write(cpu / "cpu.cfs_period_us", str(_CPU_PERIOD_US))
+            if self.version == 1:  # a new cgroup's period is the kernel's default, 100 ms
+                if (cpu / "cpu.cfs_period_us").read_text().strip() != str(_CPU_PERIOD_US):
+                    _write(cpu / "cpu.cfs_period_us", str(_CPU_PERIOD_US))
                 _write(cpu / "cpu.cfs_quota_us", str(quota))
             else:
                 _write(cpu / "cpu.max", f"{quota} {_CPU_PERIOD_US}")

@@ -24,11 +24,13 @@ the command's.
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import dataclasses
 import json
 import logging
 import os
+import queue
 import re
 import select
 import selectors
@@ -249,6 +251,49 @@ def _exited(pid: int, timeout_sec: float) -> bool:
         os.close(fd)
 
 
+class _Cleaner:
+    """One thread that tears finished runs down, so a run returns as soon as its result is
+    known. Waits for what is queued when the process exits (`flush`)."""
+
+    def __init__(self):
+        self._queue: queue.SimpleQueue = queue.SimpleQueue()
+        self._thread: threading.Thread | None = None
+        self._lock = threading.Lock()
+        self._pending = 0
+        self._idle = threading.Condition(self._lock)
+
+    def put(self, job: tuple) -> None:
+        if not any(job):
+            return
+        with self._lock:
+            self._pending += 1
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._work, name="rlforge-sandbox-cleanup",
+                                                daemon=True)
+                self._thread.start()
+                atexit.register(self.flush)
+        self._queue.put(job)
+
+    def _work(self) -> None:
+        while True:
+            job = self._queue.get()
+            try:
+                _Run.cleanup(*job)
+            except Exception:  # never lose the thread; sweeps at start-up catch the rest
+                log.exception("sandbox clean-up failed")
+            with self._lock:
+                self._pending -= 1
+                self._idle.notify_all()
+
+    def flush(self, timeout_sec: float = 30.0) -> None:
+        """Wait until every queued run is torn down."""
+        with self._lock:
+            self._idle.wait_for(lambda: self._pending == 0, timeout_sec)
+
+
+_cleaner = _Cleaner()
+
+
 class _Run:
     """One supervised run: start, copy output, enforce the deadline, collect the status."""
 
@@ -318,13 +363,22 @@ class _Run:
                 os.close(self.pidfd)
             if self.block_fd is not None:
                 os.close(self.block_fd)
-            if self.scratch is not None:
-                self.scratch.close()
-            if self.cgroup is not None and self.support and self.support.cgroups:
-                if not self.support.cgroups.remove(self.cgroup):
-                    log.warning("could not remove cgroup %s", self.cgroup.dirs())
-            if self.host_uid is not None:
-                self.host_uid.release()
+            _cleaner.put((self.scratch, self.support.cgroups if self.support else None,
+                          self.cgroup, self.host_uid))
+
+    @staticmethod
+    def cleanup(scratch: Scratch | None, cgroups: SandboxCgroups | None, cgroup: RunCgroups | None,
+                host_uid: HostUid | None) -> None:
+        """Unmount, remove the cgroups, hand the uid back: mostly waits for the kernel (RCU
+        grace periods), so it runs after the result is returned (see `_Cleaner`)."""
+        try:
+            if scratch is not None:
+                scratch.close()
+            if cgroup is not None and cgroups is not None and not cgroups.remove(cgroup):
+                log.warning("could not remove cgroup %s", cgroup.dirs())
+        finally:
+            if host_uid is not None:
+                host_uid.release()
 
     def _finish(self, result: SandboxResult, start: float) -> SandboxResult:
         """Add what the cgroups saw and copy the writable directories back out."""

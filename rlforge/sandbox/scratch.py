@@ -229,12 +229,14 @@ def _copy_file(src_fd: int, dst_fd: int, name: str, path: str, st: os.stat_resul
         if not stat.S_ISREG(now.st_mode) or now.st_ino != st.st_ino:
             job.skipped.append((path, "changed while copied"))
             return
-        temp = f".rlforge-{secrets.token_hex(6)}"
+        # copy-in fills a new directory; copy-out replaces the host's file in one step
+        temp = name if job.limits is None else f".rlforge-{secrets.token_hex(6)}"
         dst = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
                       0o600, dir_fd=dst_fd)
         try:
             _copy_bytes(src, dst, now.st_size)
-            os.rename(temp, name, src_dir_fd=dst_fd, dst_dir_fd=dst_fd)
+            if temp != name:
+                os.rename(temp, name, src_dir_fd=dst_fd, dst_dir_fd=dst_fd)
             job.settle(path, dst, None, now)
         except BaseException:
             os.close(dst)
