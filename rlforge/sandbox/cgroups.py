@@ -27,6 +27,7 @@ bubblewrap holds it before the command starts.
 
 from __future__ import annotations
 
+import atexit
 import errno
 import itertools
 import os
@@ -157,9 +158,21 @@ class SandboxCgroups:
         v2 = next((Path(p) for t, p, _ in mounts if t == "cgroup2"), None)
         v2_found = cls._usable_v2(v2) if v2 is not None else None
         # Prefer the hierarchy that offers more of the controllers (v2 when it has all).
-        if v2_found and len(v2_found.bases) >= len(v1_bases):
-            return v2_found
-        return cls(v1_bases, 1, roots) if v1_bases else v2_found
+        found = v2_found if v2_found and len(v2_found.bases) >= len(v1_bases) else \
+            cls(v1_bases, 1, roots) if v1_bases else None
+        if found is not None:
+            atexit.register(found._remove_bases)
+        return found
+
+    def _remove_bases(self) -> None:
+        """At exit: remove the (empty) base directories, so no directory of ours is left
+        inside the cgroup rlforge ran in once it is gone (another rlforge process may still
+        be using one: then it is not empty and stays)."""
+        for base in set(self.bases.values()):
+            try:
+                base.rmdir()
+            except OSError:
+                pass
 
     @classmethod
     def _usable(cls, bases: dict[str, Path], version: int,
