@@ -230,7 +230,14 @@ class SandboxCgroups:
         made = []
         try:
             for path in run.dirs():
-                path.mkdir()
+                for attempt in range(3):
+                    try:
+                        path.mkdir()
+                        break
+                    except FileNotFoundError:  # another rlforge process removed the base
+                        if attempt == 2:       # at its exit, between our runs
+                            raise
+                        path.parent.mkdir(exist_ok=True)
                 made.append(path)
             self._set(run, limits)
         except OSError:

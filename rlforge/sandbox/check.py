@@ -288,20 +288,23 @@ def _host_ids(pid: int) -> list[int]:
 
 def _check_host_uid(b: _Bench) -> tuple[bool, str]:
     marker = f"20{secrets.randbelow(10**6)}"
-    box: dict[str, SandboxResult] = {}
-    runner = threading.Thread(target=lambda: box.setdefault(
-        "r", run(["sleep", marker], b.spec(timeout_sec=1))))
+    seen = threading.Event()
+    runner = threading.Thread(target=run, args=(["sleep", marker], b.spec(timeout_sec=30)),
+                              kwargs={"cancel": seen})
     runner.start()
     ids: list[int] = []
-    while not ids and runner.is_alive():
-        for entry in os.listdir("/proc"):
-            try:
-                if entry.isdigit() and Path(f"/proc/{entry}/cmdline").read_bytes() == \
-                        f"sleep\0{marker}\0".encode():
-                    ids = _host_ids(int(entry))
-            except (OSError, IndexError):
-                continue
-    runner.join()
+    try:
+        while not ids and runner.is_alive():
+            for entry in os.listdir("/proc"):
+                try:
+                    if entry.isdigit() and Path(f"/proc/{entry}/cmdline").read_bytes() == \
+                            f"sleep\0{marker}\0".encode():
+                        ids = _host_ids(int(entry))
+                except (OSError, IndexError):
+                    continue
+    finally:
+        seen.set()
+        runner.join()
     if not ids:
         return False, "the sandboxed process was never seen on the host"
     return 0 not in ids, f"host uids/gids of a sandboxed process: {sorted(set(ids))}"
@@ -316,25 +319,22 @@ def _check_no_setuid(b: _Bench) -> tuple[bool, str]:
 
 
 def _fill(path: str, what: str) -> str:
-    if what == "bytes":
-        return f"""
-n = 0
-try:
-    with open("{path}/fill", "wb") as f:
-        while n < 64:
-            f.write(b"x" * (1 << 20)); f.flush(); n += 1
-    print(n, "MB, no limit")
-except OSError as e:
-    print(n, "MB, errno", e.errno)
-"""
+    """A probe filling a fresh directory below `path` with bytes or with empty files until
+    the file system refuses; it prints how far it got and removes what it wrote."""
+    step = ('open(f"{d}/fill", "ab").write(b"x" * (1 << 20))' if what == "bytes"
+            else 'open(f"{d}/f{n}", "w").close()')
     return f"""
-n = 0
+import os, shutil, tempfile
+d = tempfile.mkdtemp(prefix="rlforge-check-", dir={path!r})
+n, said = 0, "no limit"
 try:
-    while n < 5000:
-        open(f"{path}/f{{n}}", "w").close(); n += 1
-    print(n, "files, no limit")
+    while n < 2000:
+        {step}
+        n += 1
 except OSError as e:
-    print(n, "files, errno", e.errno)
+    said = f"errno {{e.errno}}"
+shutil.rmtree(d)
+print(n, {"MB" if what == "bytes" else "files"!r} + ",", said)
 """
 
 
@@ -347,7 +347,10 @@ def _check_workspace_caps(b: _Bench) -> tuple[bool, str]:
 
 
 def _check_tmp_inodes(b: _Bench) -> tuple[bool, str]:
-    said = [_said(b.py(_fill(d, "inodes"), tmp_inodes=500)) for d in ("/tmp", "/dev/shm")]
+    # without a sandbox (mode "none", for tests) the probe fills the check's own directory,
+    # never the host's /tmp
+    dirs = ("/tmp", "/dev/shm") if b.mode != "none" else (str(b.root), str(b.root))
+    said = [_said(b.py(_fill(d, "inodes"), tmp_inodes=500)) for d in dirs]
     ok = all(s.endswith("errno 28") and int(s.split()[0]) < 500 for s in said)
     return ok, f"tmp_inodes=500: /tmp {said[0]}; /dev/shm {said[1]}"
 
