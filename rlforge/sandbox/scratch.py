@@ -39,6 +39,7 @@ from rlforge.sandbox.files import CopyLimits
 
 RUNTIME = Path("/run/rlforge/scratch")
 _MS_RDONLY, _MS_NOSUID, _MS_NODEV, _MS_REMOUNT, _MS_BIND, _MS_REC = 1, 2, 4, 32, 4096, 16384
+_MS_PRIVATE = 1 << 18
 _MNT_DETACH = 2
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _PERM_BITS = 0o777  # what is kept of a mode: no set-uid, set-gid or sticky bit
@@ -61,6 +62,16 @@ def _bind_ro(source: Path, target: Path) -> None:
             raise OSError(err, f"cannot bind {source}: {os.strerror(err)}", str(target))
 
 
+def _make_private(where: Path) -> None:
+    """Make `where` a mount point of its own that passes no mount to other namespaces (the
+    host's / is often shared, e.g. under systemd), so runs' mounts stay in ours."""
+    if not os.path.ismount(where):
+        if _libc.mount(str(where).encode(), str(where).encode(), None, _MS_BIND, None) != 0:
+            raise OSError(ctypes.get_errno(), "cannot bind the scratch directory", str(where))
+    if _libc.mount(None, str(where).encode(), None, _MS_PRIVATE, None) != 0:
+        raise OSError(ctypes.get_errno(), "cannot make the scratch directory private", str(where))
+
+
 def _unmount(target: Path) -> None:
     _libc.umount2(str(target).encode(), _MNT_DETACH)
 
@@ -76,6 +87,7 @@ def can_mount() -> bool:
             if not stat.S_ISDIR(st.st_mode) or st.st_uid != 0:
                 return False
             os.chmod(where, 0o711)
+        _make_private(RUNTIME)
         probe = Path(RUNTIME, f"probe-{os.getpid()}-{next(_counter)}")
         probe.mkdir()
     except OSError:
