@@ -24,14 +24,11 @@ the command's.
 
 from __future__ import annotations
 
-import atexit
 import contextlib
 import dataclasses
 import json
 import logging
 import os
-import queue
-import re
 import select
 import selectors
 import shutil
@@ -42,7 +39,6 @@ import sys
 import threading
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 from rlforge.errors import SandboxUnavailable, UserError
@@ -52,65 +48,17 @@ from rlforge.sandbox.hostuid import HostUid
 from rlforge.sandbox.scratch import Scratch
 from rlforge.sandbox.spec import (SANDBOX_UID, TESTS_MOUNT, FailureReason, SandboxFailure,
                                   SandboxResult, SandboxSpec)
+from rlforge.sandbox.support import (INSTALL_HINT, MIN_BWRAP, MOUNT_HINT, ROOT_HINT, USERNS_HINT,
+                                     HostSupport, bwrap_version, util_linux)
+from rlforge.sandbox.teardown import cleaner
 
 log = logging.getLogger("rlforge.sandbox")
-
-MIN_BWRAP = (0, 8, 0)  # --disable-userns and --size
-INSTALL_HINT = ("install it with `apt-get install -y bubblewrap` (Debian/Ubuntu) or "
-                "`dnf install -y bubblewrap` (Fedora)")
-USERNS_HINT = ("enable unprivileged user namespaces: `sysctl -w kernel.unprivileged_userns_clone=1` "
-               "(Debian), `sysctl -w kernel.apparmor_restrict_unprivileged_userns=0` (Ubuntu 24.04+), "
-               "`sysctl -w user.max_user_namespaces=15000`; inside Docker, run the container with "
-               "`--security-opt seccomp=unconfined --security-opt apparmor=unconfined`")
-ROOT_HINT = ("as root, the sandbox's process and memory limits need writable cgroup pids and "
-             "memory controllers (found: {found}) under /sys/fs/cgroup: run rlforge as a non-root "
-             "user, or give it a writable cgroup (e.g. a privileged container, or "
-             "`mount -t cgroup2 none /sys/fs/cgroup`)")
-MOUNT_HINT = ("as root, rlforge caps what a sandbox may write with tmpfs mounts under "
-              f"{scratch.RUNTIME}, and cannot mount one here (no CAP_SYS_ADMIN?): run rlforge as "
-              "a non-root user, or with the capability")
 
 _DRAIN_SEC = 2.0  # after a kill, how long to wait for pipes to close
 
 
-@dataclass(frozen=True)
-class HostSupport:
-    """What this machine offers the sandbox; found once by `ensure_available`."""
-
-    bwrap: str
-    version: tuple[int, ...]
-    prlimit: str
-    pid_limit: str  # "rlimit" or "cgroup v1"/"cgroup v2"
-    cgroups: SandboxCgroups | None
-    seccomp_filter: bytes
-    setpriv: str = ""  # as root: starts bubblewrap as the run's unprivileged host uid
-    capped_fs: bool = False  # as root: tmpfs mounts with size and inode caps
-
-    @property
-    def as_root(self) -> bool:
-        """Whether runs switch to an unprivileged host uid and use capped file systems."""
-        return bool(self.setpriv)
-
-    def limits(self) -> str:
-        """One line on how the limits are enforced here, for `sandbox check`."""
-        cg = self.cgroups
-        via = (f"cgroup v{cg.version} {'+'.join(cg.controllers)}" if cg else "rlimits only")
-        return (f"limits via {via}; host uid {'of its own' if self.as_root else 'the caller'}; "
-                f"capped file systems {'yes' if self.capped_fs else 'no (not root)'}")
-
-
 _support: HostSupport | None = None
 _support_lock = threading.Lock()
-
-
-def _bwrap_version(bwrap: str) -> tuple[int, ...]:
-    out = subprocess.run([bwrap, "--version"], capture_output=True, text=True, env={},
-                         timeout=10).stdout
-    match = re.search(r"(\d+)\.(\d+)(?:\.(\d+))?", out)
-    if not match:
-        raise SandboxUnavailable(f"cannot tell the version of {bwrap} (printed {out.strip()!r}); "
-                                 f"reinstall bubblewrap: {INSTALL_HINT}")
-    return tuple(int(g or 0) for g in match.groups())
 
 
 def ensure_available() -> HostSupport:
@@ -130,13 +78,13 @@ def ensure_available() -> HostSupport:
         bwrap = shutil.which("bwrap")
         if bwrap is None:
             raise SandboxUnavailable(f"bubblewrap (bwrap) is not installed; {INSTALL_HINT}")
-        version = _bwrap_version(bwrap)
+        version = bwrap_version(bwrap)
         if version < MIN_BWRAP:
             need, have = ".".join(map(str, MIN_BWRAP)), ".".join(map(str, version))
             raise SandboxUnavailable(f"bubblewrap {have} is too old (rlforge needs {need} or newer "
                                      "for --disable-userns and --size); upgrade it, e.g. from "
                                      "Debian 12 / Ubuntu 24.04 packages")
-        prlimit, setpriv = _util_linux("prlimit"), ""
+        prlimit, setpriv = util_linux("prlimit"), ""
         if not seccomp.supported():
             raise SandboxUnavailable("rlforge has no seccomp syscall table for this CPU "
                                      "architecture (supported: x86_64, aarch64)")
@@ -147,7 +95,7 @@ def ensure_available() -> HostSupport:
             if "pids" not in have or "memory" not in have:
                 found = ", ".join(have) or "none"
                 raise SandboxUnavailable(f"cannot limit the sandbox: {ROOT_HINT.format(found=found)}")
-            setpriv = _util_linux("setpriv")
+            setpriv = util_linux("setpriv")
             capped = scratch.can_mount()
             if not capped:
                 raise SandboxUnavailable(MOUNT_HINT)
@@ -171,15 +119,6 @@ def ensure_available() -> HostSupport:
                                      f"host ({detail}); {hint}")
         _support = support
         return support
-
-
-def _util_linux(name: str) -> str:
-    found = shutil.which(name)
-    path = os.path.realpath(found) if found else ""
-    if not path.startswith("/usr/"):
-        raise SandboxUnavailable(f"{name} (util-linux) was not found under /usr; "
-                                 "install it with `apt-get install -y util-linux`")
-    return path
 
 
 def run(cmd: Sequence[str], spec: SandboxSpec | None = None, *,
@@ -251,47 +190,6 @@ def _exited(pid: int, timeout_sec: float) -> bool:
         os.close(fd)
 
 
-class _Cleaner:
-    """One thread that tears finished runs down, so a run returns as soon as its result is
-    known. Waits for what is queued when the process exits (`flush`)."""
-
-    def __init__(self):
-        self._queue: queue.SimpleQueue = queue.SimpleQueue()
-        self._thread: threading.Thread | None = None
-        self._lock = threading.Lock()
-        self._pending = 0
-        self._idle = threading.Condition(self._lock)
-
-    def put(self, job: tuple) -> None:
-        if not any(job):
-            return
-        with self._lock:
-            self._pending += 1
-            if self._thread is None:
-                self._thread = threading.Thread(target=self._work, name="rlforge-sandbox-cleanup",
-                                                daemon=True)
-                self._thread.start()
-                atexit.register(self.flush)
-        self._queue.put(job)
-
-    def _work(self) -> None:
-        while True:
-            job = self._queue.get()
-            try:
-                _Run.cleanup(*job)
-            except Exception:  # never lose the thread; sweeps at start-up catch the rest
-                log.exception("sandbox clean-up failed")
-            with self._lock:
-                self._pending -= 1
-                self._idle.notify_all()
-
-    def flush(self, timeout_sec: float = 30.0) -> None:
-        """Wait until every queued run is torn down."""
-        with self._lock:
-            self._idle.wait_for(lambda: self._pending == 0, timeout_sec)
-
-
-_cleaner = _Cleaner()
 
 
 class _Run:
@@ -363,22 +261,8 @@ class _Run:
                 os.close(self.pidfd)
             if self.block_fd is not None:
                 os.close(self.block_fd)
-            _cleaner.put((self.scratch, self.support.cgroups if self.support else None,
+            cleaner.put((self.scratch, self.support.cgroups if self.support else None,
                           self.cgroup, self.host_uid))
-
-    @staticmethod
-    def cleanup(scratch: Scratch | None, cgroups: SandboxCgroups | None, cgroup: RunCgroups | None,
-                host_uid: HostUid | None) -> None:
-        """Unmount, remove the cgroups, hand the uid back: mostly waits for the kernel (RCU
-        grace periods), so it runs after the result is returned (see `_Cleaner`)."""
-        try:
-            if scratch is not None:
-                scratch.close()
-            if cgroup is not None and cgroups is not None and not cgroups.remove(cgroup):
-                log.warning("could not remove cgroup %s", cgroup.dirs())
-        finally:
-            if host_uid is not None:
-                host_uid.release()
 
     def _finish(self, result: SandboxResult, start: float) -> SandboxResult:
         """Add what the cgroups saw and copy the writable directories back out."""
