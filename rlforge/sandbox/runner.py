@@ -33,20 +33,18 @@ import select
 import selectors
 import shutil
 import signal
-import stat
 import subprocess
 import sys
 import threading
 import time
 from collections.abc import Sequence
-from pathlib import Path
 
 from rlforge.errors import SandboxUnavailable, UserError
 from rlforge.sandbox import layout, scratch, seccomp
 from rlforge.sandbox.cgroups import Limits, RunCgroups, SandboxCgroups
 from rlforge.sandbox.hostuid import HostUid
 from rlforge.sandbox.scratch import Scratch
-from rlforge.sandbox.spec import (SANDBOX_UID, TESTS_MOUNT, FailureReason, SandboxFailure,
+from rlforge.sandbox.spec import (SANDBOX_UID, FailureReason, SandboxFailure,
                                   SandboxResult, SandboxSpec)
 from rlforge.sandbox.support import (INSTALL_HINT, MIN_BWRAP, MOUNT_HINT, ROOT_HINT, USERNS_HINT,
                                      HostSupport, bwrap_version, util_linux)
@@ -295,25 +293,6 @@ class _Run:
         changes["duration_sec"] = time.monotonic() - start
         return dataclasses.replace(result, **changes)
 
-    def _own_fifos(self) -> None:
-        """FIFOs the host made in read-only binds, for the sandbox to write to: owned by the
-        run's uid (the directory stays read-only; nothing else in it changes hands)."""
-        assert self.host_uid is not None
-        uid = self.host_uid.uid
-        for src, dest, writable in self.spec.binds():
-            if writable or dest == TESTS_MOUNT:
-                continue
-            try:
-                entries = [src] if not src.is_dir() else [Path(e.path) for e in os.scandir(src)]
-            except OSError:
-                continue
-            for path in entries:
-                try:
-                    if stat.S_ISFIFO(os.lstat(path).st_mode):
-                        os.chown(path, uid, uid, follow_symlinks=False)
-                except OSError:
-                    pass
-
     def _start(self) -> tuple[int | None, SandboxResult | None]:
         """Spawn the process; returns (status read fd or None, early result on failure)."""
         spec, child_fds = self.spec, []
@@ -330,7 +309,6 @@ class _Run:
             stage = FailureReason.LIMITS
             if self.support.as_root:
                 self.host_uid = HostUid(spec.host_uid, spec.host_uids)
-                self._own_fifos()
                 mb = 1 << 20
                 self.scratch = Scratch(self.host_uid.uid, spec.tmp_mb * mb, spec.tmp_inodes,
                                        spec.workspace_mb * mb, spec.workspace_inodes)

@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from rlforge.errors import SubmissionTooLarge
+from rlforge.sandbox import idmap
 from rlforge.sandbox.files import CopyLimits
 
 RUNTIME = Path("/run/rlforge/scratch")
@@ -317,15 +318,32 @@ class Scratch:
 
     def bind(self, host: Path) -> Path:
         """`host` (a directory or a file) bound read-only below the run's directory, where
-        the run's uid can reach it whatever the modes of the directories above `host`."""
+        the run's uid can reach it whatever the modes of the directories above `host`, and
+        read what root owns there (an idmapped mount, see `idmap`)."""
         target = self.root / f"ro{len(self.mounted)}"
         if host.is_dir():
             target.mkdir(mode=0o700)
         else:
             target.touch(mode=0o600)
-        _bind_ro(host, target)
+        if not idmap.bind(host, target, self.uid):
+            _bind_ro(host, target)
+            self._own_fifos(host)
         self.mounted.append(target)
         return target
+
+    def _own_fifos(self, host: Path) -> None:
+        """Without an idmapped mount: FIFOs the host made at the top of a read-only bind
+        are handed to the run's uid, so sandboxed code can write to them."""
+        try:
+            entries = [Path(e.path) for e in os.scandir(host)] if host.is_dir() else [host]
+        except OSError:
+            return
+        for path in entries:
+            try:
+                if stat.S_ISFIFO(os.lstat(path).st_mode):
+                    os.chown(path, self.uid, self.uid, follow_symlinks=False)
+            except OSError:
+                pass
 
     def add(self, host: Path, dest: str) -> Path:
         """Copy the host directory `host` onto the capped file system; returns the copy,
