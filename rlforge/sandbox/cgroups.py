@@ -15,7 +15,11 @@ cgroup in each controller this machine offers:
 Where: on cgroup v1 (one hierarchy per controller) below the cgroup this process is in,
 so a sandbox is charged to whatever limits rlforge itself runs under; on cgroup v2 below
 the root of the unified hierarchy (a cgroup holding processes cannot hand controllers to
-children).
+children). On v1 the cpu cgroups sit right beside rlforge's own processes, not in a shared
+`rlforge/` parent: CFS gives each group the weight of one task, so under a shared parent
+all sandboxes together would get one task's share of a busy machine (a commits.repair
+test collection missed its 4 s deadline that way); beside them, each sandbox competes
+like one session, as bubblewrap's `--new-session` autogroup does without a cgroup.
 
 Getting the sandbox into it: moving a running process into a cgroup waits for an RCU grace
 period (about 10 ms, more under load). cgroup v1 can hold a single thread, and a thread
@@ -152,7 +156,9 @@ class SandboxCgroups:
         for fstype, point, opts in mounts:
             for name in CONTROLLERS:
                 if fstype == "cgroup" and name in opts.split(",") and name not in v1_bases:
-                    base = Path(point) / own.get(name, "/").lstrip("/") / _BASE_NAME
+                    base = Path(point) / own.get(name, "/").lstrip("/")
+                    if name != "cpu":  # see the module docstring
+                        base = base / _BASE_NAME
                     if cls._usable({name: base}, 1, {name: Path(point)}):
                         v1_bases[name], roots[name] = base, Path(point)
         v2 = next((Path(p) for t, p, _ in mounts if t == "cgroup2"), None)
@@ -169,10 +175,11 @@ class SandboxCgroups:
         inside the cgroup rlforge ran in once it is gone (another rlforge process may still
         be using one: then it is not empty and stays)."""
         for base in set(self.bases.values()):
-            try:
-                base.rmdir()
-            except OSError:
-                pass
+            if base.name == _BASE_NAME:
+                try:
+                    base.rmdir()
+                except OSError:
+                    pass
 
     @classmethod
     def _usable(cls, bases: dict[str, Path], version: int,
@@ -181,7 +188,7 @@ class SandboxCgroups:
         found = cls(bases, version, roots)
         try:
             for base in set(bases.values()):
-                base.mkdir(exist_ok=True)
+                base.mkdir(exist_ok=True)  # (a cpu base is rlforge's own cgroup: it exists)
             probe = found.create(Limits(pids=8, memory_bytes=64 << 20, cpus=1.0))
             found.remove(probe)
             found._sweep()
@@ -215,7 +222,10 @@ class SandboxCgroups:
         """Remove cgroups left by rlforge processes that died before cleaning up."""
         for base in set(self.bases.values()):
             for child in base.iterdir():
-                pid = child.name.split("-")[0]
+                name = child.name.removeprefix(_BASE_NAME + "-")
+                pid = name.split("-")[0]
+                if name == child.name and base.name != _BASE_NAME:
+                    continue  # beside rlforge's own cgroup only our prefixed names are ours
                 if child.is_dir() and pid.isdigit() and not Path(f"/proc/{pid}").exists():
                     try:
                         child.rmdir()
@@ -224,7 +234,7 @@ class SandboxCgroups:
 
     def create(self, limits: Limits) -> RunCgroups:
         """Fresh child cgroups with `limits` set."""
-        name = f"{os.getpid()}-{next(_counter)}"
+        name = f"{_BASE_NAME}-{os.getpid()}-{next(_counter)}"
         paths = {c: self.bases[c] / name for c in self.controllers}
         run = RunCgroups(paths)
         made = []
