@@ -44,6 +44,8 @@ _MS_PRIVATE = 1 << 18
 _MNT_DETACH = 2
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _PERM_BITS = 0o777  # what is kept of a mode: no set-uid, set-gid or sticky bit
+_UMASK = next((int(line.split()[1], 8) for line in Path("/proc/self/status").read_text().splitlines()
+               if line.startswith("Umask:")), 0o777)  # read, not set: os.umask would race threads
 _counter = itertools.count()
 _libc = ctypes.CDLL(None, use_errno=True)
 
@@ -147,10 +149,12 @@ class _Job:
         self.total += size
         return True
 
-    def settle(self, path: str, fd_or_name: int | str, dir_fd: int | None, st: os.stat_result) -> None:
-        """Mode, owner and times of a written entry; copy-in records its identity."""
+    def settle(self, path: str, fd_or_name: int | str, dir_fd: int | None, st: os.stat_result,
+               mode_set: bool = False) -> None:
+        """Mode (unless `mode_set` at creation), owner and times of a written entry; copy-in
+        records its identity."""
         name_kw = {} if isinstance(fd_or_name, int) else {"dir_fd": dir_fd, "follow_symlinks": False}
-        if not stat.S_ISLNK(st.st_mode):
+        if not stat.S_ISLNK(st.st_mode) and not mode_set:
             os.chmod(fd_or_name, stat.S_IMODE(st.st_mode) & _PERM_BITS, **name_kw)
         if self.owner is not None:
             os.chown(fd_or_name, self.owner, self.owner, **name_kw)
@@ -238,19 +242,22 @@ def _mirror(src_fd: int, dst_fd: int, rel: str, job: _Job) -> None:
 def _copy_file(src_fd: int, dst_fd: int, name: str, path: str, st: os.stat_result, job: _Job) -> None:
     src = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=src_fd)
     try:
-        now = os.fstat(src)
-        if not stat.S_ISREG(now.st_mode) or now.st_ino != st.st_ino:
-            job.skipped.append((path, "changed while copied"))
-            return
+        now = st
+        if job.limits is not None:  # copy-out: still the regular file that was listed
+            now = os.fstat(src)
+            if not stat.S_ISREG(now.st_mode) or now.st_ino != st.st_ino:
+                job.skipped.append((path, "changed while copied"))
+                return
         # copy-in fills a new directory; copy-out replaces the host's file in one step
         temp = name if job.limits is None else f".rlforge-{secrets.token_hex(6)}"
+        mode = stat.S_IMODE(now.st_mode) & _PERM_BITS  # (the new fd is writable whatever it is)
         dst = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
-                      0o600, dir_fd=dst_fd)
+                      mode, dir_fd=dst_fd)
         try:
             _copy_bytes(src, dst, now.st_size)
             if temp != name:
                 os.rename(temp, name, src_dir_fd=dst_fd, dst_dir_fd=dst_fd)
-            job.settle(path, dst, None, now)
+            job.settle(path, dst, None, now, mode_set=not mode & _UMASK)
         except BaseException:
             os.close(dst)
             dst = -1
