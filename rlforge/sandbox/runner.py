@@ -8,8 +8,11 @@ applied by `prlimit` inside; a seccomp filter (see `seccomp.py`).
 
 As root, also: bubblewrap itself starts as an unprivileged host uid of the run's own
 (`hostuid.py`), so the sandbox maps onto that uid and never onto host root; pids, memory
-and cpu cgroups limit the whole sandbox (`cgroups.py`); and everything it may write lives
-on tmpfs mounts capped in bytes and inodes, copied in and out (`scratch.py`).
+and cpu cgroups limit the whole sandbox (`cgroups.py`); everything it may write lives on
+tmpfs mounts capped in bytes and inodes, copied in and out (`scratch.py`); and read-only
+binds are idmapped mounts that show root's files as the run's uid's (`idmap.py`), so
+callers' 0700 directories stay readable. Tear-down happens after the result is returned
+(`teardown.py`).
 
 Lifetime: the command itself is pid 1 of the sandbox's pid namespace (`--as-pid-1`), so
 when it exits, or when we kill it on timeout, the kernel kills every process left inside

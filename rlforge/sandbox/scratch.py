@@ -10,7 +10,13 @@ with `size=` and `nr_inodes=`, `nosuid,nodev`, owned by the run's host uid:
   `workspace_inodes` for all of them together: the host directories are copied in before
   the run and back out after it (`copy_out`), so the host directory ends as the sandbox
   left it, within the copy-out caps, and hitting a cap inside is ENOSPC, nothing more;
-* one each for `/tmp` and `/dev/shm`, `tmp_mb` and `tmp_inodes` each.
+* one each for `/tmp` and `/dev/shm`, `tmp_mb` and `tmp_inodes` each;
+* and a read-only bind, below the run's directory, of each read-only host directory
+  (`bind`, idmapped where possible), which the run's uid can reach whatever the modes of
+  the directories above it.
+
+The run's directory (`RUNTIME/<pid>-<n>`, root:run-uid 0710) sits on a private mount point,
+so none of this propagates to other mount namespaces.
 
 Bound into the sandbox from these mounts, the writable directories appear in
 `/proc/self/mountinfo` as paths inside a tmpfs, not as the host paths of the scratch
