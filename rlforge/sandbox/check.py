@@ -362,6 +362,16 @@ def _check_copy_out_caps(b: _Bench) -> tuple[bool, str]:
     return ok, f"3 MB file at copy_file_mb=1: {r.submission_too_large or 'copied back'}"
 
 
+def _check_private_binds(b: _Bench) -> tuple[bool, str]:
+    private = b.root / "private"
+    private.mkdir(mode=0o700)
+    (private / "data.json").write_text("{}")
+    os.chmod(private / "data.json", 0o600)
+    r = run(["sh", "-c", "cat /tests/data.json && : > /tests/data.json"], b.spec(tests=private))
+    ok = r.stdout_text == "{}" and "Read-only" in r.stderr_text
+    return ok, f"0600 file in a 0700 tests dir: read {r.stdout_text!r}; {r.stderr_text.strip()[-60:]}"
+
+
 def _check_mountinfo(b: _Bench) -> tuple[bool, str]:
     r = b.py("print(open('/proc/self/mountinfo').read())")
     shown = [str(p) for p in (b.workspace, b.logs) if str(p) in r.stdout_text]
@@ -442,6 +452,7 @@ CHECKS: list[tuple[str, Callable[[_Bench], tuple[bool, str]]]] = [
     ("/tmp and /dev/shm capped in inodes", _check_tmp_inodes),
     ("copy-out capped (submission too large)", _check_copy_out_caps),
     ("mountinfo hides host paths of writable dirs", _check_mountinfo),
+    ("root-only read-only binds readable, not writable", _check_private_binds),
     ("timeout kills the whole tree", _check_timeout),
     ("nothing left running after exit", _check_leftovers),
     ("output capped", _check_output_cap),
