@@ -72,6 +72,15 @@ def _own_cgroups() -> dict[str, str]:
     return out
 
 
+def pid_gone(pid: str) -> bool:
+    """Whether process `pid` has ended: no longer there, or a zombie (in a container whose
+    pid 1 does not reap, a killed rlforge can stay one for long)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0] == "Z"
+    except (OSError, IndexError):
+        return True
+
+
 def _write(path: Path, text: str) -> None:
     fd = os.open(path, os.O_WRONLY | os.O_CLOEXEC)
     try:
@@ -226,7 +235,7 @@ class SandboxCgroups:
                 pid = name.split("-")[0]
                 if name == child.name and base.name != _BASE_NAME:
                     continue  # beside rlforge's own cgroup only our prefixed names are ours
-                if child.is_dir() and pid.isdigit() and not Path(f"/proc/{pid}").exists():
+                if child.is_dir() and pid.isdigit() and pid_gone(pid):
                     try:
                         child.rmdir()
                     except OSError:

@@ -42,6 +42,7 @@ from pathlib import Path
 
 from rlforge.errors import SubmissionTooLarge
 from rlforge.sandbox import idmap
+from rlforge.sandbox.cgroups import pid_gone
 from rlforge.sandbox.files import CopyLimits
 
 RUNTIME = Path("/run/rlforge/scratch")
@@ -71,11 +72,20 @@ def _bind_ro(source: Path, target: Path) -> None:
             raise OSError(err, f"cannot bind {source}: {os.strerror(err)}", str(target))
 
 
+def _is_mount_point(where: Path) -> bool:
+    """Whether a mount sits at `where` (os.path.ismount misses a bind mount of a directory
+    onto itself: same device as its parent)."""
+    escaped = str(where).replace(" ", "\\040")
+    return any(line.split()[4] == escaped
+               for line in Path("/proc/self/mountinfo").read_text().splitlines())
+
+
 def _make_private(where: Path) -> None:
     """Make `where` a mount point of its own that passes no mount to other namespaces (the
     host's / is often shared, e.g. under systemd), so runs' mounts stay in ours."""
-    if not os.path.ismount(where):
-        if _libc.mount(str(where).encode(), str(where).encode(), None, _MS_BIND, None) != 0:
+    if not _is_mount_point(where):
+        if _libc.mount(str(where).encode(), str(where).encode(), None, _MS_BIND | _MS_REC,
+                       None) != 0:
             raise OSError(ctypes.get_errno(), "cannot bind the scratch directory", str(where))
     if _libc.mount(None, str(where).encode(), None, _MS_PRIVATE, None) != 0:
         raise OSError(ctypes.get_errno(), "cannot make the scratch directory private", str(where))
@@ -119,7 +129,7 @@ def sweep() -> None:
         return
     for entry in entries:
         pid = entry.name.split("-")[0]
-        if pid.isdigit() and not Path(f"/proc/{pid}").exists():
+        if pid.isdigit() and pid_gone(pid):
             for sub in sorted(entry.iterdir(), reverse=True):
                 _unmount(sub)
             shutil.rmtree(entry, ignore_errors=True)
