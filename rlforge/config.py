@@ -64,10 +64,27 @@ SETTINGS: list[Setting] = [
     Setting("sandbox.workers", 0, "concurrent sandboxes (0 = 2 x cores)", int),
     Setting("sandbox.timeout", 60.0, "default wall-clock seconds before a sandboxed command's "
             "whole process tree is killed (a task's own timeout wins)", float),
-    Setting("sandbox.memory_mb", 1024, "default address-space limit per sandboxed process, MB "
-            "(0 = none)", int),
+    Setting("sandbox.memory_mb", 1024, "memory of a whole sandbox, MB: a memory cgroup over "
+            "its processes, page cache and tmpfs pages, no swap; also each process's address-"
+            "space limit (0 = none)", int),
+    Setting("sandbox.cpus", 1.0, "CPU quota of a whole sandbox, in CPUs (0 = none)", float),
     Setting("sandbox.max_processes", 128, "processes and threads a sandboxed command may have", int),
     Setting("sandbox.output_limit", 1_000_000, "bytes kept from each of stdout and stderr", int),
+    Setting("sandbox.tmp_mb", 256, "size of a sandbox's private /tmp, and of its /dev/shm, MB", int),
+    Setting("sandbox.tmp_inodes", 50_000, "files and directories /tmp (and /dev/shm) may hold", int),
+    Setting("sandbox.workspace_mb", 1024, "size of the capped file system a sandbox's writable "
+            "directories (workspace, logs) are copied onto, MB", int),
+    Setting("sandbox.workspace_inodes", 100_000, "files and directories that file system may "
+            "hold", int),
+    Setting("sandbox.copy_file_mb", 16, "largest file copied back out of a sandbox, MB "
+            "(larger: submission too large)", int),
+    Setting("sandbox.copy_total_mb", 256, "bytes of changed files copied back out of a "
+            "sandbox in all, MB", int),
+    Setting("sandbox.copy_files", 20_000, "changed files copied back out of a sandbox in all", int),
+    Setting("sandbox.host_uid", 2_147_000_000, "as root: the first unprivileged host uid "
+            "sandboxes run as (never mapped onto root)", int),
+    Setting("sandbox.host_uids", 64, "as root: how many host uids from sandbox.host_uid on "
+            "sandboxes use, one per sandbox running at once", int),
     Setting("tasks.out", "tasks", "directory build-tasks writes task directories to"),
     Setting("tasks.seed", 0, "seed for task generation", int),
     Setting("tasks.templates", "", "directory of templates overriding the packaged ones"),

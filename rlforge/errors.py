@@ -152,3 +152,14 @@ class PolicyMalformedResponse(PolicyRequestError):
 
 class LocalModelUnavailable(UserError):
     """The embedded local model cannot start (extra not installed, server failed to start)."""
+
+
+class SubmissionTooLarge(RlforgeError):
+    """What sandboxed code left behind is over a copy-out cap (bytes per file, total
+    bytes, file count). A fail for the policy, never an infrastructure error."""
+
+    reason = "submission too large"
+
+    def __init__(self, detail: str):
+        self.detail = detail
+        super().__init__(f"{self.reason}: {detail}")

@@ -171,7 +171,10 @@ def test_check_catches_what_an_unsandboxed_run_gets_away_with():
               "nothing left running after exit"]
     if os.geteuid() == 0:  # an ordinary user cannot do these even without a sandbox
         caught += ["system read-only, tests read-only", "kernel settings read-only (/proc/sys)",
-                   "process limit holds"]
+                   "process limit holds", "memory cgroup holds (memfds, children)",
+                   "host uid is not root", "no set-uid file reaches the host",
+                   "workspace capped in bytes and inodes", "/tmp and /dev/shm capped in inodes",
+                   "copy-out capped (submission too large)"]
     for name in caught:
         assert results[name] is False, name
     assert all(c.ok for c in run_checks()), "every property holds in the sandbox"

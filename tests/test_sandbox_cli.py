@@ -69,3 +69,11 @@ def test_prepare_env_prints_a_venv_the_sandbox_can_use(cli, shared_cache):
     assert venv.parent == shared_cache / "envs"
     run = cli("sandbox", "run", "--venv", venv, "--", "python", "-c", "import sys; print(sys.prefix)")
     assert run.stdout == "/opt/venv\n"
+
+
+def test_run_reports_the_memory_cgroup_and_the_cpu_flag(cli):
+    code = ("import os\nfd = os.memfd_create('x')\n"
+            "for _ in range(400):\n    os.write(fd, b'x' * (1 << 20))\nprint('held')")
+    result = cli("sandbox", "run", "--memory", "128", "--cpus", "0.5", "--", "python3", "-c", code)
+    assert result.exit_code == 137 and "held" not in result.stdout
+    assert "out of memory" in result.stderr and "(128 MB)" in result.stderr

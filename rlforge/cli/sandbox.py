@@ -63,21 +63,25 @@ def run_command(
     env: List[str] = typer.Option([], "--env", "-e", help="KEY=VALUE added to the clean environment"),
     timeout: Optional[float] = typer.Option(None, "--timeout", help="seconds before the whole tree is killed "
                                             "(setting sandbox.timeout)"),
-    memory: Optional[int] = typer.Option(None, "--memory", help="address-space limit per process, MB "
-                                         "(setting sandbox.memory_mb)"),
+    memory: Optional[int] = typer.Option(None, "--memory", help="memory of the whole sandbox, MB: its "
+                                         "processes, page cache and tmpfs pages; also each "
+                                         "process's address-space limit (setting sandbox.memory_mb)"),
+    cpus: Optional[float] = typer.Option(None, "--cpus", help="CPU quota of the whole sandbox "
+                                         "(setting sandbox.cpus)"),
     sandbox: Optional[str] = typer.Option(None, "--sandbox", help="bwrap, or none to run WITHOUT "
                                           "isolation (setting sandbox.mode)"),
 ) -> None:
     """Run a command exactly as a verifier would; print its output and exit with its code.
 
-    Exit code: the command's own, 124 if it timed out, 1 if the sandbox itself failed.
+    Exit code: the command's own (137 when the kernel killed it at the memory limit), 124
+    if it timed out, 1 if the sandbox itself failed.
     """
     for name, path in (("--workspace", workspace), ("--tests", tests), ("--logs", logs), ("--venv", venv)):
         if path is not None and not path.is_dir():
             raise UserError(f"{name} {path}: not a directory")
     cfg = state(ctx).config
     spec = spec_from_config(
-        cfg, mode=cfg.get("sandbox.mode", sandbox), timeout_sec=timeout, memory_mb=memory,
+        cfg, mode=cfg.get("sandbox.mode", sandbox), timeout_sec=timeout, memory_mb=memory, cpus=cpus,
         workspace=workspace and workspace.resolve(), tests=tests and tests.resolve(),
         logs=logs and logs.resolve(), venv=venv and venv.resolve(), env=_env_pairs(env))
     result = run(cmd, spec)
@@ -90,6 +94,8 @@ def run_command(
     for stream, cut in (("stdout", result.stdout_truncated), ("stderr", result.stderr_truncated)):
         if cut:
             err_console.print(f"[yellow]rlforge:[/] {stream} truncated to {spec.output_limit:,} bytes")
+    for note in result.notes:
+        err_console.print(f"[yellow]rlforge:[/] {escape(note)}")
     if result.timed_out:
         err_console.print(f"[yellow]rlforge:[/] timed out after {spec.timeout_sec:g}s; process tree killed")
         raise typer.Exit(TIMEOUT_EXIT)

@@ -52,6 +52,7 @@ from rlforge.run.submission import (SUBMISSION_CHARS, as_file, as_read, read_pre
                                     workspace_changes)
 from rlforge.run.tasks import Task
 from rlforge.sandbox import SandboxResult, SandboxSpec
+from rlforge.verify import standalone
 from rlforge.verify.validate import TaskRunner, fresh_workspace
 
 SINGLE_TURN_SYSTEM = (
@@ -213,6 +214,7 @@ class Environment:
         self.reward: dict[str, Any] | None = None
         self.workspace: Path | None = None
         self._idle = 0
+        self._too_large: str | None = None  # a command's copy-out passed a cap: why
         self._dir: Path | None = None
         #: Called once the episode ends, before scoring (the run driver stops the
         #: rollout's time budget there: verifying is not the policy's time).
@@ -226,6 +228,7 @@ class Environment:
         self.steps, self.turns, self.done, self.ended_by = [], 0, False, ""
         self.submission = self.reward = None
         self._idle = 0
+        self._too_large = None
         if self.multi_turn:
             if self.runner is None:
                 raise UserError("a terminal task needs a sandbox runner")
@@ -282,6 +285,13 @@ class Environment:
         if self.multi_turn:
             self.submission = await asyncio.to_thread(
                 workspace_changes, self.task.path / "environment" / "app", self.workspace)
+            too_large = self.submission.get("error") and self.submission.get("detail") \
+                or self._too_large
+            if too_large:  # the policy's own doing: a fail, never scored further
+                self.reward = standalone.reward(
+                    {"submission_size": standalone.component(0, 0, "medium", gate=True, detail=too_large)},
+                    detail="submission too large", reason="submission_too_large")
+                return self.reward
             if self.task.verifier == "repair":  # the patch, as trainers and people read it
                 from rlforge.tasks.repair.score import workspace_diff
 
@@ -398,6 +408,8 @@ class Environment:
         result = await self.runner.pool.run(["bash", "-c", cmd.command], spec)
         if result.failure is not None:
             raise InfraError("sandbox", str(result.failure))
+        if result.submission_too_large and not self._too_large:
+            self._too_large = result.submission_too_large
         text, clipped = describe_result(result, opts.observation_chars, opts.command_timeout)
         self.steps.append({"turn": self.turns, "command": cmd.command,
                            "exit_code": result.exit_code, "timed_out": result.timed_out,

@@ -18,7 +18,8 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from rlforge.run.tasks import Task
-from rlforge.sandbox import read_file
+from rlforge.errors import SubmissionTooLarge
+from rlforge.sandbox.files import CopyLimits, iter_files
 from rlforge.verify import standalone
 from rlforge.verify.validate import fresh_workspace
 
@@ -83,55 +84,41 @@ def read_prefix(root: Path, rel: str, max_bytes: int) -> bytes:
         os.close(file_fd)
 
 
-def workspace_changes(start: Path, ws: Path, limit: int = WORKSPACE_LIMIT) -> dict[str, Any]:
+def workspace_changes(start: Path, ws: Path, limit: int = WORKSPACE_LIMIT,
+                      caps: CopyLimits = CopyLimits()) -> dict[str, Any]:
     """What the policy changed in its workspace: files written (new or different) and deleted.
 
     Reads the workspace without following links (symlinks and special files are listed
     under `skipped`). Contents are text when they decode as UTF-8, else base64. Past
     `limit` bytes the rest is listed under `skipped` and `complete` is False (such a
-    submission cannot be re-scored exactly).
+    submission cannot be re-scored exactly). A workspace over a copy-out cap (`caps`: bytes
+    per file, in all, files) is not read further: the result has no files, `error` is
+    "submission too large" (a fail for the policy) and `detail` says which cap.
     """
     files: dict[str, dict[str, str]] = {}
     skipped: list[str] = []
     seen: set[str] = set()
     total = 0
-
-    def walk(rel: PurePosixPath) -> None:
-        nonlocal total
-        if len(rel.parts) >= standalone.MAX_DEPTH:
-            skipped.append(str(rel))
-            return
-        try:
-            entries = sorted(os.scandir(ws / rel), key=lambda e: e.name)
-        except OSError:
-            skipped.append(str(rel))
-            return
-        for entry in entries:
-            path = rel / entry.name
-            if entry.is_symlink() or not (entry.is_dir(follow_symlinks=False)
-                                          or entry.is_file(follow_symlinks=False)):
-                skipped.append(str(path))
-            elif entry.is_dir(follow_symlinks=False):
-                if entry.name not in SKIP_DIRS:
-                    walk(path)
-            else:
-                key = str(path)
-                seen.add(key)
-                try:
-                    data = read_file(ws, key, max_bytes=max(0, limit - total))
-                except OSError:
-                    skipped.append(key)
-                    continue
-                original = start / key
-                if original.is_file() and not original.is_symlink() and original.read_bytes() == data:
-                    continue
-                total += len(data)
-                try:
-                    files[key] = {"text": data.decode("utf-8")}
-                except UnicodeDecodeError:
-                    files[key] = {"base64": base64.b64encode(data).decode()}
-
-    walk(PurePosixPath())
+    try:
+        for key, data in iter_files(ws, caps, SKIP_DIRS):
+            if data is None:
+                skipped.append(key)
+                continue
+            seen.add(key)
+            original = start / key
+            if original.is_file() and not original.is_symlink() and original.read_bytes() == data:
+                continue
+            if total + len(data) > limit:
+                skipped.append(key)
+                continue
+            total += len(data)
+            try:
+                files[key] = {"text": data.decode("utf-8")}
+            except UnicodeDecodeError:
+                files[key] = {"base64": base64.b64encode(data).decode()}
+    except SubmissionTooLarge as exc:
+        return {"type": "workspace", "files": {}, "deleted": [], "skipped": [], "complete": False,
+                "error": exc.reason, "detail": exc.detail}
     deleted = []
     if start.is_dir():
         for dirpath, dirnames, names in os.walk(start):

@@ -26,7 +26,8 @@ from rlforge.sandbox.check import Check, run_checks
 from rlforge.sandbox.envs import prepare_env
 from rlforge.sandbox.files import CopyReport, copy_tree, read_file
 from rlforge.sandbox.pool import SandboxPool, default_workers
-from rlforge.sandbox.runner import HostSupport, ensure_available, run
+from rlforge.sandbox.runner import ensure_available, run
+from rlforge.sandbox.support import HostSupport
 from rlforge.sandbox.spec import (LOGS_MOUNT, TESTS_MOUNT, VENV_MOUNT, WORKSPACE_MOUNT,
                                   FailureReason, SandboxFailure, SandboxResult, SandboxSpec,
                                   spec_from_config)

@@ -245,6 +245,141 @@ print(f"forked {n}")
     return ok, f"{said} with max_processes={limit}"
 
 
+def _check_memory_cgroup(b: _Bench) -> tuple[bool, str]:
+    r = b.py("""
+import os, time
+for i in range(3):
+    if os.fork() == 0:
+        fd = os.memfd_create("probe")
+        for _ in range(100):
+            os.write(fd, b"x" * (1 << 20))
+        time.sleep(2)
+        os._exit(0)
+print([os.waitstatus_to_exitcode(os.wait()[1]) for _ in range(3)])
+""", memory_mb=128, timeout_sec=20)
+    ok = r.oom_killed and r.memory_peak_mb is not None and r.memory_peak_mb <= 128
+    return ok, (f"3 children x 100 MB of memfd under memory_mb=128: {_said(r)}; "
+                f"peak {r.memory_peak_mb} MB; OOM kill reported: {r.oom_killed}")
+
+
+def _check_cpu_quota(b: _Bench) -> tuple[bool, str]:
+    r = b.py("""
+import os, time
+end = time.monotonic() + 1.0
+for _ in range(4):
+    if os.fork() == 0:
+        while time.monotonic() < end:
+            pass
+        os._exit(0)
+for _ in range(4):
+    os.wait()
+t = os.times()
+print(round(t.children_user + t.children_system, 2))
+""", cpus=0.2)
+    said = _said(r)
+    ok = r.exit_code == 0 and float(said) < 0.2 * 1.0 * 1.6
+    return ok, f"4 busy processes for 1 s at cpus=0.2 used {said} CPU-seconds"
+
+
+def _host_ids(pid: int) -> list[int]:
+    status = Path(f"/proc/{pid}/status").read_text()
+    return [int(v) for key in ("Uid:", "Gid:") for v in status.split(key)[1].split("\n")[0].split()]
+
+
+def _check_host_uid(b: _Bench) -> tuple[bool, str]:
+    marker = f"20{secrets.randbelow(10**6)}"
+    seen = threading.Event()
+    runner = threading.Thread(target=run, args=(["sleep", marker], b.spec(timeout_sec=30)),
+                              kwargs={"cancel": seen})
+    runner.start()
+    ids: list[int] = []
+    try:
+        while not ids and runner.is_alive():
+            for entry in os.listdir("/proc"):
+                try:
+                    if entry.isdigit() and Path(f"/proc/{entry}/cmdline").read_bytes() == \
+                            f"sleep\0{marker}\0".encode():
+                        ids = _host_ids(int(entry))
+                except (OSError, IndexError):
+                    continue
+    finally:
+        seen.set()
+        runner.join()
+    if not ids:
+        return False, "the sandboxed process was never seen on the host"
+    return 0 not in ids, f"host uids/gids of a sandboxed process: {sorted(set(ids))}"
+
+
+def _check_no_setuid(b: _Bench) -> tuple[bool, str]:
+    r = b.py("import os; os.close(os.open('/app/suid', os.O_CREAT | os.O_WRONLY, 0o6755)); print('made')")
+    target = b.workspace / "suid"
+    mode = os.lstat(target).st_mode if target.exists() else 0
+    ok = _said(r) == "made" and target.exists() and not mode & 0o6000
+    return ok, f"a file created 06755 inside is {oct(mode & 0o7777)} on the host"
+
+
+def _fill(path: str, what: str) -> str:
+    """A probe filling a fresh directory below `path` with bytes or with empty files until
+    the file system refuses; it prints how far it got and removes what it wrote."""
+    step = ('open(f"{d}/fill", "ab").write(b"x" * (1 << 20))' if what == "bytes"
+            else 'open(f"{d}/f{n}", "w").close()')
+    return f"""
+import os, shutil, tempfile
+d = tempfile.mkdtemp(prefix="rlforge-check-", dir={path!r})
+n, said = 0, "no limit"
+try:
+    while n < 2000:
+        {step}
+        n += 1
+except OSError as e:
+    said = f"errno {{e.errno}}"
+shutil.rmtree(d)
+print(n, {"MB" if what == "bytes" else "files"!r} + ",", said)
+"""
+
+
+def _check_workspace_caps(b: _Bench) -> tuple[bool, str]:
+    size = b.py(_fill("/app", "bytes"), workspace_mb=8)
+    inodes = b.py(_fill("/app", "inodes"), workspace_inodes=500)
+    ok = all(_said(r).endswith("errno 28") and int(_said(r).split()[0]) < limit
+             for r, limit in ((size, 8), (inodes, 500)))
+    return ok, f"workspace_mb=8: {_said(size)}; workspace_inodes=500: {_said(inodes)}"
+
+
+def _check_tmp_inodes(b: _Bench) -> tuple[bool, str]:
+    # without a sandbox (mode "none", for tests) the probe fills the check's own directory,
+    # never the host's /tmp
+    dirs = ("/tmp", "/dev/shm") if b.mode != "none" else (str(b.root), str(b.root))
+    said = [_said(b.py(_fill(d, "inodes"), tmp_inodes=500)) for d in dirs]
+    ok = all(s.endswith("errno 28") and int(s.split()[0]) < 500 for s in said)
+    return ok, f"tmp_inodes=500: /tmp {said[0]}; /dev/shm {said[1]}"
+
+
+def _check_copy_out_caps(b: _Bench) -> tuple[bool, str]:
+    r = b.py("open('/app/big.bin', 'wb').write(b'x' * (3 << 20)); print('written')", copy_file_mb=1)
+    back = (b.workspace / "big.bin").exists()
+    ok = _said(r) == "written" and bool(r.submission_too_large) and not back
+    return ok, f"3 MB file at copy_file_mb=1: {r.submission_too_large or 'copied back'}"
+
+
+def _check_private_binds(b: _Bench) -> tuple[bool, str]:
+    private = b.root / "private"
+    private.mkdir(mode=0o700)
+    (private / "data.json").write_text("{}")
+    os.chmod(private / "data.json", 0o600)
+    r = run(["sh", "-c", "cat /tests/data.json && : > /tests/data.json"], b.spec(tests=private))
+    ok = r.stdout_text == "{}" and "Read-only" in r.stderr_text
+    return ok, f"0600 file in a 0700 tests dir: read {r.stdout_text!r}; {r.stderr_text.strip()[-60:]}"
+
+
+def _check_mountinfo(b: _Bench) -> tuple[bool, str]:
+    r = b.py("print(open('/proc/self/mountinfo').read())")
+    shown = [str(p) for p in (b.workspace, b.logs) if str(p) in r.stdout_text]
+    ok = r.exit_code == 0 and not shown
+    return ok, ("host paths of /app and /logs/verifier not in mountinfo" if ok else
+                f"mountinfo shows {' '.join(shown) or _said(r)}")
+
+
 def _check_memory_limit(b: _Bench) -> tuple[bool, str]:
     r = b.py("""
 try:
@@ -308,7 +443,16 @@ CHECKS: list[tuple[str, Callable[[_Bench], tuple[bool, str]]]] = [
     ("uid 65534, no capabilities, no new user namespaces", _check_privileges),
     ("keyring syscalls blocked (seccomp)", _check_seccomp),
     ("process limit holds", _check_process_limit),
-    ("memory limit holds", _check_memory_limit),
+    ("memory limit holds (per process)", _check_memory_limit),
+    ("memory cgroup holds (memfds, children)", _check_memory_cgroup),
+    ("CPU quota holds", _check_cpu_quota),
+    ("host uid is not root", _check_host_uid),
+    ("no set-uid file reaches the host", _check_no_setuid),
+    ("workspace capped in bytes and inodes", _check_workspace_caps),
+    ("/tmp and /dev/shm capped in inodes", _check_tmp_inodes),
+    ("copy-out capped (submission too large)", _check_copy_out_caps),
+    ("mountinfo hides host paths of writable dirs", _check_mountinfo),
+    ("root-only read-only binds readable, not writable", _check_private_binds),
     ("timeout kills the whole tree", _check_timeout),
     ("nothing left running after exit", _check_leftovers),
     ("output capped", _check_output_cap),
@@ -336,7 +480,7 @@ def run_checks(mode: str = "bwrap") -> list[Check]:
             return [Check("bubblewrap usable", False, str(exc))]
         results = [Check("bubblewrap usable", True,
                          f"{support.bwrap} {'.'.join(map(str, support.version))}; "
-                         f"process limit via {support.pid_limit}")]
+                         f"{support.limits()}")]
     with tempfile.TemporaryDirectory(prefix="rlforge-check-") as tmp:
         os.chmod(tmp, 0o755)
         bench = _Bench(Path(tmp), mode)

@@ -6,6 +6,10 @@ host file (`reward.json -> /root/.ssh/id_rsa`) or with a FIFO that blocks the re
 helpers open every path component relative to a trusted root with O_NOFOLLOW and only
 accept regular files and directories; anything else is refused (read) or skipped (copy).
 Hard links cannot point outside: link(2) does not cross the sandbox's bind mounts.
+
+What is read is bounded too (`CopyLimits`, `iter_files`): bytes per file, bytes in all,
+and files; past a cap the reader stops with `SubmissionTooLarge` instead of reading a
+40-file tree of 255 MB sparse files into rlforge's own memory.
 """
 
 from __future__ import annotations
@@ -17,6 +21,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Iterator
+
+from rlforge.errors import SubmissionTooLarge
 
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _FILE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
@@ -87,6 +93,99 @@ def read_file(root: str | os.PathLike, relpath: str | os.PathLike, max_bytes: in
     if len(data) > max_bytes:
         raise OSError(errno.EFBIG, f"larger than {max_bytes} bytes", str(relpath))
     return data
+
+
+@dataclass(frozen=True)
+class CopyLimits:
+    """Caps on what rlforge reads or copies back from a tree sandboxed code wrote.
+
+    Args:
+        file_bytes: Largest single file.
+        total_bytes: All files together.
+        files: Entries (files, links, FIFOs) in all.
+    """
+
+    file_bytes: int = 16 << 20
+    total_bytes: int = 256 << 20
+    files: int = 20_000
+
+    def check(self, rel: str, size: int, total: int, count: int) -> None:
+        """Raise `SubmissionTooLarge` if one more entry `rel` of `size` bytes, making
+        `total` bytes and `count` entries so far, is over a cap."""
+        mb = 1 << 20
+        if size > self.file_bytes:
+            raise SubmissionTooLarge(f"{rel} is {size / mb:.1f} MB (at most "
+                                     f"{self.file_bytes / mb:g} MB per file)")
+        if total > self.total_bytes:
+            raise SubmissionTooLarge(f"more than {self.total_bytes / mb:g} MB in all")
+        if count > self.files:
+            raise SubmissionTooLarge(f"more than {self.files:,} files")
+
+
+def iter_files(root: str | os.PathLike, limits: CopyLimits = CopyLimits(),
+               skip_dirs: tuple[str, ...] = ()) -> Iterator[tuple[str, bytes | None]]:
+    """The regular files below `root` with their bytes, in sorted order, never following
+    links and holding one file in memory at a time.
+
+    Args:
+        root: Directory written by untrusted code.
+        limits: Caps; the file over one is not read.
+        skip_dirs: Directory names not entered (e.g. `__pycache__`).
+
+    Yields:
+        (relative path, bytes) per regular file; (relative path, None) per entry that is
+        not read (a symlink, a special file, an unreadable directory).
+
+    Raises:
+        SubmissionTooLarge: a cap was passed.
+    """
+    state = {"total": 0, "count": 0}
+    with _open_dir(root, ()) as fd:
+        yield from _iter_dir(fd, PurePosixPath(), limits, skip_dirs, state)
+
+
+MAX_DEPTH = 64  # directory levels read back from a tree sandboxed code wrote
+
+
+def _iter_dir(dir_fd: int, rel: PurePosixPath, limits: CopyLimits, skip_dirs: tuple[str, ...],
+              state: dict[str, int]) -> Iterator[tuple[str, bytes | None]]:
+    if len(rel.parts) >= MAX_DEPTH:
+        raise SubmissionTooLarge(f"{rel} is deeper than {MAX_DEPTH} directories")
+    for entry in sorted(os.scandir(dir_fd), key=lambda e: e.name):
+        path = str(rel / entry.name)
+        if entry.is_dir(follow_symlinks=False):
+            if entry.name in skip_dirs:
+                continue
+            try:
+                sub = os.open(entry.name, _DIR_FLAGS, dir_fd=dir_fd)
+            except OSError:
+                yield path, None
+                continue
+            try:
+                yield from _iter_dir(sub, rel / entry.name, limits, skip_dirs, state)
+            finally:
+                os.close(sub)
+            continue
+        state["count"] += 1
+        if not entry.is_file(follow_symlinks=False):
+            limits.check(path, 0, state["total"], state["count"])
+            yield path, None
+            continue
+        try:
+            fd = _open_regular(dir_fd, entry.name)
+        except OSError:
+            yield path, None
+            continue
+        try:
+            size = os.fstat(fd).st_size
+            limits.check(path, size, state["total"] + size, state["count"])
+            with os.fdopen(fd, "rb", closefd=False) as fh:
+                data = fh.read(limits.file_bytes + 1)
+            state["total"] += len(data)
+            limits.check(path, len(data), state["total"], state["count"])
+        finally:
+            os.close(fd)
+        yield path, data
 
 
 @dataclass

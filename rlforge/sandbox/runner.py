@@ -2,10 +2,17 @@
 
 The sandbox: new user, pid, network, mount, ipc, uts and cgroup namespaces; uid/gid 65534;
 all capabilities dropped and no new user namespaces inside; a read-only system (`/usr`,
-the `/bin`-style links, a minimal `/etc`); private size-capped `/tmp` and `/dev/shm`;
-minimal `/dev`; its own `/proc`; the task's directories at Harbor's paths; a clean
-environment; rlimits applied by `prlimit` inside; a seccomp filter (see `seccomp.py`); a
-pids cgroup when running as root (see `cgroups.py`).
+the `/bin`-style links, a minimal `/etc`); private `/tmp` and `/dev/shm`; minimal `/dev`;
+its own `/proc`; the task's directories at Harbor's paths; a clean environment; rlimits
+applied by `prlimit` inside; a seccomp filter (see `seccomp.py`).
+
+As root, also: bubblewrap itself starts as an unprivileged host uid of the run's own
+(`hostuid.py`), so the sandbox maps onto that uid and never onto host root; pids, memory
+and cpu cgroups limit the whole sandbox (`cgroups.py`); everything it may write lives on
+tmpfs mounts capped in bytes and inodes, copied in and out (`scratch.py`); and read-only
+binds are idmapped mounts that show root's files as the run's uid's (`idmap.py`), so
+callers' 0700 directories stay readable. Tear-down happens after the result is returned
+(`teardown.py`).
 
 Lifetime: the command itself is pid 1 of the sandbox's pid namespace (`--as-pid-1`), so
 when it exits, or when we kill it on timeout, the kernel kills every process left inside
@@ -21,10 +28,10 @@ the command's.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import logging
 import os
-import re
 import select
 import selectors
 import shutil
@@ -34,55 +41,25 @@ import sys
 import threading
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
-from pathlib import Path
 
 from rlforge.errors import SandboxUnavailable, UserError
-from rlforge.sandbox import layout, seccomp
-from rlforge.sandbox.cgroups import PidsCgroups
-from rlforge.sandbox.spec import (SANDBOX_UID, FailureReason, SandboxFailure, SandboxResult,
-                                  SandboxSpec)
+from rlforge.sandbox import layout, scratch, seccomp
+from rlforge.sandbox.cgroups import Limits, RunCgroups, SandboxCgroups
+from rlforge.sandbox.hostuid import HostUid
+from rlforge.sandbox.scratch import Scratch
+from rlforge.sandbox.spec import (SANDBOX_UID, FailureReason, SandboxFailure,
+                                  SandboxResult, SandboxSpec)
+from rlforge.sandbox.support import (INSTALL_HINT, MIN_BWRAP, MOUNT_HINT, ROOT_HINT, USERNS_HINT,
+                                     HostSupport, bwrap_version, util_linux)
+from rlforge.sandbox.teardown import cleaner
 
 log = logging.getLogger("rlforge.sandbox")
-
-MIN_BWRAP = (0, 8, 0)  # --disable-userns and --size
-INSTALL_HINT = ("install it with `apt-get install -y bubblewrap` (Debian/Ubuntu) or "
-                "`dnf install -y bubblewrap` (Fedora)")
-USERNS_HINT = ("enable unprivileged user namespaces: `sysctl -w kernel.unprivileged_userns_clone=1` "
-               "(Debian), `sysctl -w kernel.apparmor_restrict_unprivileged_userns=0` (Ubuntu 24.04+), "
-               "`sysctl -w user.max_user_namespaces=15000`; inside Docker, run the container with "
-               "`--security-opt seccomp=unconfined --security-opt apparmor=unconfined`")
-ROOT_HINT = ("as root, the process limit needs a writable cgroup pids controller (none found under "
-             "/sys/fs/cgroup): run rlforge as a non-root user, or give it a writable cgroup "
-             "(e.g. a privileged container, or `mount -t cgroup2 none /sys/fs/cgroup`)")
 
 _DRAIN_SEC = 2.0  # after a kill, how long to wait for pipes to close
 
 
-@dataclass(frozen=True)
-class HostSupport:
-    """What this machine offers the sandbox; found once by `ensure_available`."""
-
-    bwrap: str
-    version: tuple[int, ...]
-    prlimit: str
-    pid_limit: str  # "rlimit" or "cgroup v1"/"cgroup v2"
-    cgroups: PidsCgroups | None
-    seccomp_filter: bytes
-
-
 _support: HostSupport | None = None
 _support_lock = threading.Lock()
-
-
-def _bwrap_version(bwrap: str) -> tuple[int, ...]:
-    out = subprocess.run([bwrap, "--version"], capture_output=True, text=True, env={},
-                         timeout=10).stdout
-    match = re.search(r"(\d+)\.(\d+)(?:\.(\d+))?", out)
-    if not match:
-        raise SandboxUnavailable(f"cannot tell the version of {bwrap} (printed {out.strip()!r}); "
-                                 f"reinstall bubblewrap: {INSTALL_HINT}")
-    return tuple(int(g or 0) for g in match.groups())
 
 
 def ensure_available() -> HostSupport:
@@ -102,33 +79,37 @@ def ensure_available() -> HostSupport:
         bwrap = shutil.which("bwrap")
         if bwrap is None:
             raise SandboxUnavailable(f"bubblewrap (bwrap) is not installed; {INSTALL_HINT}")
-        version = _bwrap_version(bwrap)
+        version = bwrap_version(bwrap)
         if version < MIN_BWRAP:
             need, have = ".".join(map(str, MIN_BWRAP)), ".".join(map(str, version))
             raise SandboxUnavailable(f"bubblewrap {have} is too old (rlforge needs {need} or newer "
                                      "for --disable-userns and --size); upgrade it, e.g. from "
                                      "Debian 12 / Ubuntu 24.04 packages")
-        found = shutil.which("prlimit")
-        prlimit = os.path.realpath(found) if found else ""
-        if not prlimit.startswith("/usr/"):
-            raise SandboxUnavailable("prlimit (util-linux) was not found under /usr; "
-                                     "install it with `apt-get install -y util-linux`")
+        prlimit, setpriv = util_linux("prlimit"), ""
         if not seccomp.supported():
             raise SandboxUnavailable("rlforge has no seccomp syscall table for this CPU "
                                      "architecture (supported: x86_64, aarch64)")
-        cgroups = None
+        cgroups = SandboxCgroups.find()
+        capped = False
         if os.geteuid() == 0:
-            cgroups = PidsCgroups.find()
-            if cgroups is None:
-                raise SandboxUnavailable(f"cannot enforce a process limit: {ROOT_HINT}")
-        pid_limit = f"cgroup v{cgroups.version}" if cgroups else "rlimit"
+            have = cgroups.controllers if cgroups else ()
+            if "pids" not in have or "memory" not in have:
+                found = ", ".join(have) or "none"
+                raise SandboxUnavailable(f"cannot limit the sandbox: {ROOT_HINT.format(found=found)}")
+            setpriv = util_linux("setpriv")
+            capped = scratch.can_mount()
+            if not capped:
+                raise SandboxUnavailable(MOUNT_HINT)
+            scratch.sweep()
+        pid_limit = f"cgroup v{cgroups.version}" if cgroups and "pids" in cgroups.bases else "rlimit"
         bare = subprocess.run([bwrap, "--unshare-all", "--unshare-user", "--ro-bind", "/", "/",
                                "--", "/usr/bin/true"], capture_output=True, text=True, env={},
                               timeout=30)
         if bare.returncode != 0:
             detail = bare.stderr.strip() or f"exit {bare.returncode}"
             raise SandboxUnavailable(f"bubblewrap cannot create namespaces here ({detail}); {USERNS_HINT}")
-        support = HostSupport(bwrap, version, prlimit, pid_limit, cgroups, seccomp.filter_bytes())
+        support = HostSupport(bwrap, version, prlimit, pid_limit, cgroups, seccomp.filter_bytes(),
+                              setpriv, capped)
         probe = _Run(support, ["/usr/bin/true"], SandboxSpec(timeout_sec=30)).execute()
         if probe.failure is not None or probe.exit_code != 0:
             detail = str(probe.failure) if probe.failure else f"exit {probe.exit_code}"
@@ -210,6 +191,8 @@ def _exited(pid: int, timeout_sec: float) -> bool:
         os.close(fd)
 
 
+
+
 class _Run:
     """One supervised run: start, copy output, enforce the deadline, collect the status."""
 
@@ -218,13 +201,30 @@ class _Run:
         self.support, self.cmd, self.spec, self.cancel = support, cmd, spec, cancel
         self.proc: subprocess.Popen | None = None
         self.pidfd: int | None = None
-        self.cgroup: Path | None = None
+        self.cgroup: RunCgroups | None = None
+        self.host_uid: HostUid | None = None
+        self.scratch: Scratch | None = None
         self.block_fd: int | None = None
         self.exit_code: int | None = None
         self.failure: SandboxFailure | None = None
         self.killed_by_us = False
 
     # --- building the command line -------------------------------------------------------
+
+    def _bind_args(self) -> list[str]:
+        """Every host directory: as root, writable ones on a capped copy and read-only
+        ones bound again below the run's scratch directory (see `scratch.Scratch`)."""
+        spec, args, work = self.spec, [], self.scratch
+        if work is not None:
+            args += ["--bind", str(work.tmp), "/tmp", "--bind", str(work.shm), "/dev/shm"]
+        else:
+            tmp = str(spec.tmp_mb * 1024 * 1024)
+            args += ["--size", tmp, "--tmpfs", "/tmp", "--size", tmp, "--tmpfs", "/dev/shm"]
+        for src, dest, writable in spec.binds():
+            if work is not None:
+                src = work.add(src, dest) if writable else work.bind(src)
+            args += ["--bind" if writable else "--ro-bind", str(src), dest]
+        return args
 
     def _bwrap_argv(self, child_fds: list[int], status_w: int, block_r: int | None) -> list[str]:
         spec, support = self.spec, self.support
@@ -233,13 +233,14 @@ class _Run:
         argv = [support.bwrap, "--unshare-all", "--unshare-user", "--uid", uid, "--gid", uid,
                 "--hostname", "sandbox", "--cap-drop", "ALL", "--disable-userns",
                 "--die-with-parent", "--new-session", "--as-pid-1", "--json-status-fd", str(status_w)]
+        if self.host_uid is not None:
+            host = str(self.host_uid.uid)
+            argv = [support.setpriv, f"--reuid={host}", f"--regid={host}", "--clear-groups",
+                    "--", *argv]
         argv += layout.system_args()
-        tmp = str(spec.tmp_mb * 1024 * 1024)
-        argv += ["--dev", "/dev", "--size", tmp, "--tmpfs", "/tmp",
-                 "--size", tmp, "--tmpfs", "/dev/shm", "--remount-ro", "/dev"]
-        for src, dest, writable in spec.binds():
-            argv += ["--bind" if writable else "--ro-bind", str(src), dest]
-        argv += ["--remount-ro", "/", "--chdir", spec.workdir, "--clearenv"]
+        argv += ["--dev", "/dev"]
+        argv += self._bind_args()
+        argv += ["--remount-ro", "/dev", "--remount-ro", "/", "--chdir", spec.workdir, "--clearenv"]
         for key, value in spec.environment().items():
             argv += ["--setenv", key, value]
         fd = _data_fd(support.seccomp_filter, "rlforge-seccomp")
@@ -254,15 +255,46 @@ class _Run:
     def execute(self) -> SandboxResult:
         start = time.monotonic()
         try:
-            return self._execute(start)
+            result = self._execute(start)
+            return self._finish(result, start)
         finally:
             if self.pidfd is not None:
                 os.close(self.pidfd)
             if self.block_fd is not None:
                 os.close(self.block_fd)
-            if self.cgroup is not None and self.support and self.support.cgroups:
-                if not self.support.cgroups.remove(self.cgroup):
-                    log.warning("could not remove cgroup %s", self.cgroup)
+            cleaner.put((self.scratch, self.support.cgroups if self.support else None,
+                          self.cgroup, self.host_uid))
+
+    def _finish(self, result: SandboxResult, start: float) -> SandboxResult:
+        """Add what the cgroups saw and copy the writable directories back out."""
+        notes, changes = list(result.notes), {}
+        cgroups = self.support.cgroups if self.support else None
+        if self.cgroup is not None and cgroups is not None:
+            kills = cgroups.oom_kills(self.cgroup)
+            peak = cgroups.memory_peak(self.cgroup)
+            if peak is not None:
+                changes["memory_peak_mb"] = round(peak / (1 << 20), 1)
+            if kills:
+                changes["oom_killed"] = True
+                notes.append(f"out of memory: the kernel killed {kills} process"
+                             f"{'es' if kills > 1 else ''} of the sandbox at its memory limit "
+                             f"({self.spec.memory_mb} MB)")
+        if self.scratch is not None and result.failure is None:
+            try:
+                out = self.scratch.copy_out(self.spec.copy_limits)
+            except OSError as exc:
+                changes["failure"] = SandboxFailure(FailureReason.LIMITS, f"copy-out: {exc}")
+            else:
+                if out.too_large is not None:
+                    changes["submission_too_large"] = out.too_large
+                    notes.append(f"submission too large: {out.too_large}; what passed the cap "
+                                 "was not copied back")
+        if notes:
+            changes["notes"] = tuple(notes)
+        if not changes:
+            return result
+        changes["duration_sec"] = time.monotonic() - start
+        return dataclasses.replace(result, **changes)
 
     def _start(self) -> tuple[int | None, SandboxResult | None]:
         """Spawn the process; returns (status read fd or None, early result on failure)."""
@@ -277,20 +309,28 @@ class _Run:
                     stderr=subprocess.PIPE, cwd=self._host_workdir(), env=spec.environment(),
                     start_new_session=True)
                 return None, None
+            stage = FailureReason.LIMITS
+            if self.support.as_root:
+                self.host_uid = HostUid(spec.host_uid, spec.host_uids)
+                mb = 1 << 20
+                self.scratch = Scratch(self.host_uid.uid, spec.tmp_mb * mb, spec.tmp_inodes,
+                                       spec.workspace_mb * mb, spec.workspace_inodes)
             status_r, status_w = os.pipe()
             child_fds.append(status_w)
             cgroups = self.support.cgroups
             spawning: contextlib.AbstractContextManager = contextlib.nullcontext()
             if cgroups is not None:
-                stage = FailureReason.LIMITS
+                memory = spec.memory_mb * (1 << 20) if spec.memory_mb is not None else None
                 if cgroups.per_thread:  # bubblewrap is born inside; its monitor counts too
-                    self.cgroup = cgroups.create(spec.max_processes + 1)
+                    self.cgroup = cgroups.create(Limits(spec.max_processes + 1, memory, spec.cpus))
                     spawning = cgroups.spawning_in(self.cgroup)
                 else:  # the sandbox's pid 1 is moved in on "child-pid" (see _on_status)
-                    self.cgroup = cgroups.create(spec.max_processes)
+                    self.cgroup = cgroups.create(Limits(spec.max_processes, memory, spec.cpus))
                     block_r, self.block_fd = os.pipe()
                     child_fds.append(block_r)
+            stage = FailureReason.SETUP
             argv = self._bwrap_argv(child_fds, status_w, block_r)
+            stage = FailureReason.LIMITS
             with spawning:
                 stage = FailureReason.LAUNCH
                 self.proc = subprocess.Popen(
@@ -304,7 +344,11 @@ class _Run:
             if self.proc is not None:  # started, but the thread could not leave the cgroup
                 self.proc.kill()
                 self.proc.communicate()
-            return None, SandboxResult(None, failure=SandboxFailure(stage, str(exc)),
+            detail = str(exc)
+            if stage == FailureReason.SETUP and scratch.no_space(exc):
+                detail = (f"the directories to bind do not fit in the sandbox's capped file "
+                          f"system ({spec.workspace_mb} MB, {spec.workspace_inodes:,} inodes): {exc}")
+            return None, SandboxResult(None, failure=SandboxFailure(stage, detail),
                                        sandboxed=self.support is not None)
         finally:
             for fd in child_fds:
@@ -327,7 +371,7 @@ class _Run:
                 pass
             if self.cgroup is not None and self.block_fd is not None:
                 try:
-                    PidsCgroups.attach(self.cgroup, pid)
+                    SandboxCgroups.attach(self.cgroup, pid)
                     os.write(self.block_fd, b"x")  # let bubblewrap go on and start the command
                 except OSError as exc:
                     self.failure = SandboxFailure(FailureReason.LIMITS, f"cgroup attach: {exc}")
@@ -350,7 +394,7 @@ class _Run:
                 pass
         if self.cgroup is not None:
             try:
-                PidsCgroups.kill(self.cgroup)
+                SandboxCgroups.kill(self.cgroup)
             except OSError:
                 pass
 

@@ -14,6 +14,7 @@ from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any, Mapping
 
 from rlforge.errors import UserError
+from rlforge.sandbox.files import CopyLimits
 
 if TYPE_CHECKING:
     from rlforge.config import Config
@@ -26,6 +27,10 @@ VENV_MOUNT = "/opt/venv"
 
 #: The uid and gid sandboxed code runs as (the conventional `nobody`).
 SANDBOX_UID = 65534
+#: As root, the first of the unprivileged host uids sandboxes run as (`sandbox.host_uid`),
+#: and how many there are (`sandbox.host_uids`): one per sandbox running at once.
+HOST_UID = 2_147_000_000
+HOST_UIDS = 64
 
 #: Environment every sandboxed command gets; nothing else from the host enters.
 BASE_ENV: Mapping[str, str] = {
@@ -62,12 +67,26 @@ class SandboxSpec:
         timeout_sec: Wall-clock limit; the whole process tree is killed when it passes.
         cpu_sec: CPU-time limit per process (RLIMIT_CPU; SIGKILL when reached); default: the
             timeout rounded up.
-        memory_mb: Address-space limit per process (RLIMIT_AS); None for no limit.
+        memory_mb: Memory of the whole sandbox (a memory cgroup: all its processes, page
+            cache, and the tmpfs pages of /tmp, /dev/shm and the workspace copy; no swap);
+            each process is also held to it by RLIMIT_AS. None for no limit.
+        cpus: CPU quota of the whole sandbox, in CPUs (a cgroup CFS quota); None for none.
         max_processes: Processes and threads the command may have at once (a forkbomb
             stops here).
         file_size_mb: Largest file the command may write (RLIMIT_FSIZE).
         open_files: Open file descriptors per process (RLIMIT_NOFILE).
         tmp_mb: Size of the private, in-memory `/tmp` (and of `/dev/shm`).
+        tmp_inodes: Files and directories `/tmp` (and `/dev/shm`) may hold.
+        workspace_mb: Size of the capped file system the writable directories (workspace,
+            logs, writable tests) are copied onto for the run, all together.
+        workspace_inodes: Files and directories that file system may hold.
+        copy_file_mb: Largest file copied back out of it after the run.
+        copy_total_mb: Bytes copied back out in all (files the run did not change are
+            not copied and do not count).
+        copy_files: Entries copied back out in all. Past a copy-out cap the result's
+            `submission_too_large` says which.
+        host_uid: As root, the first unprivileged host uid sandboxes run as.
+        host_uids: How many host uids, from `host_uid` on, sandboxes may use.
         output_limit: Bytes kept from each of stdout and stderr; the rest is dropped and
             the result says it was truncated.
         mode: "bwrap" (isolated) or "none" (no isolation at all; only when the user asked
@@ -85,10 +104,19 @@ class SandboxSpec:
     timeout_sec: float = 60.0
     cpu_sec: int | None = None
     memory_mb: int | None = 1024
+    cpus: float | None = 1.0
     max_processes: int = 128
     file_size_mb: int = 256
     open_files: int = 1024
     tmp_mb: int = 256
+    tmp_inodes: int = 50_000
+    workspace_mb: int = 1024
+    workspace_inodes: int = 100_000
+    copy_file_mb: int = 16
+    copy_total_mb: int = 256
+    copy_files: int = 20_000
+    host_uid: int = HOST_UID
+    host_uids: int = HOST_UIDS
     output_limit: int = 1_000_000
     mode: str = "bwrap"
 
@@ -97,13 +125,17 @@ class SandboxSpec:
             raise UserError(f"sandbox mode {self.mode!r} is not one of {', '.join(_MODES)}")
         if not self.timeout_sec > 0:
             raise UserError(f"sandbox timeout must be positive, got {self.timeout_sec}")
-        for name in ("max_processes", "file_size_mb", "open_files", "tmp_mb", "output_limit"):
+        for name in ("max_processes", "file_size_mb", "open_files", "tmp_mb", "tmp_inodes",
+                     "workspace_mb", "workspace_inodes", "copy_file_mb", "copy_total_mb",
+                     "copy_files", "host_uid", "host_uids", "output_limit"):
             if getattr(self, name) < 1:
                 raise UserError(f"sandbox {name} must be at least 1, got {getattr(self, name)}")
         for name in ("cpu_sec", "memory_mb"):
             value = getattr(self, name)
             if value is not None and value < 1:
                 raise UserError(f"sandbox {name} must be at least 1 or unset, got {value}")
+        if self.cpus is not None and not self.cpus >= 0.01:
+            raise UserError(f"sandbox cpus must be at least 0.01 or unset, got {self.cpus}")
         for dest in self.ro_binds:
             path = PurePosixPath(dest)
             if not path.is_absolute() or ".." in path.parts or str(path) == "/":
@@ -125,6 +157,11 @@ class SandboxSpec:
     def cpu_limit(self) -> int:
         """The CPU-seconds limit actually applied."""
         return self.cpu_sec if self.cpu_sec is not None else math.ceil(self.timeout_sec)
+
+    @property
+    def copy_limits(self) -> CopyLimits:
+        """The copy-out caps as `CopyLimits`."""
+        return CopyLimits(self.copy_file_mb << 20, self.copy_total_mb << 20, self.copy_files)
 
     def environment(self) -> dict[str, str]:
         """The complete environment the command sees."""
@@ -150,6 +187,12 @@ class SandboxSpec:
         return out
 
 
+#: Spec fields set straight from the `sandbox.<field>` setting of the same name.
+CONFIGURED = ("max_processes", "output_limit", "tmp_mb", "tmp_inodes", "workspace_mb",
+              "workspace_inodes", "copy_file_mb", "copy_total_mb", "copy_files", "host_uid",
+              "host_uids")
+
+
 def spec_from_config(cfg: "Config", **fields: Any) -> SandboxSpec:
     """A spec whose mode and limits default to the `sandbox.*` settings.
 
@@ -158,13 +201,13 @@ def spec_from_config(cfg: "Config", **fields: Any) -> SandboxSpec:
         **fields: Any `SandboxSpec` field; a value of None means "not given" and leaves the
             configured default in place (so CLI flags can be passed straight through).
     """
-    memory = cfg.get("sandbox.memory_mb")
+    memory, cpus = cfg.get("sandbox.memory_mb"), cfg.get("sandbox.cpus")
     base: dict[str, Any] = {
         "mode": cfg.get("sandbox.mode"),
         "timeout_sec": cfg.get("sandbox.timeout"),
         "memory_mb": memory if memory > 0 else None,
-        "max_processes": cfg.get("sandbox.max_processes"),
-        "output_limit": cfg.get("sandbox.output_limit"),
+        "cpus": cpus if cpus > 0 else None,
+        **{name: cfg.get(f"sandbox.{name}") for name in CONFIGURED},
     }
     base.update({k: v for k, v in fields.items() if v is not None})
     return SandboxSpec(**base)
@@ -175,7 +218,7 @@ class FailureReason(str, enum.Enum):
 
     LAUNCH = "launch"  # bubblewrap could not be started at all
     SETUP = "setup"  # bubblewrap started but could not build the sandbox (e.g. bind source missing)
-    LIMITS = "limits"  # the process-limit cgroup could not be set up
+    LIMITS = "limits"  # the cgroups, host uid or capped file systems could not be set up
     LOST = "lost"  # the sandbox vanished without reporting the command's exit status
 
 
@@ -208,6 +251,12 @@ class SandboxResult:
         failure: Set when the sandbox itself failed; then the outcome must not count
             against the policy.
         sandboxed: False when the run used mode "none".
+        oom_killed: The kernel killed processes of the sandbox at its memory limit (the
+            command's own failure: its exit code says how it ended).
+        memory_peak_mb: The most memory the sandbox held at once (memory cgroup), if known.
+        submission_too_large: Set when what the run wrote passed a copy-out cap: why.
+            The files over it were not copied back; a fail for the policy, not infra.
+        notes: One line each on the above, for people (the CLI prints them).
     """
 
     exit_code: int | None
@@ -220,6 +269,10 @@ class SandboxResult:
     duration_sec: float = 0.0
     failure: SandboxFailure | None = None
     sandboxed: bool = True
+    oom_killed: bool = False
+    memory_peak_mb: float | None = None
+    submission_too_large: str | None = None
+    notes: tuple[str, ...] = ()
 
     @property
     def ok(self) -> bool:
@@ -257,4 +310,8 @@ class SandboxResult:
             "failure": None if self.failure is None else
             {"reason": self.failure.reason.value, "detail": self.failure.detail},
             "sandboxed": self.sandboxed,
+            "oom_killed": self.oom_killed,
+            "memory_peak_mb": self.memory_peak_mb,
+            "submission_too_large": self.submission_too_large,
+            "notes": list(self.notes),
         }

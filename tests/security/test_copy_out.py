@@ -71,9 +71,36 @@ def test_copy_out_keeps_plain_files_and_drops_special_mode_bits(task, sh):
     r = sh("mkdir -p /app/src/pkg && echo 'print(1)' > /app/src/pkg/m.py && "
            "python3 -c 'import os; os.open(\"/app/tool\", os.O_CREAT, 0o4755)' && echo done")
     assert r.stdout_text.strip() == "done", r
-    assert os.stat(task.workspace / "tool").st_mode & stat.S_ISUID
+    # the sandbox's own copy-out already drops the bit (see test_limits for the attack)
+    assert not os.stat(task.workspace / "tool").st_mode & (stat.S_ISUID | stat.S_ISGID)
     report = copy_tree(task.workspace, task.root / "out")
     assert sorted(report.files) == ["answer.txt", "src/pkg/m.py", "tool"]
     assert (task.root / "out" / "src" / "pkg" / "m.py").read_text() == "print(1)\n"
     mode = os.stat(task.root / "out" / "tool").st_mode
     assert not mode & (stat.S_ISUID | stat.S_ISGID) and mode & stat.S_IXUSR
+
+
+def test_copying_back_never_writes_through_a_link_planted_by_an_earlier_run(task, sh):
+    before = task.secret.read_text()
+    r = sh(f"ln -s {task.secret.parent} /app/sub")
+    assert r.exit_code == 0 and (task.workspace / "sub").is_symlink()  # the link came back
+    # the next run replaces the link by a directory holding the secret's name
+    r = sh("rm /app/sub && mkdir /app/sub && echo pwned > /app/sub/id_rsa")
+    assert r.exit_code == 0, r
+    assert task.secret.read_text() == before
+    assert not (task.workspace / "sub").is_symlink()
+    assert (task.workspace / "sub" / "id_rsa").read_text() == "pwned\n"
+
+
+def test_files_a_run_did_not_touch_are_not_copied_back_nor_counted(task, sh):
+    big = task.workspace / "data.bin"
+    big.write_bytes(b"\0" * (20 << 20))  # over the per-file copy-out cap
+    mtime = big.stat().st_mtime_ns
+    r = sh("echo more >> /app/answer.txt; cat /app/data.bin | wc -c")
+    assert r.stdout_text.strip() == str(20 << 20), r
+    assert r.submission_too_large is None, r
+    assert big.stat().st_mtime_ns == mtime and big.stat().st_size == 20 << 20
+    assert (task.workspace / "answer.txt").read_text() == "broken\nmore\n"
+    r = sh("echo x >> /app/data.bin")  # now it changed: too large to bring back
+    assert r.submission_too_large and "data.bin" in r.submission_too_large
+    assert not big.exists()

@@ -199,3 +199,21 @@ os.write(grown, b"#!/bin/sh\\n")  # writing clears a set-id bit set at creation
     assert r.stdout_text.split() == ["chmod", "1", "setgid", "1", "fchmod", "1", "fchmodat2", "1"], r
     for name in ("rootshell", "grown"):
         assert not os.stat(task.workspace / name).st_mode & (stat.S_ISUID | stat.S_ISGID)
+
+
+def test_read_only_binds_of_root_only_directories_are_readable_but_not_writable(tmp_path):
+    # As root, sandboxes run as an unprivileged host uid; a tests directory made by
+    # tempfile.mkdtemp (0700) with a 0600 file must still be readable, and stay unchanged.
+    import tempfile
+
+    from rlforge.sandbox import SandboxSpec, run
+
+    tests = Path(tempfile.mkdtemp(dir=tmp_path))
+    (tests / "run.json").write_text("{}")
+    os.chmod(tests / "run.json", 0o600)
+    r = run(["sh", "-c", "cat /tests/run.json; echo x > /tests/run.json; touch /tests/new"],
+            SandboxSpec(tests=tests))
+    assert r.stdout_text == "{}", r
+    assert r.stderr_text.count("Read-only file system") == 2, r.stderr_text
+    assert sorted(os.listdir(tests)) == ["run.json"] and (tests / "run.json").read_text() == "{}"
+    assert stat.S_IMODE(os.stat(tests).st_mode) == 0o700 and os.stat(tests / "run.json").st_uid == 0

@@ -50,9 +50,9 @@ def test_forks_stop_at_the_process_limit(py):
 def test_the_process_limit_holds_when_the_sandbox_is_moved_into_its_cgroup(py, monkeypatch):
     # cgroup v2 cannot hold a single thread, so there the sandbox's pid 1 is moved into
     # the run's cgroup instead; exercise that path on whatever hierarchy this host has.
-    from rlforge.sandbox.cgroups import PidsCgroups
+    from rlforge.sandbox.cgroups import SandboxCgroups
 
-    monkeypatch.setattr(PidsCgroups, "per_thread", property(lambda self: False))
+    monkeypatch.setattr(SandboxCgroups, "per_thread", property(lambda self: False))
     r = py(FORK_COUNTER, max_processes=24)
     assert r.stdout_text.split() == ["forked", "23"], r
 
