@@ -56,13 +56,26 @@ def _regular_files(root: Path) -> dict[str, Path]:
     return out
 
 
+DIFF_FILE_BYTES = 1_000_000  # a file this large (either side) is named, not diffed
+DIFF_CHARS = 2_000_000  # the diff a rollout stores is cut here
+
+
 def workspace_diff(task_dir: str | Path, workspace: str | Path) -> str:
     """The unified diff (git style, a/ b/ prefixes) from the task's starting workspace to
-    `workspace`; symlinks, bytecode and .rlforge/ are left out, binary files named only."""
+    `workspace`; symlinks, bytecode and .rlforge/ are left out, binary files and files over
+    DIFF_FILE_BYTES named only, the whole cut at DIFF_CHARS (the workspace is the policy's:
+    its size must not decide rlforge's memory)."""
     base = _regular_files(Path(task_dir) / "environment" / "app")
     now = _regular_files(Path(workspace))
-    chunks = []
+    chunks, size = [], 0
     for rel in sorted(set(base) | set(now)):
+        if size > DIFF_CHARS:
+            chunks.append(f"[diff cut at {DIFF_CHARS:,} characters]\n")
+            break
+        sizes = [p.stat().st_size for p in (base.get(rel), now.get(rel)) if p is not None]
+        if max(sizes) > DIFF_FILE_BYTES:
+            chunks.append(f"diff --git a/{rel} b/{rel}\nLarge files differ\n")
+            continue
         old = base[rel].read_bytes() if rel in base else None
         new = now[rel].read_bytes() if rel in now else None
         if old == new:
@@ -82,6 +95,7 @@ def workspace_diff(task_dir: str | Path, workspace: str | Path) -> str:
                                          "b/" + rel if new is not None else "/dev/null", n=3):
             body.append(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n")
         chunks.append(head + "".join(body))
+        size += len(chunks[-1])
     return "".join(chunks)
 
 
