@@ -30,5 +30,9 @@ fi
 extras="${RLFORGE_EXTRAS:-dev,local,bench}"
 echo "setup: installing rlforge[$extras] (llama-cpp-python compiles for ~8 minutes the first time)"
 # constraints.txt: the exact versions CI tests (pyproject.toml holds the ranges users get).
+# llama.cpp is compiled for a portable x86-64/ARM baseline, not for this machine's CPU:
+# a native build on a VM whose CPU advertises instructions it does not run (AMX, AVX-512)
+# dies of SIGILL at the first request. Set CMAKE_ARGS yourself to build otherwise.
+export CMAKE_ARGS="${CMAKE_ARGS:--DGGML_NATIVE=OFF}"
 .venv/bin/python -m pip install -q --disable-pip-version-check -c constraints.txt -e ".[$extras]"
 echo "setup: done ($(.venv/bin/rlforge --version))"

@@ -37,10 +37,14 @@ class GradedPolicy:
 
     def __init__(self, tasks_dir: Path, infra_percent: dict[str, int]):
         self.by_instruction = {}
-        for task in sorted(p for p in tasks_dir.iterdir() if (p / "task.toml").is_file()):
+        # Skills go round the tasks in order (not by a hash of their ids), so every skill
+        # level is played whatever ids a build gives its tasks.
+        self.skill = {}
+        for i, task in enumerate(sorted(p for p in tasks_dir.iterdir() if (p / "task.toml").is_file())):
             ref = json.loads((task / "tests" / "reference.json").read_text())
             gold = gold_answer(task) if ref.get("verifier") in ("answer", "reply") else None
             self.by_instruction[(task / "instruction.md").read_text()] = (task.name, ref, gold)
+            self.skill[task.name] = i
         self.infra_percent = infra_percent
         self.requests = 0
         policy = self
@@ -78,7 +82,8 @@ class GradedPolicy:
         if h % 100 < self.infra_percent.get(model, 0):
             status = 500 if (h >> 7) % 2 else 429
             return status, {"error": {"message": "overloaded", "type": "server_error"}}
-        right = (h >> 8) % 1000 < SKILLS[_hash(model, task_id) % len(SKILLS)] * 1000
+        skill = SKILLS[(self.skill[task_id] + _hash(model)) % len(SKILLS)]
+        right = (h >> 8) % 1000 < skill * 1000
         if body.get("tools"):  # a terminal task: look around once, then submit
             turn = sum(m["role"] == "assistant" for m in body["messages"])
             name, args = ("bash", {"command": "ls -la && git log --oneline | head -3"}) if turn == 0 \

@@ -41,6 +41,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from rlforge.errors import SubmissionTooLarge
+from rlforge.sandbox.files import MAX_DEPTH
 from rlforge.sandbox import idmap
 from rlforge.sandbox.cgroups import pid_gone
 from rlforge.sandbox.files import CopyLimits
@@ -224,6 +225,11 @@ def _mirror(src_fd: int, dst_fd: int, rel: str, job: _Job) -> None:
         if old is not None and not (stat.S_ISDIR(mode) and _same_kind(old, mode)):
             _remove(dst_fd, old)
         if stat.S_ISDIR(mode):
+            if path.count("/") + 1 >= MAX_DEPTH:  # deeper trees are not copied back
+                job.skipped.append((path, f"deeper than {MAX_DEPTH} directories"))
+                if job.limits is not None and job.too_large is None:
+                    job.too_large = f"{path[:80]}... is deeper than {MAX_DEPTH} directories"
+                continue
             if old is None or not _same_kind(old, mode):
                 os.mkdir(name, 0o700, dir_fd=dst_fd)
             sub_src = os.open(name, _DIR_FLAGS, dir_fd=src_fd)

@@ -490,7 +490,8 @@ def run_tests(tree, command, ids=None, *, paths=None, per_test_timeout=30.0,
         os.chmod(os.path.join(chan, "pytest.ini"), 0o644)
         argv = bind_python(command, python) + [
             "-p", plugin, "-p", "no:cacheprovider", "-c", f"{at}/pytest.ini",
-            "--rootdir", inside, "--continue-on-collection-errors", "-q", "--color=no"]
+            "--rootdir", inside, "--confcutdir", inside,  # no conftest.py from above the tree
+            "--continue-on-collection-errors", "-q", "--color=no"]
         for module in extra_plugins:
             argv += ["-p", module]
         argv += list(files or [])
@@ -592,12 +593,14 @@ def _mutant(raw, node, rng):
         test = stmt.test if isinstance(stmt, ast.Assert) else None
         if not isinstance(test, ast.Compare) or len(test.ops) != 1 or not isinstance(test.ops[0], ast.Eq):
             continue
-        for side in (test.comparators[0], test.left):  # the expected value first
-            found = [n for n in ast.walk(side) if isinstance(n, ast.Constant)
-                     and type(n.value) in (int, str) and n.lineno == n.end_lineno]
-            if found:
-                sites.extend(found)
-                break
+        side = test.comparators[0]  # the expected value: never the inputs on the left,
+        # whose change may not change the result (percent(0, 5) == 0.0 holds for any 5)
+        if isinstance(side, ast.Constant):
+            found = [side]
+        else:
+            found = [n for n in ast.walk(side) if isinstance(n, ast.Constant)]
+        sites.extend(n for n in found if type(n.value) in (int, float, str)
+                     and n.lineno == n.end_lineno)
     lines = raw.splitlines(keepends=True)
     rng.shuffle(sites)
     for const in sites:
@@ -607,7 +610,10 @@ def _mutant(raw, node, rng):
             continue
         # Mutants scatter on both sides of the original (longer and shorter, larger and
         # smaller), so the original is not the extreme one among its copies.
-        if type(const.value) is int and old.isdigit():
+        if type(const.value) is float and re.fullmatch(r"\d+\.\d*", old):
+            new = repr(round(const.value + rng.choice((-1, 1)) * rng.randrange(1, 10) + 0.5, 6))
+            new = new if not new.startswith("-") else repr(const.value + 1.5)
+        elif type(const.value) is int and old.isdigit():
             step = rng.randrange(1, max(10, const.value))
             value = const.value + rng.choice((-1, 1)) * step
             new = str(value if value >= 0 else const.value + step)
