@@ -380,6 +380,16 @@ def _site_dirs(python):
     return out
 
 
+def environment_site_dirs(policy, command):
+    """site-packages of the environment the tests run in, as seen from the verifier: the
+    launcher's own answer (a sandbox mounts the venv elsewhere), else found from the
+    interpreter the command runs."""
+    if hasattr(policy, "site_dirs"):
+        return policy.site_dirs()
+    exe = bind_python(command, getattr(policy, "python", None))[0]
+    return _site_dirs(shutil.which(exe) or exe)
+
+
 def _outcomes_from(reports):
     """passed / failed / skipped per test from its phase reports (first of each wins)."""
     out = {}
@@ -459,10 +469,8 @@ def run_tests(tree, command, ids=None, *, paths=None, per_test_timeout=30.0,
     plugin = "_" + os.urandom(8).hex()
     shutil.copyfile(os.path.abspath(__file__), os.path.join(chan, plugin + ".py"))
     python = getattr(policy, "python", None) or sys.executable
-    if site_dirs is None:  # the environment the tests run in, as seen from here
-        exe = bind_python(command, python)[0]
-        site_dirs = (policy.site_dirs() if hasattr(policy, "site_dirs") else
-                     _site_dirs(shutil.which(exe) or exe))
+    if site_dirs is None:
+        site_dirs = environment_site_dirs(policy, command)
     extra_plugins = environment_plugins(site_dirs)
     wanted = None if ids is None else list(dict.fromkeys(ids))
     candidates = paths if wanted is None else {i.split("::", 1)[0] for i in wanted}
@@ -750,10 +758,8 @@ def score_repair(ref, tests_dir, workspace=None, policy=None):
         touched = touched_protected(tree, ref["protected"], ref["base_protected"])
         now = sorted(tree_hashes(tree))
         policy = policy or base.LocalPolicy()
-        sites = (policy.site_dirs() if hasattr(policy, "site_dirs") else
-                 _site_dirs(bind_python(ref["test_command"], policy.python)[0]))
         touched += shadow_modules(now, roots, set(ref.get("base_modules", [])),
-                                  installed_modules(sites))
+                                  installed_modules(environment_site_dirs(policy, ref["test_command"])))
         touched = sorted(set(touched))
     comps["tests_untouched"] = component(
         not touched, 0, "fine", gate=True,
