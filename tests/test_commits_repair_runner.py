@@ -192,6 +192,27 @@ def test_canaries_are_collected_and_fail(tmp_path, venv):
     assert add_canaries(str(root), ["tests/missing.py::test_x"]) == []
 
 
+def test_a_canary_never_copies_an_earlier_canary(tmp_path):
+    """A canary copied from a canary planted before it can be mutated back to its
+    original's literal (12 -> 10, then 10 -> 12) and pass: one gold in ~25 failed so."""
+    import random
+
+    source = ("import pytest\n\n\ndef mul(a, b):\n    return a * b\n\n\n"
+              "def test_add():\n    assert 2 + 3 == 5\n\n\n"
+              "def test_mul():\n    assert mul(3, 4) == 12\n\n\n"
+              # literals whose change would not change the outcome: never mutated
+              "def test_big():\n    assert pytest.approx(1e9) == 1000000000.0\n\n\n"
+              "def test_max():\n    assert mul(2, 5) == max(3, 10)\n")
+    for seed in range(200):
+        root = tree(tmp_path / f"t{seed}", {"tests/test_m.py": source})
+        ids = add_canaries(str(root), ["tests/test_m.py::test_mul"], rng=random.Random(seed))
+        namespace: dict = {}
+        exec(compile((root / "tests" / "test_m.py").read_text(), "test_m.py", "exec"), namespace)
+        for canary in ids:
+            with pytest.raises(AssertionError):
+                namespace[canary.split("::")[1]]()
+
+
 def test_first_report_of_a_test_wins(tmp_path, venv):
     """Reports written after a test ended (at exit, say) cannot change its outcome, and
     reports for tests that never started are ignored."""

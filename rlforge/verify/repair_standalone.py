@@ -57,6 +57,7 @@ METADATA_DIRS = (".dist-info", ".egg-info", ".egg-link")
 RUNNER_MODULES = ("pytest", "_pytest", "pluggy", "py")
 MODULE_SUFFIXES = (".py", ".pyc", ".pyw", ".so", ".pyd")  # what Python imports a module from
 CANARIES = 3
+TOLERANT = ("approx", "ANY", "isclose", "allclose")  # equal to values near or other than theirs
 
 
 # --- reward helpers (shared with rlforge_verify.py) --------------------------------------
@@ -590,6 +591,23 @@ def _test_names(tree_text):
     return re.findall(r"^\s*(?:async\s+)?def\s+(test\w*)\s*\(", tree_text, re.M)
 
 
+def _value_literals(node):
+    """The literals of an expected value that each change it when changed: the value itself,
+    the elements of a list, tuple, set or dict, a negated number; never a literal inside a
+    call or another expression."""
+    import ast
+
+    if isinstance(node, ast.Constant):
+        return [node]
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        return _value_literals(node.operand)
+    if isinstance(node, (ast.List, ast.Tuple, ast.Set)):
+        return [c for e in node.elts for c in _value_literals(e)]
+    if isinstance(node, ast.Dict):
+        return [c for e in node.values if e is not None for c in _value_literals(e)]
+    return []  # a call (approx tolerates small changes), a name, an expression
+
+
 def _mutant(raw, node, rng):
     """The source of test function `node` with one literal of one of its top-level
     `assert X == Y` statements changed (in the expected side, Y, where it has one), so it
@@ -601,12 +619,13 @@ def _mutant(raw, node, rng):
         test = stmt.test if isinstance(stmt, ast.Assert) else None
         if not isinstance(test, ast.Compare) or len(test.ops) != 1 or not isinstance(test.ops[0], ast.Eq):
             continue
-        side = test.comparators[0]  # the expected value: never the inputs on the left,
-        # whose change may not change the result (percent(0, 5) == 0.0 holds for any 5)
-        if isinstance(side, ast.Constant):
-            found = [side]
-        else:
-            found = [n for n in ast.walk(side) if isinstance(n, ast.Constant)]
+        if any(getattr(n, "attr", None) in TOLERANT or getattr(n, "id", None) in TOLERANT
+               for n in ast.walk(test)):
+            continue  # approx(1e9) == 1000000003.5 still holds
+        # The expected value: never the inputs on the left, whose change may not change the
+        # result (percent(0, 5) == 0.0 holds for any 5), and only literals that are the value
+        # itself or an element of it: one inside a call may not count (max(3, 10), round(x, 2)).
+        found = _value_literals(test.comparators[0])
         sites.extend(n for n in found if type(n.value) in (int, float, str)
                      and n.lineno == n.end_lineno)
     lines = raw.splitlines(keepends=True)
@@ -636,6 +655,8 @@ def _mutant(raw, node, rng):
                 inner += "".join(rng.choice(letters) for _ in range(rng.randrange(1, 4)))
             new = old[0] + inner + old[-1]
         else:
+            continue
+        if ast.literal_eval(new) == const.value:  # a float too large to move by a few units
             continue
         body = lines[node.lineno - 1:node.end_lineno]
         at = const.lineno - node.lineno
@@ -685,8 +706,10 @@ def add_canaries(tree, fail_to_pass, count=CANARIES, rng=None):
                 break
         else:
             name = "test_" + "_".join(rng.sample(words, 1)) + f"_{rng.randrange(2, 99)}"
+        # Never a canary planted before: mutating one can give back its original's literal.
+        planted = {i.split("::", 1)[1] for i in ids if i.split("::", 1)[0] == rel}
         originals = [n for n in body if isinstance(n, ast.FunctionDef) and n.name.startswith("test")
-                     and not n.decorator_list and n.lineno > 0]
+                     and n.name not in planted and not n.decorator_list and n.lineno > 0]
         rng.shuffle(originals)
         source = None
         for node in originals:
