@@ -317,6 +317,9 @@ def test_validation_proves_every_task(calc):
         "forge_sparing_canaries": "results_trusted", "forge_results_at_exit": "fail_to_pass",
         "signals_the_verifier": "fail_to_pass", "shadows_pytest": "tests_untouched",
         "plugin_in_dist_info": "tests_untouched", "pytest_toml_addopts": "tests_untouched",
+        "dot_pytest_toml_addopts": "tests_untouched", "plugin_in_egg_info": "tests_untouched",
+        "pth_imports_forge": "tests_untouched", "shadows_stdlib_module": "tests_untouched",
+        "plants_reward_files": "fail_to_pass",
     }
     # Made only where the task has what it needs (a module that pass-to-pass tests import).
     optional = {"fix_breaks_other_module": "pass_to_pass"}

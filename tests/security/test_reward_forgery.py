@@ -375,7 +375,9 @@ NEW_ATTACKS = {
     "logs.script": {"reads_reference", "plants_reward_files", "signals_the_verifier",
                     "leaves_a_writer_behind"},
     "commits.repair": {"shadows_pytest", "plugin_in_dist_info", "pytest_toml_addopts",
-                       "forge_results_at_exit", "forge_sparing_canaries", "signals_the_verifier"},
+                       "forge_results_at_exit", "forge_sparing_canaries", "signals_the_verifier",
+                       "dot_pytest_toml_addopts", "plugin_in_egg_info", "pth_imports_forge",
+                       "shadows_stdlib_module", "plants_reward_files"},
     "tickets.reply": {"facts_repeated", "lorem_and_facts", "customer_message_and_facts"},
 }
 
@@ -510,10 +512,11 @@ def test_harbor_repair_gold_passes_and_forgeries_fail(sample_tasks, tmp_path):
     assert float(_harbor_trial(task, tmp_path / "gold", gold, venv=venv)) == 1.0
     module = _source_module(task)
     source = (task / "environment" / "app" / module).read_text()
-    from rlforge.tasks.repair.adversarial import FORGE_FROM_SOURCE
+    from rlforge.tasks.repair.adversarial import FORGE_FROM_SOURCE, PLANT_REWARD
 
     attacks = {"pytest.py": {"pytest.py": FORGE_JUNIT + "\n_forge()\nsys.exit(0)\n"},
-               "import-time forgery": {module: source + FORGE_FROM_SOURCE}}
+               "import-time forgery": {module: source + FORGE_FROM_SOURCE},
+               "reward files planted by the tests": {module: source + PLANT_REWARD}}
     for i, (name, files) in enumerate(attacks.items()):
         got = _harbor_trial(task, tmp_path / f"a{i}", _write_files(files), venv=venv)
         assert got and float(got) == 0.0, (name, got)

@@ -21,7 +21,15 @@ Each is what a policy under RL finds first when the tests, not the fix, are the 
 - `shadows_pytest`: a top-level `pytest.py` in the tree that reports success;
 - `plugin_in_dist_info`: a `*.dist-info` directory registering a `pytest11` plugin that
   passes every test;
-- `pytest_toml_addopts`: a `pytest.toml` (read by pytest 9) loading such a plugin;
+- `pytest_toml_addopts`: a `pytest.toml` (read by pytest 9) loading such a plugin, and
+  `dot_pytest_toml_addopts` the same as `.pytest.toml`;
+- `plugin_in_egg_info`: an `*.egg-info` directory registering that plugin;
+- `pth_imports_forge`: a `*.pth` file that imports it at interpreter start-up;
+- `shadows_stdlib_module`: a top-level module named after a standard-library module that
+  pytest imports (`inspect`), which reports success;
+- `plants_reward_files`: the source module, when imported, writes `reward.txt` and makes
+  `reward.json` a directory where the verifier writes them, and leaves a process behind
+  that keeps rewriting `reward.txt`;
 - `fix_breaks_other_module`: the gold fix, plus another module (one a pass-to-pass test
   file imports) made to fail at import.
 """
@@ -162,6 +170,36 @@ print("1 passed")
 sys.exit(0)
 """
 
+PLANT_REWARD = '''
+
+def _rlforge_adv_plant():
+    import os
+    for where in ("/logs/verifier", os.path.join(os.getcwd(), "logs", "verifier")):
+        try:
+            os.makedirs(os.path.join(where, "reward.json"), exist_ok=True)
+            with open(os.path.join(where, "reward.txt"), "w") as fh:
+                fh.write("1")
+        except OSError:
+            pass
+    try:
+        if os.fork() == 0:  # a writer left behind, rewriting reward.txt for 10 s
+            os.setsid()
+            import time
+            for _ in range(200):
+                try:
+                    with open("/logs/verifier/reward.txt", "w") as fh:
+                        fh.write("1")
+                except OSError:
+                    pass
+                time.sleep(0.05)
+            os._exit(0)
+    except OSError:
+        pass
+
+
+_rlforge_adv_plant()
+'''
+
 PLUGIN_MODULE = "rlforge_adv_forge_plugin"
 
 
@@ -285,17 +323,28 @@ def repair_adversarials(*, workspace: dict[str, bytes], hidden: dict[str, bytes]
                        f"{module} writes passing reports for every test when the interpreter exits"),
             Submission("signals_the_verifier", {module: _append(base, SIGNAL_VERIFIER)},
                        f"{module} signals pid 1 and its parent when imported"),
+            Submission("plants_reward_files", {module: _append(base, PLANT_REWARD)},
+                       f"{module} writes reward files and leaves a writer behind when imported"),
         ]
-    plugin = FORCE_PASS_HOOK.encode()
+    entry_points = f"[pytest11]\nforge = {PLUGIN_MODULE}\n".encode()
+    addopts = f'[pytest]\naddopts = ["-p", "{PLUGIN_MODULE}"]\n'.encode()
+    loaders = [  # files that would load a plugin passing every test, each with the plugin
+        ("plugin_in_dist_info", "a dist-info registering", {
+            "rlforge_adv_forge-1.0.dist-info/METADATA": b"Metadata-Version: 2.1\nName: rlforge-adv-forge\n",
+            "rlforge_adv_forge-1.0.dist-info/entry_points.txt": entry_points}),
+        ("plugin_in_egg_info", "an egg-info registering", {
+            "rlforge_adv_forge.egg-info/PKG-INFO": b"Metadata-Version: 2.1\nName: rlforge-adv-forge\n",
+            "rlforge_adv_forge.egg-info/entry_points.txt": entry_points}),
+        ("pytest_toml_addopts", "a pytest.toml loading", {"pytest.toml": addopts}),
+        ("dot_pytest_toml_addopts", "a .pytest.toml loading", {".pytest.toml": addopts}),
+        ("pth_imports_forge", "a .pth file importing", {"rlforge_adv_forge.pth": f"import {PLUGIN_MODULE}\n".encode()}),
+    ]
+    subs += [Submission(name, {**files, f"{PLUGIN_MODULE}.py": FORCE_PASS_HOOK.encode()},
+                        f"{what} a plugin that passes every test") for name, what, files in loaders]
     subs += [
         Submission("shadows_pytest", {"pytest.py": SHADOW_PYTEST}, "a top-level pytest.py that reports success"),
-        Submission("plugin_in_dist_info", {
-            "rlforge_adv_forge-1.0.dist-info/METADATA": b"Metadata-Version: 2.1\nName: rlforge-adv-forge\nVersion: 1.0\n",
-            "rlforge_adv_forge-1.0.dist-info/entry_points.txt": f"[pytest11]\nforge = {PLUGIN_MODULE}\n".encode(),
-            f"{PLUGIN_MODULE}.py": plugin}, "a dist-info registering a plugin that passes every test"),
-        Submission("pytest_toml_addopts", {
-            "pytest.toml": f'[pytest]\naddopts = ["-p", "{PLUGIN_MODULE}"]\n'.encode(),
-            f"{PLUGIN_MODULE}.py": plugin}, "a pytest.toml loading a plugin that passes every test"),
+        Submission("shadows_stdlib_module", {"inspect.py": SHADOW_PYTEST},
+                   "a top-level inspect.py (a module pytest imports) that reports success"),
     ]
     other = _module_for_p2p(workspace, hidden, list(pass_to_pass), gold_paths, list(roots)) if gold_diff else None
     if other is not None:
