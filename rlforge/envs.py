@@ -36,6 +36,7 @@ from rlforge.config import Config
 from rlforge.run.environment import EnvOptions, Environment
 from rlforge.run.tasks import Task, load_task
 from rlforge.sandbox import SandboxPool
+from rlforge.tasks.staging import check_whole
 from rlforge.verify.validate import TaskRunner
 
 __all__ = ["TaskEnv", "load"]
@@ -58,7 +59,9 @@ def load(task_dir: str | Path, *, config: Config | None = None,
                          command_timeout=cfg.get("run.command_timeout"),
                          observation_chars=max(200, cfg.get("run.observation_chars")),
                          sandbox_mode=cfg.get("sandbox.mode", sandbox))
-    return TaskEnv(load_task(task_dir), options)
+    task = load_task(task_dir)  # refuses a task that is not whole
+    check_whole(task_dir)  # and one a build-tasks has not published yet
+    return TaskEnv(task, options)
 
 
 class TaskEnv:

@@ -7,9 +7,11 @@ ends with exactly the tree an uninterrupted build writes.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import resource
+import shutil
 import signal
 import subprocess
 import sys
@@ -18,9 +20,15 @@ from pathlib import Path
 
 import pytest
 
+from fault_server import FaultServer
 from paths import ROOT
+from rlforge import envs
+from rlforge.errors import UserError
+from rlforge.run import discover_tasks, load_task
 from rlforge.tasks.staging import BuildArea, find_incomplete_tasks, work_area
+from rlforge.verify.validate import validate_many
 from test_build_tasks import ticket_db, tree_digest  # noqa: F401  (a fixture, a helper)
+from test_run_support import built_tasks, label_task
 
 GENERATORS = ("--generators", "tickets.triage,tickets.reply")
 
@@ -142,8 +150,16 @@ KILL_POINTS = [
 ]
 
 
-@pytest.mark.parametrize("existing", [False, True], ids=["fresh", "existing"])
-@pytest.mark.parametrize("kill_at,keeps", KILL_POINTS, ids=[k for k, _ in KILL_POINTS])
+# The fast subset keeps one kill mid-way, into a fresh and into an existing directory; the
+# other points (3 to 10 s each, a build of 24 tasks and more per case) are `slow`.
+FAST_KILL_POINT = "after:staging.BuildArea.promote:12"
+KILL_CASES = [pytest.param(kill_at, keeps, existing,
+                           id=f"{kill_at}-{'existing' if existing else 'fresh'}",
+                           marks=() if kill_at == FAST_KILL_POINT else pytest.mark.slow)
+              for kill_at, keeps in KILL_POINTS for existing in (False, True)]
+
+
+@pytest.mark.parametrize("kill_at,keeps,existing", KILL_CASES)
 def test_a_killed_build_leaves_no_half_task_and_the_rerun_finishes_it(
         ticket_db, tmp_path, reference_dir, reference, kill_at, keeps, existing,  # noqa: F811
         query):
@@ -177,6 +193,7 @@ def test_a_killed_build_leaves_no_half_task_and_the_rerun_finishes_it(
     assert rows == [(24, 1)]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("when", [0, 1, 100, 250])
 def test_a_kill_at_any_moment_leaves_only_whole_tasks(ticket_db, tmp_path, when):  # noqa: F811
     """SIGKILL by the clock, once `when` tasks are staged (0: once the first is being
@@ -204,6 +221,7 @@ def test_a_kill_at_any_moment_leaves_only_whole_tasks(ticket_db, tmp_path, when)
     assert json.loads(rerun.stdout)["resumed"] >= when - 1
 
 
+@pytest.mark.slow
 def test_without_an_atomic_exchange_a_kill_between_the_renames_is_undone(
         ticket_db, tmp_path, reference):  # noqa: F811
     out = tmp_path / "tasks"
@@ -229,6 +247,8 @@ def timed_build(out: Path, *args) -> tuple[float, float, subprocess.CompletedPro
     return wall, (after.ru_utime + after.ru_stime) - (cpu.ru_utime + cpu.ru_stime), done
 
 
+@pytest.mark.slow
+@pytest.mark.sandbox  # validates every task in bubblewrap
 def test_a_validated_build_killed_mid_way_resumes_faster_and_the_old_build_validates(
         ticket_db, tmp_path, capsys):  # noqa: F811
     args = ("--limit", "24", "--seed", "1")
@@ -266,6 +286,7 @@ def test_a_validated_build_killed_mid_way_resumes_faster_and_the_old_build_valid
     assert rerun_cpu < full_cpu  # CPU, not wall: other work on the machine moves the clock
 
 
+@pytest.mark.slow
 def test_ctrl_c_exits_130_leaves_no_temporaries_and_the_rerun_finishes(
         ticket_db, tmp_path):  # noqa: F811
     args = ("--limit", "6", "--seed", "1")
@@ -302,7 +323,8 @@ def test_validate_and_run_refuse_a_task_that_is_not_whole(cli, ticket_db, tmp_pa
                                         "--model", "m", "--runs-dir", tmp_path / "runs")):
         result = cli(*command)
         assert result.exit_code == 1, result.output
-        assert "tickets-triage-000000000000: has tests but no task.toml" in result.output
+        assert ("tickets-triage-000000000000 (missing task.toml, instruction.md, environment/, "
+                "tests/test.sh, solution/solve.sh)") in result.output
     assert not (tmp_path / "runs").exists()
     # A task inside a build's work area is not published yet, whole or not.
     staged = work_area(out) / "tree" / task.name
@@ -310,6 +332,77 @@ def test_validate_and_run_refuse_a_task_that_is_not_whole(cli, ticket_db, tmp_pa
     os.rename(task, staged)
     result = cli("validate", staged)
     assert result.exit_code == 1 and "work area of an unfinished build-tasks" in result.output
+
+
+def cut_short(task: Path, parts=("instruction.md", "environment", "tests/test.sh")) -> None:
+    """Remove parts of a task, as a crashed build-tasks of an older rlforge left it (by
+    default: task.toml, solution/solve.sh and tests/reference.json were there, not these)."""
+    for part in parts:
+        path = task / part
+        if path.is_dir():
+            shutil.rmtree(path)
+        else:
+            path.unlink()
+
+
+CUT_SHORT = "missing instruction.md, environment/, tests/test.sh"
+
+
+def test_validate_and_run_refuse_a_task_with_its_task_toml_but_not_whole(
+        cli, ticket_db, tmp_path):  # noqa: F811
+    out = tmp_path / "tasks"
+    assert cli("build-tasks", "--out", out, "--generators", "tickets.triage", "--limit", "2",
+               "--no-validate").exit_code == 0
+    whole, cut = sorted(p for p in out.iterdir() if p.is_dir())
+    cut_short(cut)
+    for command in (("validate", out), ("run", out, "--base-url", "http://127.0.0.1:9/v1",
+                                        "--model", "m", "--runs-dir", tmp_path / "runs")):
+        result = cli(*command)
+        assert result.exit_code == 1, result.output
+        assert result.output.count("\n") == 1, result.output  # one line
+        assert f"{cut.name} ({CUT_SHORT})" in result.output
+        assert whole.name not in result.output
+    assert not (tmp_path / "runs").exists()
+    result = cli("validate", cut)  # the task itself
+    assert result.exit_code == 1
+    assert f"{cut} is not a whole task: {CUT_SHORT}" in result.output
+
+
+def test_the_library_refuses_a_task_that_is_not_whole(tmp_path):
+    out = built_tasks(tmp_path, limit=2, generators=("tickets.triage",))
+    assert (out / "manifest.parquet").is_file()  # the tasks are listed: no task.toml read
+    whole, cut = sorted(p for p in out.iterdir() if p.is_dir())
+    assert len(discover_tasks(out)) == 2
+    cut_short(cut)
+    for load in (discover_tasks, lambda _: load_task(cut), lambda _: envs.load(cut)):
+        with pytest.raises(UserError, match=f"{cut.name}.*{CUT_SHORT}"):
+            load(out)
+    [result] = asyncio.run(validate_many([cut], sandbox_mode="none"))
+    assert not result.ok and f"{cut} is not a whole task: {CUT_SHORT}" in result.reason
+    # A whole task inside a build's work area is not published yet.
+    staged = work_area(out) / "tree" / whole.name
+    staged.parent.mkdir(parents=True)
+    os.rename(whole, staged)
+    with pytest.raises(UserError, match="work area of an unfinished build-tasks"):
+        envs.load(staged)
+
+
+def test_run_resume_refuses_a_task_cut_short_since_the_run_started(cli, tmp_path):
+    tasks = tmp_path / "tasks"
+    for name in ("a", "b"):
+        label_task(tasks, name, "billing")
+    server = FaultServer().start()
+    try:
+        first = cli("run", tasks, "--base-url", server.url, "--model", "ok", "--run-id", "r1",
+                    "--quiet")
+    finally:
+        server.stop()
+    assert first.exit_code == 0, first.output
+    cut = sorted(p for p in tasks.iterdir() if p.is_dir())[1]
+    cut_short(cut, ("environment", "tests/test.sh"))  # its instruction still there
+    result = cli("run", "--resume", "r1")
+    assert result.exit_code == 1, result.output
+    assert f"{cut} is not a whole task: missing environment/, tests/test.sh" in result.output
 
 
 def test_another_build_running_into_the_same_directory_is_refused(

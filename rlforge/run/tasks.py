@@ -1,6 +1,7 @@
 """Task directories as a run sees them: the metadata it schedules by, files read lazily.
 
-A task is a Harbor directory (`task.toml`, `instruction.md`, `tests/`, `environment/app/`);
+A task is a Harbor directory (`task.toml`, `instruction.md`, `environment/`, `tests/test.sh`,
+`solution/solve.sh`: one without all of them is refused, see `rlforge.tasks.staging`);
 `[metadata.rlforge]` in task.toml says which generator made it, how it is verified
 (`verifier`), whether it is single-turn (`kind = "answer"`) or multi-turn
 (`kind = "terminal"`), and its split. Directories made by other tools work too: missing
@@ -18,6 +19,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from rlforge.errors import UserError
+from rlforge.tasks.staging import check_task, check_whole
 
 #: Verifiers that only compare strings: scored in-process from tests/reference.json.
 IN_PROCESS_VERIFIERS = ("answer", "reply")
@@ -220,13 +222,12 @@ def _read_task_toml(path: Path) -> dict[str, Any]:
 
 
 def load_task(task_dir: str | Path) -> Task:
-    """Read a task directory's task.toml; a UserError if it is not a task."""
+    """Read a task directory's task.toml; a UserError if it is not a task, or not whole."""
     path = Path(task_dir)
     meta = _read_task_toml(path)
     rl = meta.get("metadata", {}).get("rlforge", {})
     name, _, version = str(rl.get("generator", "unknown")).partition("@")
-    if not os.path.isfile(os.path.join(task_dir, "instruction.md")):
-        raise UserError(f"{path}: task has no instruction.md")
+    check_task(path)  # every part there: not one a crashed build-tasks cut short
     return Task(
         path=path, task_id=str(rl.get("task_id") or path.name), generator=name,
         generator_version=int(version) if version.isdigit() else None,
@@ -240,11 +241,13 @@ def discover_tasks(tasks_dir: str | Path) -> list[Task]:
     A directory written by `rlforge build-tasks` lists its tasks in manifest.parquet; when
     the manifest names exactly the directories present, the tasks are taken from it and
     each task.toml is read later, on first use. Otherwise every task.toml is read now.
+    Either way a task that is not whole (see `rlforge.tasks.staging.TASK_PARTS`) is refused.
     """
     root = Path(tasks_dir)
     if not root.is_dir():
         raise UserError(f"{root}: no such directory; give a directory of tasks "
                         "(`rlforge build-tasks --out DIR`)")
+    check_whole(root)  # no task cut short, none in a build's work area: refused, named
     if (root / "task.toml").is_file():
         return [load_task(root)]
     entries = sorted((e for e in os.scandir(root) if e.is_dir()), key=lambda e: e.name)

@@ -27,6 +27,7 @@ from typing import Any, Callable
 
 from rlforge.errors import UserError
 from rlforge.sandbox import SandboxPool, SandboxSpec, prepare_env
+from rlforge.tasks.staging import check_task
 from rlforge.verify.boundary import SandboxBroken, SandboxPolicy, load_reference, score_workspace
 
 VERIFIER_FILE = "rlforge_verify.py"
@@ -66,10 +67,11 @@ class VerifierRun:
 
 
 def load_task(task_dir: Path) -> dict[str, Any]:
-    """task.toml as a dict; a clear error when the directory is not a task."""
+    """task.toml as a dict; a clear error when the directory is not a task, or not whole."""
     toml_path = task_dir / "task.toml"
     if not toml_path.is_file():
         raise UserError(f"{task_dir}: not a task directory (no task.toml)")
+    check_task(task_dir)
     return tomllib.loads(toml_path.read_text(encoding="utf-8"))
 
 
