@@ -10,6 +10,7 @@ exit code 1 and no traceback.
 from __future__ import annotations
 
 import codecs
+import errno
 import json
 import os
 import shutil
@@ -100,6 +101,91 @@ def test_lines_shared_by_two_log_files_are_not_duplicates_of_each_other(cli, que
                  "(message_id)") == [(0,)]
 
 
+def one_file(result) -> tuple:
+    """(path, read, loaded, duplicates, quarantined) of a one-file summary."""
+    (f,) = summary(result)["files"]
+    assert f["reconciles"], f
+    return f["path"], f["n_read"], f["n_loaded"], f["n_duplicates"], f["n_quarantined"]
+
+
+def test_same_named_files_in_different_directories_are_different_sources(cli, query, tmp_path,
+                                                                        monkeypatch):
+    # `cd a; rlforge ingest logs app.log` then `cd b; rlforge ingest logs app.log`: two files
+    a, b = tmp_path / "a", tmp_path / "b"
+    lines = app_lines(21) + ["### not a log line ###"]
+    other = list(lines)
+    other[3] = "2024-05-01 10:00:03,000 INFO api.Server: something else"
+    tickets = [json.dumps({"id": 1, "subject": "one"}), "{broken", json.dumps({"id": 2})]
+    for d, log, ids in ((a, lines, (1, 2)), (b, other, (11, 12))):
+        d.mkdir()
+        write_lines(d / "app.log", log)
+        (d / "export.jsonl").write_text("\n".join(t.replace('"id": 1', f'"id": {ids[0]}')
+                                                  .replace('"id": 2', f'"id": {ids[1]}')
+                                                  for t in tickets) + "\n")
+        make_repo(d / "repo")
+    seen = []
+    for d in (a, b):
+        monkeypatch.chdir(d)
+        seen.append(one_file(cli("ingest", "logs", "app.log", "--format", APP, "--no-redact",
+                                 "--json")))
+        seen.append(one_file(cli("ingest", "tickets", "export.jsonl", "--no-redact", "--json")))
+        seen.append(one_file(cli("ingest", "commits", "repo", "--no-redact", "--json")))
+    assert seen == [(str(a / "app.log"), 22, 21, 0, 1), (str(a / "export.jsonl"), 3, 2, 0, 1),
+                    (str(a / "repo"), 2, 2, 0, 0),
+                    (str(b / "app.log"), 22, 21, 0, 1), (str(b / "export.jsonl"), 3, 2, 0, 1),
+                    (str(b / "repo"), 2, 2, 0, 0)]
+    assert query("SELECT file, count(*) FROM log_lines GROUP BY file ORDER BY file") == \
+        [(str(a / "app.log"), 21), (str(b / "app.log"), 21)]
+    assert query("SELECT file, source_id FROM tickets ORDER BY ingest_run, source_id") == \
+        [(str(a / "export.jsonl"), "1"), (str(a / "export.jsonl"), "2"),
+         (str(b / "export.jsonl"), "11"), (str(b / "export.jsonl"), "12")]
+    assert query("SELECT source, file, record_no FROM quarantine ORDER BY ingest_run") == \
+        [("logs", str(a / "app.log"), 22), ("tickets", str(a / "export.jsonl"), 2),
+         ("logs", str(b / "app.log"), 22), ("tickets", str(b / "export.jsonl"), 2)]
+    assert query("SELECT repo, count(*) FROM commits GROUP BY repo ORDER BY repo") == \
+        [(str(a / "repo"), 2), (str(b / "repo"), 2)]
+
+
+def test_one_file_under_other_spellings_of_its_path_is_stored_once(cli, query, tmp_path,
+                                                                   monkeypatch):
+    d = tmp_path / "logs"
+    d.mkdir()
+    log = write_lines(d / "app.log", app_lines(10) + ["### not a log line ###"])
+    export = d / "export.jsonl"
+    export.write_text(json.dumps({"id": 1, "subject": "one"}) + "\n{broken\n")
+    repo = make_repo(d / "repo")
+    (repo / "sub").mkdir()
+    (tmp_path / "current.log").symlink_to(log)
+    monkeypatch.chdir(d)
+    spellings = ["app.log", "./app.log", str(log), "../logs/app.log", "../current.log"]
+    seen = []
+    for i, spelling in enumerate(spellings):
+        if i:  # the file grew since: not a byte-for-byte copy of what was stored
+            with log.open("a") as fh:
+                fh.write("\n".join(app_lines(2, start=100 + 2 * i)) + "\n")
+            with export.open("a") as fh:
+                fh.write(json.dumps({"id": 100 + i, "subject": "more"}) + "\n")
+        seen.append(one_file(cli("ingest", "logs", spelling, "--format", APP, "--no-redact",
+                                 "--json")))
+        seen.append(one_file(cli("ingest", "tickets", spelling.replace("app.log", "export.jsonl")
+                                 .replace("current.log", "logs/export.jsonl"),
+                                 "--no-redact", "--json")))
+    assert seen[0::2] == [(str(log), 11, 10, 0, 1)] + [
+        (str(log), 11 + 2 * i, 2, 9 + 2 * i, 0) for i in range(1, len(spellings))]
+    assert seen[1::2] == [(str(export), 2, 1, 0, 1)] + [
+        (str(export), 2 + i, 1, 1 + i, 0) for i in range(1, len(spellings))]
+    assert query("SELECT count(*), count(DISTINCT line_no) FROM log_records") == [(18, 18)]
+    assert query("SELECT count(*) FROM tickets") == [(5,)]
+    assert query("SELECT source, file, record_no FROM quarantine ORDER BY source") == \
+        [("logs", str(log), 11), ("tickets", str(export), 2)]
+    assert query("SELECT DISTINCT path FROM ingest_runs ORDER BY path") == \
+        [(str(log),), (str(export),)]
+    # a repository is the same one from any path inside it
+    for spelling in ("repo", "./repo/", str(repo), "repo/sub"):
+        assert one_file(cli("ingest", "commits", spelling, "--no-redact", "--json"))[1:3] == \
+            ((2, 2) if spelling == "repo" else (0, 0))
+
+
 # --- 2. line endings: LF, CRLF, CR only; records longer than the maximum ----------------
 
 def test_line_endings_are_detected_per_file_and_cr_only_is_split(cli, query, tmp_path):
@@ -133,6 +219,81 @@ def test_cr_only_ticket_csv_loads_and_the_files_after_it_too(cli, query, tmp_pat
     assert files["good.csv"]["n_loaded"] == 1
     assert query("SELECT source_id, subject, body FROM tickets WHERE file = ? ORDER BY 1",
                  [str(cr)]) == [(str(i), f"hello {i}", f"world {i}") for i in range(5)]
+
+
+# Characters str.splitlines() also breaks at; U+2028, U+2029 and U+0085 are legal in a JSON
+# string as they are (json.dumps(ensure_ascii=False) writes them), the others are control
+# characters JSON wants escaped.
+LINE_BREAKS_THAT_ARE_NOT_LINE_ENDS = "\u2028\u2029\u0085\x0b\x0c\x1c\x1d\x1e"
+
+
+@pytest.mark.parametrize("newline", ["\n", "\r\n", "\r"])
+def test_jsonl_tickets_are_split_at_line_ends_only(cli, query, tmp_path, newline):
+    def export(name: str, texts: list[str]) -> Path:
+        path = tmp_path / name
+        path.write_bytes(newline.join(json.dumps({"id": f"{name}-{i}", "subject": t},
+                                                 ensure_ascii=False)
+                                      for i, t in enumerate(texts)).encode() + newline.encode())
+        return path
+
+    # in the first record (format detection reads the first line) and in a middle one
+    first = export("first.jsonl", ["a\u2028b", "plain", "c\u0085d"])
+    middle = export("middle.jsonl", ["plain", "e\u2029f\u2028g", "last"])
+    # raw control characters make a line invalid JSON: that line, whole, is quarantined
+    raw = tmp_path / "raw-controls.jsonl"
+    raw.write_bytes(newline.join([json.dumps({"id": "r-0", "subject": "ok"}),
+                                  '{"id": "r-1", "subject": "x\x0by\x0cz\x1c\x1d\x1e"}',
+                                  json.dumps({"id": "r-2", "subject": "ok too"})]).encode())
+    good = tmp_path / "good.csv"
+    good.write_text("id,subject,description\n100,hi,there\n")
+    result = cli("ingest", "tickets", first, middle, raw, good, "--no-redact", "--json")
+    assert result.exit_code == 0, result.output
+    assert_books_balance(result)
+    files = by_name(result)
+    assert {n: (f["format"], f["n_read"], f["n_loaded"], f["n_quarantined"])
+            for n, f in files.items()} == {
+        "first.jsonl": ("jsonl", 3, 3, 0), "middle.jsonl": ("jsonl", 3, 3, 0),
+        "raw-controls.jsonl": ("jsonl", 3, 2, 1), "good.csv": ("csv", 1, 1, 0)}
+    assert query("SELECT source_id, subject, record_no FROM tickets WHERE file <> ? "
+                 "ORDER BY source_id", [str(good)]) == [
+        ("first.jsonl-0", "a\u2028b", 1), ("first.jsonl-1", "plain", 2),
+        ("first.jsonl-2", "c\u0085d", 3), ("middle.jsonl-0", "plain", 1),
+        ("middle.jsonl-1", "e\u2029f\u2028g", 2), ("middle.jsonl-2", "last", 3),
+        ("r-0", "ok", 1), ("r-2", "ok too", 3)]
+    (record_no, text, reason), = query("SELECT record_no, raw, reason FROM quarantine")
+    assert (record_no, text) == (2, '{"id": "r-1", "subject": "x\x0by\x0cz\x1c\x1d\x1e"}')
+    assert reason.startswith("invalid JSON line")
+    if newline != "\r":  # a CR inside a line is not its end, e.g. JSON whitespace
+        spaced = tmp_path / "cr-inside.jsonl"
+        spaced.write_bytes(newline.join(['{"id": "s-0",\r"subject": "a"}', '{"id": "s-1"}'])
+                           .encode())
+        (f,) = summary(cli("ingest", "tickets", spaced, "--no-redact", "--json"))["files"]
+        assert (f["format"], f["n_read"], f["n_loaded"]) == ("jsonl", 2, 2)
+
+
+def test_log_lines_are_split_at_line_ends_only(cli, query, tmp_path):
+    odd = "".join(LINE_BREAKS_THAT_ARE_NOT_LINE_ENDS)
+    plain = write_lines(tmp_path / "app.log", app_lines(3, text="request {i} " + odd))
+    crlf = write_lines(tmp_path / "crlf.log", app_lines(3, text=odd + " job {i}", start=10),
+                       "\r\n")
+    cr = write_lines(tmp_path / "cr.log", app_lines(3, text="step {i} " + odd, start=20), "\r")
+    # a JSON log with the odd characters in its first line (format detection) and later
+    js = tmp_path / "app.jsonl"
+    js.write_text("\n".join(json.dumps({"msg": f"m{i} \u2028\u2029\u0085", "level": "info"},
+                                       ensure_ascii=False) for i in range(3)) + "\n")
+    result = cli("ingest", "logs", plain, crlf, cr, "--format", APP, "--no-redact", "--json")
+    auto = cli("ingest", "logs", js, "--no-redact", "--json")
+    for r in (result, auto):
+        assert r.exit_code == 0, r.output
+        assert_books_balance(r)
+    assert {n: (f["n_read"], f["n_loaded"]) for n, f in by_name(result).items()} == \
+        {"app.log": (3, 3), "crlf.log": (3, 3), "cr.log": (3, 3)}
+    (f,) = summary(auto)["files"]
+    assert (f["format"], f["n_read"], f["n_loaded"]) == ("jsonl", 3, 3)
+    assert query("SELECT message FROM log_lines ORDER BY ingest_run, line_no") == \
+        [(f"request {i} {odd}",) for i in range(3)] + [(f"{odd} job {i}",) for i in range(10, 13)] \
+        + [(f"step {i} {odd}",) for i in range(20, 23)] + \
+        [(f"m{i} \u2028\u2029\u0085",) for i in range(3)]
 
 
 @pytest.fixture
@@ -229,6 +390,34 @@ def test_nested_json_log_lines_do_not_stop_detection(cli, query, tmp_path):
     assert by_name(result)["deep.jsonl"]["n_read"] == 4
 
 
+def test_comment_bodies_that_are_objects_load_as_their_json_text(cli, query, tmp_path):
+    # Jira Cloud's REST API v3 writes comment bodies as documents (ADF), not text; a
+    # Zendesk export may carry an object too. Both used to end the command (polars error).
+    adf = {"type": "doc", "version": 1,
+           "content": [{"type": "paragraph", "content": [{"type": "text", "text": "fixed"}]}]}
+    jira = tmp_path / "jira.json"
+    jira.write_text(json.dumps({"issues": [
+        {"key": "P-1", "fields": {"summary": "s", "description": "d", "reporter": "ann",
+                                  "comment": {"comments": [{"author": "bob", "body": adf}]}}},
+        {"key": "P-2", "fields": {"summary": "t", "comment": [{"author": "bob", "body": "ok"},
+                                                              "not a comment"]}}]}))
+    zendesk = tmp_path / "zendesk.json"
+    zendesk.write_text(json.dumps({"tickets": [
+        {"id": 7, "subject": "z", "requester_id": 1, "description": "help",
+         "comments": [{"author_id": 2, "body": {"html": "<p>done</p>"}}]}]}))
+    good = tmp_path / "good.csv"
+    good.write_text("id,subject,description\n100,hi,there\n")
+    result = cli("ingest", "tickets", jira, zendesk, good, "--no-redact", "--json")
+    assert result.exit_code == 0, result.output
+    assert_books_balance(result)
+    assert {n: (f["format"], f["n_loaded"]) for n, f in by_name(result).items()} == \
+        {"jira.json": ("jira-json", 2), "zendesk.json": ("zendesk", 1), "good.csv": ("csv", 1)}
+    texts = dict(query("SELECT ticket_id, list(text ORDER BY seq) FROM ticket_messages "
+                       "GROUP BY ticket_id"))
+    assert texts == {"jira:P-1": ["d", json.dumps(adf, sort_keys=True)], "jira:P-2": ["ok"],
+                     "zendesk:7": [json.dumps({"html": "<p>done</p>"})]}
+
+
 def without_file_permission_override(*args: str, env: dict | None = None):
     """Run rlforge in a child process that keeps root's uid but not its power to read any
     file (the DAC override capabilities), so that mode 000 means what it says."""
@@ -305,6 +494,57 @@ def test_a_path_that_is_not_a_repository_fails_alone(cli, query, tmp_path):
     assert query("SELECT count(*) FROM commits") == [(2,)]
 
 
+def test_an_unexpected_error_fails_its_file_with_a_traceback_and_the_others_load(
+        cli, query, tmp_path, monkeypatch):
+    # A bug (an exception no rule foresees) in one file's parsing, inside its transaction
+    # (tickets), on the parser thread of a log ingest, and before a repository's (commits).
+    from rlforge.ingest import commits as commits_lib
+    from rlforge.ingest import ticket_formats as tf
+
+    def buggy(real, marker: str):
+        def call(*args, **kwargs):
+            if any(marker in str(a) for a in args):
+                raise KeyError(f"simulated bug at {marker}")
+            return real(*args, **kwargs)
+        return call
+
+    monkeypatch.setattr(tf, "iter_jsonl_records", buggy(tf.iter_jsonl_records, "BUG"))
+    monkeypatch.setattr(lf, "assemble", buggy(lf.assemble, "BUG"))
+    monkeypatch.setattr(commits_lib, "repo_root", buggy(commits_lib.repo_root, "buggy"))
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(json.dumps({"id": 1, "subject": "fine"}) + "\n" +
+                   json.dumps({"id": 2, "subject": "BUG"}) + "\n")
+    good = tmp_path / "good.csv"
+    good.write_text("id,subject,description\n100,hi,there\n")
+    bad_log = write_lines(tmp_path / "bad.log", app_lines(3) + ["BUG"])
+    good_log = write_lines(tmp_path / "good.log", app_lines(2, start=10))
+    tickets = cli("ingest", "tickets", bad, good, "--no-redact", "--json")
+    logs = cli("ingest", "logs", bad_log, good_log, "--format", APP, "--no-redact", "--json")
+    commits = cli("ingest", "commits", make_repo(tmp_path / "buggy"),
+                  make_repo(tmp_path / "repo"), "--no-redact", "--json")
+    for result, name, good_name in ((tickets, "bad.jsonl", "good.csv"),
+                                    (logs, "bad.log", "good.log"), (commits, "buggy", "repo")):
+        assert result.exit_code == 1
+        # the traceback of the bug, for that file, then its one error line
+        assert "Traceback (most recent call last)" in result.stderr
+        assert "KeyError: 'simulated bug at " in result.stderr
+        errors = [e for e in error_lines(result) if e.startswith("error:")]
+        assert len(errors) == 1 and name in errors[0], errors
+        assert "unexpected error" in errors[0] and "KeyError" in errors[0]
+        files = by_name(result)
+        assert files[name]["status"] == "failed" and "KeyError" in files[name]["error"]
+        assert files[good_name]["status"] == "ok" and files[good_name]["n_loaded"] > 0
+        assert summary(result)["failed"] == 1
+        rows = query("SELECT status, error FROM ingest_runs WHERE path = ?",
+                     [str(tmp_path / name)])
+        assert len(rows) == 1 and rows[0][0] == "failed", rows
+        assert "KeyError" in rows[0][1] and "simulated bug" in rows[0][1]
+    # the failed files were rolled back; the good ones loaded
+    assert query("SELECT source_id FROM tickets") == [("100",)]
+    assert query("SELECT file, count(*) FROM log_lines GROUP BY file") == [(str(good_log), 2)]
+    assert query("SELECT DISTINCT repo FROM commits") == [(str(tmp_path / "repo"),)]
+
+
 # --- 4. a full disk --------------------------------------------------------------------
 
 @pytest.fixture
@@ -319,6 +559,30 @@ def small_disk(tmp_path):
                     "the disk-full test needs root and a kernel that allows mounts")
     yield mount
     subprocess.run(["umount", "-l", str(mount)], capture_output=True)
+
+
+def fill(disk: Path) -> Path:
+    """Take every byte left on a disk (one file of zeros, written until ENOSPC)."""
+    filler = disk / "filler"
+    with filler.open("wb", buffering=0) as fh:  # unbuffered: nothing left to write at close
+        try:
+            while fh.write(b"\0" * 4096):
+                pass
+        except OSError as exc:
+            assert exc.errno == errno.ENOSPC, exc
+    return filler
+
+
+def stored(db_path: Path) -> tuple[list, int]:
+    """The database as it is on disk, write-ahead log and all: (ingest_runs rows as
+    (file name, status, error), count of log records)."""
+    con = duckdb.connect(str(db_path), read_only=True)
+    try:
+        runs = con.execute("SELECT path, status, error FROM ingest_runs ORDER BY run_id").fetchall()
+        records = con.execute("SELECT count(*) FROM log_records").fetchall()[0][0]
+    finally:
+        con.close()
+    return [(Path(p).name, s, e) for p, s, e in runs], records
 
 
 def test_a_full_disk_fails_the_files_that_do_not_fit_and_the_next_ingest_is_exact(
@@ -345,33 +609,42 @@ def test_a_full_disk_fails_the_files_that_do_not_fit_and_the_next_ingest_is_exac
     errors = error_lines(result)
     assert len(errors) == summary(result)["failed"]
     assert all("no space left on device" in e for e in errors)
-    # the database is usable: it opens, and what it holds is exactly the files that loaded
+    # the database is usable: it opens, and what it holds is exactly the files that loaded,
+    # and a failed run for each file that did not, with the reason
     loaded = {n for n, f in files.items() if f["status"] == "ok"}
-    con = duckdb.connect(str(db_path), read_only=True)
-    try:
-        runs = dict(con.execute("SELECT path, status FROM ingest_runs").fetchall())
-        stored = con.execute("SELECT count(*) FROM log_records").fetchall()[0][0]
-    finally:
-        con.close()
-    assert {Path(p).name: s for p, s in runs.items() if s == "ok"} == {n: "ok" for n in loaded}
-    assert stored == sum(files[n]["n_loaded"] for n in loaded)
-    # with space again (the same database, moved to a roomy disk), the next ingest is exact
-    roomy = tmp_path / "roomy.duckdb"
-    shutil.copy(db_path, roomy)
-    monkeypatch.setenv("RLFORGE_DB", str(roomy))
-    again = cli("ingest", "logs", *paths, "--no-redact", "--json")
-    assert again.exit_code == 0, again.stderr
-    files2 = by_name(again)
-    assert_books_balance(again)
+    runs, records = stored(db_path)
+    assert {n for n, s, _ in runs if s == "ok"} == loaded
+    assert len(runs) == len(paths)
+    for name, status, error in runs:
+        assert status == "ok" or (name not in loaded and status == "failed"
+                                  and error.startswith("no space left on device")), runs
+    assert records == sum(files[n]["n_loaded"] for n in loaded)
+    # an ingest while the disk is still full (not one byte left) fails cleanly again
+    filler = fill(small_disk)
+    late = write_lines(tmp_path / "late.log", app_lines(5, start=300))
+    again = cli("ingest", "logs", late, "--no-redact", "--json")
+    assert again.exit_code == 1
+    assert "Traceback" not in again.output
+    (error,) = error_lines(again)
+    assert "late.log" in error and "no space left on device" in error, error
+    assert summary(again)["failed"] == 1
+    assert stored(db_path) == (runs, records)  # still usable, and nothing half-written
+    # with space again (the same database, where it is: the tmpfs grown), the next ingest
+    # is exact
+    filler.unlink()
+    subprocess.run(["mount", "-o", "remount,size=64m", str(small_disk)], check=True)
+    paths.append(late)
+    exact = cli("ingest", "logs", *paths, "--no-redact", "--json")
+    assert exact.exit_code == 0, exact.stderr
+    files2 = by_name(exact)
+    assert_books_balance(exact)
     for name, f in files2.items():
         expected = (0, f["n_read"]) if name in loaded else (f["n_read"], 0)
         assert (f["n_loaded"], f["n_duplicates"]) == expected, name
-    con = duckdb.connect(str(roomy), read_only=True)
-    try:
-        assert con.execute("SELECT count(*) FROM log_records").fetchall()[0][0] == \
-            20 + 60_000 + 60_000 + 20
-    finally:
-        con.close()
+    runs2, records2 = stored(db_path)
+    assert records2 == 20 + 60_000 + 60_000 + 20 + 5
+    assert runs2[:len(runs)] == runs
+    assert [(n, s) for n, s, _ in runs2[len(runs):]] == [(p.name, "ok") for p in paths]
 
 
 # --- 5. quarantine is keyed like loaded rows --------------------------------------------

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Callable, Iterable, Optional
 
 import typer
+from rich.markup import escape
 from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
@@ -87,7 +88,8 @@ def run_files(paths: Iterable[Path], one: Callable[[Path], IngestResult], *,
 
 def report(results: list[IngestResult], *, as_json: bool, quiet: bool, noun: str = "records",
            session: IngestSession | None = None) -> int:
-    """Print the per-file summary (table, or JSON for CI); return the exit code (1 if any failed)."""
+    """Print the per-file summary (table, or JSON for CI), then one error line per failed file
+    (after its traceback when a bug failed it); return the exit code (1 if any failed)."""
     failed = [r for r in results if r.status != "ok"]
     totals = {k: sum(getattr(r, k) for r in results) for k in
               ("n_read", "n_loaded", "n_duplicates", "n_quarantined", "n_flagged")}
@@ -126,8 +128,12 @@ def report(results: list[IngestResult], *, as_json: bool, quiet: bool, noun: str
             for note in r.notes:
                 console.print(f"[yellow]note:[/] {r.path}: {note}")
     for r in failed:
-        err_console.print(f"[bold red]error:[/] {r.path}: {r.error}", highlight=False,
-                          soft_wrap=True)
+        if r.traceback:  # a bug (rlforge's, not the file's): its traceback, then its line
+            err_console.print(r.traceback.rstrip(), markup=False, highlight=False,
+                              emoji=False, soft_wrap=True)
+        err_console.print("[bold red]error:[/] " + escape(f"{r.path}: {r.error}")
+                          + (" (traceback above; please report it)" if r.traceback else ""),
+                          highlight=False, soft_wrap=True)
     if session is not None and session.close_error:
         err_console.print(f"[yellow]warning:[/] {session.close_error}", highlight=False,
                           soft_wrap=True)

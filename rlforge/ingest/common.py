@@ -7,8 +7,9 @@ id, collects quarantine rows, and on exit either commits everything of the file 
 `ingest_runs` row, or rolls the file back and records a failed run with one clear reason.
 
 `ingest_guarded` and `IngestSession` are the file boundary of a command over several
-files: whatever goes wrong with one file (see `file_error_reason`) fails that file alone,
-on the record, and the next one starts on a usable database.
+files: whatever goes wrong with one file (see `file_failure`) fails that file alone, on
+the record, and the next one starts on a usable database. That includes a bug: its
+traceback is kept with the file's result for the command to show.
 """
 
 from __future__ import annotations
@@ -17,7 +18,9 @@ import collections
 import csv
 import errno
 import json
+import os
 import time
+import traceback
 from concurrent.futures import Future
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -65,6 +68,7 @@ class IngestResult:
     quarantine_reasons: dict[str, int] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     line_endings: str | None = None  # LF | CRLF | CR, as detected in the file
+    traceback: str | None = None  # of an unexpected error (a bug) that failed this file
     # the failed run's `ingest_runs` row, when the database could not take it at the time
     unrecorded: list | None = field(default=None, repr=False)
 
@@ -80,6 +84,17 @@ class IngestResult:
         return out
 
 
+def source_path(path: str | Path) -> str:
+    """The identity of an input file or repository: its absolute path, with `..` and
+    symbolic links resolved. `app.log` in one directory and `app.log` in another are two
+    sources; `app.log`, `./app.log`, its absolute path and a link to it are one. Every
+    record and quarantine row is keyed by it (with its line or record number)."""
+    try:
+        return str(Path(path).resolve())
+    except (OSError, RuntimeError):  # a loop of links, a directory that cannot be entered
+        return os.path.abspath(path)
+
+
 class FileIngest:
     """One file (or repository) ingested as one transaction.
 
@@ -92,8 +107,10 @@ class FileIngest:
 
     A problem of the file itself (`file_error_reason`: unreadable, unparsable, nested too
     deep, disk full, ...) raised inside the block fails this file only: it is rolled back,
-    recorded as a failed run with the reason, and swallowed. Any other exception (a bug)
-    rolls back and propagates.
+    recorded as a failed run with the reason, and swallowed. So is a bug (any other
+    Exception), recorded with its type and message, its traceback kept in the result. A
+    `UserError` about the command (a --map column the export lacks) and Ctrl-C roll back
+    and propagate: they end the command.
 
     A quarantined record already in `quarantine` for the same file (same record number,
     same redacted text, same reason: a re-ingest) is not stored again; it counts as a
@@ -105,7 +122,7 @@ class FileIngest:
                  redact: Callable[[str], str] | None = None):
         self.con = con
         self.source = source
-        self.path = str(path)
+        self.path = source_path(path)
         self.sha256 = sha256
         self.head = head
         self._redact = redact
@@ -149,10 +166,12 @@ class FileIngest:
                 return False
             except Exception as exc_at_end:  # e.g. the disk fills up at the commit
                 late = exc_type, exc = type(exc_at_end), exc_at_end
-        reason = file_error_reason(exc)
+        failure = file_failure(exc)
+        reason = failure[0] if failure else None
         self._rollback()
         r.status = "failed"
         r.error = reason or f"{exc_type.__name__}: {exc}"
+        r.traceback = failure[1] if failure else None
         r.n_read = r.n_loaded = r.n_duplicates = r.n_quarantined = r.n_flagged = 0
         r.redactions = {}
         r.quarantine_reasons = {}
@@ -160,7 +179,7 @@ class FileIngest:
             self._record_run()
         except Exception as again:  # the database itself is unusable (disk full, ...)
             r.unrecorded = self._run_row()
-            r.error += f"{NOT_RECORDED}: {first_line(again)})"
+            r.error += not_recorded(r.error, again)
         if late is not None and reason is None:
             raise exc
         return reason is not None
@@ -301,6 +320,28 @@ def file_error_reason(exc: BaseException) -> str | None:
     return None
 
 
+def file_failure(exc: BaseException) -> tuple[str, str | None] | None:
+    """How an exception raised while ingesting one file fails that file alone: the reason
+    to record, and the traceback to show (None for the file's own problems, see
+    `file_error_reason`; the formatted traceback for any other Exception, a bug, recorded
+    as an unexpected error with its type and message). None for what ends the whole
+    command instead: a `UserError` about the command, and BaseExceptions (Ctrl-C)."""
+    reason = file_error_reason(exc)
+    if reason is not None:
+        return reason, None
+    if not isinstance(exc, Exception) or isinstance(exc, UserError):
+        return None
+    return (f"unexpected error, a bug in rlforge ({type(exc).__name__}: {first_line(exc)})",
+            "".join(traceback.format_exception(exc)))
+
+
+def not_recorded(error: str, exc: BaseException) -> str:
+    """What to add to a failed file's error when its `ingest_runs` row could not be written
+    (the database refused it with `exc`)."""
+    why = first_line(exc)
+    return f"{NOT_RECORDED}: {'the same error' if why in error else why})"
+
+
 def merge_counts(*counters: dict[str, int]) -> dict[str, int]:
     total: collections.Counter[str] = collections.Counter()
     for c in counters:
@@ -311,18 +352,19 @@ def merge_counts(*counters: dict[str, int]) -> dict[str, int]:
 def ingest_guarded(con: duckdb.DuckDBPyConnection, source: str, path: str | Path,
                    ingest: Callable[[duckdb.DuckDBPyConnection, Path], IngestResult]
                    ) -> IngestResult:
-    """`ingest(con, path)` with the file boundary around it: a failure that is the file's
-    (see `file_error_reason`), raised before its transaction began as well as inside it,
-    becomes a failed result, and every failed result gets its `ingest_runs` row (status
-    failed, the reason) as soon as the database can take it."""
+    """`ingest(con, path)` with the file boundary around it: a failure of the file alone
+    (see `file_failure`: its own problem, or a bug), raised before its transaction began as
+    well as inside it, becomes a failed result, and every failed result gets its
+    `ingest_runs` row (status failed, the reason) as soon as the database can take it."""
     started = db.now()
     try:
         result = ingest(con, Path(path))
     except Exception as exc:
-        reason = file_error_reason(exc)
-        if reason is None:
+        failure = file_failure(exc)
+        if failure is None:
             raise
-        result = IngestResult(source=source, path=str(path), status="failed", error=reason)
+        result = IngestResult(source=source, path=source_path(path), status="failed",
+                              error=failure[0], traceback=failure[1])
     if result.status != "ok":
         record_failure(con, result, started)
     return result
@@ -347,7 +389,7 @@ def record_failure(con: duckdb.DuckDBPyConnection, r: IngestResult, started=None
     except Exception as exc:
         r.unrecorded = row
         if NOT_RECORDED not in r.error:
-            r.error += f"{NOT_RECORDED}: {first_line(exc)})"
+            r.error += not_recorded(r.error, exc)
 
 
 NOT_RECORDED = " (not yet recorded in ingest_runs"

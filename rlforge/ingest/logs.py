@@ -40,7 +40,8 @@ from rlforge.errors import UserError
 from rlforge.ingest import logformats as lf
 from rlforge.ingest import templates as tm
 from rlforge.ingest.common import (DATABASE_REDACTOR, RAW_CAP, FileIngest, IngestResult,
-                                   ingest_guarded, resolve_redactor, store_quarantine)
+                                   ingest_guarded, resolve_redactor, source_path,
+                                   store_quarantine)
 from rlforge.ingest.textfile import file_encoding, is_gzip, line_endings, read_head
 
 SOURCE = "logs"
@@ -538,7 +539,7 @@ def ingest_file(con: duckdb.DuckDBPyConnection, path: str | Path, *, fmt: str = 
     elif "<" in fmt:
         lf.HeaderFormat(fmt)
     if not path.is_file():
-        return IngestResult(SOURCE, str(path), status="failed",
+        return IngestResult(SOURCE, source_path(path), status="failed",
                             error="no such file" if not path.exists() else "not a regular file")
     redactor = resolve_redactor(con, redactor)
     before = dict(redactor.counts) if redactor is not None else {}

@@ -138,12 +138,13 @@ def file_encoding(path: str | Path) -> str:
         return "utf-8"  # the reader that follows says what is wrong
 
 
-def line_endings(head: bytes) -> str:
-    """How the lines of a file end, from its first bytes: LF, CRLF, CR (old Mac and some
-    devices: no LF at all), or none (a single line)."""
-    lf = head.count(b"\n")
-    crlf = head.count(b"\r\n")
-    cr = head.count(b"\r") - crlf
+def line_endings(head: bytes | str) -> str:
+    """How the lines of a file end, from its first bytes (or characters): LF, CRLF, CR (old
+    Mac and some devices: no LF at all), or none (a single line)."""
+    lf_char, cr_char = ("\n", "\r") if isinstance(head, str) else (b"\n", b"\r")
+    lf = head.count(lf_char)
+    crlf = head.count(cr_char + lf_char)
+    cr = head.count(cr_char) - crlf
     if not lf:
         return "CR" if cr else "none"
     return "CRLF" if crlf * 2 > lf else "LF"
@@ -181,9 +182,20 @@ def decode(data: bytes) -> tuple[str, bool]:
         return data.decode("utf-8", errors="replace"), True
 
 
-def iter_lines(data: bytes) -> Iterator[tuple[int, bytes]]:
-    """(1-based line number, line bytes without the newline) for non-empty lines."""
-    for i, line in enumerate(io.BytesIO(data), start=1):
-        line = line.rstrip(b"\r\n")
-        if line.strip():
-            yield i, line
+def text_lines(text: str, newline: str | None = None) -> Iterator[str]:
+    """The lines of a text without their line ends, split the way log files are: at CR in
+    a file whose lines end in CR only, else at LF (a CR before it is dropped); `newline`
+    as `line_endings` says, detected from the text's start when not given. Never at the
+    other characters `str.splitlines()` breaks at (U+2028, U+2029, U+0085, \\v, \\f,
+    \\x1c-\\x1e), which stand inside a record: a JSON string holds the first three as they
+    are. A final line end ends the last line."""
+    if newline is None:
+        newline = line_endings(text[:SNIFF_BYTES])
+    sep = "\r" if newline == "CR" else "\n"
+    start, size = 0, len(text)
+    while start < size:
+        end = text.find(sep, start)
+        end = size if end < 0 else end
+        line = text[start:end]
+        yield line[:-1] if sep == "\n" and line.endswith("\r") else line
+        start = end + 1

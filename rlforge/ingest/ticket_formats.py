@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterator
 
 from rlforge.errors import UserError
+from rlforge.ingest.textfile import text_lines
 
 FIELDS = ("source_id", "subject", "body", "category", "intent", "priority", "status",
           "resolution", "created_at", "resolved_at", "tags")
@@ -109,7 +110,7 @@ def detect(text_head: str) -> str:
     if not s:
         return "csv"
     if s[0] == "[" or s[0] == "{":
-        first_line = (s.splitlines() or [""])[0].strip()
+        first_line = next(text_lines(s), "").strip()
         is_jsonl = s[0] == "{" and first_line.endswith("}") and _loads_ok(first_line)
         probe = s[:4000]
         if '"fields"' in probe and '"issues"' in probe or ('"key"' in probe and '"fields"' in probe):
@@ -117,7 +118,7 @@ def detect(text_head: str) -> str:
         if ('"requester_id"' in probe or '"via"' in probe) and '"subject"' in probe:
             return "zendesk"
         return "jsonl" if is_jsonl else "json"
-    header = next(csv.reader(io.StringIO((s.splitlines() or [""])[0])), [])
+    header = next(csv.reader(io.StringIO(next(text_lines(s), ""))), [])
     normed = {norm_name(h) for h in header}
     if {"issue_key", "summary"} <= normed or {"issue_id", "summary"} <= normed:
         return "jira-csv"
@@ -227,10 +228,13 @@ def iter_json_records(text: str) -> Iterator[tuple[int, Any] | Rejected]:
         pos = end
 
 
-def iter_jsonl_records(text: str) -> Iterator[tuple[int, Any] | Rejected]:
-    """One JSON value per line; a bad line is rejected with its line number."""
-    for no, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
+def iter_jsonl_records(text: str, newline: str | None = None
+                       ) -> Iterator[tuple[int, Any] | Rejected]:
+    """One JSON value per line (split by `text_lines`, at the file's line ends: `newline`
+    as `textfile.line_endings` says); a bad line is rejected with its line number. A line
+    with only spaces and tabs is no record."""
+    for no, line in enumerate(text_lines(text, newline), start=1):
+        if not line.strip(" \t"):
             continue
         try:
             value = json.loads(line)
@@ -334,7 +338,7 @@ def zendesk_record(no: int, t: Any, mapping: dict[str, str]) -> TicketRecord | R
         rec.messages.append({
             "role": "customer" if author is not None and author == requester else "agent",
             "author": None if author is None else f"zendesk-user-{author}",
-            "text": c.get("plain_body") or c.get("body"),
+            "text": _scalar(c.get("plain_body") or c.get("body")),
             "created_at": c.get("created_at"),
             "is_public": bool(c.get("public", True)),
         })
@@ -371,11 +375,15 @@ def jira_json_record(no: int, issue: Any, mapping: dict[str, str]) -> TicketReco
         return rec
     reporter = _scalar(f.get("reporter"))
     rec.messages = _opening_message(rec.fields, reporter)
-    comments = (f.get("comment") or {}).get("comments") or []
-    for c in comments:
+    comments = f.get("comment") or []  # {"comments": [...]}, or the list itself
+    comments = (comments.get("comments") or []) if isinstance(comments, dict) else comments
+    for c in comments if isinstance(comments, list) else []:
+        if not isinstance(c, dict):
+            continue
         author = _scalar(c.get("author"))
+        # a body may be a document (Jira Cloud's ADF), not text: kept as its JSON text
         rec.messages.append({"role": "customer" if author and author == reporter else "agent",
-                             "author": author, "text": c.get("body"),
+                             "author": author, "text": _scalar(c.get("body")),
                              "created_at": c.get("created"), "is_public": c.get("jsdPublic", True)})
     _resolution_from_messages(rec, "resolutiondate", f)
     return rec

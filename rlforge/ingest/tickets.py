@@ -31,10 +31,10 @@ from rlforge import db
 from rlforge.errors import InputFileError, UserError
 from rlforge.ingest import ticket_formats as tf
 from rlforge.ingest.common import (DATABASE_REDACTOR, FileIngest, IngestResult, ingest_guarded,
-                                   resolve_redactor)
+                                   resolve_redactor, source_path)
 from rlforge.ingest.textfile import (NUL_REPLACEMENT, check_not_binary, decode, file_encoding,
                                      is_gzip, line_endings, read_all, read_head,
-                                     sha256_in_background)
+                                     sha256_in_background, text_lines)
 
 SOURCE = "tickets"
 MAX_FIELD_BYTES = 256 * 1024 * 1024  # a single CSV record may be this large
@@ -75,7 +75,7 @@ def _setup(con: duckdb.DuckDBPyConnection) -> None:
 # --- staging: CSV through DuckDB ------------------------------------------------------
 
 def _csv_header(text_head: str) -> tuple[list[str], str]:
-    first = (text_head.splitlines() or [""])[0]
+    first = next(text_lines(text_head), "")
     try:
         delim = csv.Sniffer().sniff(first, delimiters=",;\t|").delimiter
     except csv.Error:
@@ -276,7 +276,8 @@ def _parse_records(text: str, fmt: str, mapping: dict[str, str],
     if fmt == "jira-csv":
         items: Iterable = tf.iter_jira_csv(text, mapping)
         return _keep(items, fi)
-    raw = list(tf.iter_jsonl_records(text) if fmt == "jsonl" else tf.iter_json_records(text))
+    raw = list(tf.iter_jsonl_records(text, fi.result.line_endings) if fmt == "jsonl"
+               else tf.iter_json_records(text))
     objs = [x for x in raw if not isinstance(x, tf.Rejected)]
     if fmt == "jira-json" and objs and all(isinstance(o, dict) and "fields" not in o for _, o in objs):
         raise InputFileError(fi.path, "no Jira issues here (objects have no 'fields'); a Jira "
@@ -427,7 +428,7 @@ def ingest_file(con: duckdb.DuckDBPyConnection, path: str | Path, *, fmt: str = 
     if fmt not in ("auto", *tf.FORMATS):
         raise UserError(f"unknown ticket format {fmt!r}; valid: auto, {', '.join(tf.FORMATS)}")
     if not path.is_file():
-        r = IngestResult(SOURCE, str(path), status="failed",
+        r = IngestResult(SOURCE, source_path(path), status="failed",
                          error="no such file" if not path.exists() else "not a regular file")
         return r
     _setup(con)
