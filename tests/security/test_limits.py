@@ -24,7 +24,8 @@ from rlforge.sandbox import SandboxSpec, run
 PY = "/usr/bin/python3"
 MB = 1 << 20
 
-pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="the limits below are the root path's")
+pytestmark = [pytest.mark.sandbox,
+              pytest.mark.skipif(os.geteuid() != 0, reason="the limits below are the root path's")]
 
 
 def _meminfo(key: str) -> int:

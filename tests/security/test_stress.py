@@ -20,6 +20,8 @@ import pytest
 
 from rlforge.sandbox import SandboxPool, SandboxSpec
 
+pytestmark = [pytest.mark.sandbox, pytest.mark.slow]  # 20 s of bombs: not in the fast subset
+
 MEMORY_BOMB = """
 import os, time
 kids = set()
