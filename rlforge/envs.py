@@ -35,7 +35,7 @@ from typing import Any
 from rlforge.config import Config
 from rlforge.run.environment import EnvOptions, Environment
 from rlforge.run.tasks import Task, load_task
-from rlforge.sandbox import SandboxPool
+from rlforge.sandbox import SandboxPool, sandbox_settings
 from rlforge.tasks.staging import check_whole
 from rlforge.verify.validate import TaskRunner
 
@@ -61,18 +61,21 @@ def load(task_dir: str | Path, *, config: Config | None = None,
                          sandbox_mode=cfg.get("sandbox.mode", sandbox))
     task = load_task(task_dir)  # refuses a task that is not whole
     check_whole(task_dir)  # and one a build-tasks has not published yet
-    return TaskEnv(task, options)
+    return TaskEnv(task, options, sandbox_settings(cfg, sandbox))
 
 
 class TaskEnv:
     """One task's environment; see the module docstring. Close it (or use `with`)."""
 
-    def __init__(self, task: Task, options: EnvOptions):
+    def __init__(self, task: Task, options: EnvOptions, settings: dict[str, Any] | None = None):
+        """`settings`: the user's sandbox settings (`rlforge.sandbox.sandbox_settings`);
+        None reads them from the flag-less configuration."""
         self.task = task
         self.options = options
         self._scratch = Path(tempfile.mkdtemp(prefix="rlforge-env-"))
         self._pool = SandboxPool(2)
-        self._env = Environment(task, options, TaskRunner(self._pool, options.sandbox_mode),
+        self._env = Environment(task, options,
+                                TaskRunner(self._pool, options.sandbox_mode, None, settings),
                                 self._scratch)
         self._loop: asyncio.AbstractEventLoop | None = None
 

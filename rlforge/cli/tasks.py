@@ -153,6 +153,7 @@ def validate(
     quiet: bool = typer.Option(False, "--quiet", "-q", help="print failures only"),
 ) -> None:
     """Prove tasks: gold solution scores 1, null and adversarial submissions score 0, no leaks."""
+    from rlforge.sandbox import sandbox_settings
     from rlforge.tasks.staging import check_whole
     from rlforge.verify.validate import validate_many
 
@@ -167,6 +168,7 @@ def validate(
     if not dirs:
         raise UserError(f"{tasks_dir}: no task directories (folders with a task.toml) found")
     mode = cfg.get("sandbox.mode", sandbox)
+    settings = sandbox_settings(cfg, mode)
     if mode == "none":
         err_console.print("[bold yellow]warning:[/] --sandbox none: task scripts run WITHOUT isolation")
     prog, update = _progress(quiet or as_json)
@@ -175,10 +177,11 @@ def validate(
     if prog:
         with prog:
             results = asyncio.run(validate_many(dirs, workers=cfg.get("sandbox.workers"),
-                                                sandbox_mode=mode, progress=tick, ray=ray))
+                                                sandbox_mode=mode, progress=tick, ray=ray,
+                                                settings=settings))
     else:
         results = asyncio.run(validate_many(dirs, workers=cfg.get("sandbox.workers"), sandbox_mode=mode,
-                                            ray=ray))
+                                            ray=ray, settings=settings))
     failed = [r for r in results if not r.ok]
     if as_json:
         console.print_json(json.dumps({"tasks": len(results), "passed": len(results) - len(failed),

@@ -207,9 +207,12 @@ def probe_files(paths: list[Path]) -> list[tuple[str, str]]:
 
 async def start_workers(ray, *, sandbox_workers: int, sandbox_mode: str, needs_sandbox: bool,
                         cache_dir: str | None, probe: list[tuple[str, str]],
-                        task_files: str = "auto") -> list[Worker]:
+                        task_files: str = "auto",
+                        sandbox: dict[str, Any] | None = None) -> list[Worker]:
     """One `NodeWorker` per node, started and checked; a UserError naming the node if any
-    cannot serve (another rlforge version, no sandbox, did not start)."""
+    cannot serve (another rlforge version, no sandbox, did not start). `sandbox`: the
+    driver's sandbox settings (`rlforge.sandbox.sandbox_settings`) for every sandbox of
+    the workers; None: each node's own flag-less configuration."""
     from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
     from rlforge.executors.worker import NodeWorker
@@ -223,7 +226,8 @@ async def start_workers(ray, *, sandbox_workers: int, sandbox_mode: str, needs_s
                              ).remote() for n in nodes]
     hello = {"version": __version__, "sandbox_workers": sandbox_workers,
              "sandbox_mode": sandbox_mode, "needs_sandbox": needs_sandbox,
-             "cache_dir": cache_dir, "probe": probe, "task_files": task_files}
+             "cache_dir": cache_dir, "probe": probe, "task_files": task_files,
+             "sandbox": sandbox}
     try:
         answers = await asyncio.wait_for(
             asyncio.gather(*(h.hello.remote(hello) for h in handles), return_exceptions=True),

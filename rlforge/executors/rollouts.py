@@ -78,7 +78,7 @@ async def ray_session(cfg: Config, plan: dict[str, Any], store, tasks: list[Task
                       policy, api_key: str, concurrency: int, sink, progress) -> list:
     """`rlforge.run.session._session` on Ray; the facts of the rollouts run."""
     from rlforge.run.driver import drive
-    from rlforge.run.session import sandbox_needed, spec_hook_for
+    from rlforge.run.session import plan_sandbox, sandbox_needed, spec_hook_for
 
     options = RayOptions.from_config(cfg)
     used = sorted({item.task for item in items})
@@ -87,7 +87,7 @@ async def ray_session(cfg: Config, plan: dict[str, Any], store, tasks: list[Task
             ray, sandbox_workers=plan["sandbox_workers"], sandbox_mode=plan["env"]["sandbox_mode"],
             needs_sandbox=sandbox_needed(tasks, items, plan), cache_dir=options.cache_dir,
             probe=probe_files([Path(os.path.abspath(tasks[i].path)) for i in used]),
-            task_files=options.task_files)
+            task_files=options.task_files, sandbox=plan_sandbox(plan))
         dispatcher = None
         try:
             check_endpoint_reachable(ray, workers, policy.base_url, plan["embedded"])

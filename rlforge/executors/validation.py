@@ -32,13 +32,15 @@ logger = logging.getLogger("rlforge.executors")
 async def validate_on_ray(task_dirs: list[Path], options: RayOptions, *, workers: int = 0,
                           sandbox_mode: str = "bwrap", spec_hook=None,
                           progress: Callable | None = None,
-                          concurrency: int | None = None) -> list:
+                          concurrency: int | None = None,
+                          settings: dict[str, Any] | None = None) -> list:
     """`validate_many` on Ray workers; see the module docstring."""
     paths = [Path(os.path.abspath(d)) for d in task_dirs]
     with connected(options.address) as ray:
         nodes = await start_workers(ray, sandbox_workers=workers, sandbox_mode=sandbox_mode,
                                     needs_sandbox=True, cache_dir=options.cache_dir,
-                                    probe=probe_files(paths), task_files=options.task_files)
+                                    probe=probe_files(paths), task_files=options.task_files,
+                                    sandbox=settings)
         dispatcher = None
         try:
             if spec_hook is not None:
@@ -79,8 +81,9 @@ class ClusterSandboxes:
 class RayChecker(Checker):
     """A commits.repair `Checker` whose sandboxed runs happen on Ray; make it with `start`."""
 
-    def __init__(self, con, opts, cache_dir: Path, sandbox_mode: str):
-        super().__init__(con, opts, None, cache_dir, sandbox_mode)
+    def __init__(self, con, opts, cache_dir: Path, sandbox_mode: str,
+                 settings: dict[str, Any] | None = None):
+        super().__init__(con, opts, None, cache_dir, sandbox_mode, settings)
         self._stack = contextlib.ExitStack()
         self._ray = None
         self._workers: list = []
@@ -89,15 +92,17 @@ class RayChecker(Checker):
 
     @classmethod
     async def start(cls, con, opts, options: RayOptions, sandbox_workers: int,
-                    sandbox_mode: str, cache_dir: Path) -> "RayChecker":
-        """Connect, start a worker per node and give each a `Checker` of its own."""
-        checker = cls(con, opts, cache_dir, sandbox_mode)
+                    sandbox_mode: str, cache_dir: Path,
+                    settings: dict[str, Any] | None = None) -> "RayChecker":
+        """Connect, start a worker per node and give each a `Checker` of its own, with
+        `settings` (the driver's sandbox settings)."""
+        checker = cls(con, opts, cache_dir, sandbox_mode, settings)
         try:
             checker._ray = ray = checker._stack.enter_context(connected(options.address))
             checker._workers = await start_workers(
                 ray, sandbox_workers=sandbox_workers, sandbox_mode=sandbox_mode,
                 needs_sandbox=True, cache_dir=options.cache_dir, probe=[],
-                task_files=options.task_files)
+                task_files=options.task_files, sandbox=checker.settings)
             await asyncio.gather(*(w.handle.open_repair.remote(opts) for w in checker._workers))
             sandboxes = sum(w.sandboxes for w in checker._workers)
             checker._dispatcher = Dispatcher(checker._workers, "repair",

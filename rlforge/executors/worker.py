@@ -93,6 +93,7 @@ class NodeWorker:
         self.scratch: Path | None = None
         self.cache_dir: Path | None = None
         self.sandbox_mode = "bwrap"
+        self.sandbox: dict[str, Any] | None = None  # the driver's sandbox settings
         self.use_paths = True
         self.client = None
         self.runner = None
@@ -129,8 +130,9 @@ class NodeWorker:
             os.environ["RLFORGE_CACHE_DIR"] = spec["cache_dir"]
         self.cache_dir = default_cache_dir(Config.load(env=dict(os.environ)))
         self.sandbox_mode = spec["sandbox_mode"]
+        self.sandbox = spec.get("sandbox")
         self.pool = SandboxPool(spec["sandbox_workers"])
-        self.task_runner = TaskRunner(self.pool, self.sandbox_mode, None)
+        self.task_runner = TaskRunner(self.pool, self.sandbox_mode, None, self.sandbox)
         self.scratch = Path(tempfile.mkdtemp(prefix="rlforge-ray-"))
         sees = _sees(spec["probe"])
         self.use_paths = sees and spec.get("task_files", "auto") != "ship"
@@ -142,7 +144,7 @@ class NodeWorker:
         Ray's pickling; None keeps the default, `prepared_env_hook`."""
         from rlforge.verify.validate import TaskRunner
 
-        self.task_runner = TaskRunner(self.pool, self.sandbox_mode, hook)
+        self.task_runner = TaskRunner(self.pool, self.sandbox_mode, hook, self.sandbox)
 
     async def open_run(self, run: dict[str, Any], policy: dict[str, Any], api_key: str,
                        slots: int) -> None:
@@ -166,7 +168,8 @@ class NodeWorker:
         """Hold a commits.repair `Checker` on this node's pool and cache directory."""
         from rlforge.tasks.repair.checks import Checker
 
-        self.checker = Checker(None, opts, self.pool, self.cache_dir, self.sandbox_mode)
+        self.checker = Checker(None, opts, self.pool, self.cache_dir, self.sandbox_mode,
+                               self.sandbox)
 
     # --- work --------------------------------------------------------------------------
 

@@ -51,7 +51,7 @@ from rlforge.run.submission import (SUBMISSION_CHARS, as_file, as_read, read_pre
                                     rebuild_workspace, score_read, score_text,
                                     workspace_changes)
 from rlforge.run.tasks import Task
-from rlforge.sandbox import SandboxResult, SandboxSpec
+from rlforge.sandbox import FailureReason, SandboxResult, SandboxSpec
 from rlforge.verify import standalone
 from rlforge.verify.validate import TaskRunner, fresh_workspace
 
@@ -260,9 +260,15 @@ class Environment:
             await self.finish(reply["content"], "answered")
         else:
             commands, submitted = self._parse_actions(reply)
+            full = None  # why the workspace no longer fits a sandbox, once it does not
             for cmd in commands:
-                await self._execute(cmd)
-            if submitted:
+                if full is None:
+                    full = await self._execute(cmd)
+                else:
+                    self._answer(cmd, f"[not run: {full}]")
+            if full is not None:
+                await self.finish(None, "workspace_full")
+            elif submitted:
                 await self.finish(None, "submitted")
             elif not commands and not reply.get("tool_calls"):
                 self._idle += 1
@@ -283,21 +289,23 @@ class Environment:
         if self.on_scoring is not None:
             self.on_scoring()
         if self.multi_turn:
+            caps = self._spec().copy_limits
             self.submission = await asyncio.to_thread(
-                workspace_changes, self.task.path / "environment" / "app", self.workspace)
+                workspace_changes, self.task.path / "environment" / "app", self.workspace,
+                caps=caps)
             too_large = self.submission.get("error") and self.submission.get("detail") \
                 or self._too_large
             if too_large:  # the policy's own doing: a fail, never scored further
-                self.reward = standalone.reward(
-                    {"submission_size": standalone.component(0, 0, "medium", gate=True, detail=too_large)},
-                    detail="submission too large", reason="submission_too_large")
+                self.reward = too_large_reward(too_large)
                 return self.reward
             if self.task.verifier == "repair":  # the patch, as trainers and people read it
                 from rlforge.tasks.repair.score import workspace_diff
 
                 self.submission["diff"] = await asyncio.to_thread(
                     workspace_diff, self.task.path, self.workspace)
-            self.reward = await self._score_workspace(self.workspace)
+            # Once the policy's commands ran, the workspace is theirs: if it no longer fits
+            # the verifier's sandbox, that is the policy's fail.
+            self.reward = await self._score_workspace(self.workspace, by_policy=bool(self.steps))
         else:
             self.submission = {"type": "text", "text": text or ""}
             self.reward = await self.verify(text or "")
@@ -402,12 +410,21 @@ class Environment:
     def _tool_reply(self, call_id: str, content: str) -> None:
         self.messages.append({"role": "tool", "tool_call_id": call_id, "content": content})
 
-    async def _execute(self, cmd: Command) -> None:
+    async def _execute(self, cmd: Command) -> str | None:
+        """Run one command and answer it; why it could not run when the workspace the
+        policy's earlier commands left no longer fits the sandbox (None: it ran)."""
         opts = self.options
         spec = self._spec(workspace=self.workspace, timeout_sec=opts.command_timeout)
         result = await self.runner.pool.run(["bash", "-c", cmd.command], spec)
-        if result.failure is not None:
-            raise InfraError("sandbox", str(result.failure))
+        failure = result.failure
+        if failure is not None and failure.reason is FailureReason.TOO_LARGE and self.steps:
+            # Earlier commands grew the workspace past what a sandbox holds (copy-out makes
+            # sparse files dense and hard links separate files): the policy's doing.
+            self._too_large = f"the workspace no longer fits the sandbox: {failure.detail}"
+            self._answer(cmd, f"[not run: {self._too_large}]")
+            return self._too_large
+        if failure is not None:
+            raise InfraError("sandbox", str(failure))
         if result.submission_too_large and not self._too_large:
             self._too_large = result.submission_too_large
         text, clipped = describe_result(result, opts.observation_chars, opts.command_timeout)
@@ -416,6 +433,11 @@ class Environment:
                            "seconds": round(result.duration_sec, 4),
                            "output_chars": len(result.stdout) + len(result.stderr),
                            "clipped": clipped})
+        self._answer(cmd, text)
+        return None
+
+    def _answer(self, cmd: Command, text: str) -> None:
+        """What the policy sees of one of its commands."""
         if cmd.tool_call_id is not None:
             self._tool_reply(cmd.tool_call_id, text)
         else:
@@ -425,7 +447,9 @@ class Environment:
         """A sandbox for this task: the runner's hook (e.g. a prepared venv) and its mode."""
         return self.runner._spec(self.task.path, self.task.meta, **fields)
 
-    async def _score_workspace(self, ws: Path) -> dict[str, Any]:
+    async def _score_workspace(self, ws: Path, by_policy: bool = False) -> dict[str, Any]:
+        """The verifier's reward for `ws`; `by_policy`: the policy's commands wrote it, so
+        a workspace too large for the verifier's sandbox is its fail, not infra."""
         task = self.task
         if task.in_process:
             try:  # 1M characters take at most 4 bytes each
@@ -436,11 +460,21 @@ class Environment:
         if self.runner is None:
             raise UserError(f"task {task.task_id}: its verifier runs in the sandbox; no runner given")
         run = await self.runner.verify(task.path, task.meta, ws, self.scratch)
+        if run.reward is None and run.too_large and by_policy:
+            return too_large_reward(f"the workspace does not fit the verifier's sandbox: "
+                                    f"{run.too_large}")
         if run.reward is None:
             raise InfraError("verifier", run.error or "no reward")
         reward = run.reward
         reward.setdefault("outcome", "pass" if reward.get("total", 0) >= 1.0 - 1e-9 else "fail")
         return reward
+
+
+def too_large_reward(detail: str) -> dict[str, Any]:
+    """The fail of a submission over a cap (copy-out, or the sandbox's file system)."""
+    return standalone.reward(
+        {"submission_size": standalone.component(0, 0, "medium", gate=True, detail=detail)},
+        detail="submission too large", reason="submission_too_large")
 
 
 def remove_tree(path: Path) -> None:

@@ -23,7 +23,7 @@ from rlforge.config import Config
 from rlforge.errors import UserError
 from rlforge.run.driver import Fact, Progress
 from rlforge.run.environment import EnvOptions, Environment, InfraError
-from rlforge.run.session import RunReport, finalize, with_overrides
+from rlforge.run.session import RunReport, finalize, plan_sandbox, with_overrides
 from rlforge.run.store import ROLLOUTS, RunStore, reload_run, utc_now
 from rlforge.run.tasks import Task, load_task
 
@@ -78,7 +78,7 @@ async def _rescore_all(plan: dict[str, Any], records: list[dict[str, Any]],
     scratch = Path(tempfile.mkdtemp(prefix="rlforge-rescore-"))
     try:
         async with SandboxPool(plan["sandbox_workers"]) as pool:
-            runner = TaskRunner(pool, plan["env"]["sandbox_mode"], None)
+            runner = TaskRunner(pool, plan["env"]["sandbox_mode"], None, plan_sandbox(plan))
             limit = asyncio.Semaphore(pool.workers * 2)
 
             async def one(record: dict[str, Any]) -> None:

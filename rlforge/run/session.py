@@ -111,6 +111,7 @@ def plan_run(cfg: Config, tasks_dir: Path, tasks: list[Task], run_id: str, *,
              selection: dict[str, Any]) -> dict[str, Any]:
     """The frozen configuration of a new run (JSON-ready, no secrets)."""
     from rlforge.policy import PolicyClient, PolicyConfig
+    from rlforge.sandbox import sandbox_settings
 
     samples = cfg.get("run.samples")
     if samples < 1:
@@ -144,7 +145,8 @@ def plan_run(cfg: Config, tasks_dir: Path, tasks: list[Task], run_id: str, *,
         "policy": policy.record(), "embedded": not policy.base_url,
         "gates": {"min_pass_rate": cfg.get("run.min_pass_rate"),
                   "max_infra_error_rate": cfg.get("run.max_infra_error_rate")},
-        "sandbox_workers": cfg.get("sandbox.workers"), "settings": settings,
+        "sandbox_workers": cfg.get("sandbox.workers"), "sandbox": sandbox_settings(cfg),
+        "settings": settings,
     }
 
 
@@ -301,12 +303,19 @@ async def _session(plan, store, tasks, items, policy, api_key, concurrency, sink
                 SandboxPool(plan["sandbox_workers"]) as pool:
             runner = RolloutRunner(
                 client, EnvOptions(**plan["env"]),
-                TaskRunner(pool, plan["env"]["sandbox_mode"], spec_hook_for(tasks)), scratch,
+                TaskRunner(pool, plan["env"]["sandbox_mode"], spec_hook_for(tasks),
+                           plan_sandbox(plan)), scratch,
                 run_id=plan["run_id"], run_seed=plan["seed"], time_budget=plan["time_budget"])
             return await drive(tasks, items, runner, store, sink, progress,
                                concurrency=concurrency, quotas=plan["generator_concurrency"])
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
+
+
+def plan_sandbox(plan: dict[str, Any]) -> dict[str, Any]:
+    """The sandbox settings a run was planned with (a plan from before they were kept ran
+    with the built-in defaults)."""
+    return plan.get("sandbox", {})
 
 
 def spec_hook_for(tasks: list[Task]):

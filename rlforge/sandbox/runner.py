@@ -346,6 +346,7 @@ class _Run:
                 self.proc.communicate()
             detail = str(exc)
             if stage == FailureReason.SETUP and scratch.no_space(exc):
+                stage = FailureReason.TOO_LARGE
                 detail = (f"the directories to bind do not fit in the sandbox's capped file "
                           f"system ({spec.workspace_mb} MB, {spec.workspace_inodes:,} inodes): {exc}")
             return None, SandboxResult(None, failure=SandboxFailure(stage, detail),

@@ -187,10 +187,53 @@ class SandboxSpec:
         return out
 
 
-#: Spec fields set straight from the `sandbox.<field>` setting of the same name.
-CONFIGURED = ("max_processes", "output_limit", "tmp_mb", "tmp_inodes", "workspace_mb",
-              "workspace_inodes", "copy_file_mb", "copy_total_mb", "copy_files", "host_uid",
-              "host_uids")
+#: Spec fields set straight from the `sandbox.<field>` setting of the same name
+#: (`memory_mb` and `cpus`: 0 there is None here, no limit).
+CONFIGURED = ("memory_mb", "cpus", "max_processes", "output_limit", "tmp_mb", "tmp_inodes",
+              "workspace_mb", "workspace_inodes", "copy_file_mb", "copy_total_mb", "copy_files",
+              "host_uid", "host_uids")
+_UNLIMITED_AT_ZERO = ("memory_mb", "cpus")
+
+
+def sandbox_settings(cfg: "Config", mode: str | None = None) -> dict[str, Any]:
+    """The spec fields the user set in the `sandbox.*` settings: the mode (always; `mode`
+    is its flag) and each limit given by a flag, an `RLFORGE_SANDBOX_*` variable or
+    rlforge.toml. A limit left at its default is left out, so that what a task asks for
+    itself (its [environment] memory_mb, a larger /tmp) comes before the built-in default,
+    which is `SandboxSpec`'s own. JSON-ready: a run's plan keeps it, Ray workers get it.
+    Every spec of untrusted code is built from it by `spec_of`.
+    """
+    out: dict[str, Any] = {"mode": cfg.get("sandbox.mode", mode)}
+    for key, name in (("timeout", "timeout_sec"), *((n, n) for n in CONFIGURED)):
+        value, source = cfg.resolve(f"sandbox.{key}")
+        if source != "default":
+            out[name] = None if name in _UNLIMITED_AT_ZERO and value <= 0 else value
+    return out
+
+
+def settings_or_configured(settings: Mapping[str, Any] | None, mode: str | None) -> dict[str, Any]:
+    """`settings` (from `sandbox_settings`), or with None those of the flag-less
+    configuration (RLFORGE_* env > rlforge.toml > default); `mode`, when given, wins."""
+    if settings is None:
+        from rlforge.config import Config
+
+        settings = sandbox_settings(Config.load())
+    out = dict(settings)
+    if mode is not None:
+        out["mode"] = mode
+    out.setdefault("mode", "bwrap")
+    return out
+
+
+def spec_of(*layers: Mapping[str, Any], **fields: Any) -> SandboxSpec:
+    """A spec from layers of fields, each over the ones before it, then `fields` over all.
+    rlforge's layers: what a task asks for itself (its memory, a larger /tmp, its venv),
+    then the user's `sandbox_settings`, then the run's own directories and timeout."""
+    merged: dict[str, Any] = {}
+    for layer in layers:
+        merged.update(layer)
+    merged.update(fields)
+    return SandboxSpec(**merged)
 
 
 def spec_from_config(cfg: "Config", **fields: Any) -> SandboxSpec:
@@ -201,16 +244,7 @@ def spec_from_config(cfg: "Config", **fields: Any) -> SandboxSpec:
         **fields: Any `SandboxSpec` field; a value of None means "not given" and leaves the
             configured default in place (so CLI flags can be passed straight through).
     """
-    memory, cpus = cfg.get("sandbox.memory_mb"), cfg.get("sandbox.cpus")
-    base: dict[str, Any] = {
-        "mode": cfg.get("sandbox.mode"),
-        "timeout_sec": cfg.get("sandbox.timeout"),
-        "memory_mb": memory if memory > 0 else None,
-        "cpus": cpus if cpus > 0 else None,
-        **{name: cfg.get(f"sandbox.{name}") for name in CONFIGURED},
-    }
-    base.update({k: v for k, v in fields.items() if v is not None})
-    return SandboxSpec(**base)
+    return spec_of(sandbox_settings(cfg), **{k: v for k, v in fields.items() if v is not None})
 
 
 class FailureReason(str, enum.Enum):
@@ -220,6 +254,11 @@ class FailureReason(str, enum.Enum):
     SETUP = "setup"  # bubblewrap started but could not build the sandbox (e.g. bind source missing)
     LIMITS = "limits"  # the cgroups, host uid or capped file systems could not be set up
     LOST = "lost"  # the sandbox vanished without reporting the command's exit status
+    # The writable directories given do not fit the capped file system (`workspace_mb`,
+    # `workspace_inodes`), so the command never ran. Whose fault that is, the caller knows:
+    # a workspace the policy's earlier commands grew is the policy's (a fail), a task's
+    # own starting workspace is not (invalid).
+    TOO_LARGE = "too_large"
 
 
 @dataclass(frozen=True)

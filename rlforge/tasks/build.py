@@ -35,7 +35,9 @@ import duckdb
 import polars as pl
 
 from rlforge import __version__, db
+from rlforge.config import Config
 from rlforge.errors import UserError
+from rlforge.sandbox import sandbox_settings
 from rlforge.tasks import registry
 from rlforge.tasks.render import PACKAGE_ROOT, Renderer, RenderedTask, render_task
 from rlforge.tasks.spec import BuildContext, TaskSpec
@@ -248,14 +250,23 @@ def _render_all(specs: list[TaskSpec], opts: BuildOptions,
     return unique
 
 
+def _sandbox_settings(opts: BuildOptions) -> dict[str, Any]:
+    """The user's sandbox settings validation runs under (from `opts.config`, else the
+    flag-less configuration)."""
+    return sandbox_settings(opts.config or Config.load(), opts.sandbox_mode)
+
+
 def validation_key(opts: BuildOptions) -> str:
     """What a validation verdict depends on besides the task's bytes: rlforge's checks and
-    sandbox (their source, so an edited checkout does not reuse old verdicts) and mode."""
+    sandbox (their source, so an edited checkout does not reuse old verdicts), mode and the
+    sandbox limits the user set."""
     h = hashlib.sha256()
     for package in ("verify", "sandbox"):
         for path in sorted((PACKAGE_ROOT / package).glob("*.py")):
             h.update(path.name.encode() + b"\0" + path.read_bytes())
-    return f"rlforge {__version__}, sandbox {opts.sandbox_mode}, checks {h.hexdigest()[:16]}"
+    limits = {k: v for k, v in _sandbox_settings(opts).items() if k != "mode"}
+    limits_part = f", limits {json.dumps(limits, sort_keys=True)}" if limits else ""
+    return f"rlforge {__version__}, sandbox {opts.sandbox_mode}{limits_part}, checks {h.hexdigest()[:16]}"
 
 
 def _write_and_validate(area: BuildArea, tasks: list[RenderedTask], opts: BuildOptions,
@@ -299,7 +310,7 @@ def _write_and_validate(area: BuildArea, tasks: list[RenderedTask], opts: BuildO
 
         results = asyncio.run(validate_many(list(map(Path, by_path)), workers=opts.workers,
                                             sandbox_mode=opts.sandbox_mode, progress=settle,
-                                            ray=opts.ray))
+                                            ray=opts.ray, settings=_sandbox_settings(opts)))
         for r in results:
             settle(r)
         for t in pending:

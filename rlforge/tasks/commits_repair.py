@@ -27,7 +27,7 @@ from pathlib import Path
 
 from rlforge.config import Config, default_cache_dir
 from rlforge.ingest.commits import TEST_DIR, TEST_FILE
-from rlforge.sandbox import SandboxPool
+from rlforge.sandbox import SandboxPool, sandbox_settings
 from rlforge.sandbox.envs import env_key
 from rlforge.tasks.registry import register
 from rlforge.tasks.repair import envs, gitrepo
@@ -114,6 +114,7 @@ class CommitsRepair:
         gives the resolved config, the sandbox mode and the number of sandboxes."""
         self.config = (build.config if build is not None else None) or Config.load()
         self.sandbox_mode = build.sandbox_mode if build is not None else self.config.get("sandbox.mode")
+        self.sandbox = sandbox_settings(self.config, self.sandbox_mode)  # limits of the checks
         self.workers = build.workers if build is not None else self.config.get("sandbox.workers")
         self.ray = getattr(build, "ray", None)  # RayOptions: the checks run on Ray workers
         self.opts = RepairOptions.resolve(options, self.config)
@@ -153,11 +154,13 @@ class CommitsRepair:
             from rlforge.executors.validation import RayChecker
 
             checker = await RayChecker.start(ctx.con, self.opts, self.ray, self.workers,
-                                             self.sandbox_mode, default_cache_dir(self.config))
+                                             self.sandbox_mode, default_cache_dir(self.config),
+                                             self.sandbox)
             pool = checker.pool
         else:
             pool = SandboxPool(self.workers)
-            checker = Checker(ctx.con, self.opts, pool, default_cache_dir(self.config), self.sandbox_mode)
+            checker = Checker(ctx.con, self.opts, pool, default_cache_dir(self.config),
+                              self.sandbox_mode, self.sandbox)
         batch = max(1, pool.workers // 2)  # a commit keeps two sandboxes busy (parent, fix)
         kept: list[tuple] = []
         try:

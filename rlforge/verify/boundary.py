@@ -12,7 +12,9 @@ sandbox can neither read what it is judged against nor write, delay or kill the 
 
 Outcome rule: what fails before policy code runs, or outside its sandbox (the sandbox
 cannot start), raises `SandboxBroken` and makes the rollout `invalid`; once policy code has
-run, a crash, a signal, a timeout or a missing result is a `fail` with a typed reason.
+run, a crash, a signal, a timeout or a missing result is a `fail` with a typed reason. A
+tree too large for the sandbox's capped file system raises `TreeTooLarge` (a kind of
+`SandboxBroken`): the caller knows whether the policy made it so (a fail) or not.
 """
 
 from __future__ import annotations
@@ -24,11 +26,15 @@ import secrets
 from pathlib import Path
 from typing import Any, Mapping
 
-from rlforge.sandbox import SandboxPool, SandboxResult, SandboxSpec
+from rlforge.sandbox import FailureReason, SandboxPool, SandboxResult, spec_of
 from rlforge.verify import repair_standalone, standalone
 from rlforge.verify.standalone import Ran, SandboxBroken
 
 VENV_PYTHON = "/opt/venv/bin/python"
+
+
+class TreeTooLarge(SandboxBroken):
+    """The tree to score does not fit the sandbox's capped file system; nothing ran."""
 
 
 class _SandboxHandle:
@@ -52,6 +58,8 @@ class _SandboxHandle:
         except concurrent.futures.CancelledError:
             return Ran(None, "", "killed by the verifier", timed_out=True)
         if res.failure is not None:
+            if res.failure.reason is FailureReason.TOO_LARGE:
+                raise TreeTooLarge(res.failure.detail)
             raise SandboxBroken(str(res.failure))
         if self.log:
             with open(self.log, "wb") as fh:
@@ -67,8 +75,9 @@ class SandboxPolicy:
         pool: The sandbox pool the launches go through (it bounds how many run at once).
         loop: The event loop the pool belongs to; launches are made from a scoring thread.
         mode: The sandbox mode ("bwrap", or "none" when the user asked for no isolation).
-        fields: Further `SandboxSpec` fields for every launch (the task's prepared venv,
-            memory, /tmp size).
+        fields: Further `SandboxSpec` fields for every launch: what the task asks for (its
+            prepared venv, memory, /tmp size) under the user's sandbox settings, as
+            `TaskRunner` gives them.
     """
 
     def __init__(self, pool: SandboxPool, loop: asyncio.AbstractEventLoop, mode: str = "bwrap",
@@ -95,9 +104,9 @@ class SandboxPolicy:
         _, places = self.places(tree, data)
         binds = {} if self.mode == "none" else {places[n]: Path(p) for n, p in data.items()}
         _open_up(Path(tree))
-        spec = SandboxSpec(mode=self.mode, workspace=Path(tree), ro_binds=binds,
-                           env={**self.env, **(env or {})}, timeout_sec=float(timeout),
-                           cwd=None if self.mode != "none" else tree, **self.fields)
+        spec = spec_of(self.fields, mode=self.mode, workspace=Path(tree), ro_binds=binds,
+                       env={**self.env, **(env or {})}, timeout_sec=float(timeout),
+                       cwd=None if self.mode != "none" else tree)
         future = asyncio.run_coroutine_threadsafe(self.pool.run(list(argv), spec), self.loop)
         return _SandboxHandle(future, log)
 
@@ -131,4 +140,4 @@ def load_reference(task_dir: Path) -> dict:
     return json.loads((task_dir / "tests" / "reference.json").read_text(encoding="utf-8"))
 
 
-__all__ = ["SandboxBroken", "SandboxPolicy", "load_reference", "score_workspace"]
+__all__ = ["SandboxBroken", "SandboxPolicy", "TreeTooLarge", "load_reference", "score_workspace"]

@@ -26,9 +26,10 @@ from pathlib import Path
 from typing import Any, Callable
 
 from rlforge.errors import UserError
-from rlforge.sandbox import SandboxPool, SandboxSpec, prepare_env
+from rlforge.sandbox import SandboxPool, SandboxSpec, prepare_env, settings_or_configured, spec_of
 from rlforge.tasks.staging import check_task
-from rlforge.verify.boundary import SandboxBroken, SandboxPolicy, load_reference, score_workspace
+from rlforge.verify.boundary import (SandboxBroken, SandboxPolicy, TreeTooLarge, load_reference,
+                                     score_workspace)
 
 VERIFIER_FILE = "rlforge_verify.py"
 
@@ -59,11 +60,14 @@ class ValidationResult:
 
 @dataclass
 class VerifierRun:
-    """One scored submission: the reward, or why there is none (an infrastructure error)."""
+    """One scored submission: the reward, or why there is none (an infrastructure error).
+    `too_large` says the workspace did not fit the sandbox's capped file system: the
+    policy's fail when the policy wrote it (see `rlforge.run.environment`)."""
 
     reward: dict | None
     error: str | None = None
     stdout: str = ""
+    too_large: str | None = None
 
 
 def load_task(task_dir: Path) -> dict[str, Any]:
@@ -121,24 +125,29 @@ class TaskRunner:
     (a sandbox that could not start, a broken task), never for what policy code did.
     """
 
-    def __init__(self, pool: SandboxPool, sandbox_mode: str = "bwrap",
-                 spec_hook: Callable[[Path, dict], dict] | None = None):
+    def __init__(self, pool: SandboxPool, sandbox_mode: str | None = "bwrap",
+                 spec_hook: Callable[[Path, dict], dict] | None = None,
+                 settings: dict[str, Any] | None = None):
+        """`settings`: the user's sandbox settings (`rlforge.sandbox.sandbox_settings`);
+        None reads them from the flag-less configuration. `sandbox_mode`, unless None,
+        wins over theirs."""
         self.pool = pool
-        self.mode = sandbox_mode
+        self.settings = settings_or_configured(settings, sandbox_mode)
+        self.mode = self.settings["mode"]
         self.spec_hook = spec_hook or prepared_env_hook
 
     def _fields(self, task_dir: Path, meta: dict) -> dict[str, Any]:
-        """SandboxSpec fields every sandbox of this task gets (venv, /tmp size, memory)."""
-        extra = dict(self.spec_hook(task_dir, meta)) if self.spec_hook else {}
-        extra["env"] = {"RLFORGE_SANDBOXED": "1", **extra.pop("env", {})}
+        """SandboxSpec fields every sandbox of this task gets: what the task asks for (its
+        venv, /tmp size, [environment] memory_mb), under the user's sandbox settings."""
+        asked = dict(self.spec_hook(task_dir, meta)) if self.spec_hook else {}
         memory = meta.get("environment", {}).get("memory_mb")
-        if memory and "memory_mb" not in extra:
-            extra["memory_mb"] = int(memory)
-        return extra
+        if memory and "memory_mb" not in asked:
+            asked["memory_mb"] = int(memory)
+        env = {"RLFORGE_SANDBOXED": "1", **asked.pop("env", {})}
+        return {**asked, **self.settings, "env": env}
 
     def _spec(self, task_dir: Path, meta: dict, **fields) -> SandboxSpec:
-        extra = self._fields(task_dir, meta)
-        return SandboxSpec(mode=self.mode, **{**extra, **fields})
+        return spec_of(self._fields(task_dir, meta), **fields)
 
     async def run_solution(self, task_dir: Path, meta: dict, ws: Path) -> str | None:
         """Run solution/solve.sh in the workspace; an error message if it failed."""
@@ -162,6 +171,8 @@ class TaskRunner:
                                self._fields(task_dir, meta))
         try:
             reward = await asyncio.to_thread(score_workspace, task_dir, reference, ws, policy)
+        except TreeTooLarge as exc:
+            return VerifierRun(None, f"sandbox: {exc}", too_large=str(exc))
         except SandboxBroken as exc:
             return VerifierRun(None, f"sandbox: {exc}")
         except (KeyError, TypeError, ValueError) as exc:
@@ -263,8 +274,10 @@ def _why(reward: dict | None) -> str:
 
 async def validate_many(task_dirs: list[Path], *, workers: int = 0, sandbox_mode: str = "bwrap",
                         spec_hook=None, progress: Callable[[ValidationResult], None] | None = None,
-                        concurrency: int | None = None, ray=None) -> list[ValidationResult]:
+                        concurrency: int | None = None, ray=None,
+                        settings: dict[str, Any] | None = None) -> list[ValidationResult]:
     """Validate tasks concurrently through one sandbox pool; results in input order.
+    `settings`: the user's sandbox settings (None: the flag-less configuration's).
 
     With `ray` (an `rlforge.executors.cluster.RayOptions`), each task is validated by the
     same `validate_task` in a Ray worker on some node, with that node's sandbox pool of
@@ -275,11 +288,11 @@ async def validate_many(task_dirs: list[Path], *, workers: int = 0, sandbox_mode
 
         return await validate_on_ray(task_dirs, ray, workers=workers, sandbox_mode=sandbox_mode,
                                      spec_hook=spec_hook, progress=progress,
-                                     concurrency=concurrency)
+                                     concurrency=concurrency, settings=settings)
     scratch_root = Path(tempfile.mkdtemp(prefix="rlforge-validate-"))
     try:
         async with SandboxPool(workers) as pool:
-            runner = TaskRunner(pool, sandbox_mode, spec_hook)
+            runner = TaskRunner(pool, sandbox_mode, spec_hook, settings)
             limit = asyncio.Semaphore(concurrency or pool.workers * 2)
 
             async def one(d: Path) -> ValidationResult:

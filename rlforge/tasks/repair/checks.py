@@ -31,7 +31,7 @@ from pathlib import Path
 
 from rlforge import db
 from rlforge.errors import UserError
-from rlforge.sandbox import SandboxPool, SandboxSpec, prepare_env, read_file
+from rlforge.sandbox import SandboxPool, prepare_env, read_file, settings_or_configured, spec_of
 from rlforge.sandbox.envs import SYSTEM_PYTHON
 from rlforge.tasks.repair.gitrepo import CommitSnapshot
 from rlforge.tasks.repair.options import RepairOptions, RepoSettings
@@ -127,11 +127,15 @@ class EnvCache:
 
 
 class Checker:
-    """Runs the build-time check of commits through one sandbox pool."""
+    """Runs the build-time check of commits through one sandbox pool, under the user's
+    sandbox `settings` (`rlforge.sandbox.sandbox_settings`; None: the flag-less
+    configuration's)."""
 
     def __init__(self, con, opts: RepairOptions, pool: SandboxPool, cache_dir: Path,
-                 sandbox_mode: str = "bwrap"):
-        self.con, self.opts, self.pool, self.mode = con, opts, pool, sandbox_mode
+                 sandbox_mode: str = "bwrap", settings: dict | None = None):
+        self.con, self.opts, self.pool = con, opts, pool
+        self.settings = settings_or_configured(settings, sandbox_mode)
+        self.mode = self.settings["mode"]
         self.envs = EnvCache(cache_dir)
         self.scratch = Path(tempfile.mkdtemp(prefix="rlforge-repair-"))
         self.python = system_python_version()
@@ -234,9 +238,9 @@ class Checker:
         tests = "/tests" if sandboxed else str(runner)
         out = "/logs/verifier" if sandboxed else str(logs)
         python = "/opt/venv/bin/python" if sandboxed else str(venv / "bin" / "python")
-        sandbox = SandboxSpec(mode=self.mode, workspace=tree, tests=runner, logs=logs, venv=venv,
-                              timeout_sec=self.opts.run_budget_sec + 60, env={"RLFORGE_SANDBOXED": "1"},
-                              tmp_mb=512)
+        sandbox = spec_of({"tmp_mb": 512}, self.settings, workspace=tree, tests=runner, logs=logs,
+                          venv=venv, timeout_sec=self.opts.run_budget_sec + 60,
+                          env={"RLFORGE_SANDBOXED": "1"})
         result = await self.pool.run([python, f"{tests}/rlforge_repair.py", "--run-tests",
                                       f"{tests}/run.json", f"{out}/results.json"], sandbox)
         if result.failure:
