@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Callable, Iterable, Optional
 
 import typer
+from rich import box
 from rich.markup import escape
 from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
@@ -86,6 +87,15 @@ def run_files(paths: Iterable[Path], one: Callable[[Path], IngestResult], *,
     return results
 
 
+def _shown(path: str) -> str:
+    """A stored (absolute) path as the table shows it: relative to the working directory
+    when it lies under it, so the column stays narrow in an 80-column CI log."""
+    try:
+        return str(Path(path).relative_to(Path.cwd()))
+    except ValueError:
+        return path
+
+
 def report(results: list[IngestResult], *, as_json: bool, quiet: bool, noun: str = "records",
            session: IngestSession | None = None) -> int:
     """Print the per-file summary (table, or JSON for CI), then one error line per failed file
@@ -99,18 +109,18 @@ def report(results: list[IngestResult], *, as_json: bool, quiet: bool, noun: str
                                        "redactions": redactions, "failed": len(failed)},
                                       default=str))
     elif not quiet:
-        t = Table(title=f"ingest summary ({noun})")
-        t.add_column("file", overflow="fold", ratio=1)
-        for name in ("format", "lines", "read", "loaded", "dup", "quarant.", "flagged", "sec",
-                     "status"):
-            t.add_column(name, no_wrap=True,
-                         justify="left" if name in ("format", "lines", "status") else "right")
+        # No vertical rules and short headers: with the file column it fits 80 columns.
+        t = Table(title=f"ingest summary ({noun})", box=box.SIMPLE_HEAD)
+        t.add_column("file", overflow="fold", ratio=1, min_width=14)
+        for name in ("format", "read", "loaded", "dup", "quar.", "flag.", "sec", "status"):
+            t.add_column(name, no_wrap=True, justify="left" if name in ("format", "status") else "right")
         for r in results:
-            t.add_row(r.path, r.format or "-", r.line_endings or "-", f"{r.n_read:,}", f"{r.n_loaded:,}",
+            kind = (r.format or "-") + (f" ({r.line_endings})" if r.line_endings not in (None, "LF") else "")
+            t.add_row(_shown(r.path), kind, f"{r.n_read:,}", f"{r.n_loaded:,}",
                       f"{r.n_duplicates:,}", f"{r.n_quarantined:,}", f"{r.n_flagged:,}",
                       f"{r.seconds:.2f}", "ok" if r.status == "ok" else "[red]failed[/]")
         if len(results) > 1:
-            t.add_row("total", "", "", *(f"{totals[k]:,}" for k in
+            t.add_row("total", "", *(f"{totals[k]:,}" for k in
                                      ("n_read", "n_loaded", "n_duplicates", "n_quarantined",
                                       "n_flagged")), "", "")
         console.print(t)
