@@ -279,8 +279,9 @@ def test_kept_tasks_have_the_right_tests(calc):
     assert mul["fail_to_pass"] == ["tests/test_ops.py::test_mul"]
     assert "tests/test_ops.py::test_add" in mul["pass_to_pass"]
     pct = by_subject["tests/test_percent.py"]
-    assert pct["fail_to_pass"] == ["tests/test_percent.py::test_percent",
-                                   "tests/test_percent.py::test_percent_of_zero"]
+    # test_percent_of_zero only checks `== 0.0`, a value a forger could send without the fix:
+    # a fail-to-pass test counts only with a checked literal that is not trivial.
+    assert pct["fail_to_pass"] == ["tests/test_percent.py::test_percent"]
     assert "tests/test_table.py::test_squares" in pct["pass_to_pass"]
     assert "calc/__init__.py" not in pct["base_protected"] and "pyproject.toml" in pct["base_protected"]
 
@@ -336,9 +337,9 @@ def test_validation_proves_every_task(calc):
             seen.add(name)
         forged.append(checks["forge_results_from_source"].detail)
     assert set(caught_by) <= seen <= set(caught_by) | set(optional)
-    # Where the fixed module exists at the start, only the canary stops the forgery: every
-    # test was reported passed.
-    assert any("fail_to_pass=1, pass_to_pass=1" in d for d in forged), forged
+    # Every test was reported passed; the checked values still fail the fail-to-pass tests,
+    # and the canaries catch the forgery on their own.
+    assert all("fail_to_pass=0" in d and "results_trusted=0" in d for d in forged), forged
 
 
 def test_rebuild_is_byte_identical_without_running_tests(calc, monkeypatch):

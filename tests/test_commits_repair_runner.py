@@ -301,3 +301,86 @@ def test_workspace_copy_keeps_regular_files_only_and_caps_their_number(tmp_path)
     again.mkdir()
     with pytest.raises(OSError, match="more than 1 files"):
         copy_workspace(str(src), str(again), max_files=1)
+
+
+# --- checked asserts: the fail-to-pass verdict on values the test process cannot forge ---
+
+CHECKED = """\
+from lib import area
+
+
+def test_area():
+    assert area(2, 3) == 6
+    assert 12 == area(3, 4)  # the literal on the left
+    assert area(1, 1) in (1, 2)
+
+
+def test_early():
+    if area(1, 1):
+        return
+    assert area(2, 2) == 4
+
+
+class TestArea:
+    def test_method(self):
+        assert area(
+            5, 5) == 25
+        x = area(1, 2); assert x == 2
+"""
+
+
+def test_checked_asserts_are_rewritten_in_place_and_keep_lines():
+    text, plan = repair_standalone.externalize_checks(
+        CHECKED.encode(), {"test_area", "test_early", "TestArea::test_method"}, "_chk")
+    out = text.decode()
+    assert out.count("\n") == CHECKED.count("\n")
+    assert "6" not in out.split("def test_area")[1].split("def test_early")[0]  # literals gone
+    assert "assert area(2, 2) == 4" in out  # a test that may return early is left alone
+    assert "x = area(1, 2); assert x == 2" in out  # an assert sharing its line too
+    assert [(p["test"], p["op"], p["literal"], p["literal_left"]) for p in plan.values()] == [
+        ("test_area", "Eq", "6", False), ("test_area", "Eq", "12", True),
+        ("test_area", "In", "(1, 2)", False), ("TestArea::test_method", "Eq", "25", False)]
+    compile(text, "t.py", "exec")
+
+
+@pytest.mark.parametrize("value", [None, True, 3, -2**70, 2.5, float("inf"), 1 + 2j, "é\u2028", b"\0x",
+                                   [1, (2, "a")], {1, 2}, frozenset({3}), {"k": [None]}])
+def test_checked_values_round_trip(value):
+    sent = json.loads(json.dumps(repair_standalone._encode(value)))
+    back = repair_standalone._decode(sent)
+    assert back == value and type(back) is type(value)
+
+
+def test_a_reported_pass_needs_every_checked_assert_to_hold():
+    plan = {0: {"file": "t.py", "test": "test_a", "op": "Eq", "literal": "6", "literal_left": False},
+            1: {"file": "t.py", "test": "test_a", "op": "Lt", "literal": "10", "literal_left": True}}
+    enc = repair_standalone._encode
+    cases = {"t.py::test_a[x]": {0: enc(6), 1: enc(11)},  # holds: 6 == 6, 10 < 11
+             "t.py::test_a[y]": {0: enc(7), 1: enc(11)},  # 7 != 6
+             "t.py::test_a[z]": {0: enc(6)},  # the second assert never ran
+             "t.py::test_a[w]": {0: ["f", "six"], 1: enc(11)},  # not a value
+             "t.py::test_a[v]": {0: enc("6"), 1: enc(11)}}  # "6" != 6
+    outcomes = {k: "passed" for k in cases} | {"t.py::test_b": "passed"}
+    out, why = repair_standalone.apply_checks(outcomes, cases, plan)
+    assert out == {"t.py::test_a[x]": "passed", "t.py::test_a[y]": "failed", "t.py::test_a[z]": "failed",
+                   "t.py::test_a[w]": "failed", "t.py::test_a[v]": "failed", "t.py::test_b": "passed"}
+    assert why["t.py::test_a[z]"] == "a checked assert did not run"
+
+
+@pytest.mark.parametrize("impl, expected", [("a * b", "passed"), ("a + b + 1", "failed")])
+def test_a_forged_pass_of_a_checked_test_is_caught(tmp_path, venv, impl, expected):
+    """lib.py reports every test passed when imported: the checked values still decide."""
+    from rlforge.tasks.repair.adversarial import FORGE_FROM_SOURCE
+
+    root = tree(tmp_path / "t", {"lib.py": f"def area(a, b):\n    return {impl}\n",
+                                 "tests/test_a.py": CHECKED})
+    (root / "lib.py").write_text((root / "lib.py").read_text() + FORGE_FROM_SOURCE)
+    path = root / "tests" / "test_a.py"
+    text, plan = repair_standalone.externalize_checks(path.read_bytes(), {"test_area"}, "_rlforge_chk")
+    path.write_bytes(text)
+    plan = {i: {**p, "file": "tests/test_a.py"} for i, p in plan.items()}
+    res = run_tests(str(root), pytest_cmd(venv), ["tests/test_a.py::test_area"], per_test_timeout=10,
+                    collect_timeout=30, budget_sec=60, check_name="_rlforge_chk")
+    assert res["outcomes"]["tests/test_a.py::test_area"] == "passed"  # the forgery worked in pytest
+    out, _ = repair_standalone.apply_checks(res["outcomes"], res["checks"], plan)
+    assert out["tests/test_a.py::test_area"] == expected

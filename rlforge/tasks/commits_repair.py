@@ -36,7 +36,8 @@ from rlforge.tasks.repair.checks import Checker, CheckResult, system_python_vers
 from rlforge.tasks.repair.options import RepairOptions, RepoSettings
 from rlforge.tasks.repair.select import CommitRow, screen, window
 from rlforge.tasks.spec import BuildContext, SourceRef, Submission, TaskSpec, stable_sample
-from rlforge.verify.repair_standalone import SUBMISSION_PATCH, is_protected, top_level_modules
+from rlforge.verify.repair_standalone import (SUBMISSION_PATCH, checked_fail_to_pass, is_protected,
+                                              top_level_modules)
 
 PROTECTED = {
     "patterns": ["(?i)" + TEST_DIR.pattern, TEST_FILE.pattern],
@@ -194,6 +195,12 @@ class CommitsRepair:
         if not check.kept:
             self._reject(row, check.reason, check.detail)
             return None
+        checked = checked_fail_to_pass(snap.hidden, check.fail_to_pass)
+        if not checked:
+            self._reject(row, "no checked fail-to-pass test",
+                         "no fail-to-pass test compares a result with a literal the verifier can hold back")
+            return None
+        check = dataclasses.replace(check, fail_to_pass=checked)
         return row, snap, settings, found, check
 
     def _spec(self, row: CommitRow, snap: gitrepo.CommitSnapshot, settings: RepoSettings,

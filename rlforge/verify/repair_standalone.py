@@ -18,14 +18,17 @@ What it does with the submission (the final state of the workspace; a unified di
    was added, and no new top-level module shadows pytest, its plugins or the standard
    library; tampering stops here, nothing is run;
 4. write the hidden test changes over the tree, plant canary tests that must fail (placed
-   among the real tests, named like them), and run the fail-to-pass and every
+   among the real tests, named like them), rewrite the literal asserts of the
+   fail-to-pass tests so their values come out and their literals stay here (see
+   "checked asserts" below), and run the fail-to-pass and every
    pass-to-pass test as policy code: pytest started with a safe import path, plugin
    autoloading off (the environment's own plugins loaded by name), a configuration built
    here from the maintainers' files (`-c`), and this file as its reporting plugin under a
    random name. Reports come back over a FIFO, first report of each test wins, so nothing
    the tests do after a test ended can change its outcome; a test running longer than the
    per-test timeout is killed and counted as failed, and the others run again without it;
-5. score: `fail_to_pass` (coarse, the fraction passing), `pass_to_pass` (coarse, gate: all
+5. score: `fail_to_pass` (coarse, the fraction passing: reported passed, and every checked
+   assert ran and holds), `pass_to_pass` (coarse, gate: all
    still pass), `collects` (medium, gate: no test file failed to import),
    `results_trusted` (medium, gate: every canary failed, so no code forged results).
 """
@@ -47,6 +50,7 @@ RUN_TREE_FILES = 100_000  # files: more could run the verifier out of time (an "
 JUNIT_LIMIT = 50 * 1024 * 1024  # bytes of test reports buffered at once
 MAX_EVENT = 65536  # bytes of one report line; longer ones are not rlforge's
 ENV_CHANNEL = "RLFORGE_REPAIR_CHANNEL"
+ENV_CHECK = "RLFORGE_REPAIR_CHECK"
 SKIP_NAMES = ("__pycache__",)
 # Protected whatever the task's rules say: runner configuration pytest reads on its own,
 # packaging metadata that could register a plugin or extend sys.path, interpreter hooks.
@@ -221,6 +225,85 @@ def pytest_configure(config):
         except OSError:
             _channel["fd"] = None
         _send({"ready": True})
+    name = os.environ.get(ENV_CHECK, "")
+    if name.isidentifier():
+        import builtins
+        setattr(builtins, name, _report_check)
+
+
+def _report_check(index, value):
+    """What a checked assert of a fail-to-pass test computed, sent for the verifier to compare
+    with the expected value, which this process never holds (see `externalize_checks`)."""
+    try:
+        data = _encode(value)
+    except (_Unplain, RecursionError, ValueError, OverflowError):
+        data = ["?", type(value).__name__]
+    event = {"check": index, "test": _channel.get("test"), "value": data}
+    if len(json.dumps(event)) > MAX_EVENT - 1024:
+        event["value"] = ["?", "too long"]
+    _send(event)
+
+
+class _Unplain(Exception):
+    pass
+
+
+def _encode(value, depth=0):
+    """A value as tagged JSON that `_decode` rebuilds with its type and equality: None, bool,
+    numbers, str, bytes and lists, tuples, sets and dicts of them; anything else raises."""
+    import numbers
+
+    if depth > 50:
+        raise _Unplain
+    if value is None:
+        return ["N"]
+    if isinstance(value, bool):
+        return ["b", value]
+    if isinstance(value, numbers.Integral):
+        return ["i", str(int(value))]
+    if isinstance(value, numbers.Real):
+        return ["f", repr(float(value))]
+    if isinstance(value, complex):
+        return ["c", repr(value.real), repr(value.imag)]
+    if isinstance(value, str):
+        return ["s", str.__add__("", value)]
+    if isinstance(value, (bytes, bytearray)):
+        return ["y", bytes(value).hex()]
+    for kind, tag in ((list, "l"), (tuple, "t"), (set, "S"), (frozenset, "F")):
+        if isinstance(value, kind):
+            return [tag, [_encode(v, depth + 1) for v in value]]
+    if isinstance(value, dict):
+        return ["d", [[_encode(k, depth + 1), _encode(v, depth + 1)] for k, v in value.items()]]
+    raise _Unplain
+
+
+def _decode(data):
+    """The value `_encode` sent (raises ValueError, TypeError or KeyError on anything else)."""
+    tag = data[0]
+    if tag == "N":
+        return None
+    if tag == "b":
+        return bool(data[1])
+    if tag == "i":
+        if len(data[1]) > 4000:
+            raise ValueError("integer too long")
+        return int(data[1])
+    if tag == "f":
+        return float(data[1])
+    if tag == "c":
+        return complex(float(data[1]), float(data[2]))
+    if tag == "s":
+        if not isinstance(data[1], str):
+            raise TypeError("not a string")
+        return data[1]
+    if tag == "y":
+        return bytes.fromhex(data[1])
+    if tag in ("l", "t", "S", "F"):
+        items = [_decode(v) for v in data[1]]
+        return {"l": list, "t": tuple, "S": set, "F": frozenset}[tag](items)
+    if tag == "d":
+        return {_decode(k): _decode(v) for k, v in data[1]}
+    raise ValueError(f"not a value: {tag!r}")
 
 
 def pytest_collection_modifyitems(session, config, items):
@@ -247,6 +330,7 @@ def pytest_collectreport(report):
 
 
 def pytest_runtest_logstart(nodeid, location):
+    _channel["test"] = nodeid
     _send({"start": nodeid})
 
 
@@ -447,16 +531,19 @@ class _Channel:
 
 def run_tests(tree, command, ids=None, *, paths=None, per_test_timeout=30.0,
               collect_timeout=120.0, budget_sec=600.0, pythonpath=(), env=None, policy=None,
-              site_dirs=None):
+              site_dirs=None, check_name=None):
     """Run pytest in tree, as policy code, under a watchdog; what happened to each test.
 
     ids: the test ids to run, or None for every test collected from `paths` (test files;
     None: the whole suite). The run goes through `policy` (default: this machine, see
     rlforge_verify.LocalPolicy). A test still running after `per_test_timeout` seconds is
     killed with its session and marked `timeout`; the session is run again without it.
+    check_name: the builtin that checked asserts call (`externalize_checks`); what each
+    test sent through it is returned as checks {id: {index: encoded value}}, the first
+    value of each (test, index) kept, and only for tests that had started.
     Returns a dict: outcomes {id: passed | failed | skipped | timeout | missing}, started
     (ids in the order they started), hung, collect_errors, collection_hang,
-    budget_exhausted, sessions, seconds, log_tail.
+    budget_exhausted, sessions, seconds, log_tail, checks.
     """
     base = _base()
     policy = policy or base.LocalPolicy()
@@ -477,7 +564,7 @@ def run_tests(tree, command, ids=None, *, paths=None, per_test_timeout=30.0,
     candidates = paths if wanted is None else {i.split("::", 1)[0] for i in wanted}
     files = None if candidates is None else sorted(
         p for p in candidates if os.path.isfile(os.path.join(tree, p)))
-    outcomes, hung, started, seen, collect_errors = {}, [], [], set(), []
+    outcomes, hung, started, seen, collect_errors, checks = {}, [], [], set(), [], {}
     wanted_set = None if wanted is None else set(wanted)
     result = {"collection_hang": False, "budget_exhausted": False, "sessions": 0, "log_tail": ""}
     why = None
@@ -509,6 +596,8 @@ def run_tests(tree, command, ids=None, *, paths=None, per_test_timeout=30.0,
                    "PYTHONPATH": os.pathsep.join([at, inside] + [inside.rstrip("/") + "/" + p.strip("/")
                                                               for p in pythonpath if p.strip("/")])}
         run_env.update(env or {})
+        if check_name:
+            run_env[ENV_CHECK] = check_name
         log_path = os.path.join(work, f"output-{result['sessions']}.txt")
         handle = policy.start(argv, tree, {"chan": chan}, run_env,
                               timeout=max(1.0, deadline - time.monotonic()) + 5, log=log_path)
@@ -519,7 +608,11 @@ def run_tests(tree, command, ids=None, *, paths=None, per_test_timeout=30.0,
             nonlocal current, idle_since
             now = time.monotonic()
             for ev in events:
-                if "start" in ev and isinstance(ev["start"], str):
+                if "check" in ev:
+                    test, index = ev.get("test"), ev["check"]
+                    if isinstance(test, str) and test in seen and isinstance(index, int):
+                        checks.setdefault(test, {}).setdefault(index, ev.get("value"))
+                elif "start" in ev and isinstance(ev["start"], str):
                     nodeid = ev["start"]
                     if wanted_set is not None and nodeid not in wanted_set:
                         continue
@@ -569,7 +662,7 @@ def run_tests(tree, command, ids=None, *, paths=None, per_test_timeout=30.0,
     for nodeid in (wanted if wanted is not None else started):
         outcomes.setdefault(nodeid, "timeout" if why in ("collect", "budget") else "missing")
     shutil.rmtree(work, ignore_errors=True)
-    result.update(outcomes=outcomes, started=started, hung=hung,
+    result.update(outcomes=outcomes, started=started, hung=hung, checks=checks,
                   collect_errors=sorted(set(collect_errors)),
                   seconds=round(time.monotonic() - started_at, 3))
     return result
@@ -736,7 +829,169 @@ def add_canaries(tree, fail_to_pass, count=CANARIES, rng=None):
     return ids
 
 
+# --- checked asserts -----------------------------------------------------------------------
+# Code that the tests import runs in the test process and can make pytest report anything,
+# so a verdict computed there can be forged. What it cannot forge is a value it does not
+# know: each top-level `assert <expression> <op> <literal>` of a fail-to-pass test becomes a
+# call that sends the expression's value out, the literal stays with the verifier, and the
+# comparison is made here. A fail-to-pass test passes only when pytest says so *and* every
+# checked assert ran and holds.
+
+CHECK_OPS = {"Eq": lambda a, b: a == b, "NotEq": lambda a, b: a != b,
+             "Lt": lambda a, b: a < b, "LtE": lambda a, b: a <= b,
+             "Gt": lambda a, b: a > b, "GtE": lambda a, b: a >= b,
+             "In": lambda a, b: a in b, "NotIn": lambda a, b: a not in b}
+# Values a policy could send without knowing the expected one: a test whose only checked
+# literals are these is not counted as checked.
+TRIVIAL = (None, True, False, 0, 1, -1, 0.0, 1.0, "", b"", (), [], {}, set())
+
+
+def _literal(node):
+    import ast
+
+    try:
+        return True, ast.literal_eval(node)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return False, None
+
+
+def _test_functions(body, prefix=""):
+    """(key, FunctionDef) of the test functions of a module body: `name` or `Class::name`."""
+    import ast
+
+    for node in body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name.startswith("test"):
+            yield prefix + node.name, node
+        elif isinstance(node, ast.ClassDef) and not prefix and node.name.startswith("Test"):
+            yield from _test_functions(node.body, node.name + "::")
+
+
+def _leaves_early(func):
+    """Whether a function can return or yield before its last statement (or is async)."""
+    import ast
+
+    if isinstance(func, ast.AsyncFunctionDef):
+        return True
+    stack = list(func.body)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (ast.Return, ast.Yield, ast.YieldFrom)):
+            return True
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            stack.extend(ast.iter_child_nodes(node))
+    return False
+
+
+def externalize_checks(source, keys, name, start=0):
+    """Rewrite the top-level literal asserts of the test functions named in `keys` (see above).
+
+    Returns (new source bytes, plan {index: {"test", "op", "literal", "literal_left",
+    "trivial"}}), indexes from `start`; (source, {}) when nothing could be rewritten. Line
+    numbers are kept; an assert sharing a line with other code is left as it is.
+    """
+    import ast
+
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError, RecursionError):
+        return source, {}
+    lines = source.splitlines(keepends=True)
+    edits, plan, index = [], {}, start
+    for key, func in _test_functions(tree.body):
+        if key not in keys or _leaves_early(func):
+            continue
+        for stmt in func.body:
+            test = stmt.test if isinstance(stmt, ast.Assert) else None
+            if not isinstance(test, ast.Compare) or len(test.ops) != 1:
+                continue
+            op = type(test.ops[0]).__name__
+            left, right = test.left, test.comparators[0]
+            (lit_l, val_l), (lit_r, val_r) = _literal(left), _literal(right)
+            if op not in CHECK_OPS or lit_l == lit_r:
+                continue
+            if any(getattr(n, "attr", None) in TOLERANT or getattr(n, "id", None) in TOLERANT
+                   for n in ast.walk(test)):
+                continue
+            expr = right if lit_l else left
+            first, last = lines[stmt.lineno - 1], lines[stmt.end_lineno - 1]
+            if first[:stmt.col_offset].strip() or last[stmt.end_col_offset:].strip()[:1] not in (b"", b"#"):
+                continue
+            seg = ast.get_source_segment(source.decode("utf-8", "surrogateescape"), expr)
+            if seg is None:
+                continue
+            literal = val_l if lit_l else val_r
+            plan[index] = {"test": key, "op": op, "literal": repr(literal), "literal_left": lit_l,
+                           "trivial": any(type(literal) is type(t) and literal == t for t in TRIVIAL)}
+            call = f"{name}({index}, ({seg}))".encode("utf-8", "surrogateescape")
+            gap = (stmt.end_lineno - stmt.lineno) - call.count(b"\n")
+            edits.append((stmt, call + b"\n" * max(gap, 0)))
+            index += 1
+    for stmt, call in sorted(edits, key=lambda e: (e[0].lineno, e[0].col_offset), reverse=True):
+        head = lines[stmt.lineno - 1][:stmt.col_offset]
+        tail = lines[stmt.end_lineno - 1][stmt.end_col_offset:]
+        lines[stmt.lineno - 1:stmt.end_lineno] = [head + call + tail]
+    return b"".join(lines), plan
+
+
+def apply_checks(outcomes, sent, plan):
+    """Outcomes with every reported pass that a failed, missing or unreadable checked assert
+    contradicts turned into `failed`; and {id: why} for each one turned."""
+    by_test = {}
+    for index, item in plan.items():
+        by_test.setdefault(item["file"] + "::" + item["test"], []).append((index, item))
+    out, why = dict(outcomes), {}
+    for nodeid, outcome in outcomes.items():
+        wanted = by_test.get(nodeid.split("[", 1)[0])
+        if outcome != "passed" or not wanted:
+            continue
+        got = sent.get(nodeid, {})
+        for index, item in wanted:
+            if index not in got:
+                why[nodeid] = "a checked assert did not run"
+                break
+            try:
+                value = _decode(got[index])
+                literal = ast_literal(item["literal"])
+                a, b = (literal, value) if item["literal_left"] else (value, literal)
+                holds = bool(CHECK_OPS[item["op"]](a, b))
+            except Exception:  # the value sent is the policy's: anything may go wrong
+                holds = False
+            if not holds:
+                why[nodeid] = "a checked assert does not hold"
+                break
+        if nodeid in why:
+            out[nodeid] = "failed"
+    return out, why
+
+
+def ast_literal(text):
+    import ast
+
+    return ast.literal_eval(text)
+
+
+def checked_fail_to_pass(hidden, fail_to_pass):
+    """The fail-to-pass ids whose verdict code under test cannot forge: tests of the hidden
+    files with a checked assert whose literal is not trivial (what a build keeps)."""
+    keep = set()
+    for rel, keys in _keys_by_file(fail_to_pass).items():
+        if rel in hidden and rel.endswith(".py"):
+            _, plan = externalize_checks(hidden[rel], keys, "_check")
+            keep |= {rel + "::" + item["test"] for item in plan.values() if not item["trivial"]}
+    return [i for i in fail_to_pass if i.split("[", 1)[0] in keep]
+
+
 # --- scoring -------------------------------------------------------------------------------
+
+def _keys_by_file(ids):
+    """{file: {test key without parameters}} of pytest ids (`file::Class::name[param]`)."""
+    out = {}
+    for i in ids:
+        rel, _, rest = i.partition("::")
+        if rest:
+            out.setdefault(rel, set()).add(rest.split("[", 1)[0])
+    return out
+
 
 def _load_hidden(ref, tests_dir):
     hidden = {}
@@ -799,16 +1054,26 @@ def score_repair(ref, tests_dir, workspace=None, policy=None):
     for rel in ref.get("hidden_deleted", []):
         patch.remove_file(tree, rel)
     canaries = add_canaries(tree, f2p)
+    check_name, plan = "_rlforge_check_" + os.urandom(6).hex(), {}
+    for rel, keys in sorted(_keys_by_file(f2p).items()):
+        path = os.path.join(tree, rel)
+        if rel in hidden and rel.endswith(".py") and base._regular_file(path):
+            with open(path, "rb") as fh:
+                text, found = externalize_checks(fh.read(), keys, check_name, start=len(plan))
+            if found:
+                with open(path, "wb") as fh:
+                    fh.write(text)
+                plan.update({i: {**item, "file": rel} for i, item in found.items()})
     try:
         run = run_tests(tree, ref["test_command"], f2p + p2p + canaries,
                         per_test_timeout=ref["per_test_timeout"], collect_timeout=ref["collect_timeout"],
                         budget_sec=ref["budget_sec"], pythonpath=ref.get("pythonpath", []),
-                        env=ref.get("env"), policy=policy)
+                        env=ref.get("env"), policy=policy, check_name=check_name)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
-    out = run["outcomes"]
+    out, contradicted = apply_checks(run["outcomes"], run["checks"], plan)
     f2p_ok = [t for t in f2p if out.get(t) == "passed"]
-    f2p_bad = [f"{t} ({out.get(t)})" for t in f2p if out.get(t) != "passed"]
+    f2p_bad = [f"{t} ({contradicted.get(t) or out.get(t)})" for t in f2p if out.get(t) != "passed"]
     comps["fail_to_pass"] = component(
         len(f2p_ok) / len(f2p) if f2p else 0, 1.0, "coarse",
         detail=f"{len(f2p_ok)}/{len(f2p)} pass" + (f"; failing: {_ids(f2p_bad)}" if f2p_bad else ""))

@@ -320,6 +320,19 @@ def test_repair_forgery_that_spares_recognisable_canaries_fails(sample_tasks):
     _assert_fail(_verify(task, {module: source + SPARING_FORGE}), "sparing forge")
 
 
+def test_repair_forgery_that_runs_the_tests_and_spares_canary_pairs_fails(sample_tasks):
+    """A forger that runs the tests, tells each canary from its original (a one-literal copy
+    whose partner passes, or by the failing line, the name's words and how near the expected
+    value is) and reports every other failing test passed scored 1.0 in 20 of 20 runs: the
+    fail-to-pass verdict now rests on values the test process does not know."""
+    task = _one(sample_tasks, "commits.repair")
+    module = _source_module(task)
+    source = (task / "environment" / "app" / module).read_text()
+    forge = (Path(__file__).parent / "attacks" / "pair_forge.py").read_text()
+    for _ in range(3):
+        _assert_fail(_verify(task, {module: source + "\n" + forge}), "pair-sparing forge")
+
+
 def _make_big_repo(path: Path, n: int = 240) -> None:
     """A repository whose last commit fixes one function; n other modules, one test file each."""
     def git(*args):
