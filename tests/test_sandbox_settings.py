@@ -239,3 +239,30 @@ def test_a_task_workspace_over_the_cap_is_still_infra(cli, tmp_path, monkeypatch
     assert record["outcome"] == "invalid" and record["error"]["infra"], record
     assert "capped file system" in record["error"]["message"], record["error"]
     assert Path(data["run_dir"]).is_dir()
+
+
+@as_root
+def test_a_submission_too_large_for_the_verifiers_sandbox_is_its_fail(tmp_path):
+    # Scoring a submission without an episode (`Environment.verify`, as `rlforge run`
+    # scores a reply and rescore a stored workspace): the starting workspace fit when the
+    # task was validated, so 600 directories under a 400-inode file system are the
+    # submission's doing: a fail, never invalid.
+    from rlforge.run.environment import EnvOptions, Environment
+    from rlforge.run.tasks import load_task
+    from rlforge.sandbox import SandboxPool
+    from rlforge.verify.validate import TaskRunner
+
+    task = load_task(script_task(tmp_path / "tasks", "dirs"))
+
+    async def score() -> dict:
+        async with SandboxPool(1) as pool:
+            runner = TaskRunner(pool, "bwrap", lambda task_dir, meta: {"workspace_inodes": 400})
+            env = Environment(task, EnvOptions(), runner, tmp_path)
+            try:
+                files = {f"pad/d{i}/f.txt": "" for i in range(600)}
+                return await env.verify({**files, "count.py": "print(12)\n"})
+            finally:
+                env.close()
+
+    reward = asyncio.run(score())
+    assert reward["outcome"] == "fail" and reward["reason"] == "submission_too_large", reward

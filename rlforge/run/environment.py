@@ -339,7 +339,9 @@ class Environment:
         root = Path(tempfile.mkdtemp(prefix="verify-", dir=self.scratch))
         try:
             ws = await asyncio.to_thread(rebuild_workspace, self.task, submission, root)
-            return await self._score_workspace(ws)
+            # The starting workspace fit the verifier's sandbox when the task was validated:
+            # if it no longer fits, the submission's files did it, and that is its fail.
+            return await self._score_workspace(ws, by_policy=True)
         finally:
             shutil.rmtree(root, ignore_errors=True)
 

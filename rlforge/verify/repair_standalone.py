@@ -799,10 +799,13 @@ def add_canaries(tree, fail_to_pass, count=CANARIES, rng=None):
                 break
         else:
             name = "test_" + "_".join(rng.sample(words, 1)) + f"_{rng.randrange(2, 99)}"
-        # Never a canary planted before: mutating one can give back its original's literal.
+        # Never a canary planted before (mutating one can give back its original's literal),
+        # and never a fail-to-pass test: its copy would show the literals its checked
+        # asserts hold back, all but the one changed.
         planted = {i.split("::", 1)[1] for i in ids if i.split("::", 1)[0] == rel}
+        checked = _keys_by_file(fail_to_pass).get(rel, set())
         originals = [n for n in body if isinstance(n, ast.FunctionDef) and n.name.startswith("test")
-                     and n.name not in planted and not n.decorator_list and n.lineno > 0]
+                     and n.name not in planted | checked and not n.decorator_list and n.lineno > 0]
         rng.shuffle(originals)
         source = None
         for node in originals:
@@ -842,7 +845,7 @@ CHECK_OPS = {"Eq": lambda a, b: a == b, "NotEq": lambda a, b: a != b,
              "Gt": lambda a, b: a > b, "GtE": lambda a, b: a >= b,
              "In": lambda a, b: a in b, "NotIn": lambda a, b: a not in b}
 # Values a policy could send without knowing the expected one: a test whose only checked
-# literals are these is not counted as checked.
+# literals are these (or whose only checks are not == or `in`) is not counted as checked.
 TRIVIAL = (None, True, False, 0, 1, -1, 0.0, 1.0, "", b"", (), [], {}, set())
 
 
@@ -920,8 +923,12 @@ def externalize_checks(source, keys, name, start=0):
             if seg is None:
                 continue
             literal = val_l if lit_l else val_r
+            # Only == and `in` hide something: != holds for NaN, < and > for infinities,
+            # `not in` for an empty value, whatever the literal.
+            trivial = op not in ("Eq", "In") or any(type(literal) is type(t) and literal == t
+                                                     for t in TRIVIAL)
             plan[index] = {"test": key, "op": op, "literal": repr(literal), "literal_left": lit_l,
-                           "trivial": any(type(literal) is type(t) and literal == t for t in TRIVIAL)}
+                           "trivial": trivial}
             call = f"{name}({index}, ({seg}))".encode("utf-8", "surrogateescape")
             gap = (stmt.end_lineno - stmt.lineno) - call.count(b"\n")
             edits.append((stmt, call + b"\n" * max(gap, 0)))

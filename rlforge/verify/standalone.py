@@ -589,10 +589,11 @@ def copy_tree_bounded(src, dst, limit=200 * 1024 * 1024, max_files=100_000, skip
 
     Symlinks and special files are left out, as is any relative path `skip(rel)` is true
     for. Returns the relative paths copied; raises OSError past `limit` bytes,
-    `max_files` files or MAX_DEPTH directory levels.
+    `max_files` files and directories (each takes an inode of the tree's file system) or
+    MAX_DEPTH directory levels.
     """
     os.makedirs(dst, exist_ok=True)
-    copied, total = [], 0
+    copied, total, dirs = [], 0, 0
     for dirpath, dirnames, filenames in os.walk(src):
         rel_dir = os.path.relpath(dirpath, src)
         rel_dir = "" if rel_dir == "." else rel_dir.replace(os.sep, "/")
@@ -602,6 +603,9 @@ def copy_tree_bounded(src, dst, limit=200 * 1024 * 1024, max_files=100_000, skip
         for d in sorted(dirnames):
             rel = f"{rel_dir}/{d}" if rel_dir else d
             if not os.path.islink(os.path.join(dirpath, d)) and not (skip and skip(rel)):
+                dirs += 1
+                if len(copied) + dirs > max_files:
+                    raise OSError(f"the workspace has more than {max_files} files and directories")
                 keep.append(d)
                 os.makedirs(os.path.join(dst, rel), exist_ok=True)
         dirnames[:] = keep
@@ -609,8 +613,8 @@ def copy_tree_bounded(src, dst, limit=200 * 1024 * 1024, max_files=100_000, skip
             rel = f"{rel_dir}/{name}" if rel_dir else name
             if skip and skip(rel):
                 continue
-            if len(copied) >= max_files:
-                raise OSError(f"the workspace has more than {max_files} files")
+            if len(copied) + dirs >= max_files:
+                raise OSError(f"the workspace has more than {max_files} files and directories")
             try:
                 fd = os.open(os.path.join(dirpath, name), os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
             except OSError:
