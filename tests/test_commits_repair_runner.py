@@ -355,6 +355,18 @@ def test_only_equality_and_membership_with_a_real_literal_count_as_checked():
     assert repair_standalone.checked_fail_to_pass({"t.py": source.encode()}, ids) == ids[:2]
 
 
+def test_a_literal_the_policy_has_seen_does_not_make_a_test_checked():
+    hidden = ("def test_old():\n    assert f(1) == 'seen'\n\n\n"
+              "def test_new():\n    assert f(1) == 'seen'\n    assert f(2) == 'fresh'\n")
+    ids = ["t.py::test_old", "t.py::test_new"]
+    workspace = {"t.py": b"def test_old():\n    assert f(1) == 'seen'\n"}
+    # test_old's answer is in the policy's own copy of the file: a forger could send it
+    assert repair_standalone.checked_fail_to_pass({"t.py": hidden.encode()}, ids, workspace) == ids[1:]
+    assert repair_standalone.checked_fail_to_pass({"t.py": hidden.encode()}, ids, {}) == ids
+    broken = {"t.py": b"def test_old(:\n    'seen'\n"}  # does not parse: its text counts
+    assert repair_standalone.checked_fail_to_pass({"t.py": hidden.encode()}, ids, broken) == ids[1:]
+
+
 @pytest.mark.parametrize("value", [None, True, 3, -2**70, 2.5, float("inf"), 1 + 2j, "é\u2028", b"\0x",
                                    [1, (2, "a")], {1, 2}, frozenset({3}), {"k": [None]}])
 def test_checked_values_round_trip(value):

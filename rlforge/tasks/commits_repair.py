@@ -195,10 +195,11 @@ class CommitsRepair:
         if not check.kept:
             self._reject(row, check.reason, check.detail)
             return None
-        checked = checked_fail_to_pass(snap.hidden, check.fail_to_pass)
+        checked = checked_fail_to_pass(snap.hidden, check.fail_to_pass, snap.workspace)
         if not checked:
             self._reject(row, "no checked fail-to-pass test",
-                         "no fail-to-pass test compares a result with a literal the verifier can hold back")
+                         "no fail-to-pass test compares a result with a literal the policy "
+                         "has not seen, which the verifier can hold back")
             return None
         check = dataclasses.replace(check, fail_to_pass=checked)
         return row, snap, settings, found, check

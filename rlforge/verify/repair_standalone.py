@@ -977,15 +977,39 @@ def ast_literal(text):
     return ast.literal_eval(text)
 
 
-def checked_fail_to_pass(hidden, fail_to_pass):
-    """The fail-to-pass ids whose verdict code under test cannot forge: tests of the hidden
-    files with a checked assert whose literal is not trivial (what a build keeps)."""
+def checked_fail_to_pass(hidden, fail_to_pass, workspace=None):
+    """The fail-to-pass ids whose verdict code under test cannot forge (what a build keeps):
+    tests of the hidden files with a checked `==` or `in` whose literal is not trivial and
+    appears nowhere in the policy's own copy of that file (`workspace`: {path: bytes} of
+    the starting workspace), so the policy has not seen it."""
     keep = set()
     for rel, keys in _keys_by_file(fail_to_pass).items():
         if rel in hidden and rel.endswith(".py"):
             _, plan = externalize_checks(hidden[rel], keys, "_check")
-            keep |= {rel + "::" + item["test"] for item in plan.values() if not item["trivial"]}
+            seen = _literals_in((workspace or {}).get(rel, b""))
+            keep |= {rel + "::" + item["test"] for item in plan.values()
+                     if not item["trivial"] and not seen(item["literal"])}
     return [i for i in fail_to_pass if i.split("[", 1)[0] in keep]
+
+
+def _literals_in(source):
+    """A test whether a literal (its repr) is written in a Python source: among its
+    constants and literal lists, tuples, sets and dicts; when the source does not parse,
+    whether its text appears anywhere in it."""
+    import ast
+
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError, RecursionError):
+        text = source.decode("utf-8", "replace")
+        return lambda literal: literal.strip("'\"") in text
+    out = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Constant, ast.List, ast.Tuple, ast.Set, ast.Dict, ast.UnaryOp)):
+            ok, value = _literal(node)
+            if ok:
+                out.add(repr(value))
+    return out.__contains__
 
 
 # --- scoring -------------------------------------------------------------------------------
