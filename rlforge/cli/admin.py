@@ -6,10 +6,12 @@ import json
 from pathlib import Path
 
 import typer
+from rich import box
 from rich.table import Table
 
 from rlforge import db
 from rlforge.cli import console, state
+from rlforge.cli.ingest import shown_path
 from rlforge.config import CONFIG_FILE, render_default_file
 from rlforge.errors import UserError
 
@@ -75,10 +77,20 @@ def status(
     for name, n in counts.items():
         t.add_row(name, f"{n:,}")
     console.print(t)
-    if recent_rows:
-        r = Table(*cols, title="recent ingests")
+    if recent_rows:  # narrow enough for an 80-column CI log (duplicates: read - loaded -
+        # quarantined); --json has every field
+        r = Table(title="recent ingests", box=box.SIMPLE_HEAD, pad_edge=False)
+        r.add_column("run", justify="right", no_wrap=True)
+        r.add_column("file", overflow="fold", ratio=1, min_width=14)
+        for name in ("format", "status", "read", "loaded", "quar.", "finished"):
+            r.add_column(name, no_wrap=True,
+                         justify="left" if name in ("format", "status", "finished") else "right")
         for row in recent_rows:
-            r.add_row(*[str(row[c]) if not isinstance(row[c], int) else f"{row[c]:,}" for c in cols])
+            done = row["finished_at"]
+            r.add_row(str(row["run_id"]), shown_path(str(row["path"])), str(row["format"] or "-"),
+                      str(row["status"]), *(f"{row[c] or 0:,}" for c in
+                                            ("read", "loaded", "quarantined")),
+                      done.strftime("%m-%d %H:%M") if hasattr(done, "strftime") else str(done or "-"))
         console.print(r)
 
 

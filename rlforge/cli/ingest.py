@@ -87,7 +87,7 @@ def run_files(paths: Iterable[Path], one: Callable[[Path], IngestResult], *,
     return results
 
 
-def _shown(path: str) -> str:
+def shown_path(path: str) -> str:
     """A stored (absolute) path as the table shows it: relative to the working directory
     when it lies under it, so the column stays narrow in an 80-column CI log."""
     try:
@@ -116,7 +116,7 @@ def report(results: list[IngestResult], *, as_json: bool, quiet: bool, noun: str
             t.add_column(name, no_wrap=True, justify="left" if name in ("format", "status") else "right")
         for r in results:
             kind = (r.format or "-") + (f" ({r.line_endings})" if r.line_endings not in (None, "LF") else "")
-            t.add_row(_shown(r.path), kind, f"{r.n_read:,}", f"{r.n_loaded:,}",
+            t.add_row(shown_path(r.path), kind, f"{r.n_read:,}", f"{r.n_loaded:,}",
                       f"{r.n_duplicates:,}", f"{r.n_quarantined:,}", f"{r.n_flagged:,}",
                       f"{r.seconds:.2f}", "ok" if r.status == "ok" else "[red]failed[/]")
         if len(results) > 1:
