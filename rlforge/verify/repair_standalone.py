@@ -687,6 +687,14 @@ def _test_names(tree_text):
     return re.findall(r"^\s*(?:async\s+)?def\s+(test\w*)\s*\(", tree_text, re.M)
 
 
+def _tolerant(test):
+    """Whether an assert names something equal to values other than its own (approx, ANY)."""
+    import ast
+
+    return any(getattr(n, "attr", None) in TOLERANT or getattr(n, "id", None) in TOLERANT
+               for n in ast.walk(test))
+
+
 def _value_literals(node):
     """The literals of an expected value that each change it when changed: the value itself,
     the elements of a list, tuple, set or dict, a negated number; never a literal inside a
@@ -715,8 +723,7 @@ def _mutant(raw, node, rng):
         test = stmt.test if isinstance(stmt, ast.Assert) else None
         if not isinstance(test, ast.Compare) or len(test.ops) != 1 or not isinstance(test.ops[0], ast.Eq):
             continue
-        if any(getattr(n, "attr", None) in TOLERANT or getattr(n, "id", None) in TOLERANT
-               for n in ast.walk(test)):
+        if _tolerant(test):
             continue  # approx(1e9) == 1000000003.5 still holds
         # The expected value: never the inputs on the left, whose change may not change the
         # result (percent(0, 5) == 0.0 holds for any 5), and only literals that are the value
@@ -915,8 +922,7 @@ def externalize_checks(source, keys, name, start=0):
             (lit_l, val_l), (lit_r, val_r) = _literal(left), _literal(right)
             if op not in CHECK_OPS or lit_l == lit_r:
                 continue
-            if any(getattr(n, "attr", None) in TOLERANT or getattr(n, "id", None) in TOLERANT
-                   for n in ast.walk(test)):
+            if _tolerant(test):
                 continue
             expr = right if lit_l else left
             first, last = lines[stmt.lineno - 1], lines[stmt.end_lineno - 1]
@@ -946,6 +952,8 @@ def externalize_checks(source, keys, name, start=0):
 def apply_checks(outcomes, sent, plan):
     """Outcomes with every reported pass that a failed, missing or unreadable checked assert
     contradicts turned into `failed`; and {id: why} for each one turned."""
+    import ast
+
     by_test = {}
     for index, item in plan.items():
         by_test.setdefault(item["file"] + "::" + item["test"], []).append((index, item))
@@ -961,7 +969,7 @@ def apply_checks(outcomes, sent, plan):
                 break
             try:
                 value = _decode(got[index])
-                literal = ast_literal(item["literal"])
+                literal = ast.literal_eval(item["literal"])
                 a, b = (literal, value) if item["literal_left"] else (value, literal)
                 holds = bool(CHECK_OPS[item["op"]](a, b))
             except Exception:  # the value sent is the policy's: anything may go wrong
@@ -972,12 +980,6 @@ def apply_checks(outcomes, sent, plan):
         if nodeid in why:
             out[nodeid] = "failed"
     return out, why
-
-
-def ast_literal(text):
-    import ast
-
-    return ast.literal_eval(text)
 
 
 def checked_fail_to_pass(hidden, fail_to_pass, workspace=None):
