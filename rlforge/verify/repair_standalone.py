@@ -632,9 +632,6 @@ def run_tests(tree, command, ids=None, *, paths=None, per_test_timeout=30.0,
         while not handle.poll():
             time.sleep(0.05)
             take(channel.events())
-            if wanted_set is not None and all("teardown" in reports.get(n, ()) for n in wanted_set
-                                              if n not in hung):
-                break  # every outcome is in (first report wins): what follows cannot count
             now = time.monotonic()
             if now > deadline:
                 why = "budget"
