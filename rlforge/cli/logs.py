@@ -34,6 +34,9 @@ def ingest_logs(
         None, "--unparsed", help="lines that match no format: quarantine (default) or "
         "message-only (loaded with only their message, flagged)"),
     no_redact: bool = typer.Option(False, "--no-redact", help="store PII and secrets as they are"),
+    year: Optional[int] = typer.Option(
+        None, "--year", min=1971, max=2100, help="year of times written without one (classic "
+        "syslog, `[10.30 16:49:06]`); default: the year of each file's modification time"),
     as_json: bool = typer.Option(False, "--json", help="machine-readable summary"),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="print errors only"),
 ) -> None:
@@ -51,7 +54,8 @@ def ingest_logs(
     try:
         redactor = make_redactor(session.con, redact)
         results = run_files(paths, lambda p: session.run("logs", p, lambda con, p: logs_lib.ingest_file(
-            con, p, fmt=fmt, masks=masks, keys=keys, unparsed=unparsed, redactor=redactor)),
+            con, p, fmt=fmt, masks=masks, keys=keys, unparsed=unparsed, redactor=redactor,
+            year=year)),
             quiet=quiet or as_json, label="logs")
     finally:
         session.close()

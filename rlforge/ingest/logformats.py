@@ -45,6 +45,7 @@ CHUNK_BYTES = 16 << 20      # text read per chunk
 MAX_LINE_BYTES = 64 << 20   # a line longer than this is kept to here, whole, flagged truncated
 SAMPLE_LINES = 1000         # lines looked at to detect the format and its time layout
 MAX_RECORD_LINES = 100_000  # a multi-line record longer than this is cut
+TIME_UNPARSED = "time_unparsed"  # flag: the record has a time field no layout parses
 RECORD_COLUMNS = ["line_no", "n_lines", "ts", "ts_text", "host", "component", "level",
                   "message", "fields", "flag"]
 
@@ -124,6 +125,7 @@ _TS_FORMATS: list[tuple[str, bool, bool]] = [
     ("%Y-%m-%d-%H.%M.%S%.f", False, False),
     ("%y/%m/%d %H:%M:%S%.f", False, False),
     ("%y%m%d %H%M%S", False, False),
+    ("%Y%m%d-%H:%M:%S%.f", False, False),
     ("%d/%b/%Y:%H:%M:%S %z", False, True),
     ("%a %b %d %H:%M:%S %Y", False, False),
     ("%a %b %d %H:%M:%S%.f %Y", False, False),
@@ -133,6 +135,7 @@ _TS_FORMATS: list[tuple[str, bool, bool]] = [
     ("%b %d %H:%M:%S%.f", True, False),
     ("%b %d %Y %H:%M:%S%.f", False, False),
     ("%m-%d %H:%M:%S%.f", True, False),
+    ("%m.%d %H:%M:%S%.f", True, False),
     ("%Y-%m-%d", False, False),
     ("%Y.%m.%d", False, False),
 ]
@@ -150,18 +153,29 @@ class TimeParser:
     """Picks, from a sample, the format(s) a file's time texts are in; then parses chunks.
 
     Times with a zone are stored in UTC; times without one are stored as written. Formats
-    without a year (classic syslog) get the year of `year_hint` (the file's modification
-    time), one less when that would put the time more than a day after the hint.
+    without a year (classic syslog, `[10.30 16:49:06]`) get `year` when it is given, else
+    the year of `year_hint` (the file's modification time), one less when that would put
+    the time more than a day after the hint. `year_source` says which one a file used.
     """
 
     year_hint: dt.datetime
     chosen: list[tuple[str, bool, bool]] | None = None
     epoch: bool = False
     retries: int = 3  # chunks that may still add a format
+    year: int | None = None  # the user's --year for layouts without one
+
+    @property
+    def year_source(self) -> str | None:
+        """How times without a year got one: `--year`, `mtime`, or None (they have one)."""
+        if not any(needs for _, needs, _ in self.chosen or ()):
+            return None
+        return "--year" if self.year is not None else "mtime"
 
     @staticmethod
     def _clean(texts: pl.Series) -> pl.Series:
         out = texts.str.strip_chars().str.replace(r"(\d\d:\d\d:\d\d),(\d)", "${1}.${2}")
+        # HH:MM:SS:mmm (milliseconds after a colon, e.g. `20171223-22:15:29:606`)
+        out = out.str.replace(r"(\d:\d\d:\d\d):(\d{3})$", "${1}.${2}")
         out = out.str.replace_all(r"\s+", " ")
         if out.str.contains(r"(?i)^\p{L}{3,5}\.? ").any():
             for local, eng in _MONTHS_LOCAL.items():
@@ -171,9 +185,11 @@ class TimeParser:
     def _one(self, texts: pl.Series, fmt: tuple[str, bool, bool]) -> pl.Series:
         pattern, needs_year, zoned = fmt
         if needs_year:
-            year = self.year_hint.year
+            year = self.year if self.year is not None else self.year_hint.year
             out = (f"{year} " + texts).str.strptime(pl.Datetime("us"), "%Y " + pattern,
                                                     strict=False)
+            if self.year is not None:
+                return out
             late = out > pl.lit(self.year_hint + dt.timedelta(days=1))
             fixed = (f"{year - 1} " + texts).str.strptime(pl.Datetime("us"), "%Y " + pattern,
                                                          strict=False)
@@ -282,11 +298,39 @@ class LogFormat:
     def __init__(self) -> None:
         self.times: TimeParser | None = None
         self.time_fields: set[str] = set()  # other fields that only hold times (not redacted)
+        self.year: int | None = None  # the year of times written without one (else mtime's)
+        self.level_warning: str | None = None  # set by prepare: a level field without levels
 
     def prepare(self, sample: pl.Series, year_hint: dt.datetime) -> None:
-        self.times = TimeParser(year_hint)
+        self.times = TimeParser(year_hint, year=self.year)
         frame = self._parse(sample)
         self.times.choose(frame.filter(pl.col("ok"))["ts_text"])
+        self.check_levels(sample)
+
+    def raw_levels(self, sample: pl.Series) -> tuple[str, pl.Series] | None:
+        """The name of the format's level field and its raw values on a sample (None: the
+        format has no level field, or its levels are not words, as syslog's PRI)."""
+        return None
+
+    def check_levels(self, sample: pl.Series) -> None:
+        """Warn (`level_warning`) when most values of the level field are not level words:
+        the field holds something else (a host, a thread), so levels come only from a level
+        word at the start of the message."""
+        found = self.raw_levels(sample)
+        if found is None:
+            return
+        name, raw = found
+        raw = raw.drop_nulls()
+        raw = raw.filter(raw.str.strip_chars() != "")
+        if raw.len() == 0:
+            return
+        bad = raw.filter(normalise_level(raw).is_null())
+        if bad.len() > raw.len() / 2:
+            examples = ", ".join(repr(v) for v in bad.unique(maintain_order=True).head(3).to_list())
+            self.level_warning = (f"the level field {name} holds words that are not levels "
+                                  f"in {bad.len():,} of {raw.len():,} sampled records (e.g. "
+                                  f"{examples}): levels come only from a level word at the "
+                                  "start of a message")
 
     def parse(self, lines: pl.Series) -> pl.DataFrame:
         if self.times is None:
@@ -495,6 +539,12 @@ class HeaderFormat(LogFormat):
     def describe(self) -> str:
         return self.spec
 
+    def raw_levels(self, sample: pl.Series) -> tuple[str, pl.Series] | None:
+        name = self.roles.get("level")
+        if name is None or sample.len() == 0:
+            return None
+        return f"<{name}>", self._fields(sample)[name]
+
     def _fields(self, lines: pl.Series) -> pl.DataFrame:
         """Every field of every line (null where the line is not in the format).
 
@@ -547,19 +597,20 @@ class HeaderFormat(LogFormat):
         single = [[n] for n in self.ts_fields if n.lower() in ("timestamp", "datetime", "ts")]
         candidates = single + ([self.ts_fields] if self.ts_fields else [])
         best: tuple[float, list[str], TimeParser] | None = None
+        self.check_levels(sample)
         for cand in candidates:
             if best is not None and best[0] >= 0.8:
                 break  # no candidate can beat it by 0.2
             self.ts_chosen = cand
             frame = self._parse(sample).filter(pl.col("ok"))
-            times = TimeParser(year_hint)
+            times = TimeParser(year_hint, year=self.year)
             times.choose(frame["ts_text"])
             rate = times.parse(frame["ts_text"]).is_not_null().mean() if frame.height else 0.0
             if best is None or (rate or 0.0) > best[0] + 0.2:
                 best = (rate or 0.0, cand, times)
         if best is None:
             self.ts_chosen = []
-            self.times = TimeParser(year_hint, chosen=[])
+            self.times = TimeParser(year_hint, chosen=[], year=self.year)
         else:
             self.ts_chosen, self.times = best[1], best[2]
 
@@ -706,6 +757,14 @@ class JsonFormat(LogFormat):
 
     def continuation(self, lines: pl.Series) -> pl.Series:
         return lines.str.contains(_CONTINUATION) & ~lines.str.starts_with("{")
+
+    def raw_levels(self, sample: pl.Series) -> tuple[str, pl.Series] | None:
+        if self.keys is None:
+            self.choose_keys(sample.head(200).to_list())
+        key = (self.keys or {}).get("level")
+        if key is None or sample.len() == 0:
+            return None
+        return f"key {key!r}", sample.str.json_path_match(_json_path(key))
 
     def _parse(self, lines: pl.Series) -> pl.DataFrame:
         if self.keys is None:
@@ -1112,6 +1171,11 @@ def assemble(fmt: LogFormat, lines: pl.Series, first_no: int, bad_utf8: bool,
         flag = pl.when(pl.int_range(pl.len()) == pl.len() - 1).then(pl.lit("truncated")) \
             .otherwise(flag)
     frame = frame.with_columns(flag.alias("flag"))
+    # A time field that is there but parses to no time is flagged, never a silent null.
+    frame = frame.with_columns(pl.when(
+        pl.col("flag").is_null() & pl.col("ts").is_null()
+        & pl.col("ts_text").str.contains(r"\S").fill_null(False))
+        .then(pl.lit(TIME_UNPARSED)).otherwise(pl.col("flag")).alias("flag"))
     records = frame.filter(pl.col("ok")).select(RECORD_COLUMNS)
     unparsed = frame.filter(~pl.col("ok")).select("line_no", "n_lines", "raw", "flag", "length")
     return Chunk(records, unparsed, n - carry, ends_long, skipped), carry

@@ -49,21 +49,23 @@ UNPARSED = ("quarantine", "message-only")
 
 
 def resolve_format(path: str | Path, spec: str = "auto",
-                   keys: dict[str, str] | None = None) -> lf.LogFormat:
+                   keys: dict[str, str] | None = None, year: int | None = None) -> lf.LogFormat:
     """The format of a file (detected from its first lines when `spec` is auto), prepared
-    on that sample (time layout, JSON keys)."""
+    on that sample (time layout, JSON keys). Times written without a year get `year`, else
+    the year of the file's modification time."""
     sample = lf.sample_lines(path)
     fmt = lf.detect(sample.to_list(), keys) if spec == "auto" else lf.make_format(spec, keys)
+    fmt.year = year
     mtime = dt.datetime.fromtimestamp(os.path.getmtime(path), dt.timezone.utc)
     fmt.prepare(sample, mtime.replace(tzinfo=None))
     return fmt
 
 
 def read_log(path: str | Path, fmt: str = "auto", keys: dict[str, str] | None = None,
-             unparsed: str = "quarantine") -> pl.DataFrame:
+             unparsed: str = "quarantine", year: int | None = None) -> pl.DataFrame:
     """All records of a log file as a polars frame (no database, no redaction, no mining);
     unparsed lines come back with `ok` false and only `message` (the raw text)."""
-    parser = resolve_format(path, fmt, keys)
+    parser = resolve_format(path, fmt, keys, year)
     frames = []
     for chunk in lf.iter_chunks(path, parser, newline=line_endings(read_head(path))):
         frames.append(chunk.records.with_columns(pl.lit(True).alias("ok")))
@@ -518,7 +520,8 @@ def _finish_templates(con, book: _TemplateBook, run_id: int) -> None:
 
 def ingest_file(con: duckdb.DuckDBPyConnection, path: str | Path, *, fmt: str = "auto",
                 masks: Iterable[str] = (), keys: dict[str, str] | None = None,
-                unparsed: str = "quarantine", redactor=DATABASE_REDACTOR) -> IngestResult:
+                unparsed: str = "quarantine", redactor=DATABASE_REDACTOR,
+                year: int | None = None) -> IngestResult:
     """Ingest one log file as one transaction; see the module docstring.
 
     Args:
@@ -527,6 +530,8 @@ def ingest_file(con: duckdb.DuckDBPyConnection, path: str | Path, *, fmt: str = 
         keys: JSON-lines key mapping (role -> key), e.g. {"message": "event"}.
         unparsed: what to do with a line no format matches: quarantine, or message-only.
         redactor: a `redact.Redactor`; by default the database's own; None stores text as it is.
+        year: the year of times written without one (classic syslog); by default the year
+            of the file's modification time. The summary says which was used.
     """
     path = Path(path)
     masks = list(masks)
@@ -547,7 +552,7 @@ def ingest_file(con: duckdb.DuckDBPyConnection, path: str | Path, *, fmt: str = 
                     redact=redactor.redact_text if redactor is not None else None) as fi:
         r = fi.result
         r.line_endings = line_endings(read_head(path))
-        parser = resolve_format(path, fmt, keys)
+        parser = resolve_format(path, fmt, keys, year)
         r.format = parser.describe() if fmt != "auto" else parser.name
         book = _TemplateBook(_load_miner(con))
         # A record's identity is its file and line (with its content): only records this
@@ -620,10 +625,40 @@ def ingest_file(con: duckdb.DuckDBPyConnection, path: str | Path, *, fmt: str = 
                            "truncated)")
         if book.merges:
             r.notes.append(f"{len(book.merges)} template(s) generalised (see template_merges)")
+        r.notes.extend(_time_notes(con, r.run_id, parser))
         if redactor is not None:
             r.redactions = {k: v - before.get(k, 0) for k, v in redactor.counts.items()
                             if v - before.get(k, 0)}
     return fi.result
+
+
+def _time_notes(con, run_id: int, parser: lf.LogFormat) -> list[str]:
+    """What the summary says about times and levels: records whose time field parsed to
+    no time (flagged `time_unparsed`, with an example), where the year of times written
+    without one came from, and a level field that holds no levels."""
+    notes = []
+    times = parser.times
+    bad = con.execute(
+        "SELECT count(*), min(ts_text) FROM log_records WHERE ingest_run = ? AND flag = ?",
+        [run_id, lf.TIME_UNPARSED]).fetchall()[0]
+    if bad[0]:
+        layouts = ("no layout was recognised in the sample" if times is None or not
+                   (times.chosen or times.epoch) else "it fits none of the layouts the file's "
+                   "other times are in")
+        notes.append(f"{bad[0]:,} record(s) have a time field that parses to no time, "
+                     f"flagged {lf.TIME_UNPARSED} (e.g. {bad[1]!r}: {layouts})")
+    source = times.year_source if times is not None else None
+    if source is not None:
+        first = con.execute("SELECT min(year(ts)), max(year(ts)) FROM log_records "
+                            "WHERE ingest_run = ?", [run_id]).fetchall()[0]
+        years = (f"{first[0]}" if first[0] == first[1] else f"{first[0]}-{first[1]}") \
+            if first[0] is not None else "-"
+        notes.append("times are written without a year: " + (
+            f"year {times.year} from --year" if source == "--year" else
+            f"year {years} from the file's modification time (give --year if that is wrong)"))
+    if parser.level_warning:
+        notes.append(parser.level_warning)
+    return notes
 
 
 def _quarantine(con, fi: FileIngest, unparsed: pl.DataFrame, parser: lf.LogFormat,
