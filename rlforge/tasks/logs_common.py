@@ -123,12 +123,6 @@ def render(records: list[Record]) -> str:
     return "\n".join(out) + "\n"
 
 
-def template_regex(template: str) -> re.Pattern:
-    """A regex matching a message's first line against a template (<*> = any text)."""
-    parts = [re.escape(p) for p in template.split("<*>")]
-    return re.compile("(?:.*?)".join(parts), re.S)
-
-
 def templates_of(con: duckdb.DuckDBPyConnection, ids: set[str]) -> dict[str, str]:
     if not ids:
         return {}
@@ -146,3 +140,104 @@ def ids_in(message: str) -> set[str]:
     """Request, block and similar ids in a message (not pseudonyms, not plain numbers)."""
     return {m.group(0) for m in ID_PATTERN.finditer(message)
             if not m.group(0).isdigit() and message[max(0, m.start() - 1):m.start()] != "<"}
+
+
+# --- the stated rule -------------------------------------------------------------------
+#
+# What an instruction says defines its answer. Patterns are shown with PATTERN_RULE, and
+# every answer is computed a second time from the window as the task shows it (the text,
+# parsed back by RECORD_LINE) by that rule alone, with no template ids: a task whose two
+# answers differ is dropped with the reason (see `rule_disagreement`).
+
+PATTERN_RULE = ("In a pattern, `<*>` stands for any run of characters (possibly none), a "
+                "space stands for one or more spaces or tabs, and every other character stands "
+                "for itself; a record matches a pattern when the whole first line of its "
+                "message (the text after `COMPONENT: `) matches.")
+RECORD_LINE = re.compile(r"^(\S+) (\S+) (\S+) (\S+?): (.*)$")
+
+
+def pattern_regex(pattern: str) -> re.Pattern:
+    """The regular expression PATTERN_RULE describes, for `fullmatch` on a first line."""
+    pieces = []
+    for i, literal in enumerate(pattern.split("<*>")):
+        if i:
+            pieces.append(".*?")
+        pieces.append("[ \t]+".join(re.escape(w) for w in re.split(r"[ \t]+", literal)))
+    return re.compile("".join(pieces))
+
+
+@dataclass(frozen=True)
+class ShownRecord:
+    """A record as the window shows it: what a solver reads."""
+
+    time: str
+    host: str
+    level: str
+    component: str
+    message: str  # the first line
+
+
+def parse_shown(text: str) -> list[ShownRecord]:
+    """The records of a rendered window (continuation lines, which start with a tab, are
+    skipped); a line that is not a record raises, since then the text is not what the
+    instruction describes."""
+    out = []
+    for line in text.splitlines():
+        if line.startswith("\t"):
+            continue
+        m = RECORD_LINE.match(line)
+        if m is None:
+            raise ValueError(f"not a record line: {line[:80]!r}")
+        out.append(ShownRecord(*m.groups()))
+    return out
+
+
+def shown_time(r: ShownRecord):
+    import datetime as dt
+
+    if r.time == "-":
+        return None
+    return dt.datetime.fromisoformat(r.time)
+
+
+def error_burst_start(times_levels, gap_sec: float = 60.0, size: int = 3,
+                      levels=ERROR_LEVELS):
+    """Index of the first record of the first error burst: at least `size` ERROR/FATAL
+    records, each at most `gap_sec` after the one before; None when there is none.
+    `times_levels`: (time or None, lower-case level or None) per record, in order."""
+    run: list[tuple[int, object]] = []
+    for i, (t, level) in enumerate(times_levels):
+        if level not in levels or t is None:
+            continue
+        if run and (t - run[-1][1]).total_seconds() > gap_sec:
+            run = []
+        run.append((i, t))
+        if len(run) >= size:
+            return run[0][0]
+    return None
+
+
+def minute_of_peak(times_levels, levels=ERROR_LEVELS) -> str | None:
+    """The minute (`YYYY-MM-DD HH:MM`) with the most ERROR/FATAL records; None on a tie or
+    when fewer than two minutes have errors."""
+    from collections import Counter
+
+    counts = Counter(t.strftime("%Y-%m-%d %H:%M") for t, level in times_levels
+                     if level in levels and t is not None)
+    top = counts.most_common(2)
+    if len(counts) < 2 or top[0][1] == top[1][1]:
+        return None
+    return top[0][0]
+
+
+def longest_gap(times_levels, min_sec: float = 5.0) -> int | None:
+    """Index of the record after which the longest silence (time to the next record)
+    begins; None when it is shorter than `min_sec`, not unique, or a time is missing."""
+    times = [t for t, _ in times_levels]
+    if len(times) < 3 or any(t is None for t in times):
+        return None
+    gaps = sorted(((times[i + 1] - times[i]).total_seconds(), i) for i in range(len(times) - 1))
+    (second, _), (top, i) = gaps[-2], gaps[-1]
+    if top < min_sec or top == second:
+        return None
+    return i

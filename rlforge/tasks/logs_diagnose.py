@@ -1,12 +1,27 @@
-"""`logs.diagnose`: a window of log lines and one question whose answer DuckDB computed.
+"""`logs.diagnose`: a window of log lines and one incident-diagnosis question whose answer
+DuckDB computed.
 
-Questions, each used only where the window supports it:
-- which component logged the first error (exact match);
-- when the first error happened (timestamp, 1 s tolerance);
-- which host logged the first failure (exact match);
-- how many records match a given template (numeric, exact);
-- which ids (requests, blocks, ...) have an anomalous trace — a warning or an error among
-  their records (set, exact).
+Question families (`question_kind`), each asked only where the window's fields support it:
+- `burst_start`: when the first error burst started (timestamp, 1 s tolerance);
+- `first_error_component` / `first_failure_host`: which component or host failed first;
+- `dominant_error_pattern`: which of the listed patterns the ERROR/FATAL records match most;
+- `peak_error_minute`: the minute with the most ERROR/FATAL records;
+- `anomalous_ids`: which request/block/trace ids have a WARN, ERROR or FATAL record (set);
+- `precursor_pattern`: which listed pattern first appears last before the first error;
+- `new_patterns`: which listed patterns match records in the second part of the window but
+  none in the first (set);
+- `longest_gap`: where the longest silence between two records begins (a stall);
+- `template_count` (counting): how many records match a pattern. Counting is a minority:
+  at most `max_count_share` of the tasks a build emits.
+
+The family mix is an option (`families`, e.g. `{burst_start = 2, template_count = 1}`):
+each window takes, among the families it supports, the one furthest behind its share.
+
+The stated rule is the reference: every answer is computed again from the window as shown
+(`logs_common.parse_shown`) by the rule the instruction states (`PATTERN_RULE` for
+patterns), without template ids; a question whose two answers differ is not asked, and the
+window is recorded in `rejections` with the reason.
+
 The window is shown in the instruction and written to `/app/logs/<service>.log`, so the
 task works single-turn and for agents with a shell alike.
 """
@@ -15,87 +30,353 @@ from __future__ import annotations
 
 import hashlib
 from collections import Counter
+from dataclasses import dataclass, field
 
 from rlforge.tasks.answers import adversarial_answers, null_submission, solve_script
-from rlforge.tasks.logs_common import (ERROR_LEVELS, FAILURE_LEVELS, Record, WindowStats,
-                                       fmt_time, ids_in, incident_group, render, service_name, templates_of,
-                                       window_records, window_stats)
+from rlforge.tasks.logs_common import (ERROR_LEVELS, FAILURE_LEVELS, PATTERN_RULE, Record,
+                                       ShownRecord, WindowStats, error_burst_start, fmt_time,
+                                       ids_in, longest_gap, incident_group, minute_of_peak, parse_shown,
+                                       pattern_regex, render, service_name, shown_time,
+                                       templates_of, window_records, window_stats)
 from rlforge.tasks.registry import register
 from rlforge.tasks.spec import BuildContext, SourceRef, TaskSpec, stable_sample
 
-KINDS = ("first_error_component", "first_error_time", "first_failure_host", "template_count",
-         "anomalous_ids")
+KINDS = ("burst_start", "first_failing_component", "first_failing_host",
+         "dominant_error_pattern", "peak_error_minute", "anomalous_ids", "precursor_pattern",
+         "new_patterns", "longest_gap", "template_count")
+COUNTING = ("template_count",)
+MAX_OPTIONS = 12
+BURST = "a burst is a run of at least 3 records {sev}, each logged at most 60 seconds after " \
+        "the one before (records at other levels in between do not break it)"
+
+
+@dataclass
+class Question:
+    text: str
+    answer_ref: dict
+    answer_text: str
+    candidates: list[str]
+    params: dict = field(default_factory=dict)  # what the stated rule needs besides the window
+
+
+def _severity(records) -> tuple[tuple[str, ...], str]:
+    """The levels a window's failure questions are about, and how the instruction names
+    them: ERROR/FATAL where the window has at least 3 such records, else WARN and up."""
+    if sum(r.level in ERROR_LEVELS for r in records) >= 3:
+        return ERROR_LEVELS, "at level ERROR or FATAL"
+    return FAILURE_LEVELS, "at level WARN, ERROR or FATAL"
 
 
 def _first(records: list[Record], levels) -> Record | None:
     return next((r for r in records if r.level in levels), None)
 
 
-def q_first_error_component(records, con):
-    first = _first(records, ERROR_LEVELS)
-    comps = sorted({r.component for r in records if r.component})
-    if first is None or not first.component or len(comps) < 2:
-        return None
-    return ("Which component logged the first record at level ERROR or FATAL?",
-            {"answer_kind": "exact", "answer": first.component}, first.component, comps)
+def _levels(records):
+    return [(r.ts, r.level) for r in records]
 
 
-def q_first_error_time(records, con):
-    first = _first(records, ERROR_LEVELS)
-    if first is None or first.ts is None:
+def _patterns(con, records) -> dict[str, str]:
+    """template id -> its pattern text, for the records' usable templates."""
+    tpl = templates_of(con, {r.template_id for r in records if r.template_id})
+    return {t: p for t, p in tpl.items() if p and len(p.replace("<*>", "").strip()) >= 4}
+
+
+def _distinct_options(options: list[str]) -> bool:
+    """Options the answer checker can tell apart (it ignores case, spacing, end punctuation)."""
+    from rlforge.verify.standalone import normalize
+
+    return len({normalize(o) for o in options}) == len(options)
+
+
+def q_burst_start(records, con, rng):
+    levels, sev = _severity(records)
+    i = error_burst_start(_levels(records), levels=levels)
+    if i is None:
         return None
-    when = first.ts.strftime("%Y-%m-%d %H:%M:%S")
+    when = records[i].ts.strftime("%Y-%m-%d %H:%M:%S")
     times = sorted({r.ts.strftime("%Y-%m-%d %H:%M:%S") for r in records if r.ts is not None})
-    return ("When was the first record at level ERROR or FATAL logged? Answer in UTC as "
-            "`YYYY-MM-DD HH:MM:SS`.",
-            {"answer_kind": "timestamp", "answer": when, "tolerance_sec": 1}, when, times)
+    return Question(f"Here {BURST.format(sev=sev)}. When did the first burst of this window "
+                    "start? Answer with the time of its first record, in UTC as "
+                    "`YYYY-MM-DD HH:MM:SS`.",
+                    {"answer_kind": "timestamp", "answer": when, "tolerance_sec": 1}, when, times,
+                    {"levels": list(levels)})
 
 
-def q_first_failure_host(records, con):
-    first = _first(records, FAILURE_LEVELS)
-    hosts = sorted({r.host for r in records if r.host})
-    if first is None or not first.host or len(hosts) < 2:
+def _first_failing(records, attr: str):
+    levels, sev = _severity(records)
+    first = _first(records, levels)
+    values = sorted({getattr(r, attr) for r in records if getattr(r, attr)})
+    value = getattr(first, attr) if first is not None else None
+    if not value or len(values) < 2 or value != value.strip() or " " in value:
         return None
-    return ("Which host logged the first failure (the first record at level WARN, ERROR or "
-            "FATAL)?", {"answer_kind": "exact", "answer": first.host}, first.host, hosts)
+    return Question(f"Which {attr} failed first, that is, logged the first record {sev}?",
+                    {"answer_kind": "exact", "answer": value}, value, values,
+                    {"levels": list(levels)})
 
 
-def q_template_count(records, con, rng):
-    counts = Counter(r.template_id for r in records if r.template_id)
-    choices = sorted(t for t, n in counts.items() if 2 <= n < len(records))
-    if len(counts) < 2 or not choices:
+def q_first_failing_component(records, con, rng):
+    return _first_failing(records, "component")
+
+
+def q_first_failing_host(records, con, rng):
+    return _first_failing(records, "host")
+
+
+def _label(options: list[str], answer: str) -> dict:
+    return {"answer_kind": "label", "answer": answer, "labels": options}
+
+
+def _option_list(options: list[str]) -> str:
+    return "\n".join(f"- `{o}`" for o in options)
+
+
+def q_dominant_error_pattern(records, con, rng):
+    levels, sev = _severity(records)
+    errors = [r for r in records if r.level in levels and r.template_id]
+    pats = _patterns(con, errors)
+    counts = Counter(r.template_id for r in errors if r.template_id in pats)
+    top = counts.most_common(MAX_OPTIONS)
+    if len(top) < 2 or top[0][1] == top[1][1] or top[0][1] < 2:
         return None
-    tid = rng.choice(choices)
-    template = templates_of(con, {tid}).get(tid)
-    if not template or template.strip() in ("", "<*>"):
+    options = sorted(pats[t] for t, _ in top)
+    if not _distinct_options(options):
         return None
-    n = counts[tid]
-    return (f"How many records in this window match the message template "
-            f"`{template}`? (`<*>` stands for any value; count records, not lines.)",
-            {"answer_kind": "numeric", "answer": n, "abs_tol": 0}, str(n),
-            [str(x) for x in range(max(0, n - 5), n + 6)])
+    answer = pats[top[0][0]]
+    return Question(f"Which of these patterns do the most records {sev} match? "
+                    f"{PATTERN_RULE} Answer with one pattern exactly as listed.\n\n"
+                    + _option_list(options), _label(options, answer), answer, options,
+                    {"patterns": options, "levels": list(levels)})
 
 
-def q_anomalous_ids(records, con):
+def q_peak_error_minute(records, con, rng):
+    levels, sev = _severity(records)
+    if any(r.ts is None for r in records if r.level in levels):
+        return None
+    minute = minute_of_peak(_levels(records), levels=levels)
+    if minute is None:
+        return None
+    minutes = sorted({r.ts.strftime("%Y-%m-%d %H:%M") for r in records if r.ts is not None})
+    return Question(f"In which minute were the most records {sev} logged? "
+                    "Answer in UTC as `YYYY-MM-DD HH:MM`.",
+                    {"answer_kind": "timestamp", "answer": minute, "tolerance_sec": 0},
+                    minute, minutes, {"levels": list(levels)})
+
+
+def q_anomalous_ids(records, con, rng):
     seen: dict[str, bool] = {}
     for r in records:
-        for i in ids_in(r.message):
+        for i in ids_in(r.message.split("\n", 1)[0]):
             seen[i] = seen.get(i, False) or r.level in FAILURE_LEVELS
     bad = sorted(i for i, b in seen.items() if b)
     if len(seen) < 3 or not 1 <= len(bad) <= 3 or len(bad) == len(seen):
         return None
-    return ("Which ids (request, block or similar ids appearing in the messages) have an "
-            "anomalous trace, that is, at least one record at level WARN, ERROR or FATAL? List "
-            "every such id, separated by commas.",
-            {"answer_kind": "set", "answer": bad}, ", ".join(bad), sorted(seen))
+    return Question("Follow each id (request, block or similar ids in the first line of the "
+                    "messages) through its records: which ids show the failure, that is, have at "
+                    "least one record at level WARN, ERROR or FATAL? List every such id, "
+                    "separated by commas.", {"answer_kind": "set", "answer": bad},
+                    ", ".join(bad), sorted(seen), {"ids": sorted(seen)})
 
 
-@register("logs.diagnose", 1, "Answer a question about a window of log lines (first error, "
-          "counts, failing host, anomalous ids); answers computed in DuckDB.", verifier="answer")
+def _first_seen(records, pats) -> dict[str, int]:
+    first: dict[str, int] = {}
+    for i, r in enumerate(records):
+        if r.template_id in pats:
+            first.setdefault(r.template_id, i)
+    return first
+
+
+def q_precursor_pattern(records, con, rng):
+    levels, sev = _severity(records)
+    start = next((i for i, r in enumerate(records) if r.level in levels), None)
+    if start is None or start < 10:
+        return None
+    pats = _patterns(con, records[:start])
+    first = {t: i for t, i in _first_seen(records, pats).items() if i < start}
+    if len(first) < 3:
+        return None
+    latest = max(first, key=first.get)
+    if first[latest] < len(records) // 10:  # it is there from the start: no precursor
+        return None
+    others = sorted(t for t in first if t != latest)
+    rng.shuffle(others)
+    options = sorted([pats[latest]] + [pats[t] for t in others[:MAX_OPTIONS - 1]])
+    if not _distinct_options(options):
+        return None
+    return Question(f"Which of these patterns appeared last before the first record {sev}? "
+                    "For each pattern take the first record of the window that matches it; "
+                    "among the patterns whose first match comes before that record, name the "
+                    f"one whose first match comes latest. {PATTERN_RULE} Answer with one "
+                    "pattern exactly as listed.\n\n" + _option_list(options),
+                    _label(options, pats[latest]), pats[latest], options,
+                    {"patterns": options, "levels": list(levels)})
+
+
+def q_new_patterns(records, con, rng):
+    half = len(records) // 2
+    pats = {t: p for t, p in _patterns(con, records).items() if not set(p) & set(",;\n")}
+    before = {r.template_id for r in records[:half]}
+    after = {r.template_id for r in records[half:]}
+    new = sorted(pats[t] for t in after - before if t in pats)
+    old = sorted(pats[t] for t in before if t in pats)
+    if not 1 <= len(new) <= 4 or len(old) < 2:
+        return None
+    rng.shuffle(old)
+    options = sorted(new + old[:max(2, MAX_OPTIONS - len(new))])
+    if not _distinct_options(options):
+        return None
+    return Question(f"Split the window into two parts: part 1 is records 1-{half}, part 2 is "
+                    f"records {half + 1}-{len(records)} (counting records, not lines). Which "
+                    "of these patterns match at least one record of part 2 and no record of part "
+                    f"1? {PATTERN_RULE} List every such pattern exactly as written, one per "
+                    "line.\n\n" + _option_list(options),
+                    {"answer_kind": "set", "answer": new}, "\n".join(new), options,
+                    {"patterns": options, "half": half})
+
+
+def q_longest_gap(records, con, rng):
+    times = [r.ts for r in records]
+    if any(t is None for t in times):
+        return None
+    i = longest_gap([(t, None) for t in times])
+    if i is None:
+        return None
+    when = times[i].strftime("%Y-%m-%d %H:%M:%S")
+    return Question("Where is the longest silence in this window? Find the two consecutive "
+                    "records with the longest time between them and answer with the time of the "
+                    "earlier one, in UTC as `YYYY-MM-DD HH:MM:SS`.",
+                    {"answer_kind": "timestamp", "answer": when, "tolerance_sec": 0}, when,
+                    sorted({t.strftime("%Y-%m-%d %H:%M:%S") for t in times}))
+
+
+def q_template_count(records, con, rng):
+    pats = _patterns(con, records)
+    counts = Counter(r.template_id for r in records if r.template_id in pats)
+    choices = sorted(t for t, n in counts.items() if 2 <= n < len(records))
+    if len(counts) < 2 or not choices:
+        return None
+    tid = rng.choice(choices)
+    n = counts[tid]
+    return Question(f"How many records in this window match the pattern `{pats[tid]}`? "
+                    f"{PATTERN_RULE} Count records, not lines.",
+                    {"answer_kind": "numeric", "answer": n, "abs_tol": 0}, str(n),
+                    [str(x) for x in range(max(0, n - 5), n + 6)], {"patterns": [pats[tid]]})
+
+
+# --- the stated rule, applied to the window as shown -----------------------------------
+
+def _matches(pattern: str, shown: list[ShownRecord]) -> list[bool]:
+    rx = pattern_regex(pattern)
+    return [rx.fullmatch(r.message) is not None for r in shown]
+
+
+def stated_answer(kind: str, shown: list[ShownRecord], params: dict):
+    """The answer of a question by the instruction's words alone, from the shown window."""
+    levels = [(shown_time(r), r.level.lower()) for r in shown]
+    sev = tuple(params.get("levels", ERROR_LEVELS))
+    if kind == "burst_start":
+        i = error_burst_start(levels, levels=sev)
+        return None if i is None else levels[i][0].strftime("%Y-%m-%d %H:%M:%S")
+    if kind in ("first_failing_component", "first_failing_host"):
+        r = next((r for r in shown if r.level.lower() in sev), None)
+        return None if r is None else (r.component if kind.endswith("component") else r.host)
+    if kind == "peak_error_minute":
+        return minute_of_peak(levels, levels=sev)
+    if kind == "longest_gap":
+        i = longest_gap(levels)
+        return None if i is None else levels[i][0].strftime("%Y-%m-%d %H:%M:%S")
+    if kind == "anomalous_ids":
+        bad = {i for r in shown if r.level.lower() in FAILURE_LEVELS for i in params["ids"]
+               if i in ids_in(r.message)}
+        return sorted(bad)
+    errors = [r.level.lower() in sev for r in shown]
+    hits = {p: _matches(p, shown) for p in params["patterns"]}
+    if kind == "template_count":
+        return sum(hits[params["patterns"][0]])
+    if kind == "dominant_error_pattern":
+        counts = sorted(((sum(h and e for h, e in zip(m, errors)), p) for p, m in hits.items()),
+                        reverse=True)
+        return None if counts[0][0] == counts[1][0] else counts[0][1]
+    if kind == "precursor_pattern":
+        start = errors.index(True)
+        first = {p: m.index(True) for p, m in hits.items() if True in m[:start]}
+        if not first:
+            return None
+        latest = max(first.values())
+        found = [p for p, i in first.items() if i == latest]
+        return found[0] if len(found) == 1 else None
+    if kind == "new_patterns":
+        half = params["half"]
+        return sorted(p for p, m in hits.items() if any(m[half:]) and not any(m[:half]))
+    raise ValueError(f"no stated rule for {kind!r}")
+
+
+def rule_disagreement(kind: str, text: str, q: Question) -> str | None:
+    """Why the stated rule's answer differs from the reference (None when they agree)."""
+    try:
+        got = stated_answer(kind, parse_shown(text), q.params)
+    except ValueError as exc:
+        return f"stated rule: the window does not read as described ({exc})"
+    want = q.answer_ref["answer"]
+    if isinstance(want, list):
+        want = sorted(want)
+    if got != want:
+        return f"stated rule disagrees ({kind}): the rule gives {got!r}, the reference {want!r}"
+    return None
+
+
+def parse_families(spec) -> dict[str, float]:
+    """Family weights from a dict or `a=2,b=1` text; a family not named gets weight 0 when
+    some are named, else every family weighs 1."""
+    if spec is None:
+        return {k: 1.0 for k in KINDS}
+    if isinstance(spec, str):
+        spec = dict(p.split("=", 1) if "=" in p else (p, 1) for p in spec.split(",") if p.strip())
+    if isinstance(spec, (list, tuple)):
+        spec = {k: 1 for k in spec}
+    unknown = set(spec) - set(KINDS)
+    if unknown:
+        from rlforge.errors import UserError
+
+        raise UserError(f"unknown question families {', '.join(sorted(unknown))}; valid: "
+                        f"{', '.join(KINDS)}")
+    return {k: float(spec.get(k, 0)) for k in KINDS}
+
+
+def field_support(con) -> dict[str, str]:
+    """Families the ingested fields cannot support, with the reason (for `--list`)."""
+    n_ts, hosts, comps, n_fail = con.execute("""
+        SELECT count(ts), count(DISTINCT host), count(DISTINCT component),
+               count(*) FILTER (WHERE level IN ('warn', 'error', 'fatal'))
+        FROM log_lines""").fetchall()[0]
+    skip = {}
+    if not n_fail:
+        for k in ("burst_start", "first_failing_component", "first_failing_host",
+                  "dominant_error_pattern", "peak_error_minute", "anomalous_ids",
+                  "precursor_pattern"):
+            skip[k] = "no record is at level WARN, ERROR or FATAL"
+    if not n_ts:
+        for k in ("burst_start", "peak_error_minute", "longest_gap"):
+            skip.setdefault(k, "no record has a time")
+    if hosts < 2:
+        skip.setdefault("first_failing_host", "fewer than two hosts")
+    if comps < 2:
+        skip.setdefault("first_failing_component", "fewer than two components")
+    return skip
+
+
+@register("logs.diagnose", 2, "Answer an incident-diagnosis question about a window of log "
+          "lines (burst start, first failure, dominant or precursor pattern, peak minute, "
+          "failing ids, new patterns, counts); answers computed in DuckDB and re-derived by the "
+          "stated rule.", verifier="answer")
 class LogsDiagnose:
-    def __init__(self, window: int = 80, kinds=KINDS):
+    def __init__(self, window: int = 80, kinds=KINDS, families=None,
+                 max_count_share: float = 0.3):
         self.window = int(window)
-        self.kinds = tuple(k for k in kinds if k in KINDS)
+        weights = parse_families(families)
+        self.weights = {k: w for k, w in weights.items() if w > 0 and k in kinds}
+        self.max_count_share = float(max_count_share)
+        self.rejections: list[dict[str, str]] = []
+        self.gates: Counter = Counter()
 
     def _candidates(self, con) -> list[WindowStats]:
         return [w for w in window_stats(con, self.window)
@@ -104,57 +385,71 @@ class LogsDiagnose:
     def available(self, con) -> int:
         return len(self._candidates(con))
 
+    def skipped(self, con) -> dict[str, str]:
+        """Families this database's fields cannot support, with the reason."""
+        return {k: v for k, v in field_support(con).items() if k in self.weights}
+
     def specs(self, ctx: BuildContext):
-        made = 0
+        made: Counter = Counter()
         for w in stable_sample(self._candidates(ctx.con), None, ctx.seed, key=lambda w: w.key):
-            if ctx.limit is not None and made >= ctx.limit:
+            if ctx.limit is not None and sum(made.values()) >= ctx.limit:
                 return
-            spec = self._spec(ctx, w)
+            spec = self._spec(ctx, w, made)
             if spec is not None:
-                made += 1
+                made[spec.extra_metadata["question_kind"]] += 1
                 yield spec
 
-    def _spec(self, ctx: BuildContext, w: WindowStats) -> TaskSpec | None:
+    def _order(self, rng, made: Counter) -> list[str]:
+        """Families in the order this window tries them: furthest behind its share first;
+        counting only while it stays within `max_count_share` of the tasks."""
+        total = sum(made.values())
+        kinds = [k for k in self.weights if k not in COUNTING or
+                 sum(made[c] for c in COUNTING) + 1 <= self.max_count_share * (total + 1)]
+        keys = {k: (made[k] / self.weights[k], rng.random()) for k in kinds}
+        return sorted(kinds, key=keys.get)
+
+    def _spec(self, ctx: BuildContext, w: WindowStats, made: Counter) -> TaskSpec | None:
         records = window_records(ctx.con, w)
         rng = ctx.rng(self.name, w.key)
-        kinds = list(self.kinds)
-        rng.shuffle(kinds)
-        # A template count fits almost every window; try it last most of the time so the
-        # other questions, which need errors, hosts or ids, are asked where they fit.
-        if "template_count" in kinds and rng.random() < 0.7:
-            kinds.remove("template_count")
-            kinds.append("template_count")
-        for kind in kinds:
-            fn = globals()[f"q_{kind}"]
-            found = fn(records, ctx.con, rng) if kind == "template_count" else fn(records, ctx.con)
-            if found is not None:
-                break
-        else:
-            return None
-        question, answer_ref, answer_text, candidates = found
-        service = service_name(w.file)
         text = render(records)
+        for kind in self._order(rng, made):
+            found = globals()[f"q_{kind}"](records, ctx.con, rng)
+            if found is None:
+                continue
+            why = rule_disagreement(kind, text, found)
+            if why is None:
+                break
+            self.gates["stated_rule"] += 1
+            self.rejections.append({"source": f"{w.file}:{w.first_line}-{w.last_line}",
+                                    "reason": why})
+        else:
+            self.gates["no_family_fits"] += 1
+            return None
+        q = found
+        service = service_name(w.file)
         span = f"{fmt_time(records[0].ts)} … {fmt_time(records[-1].ts)}"
-        reference = {"verifier": "answer", "submission": "/app/answer.txt", "max_chars": 300,
-                     **answer_ref}
-        secret = [answer_text] if answer_ref["answer_kind"] in ("exact", "set") and len(answer_text) >= 3 else []
+        reference = {"verifier": "answer", "submission": "/app/answer.txt", "max_chars": 1000,
+                     **q.answer_ref, "stated_rule": {"kind": kind, **q.params}}
+        secret = [q.answer_text] if q.answer_ref["answer_kind"] in ("exact", "set", "label") \
+            and len(q.answer_text) >= 3 else []
         return TaskSpec(
             generator=self.name, version=self.version,
             source=SourceRef("log_lines", [f"{w.file}:{w.first_line}-{w.last_line}"],
                              [hashlib.sha256(text.encode()).hexdigest()[:32]]),
             instruction_template="instruction.md",
             context={"title": f"Diagnose {service} logs: {kind.replace('_', ' ')}",
-                     "service": service, "question": question, "window": text,
+                     "service": service, "question": q.text, "window": text,
                      "n_records": len(records), "span": span,
-                     "set_answer": answer_ref["answer_kind"] == "set"},
-            reference=reference, solution_files={"solve.sh": solve_script(answer_text)},
+                     "answer_hint": {"anomalous_ids": "the ids, comma-separated",
+                                     "new_patterns": "the patterns, one per line"}.get(kind, "")},
+            reference=reference, solution_files={"solve.sh": solve_script(q.answer_text)},
             verifier="answer", group_key=incident_group(w, records),
             dedup_text=text[:4000], time=records[0].ts,
             workspace={f"logs/{service}.log": text.encode()},
             null=null_submission(),
-            adversarial=adversarial_answers(options=candidates[:200], candidates=candidates),
+            adversarial=adversarial_answers(options=q.candidates[:200], candidates=q.candidates),
             category="ops-logs", difficulty="medium", keywords=["logs", "diagnosis", kind],
-            secret_strings=secret, leak_allowed=[text, *(f"`{c}`" for c in candidates)],
+            secret_strings=secret, leak_allowed=[text, *(f"`{c}`" for c in q.candidates)],
             evidence_in_workspace=True, agent_timeout_sec=120.0, verifier_timeout_sec=30.0,
             memory_mb=512, extra_metadata={"question_kind": kind, "window_records": len(records),
                                            "service": service})

@@ -5,8 +5,12 @@ argument. The verifier runs it in the sandbox on the visible window (`/app/logs`
 held-back window of the same file that the policy never sees, whose answer differs: a
 program that prints a remembered number fails. Expected answers come from DuckDB.
 
-Facts: how many records are at level ERROR or FATAL; how many records match a template;
-which component logged the most ERROR/FATAL records.
+Facts: when the first record at level ERROR or FATAL was logged; the minute with the most
+such records; which component logged the most of them; and, counting (at most
+`max_count_share` of the tasks): how many records are at level ERROR or FATAL, how many
+match a pattern (stated by `logs_common.PATTERN_RULE`). Every expected answer is computed
+again from the windows as written, by the rule the statement gives; a fact whose two
+answers differ is not asked (`rejections`).
 """
 
 from __future__ import annotations
@@ -14,14 +18,17 @@ from __future__ import annotations
 import hashlib
 from collections import Counter
 
-from rlforge.tasks.logs_common import (ERROR_LEVELS, Record, WindowStats, incident_group, render,
-                                       service_name, template_regex, templates_of, window_records,
-                                       window_stats)
+from rlforge.tasks.logs_common import (ERROR_LEVELS, PATTERN_RULE, Record, WindowStats,
+                                       incident_group, minute_of_peak, parse_shown, pattern_regex,
+                                       render, service_name, shown_time, templates_of,
+                                       window_records, window_stats)
 from rlforge.tasks.registry import register
 from rlforge.tasks.spec import BuildContext, SourceRef, Submission, TaskSpec, stable_sample
 
-FACTS = ("error_count", "template_count", "top_error_component")
-RECORD_LINE = r"^(\S+) (\S+) (\S+) (\S+): (.*)$"
+FACTS = ("first_error_time", "peak_error_minute", "top_error_component", "error_count",
+         "template_count")
+COUNTING = ("error_count", "template_count")
+RECORD_LINE = r"^(\S+) (\S+) (\S+) (\S+?): (.*)$"
 
 GOLD = {
     "error_count": '''
@@ -36,6 +43,15 @@ print(sum(1 for _, _, message in records if pattern.fullmatch(message)))
 counts = collections.Counter(c for level, c, _ in records if level in ("ERROR", "FATAL") and c != "-")
 print(counts.most_common(1)[0][0] if counts else "")
 ''',
+    "first_error_time": '''
+first = min((t for t, level in times if level in ("ERROR", "FATAL") and t != "-"), default="")
+print(first[:19].replace("T", " "))
+''',
+    "peak_error_minute": '''
+counts = collections.Counter(t[:16].replace("T", " ") for t, level in times
+                             if level in ("ERROR", "FATAL") and t != "-")
+print(counts.most_common(1)[0][0] if counts else "")
+''',
 }
 
 GOLD_HEAD = '''#!/usr/bin/env python3
@@ -43,7 +59,7 @@ GOLD_HEAD = '''#!/usr/bin/env python3
 import collections, os, re, sys
 
 LINE = re.compile(r"%s")
-records = []
+records, times = [], []
 root = sys.argv[1] if len(sys.argv) > 1 else "/app/logs"
 for name in sorted(os.listdir(root)):
     with open(os.path.join(root, name), encoding="utf-8", errors="replace") as fh:
@@ -54,6 +70,7 @@ for name in sorted(os.listdir(root)):
             m = LINE.match(line)
             if m:
                 records.append((m.group(3), m.group(4), m.group(5)))
+                times.append((m.group(1), m.group(3)))
 ''' % RECORD_LINE
 
 
@@ -74,8 +91,15 @@ def fact_value(fact: str, records: list[Record], template: str | None = None):
     if fact == "error_count":
         return sum(1 for r in records if r.level in ERROR_LEVELS)
     if fact == "template_count":
-        rx = template_regex(template)
+        rx = pattern_regex(template)
         return sum(1 for r in records if rx.fullmatch(r.message.split("\n", 1)[0]))
+    if fact in ("first_error_time", "peak_error_minute"):
+        errors = [r.ts for r in records if r.level in ERROR_LEVELS]
+        if not errors or any(t is None for t in errors):
+            return None
+        if fact == "first_error_time":
+            return min(errors).strftime("%Y-%m-%d %H:%M:%S")
+        return minute_of_peak([(r.ts, r.level) for r in records])
     counts = Counter((r.component or "").replace(" ", "_") for r in records
                      if r.level in ERROR_LEVELS and r.component)
     top = counts.most_common(2)
@@ -84,12 +108,33 @@ def fact_value(fact: str, records: list[Record], template: str | None = None):
     return top[0][0]
 
 
-@register("logs.script", 1, "Write a script that prints a fact about a logs directory; run "
+def stated_fact(fact: str, text: str, template: str | None = None):
+    """The fact by the statement's words alone, from a window as written."""
+    shown = parse_shown(text)
+    errors = [r for r in shown if r.level in ("ERROR", "FATAL")]
+    if fact == "error_count":
+        return len(errors)
+    if fact == "template_count":
+        rx = pattern_regex(template)
+        return sum(1 for r in shown if rx.fullmatch(r.message))
+    if fact == "first_error_time":
+        times = [shown_time(r) for r in errors]
+        return min(times).strftime("%Y-%m-%d %H:%M:%S") if times and None not in times else None
+    if fact == "peak_error_minute":
+        return minute_of_peak([(shown_time(r), r.level.lower()) for r in shown])
+    top = Counter(r.component for r in errors if r.component != "-").most_common(2)
+    return None if not top or len(top) == 2 and top[0][1] == top[1][1] else top[0][0]
+
+
+@register("logs.script", 2, "Write a script that prints a fact about a logs directory; run "
           "in the sandbox on the visible logs and on a held-back variant.", verifier="script")
 class LogsScript:
-    def __init__(self, window: int = 120, facts=FACTS):
+    def __init__(self, window: int = 120, facts=FACTS, max_count_share: float = 0.3):
         self.window = int(window)
         self.facts = tuple(f for f in facts if f in FACTS)
+        self.max_count_share = float(max_count_share)
+        self.rejections: list[dict[str, str]] = []
+        self._source = ""
 
     def available(self, con) -> int:
         by_run: Counter = Counter(w.ingest_run for w in window_stats(con, self.window))
@@ -101,21 +146,22 @@ class LogsScript:
         for w in windows:
             by_run.setdefault(w.ingest_run, []).append(w)
         pairs = [(ws[i], ws[i + 1]) for ws in by_run.values() for i in range(len(ws) - 1)]
-        made = 0
+        made: Counter = Counter()
         for visible, hidden in stable_sample(pairs, None, ctx.seed, key=lambda p: p[0].key):
-            if ctx.limit is not None and made >= ctx.limit:
+            if ctx.limit is not None and sum(made.values()) >= ctx.limit:
                 return
-            spec = self._spec(ctx, visible, hidden)
+            spec = self._spec(ctx, visible, hidden, made)
             if spec is not None:
-                made += 1
+                made[spec.extra_metadata["fact"]] += 1
                 yield spec
 
-    def _pick(self, ctx, rng, seen: list[Record], held: list[Record]):
-        facts = list(self.facts)
-        rng.shuffle(facts)
-        if "template_count" in facts and rng.random() < 0.7:  # fits most windows: try it last
-            facts.remove("template_count")
-            facts.append("template_count")
+    def _pick(self, ctx, rng, seen: list[Record], held: list[Record], made: Counter):
+        total = sum(made.values())
+        counting_ok = sum(made[c] for c in COUNTING) + 1 <= self.max_count_share * (total + 1)
+        facts = [f for f in self.facts if counting_ok or f not in COUNTING]
+        keys = {f: (made[f], rng.random()) for f in facts}  # the least asked first
+        facts.sort(key=keys.get)
+        texts = (render(seen), render(held))
         for fact in facts:
             template = None
             if fact == "template_count":
@@ -130,38 +176,56 @@ class LogsScript:
                 template = tpl[tid]
                 # The stored template ids and the template's regex must agree on both
                 # windows, or the task would grade against a different count than it states.
-                if any(fact_value(fact, rs, template) != sum(1 for r in rs if r.template_id == tid)
-                       for rs in (seen, held)):
+                by_id = [sum(1 for r in rs if r.template_id == tid) for rs in (seen, held)]
+                by_rule = [fact_value(fact, rs, template) for rs in (seen, held)]
+                if by_id != by_rule:
+                    self.rejections.append({"source": self._source, "reason": (
+                        f"stated rule disagrees ({fact}): the rule gives {by_rule!r}, the "
+                        f"template ids {by_id!r}")})
                     continue
             a, b = fact_value(fact, seen, template), fact_value(fact, held, template)
             if a is None or b is None or a == b or a == 0 and fact != "template_count":
                 continue
+            stated = [stated_fact(fact, t, template) for t in texts]
+            if stated != [a, b]:
+                self.rejections.append({"source": self._source,
+                                        "reason": f"stated rule disagrees ({fact}): the rule "
+                                                  f"gives {stated!r}, the reference {[a, b]!r}"})
+                continue
             return fact, template, a, b
         return None
 
-    def _spec(self, ctx: BuildContext, visible: WindowStats, hidden: WindowStats) -> TaskSpec | None:
+    def _spec(self, ctx: BuildContext, visible: WindowStats, hidden: WindowStats,
+              made: Counter) -> TaskSpec | None:
         seen, held = window_records(ctx.con, visible), window_records(ctx.con, hidden)
         rng = ctx.rng(self.name, visible.key)
-        picked = self._pick(ctx, rng, seen, held)
+        self._source = f"{visible.file}:{visible.first_line}-{hidden.last_line}"
+        picked = self._pick(ctx, rng, seen, held, made)
         if picked is None:
             return None
         fact, template, a, b = picked
         service = service_name(visible.file)
         seen_text, held_text = render(seen), render(held)
-        kind = "numeric" if fact != "top_error_component" else "exact"
+        kind = "numeric" if fact in COUNTING else "exact"
 
         def ref(value):
+            if fact in ("first_error_time", "peak_error_minute"):
+                return {"answer_kind": "timestamp", "answer": value, "tolerance_sec": 0}
             return ({"answer_kind": "numeric", "answer": value, "abs_tol": 0} if kind == "numeric"
                     else {"answer_kind": "exact", "answer": value})
 
         statement = {
             "error_count": "the number of records at level ERROR or FATAL",
-            "template_count": f"the number of records whose message (first line) matches the "
-                              f"template `{template}`, where `<*>` stands for any text",
+            "template_count": f"the number of records that match the pattern `{template}` "
+                              f"({PATTERN_RULE})",
+            "first_error_time": "the time of the earliest record at level ERROR or FATAL, in "
+                                "UTC as `YYYY-MM-DD HH:MM:SS`",
+            "peak_error_minute": "the minute with the most records at level ERROR or FATAL, "
+                                 "in UTC as `YYYY-MM-DD HH:MM`",
             "top_error_component": "the component that logged the most records at level ERROR "
                                    "or FATAL",
         }[fact]
-        gold = GOLD_HEAD + (f"TEMPLATE_REGEX = {template_regex(template).pattern!r}\n" if template else "") \
+        gold = GOLD_HEAD + (f"TEMPLATE_REGEX = {pattern_regex(template).pattern!r}\n" if template else "") \
             + GOLD[fact]
         log_name = f"logs/{service}.log"
         reference = {
