@@ -80,6 +80,69 @@ def test_variable_columns_become_parameters_and_constants_split():
     assert len(set(mine([f"Failed password for {u} from <*>" for u in users[:2]]))) == 2
 
 
+def test_words_seen_as_data_elsewhere_are_parameters_in_any_column():
+    users = ["root", "admin", "oracle", "test", "guest", "support"]
+    msgs = [f"Invalid user {u} from <*>" for u in users]
+    msgs += [f"Failed password for {u} from <*>" for u in users[:2]]
+    got = mine(msgs)
+    # two users only, but both filled a parameter of another template: one template
+    assert set(got[6:]) == {"Failed password for <*> from <*>"}
+
+
+# Stress cases for systems the miner was never tuned on (synthetic, written here): each
+# names the setting it depends on, and fails with that setting off.
+
+def test_an_empty_bracketed_value_is_a_parameter_value():
+    msgs = [f"connection from 10.0.{i}.{i + 1} ({h}) at Mon Jan {i} 10:0{i}:00 2024"
+            for i, h in enumerate(["ns1.provider.net", "", "mail.example.org", "", "[]"], 1)]
+    assert set(mine(msgs)) == {"connection from <*> at <*>"}
+    with tm.using(empty_brackets=False):
+        assert len(set(mine(msgs))) > 1
+
+
+def test_values_of_a_key_that_varies_are_parameters():
+    msgs = [f"authentication failure; logname= uid=0 euid=0 tty=NODEVssh ruser= rhost={h} "
+            f"user={u}" for h, u in [("a.example.com", "root"), ("10.0.0.1", "alice"),
+                                     ("b.example.net", "root")]]
+    msgs += [f"session opened for user {u} by (uid={n})" for u, n in
+             [("root", 0), ("alice", 0), ("root", 0)]]
+    got = mine(msgs)
+    assert set(got[:3]) == {"authentication failure; logname= uid=<*> euid=<*> tty=NODEVssh "
+                            "ruser= rhost=<*> user=<*>"}
+    # root and alice are data (values of user=): the user column is a parameter
+    assert set(got[3:]) == {"session opened for user <*> by (uid=<*>)"}
+    with tm.using(variable_keys=False):
+        assert len(set(mine(msgs))) > 2
+    # a key with one value in the batch keeps it as text
+    assert mine(["mode=fast start 1", "mode=fast start 2"])[0] == "mode=fast start <*>"
+
+
+def test_quoted_and_bracketed_key_values_keep_their_punctuation():
+    got = mine([f'acquire lock={i}, tag="{t}", ws=WorkSource{{{i}}}, uid={i}'
+                for i, t in enumerate(["AudioMix", "RILJ", "AudioMix"], 10)])
+    assert set(got) == {'acquire lock=<*>, tag="<*>", ws=<*>, uid=<*>'}
+    assert tm._kv("(uid=0)") == ("(uid=", "0", ")")
+
+
+def test_an_indexed_name_is_a_parameter():
+    msgs = [f"allocating buffer for eth{i} done" for i in range(2)]
+    msgs += [f"Processor [CPU{i}] (supports C1)" for i in range(3)]
+    got = mine(msgs)
+    assert set(got) == {"allocating buffer for <*> done", "Processor <*> (supports C1)"}
+    with tm.using(indexed_names=False):
+        assert len(set(mine(msgs))) == 5
+
+
+def test_a_key_learned_in_one_ingest_holds_in_the_next():
+    miner = tm.TemplateMiner()
+    ids, _ = miner.assign(norm(*[f"login ok user={u}" for u in ("ann", "bob")]))
+    assert len(set(ids)) == 1
+    assert miner.templates[ids[0]] == ("login", "ok", "user=<*>")
+    again = tm.TemplateMiner(miner.templates.values())  # as loaded from the store
+    ids2, update = again.assign(norm("login ok user=zed"))
+    assert ids2 == ids[:1] and not update.new and not update.merges
+
+
 def test_first_token_always_splits_and_one_word_messages_stay_apart():
     got = mine(["active", "blocked", "closing", "running", "starting", "warning"])
     assert len(set(got)) == 6

@@ -46,3 +46,21 @@ def test_grouping_accuracy_definition():
     assert ga(["a", "a", "b"], ["x", "x", "y"]) == 1.0
     assert ga(["a", "a", "a"], ["x", "x", "y"]) == 0.0  # one group for two true groups
     assert ga(["a", "b", "c"], ["x", "x", "y"]) == pytest.approx(1 / 3)
+
+
+def test_parsing_accuracy_definition():
+    bench = _benchmark()
+    assert bench.canonical("connect  [<*>] to /<*>:<*> <*> now") == "connect <*> to <*> now"
+    pa = bench.parsing_accuracy
+    assert pa(["a <*> b", "a <*>", "x y"], ["a <*>  b", "a b", "x y"]) == pytest.approx(2 / 3)
+    # a template with a constant where the truth has a parameter is wrong, and vice versa
+    assert pa(["user root", "user <*>"], ["user <*>", "user root"]) == 0.0
+
+
+def test_drain3_side_by_side_reproduces_the_measured_figures():
+    pytest.importorskip("drain3")
+    bench = _benchmark()
+    formats = json.loads((LOGHUB / "formats.json").read_text())
+    for system in ("HDFS", "Android", "OpenSSH"):
+        got = bench.drain3_system(LOGHUB, system, formats[system])
+        assert got.ga == pytest.approx(bench.DRAIN3[system], abs=1e-9)
