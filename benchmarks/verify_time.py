@@ -49,7 +49,7 @@ def build(out: Path, limit: int, generators: str) -> None:
 
 async def time_tasks(dirs: list[Path], repeat: int) -> dict[str, list[float]]:
     from rlforge.sandbox import SandboxPool
-    from rlforge.verify.validate import TaskRunner, fresh_workspace, load_task
+    from rlforge.verify.runner import TaskRunner, fresh_workspace, load_task
 
     out: dict[str, list[float]] = {}
     scratch = Path(tempfile.mkdtemp(prefix="verify-bench-"))

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from rlforge.errors import ConfigError
+from rlforge.execution import BACKENDS
 
 CONFIG_FILE = "rlforge.toml"
 
@@ -92,7 +93,7 @@ SETTINGS: list[Setting] = [
             "{ \"tickets.triage\" = { fields = [\"category\"] } }", dict),
     Setting("tasks.executor", "local", "where build-tasks and validate run their sandboxed "
             "checks: this machine, or a worker on every node of a Ray cluster (ray.address)",
-            choices=("local", "ray")),
+            choices=tuple(BACKENDS)),
     Setting("tasks.repair.last", 300, "commits.repair: most recent commits per repository "
             "considered (0 = all)", int),
     Setting("tasks.repair.max_files", 10, "commits.repair: most files a commit may change", int),
@@ -124,7 +125,7 @@ SETTINGS: list[Setting] = [
     Setting("run.min_pass_rate", 0.0, "exit 3 when the pass rate is below this", float),
     Setting("run.max_infra_error_rate", 1.0, "exit 4 when infra errors exceed this rate", float),
     Setting("run.executor", "local", "where rollouts run: this machine, or a worker on every "
-            "node of a Ray cluster (ray.address)", choices=("local", "ray")),
+            "node of a Ray cluster (ray.address)", choices=tuple(BACKENDS)),
     Setting("run.runs_dir", "runs", "directory holding runs/<run_id>/"),
     Setting("run.top_p", 1.0, "nucleus sampling mass (1.0 = not sent)", float),
     Setting("run.stop", [], "stop sequences sent with every chat request", list),

@@ -37,7 +37,7 @@ from rlforge.run.environment import EnvOptions, Environment
 from rlforge.run.tasks import Task, load_task
 from rlforge.sandbox import SandboxPool, sandbox_settings
 from rlforge.tasks.staging import check_whole
-from rlforge.verify.validate import TaskRunner
+from rlforge.verify.runner import TaskRunner
 
 __all__ = ["TaskEnv", "load"]
 

@@ -55,14 +55,15 @@ def test_validate_on_ray_gives_the_local_results_by_path_and_shipped(cli, tmp_pa
 def test_a_directory_that_is_no_task_fails_the_same_way_on_ray(tmp_path, ray_head):  # noqa: F811
     import asyncio
 
+    from rlforge.executors.backend import RayBackend
     from rlforge.executors.cluster import RayOptions
     from rlforge.verify.validate import validate_many
 
     label_task(tmp_path / "tasks", "a", "billing")
     given = [Path("tasks") / p.name for p in (tmp_path / "tasks").iterdir()] + [Path("nowhere")]
     local = asyncio.run(validate_many(given, sandbox_mode="none"))
-    on_ray = asyncio.run(validate_many(given, sandbox_mode="none",
-                                       ray=RayOptions(ray_head.address, "ship")))
+    on_ray = asyncio.run(RayBackend(RayOptions(ray_head.address, "ship")).validate(
+        given, sandbox_mode="none"))
     assert [r.to_dict() for r in on_ray] == [r.to_dict() for r in local]
     assert on_ray[1].reason == "nowhere: not a task directory (no task.toml)"
 

@@ -154,7 +154,7 @@ def _episode(task_dir: Path, replies: list, scratch: Path, workspace_mb: int) ->
     from rlforge.run.environment import EnvOptions, Environment
     from rlforge.run.tasks import load_task
     from rlforge.sandbox import SandboxPool
-    from rlforge.verify.validate import TaskRunner
+    from rlforge.verify.runner import TaskRunner
 
     async def play() -> dict:
         async with SandboxPool(1) as pool:
@@ -250,7 +250,7 @@ def test_a_submission_too_large_for_the_verifiers_sandbox_is_its_fail(tmp_path):
     from rlforge.run.environment import EnvOptions, Environment
     from rlforge.run.tasks import load_task
     from rlforge.sandbox import SandboxPool
-    from rlforge.verify.validate import TaskRunner
+    from rlforge.verify.runner import TaskRunner
 
     task = load_task(script_task(tmp_path / "tasks", "dirs"))
 

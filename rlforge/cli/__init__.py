@@ -7,12 +7,10 @@ the gate, 4 infrastructure error rate above the gate, 130 interrupted.
 from __future__ import annotations
 
 import sys
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Optional
+from typing import Optional
 
 import typer
-from rich.console import Console
 from typer.core import TyperGroup
 
 from rlforge import __version__
@@ -24,9 +22,7 @@ from rlforge.errors import RlforgeError
 # settings once, when they load. Nothing imported above loads either.
 tune_environment()
 
-console = Console()
-err_console = Console(stderr=True)
-
+from rlforge.cli.common import State, console, err_console  # noqa: E402
 
 class RlforgeGroup(TyperGroup):
     """Turns rlforge errors into one clear line and an exit code, Ctrl-C into 130."""
@@ -40,18 +36,6 @@ class RlforgeGroup(TyperGroup):
         except KeyboardInterrupt:
             err_console.print("interrupted")
             raise typer.Exit(130) from None
-
-
-@dataclass
-class State:
-    """What the root callback resolved, handed to every command through ctx.obj."""
-
-    config: Config
-    flags: dict[str, Any] = field(default_factory=dict)
-
-    @property
-    def db_path(self) -> Path:
-        return Path(self.config.get("db"))
 
 
 app = typer.Typer(
@@ -85,11 +69,6 @@ def root(
         raise typer.Exit(1) from None
     cfg.with_flags(db=str(db) if db else None)
     ctx.obj = State(config=cfg)
-
-
-def state(ctx: typer.Context) -> State:
-    """The State the root callback stored (commands call this first)."""
-    return ctx.find_root().obj
 
 
 def _register() -> None:

@@ -9,7 +9,7 @@ from typing import Optional
 import typer
 from rich.table import Table
 
-from rlforge.cli import console, err_console, state
+from rlforge.cli.common import console, err_console, state
 
 app = typer.Typer(help="Write tasks and rollouts as datasets trainers read (veRL, TRL, "
                   "Hugging Face, JSONL; SFT, DPO, GRPO).", no_args_is_help=True)

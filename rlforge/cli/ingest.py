@@ -15,7 +15,7 @@ from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeEl
 from rich.table import Table
 
 from rlforge import db
-from rlforge.cli import console, err_console, state
+from rlforge.cli.common import console, err_console, state
 from rlforge.ingest.common import IngestResult, IngestSession, merge_counts
 
 app = typer.Typer(help="Load tickets, commits and logs into the DuckDB store.", no_args_is_help=True)

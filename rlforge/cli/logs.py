@@ -11,7 +11,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from rlforge import db
-from rlforge.cli import console, state
+from rlforge.cli.common import console, state
 from rlforge.cli.ingest import make_redactor, parse_map, report, run_files
 from rlforge.ingest.common import IngestSession
 

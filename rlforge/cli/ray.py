@@ -9,7 +9,7 @@ from typing import Optional
 import typer
 from rich.table import Table
 
-from rlforge.cli import console, state
+from rlforge.cli.common import console, state
 
 ray_app = typer.Typer(help="Scale-out on Ray: check a cluster before a run.", no_args_is_help=True)
 

@@ -9,7 +9,7 @@ from typing import Optional
 import typer
 from rich.table import Table
 
-from rlforge.cli import console, state
+from rlforge.cli.common import console, state
 
 
 def _pct(v) -> str:

@@ -13,7 +13,8 @@ from rich.live import Live
 from rich.table import Table
 from rich.text import Text
 
-from rlforge.cli import console, err_console, state
+from rlforge import execution
+from rlforge.cli.common import console, err_console, state
 from rlforge.cli.ray import executor_option, ray_address_option
 from rlforge.errors import GateFailed, UserError
 
@@ -90,6 +91,7 @@ def run(
         err_console.print("[bold yellow]warning:[/] --sandbox none: the policy's commands and "
                           "the verifiers run WITHOUT isolation")
     progress = Progress()
+    backend = execution.choose(cfg.get("run.executor"), cfg)
     if resume:
         changed = [name for name, value in (
             ("TASKS_DIR", tasks_dir), ("--base-url", base_url), ("--model", model),
@@ -104,7 +106,8 @@ def run(
         name = resume
         call = lambda: resume_run(cfg, resume, concurrency=concurrency,  # noqa: E731
                                   min_pass_rate=min_pass_rate,
-                                  max_infra_error_rate=max_infra_error_rate, progress=progress)
+                                  max_infra_error_rate=max_infra_error_rate, progress=progress,
+                                  backend=backend)
     else:
         if tasks_dir is None:
             raise UserError("give a directory of tasks (rlforge run TASKS_DIR) or --resume RUN_ID")
@@ -114,7 +117,7 @@ def run(
         name = run_id or new_run_id()
         gens = [g.strip() for g in generators.split(",") if g.strip()] if generators else None
         call = lambda: start(cfg, tasks_dir, run_id=name, generators=gens,  # noqa: E731
-                             split=split, limit=limit, progress=progress)
+                             split=split, limit=limit, progress=progress, backend=backend)
     report = _with_live_view(call, progress, name, quiet or as_json, "run")
     _finish(report, as_json, quiet)
 

@@ -11,7 +11,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from rlforge.cli import console, err_console, state
+from rlforge.cli.common import console, err_console, state
 from rlforge.config import default_cache_dir
 from rlforge.errors import SandboxUnavailable, UserError
 from rlforge.sandbox import prepare_env, run, run_checks, spec_from_config

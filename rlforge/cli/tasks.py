@@ -13,8 +13,8 @@ import typer
 from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from rlforge import db
-from rlforge.cli import console, err_console, state
+from rlforge import db, execution
+from rlforge.cli.common import console, err_console, state
 from rlforge.cli.ray import executor_option, ray_address_option
 from rlforge.errors import UserError
 
@@ -98,7 +98,7 @@ def build_tasks(
         validate=not no_validate, split_by=split_by, cutoff=when, sandbox_mode=mode,
         workers=cfg.get("sandbox.workers"), force=force,
         generator_options=cfg.get("tasks.generator_options"), config=cfg,
-        ray=_ray_options(cfg))
+        backend=execution.choose(cfg.get("tasks.executor"), cfg))
     if mode == "none" and opts.validate:
         err_console.print("[bold yellow]warning:[/] --sandbox none: validation runs task scripts "
                           "WITHOUT isolation")
@@ -155,11 +155,10 @@ def validate(
     """Prove tasks: gold solution scores 1, null and adversarial submissions score 0, no leaks."""
     from rlforge.sandbox import sandbox_settings
     from rlforge.tasks.staging import check_whole
-    from rlforge.verify.validate import validate_many
 
     cfg = state(ctx).config
     cfg.with_flags(tasks__executor=executor, ray__address=ray_address)
-    ray = _ray_options(cfg)
+    backend = execution.choose(cfg.get("tasks.executor"), cfg)
     if not tasks_dir.is_dir():
         raise UserError(f"{tasks_dir}: no such directory")
     check_whole(tasks_dir)
@@ -176,12 +175,12 @@ def validate(
         if update else None
     if prog:
         with prog:
-            results = asyncio.run(validate_many(dirs, workers=cfg.get("sandbox.workers"),
-                                                sandbox_mode=mode, progress=tick, ray=ray,
-                                                settings=settings))
+            results = asyncio.run(backend.validate(dirs, workers=cfg.get("sandbox.workers"),
+                                                   sandbox_mode=mode, progress=tick,
+                                                   settings=settings))
     else:
-        results = asyncio.run(validate_many(dirs, workers=cfg.get("sandbox.workers"), sandbox_mode=mode,
-                                            ray=ray, settings=settings))
+        results = asyncio.run(backend.validate(dirs, workers=cfg.get("sandbox.workers"),
+                                               sandbox_mode=mode, settings=settings))
     failed = [r for r in results if not r.ok]
     if as_json:
         console.print_json(json.dumps({"tasks": len(results), "passed": len(results) - len(failed),
@@ -202,15 +201,6 @@ def validate(
             console.print(f"{len(results) - len(failed)}/{len(results)} tasks passed validation")
     if failed:
         raise typer.Exit(1)
-
-
-def _ray_options(cfg):
-    """The Ray settings when `tasks.executor` is ray, else None (the work stays local)."""
-    if cfg.get("tasks.executor") != "ray":
-        return None
-    from rlforge.executors.cluster import RayOptions
-
-    return RayOptions.from_config(cfg)
 
 
 def register(app: typer.Typer) -> None:

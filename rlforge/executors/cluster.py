@@ -304,14 +304,6 @@ def pack_task(path: Path) -> bytes:
     return buf.getvalue()
 
 
-def unpack_task(data: bytes, dest: Path) -> Path:
-    """Unpack `pack_task` bytes into the new directory `dest` (nothing lands outside it)."""
-    dest.mkdir(parents=True)
-    with tarfile.open(fileobj=io.BytesIO(data), mode="r:gz") as tar:
-        tar.extractall(dest, filter="tar")
-    return dest
-
-
 @dataclass
 class TaskFiles:
     """The driver's side of how task directories reach workers (see the module docstring).

@@ -1,7 +1,8 @@
 """`rlforge run --executor ray`: rollouts play in node workers; the run driver is unchanged.
 
-`ray_session` is `rlforge.run.session`'s session with Ray underneath: it connects (see
-`cluster`), starts one worker per node, opens the policy client on each, and hands the
+`ray_session` plays a run's `Session` (`rlforge.run.session`) with Ray underneath: it
+connects (see `cluster`), starts one worker per node, opens the policy client on each, and
+hands the
 run driver (`rlforge.run.driver.drive`) a `RayRolloutRunner` in place of the local
 `RolloutRunner`. The driver keeps scheduling (quotas, longest first), rollouts.jsonl
 (appended and flushed as each record arrives), the DuckDB loads, the live counters, and
@@ -26,11 +27,13 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from rlforge.config import Config
 from rlforge.errors import UserError
 from rlforge.executors.cluster import (RayOptions, TaskFiles, Worker, close_workers, connected,
                                        probe_files, start_workers)
 from rlforge.executors.dispatch import Dispatcher, capacities
+from rlforge.records import RolloutSummary
+from rlforge.run.driver import drive
+from rlforge.run.session import Session, plan_sandbox, sandbox_needed, spec_hook_for
 from rlforge.run.tasks import Task
 
 logger = logging.getLogger("rlforge.executors")
@@ -74,13 +77,10 @@ def check_endpoint_reachable(ray, workers: list[Worker], base_url: str, embedded
                         "--base-url an address every node reaches")
 
 
-async def ray_session(cfg: Config, plan: dict[str, Any], store, tasks: list[Task], items: list,
-                      policy, api_key: str, concurrency: int, sink, progress) -> list:
-    """`rlforge.run.session._session` on Ray; the facts of the rollouts run."""
-    from rlforge.run.driver import drive
-    from rlforge.run.session import plan_sandbox, sandbox_needed, spec_hook_for
-
-    options = RayOptions.from_config(cfg)
+async def ray_session(options: RayOptions, session: Session) -> list[RolloutSummary]:
+    """The session's rollouts played by Ray workers; their summaries."""
+    plan, tasks, items, policy = session.plan, session.tasks, session.items, session.policy
+    concurrency = session.concurrency
     used = sorted({item.task for item in items})
     with connected(options.address) as ray:
         workers = await start_workers(
@@ -98,7 +98,8 @@ async def ray_session(cfg: Config, plan: dict[str, Any], store, tasks: list[Task
             hook = spec_hook_for(tasks)
             await asyncio.gather(*(w.handle.set_spec_hook.remote(hook) for w in workers))
             await asyncio.gather(*(w.handle.open_run.remote(
-                run, {**policy.record(), "concurrency": max(1, requests[w])}, api_key, slots[w])
+                run, {**policy.record(), "concurrency": max(1, requests[w])}, session.api_key,
+                slots[w])
                 for w in workers))
 
             def rebalance(alive: list[Worker]) -> dict[Worker, int]:
@@ -111,8 +112,8 @@ async def ray_session(cfg: Config, plan: dict[str, Any], store, tasks: list[Task
             dispatcher = Dispatcher(workers, "rollout", room(slots), rebalance)
             runner = RayRolloutRunner(dispatcher, TaskFiles.for_workers(ray, workers,
                                                                         options.task_files))
-            return await drive(tasks, items, runner, store, sink, progress,
-                               concurrency=sum(room(slots).values()),
+            return await drive(tasks, items, runner, session.store, session.sink,
+                               session.progress, concurrency=sum(room(slots).values()),
                                quotas=plan["generator_concurrency"])
         finally:
             if dispatcher is not None:

@@ -4,10 +4,10 @@
   by `validate_task` in a node worker (oracle, null and adversarial submissions, leak
   check — the same code), on that node's sandbox pool and prepared environments; results
   come back in input order with the caller's paths. `rlforge validate --executor ray` and
-  build-tasks' validation (`tasks.executor = "ray"`) call it through `validate_many`.
-- `RayChecker` is the commits.repair `Checker` with its sandboxed part on Ray: the
+  build-tasks' validation (`tasks.executor = "ray"`) call it as `RayBackend.validate`.
+- `start_ray_checker` makes the commits.repair `Checker` with its sandboxed part on Ray: the
   verdict cache (`repair_checks` in the driver's DuckDB) stays with the driver, while
-  `_check` — write the parent and fixed trees, build the repository's environment, run
+  `run_check` — write the parent and fixed trees, build the repository's environment, run
   its test suite twice on each — runs in a node worker on the commit's snapshot, which
   goes there through Ray's object store.
 """
@@ -75,59 +75,50 @@ class ClusterSandboxes:
         self.workers = workers
 
     def close(self) -> None:
-        """Nothing to close here: `RayChecker.close` ends the workers."""
+        """Nothing to close here: the checker's `close` ends the workers."""
 
 
-class RayChecker(Checker):
-    """A commits.repair `Checker` whose sandboxed runs happen on Ray; make it with `start`."""
+async def start_ray_checker(con, opts, options: RayOptions, sandbox_workers: int,
+                            sandbox_mode: str, cache_dir: Path,
+                            settings: dict[str, Any] | None = None) -> Checker:
+    """A commits.repair `Checker` whose sandboxed runs happen on Ray: connect, start a
+    worker per node, give each a `Checker` of its own with `settings` (the driver's
+    sandbox settings); the verdict cache stays here. Its `close` ends the workers."""
+    stack = contextlib.ExitStack()
+    state: dict[str, Any] = {"workers": [], "dispatcher": None, "ray": None}
 
-    def __init__(self, con, opts, cache_dir: Path, sandbox_mode: str,
-                 settings: dict[str, Any] | None = None):
-        super().__init__(con, opts, None, cache_dir, sandbox_mode, settings)
-        self._stack = contextlib.ExitStack()
-        self._ray = None
-        self._workers: list = []
-        self._dispatcher: Dispatcher | None = None
-        self.pool = ClusterSandboxes(0)
-
-    @classmethod
-    async def start(cls, con, opts, options: RayOptions, sandbox_workers: int,
-                    sandbox_mode: str, cache_dir: Path,
-                    settings: dict[str, Any] | None = None) -> "RayChecker":
-        """Connect, start a worker per node and give each a `Checker` of its own, with
-        `settings` (the driver's sandbox settings)."""
-        checker = cls(con, opts, cache_dir, sandbox_mode, settings)
-        try:
-            checker._ray = ray = checker._stack.enter_context(connected(options.address))
-            checker._workers = await start_workers(
-                ray, sandbox_workers=sandbox_workers, sandbox_mode=sandbox_mode,
-                needs_sandbox=True, cache_dir=options.cache_dir, probe=[],
-                task_files=options.task_files, sandbox=checker.settings)
-            await asyncio.gather(*(w.handle.open_repair.remote(opts) for w in checker._workers))
-            sandboxes = sum(w.sandboxes for w in checker._workers)
-            checker._dispatcher = Dispatcher(checker._workers, "repair",
-                                             capacities(checker._workers, max(1, sandboxes // 2)))
-            checker.pool = ClusterSandboxes(sandboxes)
-        except BaseException:
-            checker.close()
-            raise
-        return checker
-
-    async def _check(self, snap, settings, requirements: list[str], rules: dict) -> Any:
-        return await self._dispatcher.call((snap, settings, requirements, rules))
-
-    def close(self) -> None:
+    def close() -> None:
         """End the workers (each removes its scratch) and the Ray connection."""
-        super().close()
-        if self._dispatcher is not None:
-            self._dispatcher.stop()
-        if self._workers:
+        dispatcher, workers, ray = state["dispatcher"], state["workers"], state["ray"]
+        if dispatcher is not None:
+            dispatcher.stop()
+        if workers:
             logger.info("commits checked per Ray node: %s",
-                        ", ".join(f"{w.name} {w.done}" for w in self._workers))
-            alive = [w.handle for w in self._workers if w.alive]
+                        ", ".join(f"{w.name} {w.done}" for w in workers))
+            alive = [w.handle for w in workers if w.alive]
             with contextlib.suppress(Exception):
-                self._ray.get([h.close.remote() for h in alive], timeout=30)
-            kill_workers(self._ray, [w.handle for w in self._workers])
-            self._workers = []
-        self._stack.close()
+                ray.get([h.close.remote() for h in alive], timeout=30)
+            kill_workers(ray, [w.handle for w in workers])
+            state["workers"] = []
+        stack.close()
 
+    async def sandboxed(snap, repo_settings, requirements: list[str], rules: dict):
+        return await state["dispatcher"].call((snap, repo_settings, requirements, rules))
+
+    checker = Checker(con, opts, ClusterSandboxes(0), cache_dir, sandbox_mode, settings,
+                      sandboxed=sandboxed, on_close=close)
+    try:
+        state["ray"] = ray = stack.enter_context(connected(options.address))
+        state["workers"] = workers = await start_workers(
+            ray, sandbox_workers=sandbox_workers, sandbox_mode=sandbox_mode,
+            needs_sandbox=True, cache_dir=options.cache_dir, probe=[],
+            task_files=options.task_files, sandbox=checker.settings)
+        await asyncio.gather(*(w.handle.open_repair.remote(opts) for w in workers))
+        sandboxes = sum(w.sandboxes for w in workers)
+        state["dispatcher"] = Dispatcher(workers, "repair",
+                                         capacities(workers, max(1, sandboxes // 2)))
+        checker.pool = ClusterSandboxes(sandboxes)
+    except BaseException:
+        checker.close()
+        raise
+    return checker

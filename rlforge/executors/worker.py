@@ -21,8 +21,10 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import logging
+import io
 import os
 import shutil
+import tarfile
 import tempfile
 import traceback
 from collections import Counter, OrderedDict
@@ -116,7 +118,7 @@ class NodeWorker:
         """Check this node can serve and open its pool; `{"error": ...}` if it cannot."""
         from rlforge.config import Config, default_cache_dir
         from rlforge.sandbox import SandboxPool, ensure_available
-        from rlforge.verify.validate import TaskRunner
+        from rlforge.verify.runner import TaskRunner
 
         if spec["version"] != __version__:
             return {"error": f"it runs rlforge {__version__} and this machine rlforge "
@@ -142,7 +144,7 @@ class NodeWorker:
     async def set_spec_hook(self, hook) -> None:
         """Sandbox fields per task (e.g. a prepared venv) from the driver's code, carried by
         Ray's pickling; None keeps the default, `prepared_env_hook`."""
-        from rlforge.verify.validate import TaskRunner
+        from rlforge.verify.runner import TaskRunner
 
         self.task_runner = TaskRunner(self.pool, self.sandbox_mode, hook, self.sandbox)
 
@@ -240,7 +242,7 @@ class NodeWorker:
 
     async def _repair(self, payload):
         snap, settings, requirements, rules = payload
-        return await self.checker._check(snap, settings, requirements, rules)
+        return await self.checker.run_check(snap, settings, requirements, rules)
 
     # --- task directories ----------------------------------------------------------------
 
@@ -278,8 +280,6 @@ class NodeWorker:
             return Path(path), f"{path}: its copy from the driver could not be unpacked ({exc})"
 
     async def _unpack(self, key: str, path: str, files: Any) -> Path:
-        from rlforge.executors.cluster import unpack_task
-
         try:
             data = await files
             dest = self.scratch / "tasks" / key[:24] / Path(path).name
@@ -320,3 +320,12 @@ class NodeWorker:
             await asyncio.to_thread(self.pool.close)
         if self.scratch is not None:
             shutil.rmtree(self.scratch, ignore_errors=True)
+
+
+def unpack_task(data: bytes, dest: Path) -> Path:
+    """Unpack `rlforge.executors.cluster.pack_task` bytes into the new directory `dest`
+    (nothing lands outside it)."""
+    dest.mkdir(parents=True)
+    with tarfile.open(fileobj=io.BytesIO(data), mode="r:gz") as tar:
+        tar.extractall(dest, filter="tar")
+    return dest

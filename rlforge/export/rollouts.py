@@ -29,7 +29,7 @@ import pyarrow as pa
 from rlforge import stats
 from rlforge.errors import UserError
 from rlforge.export.tasks import ExportReport, _prepare_out, _write_parquet
-from rlforge.run.driver import Fact
+from rlforge.records import RolloutSummary
 from rlforge.run.store import CONFIG, RunStore
 
 ROLLOUT_FORMATS = ("sft", "dpo", "grpo")
@@ -93,7 +93,7 @@ def with_advantages(records: list[dict[str, Any]]) -> dict[str, float | None]:
         groups.setdefault(r["task_id"], []).append(r)
     out: dict[str, float | None] = {}
     for members in groups.values():
-        values = stats.group_advantages([Fact.of(r).reward for r in members])
+        values = stats.group_advantages([RolloutSummary.of(r).reward for r in members])
         for r, a in zip(members, values):
             out[r["rollout_id"]] = None if a is None else round(a, 6)
     return out
@@ -128,7 +128,7 @@ def split_conversation(record: dict[str, Any]) -> tuple[list[dict], list[dict]]:
 
 
 def _reward(record: dict[str, Any]) -> float:
-    return float(Fact.of(record).reward or 0.0)
+    return float(RolloutSummary.of(record).reward or 0.0)
 
 
 def _base(record: dict[str, Any]) -> dict[str, Any]:

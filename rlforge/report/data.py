@@ -16,7 +16,7 @@ from typing import Any
 
 from rlforge import stats
 from rlforge.export.rollouts import load_rollouts, open_run, with_advantages
-from rlforge.run.driver import Fact
+from rlforge.records import RolloutSummary
 
 MAX_MESSAGE_CHARS = 20_000
 
@@ -47,14 +47,14 @@ def load_run(run: str | Path, runs_dir: str | Path) -> RunData:
     plan = store.read_config()
     records = load_rollouts(store)
     samples = int(plan.get("samples") or 1)
-    summary = stats.summarize((Fact.of(r).to_dict() for r in records), samples)
+    summary = stats.summarize((RolloutSummary.of(r).to_dict() for r in records), samples)
     generators = sorted({r["generator"] for r in records})
     return RunData(store.run_id, store.dir, plan, records, summary, generators)
 
 
 def reward_of(record: dict[str, Any]) -> float | None:
     """The rollout's total reward as statistics count it (None when invalid)."""
-    return Fact.of(record).reward
+    return RolloutSummary.of(record).reward
 
 
 def task_groups(records: list[dict[str, Any]]) -> dict[str, tuple[int, int]]:

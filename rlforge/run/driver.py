@@ -21,11 +21,12 @@ from typing import Any, Callable
 
 from rlforge import db
 from rlforge.errors import PolicyContextLength, PolicyRequestError, UserError
+from rlforge.records import RolloutSummary
 from rlforge.run.environment import EnvOptions, Environment, InfraError
 from rlforge.run.schedule import Scheduler, WorkItem
 from rlforge.run.store import RunStore, insert_lines, utc_now
 from rlforge.run.tasks import Task
-from rlforge.verify.validate import TaskRunner
+from rlforge.verify.runner import TaskRunner
 
 logger = logging.getLogger("rlforge.run")
 
@@ -53,7 +54,7 @@ class Progress:
     started: float = field(default_factory=time.monotonic)
     resumed: int = 0  # rollouts already stored when this session started
 
-    def add(self, fact: "Fact") -> None:
+    def add(self, fact: RolloutSummary) -> None:
         self.done += 1
         self.outcomes[fact.outcome] += 1
         if fact.error_type:
@@ -77,37 +78,6 @@ class Progress:
     @property
     def rollouts_per_second(self) -> float:
         return (self.done - self.resumed) / self.elapsed if self.elapsed > 0 else 0.0
-
-
-@dataclass(slots=True)
-class Fact:
-    """What statistics need of a rollout (kept in memory for the whole run)."""
-
-    task_id: str
-    sample: int
-    generator: str
-    split: str
-    outcome: str
-    reward: float | None
-    error_type: str | None
-    prompt_tokens: int
-    completion_tokens: int
-
-    @classmethod
-    def of(cls, record: dict[str, Any]) -> "Fact":
-        reward = record.get("reward")
-        error = record.get("error")
-        return cls(record["task_id"], record["sample"], record["generator"],
-                   record.get("split") or "", record["outcome"],
-                   None if reward is None or record["outcome"] == "invalid" else reward["total"],
-                   error.get("type") if error else None, record.get("prompt_tokens") or 0,
-                   record.get("completion_tokens") or 0)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"task_id": self.task_id, "sample": self.sample, "generator": self.generator,
-                "split": self.split, "outcome": self.outcome, "reward": self.reward,
-                "error_type": self.error_type, "prompt_tokens": self.prompt_tokens,
-                "completion_tokens": self.completion_tokens}
 
 
 class RolloutRunner:
@@ -272,7 +242,7 @@ class TableSink:
 async def drive(tasks: list[Task], items: list[WorkItem], runner: RolloutRunner,
                 store: RunStore, sink: TableSink | None, progress: Progress, *,
                 concurrency: int, quotas: dict[str, int] | None = None,
-                on_record: Callable[[dict[str, Any], Fact], None] | None = None) -> list[Fact]:
+                on_record: Callable[[dict[str, Any], RolloutSummary], None] | None = None) -> list[RolloutSummary]:
     """Run `items` on `concurrency` workers; every record is stored as it ends.
 
     Returns the facts of the rollouts run (in finishing order). When all went well the
@@ -281,7 +251,7 @@ async def drive(tasks: list[Task], items: list[WorkItem], runner: RolloutRunner,
     """
     scheduler = Scheduler(items, quotas)
     remaining = Counter(item.task for item in items)
-    facts: list[Fact] = []
+    facts: list[RolloutSummary] = []
 
     async def worker() -> None:
         while (item := await scheduler.take()) is not None:
@@ -293,7 +263,7 @@ async def drive(tasks: list[Task], items: list[WorkItem], runner: RolloutRunner,
                 progress.in_flight -= 1
             scheduler.finished(item, record["seconds"])
             line = store.append(record)
-            fact = Fact.of(record)
+            fact = RolloutSummary.of(record)
             facts.append(fact)
             progress.add(fact)
             if sink is not None:

@@ -53,7 +53,7 @@ from rlforge.run.submission import (SUBMISSION_CHARS, as_file, as_read, read_pre
 from rlforge.run.tasks import Task
 from rlforge.sandbox import FailureReason, SandboxResult, SandboxSpec
 from rlforge.verify import standalone
-from rlforge.verify.validate import TaskRunner, fresh_workspace
+from rlforge.verify.runner import TaskRunner, fresh_workspace
 
 SINGLE_TURN_SYSTEM = (
     "You are answering in this chat: you cannot run commands or write files. Where the "

@@ -21,7 +21,8 @@ from typing import Any
 from rlforge import db
 from rlforge.config import Config
 from rlforge.errors import UserError
-from rlforge.run.driver import Fact, Progress
+from rlforge.records import RolloutSummary
+from rlforge.run.driver import Progress
 from rlforge.run.environment import EnvOptions, Environment, InfraError
 from rlforge.run.session import RunReport, finalize, plan_sandbox, with_overrides
 from rlforge.run.store import ROLLOUTS, RunStore, reload_run, utc_now
@@ -55,7 +56,7 @@ def rescore(cfg: Config, run_id: str, *, min_pass_rate: float | None = None,
             con.execute("COMMIT")
         finally:
             con.close()
-        report = finalize(db_path, store, plan, [Fact.of(r) for r in records],
+        report = finalize(db_path, store, plan, [RolloutSummary.of(r) for r in records],
                           status="finished" if len(records) == len(plan["tasks"]) * plan["samples"]
                           else "running")
         report.rescored = counts
@@ -69,7 +70,7 @@ def rescore(cfg: Config, run_id: str, *, min_pass_rate: float | None = None,
 async def _rescore_all(plan: dict[str, Any], records: list[dict[str, Any]],
                        progress: Progress) -> dict[str, int]:
     from rlforge.sandbox import SandboxPool
-    from rlforge.verify.validate import TaskRunner
+    from rlforge.verify.runner import TaskRunner
 
     paths = dict((task_id, path) for task_id, path in plan["tasks"])
     tasks: dict[str, Task | None] = {}
@@ -103,7 +104,7 @@ async def _rescore_all(plan: dict[str, Any], records: list[dict[str, Any]],
                     previous = record["rescored"]["previous"]
                     counts["changed"] += (previous["outcome"] != record["outcome"] or
                                           previous["total"] != (record["reward"] or {}).get("total"))
-                progress.add(Fact.of(record))
+                progress.add(RolloutSummary.of(record))
 
             await asyncio.gather(*(one(r) for r in records))
     finally:

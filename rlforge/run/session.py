@@ -16,19 +16,18 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import datetime as dt
-import functools
 import os
-import shutil
-import tempfile
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
 
-from rlforge import __version__, db, stats
+from rlforge import __version__, db, execution, stats
 from rlforge.config import Config
 from rlforge.errors import ConfigError, UserError
-from rlforge.run.driver import Fact, Progress, RolloutRunner, TableSink, drive
+from rlforge.execution import Backend
+from rlforge.records import RolloutSummary
+from rlforge.run.driver import Progress, TableSink
 from rlforge.run.environment import EnvOptions
 from rlforge.run.schedule import WorkItem, prior_seconds
 from rlforge.run.store import (ROLLOUTS, RunStore, insert_lines, new_run_id, reload_run,
@@ -36,6 +35,23 @@ from rlforge.run.store import (ROLLOUTS, RunStore, insert_lines, new_run_id, rel
 from rlforge.run.tasks import IN_PROCESS_VERIFIERS, Task, discover_tasks, load_task
 
 PLAN_SCHEMA = 1
+
+
+@dataclass
+class Session:
+    """The rollouts one `rlforge run` (or resume) plays, handed to its backend
+    (`rlforge.execution`): the plan, where records go, the tasks and the missing (task,
+    sample) items; the policy fields are set once the endpoint is up."""
+
+    plan: dict[str, Any]
+    store: RunStore
+    tasks: list[Task]
+    items: list[WorkItem]
+    sink: TableSink
+    progress: Progress
+    policy: Any = None  # rlforge.policy.PolicyConfig
+    api_key: str = ""
+    concurrency: int = 1  # rollouts in flight in the whole run
 
 
 @dataclass
@@ -160,8 +176,10 @@ def work_items(tasks: list[Task], samples: int, done: set[tuple[str, int]]) -> l
 
 def start(cfg: Config, tasks_dir: Path, *, run_id: str | None = None,
           generators: list[str] | None = None, split: str | None = None,
-          limit: int | None = None, progress: Progress | None = None) -> RunReport:
-    """Plan and execute a new run over the tasks in `tasks_dir`; see the module docstring."""
+          limit: int | None = None, progress: Progress | None = None,
+          backend: Backend | None = None) -> RunReport:
+    """Plan and execute a new run over the tasks in `tasks_dir`; see the module docstring.
+    `backend`: where the rollouts play (None: `run.executor`'s)."""
     tasks = select_tasks(discover_tasks(tasks_dir), generators=generators, split=split,
                          limit=limit)
     run_id = run_id or new_run_id()
@@ -170,14 +188,14 @@ def start(cfg: Config, tasks_dir: Path, *, run_id: str | None = None,
     store = RunStore.create(cfg.get("run.runs_dir"), run_id)
     try:
         store.write_config(plan)
-        return _execute(cfg, store, plan, tasks, [], progress or Progress())
+        return _execute(cfg, store, plan, tasks, [], progress or Progress(), backend)
     finally:
         store.close()
 
 
 def resume(cfg: Config, run_id: str, *, concurrency: int | None = None,
            min_pass_rate: float | None = None, max_infra_error_rate: float | None = None,
-           progress: Progress | None = None) -> RunReport:
+           progress: Progress | None = None, backend: Backend | None = None) -> RunReport:
     """Finish an interrupted run: every rollout stored is kept, each missing one runs."""
     store = RunStore.open(cfg.get("run.runs_dir"), run_id)
     store.lock()
@@ -186,7 +204,7 @@ def resume(cfg: Config, run_id: str, *, concurrency: int | None = None,
                               max_infra_error_rate)
         records = store.read_rollouts(repair=True)
         tasks = _plan_tasks(plan)
-        return _execute(cfg, store, plan, tasks, records, progress or Progress())
+        return _execute(cfg, store, plan, tasks, records, progress or Progress(), backend)
     finally:
         store.close()
 
@@ -214,7 +232,8 @@ def _plan_tasks(plan: dict[str, Any]) -> list[Task]:
 
 
 def _execute(cfg: Config, store: RunStore, plan: dict[str, Any], tasks: list[Task],
-             records: list[dict[str, Any]], progress: Progress) -> RunReport:
+             records: list[dict[str, Any]], progress: Progress,
+             backend: Backend | None) -> RunReport:
     started = time.perf_counter()
     db_path = cfg.get("db")
     done = {(r["task_id"], r["sample"]) for r in records}
@@ -222,7 +241,7 @@ def _execute(cfg: Config, store: RunStore, plan: dict[str, Any], tasks: list[Tas
         raise UserError(f"{store.dir}/rollouts.jsonl holds the same rollout twice; "
                         "the run log was edited by hand")
     items = work_items(tasks, plan["samples"], done)
-    facts = [Fact.of(r) for r in records]
+    facts = [RolloutSummary.of(r) for r in records]
     progress.total = len(tasks) * plan["samples"]
     progress.done = progress.resumed = len(records)
     for fact in facts:
@@ -240,17 +259,12 @@ def _execute(cfg: Config, store: RunStore, plan: dict[str, Any], tasks: list[Tas
     notice = ""
     sink = TableSink(db_path)
     if items:
-        session = _session
-        if cfg.get("run.executor") == "ray":  # rollouts in Ray workers, which check their sandboxes
-            from rlforge.executors.rollouts import ray_session
-
-            session = functools.partial(ray_session, cfg)
-        else:
-            _check_sandbox(tasks, items, plan)
-        with _policy(cfg, plan) as (policy, api_key, notice, concurrency):
+        backend = backend or execution.choose(cfg.get("run.executor"), cfg)
+        session = Session(plan, store, tasks, items, sink, progress)
+        backend.preflight(session)
+        with _policy(cfg, plan) as (session.policy, session.api_key, notice, session.concurrency):
             progress.started = time.monotonic()
-            facts += asyncio.run(session(plan, store, tasks, items, policy, api_key,
-                                         concurrency, sink, progress))
+            facts += asyncio.run(backend.rollouts(session))
     report = finalize(db_path, store, plan, facts, status="finished", lines=sink.lines)
     report.session_rollouts = len(items)
     report.seconds = time.perf_counter() - started
@@ -263,14 +277,6 @@ def sandbox_needed(tasks: list[Task], items: list[WorkItem], plan: dict[str, Any
     return plan["env"]["sandbox_mode"] == "bwrap" and any(
         tasks[i.task].kind == "terminal" or tasks[i.task].verifier not in IN_PROCESS_VERIFIERS
         for i in items)
-
-
-def _check_sandbox(tasks: list[Task], items: list[WorkItem], plan: dict[str, Any]) -> None:
-    """Refuse to start (one clear error) when rollouts need a sandbox this host cannot make."""
-    if sandbox_needed(tasks, items, plan):
-        from rlforge.sandbox import ensure_available
-
-        ensure_available()
 
 
 @contextlib.contextmanager
@@ -291,27 +297,6 @@ def _policy(cfg: Config, plan: dict[str, Any]) -> Iterator[tuple[Any, str, str, 
         yield policy, "", NOTICE, 1
 
 
-async def _session(plan, store, tasks, items, policy, api_key, concurrency, sink,
-                   progress) -> list[Fact]:
-    from rlforge.policy import PolicyClient
-    from rlforge.sandbox import SandboxPool
-    from rlforge.verify.validate import TaskRunner
-
-    scratch = Path(tempfile.mkdtemp(prefix="rlforge-run-"))
-    try:
-        async with PolicyClient(policy, api_key=api_key) as client, \
-                SandboxPool(plan["sandbox_workers"]) as pool:
-            runner = RolloutRunner(
-                client, EnvOptions(**plan["env"]),
-                TaskRunner(pool, plan["env"]["sandbox_mode"], spec_hook_for(tasks),
-                           plan_sandbox(plan)), scratch,
-                run_id=plan["run_id"], run_seed=plan["seed"], time_budget=plan["time_budget"])
-            return await drive(tasks, items, runner, store, sink, progress,
-                               concurrency=concurrency, quotas=plan["generator_concurrency"])
-    finally:
-        shutil.rmtree(scratch, ignore_errors=True)
-
-
 def plan_sandbox(plan: dict[str, Any]) -> dict[str, Any]:
     """The sandbox settings a run was planned with (a plan from before they were kept ran
     with the built-in defaults)."""
@@ -325,13 +310,13 @@ def spec_hook_for(tasks: list[Task]):
 
 # --- results -----------------------------------------------------------------------------
 
-def finalize(db_path, store: RunStore, plan: dict[str, Any], facts: list[Fact], *,
+def finalize(db_path, store: RunStore, plan: dict[str, Any], facts: list[RolloutSummary], *,
              status: str, lines: list[str] | None = None) -> RunReport:
     """Summary, pass@k, per-group advantages; summary.json, groups.jsonl, the DB (with the
     last `lines` of rollouts.jsonl not loaded yet, in the same transaction); the gate."""
     samples = plan["samples"]
     summary = stats.summarize((f.to_dict() for f in facts), samples)
-    groups: dict[str, list[Fact]] = {}
+    groups: dict[str, list[RolloutSummary]] = {}
     for f in facts:
         groups.setdefault(f.task_id, []).append(f)
     advantages: dict[str, float | None] = {}
@@ -387,7 +372,7 @@ def gate(summary: dict[str, Any], min_pass_rate: float, max_infra_error_rate: fl
     return 0, ""
 
 
-def _record_run(con, store: RunStore, plan: dict[str, Any], facts: list[Fact], *,
+def _record_run(con, store: RunStore, plan: dict[str, Any], facts: list[RolloutSummary], *,
                 status: str, summary: dict[str, Any] | None = None) -> None:
     existing = con.execute("SELECT created_at FROM runs WHERE run_id = ?",
                            [store.run_id]).fetchall()

@@ -21,7 +21,7 @@ from rlforge.run.tasks import Task
 from rlforge.errors import SubmissionTooLarge
 from rlforge.sandbox.files import CopyLimits, iter_files
 from rlforge.verify import standalone
-from rlforge.verify.validate import fresh_workspace
+from rlforge.verify.runner import fresh_workspace
 
 SUBMISSION_CHARS = 1_000_000  # what the standalone verifier reads of an answer file
 WORKSPACE_LIMIT = 4_000_000  # bytes of changed workspace files stored with a rollout

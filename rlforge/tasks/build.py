@@ -34,7 +34,7 @@ from typing import Any, Callable
 import duckdb
 import polars as pl
 
-from rlforge import __version__, db
+from rlforge import __version__, db, execution
 from rlforge.config import Config
 from rlforge.errors import UserError
 from rlforge.sandbox import sandbox_settings
@@ -43,7 +43,7 @@ from rlforge.tasks.render import PACKAGE_ROOT, Renderer, RenderedTask, render_ta
 from rlforge.tasks.spec import BuildContext, TaskSpec
 from rlforge.tasks.splits import exact_key, hash_split, near_duplicate_groups, time_split
 from rlforge.tasks.staging import BuildArea, task_digest
-from rlforge.verify.validate import VALIDATION_FILE, ValidationResult, validate_many
+from rlforge.verify.validate import VALIDATION_FILE, ValidationResult
 
 
 @dataclass
@@ -63,7 +63,7 @@ class BuildOptions:
     generator_options: dict[str, dict[str, Any]] = field(default_factory=dict)
     force: bool = False
     config: Any = None  # the resolved rlforge Config (None: flag-less Config.load())
-    ray: Any = None  # rlforge.executors.cluster.RayOptions: validate and check on Ray workers
+    backend: Any = None  # rlforge.execution.Backend of the checks and validation (None: local)
 
 
 @dataclass
@@ -172,7 +172,7 @@ def build_tasks(con: duckdb.DuckDBPyConnection, opts: BuildOptions,
     started = time.perf_counter()
     infos = select_generators(con, opts)
     q = quotas([i.name for i in infos], opts.mix, opts.limit)
-    renderer = Renderer(opts.templates)
+    renderer = Renderer(opts.templates, [d for i in infos if (d := i.template_dir())])
     stats: dict[str, Counter] = {i.name: Counter() for i in infos if i.name in q}
     drops: list[dict[str, str]] = []
     area = BuildArea(opts.out, validation=validation_key(opts) if opts.validate else None)
@@ -308,9 +308,10 @@ def _write_and_validate(area: BuildArea, tasks: list[RenderedTask], opts: BuildO
             if progress:
                 progress("validating", sum(p.task_id in verdicts for p in pending), len(pending))
 
-        results = asyncio.run(validate_many(list(map(Path, by_path)), workers=opts.workers,
-                                            sandbox_mode=opts.sandbox_mode, progress=settle,
-                                            ray=opts.ray, settings=_sandbox_settings(opts)))
+        backend = opts.backend or execution.choose("local", opts.config)
+        results = asyncio.run(backend.validate(list(map(Path, by_path)), workers=opts.workers,
+                                               sandbox_mode=opts.sandbox_mode, progress=settle,
+                                               settings=_sandbox_settings(opts)))
         for r in results:
             settle(r)
         for t in pending:

@@ -25,9 +25,10 @@ import re
 import tokenize
 from pathlib import Path
 
+from rlforge import execution
 from rlforge.config import Config, default_cache_dir
 from rlforge.ingest.commits import TEST_DIR, TEST_FILE
-from rlforge.sandbox import SandboxPool, sandbox_settings
+from rlforge.sandbox import sandbox_settings
 from rlforge.sandbox.envs import env_key
 from rlforge.tasks.registry import register
 from rlforge.tasks.repair import envs, gitrepo
@@ -117,7 +118,7 @@ class CommitsRepair:
         self.sandbox_mode = build.sandbox_mode if build is not None else self.config.get("sandbox.mode")
         self.sandbox = sandbox_settings(self.config, self.sandbox_mode)  # limits of the checks
         self.workers = build.workers if build is not None else self.config.get("sandbox.workers")
-        self.ray = getattr(build, "ray", None)  # RayOptions: the checks run on Ray workers
+        self.backend = getattr(build, "backend", None)  # where checks run (None: local)
         self.opts = RepairOptions.resolve(options, self.config)
         self.rejections: list[dict[str, str]] = []
 
@@ -151,17 +152,11 @@ class CommitsRepair:
 
     async def _check_all(self, ctx: BuildContext, rows: list[CommitRow]) -> list[tuple]:
         """Check candidates in order until the quota is met; the kept ones, in that order."""
-        if self.ray is not None:  # test runs in a worker per Ray node (rlforge.executors)
-            from rlforge.executors.validation import RayChecker
-
-            checker = await RayChecker.start(ctx.con, self.opts, self.ray, self.workers,
-                                             self.sandbox_mode, default_cache_dir(self.config),
-                                             self.sandbox)
-            pool = checker.pool
-        else:
-            pool = SandboxPool(self.workers)
-            checker = Checker(ctx.con, self.opts, pool, default_cache_dir(self.config),
-                              self.sandbox_mode, self.sandbox)
+        backend = self.backend or execution.choose("local", self.config)
+        checker = await backend.repair_checker(
+            ctx.con, self.opts, workers=self.workers, sandbox_mode=self.sandbox_mode,
+            cache_dir=default_cache_dir(self.config), settings=self.sandbox)
+        pool = checker.pool
         batch = max(1, pool.workers // 2)  # a commit keeps two sandboxes busy (parent, fix)
         kept: list[tuple] = []
         try:

@@ -3,17 +3,21 @@
 A generator is one module under `rlforge/tasks/` whose class is decorated with
 `@register(name, version, description)`. Third parties add theirs through the
 `rlforge.generators` entry-point group (the entry point names a module or a class; importing
-it registers it). `get("tickets.triage")` or `get("tickets.triage@1")` returns the entry;
-an unknown name raises `UnknownName` listing the valid ones.
+it registers it; see `rlforge.plugins` for what happens when one is broken), with their
+templates in a directory of their own package (`templates="pkg/dir"`).
+`get("tickets.triage")` or `get("tickets.triage@1")` returns the entry; an unknown name
+raises `UnknownName` listing the valid ones.
 """
 
 from __future__ import annotations
 
 import importlib
+import importlib.resources
 from dataclasses import dataclass
-from importlib.metadata import entry_points
+from pathlib import Path
 from typing import Any, Callable
 
+from rlforge import plugins
 from rlforge.errors import UnknownName, UserError
 
 BUILTIN_MODULES = ("rlforge.tasks.tickets_triage", "rlforge.tasks.tickets_reply",
@@ -31,18 +35,33 @@ class GeneratorInfo:
     description: str
     verifier: str
     factory: Callable[[], Any]
+    templates: str | None = None  # "package/dir" holding <name>/<file>.j2 (plug-ins)
 
     @property
     def id(self) -> str:
         return f"{self.name}@{self.version}"
+
+    def template_dir(self) -> Path | None:
+        """The directory of the generator's own templates, when it ships some."""
+        if not self.templates:
+            return None
+        package, _, sub = self.templates.partition("/")
+        root = importlib.resources.files(package).joinpath(*filter(None, sub.split("/")))
+        if not isinstance(root, Path) or not root.is_dir():
+            raise UserError(f"generator {self.id}: its templates {self.templates!r} are not a "
+                            "directory in the installed package")
+        return root
 
 
 _REGISTRY: dict[str, GeneratorInfo] = {}
 _loaded = False
 
 
-def register(name: str, version: int, description: str, verifier: str):
-    """Class decorator adding a generator to the registry under `name@version`."""
+def register(name: str, version: int, description: str, verifier: str,
+             templates: str | None = None):
+    """Class decorator adding a generator to the registry under `name@version`;
+    `templates`: "package/dir" of its own templates (`<name>/instruction.md.j2`, ...),
+    searched after `--templates` and rlforge's own."""
 
     def wrap(cls):
         existing = _REGISTRY.get(name)
@@ -52,7 +71,7 @@ def register(name: str, version: int, description: str, verifier: str):
                                 f"({existing.factory.__module__} and {cls.__module__})")
             return cls
         cls.name, cls.version, cls.description, cls.verifier = name, version, description, verifier
-        _REGISTRY[name] = GeneratorInfo(name, version, description, verifier, cls)
+        _REGISTRY[name] = GeneratorInfo(name, version, description, verifier, cls, templates)
         return cls
 
     return wrap
@@ -60,20 +79,15 @@ def register(name: str, version: int, description: str, verifier: str):
 
 def _load() -> None:
     global _loaded
-    if _loaded:
-        return
-    _loaded = True
-    for module in BUILTIN_MODULES:
-        try:
-            importlib.import_module(module)
-        except ModuleNotFoundError as exc:
-            if exc.name != module:
-                raise
-    for ep in entry_points(group=ENTRY_POINT_GROUP):
-        try:
-            ep.load()
-        except Exception as exc:  # a broken plug-in must not take the built-ins down
-            raise UserError(f"generator plug-in {ep.name!r} ({ep.value}) failed to load: {exc}") from None
+    if not _loaded:
+        for module in BUILTIN_MODULES:
+            try:
+                importlib.import_module(module)
+            except ModuleNotFoundError as exc:
+                if exc.name != module:
+                    raise
+        _loaded = True
+    plugins.load(ENTRY_POINT_GROUP)
 
 
 def registry() -> dict[str, GeneratorInfo]:

@@ -11,8 +11,9 @@ Layout (Harbor's):
 
 Templates are Jinja2 with StrictUndefined, looked up first in the user's `--templates`
 directory, then in rlforge's own `rlforge/templates/` (package data, found through
-importlib.resources so an installed wheel finds it as a checkout does): `<generator>/<file>.j2`
-before `<file>.j2`.
+importlib.resources so an installed wheel finds it as a checkout does), then in the
+directories plug-in generators ship (`rlforge.tasks.registry.register(templates=...)`):
+`<generator>/<file>.j2` before `<file>.j2`.
 The task id is a hash of everything rendered (task.toml aside, which holds the id).
 """
 
@@ -78,11 +79,12 @@ def toml_value(value: Any) -> str:
 class Renderer:
     """Jinja2 environment over the override and built-in template directories."""
 
-    def __init__(self, override: str | Path | None = None):
+    def __init__(self, override: str | Path | None = None, extra: list[Path] = ()):
         dirs = [str(Path(override))] if override else []
         if override and not Path(override).is_dir():
             raise UserError(f"--templates {override}: no such directory")
         dirs.append(str(builtin_templates()))
+        dirs += [str(d) for d in extra if str(d) not in dirs]
         self.dirs = dirs
         self.env = jinja2.Environment(
             loader=jinja2.FileSystemLoader(dirs), undefined=jinja2.StrictUndefined,

@@ -500,7 +500,7 @@ def _task_venv(task: Path) -> Path:
     """The prepared environment a repair task's tests run with (built by its build)."""
     import tomllib
 
-    from rlforge.verify.validate import prepared_env_hook
+    from rlforge.verify.runner import prepared_env_hook
 
     meta = tomllib.loads((task / "task.toml").read_text())
     return prepared_env_hook(task, meta)["venv"]

@@ -28,10 +28,11 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, Awaitable, Callable
 
 from rlforge import db
 from rlforge.errors import UserError
-from rlforge.sandbox import SandboxPool, prepare_env, read_file, settings_or_configured, spec_of
+from rlforge.sandbox import prepare_env, read_file, settings_or_configured, spec_of
 from rlforge.sandbox.envs import SYSTEM_PYTHON
 from rlforge.tasks.repair.gitrepo import CommitSnapshot
 from rlforge.tasks.repair.options import RepairOptions, RepoSettings
@@ -129,11 +130,18 @@ class EnvCache:
 class Checker:
     """Runs the build-time check of commits through one sandbox pool, under the user's
     sandbox `settings` (`rlforge.sandbox.sandbox_settings`; None: the flag-less
-    configuration's)."""
+    configuration's), keeping verdicts in `repair_checks` (`con`).
 
-    def __init__(self, con, opts: RepairOptions, pool: SandboxPool, cache_dir: Path,
-                 sandbox_mode: str = "bwrap", settings: dict | None = None):
+    `sandboxed`, when given, replaces `run_check` (the part that runs code): a backend
+    that runs it elsewhere passes its own, and `on_close` to end what it started."""
+
+    def __init__(self, con, opts: RepairOptions, pool: Any, cache_dir: Path,
+                 sandbox_mode: str = "bwrap", settings: dict | None = None,
+                 sandboxed: Callable[..., Awaitable[CheckResult]] | None = None,
+                 on_close: Callable[[], None] | None = None):
         self.con, self.opts, self.pool = con, opts, pool
+        self._sandboxed = sandboxed or self.run_check
+        self._on_close = on_close
         self.settings = settings_or_configured(settings, sandbox_mode)
         self.mode = self.settings["mode"]
         self.envs = EnvCache(cache_dir)
@@ -142,6 +150,8 @@ class Checker:
 
     def close(self) -> None:
         shutil.rmtree(self.scratch, ignore_errors=True)
+        if self._on_close is not None:
+            self._on_close()
 
     # --- cache ---------------------------------------------------------------------------
 
@@ -176,15 +186,17 @@ class Checker:
             if hit is not None:
                 return hit
         started = time.perf_counter()
-        result = await self._check(snap, settings, requirements, rules)
+        result = await self._sandboxed(snap, settings, requirements, rules)
         result.requirements = list(requirements)
         result.seconds = round(time.perf_counter() - started, 3)
         if result.reason not in ("environment failed to build", "sandbox failure"):
             self.store(snap.repo, snap.sha, key, result)  # infrastructure trouble is retried
         return result
 
-    async def _check(self, snap: CommitSnapshot, settings: RepoSettings, requirements: list[str],
-                     rules: dict) -> CheckResult:
+    async def run_check(self, snap: CommitSnapshot, settings: RepoSettings,
+                        requirements: list[str], rules: dict) -> CheckResult:
+        """Check one commit in sandboxes of `pool`: its tests on the parent and the fixed
+        trees (no cache)."""
         if snap.unsupported:
             return CheckResult(REJECTED, "patch does not apply",
                                f"the fix changes symlinks or submodules: {', '.join(snap.unsupported[:3])}")

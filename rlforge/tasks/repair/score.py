@@ -25,7 +25,7 @@ from pathlib import Path
 from rlforge.sandbox import SandboxPool, copy_tree
 from rlforge.verify.repair_patch import split_lines
 from rlforge.verify.repair_standalone import SUBMISSION_PATCH, skipped_path
-from rlforge.verify.validate import TaskRunner, fresh_workspace, load_task
+from rlforge.verify.runner import TaskRunner, fresh_workspace, load_task
 
 
 @dataclass

@@ -1,0 +1,154 @@
+"""Run a task's scripts in sandboxes and score submissions: the one way every part of rlforge
+(validation, `rlforge run`, rescoring, repair scoring, the Ray workers and the Python API)
+executes a task.
+
+`TaskRunner` holds a sandbox pool and the user's sandbox settings; `run_solution` runs the
+gold solution, `verify` scores a workspace under the trust boundary
+(`rlforge.verify.boundary`). `fresh_workspace` makes the workspace a submission is scored in.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import shutil
+import tempfile
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+from rlforge.errors import UserError
+from rlforge.sandbox import SandboxPool, SandboxSpec, prepare_env, settings_or_configured, spec_of
+from rlforge.tasks.staging import check_task
+from rlforge.verify.boundary import (SandboxBroken, SandboxPolicy, TreeTooLarge, load_reference,
+                                     score_workspace)
+
+
+@dataclass
+class VerifierRun:
+    """One scored submission: the reward, or why there is none (an infrastructure error).
+    `too_large` says the workspace did not fit the sandbox's capped file system: the
+    policy's fail when the policy wrote it (see `rlforge.run.environment`)."""
+
+    reward: dict | None
+    error: str | None = None
+    stdout: str = ""
+    too_large: str | None = None
+
+
+def load_task(task_dir: Path) -> dict[str, Any]:
+    """task.toml as a dict; a clear error when the directory is not a task, or not whole."""
+    toml_path = task_dir / "task.toml"
+    if not toml_path.is_file():
+        raise UserError(f"{task_dir}: not a task directory (no task.toml)")
+    check_task(task_dir)
+    return tomllib.loads(toml_path.read_text(encoding="utf-8"))
+
+
+def fresh_workspace(task_dir: Path, root: Path, files: dict[str, bytes] | None = None) -> Path:
+    """A new copy of the task's starting workspace (environment/app), plus submitted files."""
+    ws = Path(tempfile.mkdtemp(prefix="ws-", dir=root))
+    app = task_dir / "environment" / "app"
+    if app.is_dir():
+        shutil.copytree(app, ws, dirs_exist_ok=True, symlinks=True)
+    for rel, data in (files or {}).items():
+        target = ws / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(data)
+    ws.chmod(0o777)
+    for p in ws.rglob("*"):
+        p.chmod(0o777 if p.is_dir() else 0o666 | (p.stat().st_mode & 0o111))
+    return ws
+
+
+@functools.lru_cache(maxsize=32)
+def _prepared_env(requirements: tuple[str, ...], pip_args: tuple[str, ...], cache_dir: Path) -> Path:
+    return prepare_env(list(requirements), cache_dir, pip_args=list(pip_args))
+
+
+def prepared_env_hook(task_dir: Path, meta: dict) -> dict:
+    """Sandbox fields a task asks for in [metadata.rlforge]: `env_requirements` (and
+    `env_pip_args`) get the prepared venv at /opt/venv, built once and cached;
+    `sandbox_tmp_mb` a larger /tmp."""
+    rl = meta.get("metadata", {}).get("rlforge", {})
+    fields: dict[str, Any] = {}
+    if "env_requirements" in rl:
+        from rlforge.config import Config, default_cache_dir
+        fields["venv"] = _prepared_env(tuple(rl["env_requirements"]), tuple(rl.get("env_pip_args", ())),
+                                       default_cache_dir(Config.load()))
+    if rl.get("sandbox_tmp_mb"):
+        fields["tmp_mb"] = int(rl["sandbox_tmp_mb"])
+    return fields
+
+
+class TaskRunner:
+    """Runs a task's scripts in sandboxes and scores submissions on the host; shared by
+    validation, `rlforge run`, rescoring and the Python API.
+
+    Scoring follows the trust boundary (`rlforge.verify.boundary`): the reference is read
+    here, policy code runs in sandboxes that see only what it needs, and the reward is
+    computed in this process. `VerifierRun.error` is set only for infrastructure failures
+    (a sandbox that could not start, a broken task), never for what policy code did.
+    """
+
+    def __init__(self, pool: SandboxPool, sandbox_mode: str | None = "bwrap",
+                 spec_hook: Callable[[Path, dict], dict] | None = None,
+                 settings: dict[str, Any] | None = None):
+        """`settings`: the user's sandbox settings (`rlforge.sandbox.sandbox_settings`);
+        None reads them from the flag-less configuration. `sandbox_mode`, unless None,
+        wins over theirs."""
+        self.pool = pool
+        self.settings = settings_or_configured(settings, sandbox_mode)
+        self.mode = self.settings["mode"]
+        self.spec_hook = spec_hook or prepared_env_hook
+
+    def _fields(self, task_dir: Path, meta: dict) -> dict[str, Any]:
+        """SandboxSpec fields every sandbox of this task gets: what the task asks for (its
+        venv, /tmp size, [environment] memory_mb), under the user's sandbox settings."""
+        asked = dict(self.spec_hook(task_dir, meta)) if self.spec_hook else {}
+        memory = meta.get("environment", {}).get("memory_mb")
+        if memory and "memory_mb" not in asked:
+            asked["memory_mb"] = int(memory)
+        env = {"RLFORGE_SANDBOXED": "1", **asked.pop("env", {})}
+        return {**asked, **self.settings, "env": env}
+
+    def _spec(self, task_dir: Path, meta: dict, **fields) -> SandboxSpec:
+        return spec_of(self._fields(task_dir, meta), **fields)
+
+    async def run_solution(self, task_dir: Path, meta: dict, ws: Path) -> str | None:
+        """Run solution/solve.sh in the workspace; an error message if it failed."""
+        timeout = float(meta.get("agent", {}).get("timeout_sec", 120))
+        spec = self._spec(task_dir, meta, workspace=ws, timeout_sec=timeout,
+                          ro_binds={"/solution": task_dir / "solution"})
+        result = await self.pool.run(["bash", "/solution/solve.sh"], spec)
+        if result.failure or result.timed_out or result.exit_code != 0:
+            return (str(result.failure) if result.failure else
+                    "timed out" if result.timed_out else
+                    f"exit {result.exit_code}: {result.stderr_text[-300:]}")
+        return None
+
+    async def verify(self, task_dir: Path, meta: dict, ws: Path, scratch: Path | None = None) -> VerifierRun:
+        """Score the submission in `ws` with the task's verifier, policy code sandboxed."""
+        try:
+            reference = load_reference(task_dir)
+        except (OSError, ValueError) as exc:
+            return VerifierRun(None, f"the task's tests/reference.json cannot be read: {exc}")
+        policy = SandboxPolicy(self.pool, asyncio.get_running_loop(), self.mode,
+                               self._fields(task_dir, meta))
+        try:
+            reward = await asyncio.to_thread(score_workspace, task_dir, reference, ws, policy)
+        except TreeTooLarge as exc:
+            return VerifierRun(None, f"sandbox: {exc}", too_large=str(exc))
+        except SandboxBroken as exc:
+            return VerifierRun(None, f"sandbox: {exc}")
+        except (KeyError, TypeError, ValueError) as exc:
+            return VerifierRun(None, f"the task's verifier data is broken: {type(exc).__name__}: {exc}")
+        return VerifierRun(reward)
+
+    async def oracle(self, task_dir: Path, meta: dict, ws: Path, scratch: Path | None = None) -> VerifierRun:
+        """solution/solve.sh in the workspace, then the verifier on what it left."""
+        why = await self.run_solution(task_dir, meta, ws)
+        if why is not None:
+            return VerifierRun(None, f"solve.sh failed: {why}")
+        return await self.verify(task_dir, meta, ws, scratch)

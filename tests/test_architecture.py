@@ -1,0 +1,154 @@
+"""The import structure the README's architecture section describes, checked.
+
+Every import in rlforge counts — at module level or inside a function — except those
+under `if TYPE_CHECKING:` (types only, never run). A function-level import still makes
+one module need the other; hiding a cycle inside a function does not remove it.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+from paths import ROOT
+
+PACKAGE = ROOT / "rlforge"
+
+#: Layers that must not reach a backend implementation: they are handed one
+#: (`rlforge.execution`) and never pick one themselves.
+NO_BACKEND_IMPORTS = ("rlforge.run", "rlforge.verify", "rlforge.tasks", "rlforge.sandbox",
+                      "rlforge.ingest")
+BACKEND_IMPLEMENTATIONS = ("rlforge.executors", "rlforge.execution.local")
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(ROOT).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _is_type_checking(test: ast.expr) -> bool:
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
+
+
+def imported_names(tree: ast.AST, name: str, is_package: bool) -> list[str]:
+    """Every name the module imports at run time, absolute."""
+    package = name if is_package else name.rpartition(".")[0]
+    found: list[str] = []
+
+    def visit(node: ast.AST) -> None:
+        if isinstance(node, ast.If) and _is_type_checking(node.test):
+            for child in node.orelse:
+                visit(child)
+            return
+        if isinstance(node, ast.Import):
+            found.extend(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")[:len(package.split(".")) - node.level + 1]
+                base = ".".join(anchor + ([base] if base else []))
+            found.extend(f"{base}.{a.name}" for a in node.names)
+        for child in ast.iter_child_nodes(node):
+            visit(child)
+
+    visit(tree)
+    return found
+
+
+def import_graph() -> dict[str, set[str]]:
+    """rlforge module -> the rlforge modules it imports (a package's name stands for its
+    `__init__`). `from pkg import name` needs the module `pkg.name` when there is one,
+    else `pkg` itself; that Python runs a package's `__init__` before any module in it is
+    not counted (every module would then need its own package)."""
+    files = {module_name(p): p for p in PACKAGE.rglob("*.py")}
+    graph: dict[str, set[str]] = {}
+    for name, path in files.items():
+        edges = set()
+        for target in imported_names(ast.parse(path.read_text(encoding="utf-8")), name,
+                                     path.name == "__init__.py"):
+            while target and target not in files:  # `from pkg import func` -> pkg
+                target = target.rpartition(".")[0]
+            if target and target != name:
+                edges.add(target)
+        graph[name] = edges
+    return graph
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components with more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def connect(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in sorted(graph.get(v, ())):
+            if w not in index:
+                connect(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for v in sorted(graph):
+        if v not in index:
+            connect(v)
+    return found
+
+
+def _under(name: str, prefixes: tuple[str, ...]) -> bool:
+    return any(name == p or name.startswith(p + ".") for p in prefixes)
+
+
+def test_no_module_of_run_verify_tasks_imports_a_backend():
+    graph = import_graph()
+    wrong = sorted(f"{a} -> {b}" for a, targets in graph.items() if _under(a, NO_BACKEND_IMPORTS)
+                   for b in targets if _under(b, BACKEND_IMPLEMENTATIONS))
+    assert not wrong, "choose a backend with rlforge.execution.choose and pass it in:\n" + \
+        "\n".join(wrong)
+
+
+def test_rlforge_has_no_import_cycle():
+    found = cycles(import_graph())
+    assert not found, "import cycles:\n" + "\n".join(" <-> ".join(c) for c in found)
+
+
+def test_records_module_stands_alone():
+    """Export, report and trainers read run records from a module that imports nothing of
+    rlforge, so reading them never drags in the run loop."""
+    graph = import_graph()
+    assert graph["rlforge.records"] == set()
+    for reader in ("rlforge.export.rollouts", "rlforge.report.data"):
+        assert "rlforge.records" in graph[reader]
+        assert "rlforge.run.driver" not in graph[reader]
+
+
+@pytest.mark.parametrize("source, expected", [
+    ("import a.b\nfrom a import c\n", ["a.b", "a.c"]),
+    ("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import x\nelse:\n    import y\n",
+     ["typing.TYPE_CHECKING", "y"]),
+    ("def f():\n    from . import sib\n    from .sub import g\n", ["p.sib", "p.sub.g"]),
+])
+def test_the_import_reader_sees_every_kind_of_import(source, expected):
+    assert imported_names(ast.parse(source), "p.m", False) == expected
+
+
+def test_cycle_finder_finds_a_cycle_through_a_function_level_import():
+    assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    assert cycles({"a": {"b"}, "b": set()}) == []

@@ -1,0 +1,168 @@
+"""A third-party package extends rlforge without editing it: a real package, installed
+with pip into a directory of its own, found through its entry points by a real
+`rlforge` process (PYTHONPATH adds the directory, as a venv's site-packages would).
+
+The plug-in ships a generator and the templates it renders with; a second plug-in is
+broken on import. The built-ins must survive the broken one (a warning), a strict run
+must refuse, and RLFORGE_NO_PLUGINS must turn every plug-in off.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from paths import SAMPLE_DATA
+
+pytestmark = pytest.mark.slow
+
+GENERATOR = '''
+"""A demo generator: count the words of a ticket's subject."""
+
+from rlforge.tasks.answers import adversarial_answers, null_submission, solve_script
+from rlforge.tasks.registry import register
+from rlforge.tasks.spec import SourceRef, TaskSpec, stable_sample
+
+
+@register("demo.words", 1, "Count the words of a ticket's subject.", verifier="answer",
+          templates="rlforge_demo_plugin/templates")
+class SubjectWords:
+    def available(self, con):
+        return con.execute("SELECT count(*) FROM tickets WHERE subject IS NOT NULL").fetchall()[0][0]
+
+    def specs(self, ctx):
+        rows = ctx.con.execute(
+            "SELECT ticket_id, content_hash, subject FROM tickets "
+            "WHERE subject IS NOT NULL AND NOT regexp_matches(subject, '[0-9]') "
+            "ORDER BY ticket_id").fetchall()
+        for ticket_id, content_hash, subject in stable_sample(rows, ctx.limit, ctx.seed,
+                                                              key=lambda r: r[0]):
+            n = len(subject.split())
+            wrong = [str(n + 1), str(max(0, n - 1))]
+            yield TaskSpec(
+                generator=self.name, version=self.version,
+                source=SourceRef("tickets", [ticket_id], [content_hash]),
+                instruction_template="instruction.md", context={"subject": subject},
+                reference={"verifier": "answer", "answer_kind": "numeric", "answer": n,
+                           "abs_tol": 0, "submission": "/app/answer.txt", "max_chars": 50},
+                solution_files={"solve.sh": solve_script(str(n))}, verifier="answer",
+                group_key=ticket_id, dedup_text=subject, null=null_submission(),
+                adversarial=adversarial_answers(options=[], candidates=wrong),
+                secret_strings=[str(n)], leak_allowed=[subject])
+'''
+
+INSTRUCTION = """\
+# Count words (a plug-in's own template)
+
+How many words, separated by spaces, does this subject line have?
+
+~~~text
+{{ subject }}
+~~~
+
+Write the count to `/app/answer.txt`.
+"""
+
+PYPROJECT = """\
+[build-system]
+requires = ["setuptools>=61"]
+build-backend = "setuptools.build_meta"
+
+[project]
+name = "rlforge-demo-plugin"
+version = "0.1.0"
+
+[project.entry-points."rlforge.generators"]
+demo = "rlforge_demo_plugin"
+broken = "rlforge_broken_plugin"
+
+[tool.setuptools]
+packages = ["rlforge_demo_plugin", "rlforge_broken_plugin"]
+
+[tool.setuptools.package-data]
+rlforge_demo_plugin = ["templates/*/*.j2"]
+"""
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory) -> Path:
+    """The plug-in package, built and installed with pip into a directory of its own."""
+    root = tmp_path_factory.mktemp("plugin")
+    src = root / "src"
+    (src / "rlforge_demo_plugin" / "templates" / "demo.words").mkdir(parents=True)
+    (src / "rlforge_demo_plugin" / "__init__.py").write_text(textwrap.dedent(GENERATOR))
+    (src / "rlforge_demo_plugin" / "templates" / "demo.words" / "instruction.md.j2").write_text(
+        INSTRUCTION)
+    (src / "rlforge_broken_plugin").mkdir()
+    (src / "rlforge_broken_plugin" / "__init__.py").write_text(
+        "import a_module_nobody_installed  # noqa: F401\n")
+    (src / "pyproject.toml").write_text(PYPROJECT)
+    target = root / "site"
+    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps",
+                    "--no-build-isolation", "--target", str(target), str(src)],
+                   check=True, capture_output=True, timeout=300)
+    assert list(target.glob("rlforge_demo_plugin-0.1.0.dist-info/entry_points.txt"))
+    return target
+
+
+@pytest.fixture(scope="module")
+def database(tmp_path_factory) -> Path:
+    path = tmp_path_factory.mktemp("db") / "rlforge.duckdb"
+    subprocess.run([sys.executable, "-m", "rlforge", "--db", str(path), "ingest", "tickets",
+                    str(SAMPLE_DATA / "tickets" / "tickets.csv")], check=True, capture_output=True,
+                   timeout=300)
+    return path
+
+
+def rlforge(args: list[str], site: Path, cwd: Path, **env: str) -> subprocess.CompletedProcess:
+    environ = {k: v for k, v in os.environ.items()
+               if k not in ("RLFORGE_NO_PLUGINS", "RLFORGE_PLUGINS_STRICT")}
+    environ["PYTHONPATH"] = os.pathsep.join([str(site), environ.get("PYTHONPATH", "")])
+    return subprocess.run([sys.executable, "-m", "rlforge", *args], cwd=cwd, text=True,
+                          capture_output=True, timeout=600, env={**environ, **env})
+
+
+def test_a_plugin_generator_builds_validated_tasks_from_its_own_templates(site, database,
+                                                                         tmp_path):
+    out = tmp_path / "tasks"
+    proc = rlforge(["--db", str(database), "build-tasks", "--generators", "demo.words",
+                    "--limit", "3", "--out", str(out), "--json"], site, tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(proc.stdout)
+    assert report["emitted"] == 3, report
+    instructions = sorted(out.glob("*/instruction.md"))
+    assert len(instructions) == 3
+    assert all("(a plug-in's own template)" in p.read_text() for p in instructions)
+    # the broken plug-in was skipped, loudly, and named
+    assert "'broken'" in proc.stderr and "a_module_nobody_installed" in proc.stderr
+    # the tasks pass validation in their own right (gold 1, null and tricks 0)
+    proc = rlforge(["validate", str(out), "--json"], site, tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert json.loads(proc.stdout)["passed"] == 3
+
+
+def test_builtins_are_listed_beside_the_plugin_and_strict_mode_refuses(site, database,
+                                                                       tmp_path):
+    proc = rlforge(["--db", str(database), "build-tasks", "--list", "--json"], site, tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    names = {row["name"] for row in json.loads(proc.stdout)}
+    assert {"demo.words", "tickets.triage", "commits.repair"} <= names
+    strict = rlforge(["--db", str(database), "build-tasks", "--list"], site, tmp_path,
+                     RLFORGE_PLUGINS_STRICT="1")
+    assert strict.returncode == 1
+    assert "broken" in strict.stderr and "RLFORGE_PLUGINS_STRICT" in strict.stderr
+
+
+def test_plugins_can_be_turned_off(site, database, tmp_path):
+    proc = rlforge(["--db", str(database), "build-tasks", "--list", "--json"], site, tmp_path,
+                   RLFORGE_NO_PLUGINS="1")
+    assert proc.returncode == 0, proc.stderr
+    names = {row["name"] for row in json.loads(proc.stdout)}
+    assert "demo.words" not in names and "tickets.triage" in names
+    assert "broken" not in proc.stderr
