@@ -92,7 +92,7 @@ NEGATIVES = [
     "order 113542617735902 and 4111111111111112 and 1234567890123",
     "081109 203615 148 INFO Received block blk_-1608999687919862906 of size 67108864",
     "RAS KERNEL INFO 0x0b85eee0 R02-M1-N0-C:J12-U11 mLp(FF:F2:9F:16:E0:DA:00:0D:60:E9:1F:25)",
-    "mac 00:1a:2b:3c:4d:5e, std::vector, a[::2], 127.0.0.1, 0.0.0.0, ::1, 255.255.255.0",
+    "std::vector, a[::2], 127.0.0.1, 0.0.0.0, ::1, 255.255.255.0",
     "Base64EncoderV2Factory HttpClient5ConnectionManagerImpl Package_for_KB3149090",
     "max_tokens=1024 token_type=bearer tokens: 5 password reset link sent",
     "password=${DB_PASSWORD} token: null secret=*** api_key=<redacted>",

@@ -34,10 +34,12 @@ from __future__ import annotations
 import base64
 import binascii
 import collections
+import functools
 import hmac
 import ipaddress
 import math
 import re
+import string
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable, Iterable
 
@@ -45,12 +47,19 @@ if TYPE_CHECKING:  # polars is imported where it is used: a commit ingest loads 
     import polars as pl
 
 from rlforge.errors import UnknownName
+from rlforge.ingest.redaction import numbers, people
+from rlforge.ingest.redaction.words import (CARD_WORDS, CHANGE_VERBS, DOB_WORDS, ID_WORDS, KEY_WORDS,
+                                            ORDER_WORDS, PASSWORD_LINKS, PASSWORD_WORDS,
+                                            PHONE_WORDS, VERSION_WORDS, phrases_rx)
 
 KINDS: tuple[str, ...] = (
     "PRIVATE_KEY", "JWT", "AWS_ACCESS_KEY", "AWS_SECRET_KEY", "GCP_API_KEY", "GITHUB_TOKEN",
     "GITLAB_TOKEN", "SLACK_TOKEN", "STRIPE_KEY", "OPENAI_KEY", "API_KEY", "PASSWORD",
-    "SECRET", "EMAIL", "PHONE", "CARD", "IBAN", "IPV4", "IPV6", "TOKEN",
+    "SECRET", "EMAIL", "PHONE", "CARD", "IBAN", "IPV4", "IPV6", "TOKEN", "PERSON", "ADDRESS",
+    "SSN", "NATIONAL_ID", "PASSPORT", "DOB", "MAC", "ACCOUNT",
 )
+# Kinds found in runs of capitalised words (the second stage, after every other kind).
+RUN_KINDS = frozenset({"PERSON", "ADDRESS"})
 
 PLACEHOLDER = r"<[A-Z][A-Z0-9_]*_[0-9a-f]{6}>"
 _SENT = "\x00"
@@ -72,14 +81,14 @@ _P_WORD = r"[^A-Za-z0-9_]"
 _P_TOK = r"[^A-Za-z0-9_-]"
 _P_KEY = r"[^A-Za-z0-9_.-]"
 _P_NUM = r"[^A-Za-z0-9_./\\-]"
-_P_PHONE = r"[^A-Za-z0-9_./+\\-]"
+_P_PHONE = r"[^A-Za-z0-9_./:+\\-]"  # not after ":" (a time: 16:14:04.307 28601)
 _P_V4 = r"[^A-Za-z0-9_.~-]"
 _P_V6 = r"[^A-Za-z0-9_:.-]"
 _P_GEN = r"[^A-Za-z0-9+/_-]"
 
 _KEYTAG = r"(?:[A-Z0-9]+ ){0,3}PRIVATE KEY(?: BLOCK)?"
 _PEM = (rf"-----BEGIN {_KEYTAG}-----(?:[A-Za-z0-9+/=:,. \t\r\n\\-]*?-----END {_KEYTAG}-----"
-        r"|(?:(?:\r?\n|\\n)[A-Za-z0-9+/=]+)*)")
+        r"|(?:(?:\r?\n|\\n)[A-Za-z0-9+/=]+)*|(?:[ \t]+[A-Za-z0-9+/=]{20,})+)")
 _URL_CRED = r"[A-Za-z][A-Za-z0-9+.-]*://[^ \t\r\n/?#@:'\"<>]*:[^ \t\r\n/?#'\"<>]+@"
 _PASSWORD_WORDS = ("password", "passwd", "passphrase", "pwd")
 _SECRET_WORDS = ("secret", "token", "apikey", "api_key", "api-key", "accesskey", "access_key",
@@ -93,16 +102,59 @@ _VALUE = (r"\"[^\"\r\n]+\"|'[^'\r\n]+'"
 _AUTH = rf"(?:{_ci('bearer')}|Basic|Token)[ \t]+[A-Za-z0-9._~+/-]+=*"
 _G = r"[0-9A-Fa-f]{1,4}"
 _IPV6 = rf"(?:{_G}(?::{_G}){{7}}|(?:{_G}(?::{_G}){{0,6}})?::(?:{_G}(?::{_G}){{0,6}})?)[0-9A-Za-z_.:]*"
-_IPV4 = (rf"(?:{_ci('version')}[ :]*|{_ci('ver')}\.?[ ]?|{_ci('release')}[ ]?|{_ci('build')}[ ]?)?"
-         r"[0-9]+(?:\.[0-9]+){3,}")
+# A dotted quad after a version word ("fixed in 6.13.10.180", "SDK 4.2.1.7", "v1.2.3.4") is
+# taken with the word, and so judged a version; so is one followed by "/" (a path segment).
+_IPV4 = (rf"(?:{phrases_rx(*VERSION_WORDS)}\.?[ :]*)?[0-9]+(?:\.[0-9]+){{3,}}/?")
 _PHONE_GROUP = r"(?:[ .-]?(?:\([0-9]{1,4}\)|[0-9]{1,5}))"
-_PHONE = (rf"\+[1-9][0-9]{{0,2}}{_PHONE_GROUP}{{1,6}}"
-          r"|(?:1[ .-]?)?(?:\([2-9][0-9]{2}\)[ .-]?|[2-9][0-9]{2}[ .-])[0-9]{3}[ .-][0-9]{4,}")
-_PHONE_CTX = (rf"{_any('phone', 'tel', 'mobile', 'cell', 'fax', 'whatsapp')}"
-              rf"(?:[ ]?(?:{_ci('number')}|[Nn]o\.?|#))?[ \t]*(?:[:=][ \t]*|is[ \t]+)?"
-              rf"\+?(?:\([0-9]{{1,4}}\)|[0-9]{{1,5}}){_PHONE_GROUP}{{1,6}}")
-_CARD = (r"[0-9]{4}(?:[ -][0-9]{4}){3}(?:[ -][0-9]{1,4})?|[0-9]{4}[ -][0-9]{6}[ -][0-9]{5}"
-         r"|[0-9]{13,}")
+_PHONE = (rf"(?:\+|00)[1-9][0-9]{{0,2}}(?:[ ]?\(0\))?{_PHONE_GROUP}{{1,6}}"
+          r"|(?:1[ .-]?)?(?:\([2-9][0-9]{2}\)[ .-]?|[2-9][0-9]{2}[ .-])[0-9]{3}[ .-][0-9]{4,}"
+          rf"|\(0[0-9]{{1,4}}\){_PHONE_GROUP}{{1,5}}|0[1-9][0-9]{{0,4}}{_PHONE_GROUP}{{1,5}}"
+          r"|[1-9][0-9]{9,10}")
+# an extension, and what else is glued on (a number glued to letters is an id, not a phone)
+_PHONE = f"(?:{_PHONE})(?:[ ]?(?:x|ext\\.?|extension)[ ]?[0-9]{{1,6}})?[A-Za-z0-9_]*"
+_PHONE_LINKS = phrases_rx("me", "us", "on", "at", "is", "ist", "au", "op", "al", "unter", "via",
+                        "oder", "or", "ou", "of", "oppure", "mobil", "mobile")
+_PHONE_NUM = (rf"\+?(?:\([0-9]{{1,5}}\)|[0-9]{{1,5}}){_PHONE_GROUP}{{1,6}}"
+              r"(?:[ ]?(?:x|ext\.?|extension)[ ]?[0-9]{1,6})?")
+# A labelled number, or a labelled list of two: "call me on X or Y", "unter X oder mobil Y".
+_PHONE_CTX = (rf"{phrases_rx(*PHONE_WORDS)}\.?(?:[ ]?(?:{_ci('number')}|{_ci('nummer')}|[Nn]o\.?|#))?"
+              rf"(?:[ \t]+{_PHONE_LINKS})*[ \t]*(?:[:=][ \t]*)?[ \t]*{_PHONE_NUM}"
+              rf"(?:,?[ \t]+{phrases_rx('or', 'oder', 'ou', 'of', 'oppure', 'o', 'and', 'und', 'et', 'en', 'e')}"
+              rf"(?:[ \t]+{_PHONE_LINKS})*[ \t]+{_PHONE_NUM})?")
+_CARD = (r"[0-9]{4}(?:[ -][0-9]{4}){2,3}(?:[ -][0-9]{1,4})?|[0-9]{4}[ -][0-9]{6}[ -][0-9]{4,5}"
+         r"|[0-9]{12,}")
+_GAP = r"(?:[ \t]+[A-Za-zÀ-ÖØ-öø-ÿ'’]+){0,%d}?"  # a few plain words between a cue and a value
+_CARD_CTX = rf"{phrases_rx(*CARD_WORDS)}{_GAP % 6}[ \t]*[:#]?[ \t]*(?:{_CARD})"
+_NUMBER_WORD = rf"(?:[ \t]*{phrases_rx('number', 'nummer', 'numéro', 'numero', 'no', 'nr', 'n°', 'id', '#')}\.?)?"
+_ORDER_CTX = (rf"{phrases_rx(*ORDER_WORDS)}{_GAP % 3}{_NUMBER_WORD}"
+              r"[ \t]*[:#]?[ \t]*[0-9]{6,}")
+_PW_VALUE = r"[^ \t\r\n]+"
+_KEY_VALUE = r"[A-Za-z0-9_+/=.-]+"
+_ID_VALUE = r"[A-Za-z0-9]+(?:[ .-][A-Za-z0-9]+){0,6}"
+_LINK = rf"(?:[ \t]*[:=]|[ \t]+{phrases_rx(*PASSWORD_LINKS)})"  # ":", "is", "ist", "est", "è"...
+
+
+def _cued(words: Iterable[str], gap: int, link: str, value: str, after: str = "") -> str:
+    """A cue word, up to `gap` plain words, a link and the value: "my password is now X"."""
+    return rf"{phrases_rx(*words)}{after}{_GAP % gap}{link}[ \t]+{value}"
+
+
+_PW_PROSE = _cued(PASSWORD_WORDS, 4, _LINK, _PW_VALUE)
+_PW_CHANGE = _cued(CHANGE_VERBS, 3, rf"[ \t]+{phrases_rx('to', 'in', 'auf', 'en', 'pour', 'naar', 'a')}",
+                   _PW_VALUE)
+_KEY_PROSE = _cued(KEY_WORDS, 5, _LINK + "?", _KEY_VALUE)
+_ID_CTX = _cued(ID_WORDS, 3, _LINK + "?", _ID_VALUE, after=_NUMBER_WORD)
+_DATE = (r"[0-9]{1,4}[./-][0-9]{1,2}[./-][0-9]+|[0-9]{1,2}\.?[ ][A-Za-zäéû]+\.?[ ][0-9]+"
+         r"|[A-Za-z]+\.?[ ][0-9]{1,2}(?:st|nd|rd|th)?,?[ ][0-9]+")
+_DOB_CTX = (rf"{phrases_rx(*DOB_WORDS)}{_GAP % 3}(?:[ \t]*[:=]|[ \t]+{phrases_rx('is', 'ist', 'am', 'le', 'op', 'il', 'on', 'est', 'è')})?"
+            rf"[ \t]*(?:{_DATE})")
+_MAC = (r"[0-9A-Fa-f]{2}(?:[:-][0-9A-Fa-f]{2}){5}[0-9A-Za-z:.-]*"
+        r"|[0-9A-Fa-f]{4}\.[0-9A-Fa-f]{4}\.[0-9A-Fa-f]{4}[0-9A-Za-z.]*")
+_NATID = (r"[0-9]{3}-[0-9]{2}-[0-9]{4}[0-9-]*"
+          r"|[A-Z]{6}[0-9LMNPQRSTUV]{2}[A-Z][0-9LMNPQRSTUV]{2}[A-Z][0-9LMNPQRSTUV]{3}[A-Z][A-Za-z0-9]*"
+          r"|[A-Z]{2}(?: ?[0-9]{2}){3} ?[A-Z][A-Za-z0-9]*|[A-Z]{2} [0-9]{6} [A-Z][A-Za-z0-9]*"
+          r"|[0-9]{2} ?[0-9]{6} ?[A-Z] ?[0-9]{3}[0-9A-Za-z]*")
+_URL_TOKEN = r"[A-Za-z][A-Za-z0-9+.-]*://[A-Za-z0-9_.~%-]{16,}@"
 # A whole run holding an upper-case letter and a digit; each part's class excludes what
 # follows it, so Python's backtracking stays linear on long runs.
 _GENERIC = (r"(?:[a-z0-9+/_-]*[A-Z][A-Za-z+/_-]*[0-9]|[a-z+/_-]*[0-9][a-z0-9+/_-]*[A-Z])"
@@ -122,8 +174,17 @@ _RULES: tuple[_Rule, ...] = (
     _Rule("placeholder", (), None, PLACEHOLDER),
     _Rule("private_key", ("PRIVATE_KEY",), None, _PEM),
     _Rule("url_cred", ("PASSWORD",), r"[^A-Za-z0-9+.-]", _URL_CRED),
+    _Rule("url_token", ("TOKEN", "GITHUB_TOKEN", "GITLAB_TOKEN", "API_KEY"), r"[^A-Za-z0-9+.-]",
+          _URL_TOKEN),
     _Rule("assign", ("PASSWORD", "SECRET", "AWS_SECRET_KEY"), _P_KEY, _KEY + _SEP + f"(?:{_VALUE})"),
     _Rule("auth", ("SECRET", "PASSWORD"), _P_WORD, _AUTH),
+    _Rule("pw_prose", ("PASSWORD",), _P_WORD, _PW_PROSE),
+    _Rule("pw_change", ("PASSWORD",), _P_WORD, _PW_CHANGE),
+    _Rule("key_prose", ("API_KEY",), _P_WORD, _KEY_PROSE),
+    _Rule("id_ctx", ("SSN", "NATIONAL_ID", "PASSPORT", "ACCOUNT"), _P_WORD, _ID_CTX),
+    _Rule("dob_ctx", ("DOB",), _P_WORD, _DOB_CTX),
+    _Rule("order_ctx", ("CARD",), _P_WORD, _ORDER_CTX),
+    _Rule("card_ctx", ("CARD",), _P_WORD, _CARD_CTX),
     _Rule("slack_hook", ("SLACK_TOKEN",), None, r"https://hooks\.slack\.com/services/[A-Za-z0-9_/]+"),
     _Rule("jwt", ("JWT",), _P_TOK, r"eyJ[A-Za-z0-9_-]+\.ey[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*"),
     _Rule("github", ("GITHUB_TOKEN",), _P_TOK, r"gh[pousr]_[A-Za-z0-9_]+|github_pat_[A-Za-z0-9_]+"),
@@ -142,6 +203,8 @@ _RULES: tuple[_Rule, ...] = (
     _Rule("email", ("EMAIL",), r"[^A-Za-z0-9._%+-]",
           r"[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}"),
     _Rule("iban", ("IBAN",), r"[^A-Za-z0-9]", r"[A-Z]{2}[0-9]{2}(?: ?[A-Z0-9]){11,32}"),
+    _Rule("natid", ("SSN", "NATIONAL_ID"), _P_TOK, _NATID),
+    _Rule("mac", ("MAC",), r"[^A-Za-z0-9_:.-]", _MAC),
     _Rule("card", ("CARD",), _P_NUM, _CARD),
     _Rule("phone_ctx", ("PHONE",), _P_WORD, _PHONE_CTX),
     _Rule("phone", ("PHONE",), _P_PHONE, _PHONE),
@@ -167,7 +230,8 @@ _VOWEL, _CONSONANTS5 = re.compile(r"[aeiouyAEIOUY]"), re.compile(r"[^aeiouyAEIOU
 _WORD_PART = re.compile(r"[A-Z]?[a-z]{2,}|[a-z]{3,}")
 _SPLIT_ID, _SPLIT_CARD, _SPLIT_PHONE = re.compile(r"[/_-]"), re.compile(r"[ -]"), re.compile(r"[ .-]")
 _SIX_DIGITS, _RETINA = re.compile(r"[0-9]{6}"), re.compile(r"[0-9]+x")
-_PHONE_PART = re.compile(r"[ .-]?(?:\([0-9]{1,4}\)|[0-9]{1,5})")
+_PHONE_PART = re.compile(r"[ .-]?(?:\([0-9]{1,5}\)|[0-9]{1,5})")
+_REGIONS = numbers.DEFAULT_REGIONS
 _PUNCT_OUT = str.maketrans("", "", " .-()+")  # phone punctuation out, digits stay
 _NOT_A_VALUE = {"null", "none", "nil", "true", "false", "undefined", "empty", "n/a", "na",
                 "redacted", "hidden", "masked", "required", "optional", "string", "str",
@@ -203,6 +267,10 @@ def _card_network(d: str) -> bool:
         return 16 <= n <= 19
     if 300 <= p3 <= 305 or p2 in (36, 38, 39):
         return 14 <= n <= 19
+    if p4 in (2131, 1800):
+        return n == 15  # JCB's older 15-digit numbers
+    if p2 == 50 or 56 <= p2 <= 58 or p4 in (6304, 6759, 6761, 6762, 6763):
+        return 12 <= n <= 19  # Maestro
     return False
 
 
@@ -259,7 +327,7 @@ def _b64json(part: str) -> bool:
 Span = tuple[int, int, str, str]  # start, end (in the token), kind, normalised value
 
 
-def _whole(tok: str, kind: str) -> list[Span]:
+def _whole(tok: str, kind: str) -> list[Span]:  # noqa: D103
     return [(0, len(tok), kind, tok)]
 
 
@@ -268,7 +336,143 @@ def _h_placeholder(tok: str) -> list[Span]:
 
 
 def _h_private_key(tok: str) -> list[Span]:
-    return _whole(tok, "PRIVATE_KEY") if "\\n" in tok or "\n" in tok else []
+    """A key block however its line breaks were mangled: real ones, escaped ``\\n``,
+    spaces or none at all, with its END line or a body long enough to be one."""
+    body = tok.split("-----", 2)[-1]
+    ok = "\\n" in tok or "\n" in tok or "-----END" in tok or len(body.replace(" ", "")) >= 60
+    return _whole(tok, "PRIVATE_KEY") if ok else []
+
+
+def _h_url_token(tok: str) -> list[Span]:
+    """A token as a URL's whole userinfo: ``https://ghp_...@github.com``."""
+    start = tok.index("://") + 3
+    val = tok[start:-1]
+    kind = _classify_value(val)
+    if kind is None:
+        hexy = _HEXISH.fullmatch(val) and len(val) >= 32
+        kind = "TOKEN" if hexy or _looks_random(val, 20) else None
+    return [(start, len(tok) - 1, kind, val)] if kind else []
+
+
+_TRAILING = ".,;:!?)]}'\""
+
+
+def _prose_value(tok: str) -> tuple[int, str]:
+    """Where the last blank-separated word of a match starts, and that word without
+    sentence punctuation after it."""
+    start = max(tok.rfind(" "), tok.rfind("\t")) + 1
+    val = tok[start:]
+    while len(val) > 1 and val[-1] in ".,;:?" and not val[:-1].endswith(("\\", "%")):
+        val = val[:-1]
+    return start, val
+
+
+# a template or environment variable, not a value: ${DB_PASS}, $DB_PASS, %(pw)s, {{ pw }}
+_TEMPLATE_VAR = re.compile(r"\$\{[^}]*\}|\$[A-Z_][A-Z0-9_]*|%\(?[A-Za-z_]*\)?[sdr]|\{\{.*\}\}|<[^>]*>")
+
+
+def _password_like(val: str, strict: bool) -> bool:
+    """A value that reads as a password rather than a word of the sentence."""
+    if (val.lower() in _NOT_A_VALUE or set(val) <= set("*xX.#-_") or _TEMPLATE_VAR.fullmatch(val)
+            or re.fullmatch(PLACEHOLDER, val) or len(val) < 4):
+        return False
+    has_digit = any(c.isdigit() for c in val)
+    has_alpha = any(c.isalpha() for c in val)
+    has_other = any(not c.isalnum() for c in val)
+    if strict:  # after "changed it to": letters with digits or symbols, 8 or more
+        return len(val) >= 8 and has_alpha and (has_digit or has_other) and not re.fullmatch(
+            r"v?[0-9.]+[a-z]*|[A-Za-z]+[0-9]{1,2}|https?:.*|.*@.*\..*", val)
+    if val.isalpha():
+        return not val.islower() and not val.istitle() and not val.isupper()
+    return has_alpha or has_digit and len(val) >= 4 and has_other or len(val) >= 6
+
+
+def _h_pw_prose(tok: str) -> list[Span]:
+    start, val = _prose_value(tok)
+    return [(start, start + len(val), "PASSWORD", val)] if _password_like(val, False) else []
+
+
+def _h_pw_change(tok: str) -> list[Span]:
+    start, val = _prose_value(tok)
+    return [(start, start + len(val), "PASSWORD", val)] if _password_like(val, True) else []
+
+
+def _h_key_prose(tok: str) -> list[Span]:
+    start, val = _prose_value(tok)
+    kind = _classify_value(val)
+    if kind is None:
+        body = val.rstrip("=")
+        if len(body) >= 32 and _HEXISH.fullmatch(body) and sum(c.isdigit() for c in body) >= 4:
+            kind = "API_KEY"  # 32+ hex digits after a key word
+        elif len(body) >= 16 and re.fullmatch(r"[A-Za-z0-9_+/-]+", body) and (
+                sum(c.isdigit() for c in body) >= 2 or len(body) >= 20) and (
+                sum(c.isupper() for c in body) >= 2 and sum(c.islower() for c in body) >= 2) \
+                and _entropy(body) >= 3.5 and not _SIX_DIGITS.search(body):
+            kind = "API_KEY"  # base62 after a key word: mixed case, varied
+    return [(start, start + len(val), kind, val)] if kind else []
+
+
+_ID_KIND = {w.replace("'", ""): k for w, k in ID_WORDS.items()}
+_ID_CTX_RX = re.compile(_ID_CTX.replace(f"[ \\t]+{_ID_VALUE}", f"[ \\t]+(?P<v>{_ID_VALUE})"))
+assert "(?P<v>" in _ID_CTX_RX.pattern
+
+
+def _h_id_ctx(tok: str) -> list[Span]:
+    low = tok.lower()
+    hint = next((k for w, k in sorted(_ID_KIND.items(), key=lambda x: -len(x[0]))
+                 if low.startswith(w)), None)
+    m = _ID_CTX_RX.fullmatch(tok)
+    value, start = m["v"], m.start("v")
+    # the value may have taken words after the id: try the longest group prefix first
+    groups = re.split(r"(?<=[A-Za-z0-9])(?=[ .-])", value)
+    # groups after the first hold digits or are one letter (a NINO's suffix): never words
+    ok = 1
+    while ok < len(groups) and (any(c.isdigit() for c in groups[ok])
+                                or re.fullmatch(r"[ .-][A-Za-z]", groups[ok])):
+        ok += 1
+    for n in range(ok, 0, -1):
+        cand = "".join(groups[:n])
+        found = numbers.national_id(cand, hint)
+        if found is not None:
+            kind, norm = found
+            return [(start, start + len(cand), kind, norm)]
+    return []
+
+
+def _h_dob_ctx(tok: str) -> list[Span]:
+    m = re.search(rf"(?:{_DATE})$", tok)
+    if m is None:
+        return []
+    for date in (m.group(), re.sub(r"[0-9]+$", lambda d: d.group()[:4], m.group())):
+        iso = numbers.birth_date(date, month_first="/" in date and "born" in tok.lower())
+        if iso is not None:
+            return [(m.start(), m.start() + len(date), "DOB", iso)]
+    return []
+
+
+def _h_order_ctx(tok: str) -> list[Span]:
+    return []  # an order, invoice or ticket number: kept even when Luhn-valid
+
+
+def _h_card_ctx(tok: str) -> list[Span]:
+    m = re.search(rf"(?:{_CARD})$", tok)
+    spans = _h_card(m.group(), context=True)
+    return [(m.start() + s, m.start() + e, k, v) for s, e, k, v in spans]
+
+
+def _h_natid(tok: str) -> list[Span]:
+    found = numbers.national_id(tok)
+    return [(0, len(tok), found[0], found[1])] if found else []
+
+
+def _h_mac(tok: str) -> list[Span]:
+    t = tok.rstrip(".")
+    norm = numbers.mac_address(t) if re.fullmatch(
+        r"[0-9A-Fa-f]{2}(?:([:-])[0-9A-Fa-f]{2})(?:\1[0-9A-Fa-f]{2}){4}|[0-9A-Fa-f]{4}(?:\.[0-9A-Fa-f]{4}){2}",
+        t) else None
+    if norm is None:
+        return _h_ipv6(tok) if ":" in tok else []
+    return [(0, len(t), "MAC", norm)]
 
 
 def _h_url_cred(tok: str) -> list[Span]:
@@ -408,57 +612,78 @@ def _h_iban(tok: str) -> list[Span]:
     return _h_generic(tok)
 
 
-def _h_card(tok: str) -> list[Span]:
+def _h_card(tok: str, context: bool = False) -> list[Span]:
+    """A Luhn-valid number of 12 to 19 digits with a network's prefix and length, or of
+    any prefix after a card word ("card", "Karte", "carte", "kaart", "carta")."""
     groups = _SPLIT_CARD.split(tok)
     options = [tok]
-    if len(groups) > 4:
+    if len(groups) > 3:
         options.append(tok[: len(tok) - len(groups[-1]) - 1])
     for opt in options:
         d = opt.replace(" ", "").replace("-", "")
-        if 13 <= len(d) <= 19 and _card_network(d) and _luhn(d):
+        if 12 <= len(d) <= 19 and (context or _card_network(d)) and _luhn(d):
             return [(0, len(opt), "CARD", d)]
-    return []
+    return _h_phone(tok) if tok.startswith("00") and tok.isdigit() else []  # 00 + country
 
 
-def _phone_span(tok: str, start: int, lo: int) -> list[Span]:
-    """The longest prefix of the number (whole groups) with lo..15 digits."""
-    parts = _PHONE_PART.findall(tok[start:])
+def _phone_span(tok: str, start: int, labelled: bool) -> list[Span]:
+    """The longest prefix of the number (whole groups) that `phonenumbers` reads as a
+    phone number, as its E.164 form (so every way of writing it hashes alike)."""
+    plus = tok[start] == "+"
+    parts = _PHONE_PART.findall(tok[start + plus:])
     while parts:
-        num = "".join(parts)
-        digits = num.translate(_PUNCT_OUT)
-        if lo <= len(digits) <= 15:
-            plus = "+" if tok[start:start + 1] == "+" else ""
-            return [(start, start + len(num) + len(plus), "PHONE", plus + digits)]
-        if len(digits) < lo:
+        num = ("+" if plus else "") + "".join(parts)
+        e164 = numbers.phone_e164(num, _REGIONS, labelled or bool(_NANP.fullmatch(num)))
+        if e164 is not None:
+            return [(start, start + len(num), "PHONE", e164)]
+        if len(num.translate(_PUNCT_OUT)) < 7:
             return []
         parts.pop()
     return []
 
 
+_PHONE_NUM_RX = re.compile(rf"(?:^|(?<=[ \t:=]))(?:{_PHONE_NUM})(?=$|[ ,\t])")
+
+
 def _h_phone_ctx(tok: str) -> list[Span]:
-    m = re.search(r"\+?(?:\([0-9]{1,4}\)|[0-9]{1,5})(?:[ .-]?(?:\([0-9]{1,4}\)|[0-9]{1,5}))+$", tok)
-    if m is None:
-        return []
-    start = m.start()
-    if tok[start] == "+":
-        spans = _phone_span(tok[start + 1:], 0, 7)
-        return [(start, start + 1 + e, k, "+" + v) for _, e, k, v in spans]
-    return _phone_span(tok, start, 7)
+    spans = []
+    for m in _PHONE_NUM_RX.finditer(tok):
+        number = m.group()
+        ext = re.search(r"[ ]?(?:x|ext\.?|extension)[ ]?[0-9]{1,6}$", number)
+        body = number[:ext.start()] if ext else number
+        found = _phone_span(body, 0, True)
+        if found and ext and found[-1][1] == len(body):
+            found[-1] = (0, len(number), "PHONE", found[-1][3])
+        spans += [(m.start() + s, m.start() + e, k, v) for s, e, k, v in found]
+    return spans
+
+
+_EXTENSION = re.compile(r"(?:[ ]?(?:x|ext\.?|extension)[ ]?[0-9]{1,6})?")
 
 
 def _h_phone(tok: str) -> list[Span]:
-    if tok.startswith("+"):
-        spans = _phone_span(tok[1:], 0, 8)
-        return [(0, 1 + e, k, "+" + v) for _, e, k, v in spans]
-    digits = tok.translate(_PUNCT_OUT)
-    last = _SPLIT_PHONE.split(tok)[-1]
-    return _whole(tok, "PHONE") if len(last) == 4 and len(digits) in (10, 11) else []
+    body = tok.rstrip("0123456789_" + string.ascii_letters)
+    tail = tok[len(body):]
+    m = re.match(r"[0-9]*", tail)
+    body, tail = body + m.group(), tail[m.end():]
+    if tail and not _EXTENSION.fullmatch(tail) and not _EXTENSION.fullmatch(tail.lstrip("0123456789")):
+        return []  # glued to letters: an id or a hash
+    spans = _phone_span(body, 0, False)
+    if spans and spans[-1][1] == len(body) and tail:
+        s, _, k, v = spans[-1]
+        spans[-1] = (s, len(tok), k, v)  # the extension goes with the number
+    return spans
+
+
+_NANP = re.compile(r"(?:1[ .-]?)?(?:\([2-9][0-9]{2}\)[ .-]?|[2-9][0-9]{2}[ .-])[0-9]{3}[ .-][0-9]{4}")
 
 
 def _h_ipv6(tok: str) -> list[Span]:
     try:
         ip = ipaddress.IPv6Address(tok)
     except ValueError:
+        if tok.endswith(".") and len(tok) > 2:  # an address closing a sentence
+            return _h_ipv6(tok[:-1])
         return []
     groups = tok.split(":")
     if ip.is_unspecified or ip.is_loopback or sum(bool(g) for g in groups) < 2:
@@ -469,6 +694,8 @@ def _h_ipv6(tok: str) -> list[Span]:
 
 
 def _h_ipv4(tok: str) -> list[Span]:
+    if tok.endswith("/") or not tok[:1].isdigit():
+        return []  # a version (taken with its word) or a path segment
     parts = tok.split(".")
     if len(parts) != 4 or not all(p.isdigit() and len(p) <= 3 and int(p) <= 255 for p in parts):
         return []
@@ -488,9 +715,9 @@ def _h_generic(tok: str) -> list[Span]:
         if m is None or not _looks_random(tok[start + m.end():]):
             break
         start += m.end()
-    if re.fullmatch(r"[0-9A-Fa-f]{8}-?[0-9A-Fa-f]{4}-?[0-9A-Fa-f]{4}-?[0-9A-Fa-f]{4}-?[0-9A-Fa-f]{12}",
-                    tok[start:]):
-        return []
+    if re.fullmatch(r"[0-9A-Fa-f]{8}-?[0-9A-Fa-f]{4}-?[0-9A-Fa-f]{4}-?[0-9A-Fa-f]{4}-?[0-9A-Fa-f]{12}"
+                    r"|[0-9a-f]{16}-[A-Z]{3}", tok[start:]):
+        return []  # a UUID; a CDN ray id (16 hex digits and the data centre's code)
     return [(start, len(tok), "TOKEN", tok[start:])] if _looks_random(tok[start:]) else []
 
 
@@ -501,10 +728,16 @@ _HANDLERS: dict[str, Callable[[str], list[Span]]] = {
     "stripe": _h_stripe, "openai": _h_openai, "aws_id": _h_aws_id, "gcp": _h_gcp,
     "api_key": _vendor("API_KEY"), "email": _h_email, "iban": _h_iban, "card": _h_card,
     "phone_ctx": _h_phone_ctx, "phone": _h_phone, "ipv6": _h_ipv6, "ipv4": _h_ipv4,
-    "generic": _h_generic,
+    "generic": _h_generic, "url_token": _h_url_token, "pw_prose": _h_pw_prose,
+    "pw_change": _h_pw_change, "key_prose": _h_key_prose, "id_ctx": _h_id_ctx,
+    "dob_ctx": _h_dob_ctx, "order_ctx": _h_order_ctx, "card_ctx": _h_card_ctx,
+    "natid": _h_natid, "mac": _h_mac,
 }
 _RULE_BY_NAME = {r.name: r for r in _RULES}
-_TRIMMING = {"iban", "card", "phone", "phone_ctx"}  # validators that may keep a tail
+_TRIMMING = {"iban", "card", "phone", "phone_ctx", "id_ctx", "card_ctx", "dob_ctx", "mac"}
+# Rules that take a cue word with their value: when the value is rejected, what they
+# matched is scanned again without them, so that a cue never hides another finding.
+_CONTEXTUAL = {"pw_prose", "pw_change", "key_prose", "id_ctx", "dob_ctx", "card_ctx"}
 _VALUE_RULES = ("private_key", "jwt", "github", "gitlab", "slack", "stripe", "openai",
                 "aws_id", "gcp", "api_key")
 _VALUE_RX = re.compile("|".join(f"(?P<{n}>(?:{_RULE_BY_NAME[n].token}))" for n in _VALUE_RULES))
@@ -521,32 +754,74 @@ def _classify_value(val: str) -> str | None:
 
 # --- the engine ---------------------------------------------------------------------------
 
+class _Stage:
+    """One regex pass over the text: its rules in priority order, the same expression for
+    Python's `re` and for Rust's `regex` (polars), and a cache of judged candidates."""
+
+    def __init__(self, rules: list[_Rule]):
+        # A literal "\n", "\r" or "\t" (JSON-escaped text) also ends a word before a token.
+        py = "|".join(f"(?P<{r.name}>" + (f"(?P<{r.name}_p>\\\\[nrt]|{r.prefix})" if r.prefix else "")
+                      + f"(?:{r.token}))" for r in rules)
+        self.py = re.compile(py)
+        self.rust = re.sub(r"\(\?P<[a-z_0-9]+>", "(?:", py)
+        self.prefixed = {r.name: r.prefix is not None for r in rules}
+        self.cache: dict[str, tuple[str, tuple[str, ...], bool]] = {}
+
+
+def _normalise(kind: str, value: str) -> str:
+    """What the keyed hash of a pseudonym is taken of: names and e-mails case-folded."""
+    if kind in ("PERSON", "EMAIL"):
+        return " ".join(value.split()).casefold()
+    return value
+
+
 class Redactor:
     """Finds personal data and secrets in text and replaces them with keyed pseudonyms.
+
+    Two regex passes: the first finds secrets, numbers and contact details; the second
+    finds person names and addresses in runs of capitalised words (see
+    `rlforge.ingest.redaction.people`) in what the first left.
 
     Args:
         key: the per-database HMAC key (the store keeps it, so re-ingest maps identically).
         kinds: the kinds to redact (see `KINDS`); None means all.
+        patterns: extra user patterns, kind name -> regular expression (written so that
+            Python's `re` and Rust's `regex` read it alike); each match becomes a
+            placeholder of that kind. They take priority over the built-in rules.
+        regions: phone regions tried, in order, for numbers written without ``+country``.
 
     Attributes:
         counts: redactions per kind, accumulated across calls (occurrences, not values).
     """
 
-    def __init__(self, key: bytes, kinds: Iterable[str] | None = None):
+    def __init__(self, key: bytes, kinds: Iterable[str] | None = None,
+                 patterns: dict[str, str] | None = None, regions: Iterable[str] | None = None):
         self._key = bytes(key)
         self.kinds = frozenset(KINDS if kinds is None else kinds)
         for k in self.kinds - set(KINDS):
             raise UnknownName("redaction kind", k, list(KINDS))
+        self._regions = tuple(regions) if regions else numbers.DEFAULT_REGIONS
+        self._handlers = dict(_HANDLERS)
+        extra = []
+        for i, (kind, pattern) in enumerate((patterns or {}).items()):
+            if not re.fullmatch(r"[A-Z][A-Z0-9_]*", kind):
+                raise ValueError(f"pattern kind must be upper-case letters, digits and _, got {kind!r}")
+            re.compile(pattern)
+            extra.append(_Rule(f"user{i}", (kind,), None, pattern))
+            self._handlers[f"user{i}"] = functools.partial(_whole, kind=kind)
+        self.kinds |= {r.kinds[0] for r in extra}
         self.counts: collections.Counter[str] = collections.Counter()
-        rules = [r for r in _RULES if not r.kinds or set(r.kinds) & self.kinds]
-        self._active = len(rules) > 1
-        # A literal "\n", "\r" or "\t" (JSON-escaped text) also ends a word before a token.
-        py = "|".join(f"(?P<{r.name}>" + (f"(?P<{r.name}_p>\\\\[nrt]|{r.prefix})" if r.prefix else "")
-                      + f"(?:{r.token}))" for r in rules)
-        self._py = re.compile(py)
-        self._rust = re.sub(r"\(\?P<[a-z_0-9]+>", "(?:", py)
-        self._prefixed = {r.name: r.prefix is not None for r in rules}
-        self._cache: dict[str, tuple[str, tuple[str, ...]]] = {}
+        rules = [r for r in _RULES[:1] + tuple(extra) + _RULES[1:]
+                 if not r.kinds or set(r.kinds) & self.kinds]
+        self._stages = [_Stage(rules)] if len(rules) > 1 else []
+        self._base = _Stage([r for r in rules if r.name not in _CONTEXTUAL])
+        if self.kinds & RUN_KINDS:
+            people_on, places_on = "PERSON" in self.kinds, "ADDRESS" in self.kinds
+            self._handlers["run"] = functools.partial(people.judge, people=people_on,
+                                                      places=places_on)
+            self._stages.append(_Stage([_RULES[0], _Rule("run", tuple(RUN_KINDS), people.RUN_PREFIX,
+                                                         people.RUN)]))
+        self._active = bool(self._stages)
         self._pseudonyms: dict[tuple[str, str], str] = {}  # authors recur: one HMAC each
 
     def _placeholder(self, kind: str, value: str) -> str:
@@ -557,7 +832,8 @@ class Redactor:
         """The placeholder ``<KIND_xxxxxx>`` for a value, e.g. ``pseudonym("PERSON", name)``.
 
         Counts one redaction of that kind. The same (kind, value) always gives the same
-        placeholder under the same key.
+        placeholder under the same key; a person's name or an e-mail is case-folded first,
+        as in text, so an author and the same name in a message share one placeholder.
         """
         hit = self._pseudonyms.get((kind, value))
         if hit is None:
@@ -565,75 +841,120 @@ class Redactor:
                 raise ValueError(f"kind must be upper-case letters, digits and _, got {kind!r}")
             if len(self._pseudonyms) >= _CACHE_LIMIT:
                 self._pseudonyms.clear()
-            hit = self._pseudonyms[(kind, value)] = self._placeholder(kind, value)
+            hit = self._pseudonyms[(kind, value)] = self._placeholder(kind, _normalise(kind, value))
         self.counts[kind] += 1
         return hit
 
-    def _spans(self, cand: str) -> tuple[list[Span], bool]:
+    def _judge(self, name: str, tok: str) -> list[Span]:
+        if name in ("phone", "phone_ctx") and self._regions != numbers.DEFAULT_REGIONS:
+            m = re.search(r"\+?(?:\([0-9]{1,5}\)|[0-9]{1,5})(?:[ .-]?(?:\([0-9]{1,4}\)|[0-9]{1,5}))+$",
+                          tok) if name == "phone_ctx" else re.match(r"", tok)
+            if m is None:
+                return []
+            global _REGIONS
+            saved, _REGIONS = _REGIONS, self._regions
+            try:
+                return _phone_span(tok, m.start(), name == "phone_ctx")
+            finally:
+                _REGIONS = saved
+        return self._handlers[name](tok)
+
+    def _spans(self, cand: str, stage: _Stage) -> tuple[list[Span], bool]:
         """Redacted spans of one regex match (positions within `cand`), and whether the
         text must be scanned again (a validator kept a tail of the match unredacted)."""
-        m = self._py.match(cand)
+        m = stage.py.match(cand)
         if m is None or m.end() != len(cand):  # cannot happen: both engines agree
             raise AssertionError(f"candidate not re-matched: {cand!r}")
-        off = m.end(m.lastgroup + "_p") if self._prefixed[m.lastgroup] else 0
-        spans = [(s + off, e + off, k, v) for s, e, k, v in _HANDLERS[m.lastgroup](cand[off:])
+        name = m.lastgroup
+        off = m.end(name + "_p") if stage.prefixed[name] else 0
+        spans = [(s + off, e + off, k, _normalise(k, v)) for s, e, k, v in self._judge(name, cand[off:])
                  if k in self.kinds]
-        again = m.lastgroup in _TRIMMING and bool(spans) and spans[-1][1] < len(cand)
+        again = name in _TRIMMING and bool(spans) and spans[-1][1] < len(cand)
+        if not spans and name in _CONTEXTUAL:
+            # the cue's value was rejected: what it matched is read by the other rules
+            for x in self._base.py.finditer(cand):
+                sub, more = self._spans(x.group(), self._base)
+                spans += [(s + x.start(), e + x.start(), k, v) for s, e, k, v in sub]
+                again |= more
+            return spans, again
         if spans and not again and spans[0][0] > off:
             # A kept head (``DB_PASSWORD=``, ``https://user:``) is scanned again if it
             # holds a finding of its own, so that a second pass would change nothing.
             head = cand[:spans[0][0]]
-            again = any(self._spans(x.group())[0] for x in self._py.finditer(head))
+            again = any(self._spans(x.group(), stage)[0] for x in stage.py.finditer(head))
         return spans, again
 
-    def _apply(self, cand: str) -> tuple[str, tuple[str, ...], bool]:
-        hit = self._cache.get(cand)
+    def _apply(self, cand: str, stage: _Stage) -> tuple[str, tuple[str, ...], bool]:
+        hit = stage.cache.get(cand)
         if hit is None:
             out, pos, kinds = [], 0, []
-            spans, again = self._spans(cand)
+            spans, again = self._spans(cand, stage)
             for s, e, kind, value in spans:
                 out += [cand[pos:s], self._placeholder(kind, value)]
                 kinds.append(kind)
                 pos = e
             hit = ("".join(out) + cand[pos:], tuple(kinds), again)
-            if len(self._cache) >= _CACHE_LIMIT:
-                self._cache.clear()
-            self._cache[cand] = hit
+            if len(stage.cache) >= _CACHE_LIMIT:
+                stage.cache.clear()
+            stage.cache[cand] = hit
         return hit
-
-    def _sub(self, m: re.Match) -> str:
-        out, kinds, again = self._apply(m.group())
-        self.counts.update(kinds)
-        self._again |= again
-        return out
 
     def redact_text(self, text: str | None) -> str | None:
         """One text with every finding replaced by its placeholder (None stays None)."""
         if text is None or not self._active:
             return text
         for _ in range(_MAX_PASSES):
-            self._again = False
-            text = self._py.sub(self._sub, "\n" + text)[1:]
-            if not self._again:
+            again = False
+            for stage in self._stages:
+                def sub(m: re.Match, stage: _Stage = stage) -> str:
+                    nonlocal again
+                    out, kinds, more = self._apply(m.group(), stage)
+                    self.counts.update(kinds)
+                    again |= more
+                    return out
+                text = stage.py.sub(sub, "\n" + text)[1:]
+            if not again:
                 break
         return text
 
     def find(self, text: str) -> list[tuple[int, int, str]]:
-        """Where `redact_text` redacts in its first pass: (start, end, kind), in order."""
-        found = []
-        for m in self._py.finditer("\n" + text):
-            for s, e, kind, _ in self._spans(m.group())[0]:
-                found.append((m.start() + s - 1, m.start() + e - 1, kind))
-        return found
+        """Where `redact_text` redacts: (start, end, kind) in `text`, in order, over every
+        stage and pass (a span that swallowed an earlier placeholder covers its text)."""
+        found: list[tuple[int, int, str]] = []
+        if not self._active:
+            return found
+        origin = list(range(len(text) + 1))  # current position -> position in `text`
+        for _ in range(_MAX_PASSES):
+            again = False
+            for stage in self._stages:
+                parts, where, pos = [], [], 0
+                for m in stage.py.finditer("\n" + text):
+                    spans, more = self._spans(m.group(), stage)
+                    again |= more
+                    for s, e, kind, value in spans:
+                        s, e = m.start() + s - 1, m.start() + e - 1
+                        found.append((origin[s], origin[e - 1] + 1, kind))
+                        parts.append(text[pos:s])
+                        where += origin[pos:s]
+                        ph = self._placeholder(kind, value)
+                        parts.append(ph)
+                        where += [origin[s]] * (len(ph) - 1) + [origin[e - 1]]
+                        pos = e
+                parts.append(text[pos:])
+                where += origin[pos:]
+                text, origin = "".join(parts), where
+            if not again:
+                break
+        return sorted(found)
 
     def redact_series(self, s: pl.Series) -> pl.Series:
         """Vectorised `redact_text` over a string column (same result per element).
 
-        One regex pass wraps every candidate in NUL sentinels and splits the text on them,
-        so odd list items are exactly the regex matches; only the unique ones are judged in
-        Python, and a hash replace maps them back. Rows holding NUL go through
-        `redact_text`; rows where a validator kept a tail of a match are passed again,
-        as `redact_text` does.
+        Per stage, one regex pass wraps every candidate in NUL sentinels and splits the
+        text on them, so odd list items are exactly the regex matches; only the unique
+        ones are judged in Python, and a hash replace maps them back. Rows holding NUL go
+        through `redact_text`; rows where a validator kept a tail of a match are passed
+        again, as `redact_text` does.
         """
         import polars as pl
 
@@ -641,12 +962,12 @@ class Redactor:
             s = s.cast(pl.String)
         if not self._active or s.len() == 0:
             return s
-        out, again = self._series_pass(s)
+        out, again = self._all_stages(s)
         for _ in range(_MAX_PASSES - 1):
             if again is None:
                 break
             idx = again.arg_true()
-            redone, again_sub = self._series_pass(out.gather(idx))
+            redone, again_sub = self._all_stages(out.gather(idx))
             out = out.scatter(idx, redone)
             again = None if again_sub is None else pl.Series(idx).filter(again_sub)
             again = None if again is None else pl.Series([False] * out.len()).scatter(again, True)
@@ -656,13 +977,21 @@ class Redactor:
             out = out.scatter(idx, [self.redact_text(t) for t in s.gather(idx)])
         return out
 
-    def _series_pass(self, s: pl.Series) -> tuple[pl.Series, pl.Series | None]:
+    def _all_stages(self, s: pl.Series) -> tuple[pl.Series, pl.Series | None]:
+        again = None
+        for stage in self._stages:
+            s, more = self._series_pass(s, stage)
+            if more is not None:
+                again = more if again is None else again | more
+        return s, again
+
+    def _series_pass(self, s: pl.Series, stage: _Stage) -> tuple[pl.Series, pl.Series | None]:
         """One pass: the redacted series, and the rows to pass again (None if none)."""
         import polars as pl
 
         frame = pl.DataFrame({"t": s}).lazy().select(
             pl.concat_str([pl.lit("\n"), pl.col("t")])
-            .str.replace_all(self._rust, f"{_SENT}${{0}}{_SENT}").str.split(_SENT).alias("w"),
+            .str.replace_all(stage.rust, f"{_SENT}${{0}}{_SENT}").str.split(_SENT).alias("w"),
             pl.col("t").str.contains(_SENT, literal=True).alias("nul"),
         ).collect()
         found = frame.lazy().filter(~pl.col("nul")).select(
@@ -670,7 +999,7 @@ class Redactor:
         ).collect()
         keys, values, again = [], [], []
         for cand, n in found.to_series().struct.unnest().iter_rows():
-            out, kinds, more = self._apply(cand)
+            out, kinds, more = self._apply(cand, stage)
             for kind in kinds:
                 self.counts[kind] += n
             if kinds:

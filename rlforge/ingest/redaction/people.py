@@ -1,0 +1,351 @@
+"""Person names and postal addresses in a run of capitalised words.
+
+The engine hands over a *run*: capitalised words and numbers joined by spaces, commas or
+one line break, with lower-case particles and street words between them ("Hans-Otto
+Klemm", "46, avenue Leroy\\n49543 Ledoux-sur-Gosselin", "Dear Mrs. Bradford"). `judge`
+returns the spans in it that are a person's name or an address.
+
+Names: a given name from the `gender-guesser` package's name dictionary (about 15,000
+given names of the six locales' countries; an independent list, not the generator's)
+followed by surname words; or any capitalised word after a title ("Herr", "Mme",
+"Sig.ra") or, alone, after a greeting ("Hi Anna,"). Addresses: a street (a street word
+with a house number: "12 Oak Street", "Lindenstraße 5", "Via Roma 12", "12 rue Victor
+Hugo") or a postcode of a supported country, taken with the unit, town, state and
+postcode lines around it.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from pathlib import Path
+
+from rlforge.ingest.redaction.words import (BUSINESS_WORDS, CLOSINGS, GREETINGS, NOT_NAMES, PARTICLES, PERSON_CUES,
+                                            SAINTS,
+                                            STREET_ENDINGS, STREET_WORDS_AFTER, STREET_WORDS_BEFORE,
+                                            TITLES, TOWN_JOINERS, UNIT_WORDS, phrases_rx)
+
+U, L = "A-ZÀ-ÖØ-Þ", "a-zß-öø-ÿ"
+# One token of a run, to its natural end (a run never cuts another finding's token).
+TOKEN_CHARS = f"A-Za-z0-9{U}{L}_'’./:@+%=-"
+_RUN_TOKEN = rf"(?:[A-Z0-9{U}][{TOKEN_CHARS}]*|\([A-Z]{{2}}\))"
+_RUN_SEP = r"(?:,?[ ]{1,2}|,?[ ]*\r?\n[ ]*|,)"
+_JOINERS = sorted(PARTICLES | STREET_WORDS_BEFORE | {t for t in TITLES if t.isalpha()}
+                  | {"sur", "sous", "lès", "les", "en", "am", "an", "im", "bei", "aan", "upon",
+                     "on", "in", "di", "e", "et", "und"},
+                  key=lambda w: (-len(w), w))
+_JOIN = "(?:" + "|".join(re.escape(w) for w in _JOINERS if "'" not in w) + "|['’][st])"
+# A closing line ("Kind regards,", "Met vriendelijke groet,") and the line after it, or
+# two or more capitalised words.
+# A word that introduces a person ("my colleague", "Contactpersoon is") and the words after.
+_LINKS = ("is", "ist", "est", "è", "bei uns ist", "bij ons is", "chez nous est", "du dossier est",
+          "was", "war", "heißt", "named", "called")
+_LEAD = (rf"(?:{phrases_rx(*CLOSINGS)}[ ]*[,!.]?[ ]*\r?\n[ ]*"
+         rf"|{phrases_rx(*PERSON_CUES)}(?:[ ]+{phrases_rx(*_LINKS)})?[ ]*[:,]?[ ]+)")
+_MORE = (rf"(?:{_RUN_SEP}(?:{_JOIN}\.?[ ])*{_RUN_TOKEN}"
+         rf"|[ ]+{phrases_rx(*_LINKS)}[ ]*[:,]?[ ]+{_RUN_TOKEN})")  # "Contactpersoon is Kick"
+# a run: after a lead, one or more tokens; else two or more, possibly led by particles or a
+# street word ("van der Dussenstr. 5", "rue de Neveu, 11426 Hamon")
+RUN = (rf"(?:{_LEAD}{_RUN_TOKEN}{_MORE}*|(?:{_JOIN}\.?[ ])*{_RUN_TOKEN}{_MORE}+"
+       rf"|(?:{_JOIN}\.?[ ])+{_RUN_TOKEN}),?")  # with a comma after it: "Hi Anna,"
+_LEAD_RX = re.compile(rf"(?<![^\s,(]){_LEAD}")
+RUN_PREFIX = rf"[^<>\\{TOKEN_CHARS}]"
+
+_TOKEN = re.compile(rf"(?<![^\s,(])(?:{_RUN_TOKEN}|{_JOIN}\.?(?=[ ]))")
+_NAME_WORD = re.compile(rf"[{U}](?:[{L}]+|['’][{U}][{L}]+)(?:[{U}][{L}]+)?(?:-[{U}][{L}]+)*")
+_INITIAL = re.compile(rf"[{U}]\.")
+_NUMBER = re.compile(r"[0-9]{1,5}[A-Za-z]?(?:[-/][0-9]{1,4}[A-Za-z]?)?")
+_ZIP5 = re.compile(r"[0-9]{5}")
+_US_ZIP = re.compile(r"[0-9]{5}(?:-[0-9]{4})?")
+_STATE = re.compile(r"[A-Z]{2}")
+_GB_OUT = re.compile(r"[A-Z]{1,2}[0-9][A-Z0-9]?")
+_GB_IN = re.compile(r"[0-9][A-Z]{2}")
+_NL_PC = re.compile(r"[1-9][0-9]{3}(?:[A-Z]{2})?")
+_NL_LETTERS = re.compile(r"[A-Z]{2}")
+_PROVINCE = re.compile(r"\([A-Z]{2}\)")
+_TOWN = re.compile(rf"[{U}][{L}]+(?:['’ -]?[{U}{L}][{L}]+)*")
+_END_PUNCT = ".,:;!?"
+_ABBREVIATIONS = TITLES | UNIT_WORDS | {w for w in STREET_WORDS_AFTER | STREET_WORDS_BEFORE if len(w) <= 4}
+
+
+@functools.lru_cache(maxsize=1)
+def given_names() -> frozenset[str]:
+    """Case-folded given names common (frequency class >= 2) in any of the six locales'
+    countries, from the gender-guesser package's nam_dict.txt, less `NOT_NAMES`."""
+    import gender_guesser
+
+    path = Path(gender_guesser.__file__).parent / "data" / "nam_dict.txt"
+    # columns after offset 30: great_britain ireland usa italy malta portugal spain france
+    # belgium luxembourg the_netherlands east_frisia germany austria swiss ...
+    cols = (0, 1, 2, 3, 7, 8, 9, 10, 11, 12, 13, 14)
+    out = set()
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            if line[0] in "#=":
+                continue
+            freq = line[30:]
+            best = max((int(freq[i], 16) for i in cols if i < len(freq) and freq[i].strip()),
+                       default=0)
+            if best >= 2:
+                name = line.split()[1]
+                for joined in (name.replace("+", "-"), name.replace("+", " ")):
+                    out.add(joined.casefold())
+    return frozenset(out - NOT_NAMES)
+
+
+class _Tok:
+    __slots__ = ("start", "end", "text", "word", "low", "stop", "line")
+
+    def __init__(self, m: re.Match, prev_end: int, run: str):
+        self.start, self.text = m.start(), m.group()
+        self.word = self.text.rstrip(_END_PUNCT)
+        self.end = self.start + len(self.word)
+        self.low = self.word.casefold()
+        # a full stop after a word ends the sentence (not after a title or an initial)
+        self.stop = self.text != self.word and self.text[len(self.word):][:1] in ".!?:;" and not (
+            self.text.endswith(".") and (self.low in _ABBREVIATIONS or len(self.word) <= 2
+                                         or self.low.endswith("str"))
+            or _INITIAL.fullmatch(self.text))
+        self.line = "\n" in run[prev_end:self.start] or "," in run[prev_end:self.start]
+
+
+def _tokens(run: str) -> list[_Tok]:
+    out, prev = [], 0
+    for m in _TOKEN.finditer(run):
+        out.append(_Tok(m, prev, run))
+        prev = m.end()
+    return out
+
+
+def _is_name_word(t: _Tok) -> bool:
+    return bool(_NAME_WORD.fullmatch(t.word)) and t.low not in NOT_NAMES and t.low not in TITLES
+
+
+def _is_given(t: _Tok, names: frozenset[str]) -> bool:
+    if not _is_name_word(t):
+        return False
+    return t.low in names or t.low.split("-")[0] in names
+
+
+def _street_word(low: str) -> bool:
+    return low in STREET_WORDS_AFTER or low.rstrip(".") in STREET_WORDS_AFTER
+
+
+_STRONG_ENDINGS = ("straße", "strasse", "str", "weg", "gasse", "allee", "platz", "straat", "laan",
+                   "plein", "gracht", "kade", "singel", "dijk", "steeg", "dreef")
+
+
+def _compound_street(low: str) -> int:
+    """2 for a word ending in a street word ("Lindenstraße", "Kerkstraat"), 1 for a weaker
+    ending that other words share ("Lindenring", "Rosenhof": a postcode must follow)."""
+    part = low.rsplit("-", 1)[-1].rstrip(".")
+    if part.isdigit() or not part.isalpha():
+        return 0
+    for strong, endings in ((2, _STRONG_ENDINGS), (1, STREET_ENDINGS)):
+        for e in endings:
+            e = e.rstrip(".")
+            if part.endswith(e) and (len(part) - len(e) >= 3 or ("-" in low and part == e)):
+                return strong
+    return 0
+
+
+def _number(t: _Tok) -> bool:
+    return bool(_NUMBER.fullmatch(t.word))
+
+
+def _streets(toks: list[_Tok]) -> list[tuple[int, int]]:
+    """Token index ranges [i, j] of street lines (with their house number)."""
+    found = []
+    n = len(toks)
+    for i, t in enumerate(toks):
+        low = t.low
+        strength = _compound_street(low) if _is_capital(t) else 0
+        if strength and i + 1 < n and _number(toks[i + 1]) and not t.stop and (
+                strength == 2 or any(_postcode(toks, k) is not None
+                                     for k in range(i + 2, min(n, i + 5)))):
+            start = i  # "Lindenstraße 5", "van der Dussenstr. 2"
+            while start > 0 and toks[start - 1].low in PARTICLES:
+                start -= 1
+            found.append((start, i + 1))
+        if low in STREET_WORDS_BEFORE and not t.stop:
+            j = i
+            while j + 1 < n and j - i < 5 and not toks[j].stop and (
+                    toks[j + 1].low in PARTICLES or _is_capital(toks[j + 1])):
+                j += 1
+            if j == i:
+                continue
+            if i > 0 and _number(toks[i - 1]):  # "12, rue de la Paix"
+                found.append((i - 1, j))
+            elif j + 1 < n and toks[j + 1].line and _postcode(toks, j + 1) is not None:
+                found.append((i, j))  # "rue de Neveu, 11426 Hamon": a postcode, no number
+            elif j + 1 < n and _number(toks[j + 1]) and not toks[j].stop:  # "Via Roma 12"
+                found.append((i, j + 1))
+        if _street_word(low) and i >= 2 and _is_capital(t):  # "12 Oak Street"
+            k = i - 1
+            while k > 0 and i - k < 4 and _is_capital(toks[k]) and not _number(toks[k]) \
+                    and not toks[k].stop:
+                k -= 1
+            if k < i - 1 + 1 and _number(toks[k]) and k < i - 1 and not toks[k].stop:
+                found.append((k, i))
+    return found
+
+
+def _is_capital(t: _Tok) -> bool:
+    return t.word[:1].isupper() or t.word[:1] == "("
+
+
+def _postcode(toks: list[_Tok], i: int) -> int | None:
+    """If a postcode starts at token i, the index of its last token (with what belongs
+    after it: the town after a continental postcode, the province in brackets)."""
+    n = len(toks)
+    w = toks[i].word
+    nxt = toks[i + 1].word if i + 1 < n else ""
+    if _STATE.fullmatch(w) and i + 1 < n and _US_ZIP.fullmatch(nxt):
+        return i + 1
+    if _GB_OUT.fullmatch(w) and _GB_IN.fullmatch(nxt) and not toks[i].stop:
+        return i + 1
+    if _NL_PC.fullmatch(w) and (len(w) == 6 or (_NL_LETTERS.fullmatch(nxt) and not toks[i].stop)):
+        j = i if len(w) == 6 else i + 1
+        return _town_after(toks, j)
+    if _ZIP5.fullmatch(w) and not toks[i].stop and i + 1 < n and _TOWN.fullmatch(toks[i + 1].word):
+        return _town_after(toks, i)
+    return None
+
+
+def _town_after(toks: list[_Tok], j: int) -> int:
+    n = len(toks)
+    k = j
+    while k + 1 < n and k - j < 5 and not toks[k].stop and (
+            _is_capital(toks[k + 1]) or toks[k + 1].low in TOWN_JOINERS) \
+            and not (k > j and toks[k + 1].line):
+        k += 1
+        if _PROVINCE.fullmatch(toks[k].word):
+            break
+    while k > j and toks[k].low in TOWN_JOINERS:
+        k -= 1
+    return k
+
+
+def _addresses(toks: list[_Tok]) -> list[tuple[int, int]]:
+    n = len(toks)
+    out = []
+    for i, j in _streets(toks):
+        if any(a <= i <= b for a, b in out):
+            continue
+        if i >= 1 and toks[i - 1].low.rstrip(".") in UNIT_WORDS:
+            i -= 1  # "Flat 3, 12 High Street"
+        elif i >= 2 and toks[i - 2].low.rstrip(".") in UNIT_WORDS and _number(toks[i - 1]):
+            i -= 2  # "Flat 35X, Valerie Hollow"
+        # units, town and postcode lines that follow the street
+        k, end = j, j
+        while k + 1 < n and k - j < 9 and not toks[k].stop:
+            k += 1
+            pc = _postcode(toks, k)
+            if pc is not None:
+                end = pc
+                break
+            if toks[k].low.rstrip(".") in UNIT_WORDS and k + 1 < n and _number(toks[k + 1]):
+                end = k = k + 1
+                continue
+            if not (_is_capital(toks[k]) or toks[k].low in PARTICLES):
+                break
+        out.append((i, end))
+    taken = {x for a, b in out for x in range(a, b + 1)}
+    for i in range(n):
+        if i in taken:
+            continue
+        end = _postcode(toks, i)
+        if end is None or (_ZIP5.fullmatch(toks[i].word) and not _house_before(toks, i)):
+            continue
+        # the lines before the postcode: town, street, unit (not across a sentence end)
+        k = i
+        while k > 0 and i - k < 7 and not toks[k - 1].stop and (k - 1) not in taken and (
+                _is_capital(toks[k - 1]) or _number(toks[k - 1]) or toks[k - 1].low in PARTICLES) \
+                and toks[k - 1].low not in GREETINGS and toks[k - 1].low not in TITLES:
+            k -= 1
+        while k < i and toks[k].low in PARTICLES:
+            k += 1
+        out.append((k, end))
+        taken |= set(range(k, end + 1))
+    return out
+
+
+def _house_before(toks: list[_Tok], i: int) -> bool:
+    return any(_number(toks[k]) for k in range(max(0, i - 5), i))
+
+
+def _names(run: str, toks: list[_Tok], skip: set[int], names: frozenset[str],
+           leads: set[int]) -> list[tuple[int, int]]:
+    """Token ranges of names; `leads` are the tokens after a closing line or a cue word."""
+    out = []
+    n = len(toks)
+    i = 0
+    while i < n:
+        t = toks[i]
+        if i in skip:
+            i += 1
+            continue
+        start = None
+        low = t.low.rstrip(".")
+        nxt = toks[i + 1] if i + 1 < n else None
+        if (low in TITLES or t.low in TITLES) and nxt is not None and (
+                _is_name_word(nxt) or nxt.low in PARTICLES) and not t.stop:
+            start = i + 1
+        elif t.low in GREETINGS and nxt is not None and _is_name_word(nxt) and not t.stop and (
+                nxt.low in names or run[nxt.end:nxt.end + 1] in (",", "\n", "!", ":")
+                or (i + 2 < n and _is_name_word(toks[i + 2]) and not toks[i + 2].line)):
+            start = i + 1  # "Hi Anna,", "Dear Kowalski," (not "Hi Tallybird team")
+        elif i in leads and _NAME_WORD.fullmatch(t.word) and (t.low in names
+                                                                 or t.low not in NOT_NAMES):
+            start = i
+        elif _is_given(t, names) and nxt is not None and not t.stop and not nxt.line and (
+                _is_name_word(nxt) or nxt.low in PARTICLES or _INITIAL.fullmatch(nxt.text)) \
+                and not (i > 0 and toks[i - 1].low.rstrip(".") in SAINTS):
+            start = i
+        if start is None or start in skip:
+            i += 1
+            continue
+        end = start
+        while toks[end].low in PARTICLES and end + 1 < n:
+            end += 1
+        while end + 1 < n and end - start < 5 and not toks[end].stop and end + 1 not in skip \
+                and not toks[end + 1].line:
+            nxt_word = end + 1
+            while nxt_word < n - 1 and toks[nxt_word].low in PARTICLES and not toks[nxt_word].stop:
+                nxt_word += 1  # "van der", "de la"
+            if not (_is_name_word(toks[nxt_word]) or _INITIAL.fullmatch(toks[nxt_word].text)) \
+                    or nxt_word in skip or (nxt_word > end + 1 and toks[nxt_word].line):
+                break
+            end = nxt_word
+        if _is_name_word(toks[end]) and (toks[start].low not in PARTICLES or start == i + 1) \
+                and not any(toks[k].low in BUSINESS_WORDS for k in range(start, end + 1)):
+            out.append((start, end))
+        i = end + 1
+    return out
+
+
+Span = tuple[int, int, str, str]
+
+
+def judge(run: str, people: bool = True, places: bool = True) -> list[Span]:
+    """The PERSON and ADDRESS spans of one run, in order."""
+    toks = _tokens(run)
+    spans: list[Span] = []
+    skip: set[int] = set()
+    if places:
+        for a, b in _addresses(toks):
+            s, e = toks[a].start, toks[b].end
+            value = " ".join(re.findall(rf"[0-9A-Za-z{U}{L}]+", run[s:e])).casefold()
+            spans.append((s, e, "ADDRESS", value))
+            skip |= set(range(a, b + 1))
+    if people:
+        names = given_names()
+        leads = set()
+        for lead in _LEAD_RX.finditer(run):
+            leads.add(next((i for i, t in enumerate(toks) if t.start >= lead.end()), -1))
+        for a, b in _names(run, toks, skip, names, leads):
+            s, e = toks[a].start, toks[b].end
+            value = " ".join(run[s:e].split()).casefold()
+            spans.append((s, e, "PERSON", value))
+    spans.sort()
+    return spans
