@@ -1,20 +1,30 @@
-"""How fast is redaction? `Redactor.redact_series` on 1M log lines and 1M ticket texts.
+"""How fast is redaction? Ticket ingest with redaction on and off, and `redact_series` alone.
 
-Side by side on the same rows:
+Default: ticket ingest rows/s on N generated tickets (default 1,000,000, the sample-data
+generator's CSV), each run in a fresh process into a fresh database:
+  * off   `tickets.ingest_file(..., redactor=None)`
+  * on    `tickets.ingest_file` with the database's redactor, every kind on (person names
+          and addresses included), and the share of the time spent redacting.
+Goal: at least 2,000 tickets/s with every kind on.
+
+With --series, also the older side-by-side on 1M log lines and 1M ticket texts:
   * rlforge  `Redactor.redact_series` (every kind, validated, pseudonymised);
   * python   `Redactor.redact_text` in a loop (pure `re`), timed on a sample, scaled;
-  * floor    one bare polars `str.replace_all` of a naive IPv4/e-mail regex: no
-             validation, no pseudonyms, what a single regex pass costs.
+  * floor    one bare polars `str.replace_all` of a naive IPv4/e-mail regex.
 
-    .venv/bin/python benchmarks/redact_speed.py [--rows 1000000]
+    .venv/bin/python benchmarks/redact_speed.py [--rows 1000000] [--keep DIR] [--series]
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib.util
+import json
 import random
 import re
+import subprocess
+import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -104,15 +114,55 @@ def bench(name: str, s: pl.Series, repeat: int, sample: int) -> None:
     print(f"  redactions: {dict(red.counts.most_common())}")
 
 
+def _ingest_script() -> str:
+    """benchmarks/ingest_tickets.py's in-process ingest, with the redactor made optional."""
+    spec = importlib.util.spec_from_file_location("ingest_tickets", ROOT / "benchmarks" / "ingest_tickets.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    old = "red = Timed(db.redaction_key(con))"
+    assert old in module.REDACT_SHARE
+    return module.REDACT_SHARE.replace(old, old + " if sys.argv[3] == 'on' else None")
+
+
+def bench_ingest(rows: int, keep: Path | None) -> None:
+    work = Path(tempfile.mkdtemp(prefix="rlforge-redact-"))
+    data_dir = keep or work
+    data_dir.mkdir(parents=True, exist_ok=True)
+    csv_path = data_dir / f"tickets_{rows}.csv"
+    if not csv_path.exists():
+        subprocess.run([sys.executable, str(ROOT / "sample_data" / "tickets" / "generate.py"),
+                        "--rows", str(rows), "--format", "csv", "--out", str(csv_path)],
+                       check=True, capture_output=True)
+    print(f"\nticket ingest: {rows:,} generated tickets, "
+          f"{csv_path.stat().st_size / 1e6:,.0f} MB CSV, fresh process each")
+    for mode in ("off", "on"):
+        proc = subprocess.run([sys.executable, "-c", _ingest_script(), str(csv_path),
+                               str(work / f"{mode}.duckdb"), mode],
+                              capture_output=True, text=True, check=True)
+        r = json.loads(proc.stdout.strip().splitlines()[-1])
+        assert r["loaded"] == rows, r
+        line = f"  redaction {mode:3s} {r['seconds']:8.1f} s  {rows / r['seconds']:10,.0f} tickets/s"
+        if mode == "on":
+            line += (f"   redacting {r['redact_seconds']:.1f} s "
+                     f"({100 * r['redact_seconds'] / r['seconds']:.0f}%)")
+        print(line)
+        if mode == "on":
+            print(f"  redactions: {json.dumps(r['redactions'])}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rows", type=int, default=1_000_000)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--sample", type=int, default=20_000)
+    ap.add_argument("--keep", type=Path, help="directory to keep the generated CSV in (reused)")
+    ap.add_argument("--series", action="store_true", help="also time redact_series on texts")
     args = ap.parse_args()
     print(f"polars {pl.__version__}, {pl.thread_pool_size()} threads")
-    bench("HDFS-like log lines", hdfs_lines(args.rows), args.repeat, args.sample)
-    bench("ticket texts", ticket_texts(args.rows), args.repeat, args.sample)
+    bench_ingest(args.rows, args.keep)
+    if args.series:
+        bench("HDFS-like log lines", hdfs_lines(args.rows), args.repeat, args.sample)
+        bench("ticket texts", ticket_texts(args.rows), args.repeat, args.sample)
 
 
 if __name__ == "__main__":

@@ -47,6 +47,12 @@ SETTINGS: list[Setting] = [
     Setting("cache_dir", "", "cache for prepared environments (default: $XDG_CACHE_HOME/rlforge "
             "or /var/tmp/rlforge-cache)"),
     Setting("redact", True, "redact PII and secrets before anything is written", bool),
+    Setting("redaction.off", [], "redaction kinds left as they are, e.g. [\"ADDRESS\"] "
+            "(kinds: README, Redaction)", list),
+    Setting("redaction.patterns", {}, "extra patterns redacted first: KIND = regex, e.g. "
+            "{ TICKET_REF = \"TCK-[0-9]+\" }", dict),
+    Setting("redaction.phone_regions", ["US", "GB", "DE", "FR", "NL", "IT"], "regions tried, "
+            "in order, for phone numbers written without +country", list),
     Setting("ingest.tickets.format", "auto", "ticket export format",
             choices=("auto", "csv", "json", "jsonl", "zendesk", "jira-csv", "jira-json")),
     Setting("ingest.tickets.mapping", {}, "normalised field -> column of your export "

@@ -262,3 +262,106 @@ def test_long_adversarial_text_stays_linear(red, text):
     out = red.redact_text(text)
     assert time.perf_counter() - t0 < 10
     assert red.redact_series(pl.Series([text]))[0] == out
+
+
+# --- issue 27: names, addresses, national numbers, secrets in prose, consistency -----------
+
+NEW_POSITIVES = [
+    ("Hi Anna,\n\nmy colleague Hans-Otto Klemm can't log in.", "Hi <PERSON>,\n\nmy colleague <PERSON> can't log in."),
+    ("Kind regards,\nFeline van der Strigt", "Kind regards,\n<PERSON>"),
+    ("Sehr geehrte Frau Müller, danke", "Sehr geehrte Frau <PERSON>, danke"),
+    ("ship to 70669 Heather Grove, New Sierra, MH 42107 — thanks", "ship to <ADDRESS> — thanks"),
+    ("an Zirmeplatz 17, 69074 Saarbrücken.", "an <ADDRESS>."),
+    ("à 46, avenue Leroy\n49543 Ledoux-sur-Gosselin.", "à <ADDRESS>."),
+    ("Opsturen naar Kerkstraat 12, 1234 AB Amsterdam graag", "Opsturen naar <ADDRESS> graag"),
+    ("a Via Roma 12, 00184 Roma (RM) grazie", "a <ADDRESS> grazie"),
+    ("to Flat 2, 10 Downing Street, London SW1A 2AA please", "to <ADDRESS> please"),
+    ("Erreichbar unter 030 12345678 oder mobil 0151 23456789.", "Erreichbar unter <PHONE> oder mobil <PHONE>."),
+    ("Vous pouvez me joindre au 01 42 68 53 00.", "Vous pouvez me joindre au <PHONE>."),
+    ("ring 0161 496 0000 or +44 161 496 0000", "ring <PHONE> or <PHONE>"),
+    ("My SSN is 123-45-6789.", "My SSN is <SSN>."),
+    ("Il mio codice fiscale è RSSMRA85T10A562S.", "Il mio codice fiscale è <NATIONAL_ID>."),
+    ("Mijn BSN is 111222333.", "Mijn BSN is <NATIONAL_ID>."),
+    ("NI number QQ 12 34 56 C", "NI number <NATIONAL_ID>"),
+    ("Numéro de passeport : 12AB34567.", "Numéro de passeport : <PASSPORT>."),
+    ("Geburtsdatum: 12.03.1985", "Geburtsdatum: <DOB>"),
+    ("born on March 12, 1985 in Leeds", "born on <DOB> in Leeds"),
+    ("device 00:1A:2B:3C:4D:5E and aabb.ccdd.eeff", "device <MAC> and <MAC>"),
+    ("It fails from 2001:db8::8a2e:370:7334.", "It fails from <IPV6>."),
+    ("Maestro 6759 6498 2643 8453", "Maestro <CARD>"),
+    ("Diners 3056 930902 5904", "Diners <CARD>"),
+    ("my password is now Tr0ub4dor&3 and", "my password is now <PASSWORD> and"),
+    ("Mein Passwort ist Sommer2024!, bitte", "Mein Passwort ist <PASSWORD>, bitte"),
+    ("mon mot de passe est hK9$mq2Lp mais", "mon mot de passe est <PASSWORD> mais"),
+    ("Ik heb het wachtwoord veranderd in Zx8!pq77r.", "Ik heb het wachtwoord veranderd in <PASSWORD>."),
+    ("La mia password è Qw3rty!9 ma", "La mia password è <PASSWORD> ma"),
+    ("I changed it to $5)RusBpz but", "I changed it to <PASSWORD> but"),
+    ("our api key 9faca2fbbf9f6777b3995cf8d8053e11 stopped", "our api key <API_KEY> stopped"),
+    ("https://ghp_C2pYq7ghjXptJYTK0BN7qrIc1lPdWD9UhfXp@github.com/a/b.git",
+     "https://<GITHUB_TOKEN>@github.com/a/b.git"),
+    ("key: -----BEGIN RSA PRIVATE KEY----- MIIEowIBAAKCAQEA0Zl3q83abXyZ MIIEowIBAAKCAQEA0Zl3q83abXyZ "
+     "-----END RSA PRIVATE KEY----- bye", "key: <PRIVATE_KEY> bye"),
+]
+NEW_NEGATIVES = [
+    "fixed in 6.13.10.180, see SDK 4.2.1.7 and /opt/app/2.4.0.12/bin",
+    "Cloudflare ray ID 4f1f814c2244e668-FRA, trace 4bf92f3577b34da6a3ce929d0e0e4736",
+    "Order 7061805411292207 never arrived",
+    "order with the number 3707955617 and commit 0683744",
+    "Hi Tallybird team, Microsoft Teams and Visual Studio Code crash in San Basilio",
+    "Kind regards,\nSara\nLane Pharmacy",
+    "081109 203615 148 INFO dfs.DataNode",
+]
+
+
+@pytest.mark.parametrize("text,expected", NEW_POSITIVES)
+def test_names_addresses_ids_and_prose_secrets(red, text, expected):
+    assert shape(red.redact_text(text)) == expected
+    assert shape(red.redact_series(pl.Series([text]))[0]) == expected
+
+
+@pytest.mark.parametrize("text", NEW_NEGATIVES)
+def test_new_hard_negatives_survive(red, text):
+    kept = shape(red.redact_text(text))
+    assert kept == text or kept == text.replace("Sara", "<PERSON>")
+
+
+def test_one_placeholder_per_value_whatever_the_shape_or_label(red):
+    phones = ["Phone: (652) 615-3776", "Tel. 652-615-3776", "call +1 652 615 3776", "6526153776 mobile"]
+    got = {re.search(r"<PHONE_[0-9a-f]{6}>", red.redact_text(p)).group() for p in phones[:3]}
+    assert len(got) == 1
+    cards = {red.redact_text(f"card {c}") for c in ("4111 1111 1111 1111", "4111-1111-1111-1111",
+                                                   "4111111111111111")}
+    ibans = {red.redact_text(f"IBAN {i}") for i in ("DE89 3704 0044 0532 0130 00", "DE89370400440532013000")}
+    names = {red.redact_text(f"my colleague {n} says hi") for n in ("Anna Schmidt", "ANNA SCHMIDT"[:0] + "Anna  Schmidt")}
+    assert len(cards) == len(ibans) == len(names) == 1
+    author = red.pseudonym("PERSON", "anna schmidt")
+    assert author in next(iter(names))
+
+
+def test_configured_kinds_patterns_and_regions():
+    text = "Hi Anna Schmidt, call 030 12345678 about TCK-991"
+    red = Redactor.configured(KEY, off=["person"], patterns={"TICKET": "TCK-[0-9]+"}, regions=["DE"])
+    assert shape(red.redact_text(text)) == "Hi Anna Schmidt, call <PHONE> about <TICKET>"
+    assert shape(Redactor.configured(KEY, regions=["FR"]).redact_text(text)) == \
+        "Hi <PERSON>, call 030 12345678 about TCK-991"
+    with pytest.raises(UnknownName):
+        Redactor.configured(KEY, off=["NAMES"])
+    pat = Redactor(KEY, patterns={"ANY": r"[^ \n]+"})
+    once = pat.redact_text("a <EMAIL_abcdef> b")
+    assert shape(once) == "<ANY> <EMAIL> <ANY>" and pat.redact_text(once) == once
+
+
+def test_config_file_and_status_counts_per_kind(cli, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "rlforge.toml").write_text(
+        '[redaction]\noff = ["EMAIL"]\npatterns = { REF = "TB-[0-9]+" }\n', encoding="utf-8")
+    (tmp_path / "t.csv").write_text(
+        "id,subject,description\n1,Hi,\"Hi Anna,\nmy colleague Hans Weber (hans@example.com) "
+        "ordered TB-183248.\nKind regards,\nSara Costa\"\n", encoding="utf-8")
+    db_path = tmp_path / "s.duckdb"
+    assert cli("--db", db_path, "ingest", "tickets", tmp_path / "t.csv").exit_code == 0
+    result = cli("--db", db_path, "status", "--json")
+    import json
+    counts = json.loads(result.output)["redactions"]
+    assert counts == {"PERSON": 3, "REF": 1}
+    assert "redacted kind" in cli("--db", db_path, "status").output

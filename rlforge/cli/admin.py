@@ -67,9 +67,11 @@ def status(
             "quarantined", "finished_at"]
     recent_rows = [dict(zip(cols, r)) for r in runs]
     version = db.schema_version(con)
+    redacted = redaction_counts(con)
     if as_json:
         console.print_json(json.dumps({"db": str(path), "schema_version": version,
-                                       "tables": counts, "recent_ingests": recent_rows},
+                                       "tables": counts, "redactions": redacted,
+                                       "recent_ingests": recent_rows},
                                       default=str))
         return
     console.print(f"[bold]{path}[/] (schema version {version})")
@@ -92,6 +94,20 @@ def status(
                                             ("read", "loaded", "quarantined")),
                       done.strftime("%m-%d %H:%M") if hasattr(done, "strftime") else str(done or "-"))
         console.print(r)
+    if redacted:
+        k = Table("redacted kind", "redactions", box=box.SIMPLE_HEAD, pad_edge=False)
+        for kind, n in redacted.items():
+            k.add_row(kind, f"{n:,}")
+        console.print(k)
+
+
+def redaction_counts(con) -> dict[str, int]:
+    """Redactions per kind over every ingest run, most first (occurrences, not values)."""
+    total: dict[str, int] = {}
+    for (raw,) in con.execute("SELECT redactions FROM ingest_runs WHERE redactions IS NOT NULL").fetchall():
+        for kind, n in (json.loads(raw) if isinstance(raw, str) else raw or {}).items():
+            total[kind] = total.get(kind, 0) + int(n)
+    return dict(sorted(total.items(), key=lambda kv: (-kv[1], kv[0])))
 
 
 def register(app: typer.Typer) -> None:

@@ -32,13 +32,18 @@ def parse_map(pairs: list[str] | None) -> dict[str, str]:
     return out
 
 
-def make_redactor(con, enabled: bool):
-    """The database's redactor (same key, same pseudonyms every run), or None if disabled."""
+def make_redactor(con, enabled: bool, cfg=None):
+    """The database's redactor (same key, same pseudonyms every run), or None if disabled;
+    `cfg` (a Config) supplies the `redaction.*` settings."""
     if not enabled:
         return None
     from rlforge.ingest.redact import Redactor
 
-    return Redactor(db.redaction_key(con))
+    if cfg is None:
+        return Redactor(db.redaction_key(con))
+    return Redactor.configured(db.redaction_key(con), off=cfg.get("redaction.off"),
+                               patterns=cfg.get("redaction.patterns"),
+                               regions=cfg.get("redaction.phone_regions"))
 
 
 def run_files(paths: Iterable[Path], one: Callable[[Path], IngestResult], *,
@@ -180,7 +185,7 @@ def tickets(
     redact = cfg.get("redact", False if no_redact else None)
     session = IngestSession(st.db_path)
     try:
-        redactor = make_redactor(session.con, redact)
+        redactor = make_redactor(session.con, redact, cfg)
         results = run_files(paths, lambda p: session.run("tickets", p, lambda con, p: tickets_lib.ingest_file(
             con, p, fmt=fmt, mapping=mapping, redactor=redactor, on_conflict=conflict,
             origin=origin)), quiet=quiet or as_json, label="tickets", con=session.con)
@@ -214,7 +219,7 @@ def commits(
     redact = cfg.get("redact", False if no_redact else None)
     session = IngestSession(st.db_path)
     try:
-        redactor = make_redactor(session.con, redact)
+        redactor = make_redactor(session.con, redact, cfg)
         results = run_files(repos, lambda p: session.run("commits", p, lambda con, p: commits_lib.ingest_repo(
             con, p, rev=rev, redactor=redactor)), quiet=quiet or as_json, label="commits")
     finally:

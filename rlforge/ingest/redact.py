@@ -129,7 +129,7 @@ _NUMBER_WORD = rf"(?:[ \t]*{phrases_rx('number', 'nummer', 'numéro', 'numero', 
 _ORDER_CTX = (rf"{phrases_rx(*ORDER_WORDS)}{_GAP % 3}{_NUMBER_WORD}"
               r"[ \t]*[:#]?[ \t]*[0-9]{6,}")
 _PW_VALUE = r"[^ \t\r\n]+"
-_KEY_VALUE = r"[A-Za-z0-9_+/=.-]+"
+_KEY_VALUE = r"[A-Za-z0-9_+/=.][A-Za-z0-9_+/=.-]*"  # never "-----BEGIN": a PEM block is its own
 _ID_VALUE = r"[A-Za-z0-9]+(?:[ .-][A-Za-z0-9]+){0,6}"
 _LINK = rf"(?:[ \t]*[:=]|[ \t]+{phrases_rx(*PASSWORD_LINKS)})"  # ":", "is", "ist", "est", "è"...
 
@@ -231,7 +231,6 @@ _WORD_PART = re.compile(r"[A-Z]?[a-z]{2,}|[a-z]{3,}")
 _SPLIT_ID, _SPLIT_CARD, _SPLIT_PHONE = re.compile(r"[/_-]"), re.compile(r"[ -]"), re.compile(r"[ .-]")
 _SIX_DIGITS, _RETINA = re.compile(r"[0-9]{6}"), re.compile(r"[0-9]+x")
 _PHONE_PART = re.compile(r"[ .-]?(?:\([0-9]{1,5}\)|[0-9]{1,5})")
-_REGIONS = numbers.DEFAULT_REGIONS
 _PUNCT_OUT = str.maketrans("", "", " .-()+")  # phone punctuation out, digits stay
 _NOT_A_VALUE = {"null", "none", "nil", "true", "false", "undefined", "empty", "n/a", "na",
                 "redacted", "hidden", "masked", "required", "optional", "string", "str",
@@ -329,6 +328,20 @@ Span = tuple[int, int, str, str]  # start, end (in the token), kind, normalised 
 
 def _whole(tok: str, kind: str) -> list[Span]:  # noqa: D103
     return [(0, len(tok), kind, tok)]
+
+
+_PLACEHOLDER_RX = re.compile(PLACEHOLDER)
+
+
+def _h_user(tok: str, kind: str) -> list[Span]:
+    """A user pattern's match, less any placeholder inside it (never redacted again)."""
+    spans, pos = [], 0
+    for m in [*_PLACEHOLDER_RX.finditer(tok), None]:
+        end = m.start() if m else len(tok)
+        if tok[pos:end].strip():
+            spans.append((pos, end, kind, tok[pos:end]))
+        pos = m.end() if m else pos
+    return spans
 
 
 def _h_placeholder(tok: str) -> list[Span]:
@@ -626,14 +639,15 @@ def _h_card(tok: str, context: bool = False) -> list[Span]:
     return _h_phone(tok) if tok.startswith("00") and tok.isdigit() else []  # 00 + country
 
 
-def _phone_span(tok: str, start: int, labelled: bool) -> list[Span]:
+def _phone_span(tok: str, start: int, labelled: bool,
+                regions: tuple[str, ...] = numbers.DEFAULT_REGIONS) -> list[Span]:
     """The longest prefix of the number (whole groups) that `phonenumbers` reads as a
     phone number, as its E.164 form (so every way of writing it hashes alike)."""
     plus = tok[start] == "+"
     parts = _PHONE_PART.findall(tok[start + plus:])
     while parts:
         num = ("+" if plus else "") + "".join(parts)
-        e164 = numbers.phone_e164(num, _REGIONS, labelled or bool(_NANP.fullmatch(num)))
+        e164 = numbers.phone_e164(num, regions, labelled or bool(_NANP.fullmatch(num)))
         if e164 is not None:
             return [(start, start + len(num), "PHONE", e164)]
         if len(num.translate(_PUNCT_OUT)) < 7:
@@ -645,13 +659,13 @@ def _phone_span(tok: str, start: int, labelled: bool) -> list[Span]:
 _PHONE_NUM_RX = re.compile(rf"(?:^|(?<=[ \t:=]))(?:{_PHONE_NUM})(?=$|[ ,\t])")
 
 
-def _h_phone_ctx(tok: str) -> list[Span]:
+def _h_phone_ctx(tok: str, regions: tuple[str, ...] = numbers.DEFAULT_REGIONS) -> list[Span]:
     spans = []
     for m in _PHONE_NUM_RX.finditer(tok):
         number = m.group()
         ext = re.search(r"[ ]?(?:x|ext\.?|extension)[ ]?[0-9]{1,6}$", number)
         body = number[:ext.start()] if ext else number
-        found = _phone_span(body, 0, True)
+        found = _phone_span(body, 0, True, regions)
         if found and ext and found[-1][1] == len(body):
             found[-1] = (0, len(number), "PHONE", found[-1][3])
         spans += [(m.start() + s, m.start() + e, k, v) for s, e, k, v in found]
@@ -661,14 +675,14 @@ def _h_phone_ctx(tok: str) -> list[Span]:
 _EXTENSION = re.compile(r"(?:[ ]?(?:x|ext\.?|extension)[ ]?[0-9]{1,6})?")
 
 
-def _h_phone(tok: str) -> list[Span]:
+def _h_phone(tok: str, regions: tuple[str, ...] = numbers.DEFAULT_REGIONS) -> list[Span]:
     body = tok.rstrip("0123456789_" + string.ascii_letters)
     tail = tok[len(body):]
     m = re.match(r"[0-9]*", tail)
     body, tail = body + m.group(), tail[m.end():]
     if tail and not _EXTENSION.fullmatch(tail) and not _EXTENSION.fullmatch(tail.lstrip("0123456789")):
         return []  # glued to letters: an id or a hash
-    spans = _phone_span(body, 0, False)
+    spans = _phone_span(body, 0, False, regions)
     if spans and spans[-1][1] == len(body) and tail:
         s, _, k, v = spans[-1]
         spans[-1] = (s, len(tok), k, v)  # the extension goes with the number
@@ -800,15 +814,20 @@ class Redactor:
         self.kinds = frozenset(KINDS if kinds is None else kinds)
         for k in self.kinds - set(KINDS):
             raise UnknownName("redaction kind", k, list(KINDS))
-        self._regions = tuple(regions) if regions else numbers.DEFAULT_REGIONS
+        self._regions = tuple(r.upper() for r in regions) if regions else numbers.DEFAULT_REGIONS
         self._handlers = dict(_HANDLERS)
+        if self._regions != numbers.DEFAULT_REGIONS:
+            for name, fn in (("phone", _h_phone), ("phone_ctx", _h_phone_ctx)):
+                self._handlers[name] = functools.partial(fn, regions=self._regions)
         extra = []
         for i, (kind, pattern) in enumerate((patterns or {}).items()):
             if not re.fullmatch(r"[A-Z][A-Z0-9_]*", kind):
                 raise ValueError(f"pattern kind must be upper-case letters, digits and _, got {kind!r}")
             re.compile(pattern)
-            extra.append(_Rule(f"user{i}", (kind,), None, pattern))
-            self._handlers[f"user{i}"] = functools.partial(_whole, kind=kind)
+            # any character may stand before it: it competes at the same place as the
+            # built-in rules (which take the character before their token) and wins
+            extra.append(_Rule(f"user{i}", (kind,), r"[\s\S]", f"(?:{pattern})"))
+            self._handlers[f"user{i}"] = functools.partial(_h_user, kind=kind)
         self.kinds |= {r.kinds[0] for r in extra}
         self.counts: collections.Counter[str] = collections.Counter()
         rules = [r for r in _RULES[:1] + tuple(extra) + _RULES[1:]
@@ -823,6 +842,16 @@ class Redactor:
                                                          people.RUN)]))
         self._active = bool(self._stages)
         self._pseudonyms: dict[tuple[str, str], str] = {}  # authors recur: one HMAC each
+
+    @classmethod
+    def configured(cls, key: bytes, off: Iterable[str] = (), patterns: dict[str, str] | None = None,
+                   regions: Iterable[str] | None = None) -> "Redactor":
+        """A redactor from the ``[redaction]`` settings of rlforge.toml: every kind but
+        those `off`, the user's extra `patterns`, the phone `regions`."""
+        off = {k.upper() for k in off}
+        for k in off - set(KINDS):
+            raise UnknownName("redaction kind", k, list(KINDS))
+        return cls(key, kinds=set(KINDS) - off, patterns=patterns, regions=regions)
 
     def _placeholder(self, kind: str, value: str) -> str:
         mac = hmac.digest(self._key, f"{kind}\x00{value}".encode(), "sha256")
@@ -845,20 +874,6 @@ class Redactor:
         self.counts[kind] += 1
         return hit
 
-    def _judge(self, name: str, tok: str) -> list[Span]:
-        if name in ("phone", "phone_ctx") and self._regions != numbers.DEFAULT_REGIONS:
-            m = re.search(r"\+?(?:\([0-9]{1,5}\)|[0-9]{1,5})(?:[ .-]?(?:\([0-9]{1,4}\)|[0-9]{1,5}))+$",
-                          tok) if name == "phone_ctx" else re.match(r"", tok)
-            if m is None:
-                return []
-            global _REGIONS
-            saved, _REGIONS = _REGIONS, self._regions
-            try:
-                return _phone_span(tok, m.start(), name == "phone_ctx")
-            finally:
-                _REGIONS = saved
-        return self._handlers[name](tok)
-
     def _spans(self, cand: str, stage: _Stage) -> tuple[list[Span], bool]:
         """Redacted spans of one regex match (positions within `cand`), and whether the
         text must be scanned again (a validator kept a tail of the match unredacted)."""
@@ -867,7 +882,7 @@ class Redactor:
             raise AssertionError(f"candidate not re-matched: {cand!r}")
         name = m.lastgroup
         off = m.end(name + "_p") if stage.prefixed[name] else 0
-        spans = [(s + off, e + off, k, _normalise(k, v)) for s, e, k, v in self._judge(name, cand[off:])
+        spans = [(s + off, e + off, k, _normalise(k, v)) for s, e, k, v in self._handlers[name](cand[off:])
                  if k in self.kinds]
         again = name in _TRIMMING and bool(spans) and spans[-1][1] < len(cand)
         if not spans and name in _CONTEXTUAL:
@@ -920,7 +935,11 @@ class Redactor:
     def find(self, text: str) -> list[tuple[int, int, str]]:
         """Where `redact_text` redacts: (start, end, kind) in `text`, in order, over every
         stage and pass (a span that swallowed an earlier placeholder covers its text)."""
-        found: list[tuple[int, int, str]] = []
+        return [(s, e, kind) for s, e, kind, _ in self.findings(text)]
+
+    def findings(self, text: str) -> list[tuple[int, int, str, str]]:
+        """As `find`, with each span's placeholder: (start, end, kind, placeholder)."""
+        found: list[tuple[int, int, str, str]] = []
         if not self._active:
             return found
         origin = list(range(len(text) + 1))  # current position -> position in `text`
@@ -933,10 +952,10 @@ class Redactor:
                     again |= more
                     for s, e, kind, value in spans:
                         s, e = m.start() + s - 1, m.start() + e - 1
-                        found.append((origin[s], origin[e - 1] + 1, kind))
+                        ph = self._placeholder(kind, value)
+                        found.append((origin[s], origin[e - 1] + 1, kind, ph))
                         parts.append(text[pos:s])
                         where += origin[pos:s]
-                        ph = self._placeholder(kind, value)
                         parts.append(ph)
                         where += [origin[s]] * (len(ph) - 1) + [origin[e - 1]]
                         pos = e
