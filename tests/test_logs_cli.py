@@ -131,3 +131,18 @@ def test_templates_on_an_empty_store(cli, tmp_path):
     cli("ingest", "logs", path, "-q")
     out = cli("templates")
     assert out.exit_code == 0 and "no templates" in out.output
+
+
+def test_list_says_which_families_the_fields_cannot_support(cli):
+    """Spark's 2k sample holds only INFO records: `build-tasks --list` says logs.diagnose
+    cannot ask its failure questions there, and why; the counting and gap families stay."""
+    assert cli("ingest", "logs", *loghub_args("Spark")).exit_code == 0
+    result = cli("build-tasks", "--list", "--json")
+    assert result.exit_code == 0, result.output
+    rows = {r["name"]: r for r in json.loads(result.output[result.output.index("["):])}
+    skipped = rows["logs.diagnose"]["cannot_support"]
+    assert skipped["burst_start"] == "no record is at level WARN, ERROR or FATAL"
+    assert "longest_gap" not in skipped and "template_count" not in skipped
+    table = cli("build-tasks", "--list")
+    assert "skips burst_start: no record is at level WARN" in table.output.replace("\n", " ") \
+        or "skips burst_start" in table.output

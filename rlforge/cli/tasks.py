@@ -9,6 +9,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Optional
 
+import duckdb
 import typer
 from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
@@ -68,15 +69,17 @@ def build_tasks(
         con = db.connect(st.db_path)
         counts = build_lib.available_counts(con)
         rows = [{"name": i.name, "version": i.version, "verifier": i.verifier,
-                 "usable_rows": counts.get(n, 0), "description": i.description}
+                 "usable_rows": counts.get(n, 0), "description": i.description,
+                 "cannot_support": _unsupported(con, i)}
                 for n, i in registry.registry().items()]
         if as_json:
             console.print_json(json.dumps(rows))
             return
         t = Table("generator", "verifier", "usable rows", "description")
         for r in rows:
+            skip = "".join(f"\nskips {k}: {v}" for k, v in r["cannot_support"].items())
             t.add_row(f"{r['name']}@{r['version']}", r["verifier"], f"{r['usable_rows']:,}",
-                      r["description"])
+                      r["description"] + skip)
         console.print(t)
         return
     if split_by not in ("hash", "time"):
@@ -124,6 +127,17 @@ def build_tasks(
         err_console.print("[bold red]error:[/] no task was emitted; see the drop reasons above "
                           "and `rlforge build-tasks --list` for usable source rows", soft_wrap=True)
         raise typer.Exit(1)
+
+
+def _unsupported(con, info) -> dict[str, str]:
+    """Question families the generator says this database's fields cannot support."""
+    skipped = getattr(info.factory(), "skipped", None)
+    if skipped is None:
+        return {}
+    try:
+        return dict(skipped(con))
+    except duckdb.CatalogException:
+        return {}  # its source tables do not exist yet
 
 
 def _print_build(report) -> None:
