@@ -1,22 +1,60 @@
-"""`tickets.triage`: read a support request, name its category (or intent, or priority).
+"""`tickets.triage`: read a support request, name the value of one of its label fields.
 
 The label set is every value the field takes among tickets of the same origin (one help
 desk), listed in the instruction; the answer is the ticket's own label, compared after
 normalisation (case, spaces, underscores). A field is used only where it is a real label
-set: 2 to 60 values, each seen on at least `min_per_label` tickets.
+set (2 to 60 values, each seen on at least `min_per_label` tickets) and only where it can
+be learned: before any of its tasks is emitted, `rlforge.tasks.learnability` cross-validates
+a text classifier on the field against the majority-label and shuffled-label baselines, and
+every candidate of a field that does not beat them by `min_lift` is dropped with a reason
+that carries the figures (the figures of an emitted field go into each task's metadata).
+
+Field-aware: the instruction names the field (`field_names` renames a mapped field, e.g.
+`{"category": "story points"}`) and what its values mean where the user says
+(`label_meanings`, by field then label). Ordinal fields — `priority`, or a field whose
+values are all numbers (story points) — are refused: exact-match scoring would give a near
+miss no credit, and rlforge has no documented partial-credit rule for them yet. A
+candidate whose text is empty, `NULL`-like, a placeholder, or a template with unfilled
+`{variables}` is dropped with its reason.
 """
 
 from __future__ import annotations
 
+import re
 from collections import defaultdict
 
 from rlforge.tasks.answers import adversarial_answers, null_submission, solve_script
+from rlforge.tasks.learnability import MIN_LIFT, Learnability, measure
 from rlforge.tasks.registry import register
 from rlforge.tasks.spec import BuildContext, SourceRef, TaskSpec, stable_sample
 
 FIELDS = ("category", "intent", "priority")
 DEFAULT_FIELDS = ("category", "intent")
+ORDINAL_FIELDS = ("priority",)
 MAX_BODY_CHARS = 6000
+PLACEHOLDER_WORDS = {"", "null", "none", "nil", "nan", "n/a", "na", "-", "--", "tbd", "todo",
+                     "placeholder", "test", "(no description)", "no description", "undefined",
+                     "lorem ipsum"}
+UNFILLED = re.compile(r"\{\{?\s*[A-Za-z_][\w .-]{0,40}\s*\}\}?|\$\{[\w.]+\}|%\([\w]+\)s")
+NUMBER = re.compile(r"^[+-]?\d+(?:\.\d+)?$")
+
+
+def text_problem(subject: str | None, body: str | None) -> str | None:
+    """Why a ticket's text cannot be a task (None: it can)."""
+    text = (body or "").strip()
+    if not text:
+        return "empty body"
+    if text.casefold().strip(".!? ") in PLACEHOLDER_WORDS:
+        return f"placeholder body {text[:20]!r}"
+    for part in (subject or "", text):
+        m = UNFILLED.search(part)
+        if m:
+            return f"unfilled template variable {m.group(0)[:40]}"
+    return None
+
+
+def is_ordinal(field: str, labels: list[str]) -> bool:
+    return field in ORDINAL_FIELDS or all(NUMBER.match(x.strip()) for x in labels)
 
 
 def _label_sets(con, fields, min_per_label: int) -> dict[tuple[str, str], list[str]]:
@@ -37,11 +75,19 @@ def _label_sets(con, fields, min_per_label: int) -> dict[tuple[str, str], list[s
 
 
 @register("tickets.triage", 1, "Classify a support request into its category, intent or "
-          "priority (labels offered; normalised exact match).", verifier="answer")
+          "priority (labels offered; normalised exact match; only fields whose labels a "
+          "classifier learns from the text).", verifier="answer")
 class TicketTriage:
-    def __init__(self, fields=DEFAULT_FIELDS, min_per_label: int = 3):
+    def __init__(self, fields=DEFAULT_FIELDS, min_per_label: int = 3, min_lift: float = MIN_LIFT,
+                 field_names: dict[str, str] | None = None,
+                 label_meanings: dict[str, dict[str, str]] | None = None):
         self.fields = tuple(f for f in fields if f in FIELDS)
         self.min_per_label = min_per_label
+        self.min_lift = float(min_lift)
+        self.field_names = dict(field_names or {})
+        self.label_meanings = {k: dict(v) for k, v in (label_meanings or {}).items()}
+        self.rejections: list[dict[str, str]] = []
+        self.learnability: dict[str, dict] = {}  # "origin:field" -> figures, once measured
 
     def available(self, con) -> int:
         sets = _label_sets(con, self.fields, self.min_per_label)
@@ -52,8 +98,12 @@ class TicketTriage:
                 f"AND {field} IN (SELECT unnest(?::VARCHAR[]))", [origin, labels]).fetchall()[0][0]
         return total
 
+    def _reject(self, ticket_id: str, reason: str) -> None:
+        self.rejections.append({"source": ticket_id, "reason": reason})
+
     def specs(self, ctx: BuildContext):
         con = ctx.con
+        self.rejections, self.learnability = [], {}
         sets = _label_sets(con, self.fields, self.min_per_label)
         candidates = []
         for (origin, field), labels in sorted(sets.items()):
@@ -62,21 +112,50 @@ class TicketTriage:
                 FROM tickets WHERE origin = ? AND body IS NOT NULL
                   AND {field} IN (SELECT unnest(?::VARCHAR[]))
                 ORDER BY ticket_id""", [origin, labels]).fetchall()
-            candidates += [(field, labels, r) for r in rows]
-        for field, labels, row in stable_sample(candidates, ctx.limit, ctx.seed,
-                                                key=lambda c: f"{c[0]}:{c[2][0]}"):
-            yield self._spec(field, labels, row)
+            name = self.field_names.get(field, field.replace("_", " "))
+            if is_ordinal(field, labels):
+                reason = (f"{name} is ordinal: exact-match scoring gives a near miss no credit "
+                          f"and no partial-credit rule is defined; refused")
+                for r in rows:
+                    self._reject(r[0], reason)
+                continue
+            usable = []
+            for r in rows:
+                problem = text_problem(r[2], r[3])
+                if problem:
+                    self._reject(r[0], f"{name}: {problem}")
+                else:
+                    usable.append(r)
+            if len({r[4] for r in usable}) < 2:
+                continue
+            figures = measure([f"{r[2] or ''}\n{r[3]}" for r in usable], [r[4] for r in usable],
+                              ctx.seed)
+            self.learnability[f"{origin}:{field}"] = {**figures.to_dict(),
+                                                     "min_lift": self.min_lift,
+                                                     "emitted": figures.passes(self.min_lift)}
+            if not figures.passes(self.min_lift):
+                reason = (f"{name} labels of {origin} are not learnable from the text: "
+                          f"{figures.summary()}; need lift >= {self.min_lift:.2f}")
+                for r in usable:
+                    self._reject(r[0], reason)
+                continue
+            candidates += [(field, labels, figures, r) for r in usable]
+        for field, labels, figures, row in stable_sample(candidates, ctx.limit, ctx.seed,
+                                                         key=lambda c: f"{c[0]}:{c[3][0]}"):
+            yield self._spec(field, labels, figures, row)
 
-    def _spec(self, field: str, labels: list[str], row) -> TaskSpec:
+    def _spec(self, field: str, labels: list[str], figures: Learnability, row) -> TaskSpec:
         ticket_id, content_hash, subject, body, label, created_at = row
         body = body if len(body) <= MAX_BODY_CHARS else body[:MAX_BODY_CHARS] + "\n[...]"
-        noun = {"category": "category", "intent": "intent", "priority": "priority"}[field]
+        noun = self.field_names.get(field, field.replace("_", " "))
+        meanings = self.label_meanings.get(field, {})
         return TaskSpec(
             generator=self.name, version=self.version,
             source=SourceRef("tickets", [ticket_id], [content_hash]),
             instruction_template="instruction.md",
             context={"title": f"Triage a support ticket: choose its {noun}", "field": noun,
-                     "subject": subject or "", "body": body, "labels": labels},
+                     "subject": subject or "", "body": body, "labels": labels,
+                     "meanings": {x: meanings[x] for x in labels if meanings.get(x)}},
             reference={"verifier": "answer", "answer_kind": "label", "answer": label,
                        "labels": labels, "submission": "/app/answer.txt", "max_chars": 200},
             solution_files={"solve.sh": solve_script(label)},
@@ -87,7 +166,8 @@ class TicketTriage:
             category="support-triage", difficulty="easy",
             keywords=["tickets", "classification", field],
             secret_strings=[label],
-            leak_allowed=[body, subject or "", *(f"- `{x}`" for x in labels)],
+            leak_allowed=[body, subject or "", *(f"- `{x}`" for x in labels),
+                          *(f"- `{x}`: {m}" for x, m in meanings.items())],
             agent_timeout_sec=60.0, verifier_timeout_sec=30.0, memory_mb=512,
-            extra_metadata={"label_field": field, "n_labels": len(labels)},
+            extra_metadata={"label_field": field, "n_labels": len(labels), **figures.metadata()},
         )
