@@ -77,7 +77,7 @@ def test_harbor_layout_and_lineage(cli, ticket_db, tmp_path, query):
         assert env["allow_internet"] is False and env["cpus"] >= 1 and env["memory_mb"] > 0
         rl = meta["metadata"]["rlforge"]
         assert rl["task_id"] == d.name and rl["split"] in ("train", "val", "test")
-        assert rl["generator"] in ("tickets.triage@1", "tickets.reply@1")
+        assert rl["generator"] in ("tickets.triage@1", "tickets.reply@2")
         assert rl["source_table"] == "tickets" and len(rl["source_keys"]) == len(rl["source_content_hashes"])
         assert len(rl["template_hash"]) == 16
         assert "/logs/verifier" in (d / "tests" / "test.sh").read_text()
@@ -109,12 +109,11 @@ def test_validate_proves_gold_null_and_every_adversarial(cli, ticket_db, tmp_pat
     assert data["failed"] == 0 and data["tasks"] == 6
     expected = {"tickets.triage@1": {"leak", "oracle", "null", "empty", "every_option",
                                      "every_option_lines", "long_candidate_list", "echo_instruction"},
-                "tickets.reply@1": {"leak", "oracle", "null", "empty", "facts_only", "padded",
+                "tickets.reply@2": {"leak", "oracle", "null", "empty", "facts_only", "padded",
                                     "copies_other_ticket", "echo_instruction", "facts_repeated",
                                     "lorem_and_facts", "customer_message_and_facts"}}
-    # Made only where the ticket has what they need (a forbidden value, an internal note).
-    optional = {"tickets.triage@1": set(),
-                "tickets.reply@1": {"forbidden_with_zero_width", "internal_note_edited"}}
+    # Made only where the ticket has what they need (a forbidden value).
+    optional = {"tickets.triage@1": set(), "tickets.reply@2": {"forbidden_with_zero_width"}}
     for r in data["results"]:
         checks = {c["name"]: c for c in r["checks"]}
         assert expected[r["generator"]] <= set(checks) <= expected[r["generator"]] | optional[r["generator"]]
@@ -213,27 +212,15 @@ def test_out_directory_with_foreign_files_is_refused(cli, ticket_db, tmp_path):
     assert (out / "notes.txt").exists()
 
 
-def test_reply_never_forbids_what_the_gold_reply_says_in_another_spelling(cli, tmp_path, query):
-    # Bitext-style replies: one ticket's reply names "{{Live Chat}}" as a placeholder, the
-    # other says "live chat" in plain words. The verifier matches items normalised, so the
-    # placeholder must not be forbidden to the second ticket (its own gold would fail).
-    path = tmp_path / "replies.csv"
-    path.write_text(
-        "id,subject,body,category,resolution\n"
-        '1,Chat,"Where can I talk to someone right now?",contact,'
-        '"You can reach us on live chat from the Help page, or write to ticket INV-2024-00017."\n'
-        '2,Hours,"When is support open?",contact,'
-        '"Our team answers on {{Live Chat}} and at {{Customer Support Phone Number}}, '
-        'ticket INV-2024-00018 has the hours."\n')
-    assert cli("ingest", "tickets", path, "--no-redact").exit_code == 0
-    out = tmp_path / "tasks"
-    result, report = build(cli, out, "--generators", "tickets.reply", "--seed", "2")
-    assert result.exit_code == 0, result.output
-    assert report["emitted"] == 2 and not report["drops"]  # both proven: gold 1, tricks 0
-    forbidden = {}
-    for task in out.iterdir():
-        if task.is_dir():
-            ref = json.loads((task / "tests" / "reference.json").read_text())
-            forbidden[ref["required"][0]] = ref["forbidden"]
-    plain = next(f for fact, f in forbidden.items() if "00017" in fact)
-    assert "{{Live Chat}}" not in plain and "{{Customer Support Phone Number}}" in plain
+def test_reply_never_forbids_what_the_gold_reply_says_in_another_spelling():
+    # Bitext-style replies: a placeholder "{{Live Chat}}" and the plain words "live chat"
+    # are the same item to the verifier (compared as words), and so are "$3" and a step
+    # numbered "3.": a value the gold reply or the customer's message holds in any
+    # spelling is never forbidden (the gold reply would fail its own task).
+    from rlforge.tasks.tickets_reply import forbiddable
+
+    may_forbid = forbiddable("You can reach us on live chat.\n3. Open the Help page.",
+                             "Where can I talk to someone? Ticket INV-2024-00017")
+    assert not may_forbid("{{Live Chat}}") and not may_forbid("$3")
+    assert not may_forbid("INV-2024-00017")
+    assert may_forbid("{{Customer Support Phone Number}}") and may_forbid("INV-2024-00018")

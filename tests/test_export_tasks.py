@@ -49,7 +49,10 @@ def build_sample_tasks(root: Path, limit: int = 40) -> Path:
         tickets.ingest_file(con, TICKETS / "zendesk_export.json",
                             mapping={"category": "custom_fields.360041872211"})
         tickets.ingest_file(con, TICKETS / "jira_export.csv", mapping={"category": "Component/s"})
-        build_tasks(con, BuildOptions(out=root / "tasks", limit=limit, seed=7, validate=False))
+        # Single-turn tasks only: tickets.reply is multi-turn (the policy searches a
+        # knowledge base), so text trainers skip it like any sandboxed task.
+        build_tasks(con, BuildOptions(out=root / "tasks", generators=["tickets.triage"],
+                                      limit=limit, seed=7, validate=False))
     finally:
         con.close()
     return root / "tasks"
@@ -213,13 +216,12 @@ def test_trl_dataset_and_reward_function_score_like_the_task(cli, tasks_dir, tmp
     empty = [[{"role": "assistant", "content": ""}] for _ in ds["task_id"]]
     assert trl_reward(completions=empty, **batch) == [0.0] * ds.num_rows
     # Plain-text completions work too; a reply with only some key facts gets partial credit.
-    reply_i = next(i for i, t in enumerate(ds["task_id"]) if t.startswith("tickets-reply"))
-    ref = json.loads(ds["rlforge_reference"][reply_i])
-    assert trl_reward([gold_answer(train[ds["task_id"][reply_i]])],
-                      [ds["rlforge_reference"][reply_i]]) == [1.0]
-    if len(ref["required"]) > 1:
-        text = gold_answer(train[ds["task_id"][reply_i]]).replace(ref["required"][0], "")
-        assert 0.0 < trl_reward([text], [ds["rlforge_reference"][reply_i]])[0] < 1.0
+    ref = json.dumps({"verifier": "reply", "required": ["Settings > Webhooks", "FR-1262"],
+                      "forbidden": [], "min_words": 5, "max_words": 60})
+    gold = ("Thanks for writing in. You can turn webhooks on yourself under Settings > Webhooks, "
+            "and I added your vote to roadmap item FR-1262.")
+    assert trl_reward([gold], [ref]) == [1.0]
+    assert 0.0 < trl_reward([gold.replace("FR-1262", "our list")], [ref])[0] < 1.0
 
 
 def test_jsonl_rows_carry_instruction_reference_and_lineage(cli, tasks_dir, tmp_path):

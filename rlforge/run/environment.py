@@ -24,7 +24,9 @@ Two kinds of task (`[metadata.rlforge] kind` in task.toml):
   OpenAI tool calls, or fenced ```bash blocks for servers without tool calling — and ends
   with `submit` (or by running out of turns). The final workspace is the submission:
   its answer file is scored in-process for answer/reply verifiers; otherwise
-  `tests/test.sh` runs in the sandbox over it.
+  `tests/test.sh` runs in the sandbox over it. A task that names a search command
+  (`search_command` in its metadata) also gets a `search` tool that runs it, with the
+  query, in the sandbox like any command.
 
 Infrastructure failures (a sandbox could not start, the task's verifier data is broken)
 raise `InfraError`; they make a rollout `invalid`, never a failure of the policy. Once the
@@ -39,6 +41,7 @@ import asyncio
 import base64
 import json
 import re
+import shlex
 import shutil
 import subprocess
 import tempfile
@@ -78,6 +81,13 @@ BASH_TOOL = {"type": "function", "function": {
     "parameters": {"type": "object", "properties": {
         "command": {"type": "string", "description": "the command line to run"}},
         "required": ["command"]}}}
+SEARCH_TOOL = {"type": "function", "function": {
+    "name": "search",
+    "description": "Search the task's knowledge base (files under /app/kb); returns the "
+                   "best-matching files, ranked, with snippets.",
+    "parameters": {"type": "object", "properties": {
+        "query": {"type": "string", "description": "words to look for"}},
+        "required": ["query"]}}}
 SUBMIT_TOOL = {"type": "function", "function": {
     "name": "submit", "description": "Finish: the workspace in /app is your submission.",
     "parameters": {"type": "object", "properties": {}}}}
@@ -204,7 +214,9 @@ class Environment:
         self.scratch = scratch
         self.multi_turn = task.kind == "terminal"
         protocol = options.tool_protocol
-        self.tools = [BASH_TOOL, SUBMIT_TOOL] if self.multi_turn and protocol != "text" else None
+        self.search_command = self._search_command() if self.multi_turn else ""
+        tools = [BASH_TOOL, SEARCH_TOOL, SUBMIT_TOOL] if self.search_command else [BASH_TOOL, SUBMIT_TOOL]
+        self.tools = tools if self.multi_turn and protocol != "text" else None
         self.messages: list[dict[str, Any]] = []
         self.steps: list[dict[str, Any]] = []
         self.turns = 0
@@ -386,8 +398,17 @@ class Environment:
                     submitted = True
                     self._tool_reply(call_id, "[submitted]")
                     continue
+                if name == "search" and self.search_command:
+                    command = self._search(function.get("arguments"))
+                    if command is None:
+                        self._tool_reply(call_id, '[error: arguments must be JSON like '
+                                                  '{"query": "refund for a damaged parcel"}]')
+                    else:
+                        commands.append(Command(command, call_id))
+                    continue
                 if name != "bash":
-                    self._tool_reply(call_id, f"[error: no tool named {name!r}; use bash or submit]")
+                    names = "bash, search or submit" if self.search_command else "bash or submit"
+                    self._tool_reply(call_id, f"[error: no tool named {name!r}; use {names}]")
                     continue
                 try:
                     args = json.loads(function.get("arguments") or "{}")
@@ -408,6 +429,27 @@ class Environment:
             commands.append(Command(block.group(1).strip()))
         submitted = bool(_SUBMIT_LINE.search(text)) and not commands
         return commands, submitted
+
+    def _search_command(self) -> str:
+        """The task's search command (`[metadata.rlforge] search_command`, run in the sandbox
+        like any command; the `search` tool runs it with the query), or "". A task.toml that
+        cannot be read gives none here: `reset` reads it again and reports it."""
+        try:
+            meta = self.task.meta
+        except UserError:
+            return ""
+        return str(meta.get("metadata", {}).get("rlforge", {}).get("search_command") or "")
+
+    def _search(self, arguments: str | None) -> str | None:
+        """The shell command a `search` call runs (None: its arguments are not a query)."""
+        try:
+            args = json.loads(arguments or "{}")
+            query = args["query"] if isinstance(args, dict) else None
+        except (ValueError, KeyError):
+            query = None
+        if not isinstance(query, str) or not query.strip():
+            return None
+        return f"{self.search_command} {shlex.quote(query.strip())}"
 
     def _tool_reply(self, call_id: str, content: str) -> None:
         self.messages.append({"role": "tool", "tool_call_id": call_id, "content": content})

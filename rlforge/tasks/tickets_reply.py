@@ -1,46 +1,74 @@
-"""`tickets.reply`: draft the reply to a customer from the case notes of the real resolution.
+"""`tickets.reply`: answer a customer by researching how the company resolved similar tickets.
 
-The key facts of the real reply — template placeholders such as `{{Order Number}}`,
-pseudonymised values, ids, amounts, menu paths, quoted UI strings, links — become the case
-notes the agent is given and the facts its reply must contain (partial credit). The
-instruction also shows an internal note or a resolved ticket of another customer; their
-distinctive values (other pseudonyms, ids, internal remarks) must not appear in the reply.
-A length window around the real reply's length rules out empty and padded answers, and
-three gates rule out stuffing (see `score_reply`): at most half the reply may be fact
-text, at most a bounded share may be copied from what the instruction shows, and its word
-pairs must be pairs the company's other replies use, at least half as often as the real
-reply's are (lorem ipsum, or common words strung together, are not).
+A multi-turn task. The policy sees the customer's message, never the facts of the answer.
+Its workspace holds what the company knows: earlier resolved tickets of the same help desk
+as files under `kb/tickets/` (what was already redacted at ingest; never the target ticket,
+never one whose reply is (nearly) the target's or whose message is the same, never one
+created after it), plus an optional docs folder (`docs` option) under `kb/docs/`, and a
+search command `kb/search.py` (BM25, ranked snippets) that the run loop also offers as a
+`search` tool beside `bash` and `submit`. A knowledge base holds the `KB_RELEVANT`
+earlier tickets most similar to the customer's message and `KB_OTHERS` others drawn by
+the seed, so searching, not listing, is how the policy finds its way.
+
+The required facts are the whole units of the real reply — template placeholders such as
+`{{Order Number}}`, pseudonymised values, ids, amounts, menu paths, links, quoted UI
+strings — and derivability is proven at build time: each fact occurs in the real reply,
+does not occur in the customer's own text (those are dropped from the list: echoing them
+proves nothing), and occurs in a file of the task's knowledge base; a ticket whose reply
+needs a fact the knowledge base lacks is dropped with that reason, as is one left with no
+fact to research. The reward is `score_reply`'s (see `rlforge.verify.standalone`): facts
+present (partial credit), distinctive values of the other customers in the knowledge base
+absent, a length window, and the gates against stuffing (fact share), copying (4-grams
+shared with the customer's message and every knowledge-base file) and filler (word pairs
+the company's replies use). A ticket whose real reply does not pass those gates itself is
+dropped with the figure.
 """
 
 from __future__ import annotations
 
 import re
 from collections import Counter
+from pathlib import Path
 from typing import Callable
 
+from rlforge.tasks import kb_search
 from rlforge.tasks.answers import null_submission, solve_script
 from rlforge.tasks.registry import register
+from rlforge.tasks.splits import THRESHOLD, shingles
 from rlforge.tasks.spec import ANSWER_FILE, BuildContext, SourceRef, Submission, TaskSpec, stable_sample
-from rlforge.verify.standalone import (COPY_SHARE, bigrams, common_share, contains, copied_share,
-                                       normalize)
+from rlforge.verify.standalone import (COPY_SHARE, bigrams, common_share, contains, copied_share)
 
+# A menu path: capitalised segments joined by '>'; a segment after the first may go on in
+# lower case ("Time zone", "Single sign-on") for up to three words, never into the sentence
+# ("... > Webhooks and click", "... > Payment method with the postcode").
+_CAP = r"[A-Z][\w&'’]*(?:-\w+)*"
+_STOP = ("a|an|the|and|or|but|with|without|to|then|from|in|on|at|for|of|by|as|before|after|"
+         "if|when|where|so|is|are|was|be|you|your|it|its|that|which|this|there|here|again|now")
+_SEGMENT = rf"{_CAP}(?: (?:{_CAP}|(?!(?:{_STOP})\b)[a-z][\w'’]*(?:-\w+)*)){{0,3}}"
 FACT_PATTERNS = [
     re.compile(r"\{\{[^{}\n]{1,60}\}\}"),                       # template placeholders
     re.compile(r"<[A-Z_]{2,20}_[0-9a-f]{6}>"),                  # rlforge pseudonyms
     re.compile(r"\b[A-Z]{2,6}-\d[\d-]{2,}\b"),                  # ids such as INV-2024-06232
     re.compile(r"#\d{4,}\b"),                                   # ticket / order numbers
     re.compile(r"[$€£]\s?\d[\d,]*(?:\.\d\d)?"),                 # amounts
-    re.compile(r"\b[A-Z][\w&]*(?: [A-Z][\w&]*)*(?: ?> ?[A-Z][\w&]*(?: [A-Z][\w&]*)*)+"),  # menu paths
+    re.compile(rf"\b{_CAP}(?: {_CAP})*(?: ?> ?{_SEGMENT})+"),  # menu paths
     re.compile(r"https?://[^\s)>\]]+"),                         # links
     re.compile(r"(?<!\w)'[^'\n]{3,40}'(?!\w)|(?<!\w)\"[^\"\n]{3,40}\"(?!\w)"),  # quoted UI strings
 ]
-DISTINCT = [p for p in FACT_PATTERNS[:5]]
+DISTINCT = FACT_PATTERNS[1:5]  # values specific to one ticket (not shared placeholders)
 MAX_FACTS = 6
 MIN_REPLY_WORDS = 12
+KB_RELEVANT = 12
+KB_OTHERS = 12
+MAX_FORBIDDEN = 60
+NEAR_DUPLICATE = THRESHOLD  # requests this alike (shingle Jaccard) are the same ticket again
+COPY_MARGIN = 0.10     # the copy gate's allowance above the real reply's own share
+MAX_COPY_LIMIT = 0.60  # no task whose copy gate would need to be looser than this
 COMMON_BIGRAMS = 3000  # the most frequent word pairs of an origin's other replies
 LOREM = ("Lorem ipsum dolor sit amet, consectetur adipiscing elit, sed do eiusmod tempor "
          "incididunt ut labore et dolore magna aliqua. Ut enim ad minim veniam, quis nostrud "
          "exercitation ullamco laboris nisi ut aliquip ex ea commodo consequat.")
+SEARCH_COMMAND = "python3 /app/kb/search.py"
 
 
 def _pairs(text: str) -> set[str]:
@@ -60,13 +88,25 @@ def common_bigrams(ranking: list[tuple[str, int]], own: str, n: int = COMMON_BIG
     return sorted(out)
 
 
+def _whole(text: str, start: int, end: int) -> bool:
+    """Whether text[start:end] is a whole unit: not glued to a word, or a hyphenated
+    word, on either side (so 'Settings > Security > Single' of '... Single-Sign-On' is not)."""
+    before = text[start - 1] if start > 0 else " "
+    after = text[end:end + 2]
+    glued_after = bool(after) and (after[0].isalnum() or after[0] == "_"
+                                   or (after[0] in "-’'" and after[1:2].isalnum()))
+    return not glued_after and not (before.isalnum() or before == "_")
+
+
 def key_facts(text: str) -> list[str]:
-    """Distinct facts in a reply, in order of appearance, at most MAX_FACTS."""
+    """Distinct whole facts in a reply, in order of appearance, at most MAX_FACTS."""
     found: list[tuple[int, str]] = []
     for pattern in FACT_PATTERNS:
         for m in pattern.finditer(text):
-            fact = m.group(0).strip().strip("'\"").rstrip(".,;:")
-            if len(fact) >= 3:
+            raw = m.group(0)
+            fact = raw.strip().strip("'\"").rstrip(".,;:!?")
+            end = m.start() + len(raw.rstrip().rstrip(".,;:!?"))
+            if len(fact) >= 3 and _whole(text, m.start(), end):
                 found.append((m.start(), fact))
     out: list[str] = []
     for _, fact in sorted(found):
@@ -82,122 +122,225 @@ def distinctive(text: str) -> list[str]:
 
 def forbiddable(gold: str, visible: str) -> Callable[[str], bool]:
     """Whether a value may be forbidden in the reply to a ticket: neither its gold reply nor
-    the ticket itself holds it, compared as the verifier compares (normalised, so a
-    placeholder like "{{Live Chat}}" counts as held by a reply saying "live chat")."""
-    held = (normalize(gold), normalize(visible))
-    return lambda value: not value or all(normalize(value) not in text for text in held)
+    the ticket itself holds it, compared exactly as the verifier compares (words, so "$3"
+    is held by a reply with a step "3.", and "{{Live Chat}}" by one saying "live chat")."""
+    return lambda value: bool(value) and not contains(gold, value) and not contains(visible, value)
 
 
-@register("tickets.reply", 1, "Write the reply to a customer from case notes; graded on key "
-          "facts present, forbidden content absent, and length.", verifier="reply")
+def kb_document(row) -> str:
+    """One earlier resolved ticket as a knowledge-base file."""
+    ticket_id, _, subject, body, resolution, created_at, *_ = row
+    when = f"created: {created_at:%Y-%m-%d}\n" if created_at else ""
+    return (f"# {subject or 'Support request'}\n\nticket: {ticket_id}\n{when}\n"
+            f"## Customer wrote\n\n{body.strip()}\n\n## Resolution sent\n\n{resolution.strip()}\n")
+
+
+def kb_name(ticket_id: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", ticket_id).strip("_")[:80] + ".md"
+
+
+def read_docs(folder: str | Path | None) -> dict[str, str]:
+    """The text files of a docs folder by path relative to it (sorted; binary files skipped)."""
+    if not folder:
+        return {}
+    root = Path(folder)
+    out = {}
+    for path in sorted(p for p in root.rglob("*") if p.is_file()):
+        try:
+            out[path.relative_to(root).as_posix()] = path.read_text(encoding="utf-8")
+        except (UnicodeDecodeError, OSError):
+            continue
+    return out
+
+
+class _Origin:
+    """The resolved tickets of one help desk, tokenised once for ranking."""
+
+    def __init__(self, rows):
+        self.rows = rows
+        self.docs = [kb_document(r) for r in rows]
+        self.tokens = [kb_search.tokens(d) for d in self.docs]
+        self.shingles = [shingles(f"{r[2] or ''}\n{r[3]}") for r in rows]
+        self.ranking = bigram_ranking([r[4] for r in rows])[0]
+
+
+@register("tickets.reply", 2, "Answer a customer by researching earlier resolved tickets "
+          "(search tool, bash); graded on the real resolution's facts, forbidden content, "
+          "length and anti-stuffing gates.", verifier="reply")
 class TicketReply:
+    def __init__(self, docs: str | None = None, kb_relevant: int = KB_RELEVANT,
+                 kb_others: int = KB_OTHERS):
+        self.docs = read_docs(docs)
+        self.kb_relevant, self.kb_others = int(kb_relevant), int(kb_others)
+        self.rejections: list[dict[str, str]] = []
+
     def available(self, con) -> int:
         return len(self._rows(con))
 
     def _rows(self, con):
         rows = con.execute(f"""
             SELECT t.ticket_id, t.content_hash, t.subject, t.body, t.resolution, t.created_at,
-                   t.origin, t.category,
-                   (SELECT string_agg(m.text, '\n\n' ORDER BY m.seq) FROM ticket_messages m
-                    WHERE m.ticket_id = t.ticket_id AND NOT m.is_public) AS internal
+                   t.origin, t.category
             FROM tickets t
             WHERE t.body IS NOT NULL AND t.resolution IS NOT NULL
-              AND len(string_split(t.resolution, ' ')) >= {MIN_REPLY_WORDS}
+              AND len(string_split(trim(t.resolution), ' ')) >= {MIN_REPLY_WORDS}
             ORDER BY t.ticket_id""").fetchall()
-        return [r for r in rows if key_facts(r[4])]
+        return rows
 
     def specs(self, ctx: BuildContext):
+        self.rejections = []
         rows = self._rows(ctx.con)
-        if len(rows) < 2:
-            return
         by_origin: dict[str, list] = {}
         for r in rows:
             by_origin.setdefault(r[6], []).append(r)
-        vocab = {origin: bigram_ranking([r[4] for r in members])[0] for origin, members in by_origin.items()}
-        for row in stable_sample(rows, ctx.limit, ctx.seed, key=lambda r: r[0]):
-            peers = [p for p in by_origin[row[6]] if p[0] != row[0]] or [p for p in rows if p[0] != row[0]]
-            ctx.rng("tickets.reply", row[0]).shuffle(peers)
-            # A peer whose reply is (nearly) this one's would make copying it the answer;
-            # among the rest, prefer one whose reply holds values this one must not repeat.
-            peers = [p for p in peers[:200] if copied_share(row[4], [p[4]]) <= COPY_SHARE / 2] or peers
-            may_forbid = forbiddable(row[4], f"{row[2] or ''}\n{row[3]}")
-            other = next((p for p in peers[:50] if any(map(may_forbid, distinctive(p[4])))),
-                         peers[0])
-            spec = self._spec(row, other, may_forbid, vocab[row[6]])
-            if spec is not None:
-                yield spec
+        origins = {name: _Origin(members) for name, members in by_origin.items()}
+        emitted = 0
+        for row in stable_sample(rows, None, ctx.seed, key=lambda r: r[0]):
+            if ctx.limit is not None and emitted >= ctx.limit:
+                break
+            result = self._spec(ctx, row, origins[row[6]])
+            if isinstance(result, str):
+                self.rejections.append({"source": row[0], "reason": result})
+                continue
+            emitted += 1
+            yield result
 
-    def _spec(self, row, other, may_forbid: Callable[[str], bool],
-              ranking: list[tuple[str, int]]) -> TaskSpec | None:
-        ticket_id, content_hash, subject, body, resolution, created_at, origin, category, internal = row
-        facts = key_facts(resolution)
+    def knowledge_base(self, ctx: BuildContext, row, origin: _Origin) -> list[int]:
+        """Indices (into `origin.rows`) of the earlier tickets this task's KB holds: the
+        `kb_relevant` requests most similar to this one by BM25 and `kb_others` drawn by the
+        seed; never this ticket, a near-duplicate of its request (word 3-shingle Jaccard at
+        least the splits' threshold) or one created after it (when both have a time)."""
+        ticket_id, _, subject, body, gold, created_at, *_ = row
+        mine = shingles(f"{subject or ''}\n{body}")
+        allowed = []
+        for i, p in enumerate(origin.rows):
+            if p[0] == ticket_id or (created_at and (not p[5] or p[5] >= created_at)):
+                continue
+            theirs = origin.shingles[i]
+            if len(mine & theirs) >= NEAR_DUPLICATE * len(mine | theirs):
+                continue
+            allowed.append(i)
+        ranked = self.by_similarity(row, origin, allowed)
+        chosen = ranked[:self.kb_relevant]
+        taken = set(chosen)
+        rest = [i for i in allowed if i not in taken]
+        ctx.rng("tickets.reply.kb", ticket_id).shuffle(rest)
+        return sorted(chosen + rest[:self.kb_others], key=lambda i: origin.rows[i][0])
+
+    @staticmethod
+    def by_similarity(row, origin: _Origin, candidates: list[int]) -> list[int]:
+        """`candidates` whose request shares a word with this one, most similar first."""
+        scores = kb_search.bm25_scores(kb_search.tokens(f"{row[2] or ''}\n{row[3]}"),
+                                       [origin.tokens[i] for i in candidates])
+        return [candidates[j] for j in sorted(range(len(candidates)), key=lambda j: (-scores[j], j))
+                if scores[j] > 0]
+
+    def _spec(self, ctx: BuildContext, row, origin: _Origin) -> TaskSpec | str:
+        """The task for one ticket, or why it cannot be one."""
+        ticket_id, content_hash, subject, body, resolution, created_at, origin_name, category = row
         gold = resolution.strip()
-        forbidden = [v for v in distinctive(other[3] + "\n" + other[4]) + distinctive(internal or "")
-                     if may_forbid(v)]
-        if internal:
-            note = " ".join(internal.split()[:12])
-            if note and not contains(gold, note):
-                forbidden.append(note)
+        customer = f"{subject or ''}\n{body}"
+        candidates = key_facts(gold)
+        if not candidates:
+            return "reply has no whole fact (id, code, menu path, command, URL, amount) to research"
+        facts = [f for f in candidates if not contains(customer, f)]
+        if not facts:
+            return "every fact of the reply is in the customer's own message"
+        kb = self.knowledge_base(ctx, row, origin)
+        if not kb:
+            return "no earlier resolved ticket of this help desk to research"
+        files = {f"kb/tickets/{kb_name(origin.rows[i][0])}": origin.docs[i] for i in kb}
+        files.update({f"kb/docs/{rel}": text for rel, text in self.docs.items()})
+        missing = [f for f in facts if not any(contains(text, f) for text in files.values())]
+        if missing:
+            return f"fact not findable in the task's knowledge base ({missing[0]})"
         n_words = len(gold.split())
         fact_words = sum(len(f.split()) for f in facts)
         min_words = max(5, int(n_words * 0.4), fact_words + 5)
         if min_words > n_words:
-            return None  # the reply is little more than its facts: nothing to write
+            return "the reply is little more than its facts"
+        # A precedent (an earlier reply that shares much of this one's wording) is what
+        # research should find: adapting it is the skill, so it is no copy source. Every
+        # other KB ticket is, with the customer's message.
+        precedents = {i for i in kb if copied_share(gold, [origin.rows[i][4]]) > COPY_SHARE / 2}
+        copy_sources = [customer, *(origin.docs[i] for i in kb if i not in precedents)]
+        # A company's replies share their phrasing, so the real reply shares some 4-grams
+        # with its knowledge base: the copy gate sits COPY_MARGIN above that share (never
+        # below the verifier's default), and a ticket whose real reply already needs more
+        # than MAX_COPY_LIMIT is too close to its KB to tell copying from answering.
+        own_copy = copied_share(gold, copy_sources)
+        copy_limit = round(max(COPY_SHARE, own_copy + COPY_MARGIN), 2)
+        if copy_limit > MAX_COPY_LIMIT:
+            return (f"the real reply repeats its knowledge base ({own_copy:.0%} of its 4-grams; "
+                    f"at most {MAX_COPY_LIMIT - COPY_MARGIN:.0%} can be told from copying)")
+        may_forbid = forbiddable(gold, customer)
+        forbidden = sorted({v for i in kb for v in distinctive(origin.docs[i]) if may_forbid(v)})
+        forbidden = forbidden[:MAX_FORBIDDEN]
         max_words = max(60, n_words * 3)
-        padded = (gold + "\n\n") * (2 + max_words // max(1, n_words))
-        shown = [t for t in (subject, body, other[2], other[3], other[4], internal) if t]
-        vocab = common_bigrams(ranking, gold)
+        vocab = common_bigrams(origin.ranking, gold)
         min_common = round(0.5 * common_share(gold, vocab), 3)
-        stuffing = [
+        others = [i for i in kb if i not in precedents]
+        nearest = next((origin.rows[i] for i in self.by_similarity(row, origin, others)),
+                       origin.rows[others[0]] if others else None)
+        adversarial = self._adversarial(gold, body, facts, forbidden, nearest, max_words)
+        workspace = {path: text.encode() for path, text in files.items()}
+        workspace["kb/search.py"] = Path(kb_search.__file__).read_bytes()
+        return TaskSpec(
+            generator=self.name, version=self.version,
+            source=SourceRef("tickets", [ticket_id], [content_hash]),
+            instruction_template="instruction.md",
+            context={"title": "Reply to a customer", "subject": subject or "", "body": body,
+                     "n_tickets": len(kb), "n_docs": len(self.docs),
+                     "search": SEARCH_COMMAND, "min_words": min_words, "max_words": max_words},
+            reference={"verifier": "reply", "required": facts, "forbidden": forbidden,
+                       "min_words": min_words, "max_words": max_words,
+                       "submission": f"/app/{ANSWER_FILE}", "pass_threshold": 1.0,
+                       "copy_sources": copy_sources, "common_bigrams": vocab,
+                       "min_common_share": min_common, "max_copy_share": copy_limit},
+            solution_files={"solve.sh": solve_script(gold)},
+            verifier="reply", kind="terminal", group_key=ticket_id,
+            dedup_text=customer, time=created_at, null=null_submission(),
+            adversarial=adversarial, workspace=workspace,
+            category="support-reply", difficulty="medium",
+            keywords=["tickets", "writing", "search", category or "general"],
+            secret_strings=[gold] if len(gold) > 40 else [],
+            leak_allowed=[body, subject or ""],
+            agent_timeout_sec=300.0, verifier_timeout_sec=30.0, memory_mb=512,
+            extra_metadata={"n_facts": len(facts), "n_forbidden": len(forbidden),
+                            "kb_tickets": len(kb), "kb_docs": len(self.docs),
+                            "search_command": SEARCH_COMMAND},
+        )
+
+    @staticmethod
+    def _adversarial(gold: str, body: str, facts: list[str], forbidden: list[str], nearest,
+                     max_words: int) -> list[Submission]:
+        n_words = len(gold.split())
+        padded = (gold + "\n\n") * (2 + max_words // max(1, n_words))
+        subs = [
+            Submission("empty", {ANSWER_FILE: b""}, "an empty reply"),
+            Submission("facts_only", {ANSWER_FILE: " ".join(facts).encode()},
+                       "the key facts alone, no reply"),
+            Submission("padded", {ANSWER_FILE: padded.encode()},
+                       "the right reply repeated far past the length limit"),
             Submission("facts_repeated", {ANSWER_FILE: ((" ".join(facts) + "\n") * 9).encode()},
                        "the key facts pasted nine times"),
-            Submission("lorem_and_facts", {ANSWER_FILE: (LOREM + " " + " ".join(facts) + " " + LOREM).encode()},
+            Submission("lorem_and_facts",
+                       {ANSWER_FILE: (LOREM + " " + " ".join(facts) + " " + LOREM).encode()},
                        "filler text around the key facts"),
             Submission("customer_message_and_facts",
                        {ANSWER_FILE: (body + "\n\n" + " ".join(facts)).encode()},
                        "the customer's own message with the facts appended"),
         ]
-        if internal and len(internal.split()) >= 5:
-            note = internal.replace(".", "", 1)
-            stuffing.append(Submission("internal_note_edited", {ANSWER_FILE: (gold + "\n\n" + note).encode()},
-                                       "the right reply plus the internal note, one period removed"))
+        if nearest is not None:
+            subs.append(Submission("copies_other_ticket",
+                                   {ANSWER_FILE: (nearest[4] + "\n\n" + " ".join(facts)).encode()},
+                                   "the most similar earlier resolution, copied, with the facts "
+                                   "appended"))
         hidden = [v for v in forbidden if len(v) >= 2 and not v.isspace()]
         if hidden:
             value = hidden[0]
             masked = value[:1] + "\u200b" + value[1:]
-            stuffing.append(Submission("forbidden_with_zero_width", {ANSWER_FILE: (gold + " " + masked).encode()},
-                                       "the right reply plus a forbidden value with U+200B inside"))
-        return TaskSpec(
-            generator=self.name, version=self.version,
-            source=SourceRef("tickets", [ticket_id, other[0]], [content_hash, other[1]]),
-            instruction_template="instruction.md",
-            context={"title": "Reply to a customer", "subject": subject or "", "body": body,
-                     "facts": facts, "internal": internal or "",
-                     "example_subject": other[2] or "", "example_body": other[3],
-                     "example_reply": other[4], "min_words": min_words, "max_words": max_words},
-            reference={"verifier": "reply", "required": facts, "forbidden": sorted(set(forbidden)),
-                       "min_words": min_words, "max_words": max_words,
-                       "submission": f"/app/{ANSWER_FILE}", "pass_threshold": 1.0,
-                       "copy_sources": shown, "common_bigrams": vocab,
-                       "min_common_share": min_common},
-            solution_files={"solve.sh": solve_script(gold)},
-            verifier="reply", group_key=ticket_id, dedup_text=f"{subject or ''}\n{body}",
-            time=created_at, null=null_submission(),
-            adversarial=[
-                Submission("empty", {ANSWER_FILE: b""}, "an empty reply"),
-                Submission("facts_only", {ANSWER_FILE: " ".join(facts).encode()},
-                           "the key facts alone, no reply"),
-                Submission("padded", {ANSWER_FILE: padded.encode()},
-                           "the right reply repeated far past the length limit"),
-                Submission("copies_other_ticket",
-                           {ANSWER_FILE: (other[4] + "\n\n" + " ".join(facts)).encode()},
-                           "another customer's resolution with the facts appended"),
-                *stuffing,
-            ],
-            category="support-reply", difficulty="medium",
-            keywords=["tickets", "writing", category or "general"],
-            secret_strings=[gold] if len(gold) > 40 else [],
-            leak_allowed=[body, subject or "", other[4], other[3], *facts],
-            agent_timeout_sec=120.0, verifier_timeout_sec=30.0, memory_mb=512,
-            extra_metadata={"n_facts": len(facts), "n_forbidden": len(set(forbidden))},
-        )
+            subs.append(Submission("forbidden_with_zero_width",
+                                   {ANSWER_FILE: (gold + " " + masked).encode()},
+                                   "the right reply plus a forbidden value with U+200B inside"))
+        return subs

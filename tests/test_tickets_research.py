@@ -1,0 +1,319 @@
+"""Ticket tasks worth learning from: the learnability gate of tickets.triage, its field-aware
+screening, and tickets.reply as research over a knowledge base (derivability, integrity,
+and a multi-turn run against a scripted OpenAI-compatible server)."""
+
+from __future__ import annotations
+
+import csv
+import json
+import random
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from paths import SAMPLE_DATA, SHARED_DATA
+from rlforge.tasks import kb_search
+from rlforge.tasks.learnability import measure
+from rlforge.tasks.tickets_reply import key_facts
+from rlforge.verify.standalone import contains, score_reply
+from test_run_support import SUBMIT, ScriptedPolicy, bash_call
+
+BITEXT = SHARED_DATA / "tickets" / "bitext" / "bitext_customer_support_sample.csv"
+BITEXT_MAP = ["--map", "body=instruction", "--map", "resolution=response"]
+TICKETS = SAMPLE_DATA / "tickets" / "tickets.csv"
+
+
+def build(cli, out: Path, *args: str):
+    result = cli("build-tasks", "--out", out, "--json", *args)
+    text = result.output
+    report = json.loads(text[text.index("{"):]) if "{" in text else None
+    return result, report
+
+
+def bitext_build(cli, out: Path, generator: str, limit: int) -> dict:
+    """Ingest Bitext (mapped) and build `limit` tasks of `generator`, all emitted."""
+    assert cli("ingest", "tickets", BITEXT, *BITEXT_MAP, "-q").exit_code == 0
+    result, report = build(cli, out, "--generators", generator, "--limit", str(limit))
+    assert result.exit_code == 0, result.output
+    assert report["emitted"] == limit
+    return report
+
+
+def tasks_of(out: Path, prefix: str) -> list[Path]:
+    return sorted(p for p in out.iterdir() if p.name.startswith(prefix))
+
+
+def gold_of(task: Path) -> str:
+    script = (task / "solution" / "solve.sh").read_text()
+    return script.split("<<'RLFORGE_ANSWER_EOF'\n", 1)[1].rsplit("\nRLFORGE_ANSWER_EOF", 1)[0]
+
+
+def shuffled_copy(src: Path, dst: Path, columns: tuple[str, ...], seed: int = 11) -> Path:
+    """`src` with each of `columns` permuted across rows (labels no longer follow the text)."""
+    with open(src, newline="", encoding="utf-8") as fh:
+        rows = list(csv.DictReader(fh))
+    rng = random.Random(seed)
+    for column in columns:
+        values = [r[column] for r in rows]
+        rng.shuffle(values)
+        for r, v in zip(rows, values):
+            r[column] = v
+    with open(dst, "w", newline="", encoding="utf-8") as fh:
+        writer = csv.DictWriter(fh, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+    return dst
+
+
+# --- learnability ----------------------------------------------------------------------
+
+def test_learnability_figures_separate_signal_from_noise_and_repeat_under_the_seed():
+    rng = random.Random(3)
+    words = {"billing": "refund invoice charge card", "login": "password locked sso reset",
+             "shipping": "parcel tracking courier late"}
+    texts, labels = [], []
+    for i in range(240):
+        label = ["billing", "login", "shipping"][i % 3]
+        texts.append(" ".join(rng.sample(words[label].split(), 2) + ["please", "help", str(i)]))
+        labels.append(label)
+    real = measure(texts, labels, seed=5)
+    assert real.accuracy > 0.95 and real.macro_f1 > 0.95 and real.passes()
+    noise = labels[:]
+    random.Random(1).shuffle(noise)
+    fake = measure(texts, noise, seed=5)
+    assert not fake.passes() and fake.lift < 0.10
+    assert abs(fake.majority - 1 / 3) < 0.01
+    assert measure(texts, labels, seed=5) == real  # same seed, same figures
+    assert "majority label 0.333" in real.summary() and "shuffled labels" in real.summary()
+
+
+@pytest.mark.slow
+def test_bitext_triage_is_emitted_and_a_shuffled_copy_refused_with_figures(cli, tmp_path):
+    out = tmp_path / "real"
+    bitext_build(cli, out, "tickets.triage", 6)
+    for task in tasks_of(out, "tickets-triage"):
+        meta = (task / "task.toml").read_text()
+        lift = float(re.search(r"^learn_lift = ([\d.]+)$", meta, re.M).group(1))
+        assert lift >= 0.5, meta
+    # The same export with its labels shuffled: nothing is emitted, and the figures say why.
+    shuffled = shuffled_copy(BITEXT, tmp_path / "shuffled.csv", ("category", "intent"))
+    db2 = tmp_path / "shuffled.duckdb"
+    assert cli("--db", db2, "ingest", "tickets", shuffled, *BITEXT_MAP, "-q").exit_code == 0
+    result = cli("--db", db2, "build-tasks", "--out", tmp_path / "fake", "--generators",
+                 "tickets.triage", "--limit", "6")
+    assert result.exit_code == 1
+    text = " ".join(result.output.split())
+    assert "labels of csv are not learnable from the text" in text
+    for field in ("category", "intent"):
+        m = re.search(rf"dropped 4,514 × tickets\.triage: {field} labels of csv are not learnable "
+                      rf"from the text: 5-fold accuracy ([\d.]+), macro-F1 [\d.]+; majority label "
+                      rf"([\d.]+)/[\d.]+; shuffled labels ([\d.]+)/[\d.]+; lift ([-+][\d.]+)", text)
+        assert m, text
+        accuracy, majority, shuffled_acc, lift = map(float, m.groups())
+        assert accuracy < majority + 0.05 and lift < 0.10
+
+
+def test_triage_drops_placeholder_text_and_refuses_ordinal_fields(cli, tmp_path, query):
+    rows = [("id", "subject", "description", "category", "priority")]
+    good = {"billing": "I was charged twice for my invoice, please refund the card",
+            "login": "I cannot log in, my password reset link fails and I am locked out"}
+    for i in range(40):
+        label = ("billing", "login")[i % 2]
+        body = f"{good[label]} (case {i})"
+        if i == 0:
+            body = "NULL"
+        elif i == 1:
+            body = "My {product_purchased} stopped working after the update"
+        elif i == 2:
+            body = "   "
+        rows.append((str(i), f"Request {i}", body, label, str(1 + i % 5)))
+    path = tmp_path / "t.csv"
+    with open(path, "w", newline="") as fh:
+        csv.writer(fh).writerows(rows)
+    assert cli("ingest", "tickets", path, "--no-redact", "-q").exit_code == 0
+    cfg = tmp_path / "rlforge.toml"
+    cfg.write_text('[tasks.generator_options."tickets.triage"]\n'
+                   'fields = ["category", "priority"]\n'
+                   'field_names = {category = "queue"}\n'
+                   'label_meanings = {category = {billing = "charges, invoices and refunds"}}\n')
+    result, report = build(cli, tmp_path / "o", "--generators", "tickets.triage", "--no-validate")
+    assert result.exit_code == 0, result.output
+    reasons = [d["reason"] for d in report["drops"]]
+    assert "queue: placeholder body 'NULL'" in reasons
+    assert "queue: unfilled template variable {product_purchased}" in reasons
+    assert sum("ordinal" in r for r in reasons) == 40  # story-point-like 1..5 and priority
+    assert "queue: empty body" in reasons
+    assert report["emitted"] == 37  # 40 tickets, 3 with no usable text
+    task = tasks_of(tmp_path / "o", "tickets-triage")[0]
+    text = (task / "instruction.md").read_text()
+    assert "Decide which **queue** this request belongs to." in text
+    assert "- `billing`: charges, invoices and refunds" in text
+
+
+# --- reply as research -------------------------------------------------------------------
+
+def test_facts_are_whole_units():
+    text = ("Upload the new certificate under Settings > Security > Single sign-on (SAML), then "
+            "re-enter the card under Settings > Billing > Payment method with the postcode. "
+            "Webhooks are under Settings > Webhooks and the refund of $49.00 is on INV-2024-06232. "
+            "See https://example.com/help. Or Settings > Security > Single-Sign-On-Legacy.")
+    facts = key_facts(text)
+    assert "Settings > Security > Single sign-on" in facts
+    assert "Settings > Billing > Payment method" in facts
+    assert "Settings > Webhooks" in facts
+    assert {"$49.00", "INV-2024-06232"} <= set(facts)
+    assert not any(f.endswith(("Single", "Payment", "Time")) for f in facts)
+
+
+def test_search_command_ranks_the_matching_ticket_first(tmp_path):
+    kb = tmp_path / "kb"
+    (kb / "tickets").mkdir(parents=True)
+    (kb / "tickets" / "a.md").write_text("## Customer wrote\nMy parcel arrived damaged\n"
+                                         "## Resolution sent\nWe sent a replacement, RMA-2231.\n")
+    (kb / "tickets" / "b.md").write_text("## Customer wrote\nI forgot my password\n"
+                                         "## Resolution sent\nUse the reset link.\n")
+    (kb / "search.py").write_bytes(Path(kb_search.__file__).read_bytes())
+    run = subprocess.run([sys.executable, str(kb / "search.py"), "damaged parcel"],
+                         capture_output=True, text=True, check=True)
+    first = run.stdout.splitlines()[0]
+    assert first.startswith("1. kb/tickets/a.md") and "RMA-2231" not in first
+    assert "b.md" not in run.stdout  # shares no word with the query
+    empty = subprocess.run([sys.executable, str(kb / "search.py"), "zebra"], capture_output=True,
+                           text=True, check=True)
+    assert "no results" in empty.stdout
+
+
+def _check_reply_build(out: Path) -> int:
+    """Over the whole build: no required fact in instruction.md, each one in a KB file,
+    the gold passes, every stuffing and copying submission fails."""
+    tasks = tasks_of(out, "tickets-reply")
+    for task in tasks:
+        ref = json.loads((task / "tests" / "reference.json").read_text())
+        instruction = (task / "instruction.md").read_text()
+        kb = [p.read_text() for p in (task / "environment" / "app" / "kb").rglob("*.md")]
+        assert ref["required"], task
+        for fact in ref["required"]:
+            assert not contains(instruction, fact), (task.name, fact)
+            assert any(contains(doc, fact) for doc in kb), (task.name, fact)
+        assert score_reply(ref, gold_of(task))["total"] == 1.0
+        checks = json.loads((task / "tests" / "validation.json").read_text())
+        names = {s["name"] for s in checks["adversarial"]}
+        assert {"facts_repeated", "lorem_and_facts", "customer_message_and_facts",
+                "copies_other_ticket", "facts_only", "padded"} <= names
+        for sub in checks["adversarial"]:
+            assert score_reply(ref, sub["files"].get("answer.txt", ""))["total"] < 1.0, \
+                (task.name, sub["name"])
+    return len(tasks)
+
+
+def test_reply_tasks_on_sample_data_are_derivable_from_their_kb(cli, tmp_path):
+    assert cli("ingest", "tickets", TICKETS, "-q").exit_code == 0
+    out = tmp_path / "o"
+    result, report = build(cli, out, "--generators", "tickets.reply", "--limit", "12")
+    assert result.exit_code == 0, result.output
+    assert report["emitted"] == 12 and report["per_generator"]["tickets.reply"]["dropped_validation"] == 0
+    reasons = {d["reason"].split(" (")[0] for d in report["drops"]}
+    assert "fact not findable in the task's knowledge base" in reasons
+    assert _check_reply_build(out) == 12
+
+
+@pytest.mark.slow
+def test_reply_tasks_on_bitext_are_derivable_from_their_kb(cli, tmp_path):
+    out = tmp_path / "o"
+    bitext_build(cli, out, "tickets.reply", 10)
+    assert _check_reply_build(out) == 10
+
+
+def test_kb_holds_no_later_ticket_and_not_the_target(cli, tmp_path, query):
+    assert cli("ingest", "tickets", TICKETS, "-q").exit_code == 0
+    out = tmp_path / "o"
+    build(cli, out, "--generators", "tickets.reply", "--limit", "5", "--no-validate")
+    created = dict(query("SELECT ticket_id, created_at FROM tickets"))
+    for task in tasks_of(out, "tickets-reply"):
+        meta = (task / "task.toml").read_text()
+        target = re.search(r'^source_keys = \["([^"]+)"\]', meta, re.M).group(1)
+        for doc in (task / "environment" / "app" / "kb" / "tickets").iterdir():
+            other = re.search(r"^ticket: (\S+)$", doc.read_text(), re.M).group(1)
+            assert other != target and created[other] < created[target]
+
+
+# --- a multi-turn run: search, read, reply ----------------------------------------------
+
+def _customer_message(body) -> str:
+    text = body["messages"][1]["content"]
+    return text.split("~~~text\n", 1)[1].split("\n~~~", 1)[0]
+
+
+def _last_tool_output(body) -> str:
+    return next(m["content"] for m in reversed(body["messages"]) if m["role"] == "tool")
+
+
+def _search(body):
+    query = " ".join(_customer_message(body).split()[:40])
+    return {"role": "assistant", "content": None, "tool_calls": [{
+        "id": "s1", "type": "function",
+        "function": {"name": "search", "arguments": json.dumps({"query": query})}}]}
+
+
+def _read_top_hit(body):
+    path = re.search(r"kb/tickets/\S+\.md", _last_tool_output(body)).group(0)
+    return bash_call(f"cat /app/{path}", "r1")
+
+
+def _reply_from_what_was_read(body):
+    resolution = _last_tool_output(body).split("## Resolution sent\n", 1)[1].strip()
+    return bash_call(f"cat > /app/answer.txt <<'EOF'\n{resolution}\nEOF", "w1")
+
+
+def _research_task(out: Path) -> Path:
+    """A built task whose best search hit for the customer's message is a precedent whose
+    resolution conveys every required fact (what a researching policy would find)."""
+    for task in tasks_of(out, "tickets-reply"):
+        ref = json.loads((task / "tests" / "reference.json").read_text())
+        message = (task / "instruction.md").read_text().split("~~~text\n", 1)[1].split("\n~~~")[0]
+        hits = kb_search.search(task / "environment" / "app" / "kb",
+                                " ".join(message.split()[:40]), k=1)
+        if not hits:
+            continue
+        doc = (task / "environment" / "app" / "kb" / hits[0][0]).read_text()
+        resolution = doc.split("## Resolution sent\n", 1)[1].strip()
+        if score_reply(ref, resolution)["total"] == 1.0:
+            return task
+    raise AssertionError("no task whose top search hit resolves it")
+
+
+def test_a_policy_that_searches_passes_and_one_that_does_not_fails(cli, tmp_path):
+    assert cli("ingest", "tickets", TICKETS, "-q").exit_code == 0
+    out = tmp_path / "built"
+    result, _ = build(cli, out, "--generators", "tickets.reply", "--limit", "20", "--no-validate")
+    assert result.exit_code == 0, result.output
+    task = _research_task(out)
+    one = tmp_path / "one"
+    one.mkdir()
+    shutil.copytree(task, one / task.name)
+    researcher = ScriptedPolicy({"": [_search, _read_top_hit, _reply_from_what_was_read, SUBMIT]})
+    with researcher:
+        result = cli("run", one, "--base-url", researcher.url, "--model", "m", "--json")
+    data = json.loads(result.stdout[result.stdout.index("{"):])
+    record = json.loads((Path(data["run_dir"]) / "rollouts.jsonl").read_text().splitlines()[0])
+    assert record["outcome"] == "pass", record["reward"]
+    request = researcher.requests[0]
+    assert {t["function"]["name"] for t in request["tools"]} == {"bash", "search", "submit"}
+    tools = [m for m in record["messages"] if m["role"] == "tool"]
+    assert tools[0]["content"].startswith("[exit code 0]\n1. kb/tickets/")  # ranked snippets
+    assert "## Resolution sent" in tools[1]["content"]
+    guess = ("Thank you for reaching out, and sorry for the trouble. I have looked into your "
+             "request and our team will get back to you shortly with the next steps for your "
+             "account. Please let us know if there is anything else we can help you with.")
+    guesser = ScriptedPolicy({"": [bash_call(f"cat > /app/answer.txt <<'EOF'\n{guess}\nEOF"),
+                                   SUBMIT]})
+    with guesser:
+        result = cli("run", one, "--base-url", guesser.url, "--model", "m", "--json")
+    data = json.loads(result.stdout[result.stdout.index("{"):])
+    record = json.loads((Path(data["run_dir"]) / "rollouts.jsonl").read_text().splitlines()[0])
+    assert record["outcome"] == "fail"
+    assert record["reward"]["components"]["key_facts"]["value"] == 0
