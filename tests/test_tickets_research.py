@@ -317,3 +317,21 @@ def test_a_policy_that_searches_passes_and_one_that_does_not_fails(cli, tmp_path
     record = json.loads((Path(data["run_dir"]) / "rollouts.jsonl").read_text().splitlines()[0])
     assert record["outcome"] == "fail"
     assert record["reward"]["components"]["key_facts"]["value"] == 0
+
+
+# --- real exports --------------------------------------------------------------------------
+
+def test_real_exports_that_make_no_task_print_every_drop_reason_with_counts(cli):
+    formats = SHARED_DATA / "formats" / "tickets"
+    for path in [*sorted((formats / "perceval_jira_rest").glob("jira_*.json")),
+                 formats / "github_to_sqlite_issues" / "issues.json",
+                 formats / "github_to_sqlite_issues" / "issue-comments.json"]:
+        assert cli("ingest", "tickets", path, "-q").exit_code == 0, path
+    result = cli("build-tasks", "--out", "o", "--generators", "tickets.triage,tickets.reply")
+    assert result.exit_code == 1
+    text = " ".join(result.output.split())
+    # Jira issues without a description, GitHub issues and comments without a resolution.
+    assert re.search(r"dropped [1-9]\d* × tickets\.reply: no resolution text", text), text
+    assert re.search(r"dropped [1-9]\d* × tickets\.reply: no customer message", text), text
+    assert re.search(r"dropped [1-9]\d* × tickets\.triage: no category or intent value", text), text
+    assert "no task was emitted" in text

@@ -153,6 +153,18 @@ def read_docs(folder: str | Path | None) -> dict[str, str]:
     return out
 
 
+def unusable(row) -> str | None:
+    """Why a ticket cannot be a reply task before any research is tried (None: it may)."""
+    body, resolution = (row[3] or "").strip(), (row[4] or "").strip()
+    if not body:
+        return "no customer message"
+    if not resolution:
+        return "no resolution text"
+    if len(resolution.split()) < MIN_REPLY_WORDS:
+        return f"resolution under {MIN_REPLY_WORDS} words"
+    return None
+
+
 class _Origin:
     """The resolved tickets of one help desk, tokenised once for ranking."""
 
@@ -175,30 +187,28 @@ class TicketReply:
         self.rejections: list[dict[str, str]] = []
 
     def available(self, con) -> int:
-        return len(self._rows(con))
+        return sum(unusable(r) is None for r in self._rows(con))
 
     def _rows(self, con):
-        rows = con.execute(f"""
+        """Every ticket, usable or not (`unusable` says why not)."""
+        return con.execute("""
             SELECT t.ticket_id, t.content_hash, t.subject, t.body, t.resolution, t.created_at,
                    t.origin, t.category
-            FROM tickets t
-            WHERE t.body IS NOT NULL AND t.resolution IS NOT NULL
-              AND len(string_split(trim(t.resolution), ' ')) >= {MIN_REPLY_WORDS}
-            ORDER BY t.ticket_id""").fetchall()
-        return rows
+            FROM tickets t ORDER BY t.ticket_id""").fetchall()
 
     def specs(self, ctx: BuildContext):
         self.rejections = []
         rows = self._rows(ctx.con)
         by_origin: dict[str, list] = {}
         for r in rows:
-            by_origin.setdefault(r[6], []).append(r)
+            if unusable(r) is None:
+                by_origin.setdefault(r[6], []).append(r)
         origins = {name: _Origin(members) for name, members in by_origin.items()}
         emitted = 0
         for row in stable_sample(rows, None, ctx.seed, key=lambda r: r[0]):
             if ctx.limit is not None and emitted >= ctx.limit:
                 break
-            result = self._spec(ctx, row, origins[row[6]])
+            result = unusable(row) or self._spec(ctx, row, origins[row[6]])
             if isinstance(result, str):
                 self.rejections.append({"source": row[0], "reason": result})
                 continue

@@ -57,7 +57,10 @@ def is_ordinal(field: str, labels: list[str]) -> bool:
     return field in ORDINAL_FIELDS or all(NUMBER.match(x.strip()) for x in labels)
 
 
-def _label_sets(con, fields, min_per_label: int) -> dict[tuple[str, str], list[str]]:
+def _label_sets(con, fields, min_per_label: int, refused: dict | None = None
+                ) -> dict[tuple[str, str], list[str]]:
+    """The label set of each (origin, field) that has one; `refused` (if given) gets why
+    each other (origin, field) with values has none."""
     sets: dict[tuple[str, str], list[str]] = {}
     for field in fields:
         rows = con.execute(f"""
@@ -71,6 +74,10 @@ def _label_sets(con, fields, min_per_label: int) -> dict[tuple[str, str], list[s
             kept = [label for label, n in labels if n >= min_per_label]
             if 2 <= len(kept) <= 60:
                 sets[(origin, field)] = sorted(kept)
+            elif refused is not None:
+                refused[(origin, field)] = (
+                    f"{field} of {origin} is no label set: {len(kept)} values on at least "
+                    f"{min_per_label} tickets each, need 2 to 60")
     return sets
 
 
@@ -104,7 +111,19 @@ class TicketTriage:
     def specs(self, ctx: BuildContext):
         con = ctx.con
         self.rejections, self.learnability = [], {}
-        sets = _label_sets(con, self.fields, self.min_per_label)
+        refused: dict[tuple[str, str], str] = {}
+        sets = _label_sets(con, self.fields, self.min_per_label, refused)
+        for (origin, field), reason in sorted(refused.items()):
+            for (ticket_id,) in con.execute(
+                    f"SELECT ticket_id FROM tickets WHERE origin = ? AND {field} IS NOT NULL "
+                    f"AND body IS NOT NULL ORDER BY ticket_id", [origin]).fetchall():
+                self._reject(ticket_id, reason)
+        fields = " or ".join(self.fields)
+        no_value = " AND ".join(f"nullif(trim({f}), '') IS NULL" for f in self.fields)
+        for ticket_id, has_body in con.execute(
+                f"SELECT ticket_id, body IS NOT NULL FROM tickets "
+                f"WHERE body IS NULL OR ({no_value}) ORDER BY ticket_id").fetchall():
+            self._reject(ticket_id, f"no {fields} value" if has_body else "no customer message")
         candidates = []
         for (origin, field), labels in sorted(sets.items()):
             rows = con.execute(f"""
