@@ -230,7 +230,7 @@ _VOWEL, _CONSONANTS5 = re.compile(r"[aeiouyAEIOUY]"), re.compile(r"[^aeiouyAEIOU
 _WORD_PART = re.compile(r"[A-Z]?[a-z]{2,}|[a-z]{3,}")
 _SPLIT_ID, _SPLIT_CARD, _SPLIT_PHONE = re.compile(r"[/_-]"), re.compile(r"[ -]"), re.compile(r"[ .-]")
 _SIX_DIGITS, _RETINA = re.compile(r"[0-9]{6}"), re.compile(r"[0-9]+x")
-_PHONE_PART = re.compile(r"[ .-]?(?:\([0-9]{1,5}\)|[0-9]{1,5})")
+_PHONE_PART = re.compile(r"[ .-]?(?:\([0-9]{1,5}\)|[0-9]+)")  # whole groups: never half a run
 _PUNCT_OUT = str.maketrans("", "", " .-()+")  # phone punctuation out, digits stay
 _NOT_A_VALUE = {"null", "none", "nil", "true", "false", "undefined", "empty", "n/a", "na",
                 "redacted", "hidden", "masked", "required", "optional", "string", "str",
@@ -331,6 +331,28 @@ def _whole(tok: str, kind: str) -> list[Span]:  # noqa: D103
 
 
 _PLACEHOLDER_RX = re.compile(PLACEHOLDER)
+_ECHO_MIN = 6
+
+
+def _echo_forms(kind: str, raw: str) -> list[str]:
+    """How a redacted value may be written again in the same text: as it was, and for
+    numbers, without separators. Short values (under 6 characters) are not echoed."""
+    forms = [raw] if len(raw) >= _ECHO_MIN else []
+    if kind in ("PHONE", "CARD", "IBAN", "SSN", "NATIONAL_ID"):
+        bare = re.sub(r"[ .()/-]", "", raw)
+        if bare != raw and len(bare) >= _ECHO_MIN:
+            forms.append(bare)
+    return forms
+
+
+def _echo_rx(echo: Iterable[tuple[str, str, str]]) -> tuple[re.Pattern | None, dict]:
+    where: dict[str, tuple[str, str]] = {}
+    for raw, ph, kind in sorted(echo):
+        where.setdefault(raw, (ph, kind))
+    if not where:
+        return None, where
+    alts = "|".join(re.escape(r) for r in sorted(where, key=lambda r: (-len(r), r)))
+    return re.compile(rf"(?<![\w<])(?:{alts})(?![\w>])"), where
 
 
 def _h_user(tok: str, kind: str) -> list[Span]:
@@ -837,9 +859,9 @@ class Redactor:
         if self.kinds & RUN_KINDS:
             people_on, places_on = "PERSON" in self.kinds, "ADDRESS" in self.kinds
             self._handlers["run"] = functools.partial(people.judge, people=people_on,
-                                                      places=places_on)
-            self._stages.append(_Stage([_RULES[0], _Rule("run", tuple(RUN_KINDS), people.RUN_PREFIX,
-                                                         people.RUN)]))
+                                                      places=places_on, regions=self._regions)
+            self._stages.append(_Stage([_RULES[0], _Rule("run", (*RUN_KINDS, "PHONE"),
+                                                         people.RUN_PREFIX, people.RUN)]))
         self._active = bool(self._stages)
         self._pseudonyms: dict[tuple[str, str], str] = {}  # authors recur: one HMAC each
 
@@ -899,38 +921,57 @@ class Redactor:
             again = any(self._spans(x.group(), stage)[0] for x in stage.py.finditer(head))
         return spans, again
 
-    def _apply(self, cand: str, stage: _Stage) -> tuple[str, tuple[str, ...], bool]:
+    def _apply(self, cand: str, stage: _Stage) -> tuple[str, tuple[str, ...], bool, tuple]:
+        """A candidate's replacement, the kinds redacted, whether to pass again, and the
+        (written value, placeholder, kind) triples to redact wherever else they occur."""
         hit = stage.cache.get(cand)
         if hit is None:
-            out, pos, kinds = [], 0, []
+            out, pos, kinds, echo = [], 0, [], []
             spans, again = self._spans(cand, stage)
             for s, e, kind, value in spans:
-                out += [cand[pos:s], self._placeholder(kind, value)]
+                ph = self._placeholder(kind, value)
+                out += [cand[pos:s], ph]
                 kinds.append(kind)
+                echo += [(raw, ph, kind) for raw in _echo_forms(kind, cand[s:e])]
                 pos = e
-            hit = ("".join(out) + cand[pos:], tuple(kinds), again)
+            hit = ("".join(out) + cand[pos:], tuple(kinds), again, tuple(echo))
             if len(stage.cache) >= _CACHE_LIMIT:
                 stage.cache.clear()
             stage.cache[cand] = hit
         return hit
 
+    def _echo(self, text: str, echo: Iterable[tuple[str, str, str]]) -> str:
+        """`text` with the other occurrences of values redacted elsewhere in it replaced
+        by the same placeholder ("card 4111 1111 1111 1111 ... (4111111111111111)")."""
+        rx, where = _echo_rx(echo)
+        if rx is None:
+            return text
+
+        def sub(m: re.Match) -> str:
+            ph, kind = where[m.group()]
+            self.counts[kind] += 1
+            return ph
+        return rx.sub(sub, text)
+
     def redact_text(self, text: str | None) -> str | None:
         """One text with every finding replaced by its placeholder (None stays None)."""
         if text is None or not self._active:
             return text
+        echo: set[tuple[str, str, str]] = set()
         for _ in range(_MAX_PASSES):
             again = False
             for stage in self._stages:
                 def sub(m: re.Match, stage: _Stage = stage) -> str:
                     nonlocal again
-                    out, kinds, more = self._apply(m.group(), stage)
+                    out, kinds, more, found = self._apply(m.group(), stage)
                     self.counts.update(kinds)
                     again |= more
+                    echo.update(found)
                     return out
                 text = stage.py.sub(sub, "\n" + text)[1:]
             if not again:
                 break
-        return text
+        return self._echo(text, echo) if echo else text
 
     def find(self, text: str) -> list[tuple[int, int, str]]:
         """Where `redact_text` redacts: (start, end, kind) in `text`, in order, over every
@@ -943,6 +984,7 @@ class Redactor:
         if not self._active:
             return found
         origin = list(range(len(text) + 1))  # current position -> position in `text`
+        echo: set[tuple[str, str, str]] = set()
         for _ in range(_MAX_PASSES):
             again = False
             for stage in self._stages:
@@ -950,6 +992,7 @@ class Redactor:
                 for m in stage.py.finditer("\n" + text):
                     spans, more = self._spans(m.group(), stage)
                     again |= more
+                    echo.update(self._apply(m.group(), stage)[3])
                     for s, e, kind, value in spans:
                         s, e = m.start() + s - 1, m.start() + e - 1
                         ph = self._placeholder(kind, value)
@@ -964,6 +1007,11 @@ class Redactor:
                 text, origin = "".join(parts), where
             if not again:
                 break
+        rx, where = _echo_rx(echo)
+        if rx is not None:
+            for m in rx.finditer(text):
+                ph, kind = where[m.group()]
+                found.append((origin[m.start()], origin[m.end() - 1] + 1, kind, ph))
         return sorted(found)
 
     def redact_series(self, s: pl.Series) -> pl.Series:
@@ -981,30 +1029,38 @@ class Redactor:
             s = s.cast(pl.String)
         if not self._active or s.len() == 0:
             return s
-        out, again = self._all_stages(s)
+        echo: dict[int, set] = collections.defaultdict(set)  # row -> values to echo
+        out, again = self._all_stages(s, echo, None)
         for _ in range(_MAX_PASSES - 1):
             if again is None:
                 break
             idx = again.arg_true()
-            redone, again_sub = self._all_stages(out.gather(idx))
+            redone, again_sub = self._all_stages(out.gather(idx), echo, idx.to_list())
             out = out.scatter(idx, redone)
             again = None if again_sub is None else pl.Series(idx).filter(again_sub)
             again = None if again is None else pl.Series([False] * out.len()).scatter(again, True)
+        if echo:
+            rows = sorted(echo)
+            out = out.scatter(rows, [self._echo(t, echo[i]) for i, t in zip(rows, out.gather(rows))])
         nul = s.str.contains(_SENT, literal=True)
         if nul.any():
             idx = nul.arg_true()
             out = out.scatter(idx, [self.redact_text(t) for t in s.gather(idx)])
         return out
 
-    def _all_stages(self, s: pl.Series) -> tuple[pl.Series, pl.Series | None]:
+    def _all_stages(self, s: pl.Series, echo: dict[int, set],
+                    rows: list[int] | None) -> tuple[pl.Series, pl.Series | None]:
+        """Every stage once over `s` (rows `rows` of the whole series, or all of it);
+        the values to echo are added to `echo` by row of the whole series."""
         again = None
         for stage in self._stages:
-            s, more = self._series_pass(s, stage)
+            s, more = self._series_pass(s, stage, echo, rows)
             if more is not None:
                 again = more if again is None else again | more
         return s, again
 
-    def _series_pass(self, s: pl.Series, stage: _Stage) -> tuple[pl.Series, pl.Series | None]:
+    def _series_pass(self, s: pl.Series, stage: _Stage, echo: dict[int, set],
+                     rows: list[int] | None) -> tuple[pl.Series, pl.Series | None]:
         """One pass: the redacted series, and the rows to pass again (None if none)."""
         import polars as pl
 
@@ -1016,9 +1072,9 @@ class Redactor:
         found = frame.lazy().filter(~pl.col("nul")).select(
             pl.col("w").list.gather_every(2, 1).explode().drop_nulls().value_counts(sort=False)
         ).collect()
-        keys, values, again = [], [], []
+        keys, values, again, echoing = [], [], [], {}
         for cand, n in found.to_series().struct.unnest().iter_rows():
-            out, kinds, more = self._apply(cand, stage)
+            out, kinds, more, forms = self._apply(cand, stage)
             for kind in kinds:
                 self.counts[kind] += n
             if kinds:
@@ -1026,8 +1082,17 @@ class Redactor:
                 values.append(out)
             if more:
                 again.append(cand)
+            if forms:
+                echoing[cand] = forms
         if not keys:
             return s, None
+        if echoing:  # the rows holding a value to echo, and which values
+            w = frame["w"]
+            hit = frame.select(pl.col("w").list.eval(pl.element().is_in(list(echoing))).list.any()
+                               & ~pl.col("nul")).to_series()
+            for i in hit.arg_true().to_list():
+                for cand in w[i].to_list()[1::2]:
+                    echo[rows[i] if rows is not None else i].update(echoing.get(cand, ()))
         # Even items (text between matches) never equal a match: the regex would have
         # matched there. So a plain hash replace touches only the matches.
         w = pl.col("w")

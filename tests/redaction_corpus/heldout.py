@@ -271,7 +271,7 @@ class _Gen:
                       f"{d[:3]}.{d[3:6]}.{d[6:]}", f"+1 {d[:3]} {d[3:6]} {d[6:]}"]
             a, b = self.r.sample(shapes, 2)
             return a, b
-        return raw, re.sub(r"[^0-9+]", "", raw.replace("(0)", ""))
+        return raw, re.sub(r"[^0-9+]", "", raw.split("x")[0].replace("(0)", ""))
 
     def dob(self, loc: str) -> str:
         d = self.f[loc].date_of_birth(minimum_age=18, maximum_age=90)

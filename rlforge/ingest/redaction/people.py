@@ -20,6 +20,7 @@ import functools
 import re
 from pathlib import Path
 
+from rlforge.ingest.redaction import numbers
 from rlforge.ingest.redaction.words import (BUSINESS_WORDS, CLOSINGS, GREETINGS, NOT_NAMES, PARTICLES, PERSON_CUES,
                                             SAINTS,
                                             STREET_ENDINGS, STREET_WORDS_AFTER, STREET_WORDS_BEFORE,
@@ -327,8 +328,31 @@ def _names(run: str, toks: list[_Tok], skip: set[int], names: frozenset[str],
 Span = tuple[int, int, str, str]
 
 
-def judge(run: str, people: bool = True, places: bool = True) -> list[Span]:
-    """The PERSON and ADDRESS spans of one run, in order."""
+def _signature_phones(run: str, toks: list[_Tok], found: list[tuple[int, int]], leads: set[int],
+                      regions: tuple[str, ...]) -> list[Span]:
+    """A digit run alone on the line under a name that follows a closing line
+    ("Best,\nRobert Ayala\n4813595016"): the signature's phone number."""
+    out = []
+    for a, b in found:
+        if a not in leads or b + 1 >= len(toks) or not toks[b + 1].line:
+            continue
+        k = b + 1
+        while k + 1 < len(toks) and not toks[k + 1].line and toks[k + 1].word.isdigit():
+            k += 1  # "05391 039986": the groups of one number
+        start, end = toks[b + 1].start, toks[k].end
+        number = run[start:end]
+        if re.fullmatch(r"[0-9][0-9 .-]{7,18}[0-9]", number) and (
+                k + 1 >= len(toks) or toks[k + 1].line):
+            e164 = numbers.phone_e164(number, regions, labelled=True)
+            if e164:
+                out.append((start, end, "PHONE", e164))
+    return out
+
+
+def judge(run: str, people: bool = True, places: bool = True,
+          regions: tuple[str, ...] = numbers.DEFAULT_REGIONS) -> list[Span]:
+    """The PERSON and ADDRESS spans of one run, in order (and PHONE: a number on the line
+    under a signature's name)."""
     toks = _tokens(run)
     spans: list[Span] = []
     skip: set[int] = set()
@@ -343,9 +367,11 @@ def judge(run: str, people: bool = True, places: bool = True) -> list[Span]:
         leads = set()
         for lead in _LEAD_RX.finditer(run):
             leads.add(next((i for i, t in enumerate(toks) if t.start >= lead.end()), -1))
-        for a, b in _names(run, toks, skip, names, leads):
+        found = _names(run, toks, skip, names, leads)
+        for a, b in found:
             s, e = toks[a].start, toks[b].end
             value = " ".join(run[s:e].split()).casefold()
             spans.append((s, e, "PERSON", value))
+        spans += _signature_phones(run, toks, found, leads, regions)
     spans.sort()
     return spans
