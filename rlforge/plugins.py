@@ -24,6 +24,7 @@ from rlforge.errors import UserError
 
 GROUPS = {
     "rlforge.generators": "task generators (`rlforge.tasks.registry.register`)",
+    "rlforge.verifiers": "verifier kinds (`rlforge.verify.kinds.register_kind`)",
 }
 OFF_ENV = "RLFORGE_NO_PLUGINS"
 STRICT_ENV = "RLFORGE_PLUGINS_STRICT"

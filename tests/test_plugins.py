@@ -2,8 +2,9 @@
 with pip into a directory of its own, found through its entry points by a real
 `rlforge` process (PYTHONPATH adds the directory, as a venv's site-packages would).
 
-The plug-in ships a generator and the templates it renders with; a second plug-in is
-broken on import. The built-ins must survive the broken one (a warning), a strict run
+The plug-in ships a generator, the templates it renders with, and a verifier kind of its
+own (scored on the host by validation and `rlforge run`, and by its own script inside the
+task); a second plug-in is broken on import. The built-ins must survive the broken one (a warning), a strict run
 must refuse, and RLFORGE_NO_PLUGINS must turn every plug-in off.
 """
 
@@ -30,7 +31,17 @@ from rlforge.tasks.registry import register
 from rlforge.tasks.spec import SourceRef, TaskSpec, stable_sample
 
 
-@register("demo.words", 1, "Count the words of a ticket's subject.", verifier="answer",
+VERIFY_SCRIPT = b"""import json
+ref = json.load(open("/tests/reference.json"))
+try:
+    got = open("/app/answer.txt", encoding="utf-8", errors="replace").read(100).strip()
+except OSError:
+    got = ""
+print(int(got == str(ref["answer"])), file=open("/logs/verifier/reward.txt", "w"))
+"""
+
+
+@register("demo.words", 1, "Count the words of a ticket's subject.", verifier="demo.count",
           templates="rlforge_demo_plugin/templates")
 class SubjectWords:
     def available(self, con):
@@ -49,13 +60,43 @@ class SubjectWords:
                 generator=self.name, version=self.version,
                 source=SourceRef("tickets", [ticket_id], [content_hash]),
                 instruction_template="instruction.md", context={"subject": subject},
-                reference={"verifier": "answer", "answer_kind": "numeric", "answer": n,
-                           "abs_tol": 0, "submission": "/app/answer.txt", "max_chars": 50},
-                solution_files={"solve.sh": solve_script(str(n))}, verifier="answer",
+                reference={"verifier": "demo.count", "answer": n},
+                tests_data={"demo_verify.py": VERIFY_SCRIPT},
+                solution_files={"solve.sh": solve_script(str(n))}, verifier="demo.count",
                 group_key=ticket_id, dedup_text=subject, null=null_submission(),
                 adversarial=adversarial_answers(options=[], candidates=wrong),
                 secret_strings=[str(n)], leak_allowed=[subject])
 '''
+
+KIND = '''
+"""A demo verifier kind: the answer file must hold exactly the reference number."""
+
+import os
+
+from rlforge.verify.kinds import VerifierKind, register_kind
+from rlforge.verify.standalone import read_submission
+
+
+def score_text(ref, text):
+    ok = (text or "").strip() == str(ref["answer"])
+    value = 1.0 if ok else 0.0
+    return {"total": value, "outcome": "pass" if ok else "fail",
+            "components": {"count": {"value": value, "weight": 1.0}}}
+
+
+def score(ref, tests_dir, workspace, policy):
+    return score_text(ref, read_submission(os.path.join(workspace, "answer.txt")))
+
+
+register_kind(VerifierKind("demo.count", 1, "the exact number in answer.txt", score, "text",
+                           score_text))
+'''
+
+TEST_SH = """\
+#!/bin/bash
+mkdir -p /logs/verifier
+exec python3 -I /tests/demo_verify.py
+"""
 
 INSTRUCTION = """\
 # Count words (a plug-in's own template)
@@ -82,6 +123,9 @@ version = "0.1.0"
 demo = "rlforge_demo_plugin"
 broken = "rlforge_broken_plugin"
 
+[project.entry-points."rlforge.verifiers"]
+demo = "rlforge_demo_plugin.kind"
+
 [tool.setuptools]
 packages = ["rlforge_demo_plugin", "rlforge_broken_plugin"]
 
@@ -97,8 +141,10 @@ def site(tmp_path_factory) -> Path:
     src = root / "src"
     (src / "rlforge_demo_plugin" / "templates" / "demo.words").mkdir(parents=True)
     (src / "rlforge_demo_plugin" / "__init__.py").write_text(textwrap.dedent(GENERATOR))
+    (src / "rlforge_demo_plugin" / "kind.py").write_text(textwrap.dedent(KIND))
     (src / "rlforge_demo_plugin" / "templates" / "demo.words" / "instruction.md.j2").write_text(
         INSTRUCTION)
+    (src / "rlforge_demo_plugin" / "templates" / "demo.words" / "test.sh.j2").write_text(TEST_SH)
     (src / "rlforge_broken_plugin").mkdir()
     (src / "rlforge_broken_plugin" / "__init__.py").write_text(
         "import a_module_nobody_installed  # noqa: F401\n")
@@ -139,12 +185,24 @@ def test_a_plugin_generator_builds_validated_tasks_from_its_own_templates(site, 
     instructions = sorted(out.glob("*/instruction.md"))
     assert len(instructions) == 3
     assert all("(a plug-in's own template)" in p.read_text() for p in instructions)
+    task = instructions[0].parent
+    assert "demo_verify.py" in (task / "tests" / "test.sh").read_text()  # its own in-task verifier
+    compile((task / "tests" / "demo_verify.py").read_text(), "demo_verify.py", "exec")
     # the broken plug-in was skipped, loudly, and named
     assert "'broken'" in proc.stderr and "a_module_nobody_installed" in proc.stderr
-    # the tasks pass validation in their own right (gold 1, null and tricks 0)
+    # the tasks pass validation in their own right (gold 1, null and tricks 0), scored by
+    # the plug-in's verifier kind
     proc = rlforge(["validate", str(out), "--json"], site, tmp_path)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert json.loads(proc.stdout)["passed"] == 3
+    result = json.loads(proc.stdout)
+    assert result["passed"] == 3
+    checks = {c["name"]: c for c in result["results"][0]["checks"]}
+    assert checks["oracle"]["got"] == 1.0 and checks["null"]["got"] == 0.0
+    assert checks["echo_instruction"]["got"] == 0.0  # a text kind: the echo is tried too
+    # without the plug-ins the kind is unknown: the task cannot be scored, not passed
+    proc = rlforge(["validate", str(out), "--json"], site, tmp_path, RLFORGE_NO_PLUGINS="1")
+    assert proc.returncode == 1
+    assert "unknown verifier kind 'demo.count'" in proc.stdout
 
 
 def test_builtins_are_listed_beside_the_plugin_and_strict_mode_refuses(site, database,

@@ -10,14 +10,15 @@ import typer
 from rich.table import Table
 
 from rlforge.cli.common import console, state
+from rlforge.execution import BACKENDS
 
 ray_app = typer.Typer(help="Scale-out on Ray: check a cluster before a run.", no_args_is_help=True)
 
 
 def executor_option(work: str):
     """`--executor local|ray` for a command whose `work` can run in Ray workers."""
-    return typer.Option(None, "--executor", help=f"local (default), or ray: {work} in a worker "
-                        "on every node of a Ray cluster")
+    names = "; ".join(f"{b.name}: {b.description}" for b in BACKENDS.values())
+    return typer.Option(None, "--executor", help=f"where {work} run (default local) — {names}")
 
 
 def ray_address_option(when: str = "with --executor ray: "):

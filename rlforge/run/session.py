@@ -32,7 +32,8 @@ from rlforge.run.environment import EnvOptions
 from rlforge.run.schedule import WorkItem, prior_seconds
 from rlforge.run.store import (ROLLOUTS, RunStore, insert_lines, new_run_id, reload_run,
                                set_advantages, upsert_run, utc_now)
-from rlforge.run.tasks import IN_PROCESS_VERIFIERS, Task, discover_tasks, load_task
+from rlforge.run.tasks import Task, discover_tasks, load_task
+from rlforge.verify import kinds
 
 PLAN_SCHEMA = 1
 
@@ -275,7 +276,7 @@ def _execute(cfg: Config, store: RunStore, plan: dict[str, Any], tasks: list[Tas
 def sandbox_needed(tasks: list[Task], items: list[WorkItem], plan: dict[str, Any]) -> bool:
     """Whether these rollouts run anything under bubblewrap (commands, sandboxed verifiers)."""
     return plan["env"]["sandbox_mode"] == "bwrap" and any(
-        tasks[i.task].kind == "terminal" or tasks[i.task].verifier not in IN_PROCESS_VERIFIERS
+        tasks[i.task].kind == "terminal" or not kinds.get(tasks[i.task].verifier).in_process
         for i in items)
 
 

@@ -20,7 +20,7 @@ from typing import Any
 from rlforge.run.tasks import Task
 from rlforge.errors import SubmissionTooLarge
 from rlforge.sandbox.files import CopyLimits, iter_files
-from rlforge.verify import standalone
+from rlforge.verify import kinds
 from rlforge.verify.runner import fresh_workspace
 
 SUBMISSION_CHARS = 1_000_000  # what the standalone verifier reads of an answer file
@@ -48,12 +48,10 @@ def score_text(task: Task, text: str | None) -> dict[str, Any]:
 
 def score_read(task: Task, seen: str) -> dict[str, Any]:
     """Score the text the verifier would have read, with the task's own functions."""
-    ref = task.reference
-    if task.verifier == "answer":
-        return standalone.score_answer(ref, seen)
-    if task.verifier == "reply":
-        return standalone.score_reply(ref, seen)
-    raise ValueError(f"verifier {task.verifier!r} is not scored in-process")
+    kind = kinds.get(task.verifier)
+    if kind.score_text is None:
+        raise ValueError(f"verifier {task.verifier!r} is not scored in-process")
+    return kind.score_text(task.reference, seen)
 
 
 def read_prefix(root: Path, rel: str, max_bytes: int) -> bytes:

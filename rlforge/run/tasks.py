@@ -20,9 +20,7 @@ from typing import Any
 
 from rlforge.errors import UserError
 from rlforge.tasks.staging import check_task, check_whole
-
-#: Verifiers that only compare strings: scored in-process from tests/reference.json.
-IN_PROCESS_VERIFIERS = ("answer", "reply")
+from rlforge.verify import kinds
 
 _TABLE = re.compile(r"\[([A-Za-z0-9_-]+(?:\.[A-Za-z0-9_-]+)*)\]")
 
@@ -180,7 +178,7 @@ class Task:
     @property
     def in_process(self) -> bool:
         """Scored from reference data by string comparison (no sandbox needed)."""
-        return self.verifier in IN_PROCESS_VERIFIERS and bool(self.reference)
+        return kinds.get(self.verifier).in_process and bool(self.reference)
 
     @property
     def answer_file(self) -> str:

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from rlforge.sandbox import FailureReason, SandboxPool, SandboxResult, spec_of
-from rlforge.verify import repair_standalone, standalone
+from rlforge.verify import kinds, repair_standalone
 from rlforge.verify.standalone import Ran, SandboxBroken
 
 VENV_PYTHON = "/opt/venv/bin/python"
@@ -129,10 +129,8 @@ def score_workspace(task_dir: Path, reference: dict, workspace: Path,
                     policy: SandboxPolicy) -> dict:
     """Score the submission in `workspace` with the task's own verifier functions, policy
     code in the sandbox; the reward (raises `SandboxBroken` when a sandbox cannot start)."""
-    tests = str(task_dir / "tests")
-    if reference["verifier"] == "repair":
-        return repair_standalone.score_repair(reference, tests, str(workspace), policy)
-    return standalone.score(reference, tests, str(workspace), policy)
+    return kinds.get(reference["verifier"]).score(reference, str(task_dir / "tests"),
+                                                  str(workspace), policy)
 
 
 def load_reference(task_dir: Path) -> dict:

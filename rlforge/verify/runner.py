@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from rlforge.errors import UserError
+from rlforge.errors import UnknownName, UserError
 from rlforge.sandbox import SandboxPool, SandboxSpec, prepare_env, settings_or_configured, spec_of
 from rlforge.tasks.staging import check_task
 from rlforge.verify.boundary import (SandboxBroken, SandboxPolicy, TreeTooLarge, load_reference,
@@ -142,6 +142,8 @@ class TaskRunner:
             return VerifierRun(None, f"sandbox: {exc}", too_large=str(exc))
         except SandboxBroken as exc:
             return VerifierRun(None, f"sandbox: {exc}")
+        except UnknownName as exc:
+            return VerifierRun(None, f"the task's verifier data is broken: {exc}")
         except (KeyError, TypeError, ValueError) as exc:
             return VerifierRun(None, f"the task's verifier data is broken: {type(exc).__name__}: {exc}")
         return VerifierRun(reward)

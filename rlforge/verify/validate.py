@@ -25,6 +25,7 @@ from typing import Any, Callable
 
 from rlforge.errors import UserError
 from rlforge.sandbox import SandboxPool
+from rlforge.verify import kinds
 from rlforge.verify.runner import TaskRunner, fresh_workspace, load_task
 
 VERIFIER_FILE = "rlforge_verify.py"
@@ -104,7 +105,8 @@ async def validate_task(task_dir: Path, runner: TaskRunner, scratch_root: Path) 
         # Null and adversarial submissions.
         subs = [{"name": "null", "files": {}}] + [
             {"name": s["name"], "files": s["files"]} for s in validation.get("adversarial", [])]
-        if rl.get("verifier") in ("answer", "reply"):
+        kind = kinds.kinds().get(rl.get("verifier", ""))
+        if kind is not None and kind.submission == "text":  # the instruction echoed back
             instruction = (task_dir / "instruction.md").read_text(encoding="utf-8", errors="surrogateescape")
             subs.append({"name": "echo_instruction", "files": {"answer.txt": instruction}})
         runs = {}
