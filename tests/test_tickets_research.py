@@ -335,3 +335,31 @@ def test_real_exports_that_make_no_task_print_every_drop_reason_with_counts(cli)
     assert re.search(r"dropped [1-9]\d* × tickets\.reply: no customer message", text), text
     assert re.search(r"dropped [1-9]\d* × tickets\.triage: no category or intent value", text), text
     assert "no task was emitted" in text
+
+
+def test_a_docs_folder_joins_the_kb_and_makes_its_facts_derivable(cli, tmp_path):
+    assert cli("ingest", "tickets", TICKETS, "-q").exit_code == 0
+    _, base = build(cli, tmp_path / "base", "--generators", "tickets.reply", "--no-validate")
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    # Every menu path the company's replies use, written down once in a help-centre page.
+    paths = sorted({f for (r,) in _resolutions() for f in key_facts(r) if ">" in f})
+    (docs / "help-centre.md").write_text("# Where things are\n\n" + "\n".join(f"- {p}" for p in paths))
+    (tmp_path / "rlforge.toml").write_text(
+        f'[tasks.generator_options."tickets.reply"]\ndocs = "{docs}"\n')
+    _, more = build(cli, tmp_path / "docs-out", "--generators", "tickets.reply", "--no-validate")
+    assert more["emitted"] > base["emitted"]
+    task = tasks_of(tmp_path / "docs-out", "tickets-reply")[0]
+    assert (task / "environment" / "app" / "kb" / "docs" / "help-centre.md").is_file()
+    assert "`kb/docs/`: 1 documents" in (task / "instruction.md").read_text()
+    _check_reply_build(tmp_path / "docs-out")
+
+
+def _resolutions():
+    import duckdb
+
+    con = duckdb.connect("rlforge.duckdb", read_only=True)
+    try:
+        return con.execute("SELECT resolution FROM tickets WHERE resolution IS NOT NULL").fetchall()
+    finally:
+        con.close()

@@ -26,25 +26,37 @@ def tokens(text):
     return TOKEN.findall(text.lower())
 
 
+class Index:
+    """BM25 statistics of a list of documents (token lists), built once, queried often."""
+
+    def __init__(self, docs):
+        self.tf = [Counter(d) for d in docs]
+        self.lengths = [len(d) for d in docs]
+        self.avg = (sum(self.lengths) / len(docs) or 1.0) if docs else 1.0
+        self.postings = {}
+        for i, tf in enumerate(self.tf):
+            for t in tf:
+                self.postings.setdefault(t, []).append(i)
+
+    def scores(self, query):
+        """{document index: BM25 score} of the documents sharing a word with the query."""
+        n, out = len(self.tf), {}
+        for t in sorted(set(query)):  # a fixed order: the same sums, bit for bit
+            docs = self.postings.get(t, ())
+            if not docs:
+                continue
+            idf = math.log(1 + (n - len(docs) + 0.5) / (len(docs) + 0.5))
+            for i in docs:
+                f = self.tf[i][t]
+                norm = K1 * (1 - B + B * self.lengths[i] / self.avg)
+                out[i] = out.get(i, 0.0) + idf * f * (K1 + 1) / (f + norm)
+        return out
+
+
 def bm25_scores(query, docs):
     """BM25 score of each document (a list of token lists) for the query's tokens."""
-    n = len(docs)
-    if not n:
-        return []
-    avg = sum(len(d) for d in docs) / n or 1.0
-    df = Counter(t for d in docs for t in set(d))
-    terms = set(query)
-    out = []
-    for d in docs:
-        tf = Counter(t for t in d if t in terms)
-        score = 0.0
-        for t in terms:
-            f = tf.get(t, 0)
-            if f:
-                idf = math.log(1 + (n - df[t] + 0.5) / (df[t] + 0.5))
-                score += idf * f * (K1 + 1) / (f + K1 * (1 - B + B * len(d) / avg))
-        out.append(score)
-    return out
+    scores = Index(docs).scores(query)
+    return [scores.get(i, 0.0) for i in range(len(docs))]
 
 
 def rank(query, texts, k=None):

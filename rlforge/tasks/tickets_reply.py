@@ -171,7 +171,7 @@ class _Origin:
     def __init__(self, rows):
         self.rows = rows
         self.docs = [kb_document(r) for r in rows]
-        self.tokens = [kb_search.tokens(d) for d in self.docs]
+        self.index = kb_search.Index([kb_search.tokens(d) for d in self.docs])
         self.shingles = [shingles(f"{r[2] or ''}\n{r[3]}") for r in rows]
         self.ranking = bigram_ranking([r[4] for r in rows])[0]
 
@@ -240,10 +240,8 @@ class TicketReply:
     @staticmethod
     def by_similarity(row, origin: _Origin, candidates: list[int]) -> list[int]:
         """`candidates` whose request shares a word with this one, most similar first."""
-        scores = kb_search.bm25_scores(kb_search.tokens(f"{row[2] or ''}\n{row[3]}"),
-                                       [origin.tokens[i] for i in candidates])
-        return [candidates[j] for j in sorted(range(len(candidates)), key=lambda j: (-scores[j], j))
-                if scores[j] > 0]
+        scores = origin.index.scores(kb_search.tokens(f"{row[2] or ''}\n{row[3]}"))
+        return sorted((i for i in candidates if scores.get(i, 0) > 0), key=lambda i: (-scores[i], i))
 
     def _spec(self, ctx: BuildContext, row, origin: _Origin) -> TaskSpec | str:
         """The task for one ticket, or why it cannot be one."""
