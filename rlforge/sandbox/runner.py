@@ -41,6 +41,7 @@ import sys
 import threading
 import time
 from collections.abc import Sequence
+from typing import Any
 
 from rlforge.errors import SandboxUnavailable, UserError
 from rlforge.sandbox import layout, scratch, seccomp
@@ -92,9 +93,9 @@ def ensure_available() -> HostSupport:
         cgroups = SandboxCgroups.find()
         capped = False
         if os.geteuid() == 0:
-            have = cgroups.controllers if cgroups else ()
-            if "pids" not in have or "memory" not in have:
-                found = ", ".join(have) or "none"
+            controllers = cgroups.controllers if cgroups else ()
+            if "pids" not in controllers or "memory" not in controllers:
+                found = ", ".join(controllers) or "none"
                 raise SandboxUnavailable(f"cannot limit the sandbox: {ROOT_HINT.format(found=found)}")
             setpriv = util_linux("setpriv")
             capped = scratch.can_mount()
@@ -267,7 +268,8 @@ class _Run:
 
     def _finish(self, result: SandboxResult, start: float) -> SandboxResult:
         """Add what the cgroups saw and copy the writable directories back out."""
-        notes, changes = list(result.notes), {}
+        notes = list(result.notes)
+        changes: dict[str, Any] = {}
         cgroups = self.support.cgroups if self.support else None
         if self.cgroup is not None and cgroups is not None:
             kills = cgroups.oom_kills(self.cgroup)

@@ -39,6 +39,7 @@ import shutil
 import stat
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from rlforge.errors import SubmissionTooLarge
 from rlforge.sandbox.files import MAX_DEPTH
@@ -170,7 +171,7 @@ class _Job:
                mode_set: bool = False) -> None:
         """Mode (unless `mode_set` at creation), owner and times of a written entry; copy-in
         records its identity."""
-        name_kw = {} if isinstance(fd_or_name, int) else {"dir_fd": dir_fd, "follow_symlinks": False}
+        name_kw: dict[str, Any] = {} if isinstance(fd_or_name, int) else {"dir_fd": dir_fd, "follow_symlinks": False}
         if not stat.S_ISLNK(st.st_mode) and not mode_set:
             os.chmod(fd_or_name, stat.S_IMODE(st.st_mode) & _PERM_BITS, **name_kw)
         if self.owner is not None:

@@ -38,7 +38,7 @@ class Cleaner:
     """One thread that tears finished runs down, so a run returns as soon as its result is
     known. Waits for what is queued when the process exits (`flush`)."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self._queue: queue.SimpleQueue = queue.SimpleQueue()
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
