@@ -71,6 +71,7 @@ def shuffled_copy(src: Path, dst: Path, columns: tuple[str, ...], seed: int = 11
 
 # --- learnability ----------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_learnability_figures_separate_signal_from_noise_and_repeat_under_the_seed():
     rng = random.Random(3)
     words = {"billing": "refund invoice charge card", "login": "password locked sso reset",
@@ -210,15 +211,17 @@ def _check_reply_build(out: Path) -> int:
     return len(tasks)
 
 
+@pytest.mark.slow
 def test_reply_tasks_on_sample_data_are_derivable_from_their_kb(cli, tmp_path):
     assert cli("ingest", "tickets", TICKETS, "-q").exit_code == 0
     out = tmp_path / "o"
-    result, report = build(cli, out, "--generators", "tickets.reply", "--limit", "12")
+    # The whole build (every resolved ticket); the gold and every trick are scored with
+    # the verifier's own function (validation in the sandbox is tests/test_build_tasks.py's).
+    result, report = build(cli, out, "--generators", "tickets.reply", "--no-validate")
     assert result.exit_code == 0, result.output
-    assert report["emitted"] == 12 and report["per_generator"]["tickets.reply"]["dropped_validation"] == 0
     reasons = {d["reason"].split(" (")[0] for d in report["drops"]}
     assert "fact not findable in the task's knowledge base" in reasons
-    assert _check_reply_build(out) == 12
+    assert _check_reply_build(out) == report["emitted"] >= 30
 
 
 @pytest.mark.slow
@@ -337,6 +340,7 @@ def test_real_exports_that_make_no_task_print_every_drop_reason_with_counts(cli)
     assert "no task was emitted" in text
 
 
+@pytest.mark.slow
 def test_a_docs_folder_joins_the_kb_and_makes_its_facts_derivable(cli, tmp_path):
     assert cli("ingest", "tickets", TICKETS, "-q").exit_code == 0
     _, base = build(cli, tmp_path / "base", "--generators", "tickets.reply", "--no-validate")
