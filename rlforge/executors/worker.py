@@ -30,11 +30,18 @@ import traceback
 from collections import Counter, OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rlforge import __version__
 from rlforge.errors import UserError
 from rlforge.run.tasks import Task
+
+if TYPE_CHECKING:
+    from rlforge.policy import PolicyClient
+    from rlforge.run.driver import RolloutRunner
+    from rlforge.sandbox import SandboxPool
+    from rlforge.tasks.repair.checks import Checker
+    from rlforge.verify.runner import TaskRunner
 
 logger = logging.getLogger("rlforge.executors")
 
@@ -90,16 +97,16 @@ class NodeWorker:
     """See the module docstring. Created by `rlforge.executors.cluster.start_workers`."""
 
     def __init__(self) -> None:
-        self.pool = None
-        self.task_runner = None
+        self.pool: SandboxPool | None = None
+        self.task_runner: TaskRunner | None = None
         self.scratch: Path | None = None
         self.cache_dir: Path | None = None
         self.sandbox_mode = "bwrap"
         self.sandbox: dict[str, Any] | None = None  # the driver's sandbox settings
         self.use_paths = True
-        self.client = None
-        self.runner = None
-        self.checker = None
+        self.client: PolicyClient | None = None
+        self.runner: RolloutRunner | None = None
+        self.checker: Checker | None = None
         self._slots = 1  # rollouts that may play at once; more wait in `_turn`
         self._playing = 0
         self._turn = asyncio.Condition()
@@ -146,6 +153,7 @@ class NodeWorker:
         Ray's pickling; None keeps the default, `prepared_env_hook`."""
         from rlforge.verify.runner import TaskRunner
 
+        assert self.pool is not None, "hello() opens the pool first"
         self.task_runner = TaskRunner(self.pool, self.sandbox_mode, hook, self.sandbox)
 
     async def open_run(self, run: dict[str, Any], policy: dict[str, Any], api_key: str,
@@ -158,6 +166,7 @@ class NodeWorker:
         from rlforge.run.driver import RolloutRunner
         from rlforge.run.environment import EnvOptions
 
+        assert self.task_runner is not None and self.scratch is not None, "hello() comes first"
         self.client = PolicyClient(PolicyConfig(**{**policy, "stop": tuple(policy["stop"])}),
                                    api_key=api_key)
         await self.client.open()
@@ -170,6 +179,7 @@ class NodeWorker:
         """Hold a commits.repair `Checker` on this node's pool and cache directory."""
         from rlforge.tasks.repair.checks import Checker
 
+        assert self.cache_dir is not None, "hello() comes first"
         self.checker = Checker(None, opts, self.pool, self.cache_dir, self.sandbox_mode,
                                self.sandbox)
 
@@ -210,6 +220,7 @@ class NodeWorker:
                 await self._turn.wait_for(lambda: self._playing < self._slots)
                 self._playing += 1
             try:
+                assert self.runner is not None, "open_run() comes before rollouts"
                 return await self.runner.rollout(self._task(fields, directory, problem), sample)
             finally:
                 async with self._turn:
@@ -281,6 +292,7 @@ class NodeWorker:
 
     async def _unpack(self, key: str, path: str, files: Any) -> Path:
         try:
+            assert self.scratch is not None, "hello() comes first"
             data = await files
             dest = self.scratch / "tasks" / key[:24] / Path(path).name
             await asyncio.to_thread(unpack_task, data, dest)

@@ -17,7 +17,7 @@ import time
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Protocol
 
 from rlforge import db
 from rlforge.errors import PolicyContextLength, PolicyRequestError, UserError
@@ -160,6 +160,7 @@ class RolloutRunner:
             outcome = "pass" if env.reward and env.reward.get("outcome") == "pass" else "fail"
             reward = env.reward
         elif outcome == "timeout":
+            assert error is not None, "a timeout records its error"
             reward = {"components": {}, "total": 0.0, "outcome": "timeout",
                       "detail": error["message"]}
         else:
@@ -239,7 +240,14 @@ class TableSink:
                 await self.flush()
 
 
-async def drive(tasks: list[Task], items: list[WorkItem], runner: RolloutRunner,
+class Rollouts(Protocol):
+    """What `drive` plays rollouts with: a `RolloutRunner`, or the Ray executor's runner
+    that hands them to workers."""
+
+    async def rollout(self, task: Task, sample: int) -> dict[str, Any]: ...
+
+
+async def drive(tasks: list[Task], items: list[WorkItem], runner: Rollouts,
                 store: RunStore, sink: TableSink | None, progress: Progress, *,
                 concurrency: int, quotas: dict[str, int] | None = None,
                 on_record: Callable[[dict[str, Any], RolloutSummary], None] | None = None) -> list[RolloutSummary]:
@@ -284,6 +292,6 @@ async def drive(tasks: list[Task], items: list[WorkItem], runner: RolloutRunner,
         if flusher is not None:
             stop.set()
             await flusher
-            if not completed:
+            if not completed and sink is not None:  # a flusher runs only with a sink
                 await sink.flush()
     return facts

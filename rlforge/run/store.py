@@ -21,7 +21,7 @@ import json
 import os
 import secrets
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Iterable, TextIO
 
 from rlforge.errors import UserError
 
@@ -49,7 +49,7 @@ class RunStore:
         self.dir = run_dir
         self.run_id = run_dir.name
         self._lock_fd: int | None = None
-        self._out = None
+        self._out: TextIO | None = None
 
     @classmethod
     def create(cls, runs_dir: str | Path, run_id: str | None = None) -> "RunStore":
