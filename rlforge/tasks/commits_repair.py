@@ -24,6 +24,7 @@ import io
 import re
 import tokenize
 from pathlib import Path
+from typing import ClassVar
 
 from rlforge import execution
 from rlforge.config import Config, default_cache_dir
@@ -111,7 +112,10 @@ def _difficulty(lines: int) -> str:
           "parent commit, hidden fail-to-pass and pass-to-pass tests run in the sandbox.",
           verifier="repair")
 class CommitsRepair:
-    def __init__(self, build=None, **options):
+    name: ClassVar[str]  # these two set by @register
+    version: ClassVar[int]
+
+    def __init__(self, build=None, **options) -> None:
         """`options` override the `tasks.repair.*` settings; `build` (build-tasks' options)
         gives the resolved config, the sandbox mode and the number of sandboxes."""
         self.config = (build.config if build is not None else None) or Config.load()
@@ -172,6 +176,7 @@ class CommitsRepair:
 
     async def _check_one(self, checker: Checker, row: CommitRow):
         settings = self.opts.for_repo(row.repo)
+        assert row.parent is not None, "screen() drops a commit without a parent"
         try:
             snap = await asyncio.to_thread(gitrepo.snapshot, row.repo, row.sha, row.parent, PROTECTED)
         except (gitrepo.GitError, OSError) as exc:

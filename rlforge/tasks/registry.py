@@ -34,7 +34,7 @@ class GeneratorInfo:
     version: int
     description: str
     verifier: str
-    factory: Callable[[], Any]
+    factory: Callable[..., Any]  # called with build=<build-tasks' options>, **options
     templates: str | None = None  # "package/dir" holding <name>/<file>.j2 (plug-ins)
 
     @property

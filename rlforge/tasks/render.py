@@ -26,7 +26,7 @@ import os
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 import jinja2
 
@@ -79,7 +79,7 @@ def toml_value(value: Any) -> str:
 class Renderer:
     """Jinja2 environment over the override and built-in template directories."""
 
-    def __init__(self, override: str | Path | None = None, extra: list[Path] = ()):
+    def __init__(self, override: str | Path | None = None, extra: Sequence[Path] = ()):
         dirs = [str(Path(override))] if override else []
         if override and not Path(override).is_dir():
             raise UserError(f"--templates {override}: no such directory")
@@ -114,8 +114,10 @@ class Renderer:
         key = "\0".join(sorted(templates))
         if key not in self._hashes:
             h = hashlib.sha256()
+            loader = self.env.loader
+            assert loader is not None, "__init__ gives the environment its loader"
             for name in sorted(templates):
-                source, _, _ = self.env.loader.get_source(self.env, name)
+                source, _, _ = loader.get_source(self.env, name)
                 h.update(name.encode() + b"\0" + source.encode() + b"\0")
             h.update(VERIFIER_SOURCE.read_bytes())
             self._hashes[key] = h.hexdigest()[:16]

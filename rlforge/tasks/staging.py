@@ -36,7 +36,7 @@ import threading
 import uuid
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING, Callable, TextIO
 
 from rlforge import __version__
 from rlforge.errors import UserError
@@ -107,7 +107,7 @@ def check_task(task_dir: str | Path) -> None:
         raise _not_whole(task_dir, missing)
 
 
-def find_incomplete_tasks(path: Path) -> list[IncompleteTask]:
+def find_incomplete_tasks(path: str | Path) -> list[IncompleteTask]:
     """The entries of a task directory, or a directory of tasks, that are not whole tasks.
 
     A build publishes a task only by renaming it into place once it is whole, so anything
@@ -150,7 +150,7 @@ def _holds_a_part(folder: str) -> bool:
     return any(os.path.lexists(os.path.join(folder, part.split("/")[0])) for part in TASK_PARTS)
 
 
-def check_whole(path: Path) -> None:
+def check_whole(path: str | Path) -> None:
     """Raise a `UserError` naming the entries of `path` that are not whole tasks, and what
     each lacks (one line, as every `UserError`)."""
     problems = find_incomplete_tasks(path)
@@ -186,7 +186,7 @@ class BuildArea:
         self._published = False  # a crashed build published its tree: its tasks are in out
         self._marker: dict | None = None
         self._lock_fd: int | None = None
-        self._journal_fh = None
+        self._journal_fh: TextIO | None = None
         self._write_lock = threading.Lock()
 
     # -- start ----------------------------------------------------------------------------
@@ -344,6 +344,7 @@ class BuildArea:
         _remove(gone)
 
     def _log(self, entry: Settled) -> None:
+        assert self._journal_fh is not None, "open() starts the journal before tasks settle"
         with self._write_lock:
             self.journal[entry.task_id] = entry
             self._journal_fh.write(json.dumps(asdict(entry), sort_keys=True) + "\n")

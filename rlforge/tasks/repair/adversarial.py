@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import ast
 import re
+from collections.abc import Sequence
 
 from rlforge.tasks.spec import Submission
 from rlforge.verify.repair_standalone import SUBMISSION_PATCH
@@ -284,8 +285,8 @@ def _module_for_p2p(workspace: dict[str, bytes], hidden: dict[str, bytes], pass_
 
 def repair_adversarials(*, workspace: dict[str, bytes], hidden: dict[str, bytes],
                         fail_to_pass: list[str], gold_paths: list[str],
-                        pass_to_pass: list[str] = (), gold_diff: str = "",
-                        roots: list[str] = ("",)) -> list[Submission]:
+                        pass_to_pass: Sequence[str] = (), gold_diff: str = "",
+                        roots: Sequence[str] = ("",)) -> list[Submission]:
     """Every adversarial submission that applies to this task (see the module docstring)."""
     subs = [Submission("empty_patch", {SUBMISSION_PATCH: b""}, "an empty diff")]
     f2p_files = sorted({i.split("::", 1)[0] for i in fail_to_pass})

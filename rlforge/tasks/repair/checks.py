@@ -28,7 +28,7 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Awaitable, Callable
+from typing import AbstractSet, Any, Awaitable, Callable, cast
 
 from rlforge import db
 from rlforge.errors import UserError
@@ -74,7 +74,7 @@ def system_python_version() -> str:
                           capture_output=True, text=True, env={}).stdout.strip()
 
 
-def write_tree(root: Path, files: dict[str, bytes], executable: set[str] = frozenset()) -> None:
+def write_tree(root: Path, files: dict[str, bytes], executable: AbstractSet[str] = frozenset()) -> None:
     """Materialise files under root, readable and writable by the sandbox user."""
     for rel, data in files.items():
         path = root / rel
@@ -232,7 +232,9 @@ class Checker:
         failures = [r for r in parent + fixed if isinstance(r, str)]
         if failures:
             return CheckResult(REJECTED, "sandbox failure", failures[0][:300])
-        return classify(parent, fixed, snap, rules, self.opts.max_p2p)
+        # No failure: every run returned its report (a dict).
+        return classify(cast("list[dict]", parent), cast("list[dict]", fixed), snap, rules,
+                        self.opts.max_p2p)
 
     async def _run(self, tree: Path, venv: Path, settings: RepoSettings, paths: list[str] | None,
                    work: Path) -> dict | str:
