@@ -23,6 +23,7 @@ import time
 import traceback
 from concurrent.futures import Future
 from dataclasses import asdict, dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Any, Callable
 
@@ -131,7 +132,7 @@ class FileIngest:
         self._quarantined_before: bool | None = None
         self.result = IngestResult(source=source, path=self.path, format=fmt)
         self._started = 0.0
-        self._started_at = None
+        self._started_at: datetime | None = None
 
     def __enter__(self) -> "FileIngest":
         self._started = time.perf_counter()
@@ -375,6 +376,7 @@ def record_failure(con: duckdb.DuckDBPyConnection, r: IngestResult, started=None
     transaction began, or when the database could not take the row)."""
     if r.run_id is not None and r.unrecorded is None:
         return  # FileIngest recorded it
+    assert r.error is not None, "a failed result says why"
     row = r.unrecorded
     try:
         if row is None:

@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import functools
 import hashlib
 import os
 import re
@@ -145,7 +146,7 @@ def apply_masks(contents: pl.Series, masks: Sequence[str]) -> pl.Series:
             out = out.str.replace_all(mask, WILDCARD)
         else:  # look-around or back-references: Python's engine, per distinct value
             rx = re.compile(mask)
-            out = out.map_elements(lambda s, rx=rx: rx.sub(WILDCARD, s), return_dtype=pl.String)
+            out = out.map_elements(functools.partial(rx.sub, WILDCARD), return_dtype=pl.String)
     return out
 
 
@@ -471,16 +472,16 @@ class TemplateMiner:
 
     def match(self, msg: Msg) -> str | None:
         """The most specific known template matching a normalised message, if any."""
-        best, best_wild = None, None
+        best: tuple[int, str] | None = None  # (wildcards, template id): the fewest, then the id
         first = msg[0] if msg else ""
         for key in ((len(msg), first), (len(msg), WILDCARD)):
             for tid in self._index.get(key, ()):
                 tpl = self.templates[tid]
                 if _subsumes(tpl, msg):
-                    wild = tpl.count(WILDCARD)
-                    if best_wild is None or wild < best_wild or (wild == best_wild and tid < best):
-                        best, best_wild = tid, wild
-        return best
+                    candidate = (tpl.count(WILDCARD), tid)
+                    if best is None or candidate < best:
+                        best = candidate
+        return best[1] if best is not None else None
 
     def assign(self, texts: Sequence[str]) -> tuple[list[str], MinerUpdate]:
         """Template id for each distinct normalised text; mines what nothing matches."""

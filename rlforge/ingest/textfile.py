@@ -141,10 +141,10 @@ def file_encoding(path: str | Path) -> str:
 def line_endings(head: bytes | str) -> str:
     """How the lines of a file end, from its first bytes (or characters): LF, CRLF, CR (old
     Mac and some devices: no LF at all), or none (a single line)."""
-    lf_char, cr_char = ("\n", "\r") if isinstance(head, str) else (b"\n", b"\r")
-    lf = head.count(lf_char)
-    crlf = head.count(cr_char + lf_char)
-    cr = head.count(cr_char) - crlf
+    text = head if isinstance(head, str) else head.decode("latin-1")  # one char per byte
+    lf = text.count("\n")
+    crlf = text.count("\r\n")
+    cr = text.count("\r") - crlf
     if not lf:
         return "CR" if cr else "none"
     return "CRLF" if crlf * 2 > lf else "LF"
