@@ -43,6 +43,7 @@ import shutil
 import sys
 import tempfile
 import time
+from typing import Any
 
 SUBMISSION_PATCH = ".rlforge/submission.diff"
 RUN_TREE_LIMIT = 200 * 1024 * 1024  # bytes of workspace copied into the private tree
@@ -202,7 +203,7 @@ def touched_protected(root, rules, base_hashes):
 
 # --- pytest plugin (loaded with -p, under a random module name, inside the test process) --
 
-_channel = {}
+_channel: dict[str, Any] = {}
 
 
 def _send(event):
@@ -853,7 +854,7 @@ CHECK_OPS = {"Eq": lambda a, b: a == b, "NotEq": lambda a, b: a != b,
              "In": lambda a, b: a in b, "NotIn": lambda a, b: a not in b}
 # Values a policy could send without knowing the expected one: a test whose only checked
 # literals are these (or whose only checks are not == or `in`) is not counted as checked.
-TRIVIAL = (None, True, False, 0, 1, -1, 0.0, 1.0, "", b"", (), [], {}, set())
+TRIVIAL: tuple[object, ...] = (None, True, False, 0, 1, -1, 0.0, 1.0, "", b"", (), [], {}, set())
 
 
 def _literal(node):

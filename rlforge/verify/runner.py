@@ -106,7 +106,7 @@ class TaskRunner:
     def _fields(self, task_dir: Path, meta: dict) -> dict[str, Any]:
         """SandboxSpec fields every sandbox of this task gets: what the task asks for (its
         venv, /tmp size, [environment] memory_mb), under the user's sandbox settings."""
-        asked = dict(self.spec_hook(task_dir, meta)) if self.spec_hook else {}
+        asked = dict(self.spec_hook(task_dir, meta))
         memory = meta.get("environment", {}).get("memory_mb")
         if memory and "memory_mb" not in asked:
             asked["memory_mb"] = int(memory)
