@@ -41,6 +41,7 @@ def report(
     if compare:
         result = build_compare(compare[0], compare[1], out or Path("compare.html"), runs_dir=where)
     else:
+        assert run_id is not None  # exactly one of the two was given (checked above)
         result = build_report(run_id, out or Path("report.html"), runs_dir=where,
                               max_rollouts=max_rollouts)
     d = result.to_dict()

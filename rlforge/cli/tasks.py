@@ -7,11 +7,12 @@ import datetime as dt
 import json
 from collections import Counter
 from pathlib import Path
-from typing import Optional
+from typing import Any, Callable, Optional
 
 import duckdb
 import typer
-from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+from rich.progress import (BarColumn, Progress, SpinnerColumn, TaskID, TextColumn,
+                           TimeElapsedColumn)
 from rich.table import Table
 
 from rlforge import db, execution
@@ -20,13 +21,13 @@ from rlforge.cli.ray import executor_option, ray_address_option
 from rlforge.errors import UserError
 
 
-def _progress(quiet: bool):
+def _progress(quiet: bool) -> tuple[Progress | None, Callable[[str, int, int | None], None] | None]:
     if quiet or not console.is_terminal:
         return None, None
     prog = Progress(SpinnerColumn(), TextColumn("[bold]{task.description}"), BarColumn(),
                     TextColumn("{task.completed}/{task.total}"), TimeElapsedColumn(),
                     console=console, transient=True)
-    ids: dict[str, int] = {}
+    ids: dict[str, TaskID] = {}
 
     def update(stage: str, done: int, total: int | None) -> None:
         if stage not in ids:
@@ -68,7 +69,7 @@ def build_tasks(
     if list_:
         con = db.connect(st.db_path)
         counts = build_lib.available_counts(con)
-        rows = [{"name": i.name, "version": i.version, "verifier": i.verifier,
+        rows: list[dict[str, Any]] = [{"name": i.name, "version": i.version, "verifier": i.verifier,
                  "usable_rows": counts.get(n, 0), "description": i.description,
                  "cannot_support": _unsupported(con, i)}
                 for n, i in registry.registry().items()]
@@ -185,8 +186,14 @@ def validate(
     if mode == "none":
         err_console.print("[bold yellow]warning:[/] --sandbox none: task scripts run WITHOUT isolation")
     prog, update = _progress(quiet or as_json)
-    tick = (lambda r, c=[0]: (c.__setitem__(0, c[0] + 1), update("validating", c[0], len(dirs)))) \
-        if update else None
+    tick: Callable[[object], None] | None = None
+    if update is not None:
+        done = 0
+
+        def tick(_result: object) -> None:
+            nonlocal done
+            done += 1
+            update("validating", done, len(dirs))
     if prog:
         with prog:
             results = asyncio.run(backend.validate(dirs, workers=cfg.get("sandbox.workers"),
