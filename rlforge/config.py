@@ -229,6 +229,7 @@ class Config:
         env = dict(os.environ) if env is None else env
         explicit = path or env.get("RLFORGE_CONFIG")
         candidate = Path(explicit) if explicit else Path(CONFIG_FILE)
+        file_path: Path | None = candidate
         values: dict = {}
         if candidate.is_file():
             try:
@@ -238,8 +239,8 @@ class Config:
         elif explicit:
             raise ConfigError(f"config file {candidate} does not exist; run `rlforge init` to create one")
         else:
-            candidate = None
-        return cls(file_path=candidate, file_values=values, env=env)
+            file_path = None
+        return cls(file_path=file_path, file_values=values, env=env)
 
     def with_flags(self, **flags: Any) -> "Config":
         """Record flag values (None means 'not given') and return self for chaining."""

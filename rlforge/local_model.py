@@ -158,6 +158,7 @@ class LocalModel:
                 "--model_alias", self.model, "--n_ctx", str(self.n_ctx)]
         if self.chat_format:
             args += ["--chat_format", self.chat_format]
+        assert self.log_path is not None, "start() sets the log path before launching"
         with open(self.log_path, "ab") as log:
             self.process = subprocess.Popen(
                 [sys.executable, "-m", "rlforge.local_model", str(os.getpid()), *args],
@@ -203,6 +204,8 @@ class LocalModel:
         process.wait()
 
     def _log_tail(self, lines: int = 20) -> str:
+        if self.log_path is None:
+            return "(no log)"
         try:
             return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
         except OSError:

@@ -395,6 +395,7 @@ class PolicyClient:
     async def _attempt(self, method: str, url: str, payload: bytes | None) -> Any:
         """One HTTP exchange; the parsed JSON body of a 2xx, or a typed error."""
         failure: PolicyRequestError
+        assert self._session is not None, "_call checks the client is open"
         try:
             async with self._session.request(method, url, data=payload) as response:
                 status = response.status
