@@ -332,11 +332,18 @@ def _whole(tok: str, kind: str) -> list[Span]:  # noqa: D103
 
 _PLACEHOLDER_RX = re.compile(PLACEHOLDER)
 _ECHO_MIN = 6
+# Kinds found by their context (a label, a cue word, a card word, a greeting), which the
+# same value may lack where it is written again; self-evident kinds (e-mails, IPs, vendor
+# keys) are found at every occurrence anyway.
+_ECHOED = {"PHONE", "CARD", "SSN", "NATIONAL_ID", "PASSPORT", "ACCOUNT", "DOB", "PASSWORD",
+           "API_KEY", "SECRET", "PERSON", "ADDRESS"}
 
 
 def _echo_forms(kind: str, raw: str) -> list[str]:
     """How a redacted value may be written again in the same text: as it was, and for
     numbers, without separators. Short values (under 6 characters) are not echoed."""
+    if kind not in _ECHOED:
+        return []
     forms = [raw] if len(raw) >= _ECHO_MIN else []
     if kind in ("PHONE", "CARD", "IBAN", "SSN", "NATIONAL_ID"):
         bare = re.sub(r"[ .()/-]", "", raw)
@@ -666,7 +673,12 @@ def _phone_span(tok: str, start: int, labelled: bool,
     """The longest prefix of the number (whole groups) that `phonenumbers` reads as a
     phone number, as its E.164 form (so every way of writing it hashes alike)."""
     plus = tok[start] == "+"
-    parts = _PHONE_PART.findall(tok[start + plus:])
+    parts, digits = [], 0
+    for part in _PHONE_PART.finditer(tok, start + plus):  # at most 15 digits: E.164's limit
+        digits += len(part.group().translate(_PUNCT_OUT))
+        if digits > 15 or part.start() != start + plus + sum(map(len, parts)):
+            break
+        parts.append(part.group())
     while parts:
         num = ("+" if plus else "") + "".join(parts)
         e164 = numbers.phone_e164(num, regions, labelled or bool(_NANP.fullmatch(num)))
@@ -943,9 +955,10 @@ class Redactor:
     def _echo(self, text: str, echo: Iterable[tuple[str, str, str]]) -> str:
         """`text` with the other occurrences of values redacted elsewhere in it replaced
         by the same placeholder ("card 4111 1111 1111 1111 ... (4111111111111111)")."""
-        rx, where = _echo_rx(echo)
-        if rx is None:
+        echo = [e for e in echo if e[0] in text]  # mostly none: the value was its only copy
+        if not echo:
             return text
+        rx, where = _echo_rx(echo)
 
         def sub(m: re.Match) -> str:
             ph, kind = where[m.group()]
@@ -1039,9 +1052,13 @@ class Redactor:
             out = out.scatter(idx, redone)
             again = None if again_sub is None else pl.Series(idx).filter(again_sub)
             again = None if again is None else pl.Series([False] * out.len()).scatter(again, True)
-        if echo:
+        if echo:  # only rows where a redacted value is still written somewhere
             rows = sorted(echo)
-            out = out.scatter(rows, [self._echo(t, echo[i]) for i, t in zip(rows, out.gather(rows))])
+            texts = out.gather(rows).to_list()
+            again_rows = [(i, t) for i, t in zip(rows, texts) if any(e[0] in t for e in echo[i])]
+            if again_rows:
+                out = out.scatter([i for i, _ in again_rows],
+                                  [self._echo(t, echo[i]) for i, t in again_rows])
         nul = s.str.contains(_SENT, literal=True)
         if nul.any():
             idx = nul.arg_true()
@@ -1087,12 +1104,11 @@ class Redactor:
         if not keys:
             return s, None
         if echoing:  # the rows holding a value to echo, and which values
-            w = frame["w"]
-            hit = frame.select(pl.col("w").list.eval(pl.element().is_in(list(echoing))).list.any()
-                               & ~pl.col("nul")).to_series()
-            for i in hit.arg_true().to_list():
-                for cand in w[i].to_list()[1::2]:
-                    echo[rows[i] if rows is not None else i].update(echoing.get(cand, ()))
+            hits = frame.lazy().with_row_index("row").filter(~pl.col("nul")).select(
+                "row", pl.col("w").list.gather_every(2, 1)).explode("w").filter(
+                pl.col("w").is_in(list(echoing))).collect()
+            for i, cand in hits.iter_rows():
+                echo[rows[i] if rows is not None else i].update(echoing[cand])
         # Even items (text between matches) never equal a match: the regex would have
         # matched there. So a plain hash replace touches only the matches.
         w = pl.col("w")

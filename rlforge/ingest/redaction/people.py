@@ -136,17 +136,21 @@ _STRONG_ENDINGS = ("straße", "strasse", "str", "weg", "gasse", "allee", "platz"
                    "plein", "gracht", "kade", "singel", "dijk", "steeg", "dreef")
 
 
+_STRONG_RX = re.compile("(?:" + "|".join(_STRONG_ENDINGS) + ")$")
+_WEAK_RX = re.compile("(?:" + "|".join(e.rstrip(".") for e in STREET_ENDINGS) + ")$")
+
+
+@functools.lru_cache(maxsize=65536)
 def _compound_street(low: str) -> int:
     """2 for a word ending in a street word ("Lindenstraße", "Kerkstraat"), 1 for a weaker
     ending that other words share ("Lindenring", "Rosenhof": a postcode must follow)."""
     part = low.rsplit("-", 1)[-1].rstrip(".")
-    if part.isdigit() or not part.isalpha():
+    if not part.isalpha():
         return 0
-    for strong, endings in ((2, _STRONG_ENDINGS), (1, STREET_ENDINGS)):
-        for e in endings:
-            e = e.rstrip(".")
-            if part.endswith(e) and (len(part) - len(e) >= 3 or ("-" in low and part == e)):
-                return strong
+    for strong, rx in ((2, _STRONG_RX), (1, _WEAK_RX)):
+        m = rx.search(part)
+        if m and (m.start() >= 3 or ("-" in low and m.start() == 0)):
+            return strong
     return 0
 
 
