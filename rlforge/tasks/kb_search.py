@@ -38,12 +38,14 @@ class Index:
             for t in tf:
                 self.postings.setdefault(t, []).append(i)
 
-    def scores(self, query):
-        """{document index: BM25 score} of the documents sharing a word with the query."""
+    def scores(self, query, max_share=1.0):
+        """{document index: BM25 score} of the documents sharing a word with the query;
+        words in more than `max_share` of the documents are left out (they weigh little
+        and cost a pass over most documents)."""
         n, out = len(self.tf), {}
         for t in sorted(set(query)):  # a fixed order: the same sums, bit for bit
             docs = self.postings.get(t, ())
-            if not docs:
+            if not docs or len(docs) > max_share * n:
                 continue
             idf = math.log(1 + (n - len(docs) + 0.5) / (len(docs) + 0.5))
             for i in docs:

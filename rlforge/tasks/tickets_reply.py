@@ -36,7 +36,8 @@ from rlforge.tasks.answers import null_submission, solve_script
 from rlforge.tasks.registry import register
 from rlforge.tasks.splits import THRESHOLD, shingles
 from rlforge.tasks.spec import ANSWER_FILE, BuildContext, SourceRef, Submission, TaskSpec, stable_sample
-from rlforge.verify.standalone import (COPY_SHARE, bigrams, common_share, contains, copied_share)
+from rlforge.verify.standalone import (COPY_N, COPY_SHARE, _mentions_words, _ngrams, bigrams,
+                                       common_share, contains, words)
 
 # A menu path: capitalised segments joined by '>'; a segment after the first may go on in
 # lower case ("Time zone", "Single sign-on") for up to three words, never into the sentence
@@ -84,7 +85,12 @@ def bigram_ranking(replies: list[str]) -> tuple[list[tuple[str, int]], Counter]:
 def common_bigrams(ranking: list[tuple[str, int]], own: str, n: int = COMMON_BIGRAMS) -> list[str]:
     """The `n` most frequent pairs of the other replies: those of `own` count once less."""
     mine = _pairs(own)
-    out = [b for b, c in ranking if c - (b in mine) >= 1][:n]
+    out: list[str] = []
+    for b, c in ranking:  # most frequent first: stop at n
+        if len(out) >= n:
+            break
+        if c - (b in mine) >= 1:
+            out.append(b)
     return sorted(out)
 
 
@@ -174,6 +180,25 @@ class _Origin:
         self.index = kb_search.Index([kb_search.tokens(d) for d in self.docs])
         self.shingles = [shingles(f"{r[2] or ''}\n{r[3]}") for r in rows]
         self.ranking = bigram_ranking([r[4] for r in rows])[0]
+        self._words: dict[int, list[str]] = {}
+        self._reply_grams: dict[int, set] = {}
+        self._doc_grams: dict[int, set] = {}
+
+    # The verifier's word lists and 4-grams of a ticket, computed once per build.
+    def words(self, i: int) -> list[str]:
+        if i not in self._words:
+            self._words[i] = words(self.docs[i])
+        return self._words[i]
+
+    def reply_grams(self, i: int) -> set:
+        if i not in self._reply_grams:
+            self._reply_grams[i] = _ngrams(words(self.rows[i][4]), COPY_N)
+        return self._reply_grams[i]
+
+    def doc_grams(self, i: int) -> set:
+        if i not in self._doc_grams:
+            self._doc_grams[i] = _ngrams(self.words(i), COPY_N)
+        return self._doc_grams[i]
 
 
 @register("tickets.reply", 2, "Answer a customer by researching earlier resolved tickets "
@@ -183,6 +208,7 @@ class TicketReply:
     def __init__(self, docs: str | None = None, kb_relevant: int = KB_RELEVANT,
                  kb_others: int = KB_OTHERS):
         self.docs = read_docs(docs)
+        self.doc_words = [words(text) for text in self.docs.values()]
         self.kb_relevant, self.kb_others = int(kb_relevant), int(kb_others)
         self.rejections: list[dict[str, str]] = []
 
@@ -240,7 +266,7 @@ class TicketReply:
     @staticmethod
     def by_similarity(row, origin: _Origin, candidates: list[int]) -> list[int]:
         """`candidates` whose request shares a word with this one, most similar first."""
-        scores = origin.index.scores(kb_search.tokens(f"{row[2] or ''}\n{row[3]}"))
+        scores = origin.index.scores(kb_search.tokens(f"{row[2] or ''}\n{row[3]}"), max_share=0.5)
         return sorted((i for i in candidates if scores.get(i, 0) > 0), key=lambda i: (-scores[i], i))
 
     def _spec(self, ctx: BuildContext, row, origin: _Origin) -> TaskSpec | str:
@@ -259,7 +285,8 @@ class TicketReply:
             return "no earlier resolved ticket of this help desk to research"
         files = {f"kb/tickets/{kb_name(origin.rows[i][0])}": origin.docs[i] for i in kb}
         files.update({f"kb/docs/{rel}": text for rel, text in self.docs.items()})
-        missing = [f for f in facts if not any(contains(text, f) for text in files.values())]
+        missing = [f for f in facts if not any(_mentions_words(origin.words(i), f) for i in kb)
+                   and not any(_mentions_words(w, f) for w in self.doc_words)]
         if missing:
             return f"fact not findable in the task's knowledge base ({missing[0]})"
         n_words = len(gold.split())
@@ -270,13 +297,16 @@ class TicketReply:
         # A precedent (an earlier reply that shares much of this one's wording) is what
         # research should find: adapting it is the skill, so it is no copy source. Every
         # other KB ticket is, with the customer's message.
-        precedents = {i for i in kb if copied_share(gold, [origin.rows[i][4]]) > COPY_SHARE / 2}
+        mine = _ngrams(words(gold), COPY_N)
+        precedents = {i for i in kb if len(mine & origin.reply_grams(i)) > COPY_SHARE / 2 * len(mine)}
         copy_sources = [customer, *(origin.docs[i] for i in kb if i not in precedents)]
         # A company's replies share their phrasing, so the real reply shares some 4-grams
         # with its knowledge base: the copy gate sits COPY_MARGIN above that share (never
         # below the verifier's default), and a ticket whose real reply already needs more
         # than MAX_COPY_LIMIT is too close to its KB to tell copying from answering.
-        own_copy = copied_share(gold, copy_sources)
+        shown = _ngrams(words(customer), COPY_N).union(
+            *(origin.doc_grams(i) for i in kb if i not in precedents))
+        own_copy = len(mine & shown) / len(mine) if mine else 0.0  # copied_share, cached
         copy_limit = round(max(COPY_SHARE, own_copy + COPY_MARGIN), 2)
         if copy_limit > MAX_COPY_LIMIT:
             return (f"the real reply repeats its knowledge base ({own_copy:.0%} of its 4-grams; "
