@@ -171,3 +171,61 @@ def test_skipped_families_name_the_missing_field(tmp_path):
     assert skipped["burst_start"] == "no record is at level WARN, ERROR or FATAL"
     assert skipped["first_failing_host"].startswith("no record")
     assert "new_patterns" not in skipped and "longest_gap" not in skipped
+
+
+# --- long-context windows (item 3): budgets met, the incident inside, the rule holds -----
+
+FIELDS = re.compile(r"^(\S+) (\S+) (\S+) (\S+?): (.*)$")
+
+
+def _merged(files: list[str], logs_dir) -> list[ShownRecord]:
+    """The records of the listed files in the order the instruction states: by time as
+    shown, then the files' order, then the order within a file (a record without a time
+    right after the one before it)."""
+    keyed = []
+    for k, name in enumerate(files):
+        last = dt.datetime.min
+        records = [FIELDS.match(line) for line in (logs_dir / name).read_text().splitlines()
+                   if not line.startswith("\t")]
+        for i, m in enumerate(records):
+            last = last if m[1] == "-" else dt.datetime.fromisoformat(m[1])
+            keyed.append(((last, k, i), ShownRecord(*m.groups())))
+    return [r for _, r in sorted(keyed, key=lambda kr: kr[0])]
+
+
+@pytest.mark.slow
+def test_long_context_builds_meet_32k_and_128k_on_the_sample_logs(tmp_path):
+    import polars as pl
+
+    from rlforge.tasks.logs_common import approx_tokens, render, window_records, window_stats
+
+    con = db.connect(tmp_path / "s.duckdb")
+    for path in sorted((SAMPLE_DATA / "logs").iterdir()):
+        if path.suffix not in (".py", ".md") and path.name != "incident.json":
+            logs.ingest_file(con, path, year=2024)
+    out = tmp_path / "long"
+    report = build_tasks(con, BuildOptions(
+        out=out, generators=["logs.diagnose"], seed=0, validate=True, limit=8,
+        generator_options={"logs.diagnose": {"context_tokens": "32k,128k"}}))
+    assert not [d for d in report.drops if "validation" in d["reason"]], report.drops
+    manifest = dict(pl.read_parquet(out / "manifest.parquet")
+                    .select("task_id", "context_tokens").iter_rows())
+    windows = {f"{w.file}:{w.first_line}-{w.last_line}": w for w in window_stats(con, 80)}
+    budgets: Counter = Counter()
+    for d, meta, ref in _tasks(out):
+        budget, tokens = meta["context_budget"], meta["context_tokens"]
+        instruction = (d / "instruction.md").read_text()
+        assert tokens == approx_tokens(instruction) == manifest[d.name]
+        assert 0.95 * budget <= tokens <= 1.05 * budget, (d.name, budget, tokens)
+        logs_dir = d / "environment" / "app" / "logs"
+        files = meta["files"] or [f"{meta['service']}.log"]
+        assert sorted(files) == sorted(p.name for p in logs_dir.iterdir())
+        # the incident window is inside, whole and in order, in its service's file
+        incident = render(window_records(con, windows[meta["source_keys"][0]]))
+        assert incident in (logs_dir / f"{meta['service']}.log").read_text()
+        got = _recompute(meta["question_kind"], ref["stated_rule"], _merged(files, logs_dir),
+                         instruction)
+        want = sorted(ref["answer"]) if isinstance(ref["answer"], list) else ref["answer"]
+        assert got == want, (d.name, meta["question_kind"], got, want)
+        budgets[budget, len(files) > 1] += 1
+    assert budgets[131072, True] >= 2 and sum(n for (b, _), n in budgets.items() if b == 32768) >= 2, budgets

@@ -81,7 +81,7 @@ def test_build_and_validate_both_log_generators(cli, logs_db, tmp_path, query):
     checks = json.loads(cli("validate", out, "--json").output)
     assert checks["failed"] == 0
     names = {c["name"] for r in checks["results"] if r["generator"] == "logs.script@2" for c in r["checks"]}
-    assert {"oracle", "null", "hard_coded", "silent_exit", "edits_tests"} <= names
+    assert {"oracle", "null", "hard_coded", "grep_one_liner", "silent_exit", "edits_tests"} <= names
 
 
 def test_diagnose_answers_agree_with_sql(cli, logs_db, tmp_path, query):
@@ -118,3 +118,78 @@ def test_loghub_system_yields_validated_tasks(cli, tmp_path):
                  "--limit", "6", "--json")
     report = json.loads(result.output)
     assert result.exit_code == 0 and report["emitted"] == 6 and not report["drops"]
+
+
+def _read_dir(root, with_gz: bool = True) -> list[list[str]]:
+    """Records of a logs directory read here: every file (gzip ones decompressed unless
+    `with_gz` is off), fields split on runs of spaces, tab lines skipped."""
+    import gzip
+
+    out = []
+    for path in sorted(root.iterdir()):
+        if path.name.endswith(".gz") and not with_gz:
+            continue
+        data = gzip.decompress(path.read_bytes()) if path.name.endswith(".gz") else path.read_bytes()
+        for line in data.decode().splitlines():
+            if not line.startswith("\t"):
+                time, host, level, rest = line.split(None, 3)
+                component, message = rest.split(": ", 1)
+                out.append([time, host, level, component, message])
+    return out
+
+
+def _fact(fact: str, records: list[list[str]], pattern: str | None):
+    import re
+    from collections import Counter
+
+    errors = [r for r in records if r[2] in ("ERROR", "FATAL")]
+    if fact == "error_count":
+        return len(errors)
+    if fact == "template_count":
+        rx = "".join(".*" if p == "<*>" else "[ \t]+" if p.isspace() else re.escape(p)
+                     for p in re.split(r"(<\*>| +)", pattern) if p)
+        return sum(1 for r in records if re.fullmatch(rx, r[4], re.S))
+    if fact == "first_error_time":
+        return min((r[0] for r in errors), default="")[:19].replace("T", " ")
+    if fact == "peak_error_minute":
+        top = Counter(r[0][:16].replace("T", " ") for r in errors).most_common(2)
+        return top[0][0] if top and (len(top) == 1 or top[0][1] > top[1][1]) else None
+    top = Counter(r[3] for r in errors).most_common(2)
+    return top[0][0] if top and (len(top) == 1 or top[0][1] > top[1][1]) else None
+
+
+def test_script_held_back_logs_are_rotated_compressed_and_padded(tmp_path, cli):
+    """Item 4: the held-back directory holds several services' files, rotated with the
+    oldest part gzip-compressed, fields padded; read properly it gives the reference
+    answer, read the way `grep` reads it (compressed files skipped) it does not; the grep
+    one-liner and the fixed answer score 0 in validation."""
+    from rlforge.tasks.build import BuildOptions, build_tasks
+
+    con = db.connect(tmp_path / "s.duckdb")
+    for path in sorted(LOGS.iterdir()):
+        if path.suffix not in (".py", ".md") and path.name != "incident.json":
+            logs.ingest_file(con, path, year=2024)
+    out = tmp_path / "out"
+    report = build_tasks(con, BuildOptions(out=out, generators=["logs.script"], seed=0,
+                                           validate=True, limit=4))
+    assert report.emitted == 4 and not [d for d in report.drops if "validation" in d["reason"]]
+    padded = 0
+    for d in (p for p in out.iterdir() if p.is_dir()):
+        meta = tomllib.loads((d / "task.toml").read_text())["metadata"]["rlforge"]
+        ref = json.loads((d / "tests" / "reference.json").read_text())
+        visible, held = d / "environment" / "app" / "logs", d / "tests" / "variant" / "logs"
+        assert len(list(visible.iterdir())) >= 2  # several services' files
+        assert any(p.name.endswith(".log.2.gz") for p in held.iterdir())
+        pattern = meta.get("pattern")
+        fact = meta["fact"]
+        answers = [c["answer"]["answer"] for c in ref["cases"]]
+        assert _fact(fact, _read_dir(visible), pattern) == answers[0]
+        assert _fact(fact, _read_dir(held), pattern) == answers[1]
+        assert _fact(fact, _read_dir(held, with_gz=False), pattern) != answers[1]
+        padded += any("  " in line.split(": ", 1)[0] for p in held.iterdir()
+                      if not p.name.endswith(".gz") for line in p.read_text().splitlines())
+    assert padded >= 1
+    checks = json.loads(cli("validate", out, "--json").output)
+    got = {(c["name"], c["got"]) for r in checks["results"] for c in r["checks"]}
+    assert checks["failed"] == 0 and ("grep_one_liner", 0.0) in got and ("hard_coded", 0.0) in got
+    assert not {g for n, g in got if n in ("grep_one_liner", "hard_coded") and g != 0.0}

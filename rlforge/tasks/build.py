@@ -336,7 +336,8 @@ def _manifest_rows(kept: list[RenderedTask]) -> list[dict[str, Any]]:
              "path": t.task_id, "source_table": t.spec.source.table,
              "source_keys": t.spec.source.keys, "content_hashes": t.spec.source.content_hashes,
              "group_key": t.spec.group_key, "template_hash": t.template_hash,
-             "agent_timeout_sec": float(t.spec.agent_timeout_sec)}
+             "agent_timeout_sec": float(t.spec.agent_timeout_sec),
+             "context_tokens": t.spec.extra_metadata.get("context_tokens")}
             for t in sorted(kept, key=lambda t: t.task_id)]
 
 
@@ -344,7 +345,8 @@ def _write_manifest(path: Path, kept: list[RenderedTask]) -> None:
     schema = {"task_id": pl.Utf8, "generator": pl.Utf8, "version": pl.Int64, "verifier": pl.Utf8,
               "kind": pl.Utf8, "split": pl.Utf8, "path": pl.Utf8, "source_table": pl.Utf8,
               "source_keys": pl.List(pl.Utf8), "content_hashes": pl.List(pl.Utf8),
-              "group_key": pl.Utf8, "template_hash": pl.Utf8, "agent_timeout_sec": pl.Float64}
+              "group_key": pl.Utf8, "template_hash": pl.Utf8, "agent_timeout_sec": pl.Float64,
+              "context_tokens": pl.Int64}  # a long-context task's prompt tokens (approximate)
     pl.DataFrame(_manifest_rows(kept), schema=schema).write_parquet(path, statistics=False)
 
 

@@ -13,6 +13,7 @@ each starting with a tab). Times are UTC, ISO 8601.
 
 from __future__ import annotations
 
+import datetime as dt
 import re
 from dataclasses import dataclass
 from pathlib import PurePosixPath
@@ -92,12 +93,18 @@ def incident_group(w: WindowStats, records: list[Record]) -> str:
     return f"logs-file:{w.file}:{w.index // 4}"
 
 
-def window_records(con: duckdb.DuckDBPyConnection, w: WindowStats) -> list[Record]:
+def records_between(con: duckdb.DuckDBPyConnection, ingest_run: int, first: int,
+                    last: int) -> list[Record]:
+    """The records of one ingested file from line `first` to line `last`, in order."""
     rows = con.execute("""
         SELECT line_no, ts, host, component, level, message, template_id FROM log_lines
         WHERE ingest_run = ? AND line_no BETWEEN ? AND ? ORDER BY line_no""",
-                       [w.ingest_run, w.first_line, w.last_line]).fetchall()
+                       [ingest_run, first, last]).fetchall()
     return [Record(*r[:5], r[5] or "", r[6]) for r in rows]
+
+
+def window_records(con: duckdb.DuckDBPyConnection, w: WindowStats) -> list[Record]:
+    return records_between(con, w.ingest_run, w.first_line, w.last_line)
 
 
 def fmt_time(ts) -> str:
@@ -112,15 +119,60 @@ def _field(value: str | None) -> str:
     return re.sub(r"\s+", "_", value.strip()) if value and value.strip() else "-"
 
 
-def render(records: list[Record]) -> str:
-    """The window as text: one line per record, continuation lines indented by a tab."""
+def render(records: list[Record], columns: bool = False) -> str:
+    """The window as text: one line per record, continuation lines indented by a tab. With
+    `columns`, the host and level fields are padded with spaces to their widest (as loggers
+    with fixed-width fields write them)."""
     out = []
-    for r in records:
+    hosts = [_field(r.host) for r in records]
+    levels = [(r.level or "-").upper() for r in records]
+    hw, lw = (max(map(len, hosts), default=0), max(map(len, levels), default=0)) \
+        if columns else (0, 0)
+    for r, host, level in zip(records, hosts, levels):
         first, *rest = r.message.split("\n")
-        out.append(f"{fmt_time(r.ts)} {_field(r.host)} {(r.level or '-').upper()} "
+        out.append(f"{fmt_time(r.ts)} {host:<{hw}} {level:<{lw}} "
                    f"{_field(r.component)}: {first}")
         out.extend("\t" + line.lstrip("\t") for line in rest)
     return "\n".join(out) + "\n"
+
+
+# --- windows of several files ----------------------------------------------------------
+#
+# A window may hold the records of several services' files over one time span. It is shown
+# file by file, each after a head line naming its workspace file, the way `tail` shows
+# several files; its questions are about all the records together, in `time_order`.
+
+SECTION_HEAD = re.compile(r"^==> /app/logs/(\S+) <==$")
+ORDER_RULE = ("The records of all the files count together, in time order; records with the "
+              "same time (as shown) are in the order the files are listed, then in their order "
+              "within the file, and a record without a time comes right after the record "
+              "before it in its file.")
+
+
+def render_sections(sections: list[tuple[str, list[Record]]]) -> str:
+    """A window of several files: (workspace file name, records) each, each after its head
+    line; one file alone is rendered without one."""
+    if len(sections) == 1:
+        return render(sections[0][1])
+    return "".join(f"==> /app/logs/{name} <==\n" + render(recs) for name, recs in sections)
+
+
+def record_time(r: Record):
+    """A record's time as the window shows it (to the millisecond)."""
+    return None if r.ts is None else dt.datetime.fromisoformat(fmt_time(r.ts))
+
+
+def time_order(sections: list[list], time_of) -> list:
+    """The records of several files in one list, ordered as ORDER_RULE states."""
+    keyed = []
+    for s, recs in enumerate(sections):
+        last = dt.datetime.min
+        for i, r in enumerate(recs):
+            t = time_of(r)
+            last = last if t is None else t
+            keyed.append(((last, s, i), r))
+    keyed.sort(key=lambda kr: kr[0])
+    return [r for _, r in keyed]
 
 
 def templates_of(con: duckdb.DuckDBPyConnection, ids: set[str]) -> dict[str, str]:
@@ -180,21 +232,27 @@ class ShownRecord:
 def parse_shown(text: str) -> list[ShownRecord]:
     """The records of a rendered window (continuation lines, which start with a tab, are
     skipped); a line that is not a record raises, since then the text is not what the
-    instruction describes."""
-    out = []
+    instruction describes. A window of several files (`render_sections`) is read file by
+    file and its records are merged in `time_order`."""
+    sections: list[list[ShownRecord]] = []
     for line in text.splitlines():
         if line.startswith("\t"):
+            continue
+        if SECTION_HEAD.match(line):
+            sections.append([])
             continue
         m = RECORD_LINE.match(line)
         if m is None:
             raise ValueError(f"not a record line: {line[:80]!r}")
-        out.append(ShownRecord(*m.groups()))
-    return out
+        if not sections:
+            sections.append([])
+        sections[-1].append(ShownRecord(*m.groups()))
+    if len(sections) <= 1:
+        return sections[0] if sections else []
+    return time_order(sections, shown_time)
 
 
 def shown_time(r: ShownRecord):
-    import datetime as dt
-
     if r.time == "-":
         return None
     return dt.datetime.fromisoformat(r.time)
@@ -241,3 +299,202 @@ def longest_gap(times_levels, min_sec: float = 5.0) -> int | None:
     if top < min_sec or top == second:
         return None
     return i
+
+
+# --- long-context windows ------------------------------------------------------------
+#
+# Token counts are an approximation of GPT-style BPE tokenizers (no tokenizer download):
+# the text is cut the way their pre-tokenizers cut it (runs of letters, runs of at most
+# three digits, runs of other symbols, each with an optional leading space; runs of
+# whitespace), and each piece counts one token per started 8 characters. BPE never joins
+# pieces, so real counts are at least the number of pieces; common words are one token.
+
+TOKEN_PIECE = re.compile(r" ?[A-Za-z]+| ?\d{1,3}| ?[^\sA-Za-z\d]+|\s+")
+TOKENIZER_NOTE = ("approximate: GPT-style pre-tokenizer pieces (letter runs, 1-3 digits, "
+                  "symbol runs, whitespace), one token per started 8 characters of a piece")
+
+
+def approx_tokens(text: str) -> int:
+    """Tokens of `text` by the approximation above (TOKENIZER_NOTE)."""
+    return sum((len(p) + 7) // 8 for p in TOKEN_PIECE.findall(text))
+
+
+def parse_token_budgets(spec) -> list[int]:
+    """`8k,32k,128k` (k = 1024), a number, or a list of them -> budgets in tokens."""
+    from rlforge.errors import UserError
+
+    if spec is None or spec == "":
+        return []
+    items = spec.split(",") if isinstance(spec, str) else \
+        (list(spec) if isinstance(spec, (list, tuple)) else [spec])
+    out = []
+    for item in items:
+        text = str(item).strip().lower()
+        try:
+            n = int(float(text[:-1]) * 1024) if text.endswith("k") else int(text)
+        except ValueError:
+            raise UserError(f"context tokens {item!r}: give a number or e.g. 32k") from None
+        if n < 1024:
+            raise UserError(f"context tokens {item!r}: at least 1k")
+        out.append(n)
+    return sorted(set(out))
+
+
+def grow_window(con: duckdb.DuckDBPyConnection, w: WindowStats, budget: int,
+                fixed: int) -> list[Record] | None:
+    """The records of `w`'s file around `w` (all of `w`'s records inside), grown one record
+    at a time on alternate sides while their rendered tokens plus `fixed` (the rest of the
+    prompt) stay within `budget`; None when the file is too short to come within 5% of it."""
+    seed = window_records(con, w)
+    per = max(1, approx_tokens(render(seed)) // max(1, len(seed)))
+    last_line = con.execute("SELECT max(line_no) FROM log_records WHERE ingest_run = ?",
+                            [w.ingest_run]).fetchall()[0][0]
+    reach = 8 * (budget // per + 1)  # lines fetched on each side
+    while True:
+        around = records_between(con, w.ingest_run, w.first_line - reach, w.last_line + reach)
+        lo = next(i for i, r in enumerate(around) if r.line_no == w.first_line)
+        hi = lo + len(seed)
+        tokens = [approx_tokens(render([r])) for r in around]
+        total = fixed + sum(tokens[lo:hi])
+        if total > budget:
+            return None
+        grew = True
+        while grew:
+            grew = False
+            if lo > 0 and total + tokens[lo - 1] <= budget:
+                lo -= 1
+                total += tokens[lo]
+                grew = True
+            if hi < len(around) and total + tokens[hi] <= budget:
+                total += tokens[hi]
+                hi += 1
+                grew = True
+        more = (lo == 0 and w.first_line - reach > 1) or \
+            (hi == len(around) and w.last_line + reach < last_line)
+        if total >= 0.95 * budget or not more:
+            break
+        reach *= 4
+    return around[lo:hi] if total >= 0.95 * budget else None
+
+
+class _FileTokens:
+    """One ingested file's records and their tokens, fetched as the line range grows."""
+
+    def __init__(self, con: duckdb.DuckDBPyConnection, run: int):
+        self.con, self.run = con, run
+        self.by_line: dict[int, tuple[Record, int]] = {}
+        self.lo = self.hi = None
+
+    def _fetch(self, first: int, last: int) -> None:
+        for r in records_between(self.con, self.run, first, last):
+            self.by_line[r.line_no] = (r, approx_tokens(render([r])))
+
+    def span(self, first: int, last: int) -> list[tuple[Record, int]]:
+        if self.lo is None:
+            self._fetch(first, last)
+            self.lo, self.hi = first, last
+        if first < self.lo:
+            self._fetch(first, self.lo - 1)
+            self.lo = first
+        if last > self.hi:
+            self._fetch(self.hi + 1, last)
+            self.hi = last
+        return [self.by_line[n] for n in sorted(self.by_line) if first <= n <= last]
+
+
+def grow_fleet(con: duckdb.DuckDBPyConnection, w: WindowStats, budget: int,
+               fixed: int) -> list[tuple[str, list[Record]]] | None:
+    """A window across every file with times: the records of each file logged within
+    `delta` seconds of `w`'s time span (a file's lines from the first to the last such
+    record; `w`'s own records all inside), with the largest `delta` whose rendered tokens
+    plus `fixed` stay within `budget`. Returns (service file name, records) per file, in the
+    order of ingest; None when `w` has no time, or all the files together cannot come
+    within 5% of the budget, or `w`'s span alone exceeds it."""
+    times = [r.ts for r in window_records(con, w) if r.ts is not None]
+    if not times:
+        return None
+    a, b = min(times), max(times)
+    # The files of the same period: those whose times overlap those of `w`'s file.
+    spans = {run: (lo, hi) for run, lo, hi in con.execute("""
+        SELECT ingest_run, min(ts), max(ts) FROM log_records WHERE ts IS NOT NULL
+        GROUP BY ingest_run""").fetchall()}
+    own = spans[w.ingest_run]
+    spans = {run: s for run, s in spans.items() if s[0] <= own[1] and s[1] >= own[0]}
+    first_ts, last_ts = min(s[0] for s in spans.values()), max(s[1] for s in spans.values())
+    files = {run: _FileTokens(con, run) for run in spans}
+    names = section_names(con, list(files))
+
+    def bounds(delta: int) -> dict[int, tuple[int, int]]:
+        got = span_bounds(con, w, a, b, delta)
+        return {run: lines for run, lines in got.items() if run in files}
+
+    def cost(delta: int) -> tuple[int, list]:
+        chosen = sorted(bounds(delta).items())
+        spans = [(names[run], files[run].span(lo, hi)) for run, (lo, hi) in chosen]
+        total = fixed + sum(t for _, recs in spans for _, t in recs)
+        if len(spans) > 1:
+            total += sum(approx_tokens(f"==> /app/logs/{n} <==\n") for n, _ in spans)
+        return total, [(n, [r for r, _ in recs]) for n, recs in spans]
+
+    top = int(max((b - first_ts).total_seconds(), (last_ts - a).total_seconds())) + 1
+    total, best = cost(0)
+    if total > budget:
+        return None
+    lo, hi = 0, top  # cost(lo) fits; find the largest delta that fits
+    if cost(top)[0] <= budget:
+        total, best = cost(top)
+    else:
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            t, sections = cost(mid)
+            if t <= budget:
+                lo, total, best = mid, t, sections
+            else:
+                hi = mid
+    if total < 0.95 * budget or len(best) < 2:
+        return None
+    return best
+
+
+def span_bounds(con: duckdb.DuckDBPyConnection, w: WindowStats, a, b,
+                delta: int = 0) -> dict[int, tuple[int, int]]:
+    """Per ingested file, the first and last line of its records logged from `delta` seconds
+    before `a` to `delta` seconds after `b`; `w`'s file always, with all of `w`'s lines."""
+    step = dt.timedelta(seconds=delta)
+    got = {run: (lo, hi) for run, lo, hi in con.execute("""
+        SELECT ingest_run, min(line_no), max(line_no) FROM log_records
+        WHERE ts BETWEEN ? AND ? GROUP BY ingest_run""", [a - step, b + step]).fetchall()}
+    lo, hi = got.get(w.ingest_run, (w.first_line, w.last_line))
+    got[w.ingest_run] = (min(lo, w.first_line), max(hi, w.last_line))
+    return got
+
+
+def span_sections(con: duckdb.DuckDBPyConnection,
+                  w: WindowStats) -> list[tuple[str, list[Record]]]:
+    """`w`'s records (its file first) and those every other file logged in `w`'s time span:
+    (workspace file name, records) each. A window without times is its file alone."""
+    records = window_records(con, w)
+    times = [r.ts for r in records if r.ts is not None]
+    names = section_names(con, [w.ingest_run])
+    if not times:
+        return [(names[w.ingest_run], records)]
+    bounds = span_bounds(con, w, min(times), max(times))
+    bounds[w.ingest_run] = (w.first_line, w.last_line)
+    names = section_names(con, list(bounds))
+    runs = [w.ingest_run] + sorted(r for r in bounds if r != w.ingest_run)
+    return [(names[r], records if r == w.ingest_run else records_between(con, r, *bounds[r]))
+            for r in runs]
+
+
+def section_names(con: duckdb.DuckDBPyConnection, runs: list[int]) -> dict[int, str]:
+    """Workspace file names of ingested files: `<service>.log`, made unique by a number."""
+    paths = dict(con.execute("SELECT run_id, path FROM ingest_runs WHERE run_id IN "
+                             "(SELECT unnest(?::BIGINT[]))", [sorted(runs)]).fetchall())
+    out: dict[int, str] = {}
+    for run in sorted(runs):
+        name, n = service_name(paths.get(run, "logs")), 1
+        while f"{name}.log" in out.values():
+            n += 1
+            name = f"{service_name(paths.get(run, 'logs'))}-{n}"
+        out[run] = f"{name}.log"
+    return out

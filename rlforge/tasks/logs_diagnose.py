@@ -24,6 +24,15 @@ window is recorded in `rejections` with the reason.
 
 The window is shown in the instruction and written to `/app/logs/<service>.log`, so the
 task works single-turn and for agents with a shell alike.
+
+Long contexts (`context_tokens`, e.g. `8k,32k,128k`): per budget, the window is grown
+around the incident window (kept whole) with the real records next to it in its file,
+until the instruction reaches the budget (`logs_common.approx_tokens`, within 5%); when the
+file is too short, every file whose times overlap it is cut to one widening time span
+around the incident (`logs_common.grow_fleet`), shown file by file and written to
+`/app/logs/`, and the questions read all the records in the stated time order
+(`logs_common.ORDER_RULE`). Windows that cannot come within 5% are dropped and counted in
+`gates` and `rejections` (`context_unfit`, `context_budget`).
 """
 
 from __future__ import annotations
@@ -37,7 +46,10 @@ from rlforge.tasks.logs_common import (ERROR_LEVELS, FAILURE_LEVELS, PATTERN_RUL
                                        ShownRecord, WindowStats, error_burst_start, fmt_time,
                                        ids_in, longest_gap, incident_group, minute_of_peak, parse_shown,
                                        pattern_regex, render, service_name, shown_time,
-                                       templates_of, window_records, window_stats)
+                                       templates_of, window_records, window_stats,
+                                       ORDER_RULE, TOKENIZER_NOTE, approx_tokens, grow_fleet,
+                                       grow_window, parse_token_budgets, record_time,
+                                       render_sections, time_order)
 from rlforge.tasks.registry import register
 from rlforge.tasks.spec import BuildContext, SourceRef, TaskSpec, stable_sample
 
@@ -46,6 +58,7 @@ KINDS = ("burst_start", "first_failing_component", "first_failing_host",
          "new_patterns", "longest_gap", "template_count")
 COUNTING = ("template_count",)
 MAX_OPTIONS = 12
+RESERVE_TOKENS = 1200  # prompt around a long window: template, question, options
 BURST = "a burst is a run of at least 3 records {sev}, each logged at most 60 seconds after " \
         "the one before (records at other levels in between do not break it)"
 
@@ -370,8 +383,9 @@ def field_support(con) -> dict[str, str]:
           "stated rule.", verifier="answer")
 class LogsDiagnose:
     def __init__(self, window: int = 80, kinds=KINDS, families=None,
-                 max_count_share: float = 0.3):
+                 max_count_share: float = 0.3, context_tokens=None):
         self.window = int(window)
+        self.budgets = parse_token_budgets(context_tokens)
         weights = parse_families(families)
         self.weights = {k: w for k, w in weights.items() if w > 0 and k in kinds}
         self.max_count_share = float(max_count_share)
@@ -385,6 +399,12 @@ class LogsDiagnose:
     def available(self, con) -> int:
         return len(self._candidates(con))
 
+    @staticmethod
+    def _instruction(context: dict) -> str:
+        from rlforge.tasks.render import Renderer
+
+        return Renderer().render("logs.diagnose/instruction.md.j2", context)
+
     def skipped(self, con) -> dict[str, str]:
         """Families this database's fields cannot support, with the reason."""
         return {k: v for k, v in field_support(con).items() if k in self.weights}
@@ -392,12 +412,13 @@ class LogsDiagnose:
     def specs(self, ctx: BuildContext):
         made: Counter = Counter()
         for w in stable_sample(self._candidates(ctx.con), None, ctx.seed, key=lambda w: w.key):
-            if ctx.limit is not None and sum(made.values()) >= ctx.limit:
-                return
-            spec = self._spec(ctx, w, made)
-            if spec is not None:
-                made[spec.extra_metadata["question_kind"]] += 1
-                yield spec
+            for budget in self.budgets or [None]:  # one task per token budget (long variants)
+                if ctx.limit is not None and sum(made.values()) >= ctx.limit:
+                    return
+                spec = self._spec(ctx, w, made, budget)
+                if spec is not None:
+                    made[spec.extra_metadata["question_kind"]] += 1
+                    yield spec
 
     def _order(self, rng, made: Counter) -> list[str]:
         """Families in the order this window tries them: furthest behind its share first;
@@ -408,26 +429,88 @@ class LogsDiagnose:
         keys = {k: (made[k] / self.weights[k], rng.random()) for k in kinds}
         return sorted(kinds, key=keys.get)
 
-    def _spec(self, ctx: BuildContext, w: WindowStats, made: Counter) -> TaskSpec | None:
-        records = window_records(ctx.con, w)
-        rng = ctx.rng(self.name, w.key)
-        text = render(records)
+    def _ask(self, ctx: BuildContext, w: WindowStats, records: list[Record], text: str, rng,
+             made: Counter):
+        """The window's question: (kind, question), or None. `records` in the order the
+        questions read them, `text` the window as shown (the stated rule reads that)."""
         for kind in self._order(rng, made):
             found = globals()[f"q_{kind}"](records, ctx.con, rng)
             if found is None:
                 continue
             why = rule_disagreement(kind, text, found)
             if why is None:
-                break
+                return kind, found
             self.gates["stated_rule"] += 1
             self.rejections.append({"source": f"{w.file}:{w.first_line}-{w.last_line}",
                                     "reason": why})
+        self.gates["no_family_fits"] += 1
+        return None
+
+    def _sections(self, ctx: BuildContext, w: WindowStats, budget: int | None,
+                  fixed: int) -> list[tuple[str, list[Record]]] | None:
+        """The files a window shows, (workspace file name, records) each: `w` alone; for a
+        token budget, `w`'s file grown around it, or, when that file is too short, every
+        file with times grown over a common time span (`grow_fleet`)."""
+        name = f"{service_name(w.file)}.log"
+        if budget is None:
+            return [(name, window_records(ctx.con, w))]
+        records = grow_window(ctx.con, w, budget, fixed)
+        if records is not None:
+            return [(name, records)]
+        return grow_fleet(ctx.con, w, budget, fixed)
+
+    def _spec(self, ctx: BuildContext, w: WindowStats, made: Counter,
+              budget: int | None = None) -> TaskSpec | None:
+        # A long window (token `budget`) is grown around the incident window `w` and the
+        # question is asked of all of it; the prompt around it is first guessed, then
+        # measured and the window grown again to fit.
+        fixed, tokens = RESERVE_TOKENS, None
+        for _ in range(3 if budget else 1):
+            sections = self._sections(ctx, w, budget, fixed)
+            if sections is None:
+                self.gates["context_unfit"] += 1
+                self.rejections.append({"source": f"{w.file}:{w.first_line}-{w.last_line}",
+                                        "reason": f"context unfit: no window around this one "
+                                                  f"comes within 5% of {budget} tokens (its own "
+                                                  "records exceed it, or all the logs around "
+                                                  "it fall short)"})
+                return None
+            records = time_order([recs for _, recs in sections], record_time)
+            text = render_sections(sections)
+            asked = self._ask(ctx, w, records, text, ctx.rng(self.name, w.key, budget), made)
+            if asked is None:
+                return None
+            kind, q = asked
+            service = service_name(w.file)
+            timed = [r.ts for r in records if r.ts is not None]
+            span = f"{fmt_time(min(timed, default=None))} … {fmt_time(max(timed, default=None))}"
+            files = [n for n, _ in sections]
+            context = {"title": f"Diagnose {service} logs: {kind.replace('_', ' ')}",
+                       "service": service, "question": q.text, "window": text,
+                       "n_records": len(records), "span": span,
+                       "files": files if len(files) > 1 else [],
+                       "services": [n.removesuffix(".log") for n in files],
+                       "order_rule": ORDER_RULE,
+                       "answer_hint": {"anomalous_ids": "the ids, comma-separated",
+                                       "new_patterns": "the patterns, one per line"}.get(kind, "")}
+            if budget is None:
+                break
+            tokens = approx_tokens(self._instruction(context))
+            if 0.95 * budget <= tokens <= 1.05 * budget:
+                break
+            fixed = tokens - approx_tokens(text) + 16
         else:
-            self.gates["no_family_fits"] += 1
+            self.gates["context_budget"] += 1
+            self.rejections.append({"source": f"{w.file}:{w.first_line}-{w.last_line}",
+                                    "reason": f"context budget: {tokens} tokens, not within 5% "
+                                              f"of {budget}"})
             return None
-        q = found
-        service = service_name(w.file)
-        span = f"{fmt_time(records[0].ts)} … {fmt_time(records[-1].ts)}"
+        if budget is None:
+            group = incident_group(w, records)
+        elif len(sections) == 1:
+            group = f"logs-file:{w.file}"
+        else:  # windows across files overlap each other: one group per day of the fleet
+            group = "logs-fleet:" + (min(timed).strftime("%Y-%m-%d") if timed else w.file)
         reference = {"verifier": "answer", "submission": "/app/answer.txt", "max_chars": 1000,
                      **q.answer_ref, "stated_rule": {"kind": kind, **q.params}}
         secret = [q.answer_text] if q.answer_ref["answer_kind"] in ("exact", "set", "label") \
@@ -437,19 +520,20 @@ class LogsDiagnose:
             source=SourceRef("log_lines", [f"{w.file}:{w.first_line}-{w.last_line}"],
                              [hashlib.sha256(text.encode()).hexdigest()[:32]]),
             instruction_template="instruction.md",
-            context={"title": f"Diagnose {service} logs: {kind.replace('_', ' ')}",
-                     "service": service, "question": q.text, "window": text,
-                     "n_records": len(records), "span": span,
-                     "answer_hint": {"anomalous_ids": "the ids, comma-separated",
-                                     "new_patterns": "the patterns, one per line"}.get(kind, "")},
+            context=context,
             reference=reference, solution_files={"solve.sh": solve_script(q.answer_text)},
-            verifier="answer", group_key=incident_group(w, records),
-            dedup_text=text[:4000], time=records[0].ts,
-            workspace={f"logs/{service}.log": text.encode()},
+            verifier="answer", group_key=group,
+            dedup_text=(q.text + "\n" + render(window_records(ctx.con, w)))[:4000],
+            time=min(timed, default=None),
+            workspace={f"logs/{n}": render(recs).encode() for n, recs in sections},
             null=null_submission(),
             adversarial=adversarial_answers(options=q.candidates[:200], candidates=q.candidates),
             category="ops-logs", difficulty="medium", keywords=["logs", "diagnosis", kind],
             secret_strings=secret, leak_allowed=[text, *(f"`{c}`" for c in q.candidates)],
             evidence_in_workspace=True, agent_timeout_sec=120.0, verifier_timeout_sec=30.0,
-            memory_mb=512, extra_metadata={"question_kind": kind, "window_records": len(records),
-                                           "service": service})
+            memory_mb=512, extra_metadata={
+                "question_kind": kind, "window_records": len(records), "service": service,
+                "incident_lines": [w.first_line, w.last_line], "files": files,
+                **({} if budget is None else {
+                    "context_budget": budget, "tokenizer": TOKENIZER_NOTE,
+                    "context_tokens": tokens})})

@@ -1,34 +1,45 @@
 """`logs.script`: write a program that prints a stated fact about the logs in a directory.
 
 The policy writes `/app/solution.sh` (or `solution.py`) taking a logs directory as its only
-argument. The verifier runs it in the sandbox on the visible window (`/app/logs`) and on a
-held-back window of the same file that the policy never sees, whose answer differs: a
-program that prints a remembered number fails. Expected answers come from DuckDB.
+argument. The verifier runs it in the sandbox on the visible logs (`/app/logs`) and on a
+held-back directory the policy never sees, whose answer differs: a program that prints a
+remembered value fails. Expected answers come from DuckDB.
+
+A directory holds the window's file and the files every other service logged in the same
+time span (one per service). The held-back directory is the next time span, written the
+ways real log directories differ: the file with the first record the fact turns on is
+rotated (`NAME.log.2.gz` gzip-compressed, `NAME.log.1`, `NAME.log`), host and level fields
+are padded to fixed widths, services or hosts the visible logs lack may appear, records
+keep their continuation lines. The build checks that a program blind to the compressed
+part (`grep -c` over the files, say) gets the held-back answer wrong; the adversarial
+submissions include such `grep` one-liners and a fixed answer.
 
 Facts: when the first record at level ERROR or FATAL was logged; the minute with the most
 such records; which component logged the most of them; and, counting (at most
 `max_count_share` of the tasks): how many records are at level ERROR or FATAL, how many
 match a pattern (stated by `logs_common.PATTERN_RULE`). Every expected answer is computed
-again from the windows as written, by the rule the statement gives; a fact whose two
+again from the directories as written, by the rule the statement gives; a fact whose two
 answers differ is not asked (`rejections`).
 """
 
 from __future__ import annotations
 
+import gzip
 import hashlib
+import re
 from collections import Counter
 
 from rlforge.tasks.logs_common import (ERROR_LEVELS, PATTERN_RULE, Record, WindowStats,
                                        incident_group, minute_of_peak, parse_shown, pattern_regex,
-                                       render, service_name, shown_time, templates_of,
-                                       window_records, window_stats)
+                                       render, service_name, shown_time, span_sections,
+                                       templates_of, window_stats)
 from rlforge.tasks.registry import register
 from rlforge.tasks.spec import BuildContext, SourceRef, Submission, TaskSpec, stable_sample
 
 FACTS = ("first_error_time", "peak_error_minute", "top_error_component", "error_count",
          "template_count")
 COUNTING = ("error_count", "template_count")
-RECORD_LINE = r"^(\S+) (\S+) (\S+) (\S+?): (.*)$"
+RECORD_LINE = r"^(\S+) +(\S+) +(\S+) +(\S+?): (.*)$"  # fields: one or more spaces apart
 
 GOLD = {
     "error_count": '''
@@ -56,13 +67,14 @@ print(counts.most_common(1)[0][0] if counts else "")
 
 GOLD_HEAD = '''#!/usr/bin/env python3
 """Reference solution: parse every record of every file in the directory given."""
-import collections, os, re, sys
+import collections, gzip, os, re, sys
 
 LINE = re.compile(r"%s")
 records, times = [], []
 root = sys.argv[1] if len(sys.argv) > 1 else "/app/logs"
 for name in sorted(os.listdir(root)):
-    with open(os.path.join(root, name), encoding="utf-8", errors="replace") as fh:
+    opener = gzip.open if name.endswith(".gz") else open
+    with opener(os.path.join(root, name), "rt", encoding="utf-8", errors="replace") as fh:
         for line in fh:
             line = line.rstrip("\\n")
             if line.startswith("\\t"):
@@ -109,7 +121,8 @@ def fact_value(fact: str, records: list[Record], template: str | None = None):
 
 
 def stated_fact(fact: str, text: str, template: str | None = None):
-    """The fact by the statement's words alone, from a window as written."""
+    """The fact by the statement's words alone, from a window as written (single-space
+    record lines: `directory_text`)."""
     shown = parse_shown(text)
     errors = [r for r in shown if r.level in ("ERROR", "FATAL")]
     if fact == "error_count":
@@ -124,6 +137,92 @@ def stated_fact(fact: str, text: str, template: str | None = None):
         return minute_of_peak([(shown_time(r), r.level.lower()) for r in shown])
     top = Counter(r.component for r in errors if r.component != "-").most_common(2)
     return None if not top or len(top) == 2 and top[0][1] == top[1][1] else top[0][0]
+
+
+LENIENT_LINE = re.compile(RECORD_LINE)
+
+
+def directory_text(files: dict[str, bytes], plain_only: bool = False) -> str:
+    """A logs directory (file name -> bytes) as one text of single-space record lines, the
+    way the statement reads it: every file, gzip files decompressed. `plain_only`: what
+    `cat` or `grep` over the files read as records, compressed files left out."""
+    out = []
+    for name in sorted(files):
+        data = files[name]
+        if name.endswith(".gz"):
+            if plain_only:
+                continue
+            data = gzip.decompress(data)
+        for line in data.decode("utf-8", "replace").splitlines():
+            m = None if line.startswith("\t") else LENIENT_LINE.match(line)
+            if m is None and not line.startswith("\t"):
+                raise ValueError(f"not a record line: {line[:80]!r}")
+            out.append(line if m is None else "{} {} {} {}: {}".format(*m.groups()))
+    return "".join(line + "\n" for line in out)
+
+
+def _turns_on(fact: str, template: str | None):
+    """Whether a record is one the fact depends on (where a rotation must cut after)."""
+    if fact == "template_count":
+        rx = pattern_regex(template)
+        return lambda r: rx.fullmatch(r.message.split("\n", 1)[0]) is not None
+    return lambda r: r.level in ERROR_LEVELS
+
+
+def held_back_variants(fact: str, template: str | None, sections):
+    """Ways to write the held-back sections as a real logs directory holds them, each
+    (files, what differs): host and level fields padded to fixed widths, and every file
+    rotated at one moment (as a nightly logrotate does): its records before that moment in
+    `NAME.2.gz` (gzip) and `NAME.1`, the rest in `NAME`. Rotation moments are tried just
+    after the first, the middle and the last record the fact turns on (to the second)."""
+    import datetime as dt
+
+    turns = _turns_on(fact, template)
+    hits = sorted(r.ts for _, recs in sections for r in recs if turns(r) and r.ts is not None)
+    if not hits:
+        return
+    second = dt.timedelta(seconds=1)
+    moments = sorted({t.replace(microsecond=0) + second
+                      for t in (hits[0], hits[len(hits) // 2], hits[-1])})
+    for moment in moments:
+        files: dict[str, bytes] = {}
+        rotated = []
+        for name, recs in sections:
+            cut, last = 0, None
+            for i, r in enumerate(recs):  # a record without a time goes with the one before
+                last = r.ts if r.ts is not None else last
+                if last is not None and last < moment:
+                    cut = i + 1
+            mid = cut + (len(recs) - cut) // 2
+            files[name] = render(recs[mid:], columns=True).encode() if mid < len(recs) else b""
+            if mid > cut:
+                files[f"{name}.1"] = render(recs[cut:mid], columns=True).encode()
+            if cut:
+                files[f"{name}.2.gz"] = gzip.compress(render(recs[:cut], columns=True).encode(),
+                                                      mtime=0)
+                rotated.append(name)
+        yield files, {"rotated_at": moment.isoformat(), "rotated": rotated}
+
+
+GREP = {  # the one-liners an answer that does not read the directory properly would be
+    "error_count": "cat \"$1\"/* | grep -cE '^[^ ]+ [^ ]+ (ERROR|FATAL) '",
+    "first_error_time": "cat \"$1\"/* | grep -m1 -E ' (ERROR|FATAL) ' | cut -c1-19 | tr T ' '",
+    "peak_error_minute": "cat \"$1\"/* | grep -E ' (ERROR|FATAL) ' | cut -c1-16 | tr T ' ' | sort "
+                         "| uniq -c | sort -rn | head -1 | sed -E 's/^ *[0-9]+ //'",
+    "top_error_component": "cat \"$1\"/* | grep -E ' (ERROR|FATAL) ' | awk '{print $4}' | "
+                           "tr -d : | sort | uniq -c | sort -rn | head -1 | awk '{print $2}'",
+}
+
+
+def grep_script(fact: str, template: str | None) -> bytes:
+    """A `grep` one-liner for the fact (for counting by pattern: `grep -c` of the pattern's
+    longest literal piece)."""
+    if fact == "template_count":
+        piece = max(template.split("<*>"), key=len).strip().replace("'", "'\\''")
+        line = f"cat \"$1\"/* | grep -cF -- '{piece}'"
+    else:
+        line = GREP[fact]
+    return f"#!/bin/bash\n{line}\n".encode()
 
 
 @register("logs.script", 2, "Write a script that prints a fact about a logs directory; run "
@@ -155,13 +254,15 @@ class LogsScript:
                 made[spec.extra_metadata["fact"]] += 1
                 yield spec
 
-    def _pick(self, ctx, rng, seen: list[Record], held: list[Record], made: Counter):
+    def _pick(self, ctx, rng, seen_secs, held_secs, made: Counter):
+        seen = [r for _, rs in seen_secs for r in rs]
+        held = [r for _, rs in held_secs for r in rs]
         total = sum(made.values())
         counting_ok = sum(made[c] for c in COUNTING) + 1 <= self.max_count_share * (total + 1)
         facts = [f for f in self.facts if counting_ok or f not in COUNTING]
         keys = {f: (made[f], rng.random()) for f in facts}  # the least asked first
         facts.sort(key=keys.get)
-        texts = (render(seen), render(held))
+        visible = {n: render(rs).encode() for n, rs in seen_secs}
         for fact in facts:
             template = None
             if fact == "template_count":
@@ -179,34 +280,56 @@ class LogsScript:
                 by_id = [sum(1 for r in rs if r.template_id == tid) for rs in (seen, held)]
                 by_rule = [fact_value(fact, rs, template) for rs in (seen, held)]
                 if by_id != by_rule:
-                    self.rejections.append({"source": self._source, "reason": (
-                        f"stated rule disagrees ({fact}): the rule gives {by_rule!r}, the "
-                        f"template ids {by_id!r}")})
+                    self._reject(f"stated rule disagrees ({fact}): the rule gives {by_rule!r}, "
+                                 f"the template ids {by_id!r}")
                     continue
             a, b = fact_value(fact, seen, template), fact_value(fact, held, template)
             if a is None or b is None or a == b or a == 0 and fact != "template_count":
                 continue
-            stated = [stated_fact(fact, t, template) for t in texts]
-            if stated != [a, b]:
-                self.rejections.append({"source": self._source,
-                                        "reason": f"stated rule disagrees ({fact}): the rule "
-                                                  f"gives {stated!r}, the reference {[a, b]!r}"})
-                continue
-            return fact, template, a, b
+            for files, differs in held_back_variants(fact, template, held_secs):
+                try:
+                    stated = [stated_fact(fact, directory_text(d), template)
+                              for d in (visible, files)]
+                    blind = stated_fact(fact, directory_text(files, plain_only=True), template)
+                except ValueError as exc:
+                    self._reject(f"stated rule: the logs do not read as described ({exc})")
+                    break
+                if stated != [a, b]:
+                    self._reject(f"stated rule disagrees ({fact}): the rule gives {stated!r}, "
+                                 f"the reference {[a, b]!r}")
+                    break
+                if blind != b:
+                    return fact, template, a, b, files, differs
+            else:
+                self._reject(f"held-back logs ({fact}): no rotation leaves a reader that skips "
+                             "compressed files with a wrong answer")
         return None
+
+    def _reject(self, reason: str) -> None:
+        self.rejections.append({"source": self._source, "reason": reason})
 
     def _spec(self, ctx: BuildContext, visible: WindowStats, hidden: WindowStats,
               made: Counter) -> TaskSpec | None:
-        seen, held = window_records(ctx.con, visible), window_records(ctx.con, hidden)
+        seen_secs, held_secs = span_sections(ctx.con, visible), span_sections(ctx.con, hidden)
+        # A service the visible directory lacks may appear in the held-back one.
+        if len(seen_secs) >= 3 and seen_secs[-1][0] in dict(held_secs):
+            seen_secs = seen_secs[:-1]
         rng = ctx.rng(self.name, visible.key)
         self._source = f"{visible.file}:{visible.first_line}-{hidden.last_line}"
-        picked = self._pick(ctx, rng, seen, held, made)
+        picked = self._pick(ctx, rng, seen_secs, held_secs, made)
         if picked is None:
             return None
-        fact, template, a, b = picked
+        fact, template, a, b, held_files, differs = picked
         service = service_name(visible.file)
-        seen_text, held_text = render(seen), render(held)
+        seen_texts = {n: render(rs) for n, rs in seen_secs}
+        log_name, seen_text = f"logs/{seen_secs[0][0]}", render(seen_secs[0][1])
         kind = "numeric" if fact in COUNTING else "exact"
+        seen_hosts = {r.host for _, rs in seen_secs for r in rs}
+        differs |= {"padded_fields": True,
+                    "new_files": sorted(set(dict(held_secs)) - set(seen_texts)),
+                    "new_hosts": len({r.host for _, rs in held_secs for r in rs} - seen_hosts),
+                    "continuation_lines": sum(r.message.count("\n") for _, rs in held_secs
+                                              for r in rs)}
 
         def ref(value):
             if fact in ("first_error_time", "peak_error_minute"):
@@ -227,7 +350,6 @@ class LogsScript:
         }[fact]
         gold = GOLD_HEAD + (f"TEMPLATE_REGEX = {pattern_regex(template).pattern!r}\n" if template else "") \
             + GOLD[fact]
-        log_name = f"logs/{service}.log"
         reference = {
             "verifier": "script", "workspace": "/app", "programs": ["solution.sh", "solution.py"],
             "timeout_sec": 30,
@@ -235,34 +357,38 @@ class LogsScript:
                       {"name": "held-back", "data_dir": "variant/logs", "answer": ref(b)}],
         }
         hard = f"#!/bin/bash\necho {a}\n"
+        held_text = directory_text(held_files)
         return TaskSpec(
             generator=self.name, version=self.version,
             source=SourceRef("log_lines", [f"{visible.file}:{visible.first_line}-{visible.last_line}",
                                            f"{hidden.file}:{hidden.first_line}-{hidden.last_line}"],
-                             [hashlib.sha256(seen_text.encode()).hexdigest()[:32],
+                             [hashlib.sha256("".join(seen_texts.values()).encode()).hexdigest()[:32],
                               hashlib.sha256(held_text.encode()).hexdigest()[:32]]),
             instruction_template="instruction.md",
             context={"title": f"Script a log query for {service}: {fact.replace('_', ' ')}",
                      "service": service, "statement": statement, "log_name": log_name,
-                     "n_records": len(seen), "numeric": kind == "numeric",
+                     "files": [f"logs/{n}" for n in seen_texts],
+                     "n_records": sum(len(rs) for _, rs in seen_secs), "numeric": kind == "numeric",
                      "preview": "".join(seen_text.splitlines(keepends=True)[:8])},
             reference=reference,
             solution_files={"solve.sh": (f"#!/bin/bash\n# Gold solution: a program that computes the "
                                          f"fact from the logs it is given.\ncat > /app/solution.py "
                                          f"<<'RLFORGE_EOF'\n{gold}RLFORGE_EOF\n").encode()},
-            verifier="script", kind="terminal", group_key=incident_group(visible, seen),
-            dedup_text=seen_text[:4000], time=seen[0].ts if seen else None,
-            workspace={log_name: seen_text.encode()},
-            tests_data={f"variant/{log_name}": held_text.encode()},
+            verifier="script", kind="terminal", group_key=incident_group(visible, seen_secs[0][1]),
+            dedup_text=seen_text[:4000], time=seen_secs[0][1][0].ts if seen_secs[0][1] else None,
+            workspace={f"logs/{n}": t.encode() for n, t in seen_texts.items()},
+            tests_data={f"variant/logs/{n}": data for n, data in held_files.items()},
             null=Submission("null", {}), evidence_in_workspace=True,
             adversarial=[
                 Submission("hard_coded", {"solution.sh": hard.encode()},
                            "prints the visible answer whatever it is given"),
+                Submission("grep_one_liner", {"solution.sh": grep_script(fact, template)},
+                           "a grep/cut/sort one-liner over the files as plain text"),
                 Submission("silent_exit", {"solution.sh": b"#!/bin/bash\nexit 0\n"},
                            "exits 0 and prints nothing"),
                 Submission("edits_tests", {"solution.sh": (
                     "#!/bin/bash\n# tamper with the verifier's data, then answer from memory\n"
-                    "for f in /tests/reference.json /tests/variant/" + log_name + "; do\n"
+                    "for f in /tests/reference.json /tests/variant/logs/*; do\n"
                     "  printf '' > \"$f\" 2>/dev/null\ndone\n"
                     "cp \"$1\"/* /tests/variant/logs/ 2>/dev/null\n" + f"echo {a}\n").encode()},
                            "edits /tests, then prints the visible answer"),
@@ -284,5 +410,6 @@ class LogsScript:
             ],
             category="ops-logs", difficulty="medium", keywords=["logs", "scripting", fact],
             agent_timeout_sec=600.0, verifier_timeout_sec=120.0, memory_mb=1024,
-            extra_metadata={"fact": fact, "service": service},
+            extra_metadata={"fact": fact, "service": service, "files": list(seen_texts),
+                            "held_back": differs, **({"pattern": template} if template else {})},
         )
