@@ -70,6 +70,11 @@ LOREM = ("Lorem ipsum dolor sit amet, consectetur adipiscing elit, sed do eiusmo
          "incididunt ut labore et dolore magna aliqua. Ut enim ad minim veniam, quis nostrud "
          "exercitation ullamco laboris nisi ut aliquip ex ea commodo consequat.")
 SEARCH_COMMAND = "python3 /app/kb/search.py"
+# The fixed wording of the instruction (the template without its variables): a fact it
+# holds ("Help" in "help desk") would be given away, so it is never a required fact.
+INSTRUCTION_TEXT = re.sub(r"\{\{.*?\}\}|\{%.*?%\}", " ", (
+    Path(__file__).resolve().parent.parent / "templates" / "tickets.reply" / "instruction.md.j2"
+).read_text(encoding="utf-8"))
 
 
 def _pairs(text: str) -> set[str]:
@@ -280,6 +285,9 @@ class TicketReply:
         facts = [f for f in candidates if not contains(customer, f)]
         if not facts:
             return "every fact of the reply is in the customer's own message"
+        facts = [f for f in facts if not contains(INSTRUCTION_TEXT, f)]
+        if not facts:
+            return "every fact of the reply is in the instruction's own wording"
         kb = self.knowledge_base(ctx, row, origin)
         if not kb:
             return "no earlier resolved ticket of this help desk to research"
