@@ -464,6 +464,8 @@ def _h_id_ctx(tok: str) -> list[Span]:
     hint = next((k for w, k in sorted(_ID_KIND.items(), key=lambda x: -len(x[0]))
                  if low.startswith(w)), None)
     m = _ID_CTX_RX.fullmatch(tok)
+    if m is None:  # cannot happen: the rule's own expression
+        return []
     value, start = m["v"], m.start("v")
     # the value may have taken words after the id: try the longest group prefix first
     groups = re.split(r"(?<=[A-Za-z0-9])(?=[ .-])", value)
@@ -498,6 +500,8 @@ def _h_order_ctx(tok: str) -> list[Span]:
 
 def _h_card_ctx(tok: str) -> list[Span]:
     m = re.search(rf"(?:{_CARD})$", tok)
+    if m is None:
+        return []
     spans = _h_card(m.group(), context=True)
     return [(m.start() + s, m.start() + e, k, v) for s, e, k, v in spans]
 
@@ -673,10 +677,11 @@ def _phone_span(tok: str, start: int, labelled: bool,
     """The longest prefix of the number (whole groups) that `phonenumbers` reads as a
     phone number, as its E.164 form (so every way of writing it hashes alike)."""
     plus = tok[start] == "+"
-    parts, digits = [], 0
+    parts: list[str] = []
+    digits = 0
     for part in _PHONE_PART.finditer(tok, start + plus):  # at most 15 digits: E.164's limit
         digits += len(part.group().translate(_PUNCT_OUT))
-        if digits > 15 or part.start() != start + plus + sum(map(len, parts)):
+        if digits > 15 or part.start() != start + plus + sum(len(x) for x in parts):
             break
         parts.append(part.group())
     while parts:
@@ -712,8 +717,8 @@ _EXTENSION = re.compile(r"(?:[ ]?(?:x|ext\.?|extension)[ ]?[0-9]{1,6})?")
 def _h_phone(tok: str, regions: tuple[str, ...] = numbers.DEFAULT_REGIONS) -> list[Span]:
     body = tok.rstrip("0123456789_" + string.ascii_letters)
     tail = tok[len(body):]
-    m = re.match(r"[0-9]*", tail)
-    body, tail = body + m.group(), tail[m.end():]
+    lead = len(tail) - len(tail.lstrip("0123456789"))
+    body, tail = body + tail[:lead], tail[lead:]
     if tail and not _EXTENSION.fullmatch(tail) and not _EXTENSION.fullmatch(tail.lstrip("0123456789")):
         return []  # glued to letters: an id or a hash
     spans = _phone_span(body, 0, False, regions)
@@ -794,7 +799,7 @@ _VALUE_RX = re.compile("|".join(f"(?P<{n}>(?:{_RULE_BY_NAME[n].token}))" for n i
 def _classify_value(val: str) -> str | None:
     """The vendor kind of an assignment's value (``token=ghp_...`` is a GitHub token)."""
     m = _VALUE_RX.fullmatch(val)
-    if m is None:
+    if m is None or m.lastgroup is None:
         return None
     spans = _HANDLERS[m.lastgroup](val)
     return spans[0][2] if spans and spans[0][:2] == (0, len(val)) else None
@@ -813,7 +818,7 @@ class _Stage:
         self.py = re.compile(py)
         self.rust = re.sub(r"\(\?P<[a-z_0-9]+>", "(?:", py)
         self.prefixed = {r.name: r.prefix is not None for r in rules}
-        self.cache: dict[str, tuple[str, tuple[str, ...], bool]] = {}
+        self.cache: dict[str, tuple[str, tuple[str, ...], bool, tuple]] = {}
 
 
 def _normalise(kind: str, value: str) -> str:
@@ -912,7 +917,7 @@ class Redactor:
         """Redacted spans of one regex match (positions within `cand`), and whether the
         text must be scanned again (a validator kept a tail of the match unredacted)."""
         m = stage.py.match(cand)
-        if m is None or m.end() != len(cand):  # cannot happen: both engines agree
+        if m is None or m.end() != len(cand) or m.lastgroup is None:  # both engines agree
             raise AssertionError(f"candidate not re-matched: {cand!r}")
         name = m.lastgroup
         off = m.end(name + "_p") if stage.prefixed[name] else 0
@@ -959,6 +964,7 @@ class Redactor:
         if not echo:
             return text
         rx, where = _echo_rx(echo)
+        assert rx is not None
 
         def sub(m: re.Match) -> str:
             ph, kind = where[m.group()]
@@ -1020,10 +1026,10 @@ class Redactor:
                 text, origin = "".join(parts), where
             if not again:
                 break
-        rx, where = _echo_rx(echo)
+        rx, echo_at = _echo_rx(echo)
         if rx is not None:
             for m in rx.finditer(text):
-                ph, kind = where[m.group()]
+                ph, kind = echo_at[m.group()]
                 found.append((origin[m.start()], origin[m.end() - 1] + 1, kind, ph))
         return sorted(found)
 
@@ -1091,12 +1097,12 @@ class Redactor:
         ).collect()
         keys, values, again, echoing = [], [], [], {}
         for cand, n in found.to_series().struct.unnest().iter_rows():
-            out, kinds, more, forms = self._apply(cand, stage)
+            replaced, kinds, more, forms = self._apply(cand, stage)
             for kind in kinds:
                 self.counts[kind] += n
             if kinds:
                 keys.append(cand)
-                values.append(out)
+                values.append(replaced)
             if more:
                 again.append(cand)
             if forms:
@@ -1117,5 +1123,5 @@ class Redactor:
             (w.list.eval(pl.element().is_in(again)).list.any() & ~pl.col("nul")).alias("a")
             if again else pl.lit(False).alias("a"),
         ).collect()
-        rows = out["a"]
-        return out["o"].alias(s.name), (rows if again and rows.any() else None)
+        flags = out["a"]
+        return out["o"].alias(s.name), (flags if again and flags.any() else None)

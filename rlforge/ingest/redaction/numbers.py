@@ -64,7 +64,7 @@ def phone_e164(text: str, regions: tuple[str, ...] = DEFAULT_REGIONS,
     separated = bool(re.match(r"\(0[0-9]{1,5}\)", s))
     if not (labelled or separated) and len(digits) < 9:
         return None  # a short bare number is an id more often than a phone
-    first = re.match(r"\(?[0-9]+", s).group().lstrip("(")
+    first = s.lstrip("(")[:len(s.lstrip("(")) - len(s.lstrip("(").lstrip("0123456789"))]
     if not labelled and len(first) >= 6 and len(first) < len(digits):
         return None  # "081109 203615": a log's date and time, not an area code
     for region in regions:
@@ -159,10 +159,10 @@ def national_id(text: str, hint: str | None = None) -> tuple[str, str] | None:
     if hint == "SSN":
         return ("SSN", compact) if ssn_ok(compact) else None
     if hint == "PASSPORT":
-        ok = re.fullmatch(r"[A-Z0-9]{6,10}", compact) and re.search(r"[0-9]{4}", compact)
+        ok = bool(re.fullmatch(r"[A-Z0-9]{6,10}", compact) and re.search(r"[0-9]{4}", compact))
         return ("PASSPORT", compact) if ok else None
     if hint == "ACCOUNT":
-        ok = re.fullmatch(r"[A-Z0-9]{6,34}", compact) and sum(c.isdigit() for c in compact) >= 6
+        ok = bool(re.fullmatch(r"[A-Z0-9]{6,34}", compact)) and sum(c.isdigit() for c in compact) >= 6
         return ("ACCOUNT", compact) if ok else None
     if nir_ok(compact) or bsn_ok(compact) or steuer_id_ok(compact) or ssn_ok(compact):
         return "NATIONAL_ID", compact
@@ -198,7 +198,8 @@ def birth_date(text: str, month_first: bool = False) -> str | None:
     m = re.fullmatch(r"([0-9]{4})[-/.]([0-9]{1,2})[-/.]([0-9]{1,2})", t)
     if m:
         y, mo, d = int(m[1]), int(m[2]), int(m[3])
-    elif m := re.fullmatch(r"([0-9]{1,2})[-/. ]([0-9]{1,2})[-/. ]([0-9]{2,4})", t):
+    elif m2 := re.fullmatch(r"([0-9]{1,2})[-/. ]([0-9]{1,2})[-/. ]([0-9]{2,4})", t):
+        m = m2
         a, b, y = int(m[1]), int(m[2]), int(m[3])
         d, mo = (b, a) if month_first and a <= 12 else (a, b)
         if mo > 12 and d <= 12:

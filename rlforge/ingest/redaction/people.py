@@ -233,7 +233,7 @@ def _town_after(toks: list[_Tok], j: int) -> int:
 
 def _addresses(toks: list[_Tok]) -> list[tuple[int, int]]:
     n = len(toks)
-    out = []
+    out: list[tuple[int, int]] = []
     for i, j in _streets(toks):
         if any(a <= i <= b for a, b in out):
             continue
@@ -259,8 +259,8 @@ def _addresses(toks: list[_Tok]) -> list[tuple[int, int]]:
     for i in range(n):
         if i in taken:
             continue
-        end = _postcode(toks, i)
-        if end is None or (_ZIP5.fullmatch(toks[i].word) and not _house_before(toks, i)):
+        pc = _postcode(toks, i)
+        if pc is None or (_ZIP5.fullmatch(toks[i].word) and not _house_before(toks, i)):
             continue
         # the lines before the postcode: town, street, unit (not across a sentence end)
         k = i
@@ -270,8 +270,8 @@ def _addresses(toks: list[_Tok]) -> list[tuple[int, int]]:
             k -= 1
         while k < i and toks[k].low in PARTICLES:
             k += 1
-        out.append((k, end))
-        taken |= set(range(k, end + 1))
+        out.append((k, pc))
+        taken |= set(range(k, pc + 1))
     return out
 
 
