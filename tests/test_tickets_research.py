@@ -118,6 +118,35 @@ def test_bitext_triage_is_emitted_and_a_shuffled_copy_refused_with_figures(cli, 
         assert accuracy < majority + 0.05 and lift < 0.10
 
 
+def test_learnability_figures_reach_the_report_the_printout_and_the_manifest(cli, tmp_path):
+    import polars as pl
+
+    assert cli("ingest", "tickets", TICKETS, "-q").exit_code == 0
+    out = tmp_path / "o"
+    result, report = build(cli, out, "--generators", "tickets.triage", "--limit", "5",
+                           "--no-validate")
+    assert result.exit_code == 0, result.output
+    fields = report["learnability"]["tickets.triage"]
+    assert fields, report
+    for name, f in fields.items():
+        assert f["emitted"] is True and f["lift"] >= f["min_lift"], (name, f)
+        assert 0 <= f["majority"] < f["accuracy"] <= 1 and f["n"] > 0
+    manifest = pl.read_parquet(out / "manifest.parquet")
+    assert manifest.height == 5
+    for row in manifest.iter_rows(named=True):
+        figures = json.loads(row["learnability"])
+        toml = (out / row["path"] / "task.toml").read_text()
+        assert f"learn_lift = {figures['lift']}" in toml
+        assert any(figures["accuracy"] == f["accuracy"] and figures["lift"] == f["lift"]
+                   for f in fields.values())
+    # The human printout names each measured field with its figures and verdict.
+    text = " ".join(cli("build-tasks", "--out", tmp_path / "p", "--generators",
+                        "tickets.triage", "--limit", "5", "--no-validate").output.split())
+    for name, f in fields.items():
+        assert (f"learnability tickets.triage {name}: {f['folds']}-fold accuracy "
+                f"{f['accuracy']:.3f}") in text and f"lift {f['lift']:+.3f}" in text, text
+
+
 def test_triage_drops_placeholder_text_and_refuses_ordinal_fields(cli, tmp_path, query):
     rows = [("id", "subject", "description", "category", "priority")]
     good = {"billing": "I was charged twice for my invoice, please refund the card",

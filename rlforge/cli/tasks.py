@@ -148,6 +148,14 @@ def _print_build(report) -> None:
         t.add_row(g, f"{s['specs']:,}", f"{s['emitted']:,}", f"{s['dropped']:,}",
                   f"{s['split_train']:,}", f"{s['split_val']:,}", f"{s['split_test']:,}")
     console.print(t)
+    for g, fields in getattr(report, "learnability", {}).items():
+        for name, f in sorted(fields.items()):
+            console.print(
+                f"  learnability {g} {name}: {f['folds']}-fold accuracy {f['accuracy']:.3f}, "
+                f"macro-F1 {f['macro_f1']:.3f}; majority {f['majority']:.3f}; shuffled "
+                f"{f['shuffled']:.3f}; lift {f['lift']:+.3f} over {f['n']:,} tickets → "
+                + ("emitted" if f.get("emitted") else f"refused (need {f['min_lift']:+.2f})"),
+                highlight=False, soft_wrap=True)
     reasons = Counter(f"{d['generator']}: {d['reason'].split(' (')[0]}" for d in report.drops)
     for reason, n in reasons.most_common(12):
         console.print(f"  dropped {n:,} × {reason}", highlight=False, soft_wrap=True)

@@ -76,6 +76,8 @@ class BuildReport:
     seconds: float
     validated: bool
     resumed: int = 0  # tasks kept from an unfinished build of the same directory
+    # generator -> measured label field ("origin:field") -> its learnability figures
+    learnability: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return self.__dict__.copy()
@@ -175,10 +177,11 @@ def build_tasks(con: duckdb.DuckDBPyConnection, opts: BuildOptions,
     renderer = Renderer(opts.templates, [d for i in infos if (d := i.template_dir())])
     stats: dict[str, Counter] = {i.name: Counter() for i in infos if i.name in q}
     drops: list[dict[str, str]] = []
+    learnability: dict[str, dict[str, dict[str, Any]]] = {}
     area = BuildArea(opts.out, validation=validation_key(opts) if opts.validate else None)
     area.open(opts.force)  # the marker: a rerun after a crash knows this build
     try:
-        specs = _generate(con, opts, infos, q, stats, drops, progress)
+        specs = _generate(con, opts, infos, q, stats, drops, progress, learnability)
         unique = _render_all(specs, opts, renderer)
         kept, failed = _write_and_validate(area, list(unique.values()), opts, progress)
         for t, reason in failed:
@@ -202,13 +205,14 @@ def build_tasks(con: duckdb.DuckDBPyConnection, opts: BuildOptions,
                               for s in ("train", "val", "test")}}
                        for g, c in stats.items()},
         drops=drops, emitted=len(kept), seconds=round(time.perf_counter() - started, 3),
-        validated=opts.validate, resumed=area.reused)
+        validated=opts.validate, resumed=area.reused, learnability=learnability)
 
 
 def _generate(con, opts: BuildOptions, infos: list[registry.GeneratorInfo],
               q: dict[str, int | None], stats: dict[str, Counter], drops: list[dict[str, str]],
-              progress) -> list[TaskSpec]:
-    """Every selected generator's specs, exact duplicates dropped (and counted)."""
+              progress, learnability: dict[str, dict[str, dict[str, Any]]]) -> list[TaskSpec]:
+    """Every selected generator's specs, exact duplicates dropped (and counted); the
+    learnability figures a generator measured go into `learnability` by its name."""
     specs: list[TaskSpec] = []
     seen: set[str] = set()
     for info in infos:
@@ -220,6 +224,8 @@ def _generate(con, opts: BuildOptions, infos: list[registry.GeneratorInfo],
             produced = list(gen.specs(ctx))
         except duckdb.CatalogException:
             produced = []  # its source tables do not exist in this database yet
+        if getattr(gen, "learnability", None):
+            learnability[info.name] = dict(gen.learnability)
         for rejected in getattr(gen, "rejections", ()):  # source rows a generator screened out
             stats[info.name]["rejected"] += 1
             drops.append({"generator": info.name, "source": rejected["source"], "task_id": "",
@@ -337,8 +343,16 @@ def _manifest_rows(kept: list[RenderedTask]) -> list[dict[str, Any]]:
              "source_keys": t.spec.source.keys, "content_hashes": t.spec.source.content_hashes,
              "group_key": t.spec.group_key, "template_hash": t.template_hash,
              "agent_timeout_sec": float(t.spec.agent_timeout_sec),
-             "context_tokens": t.spec.extra_metadata.get("context_tokens")}
+             "context_tokens": t.spec.extra_metadata.get("context_tokens"),
+             "learnability": _learnability_json(t.spec.extra_metadata)}
             for t in sorted(kept, key=lambda t: t.task_id)]
+
+
+def _learnability_json(metadata: dict[str, Any]) -> str | None:
+    """A task's `learn_*` figures (its label field's learnability) as JSON, else None."""
+    figures = {k.removeprefix("learn_"): v for k, v in sorted(metadata.items())
+               if k.startswith("learn_")}
+    return json.dumps(figures, sort_keys=True) if figures else None
 
 
 def _write_manifest(path: Path, kept: list[RenderedTask]) -> None:
@@ -346,7 +360,8 @@ def _write_manifest(path: Path, kept: list[RenderedTask]) -> None:
               "kind": pl.Utf8, "split": pl.Utf8, "path": pl.Utf8, "source_table": pl.Utf8,
               "source_keys": pl.List(pl.Utf8), "content_hashes": pl.List(pl.Utf8),
               "group_key": pl.Utf8, "template_hash": pl.Utf8, "agent_timeout_sec": pl.Float64,
-              "context_tokens": pl.Int64}  # a long-context task's prompt tokens (approximate)
+              "context_tokens": pl.Int64,  # a long-context task's prompt tokens (approximate)
+              "learnability": pl.Utf8}  # JSON of a label task's learnability figures
     pl.DataFrame(_manifest_rows(kept), schema=schema).write_parquet(path, statistics=False)
 
 
