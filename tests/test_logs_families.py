@@ -9,6 +9,7 @@ import json
 import re
 import tomllib
 from collections import Counter
+from pathlib import Path
 
 import pytest
 
@@ -83,6 +84,11 @@ def _recompute(kind: str, rule: dict, shown: list[ShownRecord], instruction: str
     raise AssertionError(f"no recomputation for {kind}")
 
 
+def _window(instruction: str) -> str:
+    """The window an instruction shows (its fenced text block)."""
+    return instruction.split("~~~text\n", 1)[1].split("~~~\n\nWrite only", 1)[0]
+
+
 def _build(con, out, **options):
     return build_tasks(con, BuildOptions(out=out, generators=["logs.diagnose"], seed=0,
                                          validate=False,
@@ -101,8 +107,8 @@ def _check_build(out) -> Counter:
     for d, meta, ref in _tasks(out):
         kind = meta["question_kind"]
         kinds[kind] += 1
-        shown = parse_shown((d / "environment" / "app" / "logs" / f"{meta['service']}.log").read_text())
         instruction = (d / "instruction.md").read_text()
+        shown = parse_shown(_window(instruction))
         got = _recompute(kind, ref["stated_rule"], shown, instruction)
         want = sorted(ref["answer"]) if isinstance(ref["answer"], list) else ref["answer"]
         assert got == want, (d.name, kind, got, want)
@@ -178,19 +184,33 @@ def test_skipped_families_name_the_missing_field(tmp_path):
 FIELDS = re.compile(r"^(\S+) (\S+) (\S+) (\S+?): (.*)$")
 
 
-def _merged(files: list[str], logs_dir) -> list[ShownRecord]:
-    """The records of the listed files in the order the instruction states: by time as
-    shown, then the files' order, then the order within a file (a record without a time
-    right after the one before it)."""
+def _sections(window: str) -> dict[str, str]:
+    """A window of several files, split at its `==> /app/logs/NAME <==` lines."""
+    parts = re.split(r"(?m)^==> /app/logs/(\S+) <==\n", window)
+    return dict(zip(parts[1::2], parts[2::2])) if len(parts) > 1 else {"": window}
+
+
+def _merged(sections: dict[str, str]) -> list[ShownRecord]:
+    """The records of the files in the order the instruction states: by time as shown,
+    then the files' order, then the order within a file (a record without a time right
+    after the one before it)."""
     keyed = []
-    for k, name in enumerate(files):
+    for k, text in enumerate(sections.values()):
         last = dt.datetime.min
-        records = [FIELDS.match(line) for line in (logs_dir / name).read_text().splitlines()
-                   if not line.startswith("\t")]
+        records = [FIELDS.match(line) for line in text.splitlines() if not line.startswith("\t")]
         for i, m in enumerate(records):
             last = last if m[1] == "-" else dt.datetime.fromisoformat(m[1])
             keyed.append(((last, k, i), ShownRecord(*m.groups())))
     return [r for _, r in sorted(keyed, key=lambda kr: kr[0])]
+
+
+def _holds_source(source: list[str], text: str) -> bool:
+    """Whether `text` holds the source lines, in order and whole, where a pseudonym such as
+    `<IPV4_3f9a1c>` may stand for any text (redaction)."""
+    lines = [re.compile(".+?".join(re.escape(p) for p in re.split(r"<[A-Z][A-Z0-9_]*_[0-9a-f]{6,}>", line)))
+             for line in text.splitlines()]
+    return any(all(lines[k + i].fullmatch(src) for i, src in enumerate(source))
+               for k in range(len(lines) - len(source) + 1))
 
 
 @pytest.mark.slow
@@ -218,12 +238,19 @@ def test_long_context_builds_meet_32k_and_128k_on_the_sample_logs(tmp_path):
         assert tokens == approx_tokens(instruction) == manifest[d.name]
         assert 0.95 * budget <= tokens <= 1.05 * budget, (d.name, budget, tokens)
         logs_dir = d / "environment" / "app" / "logs"
-        files = meta["files"] or [f"{meta['service']}.log"]
+        files = meta["files"]
         assert sorted(files) == sorted(p.name for p in logs_dir.iterdir())
-        # the incident window is inside, whole and in order, in its service's file
-        incident = render(window_records(con, windows[meta["source_keys"][0]]))
-        assert incident in (logs_dir / f"{meta['service']}.log").read_text()
-        got = _recompute(meta["question_kind"], ref["stated_rule"], _merged(files, logs_dir),
+        sections = _sections(_window(instruction))
+        assert list(sections) == (files if len(files) > 1 else [""])
+        # the incident window is inside, whole and in order, in its service's section
+        w = windows[meta["source_keys"][0]]
+        incident = render(window_records(con, w))
+        assert incident in sections["" if len(files) == 1 else f"{meta['service']}.log"]
+        # and its source lines in the service's workspace file
+        assert meta["workspace_lines"] == "as written"
+        source = Path(w.file).read_text().splitlines()[w.first_line - 1:w.last_line]
+        assert _holds_source(source, (logs_dir / f"{meta['service']}.log").read_text())
+        got = _recompute(meta["question_kind"], ref["stated_rule"], _merged(sections),
                          instruction)
         want = sorted(ref["answer"]) if isinstance(ref["answer"], list) else ref["answer"]
         assert got == want, (d.name, meta["question_kind"], got, want)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import re
 import tomllib
 
 import pytest
@@ -70,7 +71,10 @@ def test_build_and_validate_both_log_generators(cli, logs_db, tmp_path, query):
         ref = json.loads((d / "tests" / "reference.json").read_text())
         window = (d / "environment" / "app" / "logs" / f"{meta['service']}.log").read_text()
         if meta["generator"] == "logs.diagnose@2":
-            assert window in (d / "instruction.md").read_text()
+            # the workspace keeps the source lines, every field (the fixture's files are
+            # all still there as ingested); the instruction shows them rendered
+            assert meta["workspace_lines"] == "as written"
+            assert window not in (d / "instruction.md").read_text()
             assert meta["kind"] == "answer"
         else:
             assert meta["kind"] == "terminal"
@@ -191,5 +195,44 @@ def test_script_held_back_logs_are_rotated_compressed_and_padded(tmp_path, cli):
     assert padded >= 1
     checks = json.loads(cli("validate", out, "--json").output)
     got = {(c["name"], c["got"]) for r in checks["results"] for c in r["checks"]}
-    assert checks["failed"] == 0 and ("grep_one_liner", 0.0) in got and ("hard_coded", 0.0) in got
+    failed = [(c["name"], c["got"], c["detail"][:300]) for r in checks["results"]
+              for c in r["checks"] if not c["ok"]]
+    assert not failed and ("grep_one_liner", 0.0) in got and ("hard_coded", 0.0) in got, failed
     assert not {g for n, g in got if n in ("grep_one_liner", "hard_coded") and g != 0.0}
+
+
+def test_diagnose_workspace_keeps_source_lines_unless_the_file_changed(tmp_path):
+    """Item 6: the workspace file holds the source lines as written (redacted), e.g. the
+    access log's user agents that the rendering drops; when the ingested file has changed
+    since (its sha256), the rendered window is written instead, and the task says so."""
+    import shutil
+
+    from rlforge.tasks.build import BuildOptions, build_tasks
+
+    src = tmp_path / "edge-access.log"
+    shutil.copy(LOGS / "edge-access.log", src)
+    con = db.connect(tmp_path / "e.duckdb")
+    logs.ingest_file(con, src)
+
+    def build(out):
+        build_tasks(con, BuildOptions(out=out, generators=["logs.diagnose"], seed=0,
+                                      validate=False, limit=3))
+        for d in (p for p in out.iterdir() if p.is_dir()):
+            meta = tomllib.loads((d / "task.toml").read_text())["metadata"]["rlforge"]
+            yield meta, (d / "environment" / "app" / "logs" / "edge-access.log").read_text(), \
+                (d / "instruction.md").read_text()
+
+    source = src.read_text().splitlines()
+    for meta, text, instruction in build(tmp_path / "a"):
+        assert meta["workspace_lines"] == "as written" and "as written to the log" in instruction
+        lines = text.splitlines()
+        first, last = (int(x) for x in meta["source_keys"][0].rsplit(":", 1)[1].split("-"))
+        assert len(lines) == last - first + 1
+        for line, orig in zip(lines, source[first - 1:last]):
+            parts = re.split(r"<[A-Z][A-Z0-9_]*_[0-9a-f]{6,}>", line)
+            assert re.fullmatch(".+?".join(re.escape(p) for p in parts), orig), (line, orig)
+        assert "Mozilla/5.0" in text and "Mozilla/5.0" not in instruction
+        assert "203.0.113." not in text  # client addresses stay redacted
+    src.write_text(src.read_text().replace("GET", "PUT"))
+    for meta, text, instruction in build(tmp_path / "b"):
+        assert meta["workspace_lines"] == "as shown" and text in instruction

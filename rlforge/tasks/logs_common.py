@@ -16,7 +16,8 @@ from __future__ import annotations
 import datetime as dt
 import re
 from dataclasses import dataclass
-from pathlib import PurePosixPath
+from pathlib import Path, PurePosixPath
+from typing import Any
 
 import duckdb
 
@@ -27,12 +28,13 @@ FAILURE_LEVELS = ("warn", "error", "fatal")
 @dataclass(frozen=True)
 class Record:
     line_no: int
-    ts: object
+    ts: dt.datetime | None
     host: str | None
     component: str | None
     level: str | None
     message: str
     template_id: str | None
+    run: int | None = None  # the ingest run (file) it came from
 
 
 @dataclass(frozen=True)
@@ -100,7 +102,7 @@ def records_between(con: duckdb.DuckDBPyConnection, ingest_run: int, first: int,
         SELECT line_no, ts, host, component, level, message, template_id FROM log_lines
         WHERE ingest_run = ? AND line_no BETWEEN ? AND ? ORDER BY line_no""",
                        [ingest_run, first, last]).fetchall()
-    return [Record(*r[:5], r[5] or "", r[6]) for r in rows]
+    return [Record(r[0], r[1], r[2], r[3], r[4], r[5] or "", r[6], ingest_run) for r in rows]
 
 
 def window_records(con: duckdb.DuckDBPyConnection, w: WindowStats) -> list[Record]:
@@ -383,14 +385,15 @@ class _FileTokens:
     def __init__(self, con: duckdb.DuckDBPyConnection, run: int):
         self.con, self.run = con, run
         self.by_line: dict[int, tuple[Record, int]] = {}
-        self.lo = self.hi = None
+        self.lo: int | None = None
+        self.hi: int | None = None
 
     def _fetch(self, first: int, last: int) -> None:
         for r in records_between(self.con, self.run, first, last):
             self.by_line[r.line_no] = (r, approx_tokens(render([r])))
 
     def span(self, first: int, last: int) -> list[tuple[Record, int]]:
-        if self.lo is None:
+        if self.lo is None or self.hi is None:
             self._fetch(first, last)
             self.lo, self.hi = first, last
         if first < self.lo:
@@ -498,3 +501,89 @@ def section_names(con: duckdb.DuckDBPyConnection, runs: list[int]) -> dict[int, 
             name = f"{service_name(paths.get(run, 'logs'))}-{n}"
         out[run] = f"{name}.log"
     return out
+
+
+# --- source lines as written ----------------------------------------------------------
+#
+# A workspace shows the records as the service wrote them, every field kept. Nothing more is
+# stored at ingest for this (that halved ingest throughput): the build reads the lines
+# again from the ingested file, when it is still there with the sha256 its ingest recorded,
+# and redacts them with the database's key. A record's lines are used only when every
+# pseudonym its stored fields hold is in them too (what was redacted at ingest is redacted
+# here) and its time text is there (the lines are the ones ingested); else the window is
+# rendered as the instruction shows it.
+
+PSEUDONYM = re.compile(r"<[A-Z][A-Z0-9_]*_[0-9a-f]{6,}>")
+SOURCE_CACHE_LINES = 2_000_000  # lines of one file kept in memory by a build
+
+
+class SourceLines:
+    """The source lines of ingested log files, read again and redacted, for one build."""
+
+    def __init__(self, con: duckdb.DuckDBPyConnection):
+        self.con = con
+        self._files: dict[int, list[str] | None] = {}
+        self._redacted: dict[tuple[int, int], str] = {}
+        self._redactor: Any = None
+
+    def _lines(self, run: int) -> list[str] | None:
+        if run not in self._files:
+            self._files[run] = self._read(run)
+        return self._files[run]
+
+    def _read(self, run: int) -> list[str] | None:
+        from rlforge import db
+        from rlforge.ingest import logformats as lf
+        from rlforge.ingest.logs import line_endings, read_head
+
+        row = self.con.execute("SELECT path, sha256 FROM ingest_runs WHERE run_id = ?",
+                               [run]).fetchone()
+        if row is None or not row[1] or not Path(row[0]).is_file():
+            return None
+        path = Path(row[0])
+        try:
+            if db.sha256_file(path) != row[1]:
+                return None
+            lines: list[str] = []
+            for block in lf.iter_line_blocks(path, newline=line_endings(read_head(path))):
+                lines.extend(block.lines.to_list())
+                if len(lines) > SOURCE_CACHE_LINES:
+                    return None
+        except Exception:  # unreadable now: the rendered window is shown instead
+            return None
+        return lines
+
+    def _redact(self, text: str) -> str:
+        if self._redactor is None:
+            from rlforge.ingest.common import DATABASE_REDACTOR, resolve_redactor
+
+            self._redactor = resolve_redactor(self.con, DATABASE_REDACTOR)
+        return self._redactor.redact_text(text)
+
+    def text(self, records: list[Record]) -> str | None:
+        """`records` (of one file, in order) as their source lines, or None (see above)."""
+        run = records[0].run if records else None
+        lines = None if run is None else self._lines(run)
+        if lines is None or run is None:
+            return None
+        rows = {r[0]: r[1:] for r in self.con.execute("""
+            SELECT r.line_no, r.n_lines, r.ts_text, r.host, r.component, r.fields::VARCHAR
+            FROM log_records r WHERE r.ingest_run = ? AND r.line_no BETWEEN ? AND ?""",
+                                                       [run, records[0].line_no,
+                                                        records[-1].line_no]).fetchall()}
+        out = []
+        for r in records:
+            if r.line_no not in rows:
+                return None
+            n, ts_text, host, component, fields = rows[r.line_no]
+            key = (run, r.line_no)
+            if key not in self._redacted:
+                self._redacted[key] = self._redact("\n".join(lines[r.line_no - 1:
+                                                                   r.line_no - 1 + (n or 1)]))
+            text = self._redacted[key]
+            stored = " ".join(x for x in (host, component, r.message, fields) if x)
+            if (ts_text and ts_text not in text) or \
+                    not set(PSEUDONYM.findall(stored)) <= set(PSEUDONYM.findall(text)):
+                return None
+            out.append(text + "\n")
+        return "".join(out)

@@ -22,8 +22,11 @@ The stated rule is the reference: every answer is computed again from the window
 patterns), without template ids; a question whose two answers differ is not asked, and the
 window is recorded in `rejections` with the reason.
 
-The window is shown in the instruction and written to `/app/logs/<service>.log`, so the
-task works single-turn and for agents with a shell alike.
+The window is shown in the instruction, rendered one line per record, and written to
+`/app/logs/<service>.log` as the service wrote it (every field, redacted; `SourceLines`:
+read again from the ingested file when it is unchanged, else the rendered lines), so the
+task works single-turn and for agents with a shell alike. `workspace_lines` in task.toml
+says which (`as written` or `as shown`).
 
 Long contexts (`context_tokens`, e.g. `8k,32k,128k`): per budget, the window is grown
 around the incident window (kept whole) with the real records next to it in its file,
@@ -47,7 +50,8 @@ from rlforge.tasks.logs_common import (ERROR_LEVELS, FAILURE_LEVELS, PATTERN_RUL
                                        ids_in, longest_gap, incident_group, minute_of_peak, parse_shown,
                                        pattern_regex, render, service_name, shown_time,
                                        templates_of, window_records, window_stats,
-                                       ORDER_RULE, TOKENIZER_NOTE, approx_tokens, grow_fleet,
+                                       ORDER_RULE, TOKENIZER_NOTE, SourceLines, approx_tokens,
+                                       grow_fleet,
                                        grow_window, parse_token_budgets, record_time,
                                        render_sections, time_order)
 from rlforge.tasks.registry import register
@@ -391,6 +395,7 @@ class LogsDiagnose:
         self.max_count_share = float(max_count_share)
         self.rejections: list[dict[str, str]] = []
         self.gates: Counter = Counter()
+        self._source: SourceLines | None = None
 
     def _candidates(self, con) -> list[WindowStats]:
         return [w for w in window_stats(con, self.window)
@@ -412,7 +417,8 @@ class LogsDiagnose:
     def specs(self, ctx: BuildContext):
         made: Counter = Counter()
         for w in stable_sample(self._candidates(ctx.con), None, ctx.seed, key=lambda w: w.key):
-            for budget in self.budgets or [None]:  # one task per token budget (long variants)
+            budgets: list[int | None] = [*self.budgets] or [None]
+            for budget in budgets:  # one task per token budget (long variants)
                 if ctx.limit is not None and sum(made.values()) >= ctx.limit:
                     return
                 spec = self._spec(ctx, w, made, budget)
@@ -477,6 +483,14 @@ class LogsDiagnose:
                 return None
             records = time_order([recs for _, recs in sections], record_time)
             text = render_sections(sections)
+            # The workspace files hold the records as the services wrote them where the
+            # ingested files can be read again (`SourceLines`); else as the instruction shows.
+            if self._source is None or self._source.con is not ctx.con:
+                self._source = SourceLines(ctx.con)
+            written = {n: self._source.text(recs) for n, recs in sections}
+            as_written = all(t is not None for t in written.values())
+            files_as_written = {n: written[n] or "" if as_written else render(recs)
+                                for n, recs in sections}
             asked = self._ask(ctx, w, records, text, ctx.rng(self.name, w.key, budget), made)
             if asked is None:
                 return None
@@ -490,7 +504,8 @@ class LogsDiagnose:
                        "n_records": len(records), "span": span,
                        "files": files if len(files) > 1 else [],
                        "services": [n.removesuffix(".log") for n in files],
-                       "order_rule": ORDER_RULE,
+                       "order_rule": ORDER_RULE, "as_written": as_written,
+                       "where": "/app/logs/" if len(files) > 1 else f"/app/logs/{files[0]}",
                        "answer_hint": {"anomalous_ids": "the ids, comma-separated",
                                        "new_patterns": "the patterns, one per line"}.get(kind, "")}
             if budget is None:
@@ -525,7 +540,7 @@ class LogsDiagnose:
             verifier="answer", group_key=group,
             dedup_text=(q.text + "\n" + render(window_records(ctx.con, w)))[:4000],
             time=min(timed, default=None),
-            workspace={f"logs/{n}": render(recs).encode() for n, recs in sections},
+            workspace={f"logs/{n}": text.encode() for n, text in files_as_written.items()},
             null=null_submission(),
             adversarial=adversarial_answers(options=q.candidates[:200], candidates=q.candidates),
             category="ops-logs", difficulty="medium", keywords=["logs", "diagnosis", kind],
@@ -534,6 +549,7 @@ class LogsDiagnose:
             memory_mb=512, extra_metadata={
                 "question_kind": kind, "window_records": len(records), "service": service,
                 "incident_lines": [w.first_line, w.last_line], "files": files,
+                "workspace_lines": "as written" if as_written else "as shown",
                 **({} if budget is None else {
                     "context_budget": budget, "tokenizer": TOKENIZER_NOTE,
                     "context_tokens": tokens})})

@@ -164,7 +164,7 @@ def directory_text(files: dict[str, bytes], plain_only: bool = False) -> str:
 def _turns_on(fact: str, template: str | None):
     """Whether a record is one the fact depends on (where a rotation must cut after)."""
     if fact == "template_count":
-        rx = pattern_regex(template)
+        rx = pattern_regex(template or "")
         return lambda r: rx.fullmatch(r.message.split("\n", 1)[0]) is not None
     return lambda r: r.level in ERROR_LEVELS
 
@@ -218,7 +218,7 @@ def grep_script(fact: str, template: str | None) -> bytes:
     """A `grep` one-liner for the fact (for counting by pattern: `grep -c` of the pattern's
     longest literal piece)."""
     if fact == "template_count":
-        piece = max(template.split("<*>"), key=len).strip().replace("'", "'\\''")
+        piece = max((template or "").split("<*>"), key=len).strip().replace("'", "'\\''")
         line = f"cat \"$1\"/* | grep -cF -- '{piece}'"
     else:
         line = GREP[fact]
