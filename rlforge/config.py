@@ -53,8 +53,8 @@ SETTINGS: list[Setting] = [
             "{ TICKET_REF = \"TCK-[0-9]+\" }", dict),
     Setting("redaction.phone_regions", ["US", "GB", "DE", "FR", "NL", "IT"], "regions tried, "
             "in order, for phone numbers written without +country", list),
-    Setting("ingest.tickets.format", "auto", "ticket export format",
-            choices=("auto", "csv", "json", "jsonl", "zendesk", "jira-csv", "jira-json")),
+    Setting("ingest.tickets.format", "auto", "ticket export format: auto, a built-in "
+            "(csv, json, jsonl, zendesk, jira-csv, jira-json) or a plug-in's"),
     Setting("ingest.tickets.mapping", {}, "normalised field -> column of your export "
             "(e.g. body = \"description\")", dict),
     Setting("ingest.tickets.on_conflict", "quarantine", "same ticket id with different content",

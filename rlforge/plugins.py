@@ -19,12 +19,15 @@ import logging
 import os
 from dataclasses import dataclass
 from importlib.metadata import EntryPoint, entry_points
+from typing import Any
 
 from rlforge.errors import UserError
 
 GROUPS = {
     "rlforge.generators": "task generators (`rlforge.tasks.registry.register`)",
     "rlforge.verifiers": "verifier kinds (`rlforge.verify.kinds.register_kind`)",
+    "rlforge.ticket_formats": "ticket export formats "
+                              "(`rlforge.ingest.ticket_formats.register_format`)",
 }
 OFF_ENV = "RLFORGE_NO_PLUGINS"
 STRICT_ENV = "RLFORGE_PLUGINS_STRICT"
@@ -78,6 +81,20 @@ def load(group: str) -> list[EntryPoint]:
     finally:
         _loaded.add(group)  # after trying each: a failure above is not retried every call
     return loaded
+
+
+def add_versioned(registry: dict[str, Any], item: Any, what: str) -> Any:
+    """Add `item` (which has `.name` and `.version`) to a registry of `what`s: a higher
+    version of a name replaces a lower one, a lower one is ignored, the same version
+    registered twice is an error. The item now registered under its name."""
+    existing = registry.get(item.name)
+    if existing is not None and existing != item:
+        if existing.version == item.version:
+            raise UserError(f"{what} {item.name}@{item.version} is registered twice")
+        if existing.version > item.version:
+            return existing
+    registry[item.name] = item
+    return item
 
 
 def problems() -> list[Problem]:

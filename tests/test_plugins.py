@@ -17,6 +17,7 @@ import sys
 import textwrap
 from pathlib import Path
 
+import duckdb
 import pytest
 
 from paths import SAMPLE_DATA
@@ -92,6 +93,27 @@ register_kind(VerifierKind("demo.count", 1, "the exact number in answer.txt", sc
                            score_text))
 '''
 
+TICKETS = '''
+"""A demo ticket format: `#demo-tickets`, then one `id|subject|body|category` per line."""
+
+from rlforge.ingest.ticket_formats import Rejected, TicketFormat, TicketRecord, register_format
+
+
+def read(text, mapping, newline):
+    for no, line in enumerate(text.splitlines()[1:], start=2):
+        parts = line.split("|")
+        if len(parts) != 4:
+            yield Rejected(no, line, f"expected 4 fields, found {len(parts)}")
+            continue
+        ticket_id, subject, body, category = parts
+        yield TicketRecord(no, {"source_id": ticket_id, "subject": subject, "body": body,
+                                "category": category}, [], {})
+
+
+register_format(TicketFormat("demo-lines", 1, "pipe-separated demo tickets", "demo", read,
+                             sniff=lambda head: head.startswith("#demo-tickets")))
+'''
+
 TEST_SH = """\
 #!/bin/bash
 mkdir -p /logs/verifier
@@ -126,6 +148,9 @@ broken = "rlforge_broken_plugin"
 [project.entry-points."rlforge.verifiers"]
 demo = "rlforge_demo_plugin.kind"
 
+[project.entry-points."rlforge.ticket_formats"]
+demo = "rlforge_demo_plugin.tickets"
+
 [tool.setuptools]
 packages = ["rlforge_demo_plugin", "rlforge_broken_plugin"]
 
@@ -142,6 +167,7 @@ def site(tmp_path_factory) -> Path:
     (src / "rlforge_demo_plugin" / "templates" / "demo.words").mkdir(parents=True)
     (src / "rlforge_demo_plugin" / "__init__.py").write_text(textwrap.dedent(GENERATOR))
     (src / "rlforge_demo_plugin" / "kind.py").write_text(textwrap.dedent(KIND))
+    (src / "rlforge_demo_plugin" / "tickets.py").write_text(textwrap.dedent(TICKETS))
     (src / "rlforge_demo_plugin" / "templates" / "demo.words" / "instruction.md.j2").write_text(
         INSTRUCTION)
     (src / "rlforge_demo_plugin" / "templates" / "demo.words" / "test.sh.j2").write_text(TEST_SH)
@@ -224,3 +250,26 @@ def test_plugins_can_be_turned_off(site, database, tmp_path):
     names = {row["name"] for row in json.loads(proc.stdout)}
     assert "demo.words" not in names and "tickets.triage" in names
     assert "broken" not in proc.stderr
+
+
+def test_a_plugin_ticket_format_is_detected_and_nothing_is_lost(site, tmp_path):
+    export = tmp_path / "desk.txt"
+    export.write_text("#demo-tickets\n"
+                      "T-1|Printer offline|The office printer shows offline since Monday|hardware\n"
+                      "T-2|no separators here\n"
+                      "T-3|Refund|Please refund order 1234 charged twice|billing\n")
+    db_path = tmp_path / "desk.duckdb"
+    proc = rlforge(["--db", str(db_path), "ingest", "tickets", str(export), "--json"], site,
+                   tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    (result,) = json.loads(proc.stdout)["files"]
+    assert result["format"] == "demo-lines"
+    assert (result["n_read"], result["n_loaded"], result["n_quarantined"]) == (3, 2, 1)
+    con = duckdb.connect(str(db_path), read_only=True)
+    rows = con.execute("SELECT source_id, origin, category FROM tickets ORDER BY 1").fetchall()
+    con.close()
+    assert rows == [("T-1", "demo", "hardware"), ("T-3", "demo", "billing")]
+    # without plug-ins the format is unknown by name
+    off = rlforge(["--db", str(tmp_path / "off.duckdb"), "ingest", "tickets", str(export),
+                   "--format", "demo-lines"], site, tmp_path, RLFORGE_NO_PLUGINS="1")
+    assert off.returncode == 1 and "unknown ticket format 'demo-lines'" in off.stderr

@@ -17,6 +17,7 @@ from rich.table import Table
 from rlforge import db
 from rlforge.cli.common import console, err_console, state
 from rlforge.ingest.common import IngestResult, IngestSession, merge_counts
+from rlforge.ingest.ticket_formats import FORMATS as TICKET_FORMATS
 
 app = typer.Typer(help="Load tickets, commits and logs into the DuckDB store.", no_args_is_help=True)
 
@@ -160,8 +161,8 @@ def tickets(
     ctx: typer.Context,
     # (readable=False: an unreadable file fails alone, with the others ingested)
     paths: list[Path] = typer.Argument(..., readable=False, help="ticket exports (.csv, .json, .jsonl; .gz too)"),
-    fmt: Optional[str] = typer.Option(None, "--format", help="auto, csv, json, jsonl, zendesk, "
-                                      "jira-csv, jira-json (default: detected from content)"),
+    fmt: Optional[str] = typer.Option(None, "--format", help=f"auto, {', '.join(TICKET_FORMATS)} "
+                                      "or a plug-in's (default: detected from content)"),
     map_: Optional[list[str]] = typer.Option(None, "--map", help="FIELD=COLUMN, repeatable: "
                                              "source_id, subject, body, category, intent, "
                                              "priority, status, resolution, created_at, "

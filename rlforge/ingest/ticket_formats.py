@@ -1,7 +1,9 @@
-"""Ticket export formats: detection from content, and readers for the JSON-shaped ones.
+"""Ticket export formats: detection from content, readers, and the registry of formats.
 
 Plain CSV is read by DuckDB directly (see `tickets.py`); every other format is parsed
-here into `TicketRecord`s. A record that cannot be parsed is returned as a `Rejected`
+here into `TicketRecord`s. Each format is a `TicketFormat` in the registry at the end of
+this module; third parties add theirs through the `rlforge.ticket_formats` entry-point
+group (importing the entry point calls `register_format`). A record that cannot be parsed is returned as a `Rejected`
 with its position and reason, never dropped.
 
 Normalised fields: source_id, subject, body, category, intent, priority, status,
@@ -17,15 +19,14 @@ import io
 import json
 import re
 from dataclasses import dataclass, field
-from typing import Any, Iterator
+from typing import Any, Callable, Iterable, Iterator
 
-from rlforge.errors import UserError
+from rlforge import plugins
+from rlforge.errors import UnknownName, UserError
 from rlforge.ingest.textfile import text_lines
 
 FIELDS = ("source_id", "subject", "body", "category", "intent", "priority", "status",
           "resolution", "created_at", "resolved_at", "tags")
-
-FORMATS = ("csv", "json", "jsonl", "zendesk", "jira-csv", "jira-json")
 
 # Column names that map to a normalised field without being told, most specific first.
 SYNONYMS: dict[str, tuple[str, ...]] = {
@@ -105,7 +106,11 @@ class Rejected:
 # --- detection -----------------------------------------------------------------------
 
 def detect(text_head: str) -> str:
-    """Guess the export format from the first bytes of the (decoded) file."""
+    """Guess the export format from the first bytes of the (decoded) file: a plug-in
+    format that recognises it, else one of the built-ins."""
+    for fmt in formats().values():
+        if fmt.sniff is not None and fmt.sniff(text_head):
+            return fmt.name
     s = text_head.lstrip()
     if not s:
         return "csv"
@@ -456,3 +461,98 @@ def iter_jira_csv(text: str, mapping: dict[str, str]) -> Iterator[TicketRecord |
         rec = TicketRecord(start, fields, messages, extra)
         _resolution_from_messages(rec, "Resolved", {})
         yield rec
+
+
+# --- the registry ----------------------------------------------------------------------
+
+ENTRY_POINT_GROUP = "rlforge.ticket_formats"
+Reader = Callable[[str, dict[str, str], "str | None"], Iterable["TicketRecord | Rejected"]]
+
+
+class NotThisFormat(ValueError):
+    """The file is not what the chosen format reads; the message says why, in one line."""
+
+
+@dataclass(frozen=True)
+class TicketFormat:
+    """A ticket export format: `read(text, mapping, newline)` yields a `TicketRecord` or a
+    `Rejected` for every record (never dropping one; `newline` is the file's line ending);
+    `sniff(head)` says whether a file's first bytes are this format (plug-ins; the
+    built-ins are told apart by `detect`). `read` is None only for plain CSV, which DuckDB
+    reads directly (`rlforge.ingest.tickets`). `origin` names the help desk kind stored
+    on each ticket."""
+
+    name: str
+    version: int
+    description: str
+    origin: str
+    read: Reader | None
+    sniff: Callable[[str], bool] | None = None
+
+
+def _generic(raw: list, mapping: dict[str, str]) -> list[TicketRecord | Rejected]:
+    """JSON objects with columns of their own: mapped by name (`resolve_mapping`)."""
+    keys: list[str] = []
+    for x in raw[:200]:
+        if not isinstance(x, Rejected) and isinstance(x[1], dict):
+            keys.extend(k for k in x[1] if k not in keys)
+    m = resolve_mapping(keys, mapping)
+    return [x if isinstance(x, Rejected) else generic_record(x[0], x[1], m) for x in raw]
+
+
+def _shaped(raw: list, mapping: dict[str, str], reader) -> list[TicketRecord | Rejected]:
+    """A help desk's own JSON shape: fields in known places, `--map` overriding them."""
+    check_fields(mapping)
+    return [x if isinstance(x, Rejected) else reader(x[0], x[1], mapping) for x in raw]
+
+
+def _read_jira_json(text: str, mapping: dict[str, str], newline: str | None) -> list:
+    raw = list(iter_json_records(text))
+    objs = [x[1] for x in raw if not isinstance(x, Rejected)]
+    if objs and all(isinstance(o, dict) and "fields" not in o for o in objs):
+        raise NotThisFormat("no Jira issues here (objects have no 'fields'); a Jira comment "
+                            "page cannot be loaded on its own")
+    return _shaped(raw, mapping, jira_json_record)
+
+
+_REGISTRY: dict[str, TicketFormat] = {}
+
+
+def register_format(fmt: TicketFormat) -> TicketFormat:
+    """Add a ticket format (a higher version of a name replaces a lower one)."""
+    return plugins.add_versioned(_REGISTRY, fmt, "ticket format")
+
+
+for _fmt in (
+    TicketFormat("csv", 1, "a CSV export with a header row; columns mapped by name or --map",
+                 "csv", None),
+    TicketFormat("json", 1, "a JSON array (or object holding one) of ticket objects", "json",
+                 lambda text, mapping, newline: _generic(list(iter_json_records(text)), mapping)),
+    TicketFormat("jsonl", 1, "one JSON ticket object per line", "json",
+                 lambda text, mapping, newline: _generic(
+                     list(iter_jsonl_records(text, newline)), mapping)),
+    TicketFormat("zendesk", 1, "Zendesk's ticket export (JSON)", "zendesk",
+                 lambda text, mapping, newline: _shaped(list(iter_json_records(text)), mapping,
+                                                        zendesk_record)),
+    TicketFormat("jira-csv", 1, "Jira's CSV export (repeated Labels and Comment columns)",
+                 "jira", lambda text, mapping, newline: iter_jira_csv(text, mapping)),
+    TicketFormat("jira-json", 1, "Jira's REST search results (issues with fields)", "jira",
+                 _read_jira_json),
+):
+    register_format(_fmt)
+
+FORMATS = tuple(_REGISTRY)  # the built-in names
+
+
+def formats() -> dict[str, TicketFormat]:
+    """Every ticket format by name (built-ins and plug-ins)."""
+    plugins.load(ENTRY_POINT_GROUP)
+    return dict(_REGISTRY)
+
+
+def get(name: str) -> TicketFormat:
+    """The format called `name`; UnknownName lists the valid ones (and auto)."""
+    found = formats().get(name)
+    if found is None:
+        raise UnknownName("ticket format", name, ["auto", *formats()])
+    return found

@@ -28,7 +28,7 @@ import duckdb
 import polars as pl
 
 from rlforge import db
-from rlforge.errors import InputFileError, UserError
+from rlforge.errors import InputFileError
 from rlforge.ingest import ticket_formats as tf
 from rlforge.ingest.common import (DATABASE_REDACTOR, FileIngest, IngestResult, ingest_guarded,
                                    resolve_redactor, source_path)
@@ -46,8 +46,6 @@ TIME_FORMATS = ["%d/%b/%y %I:%M %p", "%d/%b/%Y %I:%M %p", "%m/%d/%Y %H:%M", "%m/
 # How content hashes of CSV rows are computed; stored in `meta` so a later DuckDB whose hash
 # differs is noticed (its re-ingests would not recognise rows stored before as duplicates).
 CONTENT_HASH_SCHEME = f"duckdb-hash/{duckdb.__version__}"
-ORIGINS = {"csv": "csv", "json": "json", "jsonl": "json", "zendesk": "zendesk",
-           "jira-csv": "jira", "jira-json": "jira"}
 
 Progress = Callable[[int], None]
 
@@ -273,30 +271,12 @@ def _append_records(con, records: list[tf.TicketRecord], with_messages: bool = T
 
 def _parse_records(text: str, fmt: str, mapping: dict[str, str],
                    fi: FileIngest) -> list[tf.TicketRecord]:
-    if fmt == "jira-csv":
-        items: Iterable = tf.iter_jira_csv(text, mapping)
-        return _keep(items, fi)
-    raw = list(tf.iter_jsonl_records(text, fi.result.line_endings) if fmt == "jsonl"
-               else tf.iter_json_records(text))
-    objs = [x for x in raw if not isinstance(x, tf.Rejected)]
-    if fmt == "jira-json" and objs and all(isinstance(o, dict) and "fields" not in o for _, o in objs):
-        raise InputFileError(fi.path, "no Jira issues here (objects have no 'fields'); a Jira "
-                             "comment page cannot be loaded on its own")
-    if fmt in ("json", "jsonl"):
-        keys: list[str] = []
-        for _, o in objs[:200]:
-            if isinstance(o, dict):
-                keys.extend(k for k in o if k not in keys)
-        m = tf.resolve_mapping(keys, mapping)
-        reader = tf.generic_record
-    else:
-        tf.check_fields(mapping)
-        m = mapping
-        reader = tf.zendesk_record if fmt == "zendesk" else tf.jira_json_record
-    out: list[Any] = []
-    for x in raw:
-        out.append(x if isinstance(x, tf.Rejected) else reader(x[0], x[1], m))
-    return _keep(out, fi)
+    reader = tf.get(fmt).read
+    assert reader is not None, "plain CSV is read by DuckDB, not parsed here"
+    try:
+        return _keep(reader(text, mapping, fi.result.line_endings), fi)
+    except tf.NotThisFormat as exc:
+        raise InputFileError(fi.path, str(exc)) from None
 
 
 def _keep(items: Iterable, fi: FileIngest) -> list[tf.TicketRecord]:
@@ -425,8 +405,8 @@ def ingest_file(con: duckdb.DuckDBPyConnection, path: str | Path, *, fmt: str = 
     """Ingest one ticket export as one transaction; see the module docstring."""
     path = Path(path)
     mapping = dict(mapping or {})
-    if fmt not in ("auto", *tf.FORMATS):
-        raise UserError(f"unknown ticket format {fmt!r}; valid: auto, {', '.join(tf.FORMATS)}")
+    if fmt != "auto":
+        tf.get(fmt)  # an unknown name: UnknownName, listing the valid ones
     if not path.is_file():
         r = IngestResult(SOURCE, source_path(path), status="failed",
                          error="no such file" if not path.exists() else "not a regular file")
@@ -458,7 +438,7 @@ def ingest_file(con: duckdb.DuckDBPyConnection, path: str | Path, *, fmt: str = 
         con.execute(f"CREATE OR REPLACE TEMP TABLE {STAGE_MSG} (record_no BIGINT, seq INTEGER, "
                     "role VARCHAR, author VARCHAR, text VARCHAR, created_raw VARCHAR, "
                     "is_public BOOLEAN)")
-        final = _final_projection(origin or ORIGINS[chosen], fi.path, fi.result.run_id)
+        final = _final_projection(origin or tf.get(chosen).origin, fi.path, fi.result.run_id)
         if chosen == "csv":
             try:
                 with _as_duckdb_reads(path) as csv_path:

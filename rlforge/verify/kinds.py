@@ -61,14 +61,7 @@ def register_kind(kind: VerifierKind) -> VerifierKind:
                         f"{', '.join(SUBMISSIONS)}, not {kind.submission!r}")
     if kind.submission != "text" and kind.score_text is not None:
         raise UserError(f"verifier kind {kind.name}: only a text submission is scored from text")
-    existing = _KINDS.get(kind.name)
-    if existing is not None and existing != kind:
-        if existing.version == kind.version:
-            raise UserError(f"verifier kind {kind.id} is registered twice")
-        if existing.version > kind.version:
-            return existing
-    _KINDS[kind.name] = kind
-    return kind
+    return plugins.add_versioned(_KINDS, kind, "verifier kind")
 
 
 for _kind in (
