@@ -59,6 +59,12 @@ def build_tasks(
                                "rows each can use now, then exit"),
     as_json: bool = typer.Option(False, "--json", help="machine-readable report"),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="print errors only"),
+    judge_base_url: Optional[str] = typer.Option(
+        None, "--judge-base-url", help="OpenAI-compatible endpoint of a reply judge (checked "
+        "on the reply tasks: gold must outscore shuffled replies)"),
+    judge_model: Optional[str] = typer.Option(None, "--judge-model", help="the judge's model"),
+    judge_min_auc: float = typer.Option(0.8, "--judge-min-auc", min=0.5, max=1.0,
+                                        help="refuse a judge below this gold-vs-shuffled AUC"),
 ) -> None:
     """Generate Harbor task directories from the store, validate them, write a manifest."""
     from rlforge.tasks import build as build_lib
@@ -120,6 +126,9 @@ def build_tasks(
         raise
     finally:
         con.close()
+    if judge_base_url or judge_model:
+        report.judge = _check_judge(report, judge_base_url, judge_model, judge_min_auc,
+                                    opts.seed)
     if as_json:
         console.print_json(json.dumps(report.to_dict(), default=str))
     elif not quiet:
@@ -128,6 +137,23 @@ def build_tasks(
         err_console.print("[bold red]error:[/] no task was emitted; see the drop reasons above "
                           "and `rlforge build-tasks --list` for usable source rows", soft_wrap=True)
         raise typer.Exit(1)
+    if report.judge is not None and not report.judge["accepted"]:
+        err_console.print(f"[bold red]error:[/] judge refused: {report.judge['summary']}; the "
+                          "tasks are built without it", soft_wrap=True, highlight=False)
+        raise typer.Exit(1)
+
+
+def _check_judge(report, base_url: str | None, model: str | None, min_auc: float,
+                 seed: int) -> dict:
+    """Check the reply judge on the built reply tasks (host side): the figures."""
+    from rlforge.tasks import judge as judge_lib
+
+    if not (base_url and model):
+        raise UserError("--judge-base-url and --judge-model go together")
+    result = judge_lib.check_build(Path(report.out), judge_lib.Judge(base_url, model), seed,
+                                   min_auc)
+    return {**result.to_dict(), "summary": result.summary(), "model": model,
+            "weight": judge_lib.JUDGE_WEIGHT}
 
 
 def _unsupported(con, info) -> dict[str, str]:
@@ -156,6 +182,11 @@ def _print_build(report) -> None:
                 f"{f['shuffled']:.3f}; lift {f['lift']:+.3f} over {f['n']:,} tickets → "
                 + ("emitted" if f.get("emitted") else f"refused (need {f['min_lift']:+.2f})"),
                 highlight=False, soft_wrap=True)
+    if getattr(report, "judge", None):
+        j = report.judge
+        console.print(f"  judge {j['model']}: {j['summary']} → "
+                      + (f"accepted (component `judge`, weight {j['weight']})" if j["accepted"]
+                         else "refused"), highlight=False, soft_wrap=True)
     reasons = Counter(f"{d['generator']}: {d['reason'].split(' (')[0]}" for d in report.drops)
     for reason, n in reasons.most_common(12):
         console.print(f"  dropped {n:,} × {reason}", highlight=False, soft_wrap=True)

@@ -78,6 +78,7 @@ class BuildReport:
     resumed: int = 0  # tasks kept from an unfinished build of the same directory
     # generator -> measured label field ("origin:field") -> its learnability figures
     learnability: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)
+    judge: dict[str, Any] | None = None  # the reply judge's check (rlforge.tasks.judge), if asked
 
     def to_dict(self) -> dict[str, Any]:
         return self.__dict__.copy()
