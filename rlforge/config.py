@@ -156,6 +156,10 @@ SETTINGS: list[Setting] = [
     Setting("run.tool_protocol", "auto", "how a multi-turn policy runs commands: OpenAI tool "
             "calls (tools), fenced ```bash blocks (text), or tools accepting text too (auto)",
             choices=("auto", "tools", "text")),
+    Setting("curriculum.stages", [], "the schedule of --difficulty auto: a list of "
+            "{ until = MEAN_PASS_RATE, difficulty = \"LOW:HIGH\" }, the first stage whose until "
+            "is above the model's latest mean pass rate applies (empty: rlforge's default, "
+            "see rlforge.difficulty.SCHEDULE)", list),
     Setting("ray.address", "", "Ray cluster of executor = \"ray\": empty = a private instance on "
             "this machine, on 127.0.0.1 only; HOST:PORT = a cluster's head; auto = Ray's "
             "discovery (RAY_ADDRESS, or the cluster `ray start` runs here)"),

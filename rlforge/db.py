@@ -314,6 +314,46 @@ MIGRATIONS: list[Migration] = [
     Migration("0007_log_records_without_hash", """
         ALTER TABLE log_records DROP COLUMN record_hash;
     """),
+    Migration("0008_flywheel", """
+        CREATE TABLE task_stats (             -- a task's pass rate under a model, measured
+            calibration_id VARCHAR NOT NULL,  -- the runs pooled, joined by '+'
+            task_id VARCHAR NOT NULL,
+            generator VARCHAR,
+            model VARCHAR NOT NULL,           -- the run's model ('embedded': the local one)
+            runs VARCHAR[],                   -- the runs whose rollouts were counted
+            samples INTEGER,                  -- valid rollouts (invalid ones left out)
+            passes INTEGER,
+            estimate DOUBLE,                  -- passes / samples
+            lo DOUBLE,                        -- 95% Wilson score interval
+            hi DOUBLE,
+            method VARCHAR,                   -- wilson95
+            calibrated_at TIMESTAMP
+        );
+        CREATE TABLE dataset_versions (       -- a build-tasks output whose tasks changed
+            out_dir VARCHAR NOT NULL,         -- the build's --out (resolved)
+            version INTEGER NOT NULL,         -- 1, 2, ... per out_dir
+            hash VARCHAR NOT NULL,            -- sha256 of the active tasks (tasks/versions.py)
+            build_id VARCHAR,
+            created_at TIMESTAMP,
+            tasks INTEGER,
+            rendered INTEGER,                 -- rendered by that build
+            reused INTEGER,                   -- kept unchanged from the build before
+            retired INTEGER,                  -- tasks of the version before that left
+            PRIMARY KEY (out_dir, version)
+        );
+        CREATE TABLE dataset_version_tasks (  -- the snapshot: a version's active tasks
+            out_dir VARCHAR NOT NULL,
+            version INTEGER NOT NULL,
+            task_id VARCHAR NOT NULL,
+            generator VARCHAR,
+            generator_version INTEGER,
+            split VARCHAR,
+            source_table VARCHAR,
+            source_keys VARCHAR[],
+            content_hashes VARCHAR[],
+            template_hash VARCHAR
+        );
+    """),
 ]
 
 

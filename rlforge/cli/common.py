@@ -30,3 +30,60 @@ class State:
 def state(ctx: typer.Context) -> State:
     """The State the root callback stored (commands call this first)."""
     return ctx.find_root().obj
+
+
+# --- selecting tasks by difficulty (build-tasks, export tasks, run) -------------------------
+
+def difficulty_option():  # noqa: D103 - the options' help says it
+    return typer.Option(None, "--difficulty", metavar="LOW:HIGH|auto",
+                        help="keep tasks whose measured pass rate lies in [LOW, HIGH] (e.g. "
+                        "0.2:0.8); auto: the band of the curriculum schedule for the model's "
+                        "latest mean pass rate")
+
+
+def difficulty_model_option():
+    return typer.Option(None, "--difficulty-model", metavar="NAME",
+                        help="whose pass rates --difficulty reads (default: the only model "
+                        "calibrated)")
+
+
+def unmeasured_option():
+    return typer.Option(None, "--unmeasured", metavar="keep|drop",
+                        help="tasks never measured for the model: keep (default) or drop")
+
+
+def selection(cfg, band: str | None, model: str | None, unmeasured: str | None):
+    """The difficulty selection the flags ask for (`rlforge.difficulty.Selection`); the
+    schedule of `--difficulty auto` comes from rlforge.toml's curriculum.stages."""
+    from rlforge import difficulty
+
+    stages = cfg.get("curriculum.stages") or None
+    return difficulty.make_selection(band, model, unmeasured, schedule=stages)
+
+
+def measured(db_path: Path, model: str | None, required: bool) -> dict:
+    """The latest pass-rate estimates of `model` (or of the only model calibrated) in the
+    database, for rows' metadata; empty when there is no database or calibration, unless
+    `required` (a selection by difficulty needs them)."""
+    from rlforge import db, difficulty
+    from rlforge.errors import UserError
+
+    if not db_path.exists():
+        if required:
+            raise UserError(f"--difficulty reads the pass rates in the database, and {db_path} "
+                            "does not exist; pass --db or calibrate first (`rlforge calibrate`)")
+        return {}
+    con = db.connect(db_path, read_only=True)
+    try:
+        has_table = con.execute("SELECT count(*) FROM information_schema.tables "
+                                "WHERE table_name = 'task_stats'").fetchall()[0][0]
+        if not has_table:
+            return {}
+        try:
+            return difficulty.latest(con, model)[1]
+        except UserError:
+            if required:
+                raise
+            return {}  # several models and none chosen: rows carry no estimate
+    finally:
+        con.close()

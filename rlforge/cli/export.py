@@ -9,7 +9,8 @@ from typing import Optional
 import typer
 from rich.table import Table
 
-from rlforge.cli.common import console, err_console, state
+from rlforge.cli.common import (console, difficulty_model_option, difficulty_option,
+                                err_console, measured, selection, state, unmeasured_option)
 
 app = typer.Typer(help="Write tasks and rollouts as datasets trainers read (veRL, TRL, "
                   "Hugging Face, JSONL; SFT, DPO, GRPO).", no_args_is_help=True)
@@ -29,12 +30,16 @@ def _print(report: dict, title: str) -> None:
 
 @app.command("tasks")
 def tasks(
+    ctx: typer.Context,
     tasks_dir: Path = typer.Argument(..., help="a build-tasks output (or one task directory)"),
     fmt: str = typer.Option(..., "--format", "-f", help="verl, trl, jsonl or hf"),
     split: str = typer.Option("train", "--split", help="train, val, test, a comma-separated "
                               "list, or all"),
     out: Path = typer.Option(..., "--out", "-o", help="output directory (files are named by split)"),
     force: bool = typer.Option(False, "--force", help="replace the contents of a non-empty --out"),
+    difficulty: Optional[str] = difficulty_option(),
+    difficulty_model: Optional[str] = difficulty_model_option(),
+    unmeasured: Optional[str] = unmeasured_option(),
     as_json: bool = typer.Option(False, "--json", help="machine-readable report"),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="print errors only"),
 ) -> None:
@@ -43,7 +48,11 @@ def tasks(
 
     if fmt not in TASK_FORMATS:
         raise typer.BadParameter(f"must be one of {', '.join(TASK_FORMATS)}", param_hint="--format")
-    report = export_tasks(tasks_dir, fmt, out, parse_splits(split), force=force).to_dict()
+    st = state(ctx)
+    chosen = selection(st.config, difficulty, difficulty_model, unmeasured)
+    estimates = measured(st.db_path, difficulty_model, required=chosen.active)
+    report = export_tasks(tasks_dir, fmt, out, parse_splits(split), force=force,
+                          estimates=estimates, selection=chosen).to_dict()
     if as_json:
         console.print_json(json.dumps(report))
     elif not quiet:

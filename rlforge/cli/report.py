@@ -61,6 +61,12 @@ def report(
                       "–" if mr["b"] is None else f"{mr['b']:.3f}")
         console.print(t)
         console.print(f"{len(d['flips'])} tasks flipped: {d['fixed']} fixed, {d['broken']} broken")
+        labels = d["difficulty"]["labels"]
+        h = Table("generator", "run", *labels, title="tasks by pass rate")
+        for g in d["difficulty"]["generators"]:
+            h.add_row(g["generator"], "A", *map(str, g["a"]))
+            h.add_row("", f"B ({g['easier']} easier, {g['harder']} harder)", *map(str, g["b"]))
+        console.print(h)
     else:
         console.print(f"run {d['run_id']}: {d['rollouts']:,} rollouts, pass rate "
                       f"{_pct(d['pass_rate'])}, invalid {_pct(d['infra_error_rate'])}")

@@ -14,7 +14,8 @@ from rich.table import Table
 from rich.text import Text
 
 from rlforge import execution
-from rlforge.cli.common import console, err_console, state
+from rlforge.cli.common import (console, difficulty_model_option, difficulty_option,
+                                err_console, selection, state, unmeasured_option)
 from rlforge.cli.ray import executor_option, ray_address_option
 from rlforge.errors import GateFailed, UserError
 
@@ -56,6 +57,9 @@ def run(
     split: Optional[str] = typer.Option(None, "--split", help="only tasks of this split"),
     limit: Optional[int] = typer.Option(None, "--limit", min=1, help="N tasks, taken in turn "
                                         "from each generator (by task id)"),
+    difficulty: Optional[str] = difficulty_option(),
+    difficulty_model: Optional[str] = difficulty_model_option(),
+    unmeasured: Optional[str] = unmeasured_option(),
     resume: Optional[str] = typer.Option(None, "--resume", metavar="RUN_ID",
                                          help="finish an interrupted run: no rollout lost or "
                                          "run twice"),
@@ -99,7 +103,9 @@ def run(
             ("--temperature", temperature), ("--max-tokens", max_tokens),
             ("--generators", generators), ("--split", split), ("--limit", limit),
             ("--run-id", run_id), ("--time-budget", time_budget), ("--max-turns", max_turns),
-            ("--tool-protocol", tool_protocol)) if value is not None]
+            ("--tool-protocol", tool_protocol), ("--difficulty", difficulty),
+            ("--difficulty-model", difficulty_model), ("--unmeasured", unmeasured))
+            if value is not None]
         if changed:
             raise UserError(f"--resume continues the run as it was planned; drop "
                             f"{', '.join(changed)} (only --concurrency and the gates may change)")
@@ -116,8 +122,10 @@ def run(
         check_whole(tasks_dir)
         name = run_id or new_run_id()
         gens = [g.strip() for g in generators.split(",") if g.strip()] if generators else None
+        chosen = selection(cfg, difficulty, difficulty_model, unmeasured)
         call = lambda: start(cfg, tasks_dir, run_id=name, generators=gens,  # noqa: E731
-                             split=split, limit=limit, progress=progress, backend=backend)
+                             split=split, limit=limit, progress=progress, backend=backend,
+                             difficulty_selection=chosen)
     report = _with_live_view(call, progress, name, quiet or as_json, "run")
     _finish(report, as_json, quiet)
 
@@ -280,6 +288,10 @@ def _print_summary(d: dict[str, Any]) -> None:
                   highlight=False)
     console.print(f"rollouts: {d['run_dir']}/rollouts.jsonl and the `rollouts` table "
                   f"(run_id = '{d['run_id']}')", highlight=False, soft_wrap=True)
+    if d.get("calibration"):
+        from rlforge.cli.flywheel import print_shares
+
+        print_shares(d["calibration"])
 
 
 def register(app: typer.Typer) -> None:

@@ -16,7 +16,8 @@ from rich.progress import (BarColumn, Progress, SpinnerColumn, TaskID, TextColum
 from rich.table import Table
 
 from rlforge import db, execution
-from rlforge.cli.common import console, err_console, state
+from rlforge.cli.common import (console, difficulty_model_option, difficulty_option,
+                                err_console, selection, state, unmeasured_option)
 from rlforge.cli.ray import executor_option, ray_address_option
 from rlforge.errors import UserError
 
@@ -42,7 +43,9 @@ def build_tasks(
     out: Optional[Path] = typer.Option(None, "--out", help="output directory (default: tasks/)"),
     generators: Optional[str] = typer.Option(None, "--generators", help="comma-separated names, "
                                              "e.g. tickets.triage,logs.diagnose (default: all)"),
-    mix: Optional[str] = typer.Option(None, "--mix", help="weights, e.g. tickets.triage=3,logs.diagnose=1"),
+    mix: Optional[str] = typer.Option(None, "--mix", help="weights per generator and per "
+                                      "difficulty bin, e.g. tickets.triage=3,logs.diagnose=1,"
+                                      "pass:0.2-0.5=1,pass:0.5-0.8=2"),
     limit: Optional[int] = typer.Option(None, "--limit", min=1, help="total tasks, shared by --mix"),
     seed: Optional[int] = typer.Option(None, "--seed", help="seed for sampling and rendering"),
     templates: Optional[Path] = typer.Option(None, "--templates", help="directory of templates "
@@ -53,6 +56,9 @@ def build_tasks(
                                          "date of the test split, e.g. 2024-06-01"),
     sandbox: Optional[str] = typer.Option(None, "--sandbox", help="bwrap (default) or none (unsafe)"),
     force: bool = typer.Option(False, "--force", help="replace a non-empty --out directory"),
+    difficulty: Optional[str] = difficulty_option(),
+    difficulty_model: Optional[str] = difficulty_model_option(),
+    unmeasured: Optional[str] = unmeasured_option(),
     executor: Optional[str] = executor_option("validation and the commits.repair checks"),
     ray_address: Optional[str] = ray_address_option(),
     list_: bool = typer.Option(False, "--list", help="list the generators and how many source "
@@ -108,7 +114,8 @@ def build_tasks(
         validate=not no_validate, split_by=split_by, cutoff=when, sandbox_mode=mode,
         workers=cfg.get("sandbox.workers"), force=force,
         generator_options=cfg.get("tasks.generator_options"), config=cfg,
-        backend=execution.choose(cfg.get("tasks.executor"), cfg))
+        backend=execution.choose(cfg.get("tasks.executor"), cfg),
+        selection=selection(cfg, difficulty, difficulty_model, unmeasured))
     if mode == "none" and opts.validate:
         err_console.print("[bold yellow]warning:[/] --sandbox none: validation runs task scripts "
                           "WITHOUT isolation")
@@ -192,6 +199,17 @@ def _print_build(report) -> None:
         console.print(f"  dropped {n:,} × {reason}", highlight=False, soft_wrap=True)
     if report.resumed:
         console.print(f"resumed an unfinished build: {report.resumed:,} tasks kept as they were")
+    if report.difficulty:
+        d = report.difficulty
+        console.print(f"difficulty: model {d['model'] or '(none calibrated)'}, band "
+                      f"{d['band'] or 'any'}, never-measured tasks {d['unmeasured']}; "
+                      + ", ".join(f"dropped {n:,} × {why}" for why, n in d["dropped"].items()),
+                      highlight=False, soft_wrap=True)
+    console.print(f"rendered {report.rendered:,}, kept {report.reused:,} unchanged from the "
+                  f"previous build; dataset version v{report.version} "
+                  f"({report.version_hash[:12]}{', new' if report.new_version else ', unchanged'}"
+                  f"{f', {report.retired:,} retired' if report.retired else ''})",
+                  highlight=False)
     console.print(f"{report.emitted:,} tasks in {report.seconds:.1f}s"
                   + ("" if report.validated else " [yellow](not validated)[/]")
                   + f"; manifest: {report.out}/manifest.parquet")

@@ -12,6 +12,12 @@ Four formats, each a directory of files named by split (`train`, `val`, `test`):
 - `hf`: a Hugging Face dataset folder (`README.md` with the split configuration and
   `data/<split>-00000-of-00001.parquet`), loadable with `datasets.load_dataset(PATH)`.
 
+Every row carries the task's measured difficulty when the database holds a calibration
+(`rlforge.difficulty`): `difficulty_model`, `pass_rate` (the estimate), `pass_rate_lo`
+and `pass_rate_hi` (its 95% Wilson interval) and `pass_samples`, all null for a task never
+measured; veRL has them in `extra_info`, TRL, JSONL and HF as columns. `--difficulty
+LOW:HIGH` exports only the tasks whose estimate lies in the band.
+
 Rows are sorted by task id, so the same tasks give the same files. veRL and TRL score a
 completion in-process, so only tasks whose verifier scores text (answers, replies) go to
 those formats; the others are counted as skipped, with the reason.
@@ -28,6 +34,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from rlforge import difficulty
 from rlforge.errors import UserError
 from rlforge.export import reward_fn
 from rlforge.run.environment import SINGLE_TURN_SYSTEM
@@ -49,13 +56,18 @@ LINEAGE_FIELDS = [
     ("template_hash", pa.string()), ("seed", pa.int64()), ("rlforge_version", pa.string()),
 ]
 
+DIFFICULTY_FIELDS = [
+    ("difficulty_model", pa.string()), ("pass_rate", pa.float64()),
+    ("pass_rate_lo", pa.float64()), ("pass_rate_hi", pa.float64()), ("pass_samples", pa.int64()),
+]
+
 VERL_SCHEMA = pa.schema([
     ("data_source", pa.string()),
     ("prompt", MESSAGES),
     ("ability", pa.string()),
     ("reward_model", pa.struct([("style", pa.string()), ("ground_truth", pa.string())])),
     ("extra_info", pa.struct([("index", pa.int64()), *LINEAGE_FIELDS,
-                              ("metadata", pa.string())])),
+                              ("metadata", pa.string()), *DIFFICULTY_FIELDS])),
 ])
 
 TRL_SCHEMA = pa.schema([
@@ -64,13 +76,14 @@ TRL_SCHEMA = pa.schema([
     ("generator", pa.string()),
     ("split", pa.string()),
     ("rlforge_reference", pa.string()),
+    *DIFFICULTY_FIELDS,
 ])
 
 HF_SCHEMA = pa.schema([
     *LINEAGE_FIELDS,
     ("category", pa.string()), ("difficulty", pa.string()), ("description", pa.string()),
     ("instruction", pa.string()), ("prompt", MESSAGES), ("reference", pa.string()),
-    ("metadata", pa.string()),
+    ("metadata", pa.string()), *DIFFICULTY_FIELDS,
 ])
 
 
@@ -138,29 +151,39 @@ def _json(value: Any) -> str:
     return json.dumps(value, sort_keys=True, ensure_ascii=False)
 
 
-def _verl_row(task: Task, index: int) -> dict[str, Any]:
+def difficulty_fields(e: difficulty.Estimate | None) -> dict[str, Any]:
+    """A task's measured pass rate as row fields (null when never measured)."""
+    if e is None:
+        return {name: None for name, _ in DIFFICULTY_FIELDS}
+    return {"difficulty_model": e.model, "pass_rate": e.estimate, "pass_rate_lo": e.lo,
+            "pass_rate_hi": e.hi, "pass_samples": e.samples}
+
+
+def _verl_row(task: Task, index: int, e: difficulty.Estimate | None) -> dict[str, Any]:
     return {"data_source": f"rlforge/{task.generator}", "prompt": prompt_messages(task),
             "ability": _card(task)["category"] or task.generator,
             "reward_model": {"style": "rule", "ground_truth": _json(task.reference)},
-            "extra_info": {"index": index, **lineage(task), "metadata": _json(rlforge_metadata(task))}}
+            "extra_info": {"index": index, **lineage(task), "metadata": _json(rlforge_metadata(task)),
+                           **difficulty_fields(e)}}
 
 
-def _trl_row(task: Task, index: int) -> dict[str, Any]:
+def _trl_row(task: Task, index: int, e: difficulty.Estimate | None) -> dict[str, Any]:
     return {"prompt": prompt_messages(task), "task_id": task.task_id,
             "generator": task.generator, "split": task.split,
-            "rlforge_reference": _json(task.reference)}
+            "rlforge_reference": _json(task.reference), **difficulty_fields(e)}
 
 
-def _hf_row(task: Task, index: int) -> dict[str, Any]:
+def _hf_row(task: Task, index: int, e: difficulty.Estimate | None) -> dict[str, Any]:
     return {**lineage(task), **_card(task), "instruction": task.instruction,
             "prompt": prompt_messages(task), "reference": _json(task.reference),
-            "metadata": _json(rlforge_metadata(task))}
+            "metadata": _json(rlforge_metadata(task)), **difficulty_fields(e)}
 
 
-def _jsonl_row(task: Task, index: int) -> dict[str, Any]:
+def _jsonl_row(task: Task, index: int, e: difficulty.Estimate | None) -> dict[str, Any]:
     return {**lineage(task), **_card(task), "path": str(task.path),
             "instruction": task.instruction, "prompt": prompt_messages(task),
-            "reference": task.reference, "metadata": rlforge_metadata(task)}
+            "reference": task.reference, "metadata": rlforge_metadata(task),
+            **difficulty_fields(e)}
 
 
 def _write_parquet(rows: list[dict[str, Any]], schema: pa.Schema, path: Path) -> None:
@@ -198,7 +221,8 @@ def _prepare_out(out: Path, force: bool, keep: Path) -> None:
 
 
 def export_tasks(tasks_dir: Path, fmt: str, out: Path, splits: list[str] | None = None,
-                 force: bool = False) -> ExportReport:
+                 force: bool = False, estimates: dict[str, difficulty.Estimate] | None = None,
+                 selection: difficulty.Selection | None = None) -> ExportReport:
     """Write the tasks in `tasks_dir` of the given splits to `out` in format `fmt`.
 
     Args:
@@ -207,6 +231,9 @@ def export_tasks(tasks_dir: Path, fmt: str, out: Path, splits: list[str] | None 
         out: the directory to write (created; must be empty unless `force`).
         splits: the splits to export (default: train).
         force: replace the contents of a non-empty `out`.
+        estimates: task id -> its latest measured pass rate (`difficulty.latest`), written
+            into every row.
+        selection: keep only the tasks it selects by those estimates.
 
     Returns:
         What was written and what was skipped, with reasons.
@@ -216,6 +243,12 @@ def export_tasks(tasks_dir: Path, fmt: str, out: Path, splits: list[str] | None 
     splits = splits or ["train"]
     tasks = sorted(discover_tasks(tasks_dir), key=lambda t: t.task_id)
     report = ExportReport(format=fmt, out=str(out))
+    estimates = estimates or {}
+    if selection is not None and selection.active:
+        tasks, dropped = difficulty.select(tasks, lambda t: t.task_id, lambda t: t.generator,
+                                           estimates, selection)
+        for reason, n in dropped.items():
+            report.skipped[reason] = n
     by_split: dict[str, list[Task]] = {s: [] for s in splits}
     for task in tasks:
         if task.split not in by_split:
@@ -234,7 +267,7 @@ def export_tasks(tasks_dir: Path, fmt: str, out: Path, splits: list[str] | None 
     _prepare_out(out, force, keep=tasks_dir)
     row_of = {"verl": _verl_row, "trl": _trl_row, "hf": _hf_row, "jsonl": _jsonl_row}[fmt]
     for split, chosen in by_split.items():
-        rows = [row_of(t, i) for i, t in enumerate(chosen)]
+        rows = [row_of(t, i, estimates.get(t.task_id)) for i, t in enumerate(chosen)]
         report.rows[split] = len(rows)
         if not rows:
             continue  # an empty split gets no file (Hugging Face cannot load an empty one)

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from rlforge import stats
+from rlforge import difficulty, stats
 from rlforge.export.rollouts import load_rollouts, open_run, with_advantages
 from rlforge.records import RolloutSummary
 
@@ -195,6 +195,50 @@ def browser_rows(data: RunData, limit: int) -> list[dict[str, Any]]:
     return rows
 
 
+# --- difficulty ---------------------------------------------------------------------------
+
+def task_rates(records: list[dict[str, Any]]) -> dict[str, tuple[str, float]]:
+    """Per task with a valid sample: (generator, pass rate over its valid samples), the
+    estimate `rlforge calibrate` stores."""
+    gen_of = {r["task_id"]: r["generator"] for r in records}
+    return {t: (gen_of[t], c / n) for t, (n, c) in task_groups(records).items() if n}
+
+
+def difficulty_histograms(data: RunData) -> dict[str, list[int]]:
+    """Per generator, then `all`: tasks per pass-rate bin (`difficulty.histogram_labels`:
+    dead, the bins between, saturated)."""
+    rates = task_rates(data.records)
+    out = {g: difficulty.histogram(r for gen, r in rates.values() if gen == g)
+           for g in sorted({gen for gen, _ in rates.values()})}
+    out["all"] = difficulty.histogram(r for _, r in rates.values())
+    return out
+
+
+def difficulty_shift(a: RunData, b: RunData) -> dict[str, Any]:
+    """How the tasks' difficulty moved from run A to run B: each side's histogram per
+    generator, and, over the tasks both ran, how many went from each bin to each other
+    (rows: A's bin, columns: B's)."""
+    ra, rb = task_rates(a.records), task_rates(b.records)
+    labels = difficulty.histogram_labels()
+    gens = sorted({g for g, _ in ra.values()} | {g for g, _ in rb.values()})
+    rows = []
+    for g in gens + ["all"]:
+        def of(rates):
+            return [r for gen, r in rates.values() if g in ("all", gen)]
+        moves = [[0] * len(labels) for _ in labels]
+        for t in set(ra) & set(rb):
+            if g in ("all", ra[t][0]):
+                i = difficulty.histogram([ra[t][1]]).index(1)
+                j = difficulty.histogram([rb[t][1]]).index(1)
+                moves[i][j] += 1
+        both = [t for t in set(ra) & set(rb) if g in ("all", ra[t][0])]
+        rows.append({"generator": g, "a": difficulty.histogram(of(ra)),
+                     "b": difficulty.histogram(of(rb)), "moves": moves, "shared": len(both),
+                     "easier": sum(rb[t][1] > ra[t][1] for t in both),
+                     "harder": sum(rb[t][1] < ra[t][1] for t in both)})
+    return {"labels": labels, "generators": rows}
+
+
 # --- comparing two runs -------------------------------------------------------------------
 
 def task_status(passes: int, valid: int) -> str:
@@ -238,6 +282,7 @@ def compare(a: RunData, b: RunData) -> dict[str, Any]:
     only_a = sorted(t for t in ga if t not in gb)
     only_b = sorted(t for t in gb if t not in ga)
     return {"a": a.run_id, "b": b.run_id, "generators": generators, "tasks": len(tasks),
+            "difficulty": difficulty_shift(a, b),
             "flips": flips, "fixed": sum(f["direction"] == "fixed" for f in flips),
             "broken": sum(f["direction"] == "broken" for f in flips),
             "only_in_a": only_a, "only_in_b": only_b, "task_rows": tasks}

@@ -13,6 +13,7 @@ from html import escape
 from typing import Any
 
 from rlforge import __version__
+from rlforge.difficulty import histogram_labels
 from rlforge.report import data as rd
 from rlforge.report import svg
 from rlforge.report.assets import BROWSER_JS, COMPARE_JS, CSS
@@ -133,6 +134,31 @@ def _distribution_card(title: str, sub: str, per_gen: dict[str, list[float]],
     return card(title, chart + quant, sub)
 
 
+BIN_COLORS = ("#d9534f", "#e8833a", "#d4a72c", "#8fbf5a", "#2fa58a", "#3b9bd1", "#4f6bed")
+
+
+def _difficulty_rows(rows: list[tuple[str, list[int], str]], labels: list[str]) -> str:
+    """Table rows: a name, a stacked bar of the tasks per pass-rate bin, the counts."""
+    out = []
+    for name, counts, cls in rows:
+        bar = svg.stacked_bar([(lab, n, BIN_COLORS[i % len(BIN_COLORS)])
+                               for i, (lab, n) in enumerate(zip(labels, counts))])
+        out.append(f'<tr class="{cls}"><td>{escape(name)}</td><td>{bar}</td>'
+                   + "".join(f"<td class=num>{n:,}</td>" for n in counts) + "</tr>")
+    return "".join(out)
+
+
+def _difficulty(d: rd.RunData) -> str:
+    labels = histogram_labels()
+    hist = rd.difficulty_histograms(d)
+    head = ("<tr><th>generator</th><th>tasks by pass rate</th>"
+            + "".join(f"<th class=num>{escape(lab)}</th>" for lab in labels) + "</tr>")
+    body = _difficulty_rows([(g, c, "total" if g == "all" else "") for g, c in hist.items()],
+                            labels)
+    key = svg.legend(labels, list(BIN_COLORS[:len(labels)]))
+    return key + f"<table><thead>{head}</thead><tbody>{body}</tbody></table>"
+
+
 def _components(d: rd.RunData, colors: dict[str, str]) -> str:
     parts = []
     for gen, comps in rd.component_means(d).items():
@@ -221,6 +247,9 @@ def render_run(d: rd.RunData, max_rollouts: int = 5000) -> str:
                  "passes (unbiased estimator), averaged over the tasks with at least k valid "
                  "samples."),
             "</div>", '<div class="row-gap"></div>',
+            card("Difficulty", _difficulty(d), "Tasks by their pass rate over this run's "
+                 "valid samples: dead (none passed) and saturated (all passed) teach RL "
+                 "nothing; `rlforge calibrate` stores these estimates with intervals."),
             card("Reward components", _components(d, colors), "Mean value of each named "
                  "component over valid rollouts (coarse: the result; medium: format, it runs; "
                  "fine: process). A gate must be met or the total is 0. Hover a bar for details."),
@@ -298,7 +327,21 @@ def render_compare(cmp: dict[str, Any], a: rd.RunData, b: rd.RunData) -> str:
         if ids:
             extra += (f'<p class="muted">Only in run {side} ({len(ids)}): '
                       f'{escape(", ".join(ids[:50]))}{" …" if len(ids) > 50 else ""}</p>')
+    shift = cmp["difficulty"]
+    labels = shift["labels"]
+    shift_rows = []
+    for g in shift["generators"]:
+        cls = "total" if g["generator"] == "all" else ""
+        shift_rows.append((f'{g["generator"]} · A', g["a"], cls))
+        shift_rows.append((f'{g["generator"]} · B ({g["easier"]} easier, {g["harder"]} '
+                           f'harder of {g["shared"]} shared)', g["b"], cls))
+    shift_html = (svg.legend(labels, list(BIN_COLORS[:len(labels)]))
+                  + "<table><thead><tr><th>generator · run</th><th>tasks by pass rate</th>"
+                  + "".join(f"<th class=num>{escape(lab)}</th>" for lab in labels)
+                  + f"</tr></thead><tbody>{_difficulty_rows(shift_rows, labels)}</tbody></table>")
     body = (f'<div class="kpis">{"".join(cards)}</div>'
+            + card("Difficulty, A → B", shift_html, "Tasks by pass rate in each run; "
+                   "easier / harder: tasks both runs measured whose pass rate rose / fell.")
             + card("Per generator", f"<table><thead>{head}</thead><tbody>{''.join(rows)}</tbody></table>",
                    "B minus A. Rates over valid rollouts; invalid ones are infrastructure failures.")
             + card("Pass rate change by generator", deltas)

@@ -22,7 +22,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
 
-from rlforge import __version__, db, execution, stats
+from rlforge import __version__, db, difficulty, execution, stats
 from rlforge.config import Config
 from rlforge.errors import ConfigError, UserError
 from rlforge.execution import Backend
@@ -69,6 +69,7 @@ class RunReport:
     gate: str = ""
     notice: str = ""
     rescored: dict[str, int] = field(default_factory=dict)
+    calibration: dict[str, Any] = field(default_factory=dict)  # difficulty.Calibration
 
     def to_dict(self) -> dict[str, Any]:
         policy = self.plan["policy"]
@@ -89,6 +90,8 @@ class RunReport:
             out["notice"] = self.notice
         if self.rescored:
             out["rescored"] = self.rescored
+        if self.calibration:
+            out["calibration"] = self.calibration
         return out
 
 
@@ -122,6 +125,27 @@ def select_tasks(tasks: list[Task], *, generators: list[str] | None = None,
     for rank in range(max(len(q) for q in queues)):
         picked += [q[rank] for q in queues if rank < len(q)]
     return sorted(picked[:limit], key=lambda t: t.task_id)
+
+
+def select_by_difficulty(db_path, tasks: list[Task], sel: difficulty.Selection
+                         ) -> tuple[list[Task], dict[str, Any]]:
+    """The tasks whose latest measured pass rate the selection keeps, and what it chose."""
+    if not os.path.exists(db_path):
+        raise UserError(f"--difficulty reads the pass rates in the database, and {db_path} "
+                        "does not exist; pass --db or run `rlforge calibrate` first")
+    con = db.connect(db_path, read_only=True)
+    try:
+        model, estimates = difficulty.latest(con, sel.model)
+    finally:
+        con.close()
+    kept, dropped = difficulty.select(tasks, lambda t: t.task_id, lambda t: t.generator,
+                                      estimates, sel)
+    if not kept:
+        raise UserError(f"no task passes the difficulty selection ({', '.join(dropped)}); "
+                        "widen --difficulty or use --unmeasured keep")
+    band = difficulty.resolve_band(sel, estimates) if sel.band is not None else None
+    return kept, {"model": model, "band": str(band) if band else None,
+                  "unmeasured": sel.unmeasured, "dropped": dict(dropped)}
 
 
 def plan_run(cfg: Config, tasks_dir: Path, tasks: list[Task], run_id: str, *,
@@ -178,14 +202,20 @@ def work_items(tasks: list[Task], samples: int, done: set[tuple[str, int]]) -> l
 def start(cfg: Config, tasks_dir: Path, *, run_id: str | None = None,
           generators: list[str] | None = None, split: str | None = None,
           limit: int | None = None, progress: Progress | None = None,
-          backend: Backend | None = None) -> RunReport:
+          backend: Backend | None = None,
+          difficulty_selection: difficulty.Selection | None = None) -> RunReport:
     """Plan and execute a new run over the tasks in `tasks_dir`; see the module docstring.
-    `backend`: where the rollouts play (None: `run.executor`'s)."""
-    tasks = select_tasks(discover_tasks(tasks_dir), generators=generators, split=split,
-                         limit=limit)
+    `backend`: where the rollouts play (None: `run.executor`'s); `difficulty_selection`:
+    only the tasks whose measured pass rate it keeps (`rlforge.difficulty`)."""
+    found = discover_tasks(tasks_dir)
+    chosen: dict[str, Any] = {}
+    if difficulty_selection is not None and difficulty_selection.active:
+        found, chosen = select_by_difficulty(cfg.get("db"), found, difficulty_selection)
+    tasks = select_tasks(found, generators=generators, split=split, limit=limit)
     run_id = run_id or new_run_id()
     plan = plan_run(cfg, tasks_dir, tasks, run_id,
-                    selection={"generators": generators, "split": split, "limit": limit})
+                    selection={"generators": generators, "split": split, "limit": limit,
+                               **({"difficulty": chosen} if chosen else {})})
     store = RunStore.create(cfg.get("run.runs_dir"), run_id)
     try:
         store.write_config(plan)
@@ -349,12 +379,16 @@ def finalize(db_path, store: RunStore, plan: dict[str, Any], facts: list[Rollout
         insert_lines(con, lines or [])
         set_advantages(con, store.run_id, advantages)
         _record_run(con, store, plan, facts, status=status, summary=summary)
+        # The run's difficulty measurement: its tasks' pass rates, in task_stats and the
+        # tasks directory's manifest (`rlforge.difficulty`).
+        calibration = difficulty.calibrate(con, [store.run_id]).to_dict() if facts else {}
         con.execute("COMMIT")
     finally:
         con.close()
     code, reason = gate(summary, plan["gates"]["min_pass_rate"],
                         plan["gates"]["max_infra_error_rate"])
-    return RunReport(store.run_id, str(store.dir), summary, plan, exit_code=code, gate=reason)
+    return RunReport(store.run_id, str(store.dir), summary, plan, exit_code=code, gate=reason,
+                     calibration=calibration)
 
 
 def gate(summary: dict[str, Any], min_pass_rate: float, max_infra_error_rate: float

@@ -280,8 +280,10 @@ def _from_manifest(root: Path, names: list[str]) -> list[Task] | None:
             source = con.sql("SELECT * FROM read_parquet(?)", params=[str(manifest)])
             # older manifests have no agent_timeout_sec column
             timeout = "agent_timeout_sec" if "agent_timeout_sec" in source.columns else "NULL"
+            # retired tasks (rlforge.tasks.versions) stay listed, with no directory
+            active = "WHERE status = 'active'" if "status" in source.columns else ""
             rows = con.execute("SELECT task_id, generator, version, verifier, kind, split, path, "
-                               f"{timeout} FROM read_parquet(?) ORDER BY path",
+                               f"{timeout} FROM read_parquet(?) {active} ORDER BY path",
                                [str(manifest)]).fetchall()
     except duckdb.Error:
         return None  # not a manifest rlforge can read: fall back to the directories

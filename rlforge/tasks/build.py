@@ -13,6 +13,19 @@ Steps, all deterministic for the same database, seed and templates:
 6. the staged build, with `manifest.parquet`, replaces `--out` in one rename, and the
    `tasks` table is written.
 
+Incremental: a build into an `--out` that holds an earlier build renders only the tasks
+whose inputs are new or changed. Each manifest row keeps a key of the spec it came from
+(`spec_key`: every byte the generator produced, its split and the seed) and of what
+rendering adds (`render_key`: the templates, the verifier, rlforge's version); a spec
+whose keys match a task of the earlier build keeps that task as it is (same id, its files
+hard-linked, not validated again when it was validated under the same settings). A new
+dataset version is recorded in the database when the set of tasks changed, and tasks that
+left it are kept in the manifest as retired (`rlforge.tasks.versions`).
+
+Difficulty (`rlforge.difficulty`): with `--difficulty LOW:HIGH` or difficulty bins in
+`--mix`, every generator yields all it can, and the rendered tasks are kept by their
+latest pass-rate estimate for the model, then cut to the `--limit` quotas.
+
 A crash or Ctrl-C costs only the tasks in flight: the rerun of the same command keeps every
 task already staged whose bytes are unchanged, and the previous build stays readable in
 `--out` until the new one replaces it.
@@ -21,6 +34,7 @@ task already staged whose bytes are unchanged, and the previous build stays read
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import datetime as dt
 import hashlib
 import inspect
@@ -34,14 +48,16 @@ from typing import Any, Callable
 import duckdb
 import polars as pl
 
-from rlforge import __version__, db, execution
+from rlforge import __version__, db, difficulty, execution
 from rlforge.config import Config
 from rlforge.errors import UserError
 from rlforge.sandbox import sandbox_settings
 from rlforge.tasks import registry
-from rlforge.tasks.render import PACKAGE_ROOT, Renderer, RenderedTask, render_task
+from rlforge.tasks.render import (PACKAGE_ROOT, VERIFIER_SOURCE, Renderer, RenderedTask,
+                                  render_task)
 from rlforge.tasks.spec import BuildContext, TaskSpec
 from rlforge.tasks.splits import exact_key, hash_split, near_duplicate_groups, time_split
+from rlforge.tasks import versions
 from rlforge.tasks.staging import BuildArea, task_digest
 from rlforge.verify.validate import VALIDATION_FILE, ValidationResult
 
@@ -64,6 +80,7 @@ class BuildOptions:
     force: bool = False
     config: Any = None  # the resolved rlforge Config (None: flag-less Config.load())
     backend: Any = None  # rlforge.execution.Backend of the checks and validation (None: local)
+    selection: difficulty.Selection = field(default_factory=difficulty.Selection)
 
 
 @dataclass
@@ -79,6 +96,13 @@ class BuildReport:
     # generator -> measured label field ("origin:field") -> its learnability figures
     learnability: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)
     judge: dict[str, Any] | None = None  # the reply judge's check (rlforge.tasks.judge), if asked
+    rendered: int = 0  # tasks rendered by this build
+    reused: int = 0  # tasks kept from the build in --out (inputs unchanged)
+    version: int = 0  # the dataset version the build is
+    version_hash: str = ""
+    new_version: bool = False
+    retired: int = 0  # tasks of the previous version retired by this one
+    difficulty: dict[str, Any] = field(default_factory=dict)  # model, band, drops
 
     def to_dict(self) -> dict[str, Any]:
         return self.__dict__.copy()
@@ -106,13 +130,7 @@ def quotas(names: list[str], mix: dict[str, float], limit: int | None) -> dict[s
     weights = {n: mix.get(n, 1.0 if not mix else 0.0) for n in names}
     if limit is None:
         return {n: None for n in names if weights[n] > 0}
-    total = sum(weights.values())
-    if total <= 0:
-        raise UserError("--mix gives every selected generator a weight of 0")
-    exact = {n: limit * w / total for n, w in weights.items()}
-    out = {n: int(v) for n, v in exact.items()}
-    for n in sorted(exact, key=lambda n: (-(exact[n] - out[n]), n))[: limit - sum(out.values())]:
-        out[n] += 1
+    out = difficulty.shares(limit, weights, "--mix gives every selected generator a weight of 0")
     return {n: q for n, q in out.items() if weights[n] > 0}
 
 
@@ -122,7 +140,7 @@ def select_generators(con, opts: BuildOptions) -> list[registry.GeneratorInfo]:
         infos = [registry.get(n) for n in opts.generators]
     else:
         infos = list(reg.values())
-    for name in opts.mix:
+    for name in difficulty.split_mix(opts.mix)[0]:
         if registry.get(name).name not in {i.name for i in infos}:
             raise UserError(f"--mix names {name!r}, which is not among the selected generators")
     return infos
@@ -174,25 +192,50 @@ def build_tasks(con: duckdb.DuckDBPyConnection, opts: BuildOptions,
     """Build, split, render, validate and record tasks; see the module docstring."""
     started = time.perf_counter()
     infos = select_generators(con, opts)
-    q = quotas([i.name for i in infos], opts.mix, opts.limit)
+    gen_mix, bins = difficulty.split_mix(opts.mix)
+    sel = opts.selection if not bins else dataclasses.replace(opts.selection, bins=bins)
+    q = quotas([i.name for i in infos], gen_mix, opts.limit)
+    # Selecting by difficulty needs the rendered ids: every generator yields all it can,
+    # and the quotas are applied after the band.
+    gen_q = {n: None for n in q} if sel.active else q
     renderer = Renderer(opts.templates, [d for i in infos if (d := i.template_dir())])
     stats: dict[str, Counter] = {i.name: Counter() for i in infos if i.name in q}
     drops: list[dict[str, str]] = []
     learnability: dict[str, dict[str, dict[str, Any]]] = {}
+    previous = versions.previous_manifest(opts.out) if not opts.force else []
     area = BuildArea(opts.out, validation=validation_key(opts) if opts.validate else None)
     area.open(opts.force)  # the marker: a rerun after a crash knows this build
     try:
-        specs = _generate(con, opts, infos, q, stats, drops, progress, learnability)
-        unique = _render_all(specs, opts, renderer)
-        kept, failed = _write_and_validate(area, list(unique.values()), opts, progress)
+        specs = _generate(con, opts, infos, gen_q, stats, drops, progress, learnability)
+        unique, reused, continues = _render_all(specs, opts, renderer, previous,
+                                                area.validation, set(area.journal))
+        if not continues:  # another dataset (another seed, other generators): no history
+            previous = []
+        chosen_difficulty = {}
+        if sel.active:
+            chosen_difficulty = _select_difficulty(con, unique, sel, q, stats, drops)
+        kept, failed = _write_and_validate(area, list(unique.values()), opts, progress, reused)
         for t, reason in failed:
             drops.append({"generator": t.spec.generator, "source": ",".join(t.spec.source.keys),
                           "task_id": t.task_id, "reason": reason})
             stats[t.spec.generator]["dropped_validation"] += 1
         for t in kept:
             stats[t.spec.generator]["emitted"] += 1
-        area.publish({t.task_id for t in kept}, lambda path: _write_manifest(path, kept))
-        build_id = _record(con, opts, kept, drops)
+        build_id = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%S%f")
+        rows = _manifest_rows(kept, area.validation, renderer_key(renderer),
+                              difficulty.latest_for_tasks(con, {t.task_id for t in kept}))
+        version, digest, new = versions.next_version(con, opts.out, rows)
+        retired = versions.retire(previous, rows, version)
+        newly_retired = sum(r.get("retired_in") == version for r in retired) if new else 0
+
+        if not new:
+            retired = [r for r in previous if r["status"] == "retired"]
+        area.publish({t.task_id for t in kept}, lambda path: _write_manifest(rows + retired, path))
+        _record(con, opts, rows, drops, build_id, {
+            "version": version, "hash": digest, "build_id": build_id, "created_at": db.now(),
+            "tasks": len(rows), "rendered": sum(t.task_id not in reused for t in kept),
+            "reused": sum(t.task_id in reused for t in kept), "retired": newly_retired}
+            if new else None)
     except BaseException:  # an error or Ctrl-C: temporaries go, finished tasks stay
         area.abandon()
         raise
@@ -200,13 +243,39 @@ def build_tasks(con: duckdb.DuckDBPyConnection, opts: BuildOptions,
     return BuildReport(
         out=str(opts.out), build_id=build_id,
         per_generator={g: {"specs": c["specs"], "emitted": c["emitted"],
-                           "dropped": c["dropped_validation"] + c["exact_duplicates"] + c["rejected"],
-                           **{k: c[k] for k in ("dropped_validation", "exact_duplicates", "rejected")},
+                           "dropped": c["dropped_validation"] + c["exact_duplicates"]
+                           + c["rejected"] + c["dropped_difficulty"],
+                           **{k: c[k] for k in ("dropped_validation", "exact_duplicates",
+                                                "rejected", "dropped_difficulty")},
                            **{f"split_{s}": sum(1 for t in kept if t.spec.generator == g and t.split == s)
                               for s in ("train", "val", "test")}}
                        for g, c in stats.items()},
         drops=drops, emitted=len(kept), seconds=round(time.perf_counter() - started, 3),
-        validated=opts.validate, resumed=area.reused, learnability=learnability)
+        validated=opts.validate, resumed=area.reused, learnability=learnability,
+        rendered=sum(t.task_id not in reused for t in kept),
+        reused=sum(t.task_id in reused for t in kept), version=version,
+        version_hash=digest, new_version=new, retired=newly_retired,
+        difficulty=chosen_difficulty)
+
+
+def _select_difficulty(con, unique: dict[str, RenderedTask], sel: difficulty.Selection,
+                       q: dict[str, int | None], stats: dict[str, Counter],
+                       drops: list[dict[str, str]]) -> dict[str, Any]:
+    """Keep the rendered tasks the band and bins select, within the quotas (in place)."""
+    model, estimates = difficulty.latest(con, sel.model)
+    if model is None and sel.unmeasured == "drop":
+        raise UserError("no calibration in this database and --unmeasured drop: every task "
+                        "would go; run them first (`rlforge run`, `rlforge calibrate`)")
+    kept, why = difficulty.select(list(unique.values()), lambda t: t.task_id,
+                                  lambda t: t.spec.generator, estimates, sel, q)
+    keep_ids = {t.task_id for t in kept}
+    for task_id in [t for t in unique if t not in keep_ids]:
+        t = unique.pop(task_id)
+        stats[t.spec.generator]["dropped_difficulty"] += 1
+    band = difficulty.resolve_band(sel, estimates) if sel.band is not None else None
+    return {"model": model, "band": str(band) if band else None, "unmeasured": sel.unmeasured,
+            "bins": sel.bins, "measured": sum(t in estimates for t in keep_ids),
+            "dropped": dict(why)}
 
 
 def _generate(con, opts: BuildOptions, infos: list[registry.GeneratorInfo],
@@ -246,15 +315,81 @@ def _generate(con, opts: BuildOptions, infos: list[registry.GeneratorInfo],
     return specs
 
 
-def _render_all(specs: list[TaskSpec], opts: BuildOptions,
-                renderer: Renderer) -> dict[str, RenderedTask]:
-    """Split and render every spec in memory, by task id (two specs may render alike)."""
+def _render_all(specs: list[TaskSpec], opts: BuildOptions, renderer: Renderer,
+                previous: list[dict[str, Any]], validation: str | None,
+                journalled: set[str] = frozenset()
+                ) -> tuple[dict[str, RenderedTask], set[str], bool]:
+    """Split every spec and render it in memory, by task id (two specs may render alike);
+    a spec whose keys match a task of the previous build keeps that task unrendered
+    (unless an unfinished build of the same directory journalled it: that build's work
+    resumes as `rlforge.tasks.staging` describes).
+
+    Returns:
+        (task id -> task, the ids kept from the previous build, whether this build
+        continues the previous one: some spec is one the previous build had, rendered or
+        not the same way. A build with another seed or of other generators does not; its
+        manifest starts without retired tasks.)
+    """
+    render_key = renderer_key(renderer)
+    earlier = {r["spec_key"]: r for r in previous
+               if r["status"] == "active" and r.get("spec_key") and r.get("render_key") == render_key
+               and (validation is None or r.get("validation") == validation)
+               and r["task_id"] not in journalled and (opts.out / r["task_id"]).is_dir()}
+    known = {r.get("spec_key") for r in previous if r["status"] == "active"}
     unique: dict[str, RenderedTask] = {}
+    reused: set[str] = set()
+    continues = False
     for spec, split in zip(specs, _assign_splits(specs, opts)):
         spec.tests_data = {**spec.tests_data, VALIDATION_FILE: _validation_payload(spec)}
-        t = render_task(spec, renderer, seed=opts.seed, split=split)
+        key = spec_key(spec, split, opts.seed)
+        continues = continues or key in known
+        row = earlier.get(key)
+        if row is not None:
+            t = RenderedTask(row["task_id"], {}, spec, split, row["template_hash"])
+            if t.task_id not in unique:
+                reused.add(t.task_id)
+        else:
+            t = render_task(spec, renderer, seed=opts.seed, split=split)
+        t.spec_key = key  # type: ignore[attr-defined]
         unique.setdefault(t.task_id, t)
-    return unique
+    return unique, reused, continues
+
+
+def _canonical(value: Any) -> Any:
+    """JSON for `spec_key`: bytes by their digest, times as ISO text, submissions by their
+    fields, sets sorted."""
+    if isinstance(value, bytes):
+        return "sha256:" + hashlib.sha256(value).hexdigest()
+    if isinstance(value, (dt.datetime, dt.date)):
+        return value.isoformat()
+    if dataclasses.is_dataclass(value):
+        return {f.name: getattr(value, f.name) for f in dataclasses.fields(value)}
+    if isinstance(value, (set, frozenset)):
+        return sorted(map(str, value))
+    return repr(value)
+
+
+def spec_key(spec: TaskSpec, split: str, seed: int) -> str:
+    """A digest of everything a spec gives rendering, with its split and the seed."""
+    data = {"spec": _canonical(spec), "split": split, "seed": seed}
+    text = json.dumps(data, default=_canonical, sort_keys=True, ensure_ascii=False)
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def renderer_key(renderer: Renderer) -> str:
+    """A digest of what rendering adds to a spec: every template the renderer can load,
+    the standalone verifier and rlforge's version."""
+    cached = getattr(renderer, "_rlforge_key", None)
+    if cached:
+        return cached
+    h = hashlib.sha256(__version__.encode())
+    for i, root in enumerate(renderer.dirs):
+        for path in sorted(Path(root).rglob("*")):
+            if path.is_file():
+                h.update(f"{i}:{path.relative_to(root)}".encode() + b"\0" + path.read_bytes())
+    h.update(VERIFIER_SOURCE.read_bytes())
+    renderer._rlforge_key = h.hexdigest()  # type: ignore[attr-defined]
+    return renderer._rlforge_key  # type: ignore[attr-defined]
 
 
 def _sandbox_settings(opts: BuildOptions) -> dict[str, Any]:
@@ -277,17 +412,24 @@ def validation_key(opts: BuildOptions) -> str:
 
 
 def _write_and_validate(area: BuildArea, tasks: list[RenderedTask], opts: BuildOptions,
-                        progress) -> tuple[list[RenderedTask], list[tuple[RenderedTask, str]]]:
+                        progress, reused: set[str] = frozenset()
+                        ) -> tuple[list[RenderedTask], list[tuple[RenderedTask, str]]]:
     """Stage every task, keeping what an unfinished build settled; validate the rest.
 
     A task is renamed into the staged tree as soon as it is whole (and, when validating,
     has passed), so a crash loses only the tasks in flight. Returns the kept tasks and the
     failed ones with their reasons, both in the order given.
     """
-    digests = {t.task_id: task_digest(t.files) for t in tasks}
     verdicts: dict[str, str | None] = {}  # task id -> None (kept) or why it was dropped
+    for t in tasks:
+        if t.task_id in reused:
+            area.adopt(t.task_id)  # the previous build's task, inputs unchanged
+            verdicts[t.task_id] = None
+    digests = {t.task_id: task_digest(t.files) for t in tasks if t.task_id not in verdicts}
     pending: list[RenderedTask] = []
     for i, t in enumerate(tasks, start=1):
+        if t.task_id in reused:
+            continue
         settled = area.settled(t, digests[t.task_id])
         if settled is not None:
             verdicts[t.task_id] = None if settled.ok else settled.reason
@@ -337,7 +479,21 @@ def _definitive(r: ValidationResult) -> bool:
     return bool(failed) and (failed[0].got is not None or failed[0].name == "leak")
 
 
-def _manifest_rows(kept: list[RenderedTask]) -> list[dict[str, Any]]:
+MANIFEST_SCHEMA = {
+    "task_id": pl.Utf8, "generator": pl.Utf8, "version": pl.Int64, "verifier": pl.Utf8,
+    "kind": pl.Utf8, "split": pl.Utf8, "path": pl.Utf8, "source_table": pl.Utf8,
+    "source_keys": pl.List(pl.Utf8), "content_hashes": pl.List(pl.Utf8),
+    "group_key": pl.Utf8, "template_hash": pl.Utf8, "agent_timeout_sec": pl.Float64,
+    "context_tokens": pl.Int64,  # a long-context task's prompt tokens (approximate)
+    "learnability": pl.Utf8,  # JSON of a label task's learnability figures
+    "spec_key": pl.Utf8, "render_key": pl.Utf8, "validation": pl.Utf8,
+    "difficulty": pl.Utf8,  # JSON: model -> latest estimate (rlforge.difficulty)
+    "status": pl.Utf8, "retired_in": pl.Int64, "retired_by": pl.Utf8,
+}
+
+
+def _manifest_rows(kept: list[RenderedTask], validation: str | None, render_key: str,
+                   estimates: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
     return [{"task_id": t.task_id, "generator": t.spec.generator, "version": t.spec.version,
              "verifier": t.spec.verifier, "kind": t.spec.kind, "split": t.split,
              "path": t.task_id, "source_table": t.spec.source.table,
@@ -345,7 +501,12 @@ def _manifest_rows(kept: list[RenderedTask]) -> list[dict[str, Any]]:
              "group_key": t.spec.group_key, "template_hash": t.template_hash,
              "agent_timeout_sec": float(t.spec.agent_timeout_sec),
              "context_tokens": t.spec.extra_metadata.get("context_tokens"),
-             "learnability": _learnability_json(t.spec.extra_metadata)}
+             "learnability": _learnability_json(t.spec.extra_metadata),
+             "spec_key": getattr(t, "spec_key", None), "render_key": render_key,
+             "validation": validation,
+             "difficulty": json.dumps(estimates[t.task_id], sort_keys=True)
+             if t.task_id in estimates else None,
+             "status": "active", "retired_in": None, "retired_by": None}
             for t in sorted(kept, key=lambda t: t.task_id)]
 
 
@@ -356,18 +517,18 @@ def _learnability_json(metadata: dict[str, Any]) -> str | None:
     return json.dumps(figures, sort_keys=True) if figures else None
 
 
-def _write_manifest(path: Path, kept: list[RenderedTask]) -> None:
-    schema = {"task_id": pl.Utf8, "generator": pl.Utf8, "version": pl.Int64, "verifier": pl.Utf8,
-              "kind": pl.Utf8, "split": pl.Utf8, "path": pl.Utf8, "source_table": pl.Utf8,
-              "source_keys": pl.List(pl.Utf8), "content_hashes": pl.List(pl.Utf8),
-              "group_key": pl.Utf8, "template_hash": pl.Utf8, "agent_timeout_sec": pl.Float64,
-              "context_tokens": pl.Int64,  # a long-context task's prompt tokens (approximate)
-              "learnability": pl.Utf8}  # JSON of a label task's learnability figures
-    pl.DataFrame(_manifest_rows(kept), schema=schema).write_parquet(path, statistics=False)
+def _frame(rows: list[dict[str, Any]]) -> pl.DataFrame:
+    return pl.DataFrame([{k: r.get(k) for k in MANIFEST_SCHEMA} for r in rows],
+                        schema=MANIFEST_SCHEMA)
 
 
-def _record(con, opts: BuildOptions, kept: list[RenderedTask], drops: list[dict[str, str]]) -> str:
-    build_id = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%S%f")
+def _write_manifest(rows: list[dict[str, Any]], path: Path) -> None:
+    """The manifest: active tasks, then the retired ones (`rlforge.tasks.versions`)."""
+    _frame(rows).write_parquet(path, statistics=False)
+
+
+def _record(con, opts: BuildOptions, manifest: list[dict[str, Any]],
+            drops: list[dict[str, str]], build_id: str, version: dict[str, Any] | None) -> None:
     now = db.now()
     con.execute("BEGIN TRANSACTION")
     try:
@@ -375,13 +536,13 @@ def _record(con, opts: BuildOptions, kept: list[RenderedTask], drops: list[dict[
         rows = [(r["task_id"], r["generator"], r["version"], r["verifier"], r["kind"], r["split"],
                  str((opts.out / r["path"]).resolve()), str(opts.out.resolve()), r["source_table"],
                  r["source_keys"], r["content_hashes"], r["group_key"], r["template_hash"],
-                 opts.seed, opts.validate, build_id, now) for r in _manifest_rows(kept)]
+                 opts.seed, opts.validate, build_id, now) for r in manifest]
         db.insert_rows(con, "tasks", rows)
         db.insert_rows(con, "task_drops", [(build_id, d["generator"], d["source"], d["task_id"],
                                             d["reason"], now) for d in drops])
+        if version is not None:
+            versions.record_version(con, opts.out, manifest, version)
         con.execute("COMMIT")
     except Exception:
         con.execute("ROLLBACK")
         raise
-    return build_id
-

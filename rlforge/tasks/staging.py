@@ -313,6 +313,14 @@ class BuildArea:
         shutil.copytree(self.out / task_id, staged, copy_function=_link_or_copy)
         self._place(task_id)
 
+    def adopt(self, task_id: str) -> None:
+        """Stage a task of the build now in `out` as it is (hard links): an incremental
+        build keeps a task whose inputs did not change without writing it again."""
+        staged = self.tmp / task_id
+        _remove(staged)
+        shutil.copytree(self.out / task_id, staged, copy_function=_link_or_copy)
+        self._place(task_id)
+
     def stage(self, task: RenderedTask) -> Path:
         """Write a task into tmp/ (not yet part of the build); its path there."""
         from rlforge.tasks.render import write_task
