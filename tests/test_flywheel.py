@@ -142,6 +142,23 @@ def test_calibration_recovers_known_rates_and_the_band_keeps_exactly_its_tasks(
            "--no-validate", "--difficulty", "0.2:0.8", "-q"))
     kept = set(task_dirs(tmp_path / "band-keep"))
     assert kept & set(tasks) == band and len(kept - set(tasks)) == 120 - len(tasks)
+    # Curricula: difficulty bins share the quota by weight; `auto` takes the schedule's band.
+    low = sorted((t for t, e in estimates.items() if e <= 0.5), key=str)
+    high = sorted((t for t, e in estimates.items() if e > 0.5), key=str)
+    report = as_json(cli("build-tasks", "--out", tmp_path / "bins", "--generators",
+                         "tickets.triage", "--mix", "pass:0-0.5=1,pass:0.5-1=3", "--limit", "12",
+                         "--no-validate", "--unmeasured", "drop", "--json"))
+    built = set(task_dirs(tmp_path / "bins"))
+    assert len(built) == 12 and len(built & set(low)) == 3 and len(built & set(high)) == 9
+    assert report["difficulty"]["bins"] == {"0-0.5": 1.0, "0.5-1": 3.0}
+    mean = sum(estimates.values()) / len(estimates)
+    want = next(difficulty.parse_band(s["difficulty"]) for s in difficulty.SCHEDULE
+                if mean < s["until"])
+    report = as_json(cli("build-tasks", "--out", tmp_path / "auto", "--generators",
+                         "tickets.triage", "--no-validate", "--difficulty", "auto",
+                         "--unmeasured", "drop", "--json"))
+    assert report["difficulty"]["band"] == str(want)
+    assert set(task_dirs(tmp_path / "auto")) == {t for t, e in estimates.items() if e in want}
     # ... in export tasks (with the estimate in every row) ...
     as_json(cli("export", "tasks", triage, "--format", "verl", "--split", "all", "--out",
                 tmp_path / "verl", "--difficulty", "0.2:0.8", "--json"))
@@ -248,3 +265,38 @@ def test_incremental_build_renders_only_new_and_changed_tasks_and_diff_is_exact(
     assert {p.name for p in out.iterdir()} == set(m2) | {"manifest.parquet"}
     from rlforge.run.tasks import discover_tasks
     assert {t.task_id for t in discover_tasks(out)} == set(m2)
+
+
+# --- the report ----------------------------------------------------------------------------
+
+def test_report_shows_the_difficulty_histogram_and_how_it_moved(cli, tmp_path, query):
+    ok(cli("ingest", "tickets", SAMPLE_DATA / "tickets" / "tickets.csv", "-q"))
+    ok(cli("build-tasks", "--out", tmp_path / "tasks", "--generators", "tickets.triage",
+           "--limit", "12", "--no-validate", "-q"))
+    tasks = task_dirs(tmp_path / "tasks")
+    ids = []
+    with RatedPolicy(tasks) as policy:
+        for seed in ("1", "2"):  # other seeds: other samples pass
+            ids.append(as_json(cli("run", tmp_path / "tasks", "--base-url", policy.url,
+                                   "--model", "rated", "--samples", "4", "--seed", seed,
+                                   "--json"))["run_id"])
+    hist = {}
+    for run_id in ids:
+        rates = [r[0] for r in query("SELECT estimate FROM task_stats WHERE calibration_id = ?",
+                                     [run_id])]
+        hist[run_id] = difficulty.histogram(rates)
+    assert hist[ids[0]] != hist[ids[1]]
+    got = as_json(cli("report", "--compare", ids[0], ids[1], "--out", tmp_path / "c.html",
+                      "--json"))
+    shift = {g["generator"]: g for g in got["difficulty"]["generators"]}
+    assert shift["all"]["a"] == hist[ids[0]] and shift["all"]["b"] == hist[ids[1]]
+    assert shift["tickets.triage"]["a"] == hist[ids[0]]
+    moves = shift["all"]["moves"]
+    assert sum(map(sum, moves)) == shift["all"]["shared"] == len(tasks)
+    assert [sum(row) for row in moves] == hist[ids[0]]  # rows: A's bins; columns: B's
+    assert [sum(col) for col in zip(*moves)] == hist[ids[1]]
+    html = (tmp_path / "c.html").read_text()
+    assert "Difficulty, A → B" in html
+    ok(cli("report", ids[0], "--out", tmp_path / "r.html", "--json"))
+    page = (tmp_path / "r.html").read_text()
+    assert "<h2>Difficulty</h2>" in page and "1 (saturated)" in page
