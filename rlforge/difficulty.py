@@ -373,8 +373,8 @@ def calibrate(con, run_ids: list[str], band: Band = Band(*DEFAULT_BAND),
         [run_ids]).fetchall()}
     missing = [r for r in run_ids if r not in found]
     if missing:
-        raise UserError(f"no run {', '.join(missing)} in the database; `rlforge runs` lists "
-                        "them (or pass --db of the database the run wrote)")
+        raise UserError(f"no run {', '.join(missing)} in the database (table runs); pass "
+                        "--db of the database the run wrote")
     models = {r: model_of(found[r][1], found[r][2]) for r in run_ids}
     rows = con.execute("SELECT run_id, task_id, generator, outcome FROM rollouts "
                        "WHERE list_contains(?, run_id)", [run_ids]).fetchall()
