@@ -241,7 +241,7 @@ def select(items: list[Any], key, generator_of, estimates: dict[str, Estimate],
             dropped["in no --mix difficulty bin"] += 1
             continue
         by_cell.setdefault((generator_of(item), b), []).append(item)
-    kept_ids = set()
+    kept_ids: set[int] = set()
     for gen in sorted({g for g, _ in by_cell}):
         quota = (quotas or {}).get(gen)
         if sel.bins:

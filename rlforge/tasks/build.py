@@ -13,12 +13,13 @@ Steps, all deterministic for the same database, seed and templates:
 6. the staged build, with `manifest.parquet`, replaces `--out` in one rename, and the
    `tasks` table is written.
 
-Incremental: a build into an `--out` that holds an earlier build renders only the tasks
-whose inputs are new or changed. Each manifest row keeps a key of the spec it came from
-(`spec_key`: every byte the generator produced, its split and the seed) and of what
-rendering adds (`render_key`: the templates, the verifier, rlforge's version); a spec
-whose keys match a task of the earlier build keeps that task as it is (same id, its files
-hard-linked, not validated again when it was validated under the same settings). A new
+Incremental: a build into an `--out` that holds an earlier build of the same seed writes
+and validates only the tasks that are new or changed. A task's id is the hash of every
+file it has but task.toml (what a policy sees, the tests, the verifier, the solution), so
+a task rendered (in memory) under an id the earlier build holds, validated under the same
+settings, keeps that directory: its files are hard-linked into the new build, not written
+or validated again, and only its task.toml is rewritten when its metadata changed (a
+generator may record figures of the whole dataset there). A new
 dataset version is recorded in the database when the set of tasks changed, and tasks that
 left it are kept in the manifest as retired (`rlforge.tasks.versions`).
 
@@ -53,8 +54,7 @@ from rlforge.config import Config
 from rlforge.errors import UserError
 from rlforge.sandbox import sandbox_settings
 from rlforge.tasks import registry
-from rlforge.tasks.render import (PACKAGE_ROOT, VERIFIER_SOURCE, Renderer, RenderedTask,
-                                  render_task)
+from rlforge.tasks.render import PACKAGE_ROOT, Renderer, RenderedTask, render_task
 from rlforge.tasks.spec import BuildContext, TaskSpec
 from rlforge.tasks.splits import exact_key, hash_split, near_duplicate_groups, time_split
 from rlforge.tasks import versions
@@ -197,7 +197,7 @@ def build_tasks(con: duckdb.DuckDBPyConnection, opts: BuildOptions,
     q = quotas([i.name for i in infos], gen_mix, opts.limit)
     # Selecting by difficulty needs the rendered ids: every generator yields all it can,
     # and the quotas are applied after the band.
-    gen_q = {n: None for n in q} if sel.active else q
+    gen_q: dict[str, int | None] = {n: None for n in q} if sel.active else q
     renderer = Renderer(opts.templates, [d for i in infos if (d := i.template_dir())])
     stats: dict[str, Counter] = {i.name: Counter() for i in infos if i.name in q}
     drops: list[dict[str, str]] = []
@@ -222,7 +222,7 @@ def build_tasks(con: duckdb.DuckDBPyConnection, opts: BuildOptions,
         for t in kept:
             stats[t.spec.generator]["emitted"] += 1
         build_id = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%S%f")
-        rows = _manifest_rows(kept, area.validation, renderer_key(renderer),
+        rows = _manifest_rows(kept, area.validation, opts.seed,
                               difficulty.latest_for_tasks(con, {t.task_id for t in kept}))
         version, digest, new = versions.next_version(con, opts.out, rows)
         retired = versions.retire(previous, rows, version)
@@ -317,79 +317,30 @@ def _generate(con, opts: BuildOptions, infos: list[registry.GeneratorInfo],
 
 def _render_all(specs: list[TaskSpec], opts: BuildOptions, renderer: Renderer,
                 previous: list[dict[str, Any]], validation: str | None,
-                journalled: set[str] = frozenset()
+                journalled: frozenset[str] | set[str] = frozenset()
                 ) -> tuple[dict[str, RenderedTask], set[str], bool]:
     """Split every spec and render it in memory, by task id (two specs may render alike);
-    a spec whose keys match a task of the previous build keeps that task unrendered
-    (unless an unfinished build of the same directory journalled it: that build's work
-    resumes as `rlforge.tasks.staging` describes).
+    note the tasks the previous build in `--out` already holds (see the module docstring),
+    unless an unfinished build of the same directory journalled them: that build's work
+    resumes as `rlforge.tasks.staging` describes.
 
     Returns:
         (task id -> task, the ids kept from the previous build, whether this build
-        continues the previous one: some spec is one the previous build had, rendered or
-        not the same way. A build with another seed or of other generators does not; its
-        manifest starts without retired tasks.)
+        continues the previous one: same seed and some task in common. A build with
+        another seed or of other generators does not; its manifest starts without
+        retired tasks.)
     """
-    render_key = renderer_key(renderer)
-    earlier = {r["spec_key"]: r for r in previous
-               if r["status"] == "active" and r.get("spec_key") and r.get("render_key") == render_key
-               and (validation is None or r.get("validation") == validation)
+    same_seed = [r for r in previous if r["status"] == "active" and r.get("seed") == opts.seed]
+    earlier = {r["task_id"] for r in same_seed
+               if (validation is None or r.get("validation") == validation)
                and r["task_id"] not in journalled and (opts.out / r["task_id"]).is_dir()}
-    known = {r.get("spec_key") for r in previous if r["status"] == "active"}
+    known = {r["task_id"] for r in same_seed}
     unique: dict[str, RenderedTask] = {}
-    reused: set[str] = set()
-    continues = False
     for spec, split in zip(specs, _assign_splits(specs, opts)):
         spec.tests_data = {**spec.tests_data, VALIDATION_FILE: _validation_payload(spec)}
-        key = spec_key(spec, split, opts.seed)
-        continues = continues or key in known
-        row = earlier.get(key)
-        if row is not None:
-            t = RenderedTask(row["task_id"], {}, spec, split, row["template_hash"])
-            if t.task_id not in unique:
-                reused.add(t.task_id)
-        else:
-            t = render_task(spec, renderer, seed=opts.seed, split=split)
-        t.spec_key = key  # type: ignore[attr-defined]
+        t = render_task(spec, renderer, seed=opts.seed, split=split)
         unique.setdefault(t.task_id, t)
-    return unique, reused, continues
-
-
-def _canonical(value: Any) -> Any:
-    """JSON for `spec_key`: bytes by their digest, times as ISO text, submissions by their
-    fields, sets sorted."""
-    if isinstance(value, bytes):
-        return "sha256:" + hashlib.sha256(value).hexdigest()
-    if isinstance(value, (dt.datetime, dt.date)):
-        return value.isoformat()
-    if dataclasses.is_dataclass(value):
-        return {f.name: getattr(value, f.name) for f in dataclasses.fields(value)}
-    if isinstance(value, (set, frozenset)):
-        return sorted(map(str, value))
-    return repr(value)
-
-
-def spec_key(spec: TaskSpec, split: str, seed: int) -> str:
-    """A digest of everything a spec gives rendering, with its split and the seed."""
-    data = {"spec": _canonical(spec), "split": split, "seed": seed}
-    text = json.dumps(data, default=_canonical, sort_keys=True, ensure_ascii=False)
-    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
-
-
-def renderer_key(renderer: Renderer) -> str:
-    """A digest of what rendering adds to a spec: every template the renderer can load,
-    the standalone verifier and rlforge's version."""
-    cached = getattr(renderer, "_rlforge_key", None)
-    if cached:
-        return cached
-    h = hashlib.sha256(__version__.encode())
-    for i, root in enumerate(renderer.dirs):
-        for path in sorted(Path(root).rglob("*")):
-            if path.is_file():
-                h.update(f"{i}:{path.relative_to(root)}".encode() + b"\0" + path.read_bytes())
-    h.update(VERIFIER_SOURCE.read_bytes())
-    renderer._rlforge_key = h.hexdigest()  # type: ignore[attr-defined]
-    return renderer._rlforge_key  # type: ignore[attr-defined]
+    return unique, earlier & set(unique), bool(known & set(unique))
 
 
 def _sandbox_settings(opts: BuildOptions) -> dict[str, Any]:
@@ -412,7 +363,7 @@ def validation_key(opts: BuildOptions) -> str:
 
 
 def _write_and_validate(area: BuildArea, tasks: list[RenderedTask], opts: BuildOptions,
-                        progress, reused: set[str] = frozenset()
+                        progress, reused: frozenset[str] | set[str] = frozenset()
                         ) -> tuple[list[RenderedTask], list[tuple[RenderedTask, str]]]:
     """Stage every task, keeping what an unfinished build settled; validate the rest.
 
@@ -423,7 +374,7 @@ def _write_and_validate(area: BuildArea, tasks: list[RenderedTask], opts: BuildO
     verdicts: dict[str, str | None] = {}  # task id -> None (kept) or why it was dropped
     for t in tasks:
         if t.task_id in reused:
-            area.adopt(t.task_id)  # the previous build's task, inputs unchanged
+            area.adopt(t.task_id, t.files["task.toml"])  # the previous build's task
             verdicts[t.task_id] = None
     digests = {t.task_id: task_digest(t.files) for t in tasks if t.task_id not in verdicts}
     pending: list[RenderedTask] = []
@@ -479,20 +430,20 @@ def _definitive(r: ValidationResult) -> bool:
     return bool(failed) and (failed[0].got is not None or failed[0].name == "leak")
 
 
-MANIFEST_SCHEMA = {
+MANIFEST_SCHEMA: dict[str, Any] = {
     "task_id": pl.Utf8, "generator": pl.Utf8, "version": pl.Int64, "verifier": pl.Utf8,
     "kind": pl.Utf8, "split": pl.Utf8, "path": pl.Utf8, "source_table": pl.Utf8,
     "source_keys": pl.List(pl.Utf8), "content_hashes": pl.List(pl.Utf8),
     "group_key": pl.Utf8, "template_hash": pl.Utf8, "agent_timeout_sec": pl.Float64,
     "context_tokens": pl.Int64,  # a long-context task's prompt tokens (approximate)
     "learnability": pl.Utf8,  # JSON of a label task's learnability figures
-    "spec_key": pl.Utf8, "render_key": pl.Utf8, "validation": pl.Utf8,
+    "seed": pl.Int64, "validation": pl.Utf8,
     "difficulty": pl.Utf8,  # JSON: model -> latest estimate (rlforge.difficulty)
     "status": pl.Utf8, "retired_in": pl.Int64, "retired_by": pl.Utf8,
 }
 
 
-def _manifest_rows(kept: list[RenderedTask], validation: str | None, render_key: str,
+def _manifest_rows(kept: list[RenderedTask], validation: str | None, seed: int,
                    estimates: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
     return [{"task_id": t.task_id, "generator": t.spec.generator, "version": t.spec.version,
              "verifier": t.spec.verifier, "kind": t.spec.kind, "split": t.split,
@@ -502,7 +453,7 @@ def _manifest_rows(kept: list[RenderedTask], validation: str | None, render_key:
              "agent_timeout_sec": float(t.spec.agent_timeout_sec),
              "context_tokens": t.spec.extra_metadata.get("context_tokens"),
              "learnability": _learnability_json(t.spec.extra_metadata),
-             "spec_key": getattr(t, "spec_key", None), "render_key": render_key,
+             "seed": seed,
              "validation": validation,
              "difficulty": json.dumps(estimates[t.task_id], sort_keys=True)
              if t.task_id in estimates else None,

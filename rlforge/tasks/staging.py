@@ -313,12 +313,18 @@ class BuildArea:
         shutil.copytree(self.out / task_id, staged, copy_function=_link_or_copy)
         self._place(task_id)
 
-    def adopt(self, task_id: str) -> None:
-        """Stage a task of the build now in `out` as it is (hard links): an incremental
-        build keeps a task whose inputs did not change without writing it again."""
+    def adopt(self, task_id: str, task_toml: bytes) -> None:
+        """Stage a task of the build now in `out` (hard links): an incremental build keeps a
+        task whose files are unchanged (its id says so) without writing them again; its
+        task.toml is replaced when `task_toml` differs (new metadata, another split)."""
         staged = self.tmp / task_id
         _remove(staged)
         shutil.copytree(self.out / task_id, staged, copy_function=_link_or_copy)
+        toml = staged / "task.toml"
+        if toml.read_bytes() != task_toml:
+            toml.unlink()  # a link to the published build's file: never written through
+            toml.write_bytes(task_toml)
+            os.chmod(toml, 0o644)
         self._place(task_id)
 
     def stage(self, task: RenderedTask) -> Path:

@@ -175,7 +175,8 @@ def diff_versions(con, out: Path, v1: str, v2: str) -> dict[str, Any]:
         by_lineage_gone.setdefault(lineage(r), []).append(r)
     for r in new:
         by_lineage_new.setdefault(lineage(r), []).append(r)
-    changed, paired = [], set()
+    changed: list[dict[str, Any]] = []
+    paired: set[str] = set()
     for key, olds in by_lineage_gone.items():
         news = by_lineage_new.get(key, [])
         if len(olds) == 1 and len(news) == 1:  # one task then, one now: the same one, changed
