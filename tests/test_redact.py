@@ -365,3 +365,12 @@ def test_config_file_and_status_counts_per_kind(cli, tmp_path, monkeypatch):
     counts = json.loads(result.output)["redactions"]
     assert counts == {"PERSON": 3, "REF": 1}
     assert "redacted kind" in cli("--db", db_path, "status").output
+
+
+def test_a_password_word_before_an_address_is_not_a_password():
+    """"password reset sent to ADDRESS": where it went, not the secret; the address is
+    still redacted, as what it is."""
+    r = Redactor(b"k" * 32)
+    out = r.redact_text("password reset sent to ann@example.com, see https://id.example/reset")
+    assert "ann@example.com" not in out and "<EMAIL_" in out and "PASSWORD" not in out
+    assert "<PASSWORD_" in r.redact_text("my new password is Blume#2024")

@@ -413,10 +413,15 @@ def _prose_value(tok: str) -> tuple[int, str]:
 _TEMPLATE_VAR = re.compile(r"\$\{[^}]*\}|\$[A-Z_][A-Z0-9_]*|%\(?[A-Za-z_]*\)?[sdr]|\{\{.*\}\}|<[^>]*>")
 
 
+# where something was sent, not what the secret is: "password reset sent to ann@example.com"
+# (a value holding an address is redacted as that address either way)
+_ADDRESS_VALUE = re.compile(r"[^@\s]+@[^@\s]+\.[A-Za-z]{2,}|[a-z][a-z0-9+.-]*://\S+")
+
+
 def _password_like(val: str, strict: bool) -> bool:
     """A value that reads as a password rather than a word of the sentence."""
     if (val.lower() in _NOT_A_VALUE or set(val) <= set("*xX.#-_") or _TEMPLATE_VAR.fullmatch(val)
-            or re.fullmatch(PLACEHOLDER, val) or len(val) < 4):
+            or re.fullmatch(PLACEHOLDER, val) or len(val) < 4 or _ADDRESS_VALUE.search(val)):
         return False
     has_digit = any(c.isdigit() for c in val)
     has_alpha = any(c.isalpha() for c in val)
