@@ -24,14 +24,13 @@ import io
 import re
 import tokenize
 from pathlib import Path
-from typing import ClassVar
 
 from rlforge import execution
 from rlforge.config import Config, default_cache_dir
 from rlforge.ingest.commits import TEST_DIR, TEST_FILE
 from rlforge.sandbox import sandbox_settings
 from rlforge.sandbox.envs import env_key
-from rlforge.tasks.registry import register
+from rlforge.tasks.registry import Generator, register
 from rlforge.tasks.repair import envs, gitrepo
 from rlforge.tasks.repair.adversarial import repair_adversarials
 from rlforge.tasks.repair.checks import Checker, CheckResult, system_python_version, verifier_files
@@ -111,10 +110,7 @@ def _difficulty(lines: int) -> str:
 @register("commits.repair", 1, "Fix the code so the commit's own tests pass: workspace at the "
           "parent commit, hidden fail-to-pass and pass-to-pass tests run in the sandbox.",
           verifier="repair")
-class CommitsRepair:
-    name: ClassVar[str]  # these two set by @register
-    version: ClassVar[int]
-
+class CommitsRepair(Generator):
     def __init__(self, build=None, **options) -> None:
         """`options` override the `tasks.repair.*` settings; `build` (build-tasks' options)
         gives the resolved config, the sandbox mode and the number of sandboxes."""

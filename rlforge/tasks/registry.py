@@ -15,7 +15,7 @@ import importlib
 import importlib.resources
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, ClassVar
 
 from rlforge import plugins
 from rlforge.errors import UnknownName, UserError
@@ -51,6 +51,16 @@ class GeneratorInfo:
             raise UserError(f"generator {self.id}: its templates {self.templates!r} are not a "
                             "directory in the installed package")
         return root
+
+
+class Generator:
+    """A base for generator classes that only declares, for type checkers, the attributes
+    `@register` sets on the class; the registry does not require it."""
+
+    name: ClassVar[str]
+    version: ClassVar[int]
+    description: ClassVar[str]
+    verifier: ClassVar[str]
 
 
 _REGISTRY: dict[str, GeneratorInfo] = {}
