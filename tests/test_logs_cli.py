@@ -146,3 +146,18 @@ def test_list_says_which_families_the_fields_cannot_support(cli):
     table = cli("build-tasks", "--list")
     assert "skips burst_start: no record is at level WARN" in table.output.replace("\n", " ") \
         or "skips burst_start" in table.output
+
+
+
+def test_format_help_names_every_built_in_log_format():
+    """The help is written out (importing the parsers would load polars and pyarrow on
+    every command's start); this keeps it in step with the registry."""
+    import inspect
+    import re
+
+    from rlforge.cli.logs import ingest_logs
+    from rlforge.ingest.logformats import NAMED_FORMATS
+
+    help_text = inspect.signature(ingest_logs).parameters["fmt"].default.help
+    missing = [n for n in NAMED_FORMATS if not re.search(rf"(?<![\w-]){re.escape(n)}\b", help_text)]
+    assert not missing, help_text

@@ -21,7 +21,7 @@ def ingest_logs(
     paths: list[Path] = typer.Argument(..., readable=False, help="log files (.gz read transparently)"),
     fmt: Optional[str] = typer.Option(
         None, "--format", help="auto (detected from the first lines), jsonl, syslog, access, "
-        "docker, cri, plain, or a header format string such as "
+        "docker, cri, plain, a plug-in's, or a header format string such as "
         "'<Date> <Time> <Level> <Component>: <Content>' (a space matches one or more blanks; "
         "other text between fields is a regex fragment)"),
     mask: Optional[list[str]] = typer.Option(

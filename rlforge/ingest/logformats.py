@@ -18,6 +18,10 @@ format. Formats:
   containerd/CRI-O logs (`<time> stdout F <message>`);
 - `plain`: anything else, one record per line (a leading ISO time and a level word are
   picked up when present).
+
+Named formats are `LogFormatInfo`s in the registry below; third parties add theirs (a
+`LogFormat` subclass with its `_parse`) through the `rlforge.log_formats` entry-point
+group, calling `register_log_format`.
 """
 
 from __future__ import annotations
@@ -30,17 +34,17 @@ import sys
 import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterator, NamedTuple, Sequence
+from typing import Callable, Iterator, NamedTuple, Sequence
 
 import polars as pl
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from rlforge import plugins
 from rlforge.errors import InputFileError, UserError
 from rlforge.ingest.textfile import (NUL_REPLACEMENT, check_not_binary, is_gzip,
                                      line_endings, open_bytes, unreadable)
 
-NAMED_FORMATS = ("jsonl", "syslog", "access", "docker", "cri", "plain")
 CHUNK_BYTES = 16 << 20      # text read per chunk
 MAX_LINE_BYTES = 64 << 20   # a line longer than this is kept to here, whole, flagged truncated
 SAMPLE_LINES = 1000         # lines looked at to detect the format and its time layout
@@ -873,23 +877,64 @@ class PlainFormat(LogFormat):
 
 # --- detection -------------------------------------------------------------------------
 
+# --- the registry ----------------------------------------------------------------------
+
+ENTRY_POINT_GROUP = "rlforge.log_formats"
+
+
+@dataclass(frozen=True)
+class LogFormatInfo:
+    """A named log format: `factory(keys)` makes its parser (`keys`: the user's field
+    mapping, for formats that take one). A format with a `detect_rank` is tried by
+    `detect`, lowest rank first: it wins when it parses more of the sample lines than
+    those tried before it (and at least half)."""
+
+    name: str
+    version: int
+    description: str
+    factory: Callable[[dict[str, str] | None], LogFormat]
+    aliases: tuple[str, ...] = ()
+    detect_rank: int | None = None  # None: only used when named
+
+
+_REGISTRY: dict[str, LogFormatInfo] = {}
+
+
+def register_log_format(info: LogFormatInfo) -> LogFormatInfo:
+    """Add a log format (a higher version of a name replaces a lower one)."""
+    return plugins.add_versioned(_REGISTRY, info, "log format")
+
+
+for _info in (
+    LogFormatInfo("jsonl", 1, "JSON objects from structured loggers", JsonFormat, ("json",)),
+    LogFormatInfo("syslog", 1, "RFC 5424 and RFC 3164 syslog", lambda keys: SyslogFormat(),
+                  detect_rank=2),
+    LogFormatInfo("access", 1, "nginx/Apache common and combined access logs",
+                  lambda keys: AccessFormat(), ("nginx", "apache", "combined"), detect_rank=3),
+    LogFormatInfo("docker", 1, "Docker json-file container logs", lambda keys: DockerFormat()),
+    LogFormatInfo("cri", 1, "Kubernetes containerd/CRI-O container logs",
+                  lambda keys: CriFormat(), detect_rank=1),
+    LogFormatInfo("plain", 1, "anything else, one record per line", lambda keys: PlainFormat()),
+):
+    register_log_format(_info)
+
+NAMED_FORMATS = tuple(_REGISTRY)  # the built-in names
+
+
+def log_formats() -> dict[str, LogFormatInfo]:
+    """Every log format by name (built-ins and plug-ins)."""
+    plugins.load(ENTRY_POINT_GROUP)
+    return dict(_REGISTRY)
+
+
 def make_format(spec: str, keys: dict[str, str] | None = None) -> LogFormat:
-    """A format from its name or a header format string."""
-    if spec in ("jsonl", "json"):
-        return JsonFormat(keys)
-    if spec == "syslog":
-        return SyslogFormat()
-    if spec in ("access", "nginx", "apache", "combined"):
-        return AccessFormat()
-    if spec == "docker":
-        return DockerFormat()
-    if spec == "cri":
-        return CriFormat()
-    if spec == "plain":
-        return PlainFormat()
+    """A format from its name (or an alias) or a header format string."""
+    for info in log_formats().values():
+        if spec == info.name or spec in info.aliases:
+            return info.factory(keys)
     if "<" in spec:
         return HeaderFormat(spec)
-    raise UserError(f"unknown log format {spec!r}; valid: auto, {', '.join(NAMED_FORMATS)}, "
+    raise UserError(f"unknown log format {spec!r}; valid: auto, {', '.join(log_formats())}, "
                     "or a header format string such as '<Date> <Time> <Level> <Component>: "
                     "<Content>'")
 
@@ -911,8 +956,12 @@ def detect(sample: Sequence[str], keys: dict[str, str] | None = None) -> LogForm
         if sum(_DOCKER_KEYS <= set(o) for o in objs) >= 0.8 * len(objs):
             return DockerFormat()
         return JsonFormat(keys)
-    best, best_score = PlainFormat(), 0.5
-    for fmt in (CriFormat(), SyslogFormat(), AccessFormat()):
+    best: LogFormat = PlainFormat()
+    best_score = 0.5
+    ranked = sorted((i for i in log_formats().values() if i.detect_rank is not None),
+                    key=lambda i: i.detect_rank or 0)
+    for info in ranked:
+        fmt = info.factory(keys)
         score = fmt._parse(lines)["ok"].mean() or 0.0
         if score > best_score:
             best, best_score = fmt, score
