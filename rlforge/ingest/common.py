@@ -141,6 +141,13 @@ class FileIngest:
         self.con.execute("BEGIN TRANSACTION")
         return self
 
+    @property
+    def run_id(self) -> int:
+        """This ingest's run id (given on entering the `with` block)."""
+        run_id = self.result.run_id
+        assert run_id is not None, "FileIngest.run_id is read inside its with block"
+        return run_id
+
     def quarantine(self, record_no: int | None, raw: str | bytes | None, reason: str) -> None:
         """Set a record aside with the reason; its raw text is redacted and capped."""
         if isinstance(raw, bytes):

@@ -71,6 +71,13 @@ _LEVEL_WORDS = {
 _SYSLOG_SEVERITY = ["fatal", "fatal", "fatal", "error", "warn", "notice", "info", "debug"]
 
 
+def share(flags: pl.Series) -> float:
+    """The mean of a boolean (or numeric) Series as a float: the share of true values
+    (0.0 for an empty or all-null Series)."""
+    mean = flags.mean()
+    return float(mean) if isinstance(mean, (int, float)) else 0.0
+
+
 def normalise_level(raw: pl.Series) -> pl.Series:
     """Map level names and numbers (syslog, bunyan/pino, log4j) onto LEVELS; else null."""
     raw = raw.cast(pl.String)
@@ -221,7 +228,7 @@ class TimeParser:
         if sample.len() == 0:
             self.chosen = []
             return
-        if sample.str.contains(r"^\d{9,19}(\.\d+)?$").mean() > 0.5:
+        if share(sample.str.contains(r"^\d{9,19}(\.\d+)?$")) > 0.5:
             self.epoch = True
             self.chosen = []
             return
@@ -609,9 +616,9 @@ class HeaderFormat(LogFormat):
             frame = self._parse(sample).filter(pl.col("ok"))
             times = TimeParser(year_hint, year=self.year)
             times.choose(frame["ts_text"])
-            rate = times.parse(frame["ts_text"]).is_not_null().mean() if frame.height else 0.0
-            if best is None or (rate or 0.0) > best[0] + 0.2:
-                best = (rate or 0.0, cand, times)
+            rate = share(times.parse(frame["ts_text"]).is_not_null())
+            if best is None or rate > best[0] + 0.2:
+                best = (rate, cand, times)
         if best is None:
             self.ts_chosen = []
             self.times = TimeParser(year_hint, chosen=[], year=self.year)
@@ -856,7 +863,7 @@ class PlainFormat(LogFormat):
         stamped = sample.str.extract(_PLAIN, 1).is_not_null()
         trace = ~stamped & sample.str.contains(_CONTINUATION)
         self.timestamped = bool(sample.len() and stamped[0]
-                                and (stamped | trace).mean() >= 0.8)
+                                and share(stamped | trace) >= 0.8)
         super().prepare(sample, year_hint)
 
     def continuation(self, lines: pl.Series) -> pl.Series:
@@ -962,7 +969,7 @@ def detect(sample: Sequence[str], keys: dict[str, str] | None = None) -> LogForm
                     key=lambda i: i.detect_rank or 0)
     for info in ranked:
         fmt = info.factory(keys)
-        score = fmt._parse(lines)["ok"].mean() or 0.0
+        score = share(fmt._parse(lines)["ok"])
         if score > best_score:
             best, best_score = fmt, score
     return best
@@ -992,8 +999,11 @@ def _split(data, start: int, end: int) -> tuple[pl.Series, bool, pl.Series | Non
     parts = pc.split_pattern(arr, b"\n").flatten()
     if data[end - 1:end] == b"\n":
         parts = parts.slice(0, len(parts) - 1)
+    lines: pl.Series
     try:  # Arrow's string views, which polars takes as they are; the cast validates UTF-8
-        lines, bad = pl.from_arrow(parts.cast(pa.string_view())), False
+        from_arrow = pl.from_arrow(parts.cast(pa.string_view()))
+        assert isinstance(from_arrow, pl.Series), "an Arrow array comes back as a Series"
+        lines, bad = from_arrow, False
     except pa.ArrowInvalid:
         text = bytes(view).decode("utf-8", errors="replace")
         lines, bad = pl.Series(text.split("\n")[: len(parts)], dtype=pl.String), True
@@ -1186,10 +1196,10 @@ def assemble(fmt: LogFormat, lines: pl.Series, first_no: int, bad_utf8: bool,
         if here.len():
             marks.append(line_no.is_in(here.implode()).alias("nul"))
     if cut_lines:
-        here = {k: v for k, v in cut_lines.items() if first_no <= k < first_no + n}
-        if here:
-            marks.append(line_no.replace_strict(pl.Series(list(here), dtype=pl.Int64),
-                                                pl.Series(list(here.values()), dtype=pl.Int64),
+        cut_here = {k: v for k, v in cut_lines.items() if first_no <= k < first_no + n}
+        if cut_here:
+            marks.append(line_no.replace_strict(pl.Series(list(cut_here), dtype=pl.Int64),
+                                                pl.Series(list(cut_here.values()), dtype=pl.Int64),
                                                 default=None).alias("length"))
     if marks:
         frame = frame.with_columns(marks)

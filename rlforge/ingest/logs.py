@@ -425,7 +425,8 @@ class _ChunkStore:
                            for known in (self.cache, fresh)])
         texts = texts.to_arrow(compat_level=ARROW)
         _log_probe, _log_probe_texts = table, texts  # noqa: F841 (read by DuckDB by name)
-        low, high = int(recs["line_no"].min()), int(recs["line_no"].max())
+        # polars types min() of any column as a union of every scalar; line_no's is an int
+        low, high = int(recs["line_no"].min()), int(recs["line_no"].max())  # type: ignore[arg-type]
         with self.writer.lock:
             stored = pl.DataFrame(self.con.sql(f"""
                 SELECT DISTINCT c.line_no
@@ -611,7 +612,7 @@ def ingest_file(con: duckdb.DuckDBPyConnection, path: str | Path, *, fmt: str = 
         if copy_of and r.n_loaded + r.n_quarantined:
             _drop_copy(con, r, store.first_id, copy_of[0][0])
             return fi.result
-        _finish_templates(con, book, r.run_id)
+        _finish_templates(con, book, fi.run_id)
         r.n_flagged = con.execute(
             "SELECT count(*) FROM log_records WHERE ingest_run = ? AND flag IS NOT NULL",
             [r.run_id]).fetchall()[0][0]
@@ -625,7 +626,7 @@ def ingest_file(con: duckdb.DuckDBPyConnection, path: str | Path, *, fmt: str = 
                            "truncated)")
         if book.merges:
             r.notes.append(f"{len(book.merges)} template(s) generalised (see template_merges)")
-        r.notes.extend(_time_notes(con, r.run_id, parser))
+        r.notes.extend(_time_notes(con, fi.run_id, parser))
         if redactor is not None:
             r.redactions = {k: v - before.get(k, 0) for k, v in redactor.counts.items()
                             if v - before.get(k, 0)}
@@ -648,7 +649,7 @@ def _time_notes(con, run_id: int, parser: lf.LogFormat) -> list[str]:
         notes.append(f"{bad[0]:,} record(s) have a time field that parses to no time, "
                      f"flagged {lf.TIME_UNPARSED} (e.g. {bad[1]!r}: {layouts})")
     source = times.year_source if times is not None else None
-    if source is not None:
+    if times is not None and source is not None:
         first = con.execute("SELECT min(year(ts)), max(year(ts)) FROM log_records "
                             "WHERE ingest_run = ?", [run_id]).fetchall()[0]
         years = (f"{first[0]}" if first[0] == first[1] else f"{first[0]}-{first[1]}") \

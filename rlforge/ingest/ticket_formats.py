@@ -79,10 +79,10 @@ def resolve_mapping(columns: list[str], explicit: dict[str, str]) -> dict[str, s
         if f in mapping:
             continue
         for syn in SYNONYMS[f]:
-            col = by_norm.get(syn)
-            if col is not None and col not in taken:
-                mapping[f] = col
-                taken.add(col)
+            found = by_norm.get(syn)
+            if found is not None and found not in taken:
+                mapping[f] = found
+                taken.add(found)
                 break
     return mapping
 
@@ -216,13 +216,13 @@ def iter_json_records(text: str) -> Iterator[tuple[int, Any] | Rejected]:
         try:
             item, end = dec.raw_decode(s, pos)
         except RecursionError:
-            end = skip_value(s, pos)
+            skipped_to = skip_value(s, pos)
             n += 1
-            if end is None:
+            if skipped_to is None:
                 yield Rejected(n, s[pos:], TOO_DEEP + "; the array is never closed after it")
                 return
-            yield Rejected(n, s[pos:end], TOO_DEEP)
-            pos = end
+            yield Rejected(n, s[pos:skipped_to], TOO_DEEP)
+            pos = skipped_to
             continue
         except ValueError as exc:
             yield Rejected(n + 1, s[pos:], f"truncated or invalid JSON from element {n + 1} on: "
@@ -439,7 +439,8 @@ def iter_jira_csv(text: str, mapping: dict[str, str]) -> Iterator[TicketRecord |
             fields[f] = values if f == "tags" else (values[0] if values else None)
         if "tags" not in mapping:
             fields["tags"] = col("Labels")
-        reporter = (col("Reporter Id") or col("Reporter") or [None])[0]
+        reporters = col("Reporter Id") or col("Reporter")
+        reporter = reporters[0] if reporters else None
         messages = _opening_message(fields, reporter)
         for cell in col("Comment"):
             parts = cell.split(";", 2)

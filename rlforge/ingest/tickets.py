@@ -250,13 +250,15 @@ def _frames(records: list[tf.TicketRecord]) -> tuple[pl.DataFrame, pl.DataFrame]
                          "text": m.get("text"),
                          "created_raw": None if m.get("created_at") is None else str(m["created_at"]),
                          "is_public": bool(m.get("is_public", True))})
-    schema = {"record_no": pl.Int64, "source_id": pl.Utf8, "subject": pl.Utf8, "body": pl.Utf8,
-              "category": pl.Utf8, "intent": pl.Utf8, "priority": pl.Utf8, "status": pl.Utf8,
-              "resolution": pl.Utf8, "created_raw": pl.Utf8, "resolved_raw": pl.Utf8,
-              "tags": pl.List(pl.Utf8), "extra": pl.Utf8, "flags": pl.List(pl.Utf8),
-              "content_hash": pl.Utf8}
-    mschema = {"record_no": pl.Int64, "seq": pl.Int32, "role": pl.Utf8, "author": pl.Utf8,
-               "text": pl.Utf8, "created_raw": pl.Utf8, "is_public": pl.Boolean}
+    schema: dict[str, Any] = {
+        "record_no": pl.Int64, "source_id": pl.Utf8, "subject": pl.Utf8, "body": pl.Utf8,
+        "category": pl.Utf8, "intent": pl.Utf8, "priority": pl.Utf8, "status": pl.Utf8,
+        "resolution": pl.Utf8, "created_raw": pl.Utf8, "resolved_raw": pl.Utf8,
+        "tags": pl.List(pl.Utf8), "extra": pl.Utf8, "flags": pl.List(pl.Utf8),
+        "content_hash": pl.Utf8}
+    mschema: dict[str, Any] = {
+        "record_no": pl.Int64, "seq": pl.Int32, "role": pl.Utf8, "author": pl.Utf8,
+        "text": pl.Utf8, "created_raw": pl.Utf8, "is_public": pl.Boolean}
     return pl.DataFrame(rows, schema=schema), pl.DataFrame(msgs, schema=mschema)
 
 
@@ -331,7 +333,7 @@ def _decide_after_insert(con, fi: FileIngest, on_conflict: str) -> None:
     recognised with aggregate queries; only otherwise is every row decided.
     """
     r = fi.result
-    run = int(r.run_id)
+    run = fi.run_id
     n, n_hash, n_id = con.execute(
         "SELECT count(*), count(DISTINCT content_hash), count(DISTINCT ticket_id) FROM tickets "
         "WHERE ingest_run = ?", [run]).fetchall()[0]
@@ -438,7 +440,7 @@ def ingest_file(con: duckdb.DuckDBPyConnection, path: str | Path, *, fmt: str = 
         con.execute(f"CREATE OR REPLACE TEMP TABLE {STAGE_MSG} (record_no BIGINT, seq INTEGER, "
                     "role VARCHAR, author VARCHAR, text VARCHAR, created_raw VARCHAR, "
                     "is_public BOOLEAN)")
-        final = _final_projection(origin or tf.get(chosen).origin, fi.path, fi.result.run_id)
+        final = _final_projection(origin or tf.get(chosen).origin, fi.path, fi.run_id)
         if chosen == "csv":
             try:
                 with _as_duckdb_reads(path) as csv_path:
@@ -464,7 +466,7 @@ def ingest_file(con: duckdb.DuckDBPyConnection, path: str | Path, *, fmt: str = 
             elif fi._quarantine:
                 fi.result.notes.append("no record of this file could be parsed")
         if chosen == "csv" and _may_hold_nul(path):
-            _replace_nul_bytes(con, fi.result.run_id)
+            _replace_nul_bytes(con, fi.run_id)
         if redactor is not None:
             _redact_stage(con, redactor)
         # (Skipped when the stage is empty: an append after the fast path's bulk insert in the

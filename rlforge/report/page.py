@@ -125,9 +125,10 @@ def _distribution_card(title: str, sub: str, per_gen: dict[str, list[float]],
     series = [(g, vs, colors[g]) for g, vs in per_gen.items() if vs]
     values = [v for _, vs, _ in series for v in vs]
     q = rd.quantiles(values)
-    quant = ("" if q["p50"] is None else
-             f'<div class="quant">p50 {svg.fmt_num(round(q["p50"], 3))}{unit} · '
-             f'p90 {svg.fmt_num(round(q["p90"], 3))}{unit} · max {svg.fmt_num(round(q["max"], 3))}{unit}'
+    p50, p90, top = q["p50"], q["p90"], q["max"]
+    quant = ("" if p50 is None or p90 is None or top is None else
+             f'<div class="quant">p50 {svg.fmt_num(round(p50, 3))}{unit} · '
+             f'p90 {svg.fmt_num(round(p90, 3))}{unit} · max {svg.fmt_num(round(top, 3))}{unit}'
              f' · n = {len(values):,}</div>')
     chart = svg.histogram(series, bins=24, lo=0.0, x_label=x_label, label=title, width=420,
                           height=200)

@@ -55,7 +55,7 @@ from rlforge.run.submission import (SUBMISSION_CHARS, as_file, as_read, read_pre
                                     workspace_changes)
 from rlforge.run.tasks import Task
 from rlforge.sandbox import FailureReason, SandboxResult, SandboxSpec
-from rlforge.verify import standalone
+from rlforge.verify import kinds, standalone
 from rlforge.verify.runner import TaskRunner, fresh_workspace
 
 SINGLE_TURN_SYSTEM = (
@@ -301,23 +301,23 @@ class Environment:
         if self.on_scoring is not None:
             self.on_scoring()
         if self.multi_turn:
+            ws = self.workspace
+            assert ws is not None, "a multi-turn episode has its workspace from reset()"
             caps = self._spec().copy_limits
-            self.submission = await asyncio.to_thread(
-                workspace_changes, self.task.path / "environment" / "app", self.workspace,
-                caps=caps)
-            too_large = self.submission.get("error") and self.submission.get("detail") \
-                or self._too_large
+            submission = await asyncio.to_thread(
+                workspace_changes, self.task.path / "environment" / "app", ws, caps=caps)
+            self.submission = submission
+            too_large = submission.get("error") and submission.get("detail") or self._too_large
             if too_large:  # the policy's own doing: a fail, never scored further
                 self.reward = too_large_reward(too_large)
                 return self.reward
-            if self.task.verifier == "repair":  # the patch, as trainers and people read it
+            if kinds.get(self.task.verifier).submission == "patch":  # as trainers read it
                 from rlforge.tasks.repair.score import workspace_diff
 
-                self.submission["diff"] = await asyncio.to_thread(
-                    workspace_diff, self.task.path, self.workspace)
+                submission["diff"] = await asyncio.to_thread(workspace_diff, self.task.path, ws)
             # Once the policy's commands ran, the workspace is theirs: if it no longer fits
             # the verifier's sandbox, that is the policy's fail.
-            self.reward = await self._score_workspace(self.workspace, by_policy=bool(self.steps))
+            self.reward = await self._score_workspace(ws, by_policy=bool(self.steps))
         else:
             self.submission = {"type": "text", "text": text or ""}
             self.reward = await self.verify(text or "")
@@ -459,7 +459,7 @@ class Environment:
         policy's earlier commands left no longer fits the sandbox (None: it ran)."""
         opts = self.options
         spec = self._spec(workspace=self.workspace, timeout_sec=opts.command_timeout)
-        result = await self.runner.pool.run(["bash", "-c", cmd.command], spec)
+        result = await self._runner().pool.run(["bash", "-c", cmd.command], spec)
         failure = result.failure
         if failure is not None and failure.reason is FailureReason.TOO_LARGE and self.steps:
             # Earlier commands grew the workspace past what a sandbox holds (copy-out makes
@@ -489,7 +489,13 @@ class Environment:
 
     def _spec(self, **fields: Any) -> SandboxSpec:
         """A sandbox for this task: the runner's hook (e.g. a prepared venv) and its mode."""
-        return self.runner._spec(self.task.path, self.task.meta, **fields)
+        return self._runner().spec(self.task.path, self.task.meta, **fields)
+
+    def _runner(self) -> TaskRunner:
+        """The sandbox runner; a task that runs anything in a sandbox always has one
+        (`reset` refuses to start one without it)."""
+        assert self.runner is not None, "a sandboxed step of a task scored in-process"
+        return self.runner
 
     async def _score_workspace(self, ws: Path, by_policy: bool = False) -> dict[str, Any]:
         """The verifier's reward for `ws`; `by_policy`: the policy's commands wrote it, so

@@ -419,7 +419,7 @@ def _write_and_validate(area: BuildArea, tasks: list[RenderedTask], opts: BuildO
                 area.reject(t.task_id, digests[t.task_id], "not validated", definitive=False)
                 verdicts[t.task_id] = "not validated"
     kept = [t for t in tasks if verdicts[t.task_id] is None]
-    failed = [(t, verdicts[t.task_id]) for t in tasks if verdicts[t.task_id] is not None]
+    failed = [(t, why) for t in tasks if (why := verdicts[t.task_id]) is not None]
     return kept, failed
 
 

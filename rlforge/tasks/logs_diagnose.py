@@ -43,6 +43,7 @@ from __future__ import annotations
 import hashlib
 from collections import Counter
 from dataclasses import dataclass, field
+from typing import Any
 
 from rlforge.tasks.answers import adversarial_answers, null_submission, solve_script
 from rlforge.tasks.logs_common import (ERROR_LEVELS, FAILURE_LEVELS, PATTERN_RULE, Record,
@@ -54,7 +55,7 @@ from rlforge.tasks.logs_common import (ERROR_LEVELS, FAILURE_LEVELS, PATTERN_RUL
                                        grow_fleet,
                                        grow_window, parse_token_budgets, record_time,
                                        render_sections, time_order)
-from rlforge.tasks.registry import register
+from rlforge.tasks.registry import Generator, register
 from rlforge.tasks.spec import BuildContext, SourceRef, TaskSpec, stable_sample
 
 KINDS = ("burst_start", "first_failing_component", "first_failing_host",
@@ -347,7 +348,12 @@ def parse_families(spec) -> dict[str, float]:
     if spec is None:
         return {k: 1.0 for k in KINDS}
     if isinstance(spec, str):
-        spec = dict(p.split("=", 1) if "=" in p else (p, 1) for p in spec.split(",") if p.strip())
+        named: dict[str, Any] = {}
+        for part in (p.strip() for p in spec.split(",")):
+            if part:
+                name, _, weight = part.partition("=")
+                named[name] = weight if weight else 1
+        spec = named
     if isinstance(spec, (list, tuple)):
         spec = {k: 1 for k in spec}
     unknown = set(spec) - set(KINDS)
@@ -385,7 +391,7 @@ def field_support(con) -> dict[str, str]:
           "lines (burst start, first failure, dominant or precursor pattern, peak minute, "
           "failing ids, new patterns, counts); answers computed in DuckDB and re-derived by the "
           "stated rule.", verifier="answer")
-class LogsDiagnose:
+class LogsDiagnose(Generator):
     def __init__(self, window: int = 80, kinds=KINDS, families=None,
                  max_count_share: float = 0.3, context_tokens=None):
         self.window = int(window)
@@ -433,7 +439,7 @@ class LogsDiagnose:
         kinds = [k for k in self.weights if k not in COUNTING or
                  sum(made[c] for c in COUNTING) + 1 <= self.max_count_share * (total + 1)]
         keys = {k: (made[k] / self.weights[k], rng.random()) for k in kinds}
-        return sorted(kinds, key=keys.get)
+        return sorted(kinds, key=keys.__getitem__)
 
     def _ask(self, ctx: BuildContext, w: WindowStats, records: list[Record], text: str, rng,
              made: Counter):

@@ -33,7 +33,7 @@ from rlforge.tasks.logs_common import (ERROR_LEVELS, PATTERN_RULE, Record, Windo
                                        incident_group, minute_of_peak, parse_shown, pattern_regex,
                                        render, service_name, shown_time, span_sections,
                                        templates_of, window_stats)
-from rlforge.tasks.registry import register
+from rlforge.tasks.registry import Generator, register
 from rlforge.tasks.spec import BuildContext, SourceRef, Submission, TaskSpec, stable_sample
 
 FACTS = ("first_error_time", "peak_error_minute", "top_error_component", "error_count",
@@ -103,11 +103,13 @@ def fact_value(fact: str, records: list[Record], template: str | None = None):
     if fact == "error_count":
         return sum(1 for r in records if r.level in ERROR_LEVELS)
     if fact == "template_count":
+        assert template is not None, "a template count names its template"
         rx = pattern_regex(template)
         return sum(1 for r in records if rx.fullmatch(r.message.split("\n", 1)[0]))
     if fact in ("first_error_time", "peak_error_minute"):
-        errors = [r.ts for r in records if r.level in ERROR_LEVELS]
-        if not errors or any(t is None for t in errors):
+        times = [r.ts for r in records if r.level in ERROR_LEVELS]
+        errors = [t for t in times if t is not None]
+        if not errors or len(errors) < len(times):
             return None
         if fact == "first_error_time":
             return min(errors).strftime("%Y-%m-%d %H:%M:%S")
@@ -128,6 +130,7 @@ def stated_fact(fact: str, text: str, template: str | None = None):
     if fact == "error_count":
         return len(errors)
     if fact == "template_count":
+        assert template is not None, "a template count names its template"
         rx = pattern_regex(template)
         return sum(1 for r in shown if rx.fullmatch(r.message))
     if fact == "first_error_time":
@@ -227,7 +230,7 @@ def grep_script(fact: str, template: str | None) -> bytes:
 
 @register("logs.script", 2, "Write a script that prints a fact about a logs directory; run "
           "in the sandbox on the visible logs and on a held-back variant.", verifier="script")
-class LogsScript:
+class LogsScript(Generator):
     def __init__(self, window: int = 120, facts=FACTS, max_count_share: float = 0.3):
         self.window = int(window)
         self.facts = tuple(f for f in facts if f in FACTS)
@@ -261,7 +264,7 @@ class LogsScript:
         counting_ok = sum(made[c] for c in COUNTING) + 1 <= self.max_count_share * (total + 1)
         facts = [f for f in self.facts if counting_ok or f not in COUNTING]
         keys = {f: (made[f], rng.random()) for f in facts}  # the least asked first
-        facts.sort(key=keys.get)
+        facts.sort(key=keys.__getitem__)
         visible = {n: render(rs).encode() for n, rs in seen_secs}
         for fact in facts:
             template = None

@@ -33,7 +33,7 @@ from typing import Callable
 
 from rlforge.tasks import kb_search
 from rlforge.tasks.answers import null_submission, solve_script
-from rlforge.tasks.registry import register
+from rlforge.tasks.registry import Generator, register
 from rlforge.tasks.splits import THRESHOLD, shingles
 from rlforge.tasks.spec import ANSWER_FILE, BuildContext, SourceRef, Submission, TaskSpec, stable_sample
 from rlforge.verify.standalone import (COPY_N, COPY_SHARE, _mentions_words, _ngrams, bigrams,
@@ -209,7 +209,7 @@ class _Origin:
 @register("tickets.reply", 2, "Answer a customer by researching earlier resolved tickets "
           "(search tool, bash); graded on the real resolution's facts, forbidden content, "
           "length and anti-stuffing gates.", verifier="reply")
-class TicketReply:
+class TicketReply(Generator):
     def __init__(self, docs: str | None = None, kb_relevant: int = KB_RELEVANT,
                  kb_others: int = KB_OTHERS):
         self.docs = read_docs(docs)

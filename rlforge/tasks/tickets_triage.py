@@ -25,7 +25,7 @@ from collections import defaultdict
 
 from rlforge.tasks.answers import adversarial_answers, null_submission, solve_script
 from rlforge.tasks.learnability import MIN_LIFT, Learnability, measure
-from rlforge.tasks.registry import register
+from rlforge.tasks.registry import Generator, register
 from rlforge.tasks.spec import BuildContext, SourceRef, TaskSpec, stable_sample
 
 FIELDS = ("category", "intent", "priority")
@@ -84,7 +84,7 @@ def _label_sets(con, fields, min_per_label: int, refused: dict | None = None
 @register("tickets.triage", 1, "Classify a support request into its category, intent or "
           "priority (labels offered; normalised exact match; only fields whose labels a "
           "classifier learns from the text).", verifier="answer")
-class TicketTriage:
+class TicketTriage(Generator):
     def __init__(self, fields=DEFAULT_FIELDS, min_per_label: int = 3, min_lift: float = MIN_LIFT,
                  field_names: dict[str, str] | None = None,
                  label_meanings: dict[str, dict[str, str]] | None = None):

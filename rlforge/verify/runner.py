@@ -113,13 +113,14 @@ class TaskRunner:
         env = {"RLFORGE_SANDBOXED": "1", **asked.pop("env", {})}
         return {**asked, **self.settings, "env": env}
 
-    def _spec(self, task_dir: Path, meta: dict, **fields) -> SandboxSpec:
+    def spec(self, task_dir: Path, meta: dict, **fields) -> SandboxSpec:
+        """A sandbox for one of the task's runs: its fields (`_fields`) and `fields`."""
         return spec_of(self._fields(task_dir, meta), **fields)
 
     async def run_solution(self, task_dir: Path, meta: dict, ws: Path) -> str | None:
         """Run solution/solve.sh in the workspace; an error message if it failed."""
         timeout = float(meta.get("agent", {}).get("timeout_sec", 120))
-        spec = self._spec(task_dir, meta, workspace=ws, timeout_sec=timeout,
+        spec = self.spec(task_dir, meta, workspace=ws, timeout_sec=timeout,
                           ro_binds={"/solution": task_dir / "solution"})
         result = await self.pool.run(["bash", "/solution/solve.sh"], spec)
         if result.failure or result.timed_out or result.exit_code != 0:
