@@ -74,7 +74,7 @@ def test_harbor_layout_and_lineage(cli, ticket_db, tmp_path, query):
         assert meta["task"]["name"] == f"rlforge/{d.name}"
         assert meta["verifier"]["timeout_sec"] > 0 and meta["agent"]["timeout_sec"] > 0
         env = meta["environment"]
-        assert env["allow_internet"] is False and env["cpus"] >= 1 and env["memory_mb"] > 0
+        assert env["network_mode"] == "no-network" and env["cpus"] >= 1 and env["memory_mb"] > 0
         rl = meta["metadata"]["rlforge"]
         assert rl["task_id"] == d.name and rl["split"] in ("train", "val", "test")
         assert rl["generator"] in ("tickets.triage@1", "tickets.reply@2")

@@ -28,7 +28,7 @@ from typing import Any, Mapping
 
 from rlforge.sandbox import FailureReason, SandboxPool, SandboxResult, spec_of
 from rlforge.verify import kinds, repair_standalone
-from rlforge.verify.standalone import Ran, SandboxBroken
+from rlforge.verify.standalone import RESULT_NAME, Ran, SandboxBroken, component
 
 VENV_PYTHON = "/opt/venv/bin/python"
 
@@ -133,9 +133,32 @@ def score_workspace(task_dir: Path, reference: dict, workspace: Path,
                                                   str(workspace), policy)
 
 
+def read_logged_result(logs_dir: Path) -> dict:
+    """The reward a task's test.sh logged in `logs_dir` (a Harbor trial's verifier/
+    directory): rlforge's detailed result (rlforge_result.json) when it is there, else
+    Harbor's flat reward.json read as components of weight 1. Links and special files
+    are never followed. Only for results scored outside rlforge (under Harbor): `rlforge
+    run` and `rescore` compute the reward in their own process and never read a file the
+    sandbox could have written."""
+    from rlforge.sandbox import read_file
+
+    try:
+        return json.loads(read_file(logs_dir, RESULT_NAME))
+    except FileNotFoundError:
+        pass
+    flat = json.loads(read_file(logs_dir, "reward.json"))
+    if not isinstance(flat, dict) or not all(isinstance(v, (int, float)) for v in flat.values()):
+        raise ValueError(f"{logs_dir}/reward.json is not a flat map of numbers")
+    total = float(flat.get("reward", 0.0))
+    comps = {name: component(v) for name, v in flat.items() if name != "reward"}
+    return {"components": comps, "total": total, "outcome": "pass" if total >= 1.0 else "fail",
+            "detail": "from reward.json"}
+
+
 def load_reference(task_dir: Path) -> dict:
     """tests/reference.json of a task (read on the host; never shown to policy code)."""
     return json.loads((task_dir / "tests" / "reference.json").read_text(encoding="utf-8"))
 
 
-__all__ = ["SandboxBroken", "SandboxPolicy", "TreeTooLarge", "load_reference", "score_workspace"]
+__all__ = ["SandboxBroken", "SandboxPolicy", "TreeTooLarge", "load_reference", "read_logged_result",
+           "score_workspace"]

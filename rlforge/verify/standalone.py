@@ -12,8 +12,9 @@ A reward has named components, each a value in [0, 1] with a weight and a level 
 the result is right; medium: valid format / it runs; fine: process constraints). A
 component marked as a gate must be 1, or the total is 0. Otherwise the total is the
 weighted mean of the non-gate components. A failing reward names its `reason`. The result
-is written to reward.json and reward.txt, and printed on stdout as one line starting with
-`RLFORGE_REWARD `.
+is written as Harbor reads it, reward.json (a flat map of numbers: `reward`, the total, and
+one number per component) and reward.txt (the total), in full to rlforge_result.json beside
+them, and printed on stdout as one line starting with `RLFORGE_REWARD `.
 
 Code the policy wrote never runs in this process: see "policy code: the trust boundary"
 below for the contract every verifier kind follows.
@@ -752,13 +753,28 @@ def score(ref, tests_dir, workspace=None, policy=None):
     raise ValueError(f"unknown verifier kind {kind!r}")
 
 
+RESULT_NAME = "rlforge_result.json"  # the detailed result, beside Harbor's reward files
+
+
+def flat_reward(result):
+    """Harbor's reward.json: a flat map of numbers, `reward` the total and one number per
+    component (a component named `reward` is written as `component_reward`)."""
+    flat = {"reward": result["total"]}
+    for name, c in sorted(result.get("components", {}).items()):
+        flat["component_reward" if name == "reward" else name] = c["value"]
+    return flat
+
+
 def write_reward(result, logs_dir):
-    """Write reward.json and reward.txt, replacing whatever stands at those names (a
-    directory, a link, a file another process wrote) through a private temporary file."""
+    """Write reward.json (Harbor's flat map), reward.txt (the total) and rlforge_result.json
+    (components with weights, levels, gates and details; outcome and reason), replacing
+    whatever stands at those names (a directory, a link, a file another process wrote)
+    through a private temporary file."""
     os.makedirs(logs_dir, exist_ok=True)
     if hasattr(os, "geteuid") and os.geteuid() == 0:
         os.chmod(logs_dir, 0o755)
-    for name, text in (("reward.json", json.dumps(result, indent=2, sort_keys=True)),
+    for name, text in ((RESULT_NAME, json.dumps(result, indent=2, sort_keys=True)),
+                       ("reward.json", json.dumps(flat_reward(result), sort_keys=True)),
                        ("reward.txt", f"{result['total']}\n")):
         target = os.path.join(logs_dir, name)
         if os.path.isdir(target) and not os.path.islink(target):
