@@ -3,6 +3,10 @@
 # environment in .venv with rlforge and the extras the demo and the tests use.
 #   RLFORGE_EXTRAS   pip extras to install (default: dev,local,bench)
 #   RLFORGE_BROWSER  1 to install Chromium too (the report test renders in it)
+#   RLFORGE_HARBOR   0 to skip .venv-harbor: Harbor (the tests run real Harbor trials and
+#                    `harbor lint` on rlforge's tasks) in a venv of its own, made from the
+#                    first Python >= 3.12 found ($RLFORGE_HARBOR_PYTHON, python3.13,
+#                    python3.12 on PATH, or a pyenv build); skipped with a message if none
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -35,4 +39,28 @@ echo "setup: installing rlforge[$extras] (llama-cpp-python compiles for ~8 minut
 # dies of SIGILL at the first request. Set CMAKE_ARGS yourself to build otherwise.
 export CMAKE_ARGS="${CMAKE_ARGS:--DGGML_NATIVE=OFF}"
 .venv/bin/python -m pip install -q --disable-pip-version-check -c constraints.txt -e ".[$extras]"
+
+harbor_python() {
+    local c
+    for c in "${RLFORGE_HARBOR_PYTHON:-}" python3.13 python3.12 /root/.pyenv/versions/3.1[2-9]*/bin/python \
+             "$HOME"/.pyenv/versions/3.1[2-9]*/bin/python; do
+        [ -n "$c" ] && command -v "$c" >/dev/null 2>&1 || continue
+        if "$c" -c 'import sys; sys.exit(sys.version_info < (3, 12))' 2>/dev/null; then
+            command -v "$c"; return 0
+        fi
+    done
+    return 1
+}
+if [ "${RLFORGE_HARBOR:-1}" != 0 ]; then
+    if py=$(harbor_python); then
+        [ -x .venv-harbor/bin/python ] || { echo "setup: creating .venv-harbor with $($py --version)"; "$py" -m venv .venv-harbor; }
+        echo "setup: installing Harbor into .venv-harbor (rlforge.harbor runs its trials in the sandbox)"
+        # rlforge itself without its dependencies: Harbor imports rlforge.harbor, which needs
+        # only the standard library and rlforge.sandbox.
+        .venv-harbor/bin/python -m pip install -q --disable-pip-version-check -c constraints-harbor.txt harbor
+        .venv-harbor/bin/python -m pip install -q --disable-pip-version-check --no-deps -e .
+    else
+        echo "setup: WARNING: no Python >= 3.12 found: no .venv-harbor, so the Harbor tests will be skipped" >&2
+    fi
+fi
 echo "setup: done ($(.venv/bin/rlforge --version))"

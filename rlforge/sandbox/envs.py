@@ -102,6 +102,18 @@ def prepare_env(requirements: Sequence[str], cache_dir: str | os.PathLike, *,
     return final
 
 
+def installed_versions(venv: str | os.PathLike) -> list[str]:
+    """`name==version` of every distribution installed in a prepared venv, sorted: the
+    exact set a Dockerfile pins to reproduce it."""
+    found = set()
+    for meta in sorted(Path(venv).glob("lib/python*/site-packages/*.dist-info/METADATA")):
+        fields = dict(line.split(": ", 1) for line in meta.read_text(encoding="utf-8", errors="replace")
+                      .split("\n\n", 1)[0].splitlines() if ": " in line)
+        if fields.get("Name") and fields.get("Version"):
+            found.add(f"{fields['Name']}=={fields['Version']}")
+    return sorted(found, key=str.lower)
+
+
 def _build(where: Path, requirements: Sequence[str], python: str, pip_args: Sequence[str],
            timeout_sec: float) -> None:
     made = subprocess.run([python, "-m", "venv", "--without-pip", str(where)], capture_output=True,

@@ -60,6 +60,8 @@ class SandboxSpec:
         venv: A prepared environment (from `prepare_env`) bound read-only at `/opt/venv`;
             its `bin/` goes first on PATH and `VIRTUAL_ENV` is set.
         ro_binds: Extra read-only binds, sandbox path -> host path.
+        rw_binds: Extra read-write binds, sandbox path -> host path (copied onto the
+            capped file system with the workspace, and back, as the workspace is).
         env: Variables added to the clean environment (`BASE_ENV`); host variables never
             pass through unless listed here with their value.
         cwd: Working directory inside the sandbox (default `/app` if a workspace is
@@ -99,6 +101,7 @@ class SandboxSpec:
     logs: Path | None = None
     venv: Path | None = None
     ro_binds: Mapping[str, Path] = field(default_factory=dict)
+    rw_binds: Mapping[str, Path] = field(default_factory=dict)
     env: Mapping[str, str] = field(default_factory=dict)
     cwd: str | None = None
     timeout_sec: float = 60.0
@@ -136,7 +139,7 @@ class SandboxSpec:
                 raise UserError(f"sandbox {name} must be at least 1 or unset, got {value}")
         if self.cpus is not None and not self.cpus >= 0.01:
             raise UserError(f"sandbox cpus must be at least 0.01 or unset, got {self.cpus}")
-        for dest in self.ro_binds:
+        for dest in (*self.ro_binds, *self.rw_binds):
             path = PurePosixPath(dest)
             if not path.is_absolute() or ".." in path.parts or str(path) == "/":
                 raise UserError(f"sandbox bind target {dest!r} must be an absolute path below /")
@@ -184,6 +187,7 @@ class SandboxSpec:
         if self.venv is not None:
             out.append((Path(self.venv), VENV_MOUNT, False))
         out.extend((Path(src), dest, False) for dest, src in self.ro_binds.items())
+        out.extend((Path(src), dest, True) for dest, src in self.rw_binds.items())
         return out
 
 

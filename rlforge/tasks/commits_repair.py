@@ -27,9 +27,10 @@ from pathlib import Path
 
 from rlforge import execution
 from rlforge.config import Config, default_cache_dir
+from rlforge.errors import UserError
 from rlforge.ingest.commits import TEST_DIR, TEST_FILE
 from rlforge.sandbox import sandbox_settings
-from rlforge.sandbox.envs import env_key
+from rlforge.sandbox.envs import env_key, installed_versions, prepare_env
 from rlforge.tasks.registry import Generator, register
 from rlforge.tasks.repair import envs, gitrepo
 from rlforge.tasks.repair.adversarial import repair_adversarials
@@ -200,6 +201,18 @@ class CommitsRepair(Generator):
         check = dataclasses.replace(check, fail_to_pass=checked)
         return row, snap, settings, found, check
 
+    def _pinned(self, requirements: list[str], pip_args: list[str]) -> list[str]:
+        """The requirements as exact versions, read from the environment the checks ran in
+        (Harbor's Dockerfile installs the same set); as given when they name files or URLs,
+        or the environment cannot be prepared here."""
+        if not requirements or any("/" in r or r.startswith(".") for r in requirements):
+            return list(requirements)
+        try:
+            venv = prepare_env(requirements, default_cache_dir(self.config), pip_args=pip_args)
+        except UserError:
+            return list(requirements)
+        return installed_versions(venv) or list(requirements)
+
     def _spec(self, row: CommitRow, snap: gitrepo.CommitSnapshot, settings: RepoSettings,
               found: envs.Requirements, check: CheckResult) -> TaskSpec:
         o = self.opts
@@ -235,6 +248,7 @@ class CommitsRepair(Generator):
                      "body": body, "repo_name": repo_name, "language": o.language.capitalize(),
                      "file_hints": sorted(snap.gold_paths) if o.file_hints else [],
                      "requirements": requirements,
+                     "pinned_requirements": self._pinned(requirements, list(settings.pip_args)),
                      "config_files": [n for n in PROTECTED["names"] if n != "conftest.py"],
                      "python_version": ".".join(system_python_version().split(".")[:2])},
             reference=reference,

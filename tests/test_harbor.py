@@ -1,0 +1,145 @@
+"""rlforge's tasks in real Harbor: its task loader, `harbor lint` and trials run through
+rlforge's sandbox environment (`rlforge.harbor:SandboxEnvironment`), no Docker.
+
+Harbor needs Python >= 3.12; `scripts/setup.sh` installs it into `.venv-harbor` from the
+first such Python it finds. Where the machine has none, these tests are skipped with a
+message saying so; where it has one but `.venv-harbor` is missing, they fail.
+"""
+
+from __future__ import annotations
+
+import glob
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from paths import ROOT, SAMPLE_DATA
+from rlforge.verify import standalone
+from rlforge.verify.boundary import read_logged_result
+
+HARBOR_VENV = ROOT / ".venv-harbor"
+ENVIRONMENT = "rlforge.harbor:SandboxEnvironment"
+GENERATORS = ("tickets-triage", "tickets-reply", "logs-diagnose", "logs-script", "commits-repair")
+
+
+def _python_312() -> str | None:
+    """A Python >= 3.12 on this machine, looked for as scripts/setup.sh does."""
+    names = [os.environ.get("RLFORGE_HARBOR_PYTHON", ""), "python3.13", "python3.12",
+             *sorted(glob.glob("/root/.pyenv/versions/3.1[2-9]*/bin/python")),
+             *sorted(glob.glob(os.path.expanduser("~/.pyenv/versions/3.1[2-9]*/bin/python")))]
+    for name in filter(None, names):
+        exe = shutil.which(name)
+        if exe and subprocess.run([exe, "-c", "import sys; sys.exit(sys.version_info < (3, 12))"],
+                                  capture_output=True).returncode == 0:
+            return exe
+    return None
+
+
+def harbor() -> Path:
+    exe = HARBOR_VENV / "bin" / "harbor"
+    if exe.is_file():
+        return exe
+    if _python_312() is None:
+        print("\n*** SKIPPING THE HARBOR TESTS: this machine has no Python >= 3.12, which "
+              "Harbor needs, so rlforge's tasks were NOT run in real Harbor ***", file=sys.stderr)
+        pytest.skip("NO PYTHON >= 3.12: Harbor cannot be installed here; Harbor tests NOT run")
+    pytest.fail(f"{exe} is missing though this machine has Python >= 3.12: run scripts/setup.sh")
+
+
+def harbor_env(cache: Path) -> dict[str, str]:
+    """Harbor's environment: rlforge importable from this checkout, rlforge's cache (the
+    prepared venvs of repair tasks) shared with the build."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("RLFORGE_", "PYTHON"))}
+    return {**env, "PYTHONPATH": str(ROOT), "RLFORGE_CACHE_DIR": str(cache)}
+
+
+@pytest.fixture(scope="module")
+def sample_tasks(tmp_path_factory, shared_cache) -> Path:
+    """Every generator's tasks from sample_data/, as the demo builds them (40, seed 1)."""
+    harbor()
+    root = tmp_path_factory.mktemp("harbor-tasks")
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith("RLFORGE_")},
+           "RLFORGE_DB": str(root / "rlforge.duckdb"), "RLFORGE_CACHE_DIR": str(shared_cache),
+           "HOME": str(root), "PYTHONPATH": str(ROOT)}
+
+    def rlforge(*args) -> None:
+        done = subprocess.run([sys.executable, "-m", "rlforge", *map(str, args)], env=env,
+                              capture_output=True, text=True)
+        assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+
+    tickets = SAMPLE_DATA / "tickets"
+    rlforge("ingest", "tickets", tickets / "tickets.csv")
+    rlforge("ingest", "tickets", tickets / "zendesk_export.json", "--map",
+            "category=custom_fields.360041872211")
+    rlforge("ingest", "tickets", tickets / "jira_export.csv", "--map", "category=Component/s")
+    subprocess.run([sys.executable, str(SAMPLE_DATA / "repo" / "build_repo.py"), str(root / "dura")],
+                   check=True, capture_output=True)
+    rlforge("ingest", "commits", root / "dura")
+    rlforge("ingest", "logs", *sorted(SAMPLE_DATA.glob("logs/*.log*")))
+    rlforge("build-tasks", "--out", root / "tasks", "--limit", 40, "--seed", 1, "--no-validate")
+    return root / "tasks"
+
+
+def task_dirs(tasks: Path) -> list[Path]:
+    return sorted(p for p in tasks.iterdir() if (p / "task.toml").is_file())
+
+
+def test_reward_json_is_harbors_flat_map_and_the_detail_sits_beside_it(tmp_path):
+    comps = {"valid_format": standalone.component(1, 0, "medium", gate=True),
+             "correct": standalone.component(0.5, 1.0), "reward": standalone.component(1, 0)}
+    result = standalone.reward(comps)
+    standalone.write_reward(result, str(tmp_path))
+    flat = json.loads((tmp_path / "reward.json").read_text())
+    assert flat == {"reward": 0.5, "correct": 0.5, "valid_format": 1.0, "component_reward": 1.0}
+    assert all(type(v) is float for v in flat.values())  # what Harbor's parser accepts
+    assert (tmp_path / "reward.txt").read_text() == "0.5\n"
+    assert read_logged_result(tmp_path) == json.loads(json.dumps(result))
+    (tmp_path / standalone.RESULT_NAME).unlink()  # a trial of another verifier: reward.json only
+    assert read_logged_result(tmp_path)["components"]["correct"]["value"] == 0.5
+
+
+@pytest.mark.slow
+def test_harbor_loads_and_lints_every_sample_task(sample_tasks):
+    dirs = task_dirs(sample_tasks)
+    assert {d.name.rsplit("-", 1)[0] for d in dirs} == set(GENERATORS)
+    py = HARBOR_VENV / "bin" / "python"
+    load = ("import sys, warnings\nwarnings.simplefilter('error', DeprecationWarning)\n"
+            "from harbor.models.task.task import Task\n"
+            "for d in sys.argv[1:]:\n"
+            "    t = Task(d)\n"
+            "    assert t.config.environment.network_mode.value == 'no-network', d\n"
+            "print(len(sys.argv) - 1)\n")
+    done = subprocess.run([str(py), "-c", load, *map(str, dirs)], capture_output=True, text=True)
+    assert done.returncode == 0 and done.stdout.strip() == str(len(dirs)), done.stderr[-3000:]
+    lint = subprocess.run([str(harbor()), "lint", "--json", *map(str, dirs)], capture_output=True,
+                          text=True)
+    assert lint.returncode == 0 and json.loads(lint.stdout) == [], lint.stdout[-3000:] + lint.stderr[-2000:]
+    for d in dirs:  # the one rule the tasks opt out of, named with its reasons
+        assert 'ignore = ["shared-verifier"]' in (d / "task.toml").read_text()
+
+
+@pytest.mark.slow
+@pytest.mark.sandbox
+@pytest.mark.parametrize("generator", GENERATORS)
+def test_trials_in_rlforges_sandbox_oracle_1_nop_0(sample_tasks, shared_cache, tmp_path, generator):
+    task = next(d for d in task_dirs(sample_tasks) if d.name.startswith(generator + "-"))
+    for agent, want in (("oracle", 1.0), ("nop", 0.0)):
+        trials = tmp_path / agent
+        done = subprocess.run([str(harbor()), "trial", "start", "-p", str(task), "-a", agent,
+                               "-e", ENVIRONMENT, "--trials-dir", str(trials)],
+                              env=harbor_env(shared_cache), capture_output=True, text=True,
+                              timeout=1800)
+        assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+        [trial] = [p for p in trials.iterdir() if (p / "result.json").is_file()]
+        result = json.loads((trial / "result.json").read_text())
+        assert result["exception_info"] is None, result["exception_info"]
+        rewards = result["verifier_result"]["rewards"]
+        assert rewards["reward"] == want, (agent, rewards, (trial / "verifier" / "test-stdout.txt").read_text()[-2000:])
+        detail = read_logged_result(trial / "verifier")  # rlforge's full result, beside it
+        assert detail["total"] == want and detail["outcome"] == ("pass" if want else "fail")
+        assert rewards == {"reward": want, **{n: c["value"] for n, c in detail["components"].items()}}
