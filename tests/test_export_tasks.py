@@ -332,3 +332,34 @@ def test_cli_errors_say_how_to_fix_them(cli, tasks_dir, tmp_path):
     assert (tasks_dir / "manifest.parquet").is_file()
     human = cli("export", "tasks", tasks_dir, "--format", "verl", "--out", tmp_path / "o5")
     assert human.exit_code == 0 and "rlforge_reward.py" in human.output
+
+
+def test_verl_rows_count_prompt_tokens_and_overlong_ones_warn_or_go(cli, tasks_dir, tmp_path):
+    # A real tokenizer: the one inside the embedded model's GGUF file, with its chat template.
+    pytest.importorskip("llama_cpp")
+    from rlforge.export.tokens import approximate
+    from rlforge.local_model import find_gguf
+
+    gguf = str(find_gguf())
+    real = export(cli, tasks_dir, tmp_path / "real", "verl", "--tokenizer", gguf)
+    rows = pq.read_table(tmp_path / "real" / "train.parquet").to_pylist()
+    tokens = {r["extra_info"]["task_id"]: r["extra_info"]["prompt_tokens"] for r in rows}
+    assert real["prompt_tokens"]["counted_by"] == gguf and real["prompt_tokens"]["max"] == max(tokens.values())
+    # The approximation (no tokenizer) errs high, never low, on these prompts.
+    approx = export(cli, tasks_dir, tmp_path / "approx", "trl")
+    table = pq.read_table(tmp_path / "approx" / "train.parquet").to_pylist()
+    assert approx["prompt_tokens"]["counted_by"] == "approx"
+    for r in table:
+        assert r["prompt_tokens"] == approximate(r["prompt"]) >= tokens[r["task_id"]], r["task_id"]
+    # A limit between the shortest and the longest prompt: a warning naming the rows over it.
+    limit = sorted(tokens.values())[len(tokens) // 2]
+    over = sorted(t for t, n in tokens.items() if n > limit)
+    assert over
+    result = cli("export", "tasks", tasks_dir, "--format", "verl", "--out", tmp_path / "warn",
+                 "--tokenizer", gguf, "--max-prompt-length", str(limit))
+    assert result.exit_code == 0 and f"{len(over)} prompt(s) longer than --max-prompt-length" in result.output
+    kept = export(cli, tasks_dir, tmp_path / "kept", "verl", "--tokenizer", gguf,
+                  "--max-prompt-length", str(limit), "--filter-overlong")
+    assert kept["prompt_tokens"]["overlong_tasks"] == over and kept["rows"]["train"] == len(tokens) - len(over)
+    left = {r["extra_info"]["task_id"] for r in pq.read_table(tmp_path / "kept" / "train.parquet").to_pylist()}
+    assert left == set(tokens) - set(over)

@@ -40,6 +40,14 @@ def tasks(
     difficulty: Optional[str] = difficulty_option(),
     difficulty_model: Optional[str] = difficulty_model_option(),
     unmeasured: Optional[str] = unmeasured_option(),
+    tokenizer: Optional[str] = typer.Option(None, "--tokenizer", help="verl/trl: count prompt "
+                                            "tokens with this tokenizer (a Hugging Face name or "
+                                            "directory, or a .gguf file; default: an approximation)"),
+    max_prompt_length: Optional[int] = typer.Option(None, "--max-prompt-length", min=1,
+                                                    help="verl/trl: warn about prompts longer "
+                                                    "than this many tokens (the trainer's limit)"),
+    filter_overlong: bool = typer.Option(False, "--filter-overlong", help="leave out the rows "
+                                         "longer than --max-prompt-length"),
     as_json: bool = typer.Option(False, "--json", help="machine-readable report"),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="print errors only"),
 ) -> None:
@@ -48,15 +56,29 @@ def tasks(
 
     if fmt not in TASK_FORMATS:
         raise typer.BadParameter(f"must be one of {', '.join(TASK_FORMATS)}", param_hint="--format")
+    if filter_overlong and max_prompt_length is None:
+        raise typer.BadParameter("give --max-prompt-length too", param_hint="--filter-overlong")
     st = state(ctx)
     chosen = selection(st.config, difficulty, difficulty_model, unmeasured)
     estimates = measured(st.db_path, difficulty_model, required=chosen.active)
     report = export_tasks(tasks_dir, fmt, out, parse_splits(split), force=force,
-                          estimates=estimates, selection=chosen).to_dict()
+                          estimates=estimates, selection=chosen, tokenizer=tokenizer,
+                          max_prompt_length=max_prompt_length,
+                          filter_overlong=filter_overlong).to_dict()
+    tokens = report.get("prompt_tokens", {})
+    if tokens.get("overlong") and not tokens.get("filtered"):
+        err_console.print(f"[yellow]warning:[/] {tokens['overlong']:,} prompt(s) longer than "
+                          f"--max-prompt-length {tokens['max_prompt_length']:,} tokens (longest "
+                          f"{tokens['max']:,}, counted by {tokens['counted_by']}); the trainer would "
+                          "drop or truncate them. --filter-overlong leaves them out.",
+                          highlight=False, soft_wrap=True)
     if as_json:
         console.print_json(json.dumps(report))
     elif not quiet:
         _print(report, f"export tasks --format {fmt} → {out}")
+        if tokens:
+            console.print(f"prompt tokens: longest {tokens['max']:,} (counted by {tokens['counted_by']})",
+                          highlight=False)
         console.print(f"{report['total_rows']:,} rows written")
 
 

@@ -18,6 +18,11 @@ and `pass_rate_hi` (its 95% Wilson interval) and `pass_samples`, all null for a 
 measured; veRL has them in `extra_info`, TRL, JSONL and HF as columns. `--difficulty
 LOW:HIGH` exports only the tasks whose estimate lies in the band.
 
+`verl` and `trl` rows record each prompt's token count (`extra_info.prompt_tokens`, column
+`prompt_tokens`), counted with `--tokenizer` or approximated (`rlforge.export.tokens`);
+with `max_prompt_length` the report counts and names the rows above it (the trainer would
+drop or truncate them), and `filter_overlong` leaves them out.
+
 Rows are sorted by task id, so the same tasks give the same files. veRL and TRL score a
 completion in-process, so only tasks whose verifier scores text (answers, replies) go to
 those formats; the others are counted as skipped, with the reason.
@@ -67,7 +72,8 @@ VERL_SCHEMA = pa.schema([
     ("ability", pa.string()),
     ("reward_model", pa.struct([("style", pa.string()), ("ground_truth", pa.string())])),
     ("extra_info", pa.struct([("index", pa.int64()), *LINEAGE_FIELDS,
-                              ("metadata", pa.string()), *DIFFICULTY_FIELDS])),
+                              ("metadata", pa.string()), *DIFFICULTY_FIELDS,
+                              ("prompt_tokens", pa.int64())])),
 ])
 
 TRL_SCHEMA = pa.schema([
@@ -77,6 +83,7 @@ TRL_SCHEMA = pa.schema([
     ("split", pa.string()),
     ("rlforge_reference", pa.string()),
     *DIFFICULTY_FIELDS,
+    ("prompt_tokens", pa.int64()),
 ])
 
 HF_SCHEMA = pa.schema([
@@ -124,10 +131,12 @@ class ExportReport:
     files: list[str] = field(default_factory=list)
     rows: dict[str, int] = field(default_factory=dict)
     skipped: dict[str, int] = field(default_factory=dict)  # reason -> count
+    prompt_tokens: dict[str, Any] = field(default_factory=dict)  # counted by, max, overlong
 
     def to_dict(self) -> dict[str, Any]:
-        return {"format": self.format, "out": self.out, "files": self.files, "rows": self.rows,
-                "total_rows": sum(self.rows.values()), "skipped": self.skipped}
+        out = {"format": self.format, "out": self.out, "files": self.files, "rows": self.rows,
+               "total_rows": sum(self.rows.values()), "skipped": self.skipped}
+        return {**out, "prompt_tokens": self.prompt_tokens} if self.prompt_tokens else out
 
 
 def prompt_messages(task: Task) -> list[dict[str, str]]:
@@ -159,36 +168,44 @@ def difficulty_fields(e: difficulty.Estimate | None) -> dict[str, Any]:
             "pass_rate_hi": e.hi, "pass_samples": e.samples}
 
 
-def _verl_row(task: Task, index: int, e: difficulty.Estimate | None) -> dict[str, Any]:
+def _verl_row(task: Task, index: int, e: difficulty.Estimate | None,
+              tokens: int | None = None) -> dict[str, Any]:
     return {"data_source": f"rlforge/{task.generator}", "prompt": prompt_messages(task),
             "ability": _card(task)["category"] or task.generator,
             "reward_model": {"style": "rule", "ground_truth": _json(task.reference)},
             "extra_info": {"index": index, **lineage(task), "metadata": _json(rlforge_metadata(task)),
-                           **difficulty_fields(e)}}
+                           **difficulty_fields(e), "prompt_tokens": tokens}}
 
 
-def _trl_row(task: Task, index: int, e: difficulty.Estimate | None) -> dict[str, Any]:
+def _trl_row(task: Task, index: int, e: difficulty.Estimate | None,
+             tokens: int | None = None) -> dict[str, Any]:
     return {"prompt": prompt_messages(task), "task_id": task.task_id,
             "generator": task.generator, "split": task.split,
-            "rlforge_reference": _json(task.reference), **difficulty_fields(e)}
+            "rlforge_reference": _json(task.reference), **difficulty_fields(e),
+            "prompt_tokens": tokens}
 
 
-def _hf_row(task: Task, index: int, e: difficulty.Estimate | None) -> dict[str, Any]:
+def _hf_row(task: Task, index: int, e: difficulty.Estimate | None,
+            tokens: int | None = None) -> dict[str, Any]:
     return {**lineage(task), **_card(task), "instruction": task.instruction,
             "prompt": prompt_messages(task), "reference": _json(task.reference),
             "metadata": _json(rlforge_metadata(task)), **difficulty_fields(e)}
 
 
-def _jsonl_row(task: Task, index: int, e: difficulty.Estimate | None) -> dict[str, Any]:
+def _jsonl_row(task: Task, index: int, e: difficulty.Estimate | None,
+               tokens: int | None = None) -> dict[str, Any]:
     return {**lineage(task), **_card(task), "path": str(task.path),
             "instruction": task.instruction, "prompt": prompt_messages(task),
             "reference": task.reference, "metadata": rlforge_metadata(task),
             **difficulty_fields(e)}
 
 
-def _write_parquet(rows: list[dict[str, Any]], schema: pa.Schema, path: Path) -> None:
+def _write_parquet(rows: list[dict[str, Any]], schema: pa.Schema, path: Path,
+                   cast_to: pa.Schema | None = None) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     table = pa.Table.from_pylist(rows, schema=schema)
+    if cast_to is not None:  # e.g. text to Arrow's JSON type, which from_pylist cannot build
+        table = table.cast(cast_to)
     pq.write_table(table, path, compression="zstd", write_statistics=False)
 
 
@@ -220,9 +237,33 @@ def _prepare_out(out: Path, force: bool, keep: Path) -> None:
     out.mkdir(parents=True, exist_ok=True)
 
 
+def _count_prompts(by_split: dict[str, list[Task]], report: ExportReport, tokenizer: str | None,
+                   max_prompt_length: int | None, filter_overlong: bool) -> dict[str, int]:
+    """Each task's prompt tokens; rows over `max_prompt_length` are named in the report
+    and, with `filter_overlong`, taken out of `by_split`."""
+    from rlforge.export.tokens import prompt_counter
+
+    counted_by, count = prompt_counter(tokenizer)
+    tokens = {t.task_id: count(prompt_messages(t)) for chosen in by_split.values() for t in chosen}
+    info: dict[str, Any] = {"counted_by": counted_by, "max": max(tokens.values(), default=0)}
+    if max_prompt_length is not None:
+        over = sorted(tid for tid, n in tokens.items() if n > max_prompt_length)
+        info.update(max_prompt_length=max_prompt_length, overlong=len(over),
+                    overlong_tasks=over, filtered=filter_overlong)
+        if over and filter_overlong:
+            reason = f"prompt longer than --max-prompt-length {max_prompt_length} tokens"
+            report.skipped[reason] = len(over)
+            for split, chosen in by_split.items():
+                by_split[split] = [t for t in chosen if tokens[t.task_id] <= max_prompt_length]
+    report.prompt_tokens = info
+    return tokens
+
+
 def export_tasks(tasks_dir: Path, fmt: str, out: Path, splits: list[str] | None = None,
                  force: bool = False, estimates: dict[str, difficulty.Estimate] | None = None,
-                 selection: difficulty.Selection | None = None) -> ExportReport:
+                 selection: difficulty.Selection | None = None, *,
+                 tokenizer: str | None = None, max_prompt_length: int | None = None,
+                 filter_overlong: bool = False) -> ExportReport:
     """Write the tasks in `tasks_dir` of the given splits to `out` in format `fmt`.
 
     Args:
@@ -234,6 +275,10 @@ def export_tasks(tasks_dir: Path, fmt: str, out: Path, splits: list[str] | None 
         estimates: task id -> its latest measured pass rate (`difficulty.latest`), written
             into every row.
         selection: keep only the tasks it selects by those estimates.
+        tokenizer: `verl`/`trl`: count prompt tokens with this tokenizer (a Hugging Face
+            name or directory, or a .gguf file); default: the documented approximation.
+        max_prompt_length: `verl`/`trl`: report the rows whose prompt has more tokens.
+        filter_overlong: leave those rows out (counted in `skipped`).
 
     Returns:
         What was written and what was skipped, with reasons.
@@ -264,10 +309,16 @@ def export_tasks(tasks_dir: Path, fmt: str, out: Path, splits: list[str] | None 
         raise UserError(f"{tasks_dir}: no {fmt} rows for split {', '.join(splits)} "
                         f"(splits present: {', '.join(found) or 'none'})"
                         + (f"; skipped: {'; '.join(report.skipped)}" if report.skipped else ""))
+    tokens: dict[str, int] = {}
+    if fmt in ("verl", "trl"):
+        tokens = _count_prompts(by_split, report, tokenizer, max_prompt_length, filter_overlong)
+    elif tokenizer or max_prompt_length is not None:
+        raise UserError("--tokenizer and --max-prompt-length apply to --format verl and trl")
     _prepare_out(out, force, keep=tasks_dir)
     row_of = {"verl": _verl_row, "trl": _trl_row, "hf": _hf_row, "jsonl": _jsonl_row}[fmt]
     for split, chosen in by_split.items():
-        rows = [row_of(t, i, estimates.get(t.task_id)) for i, t in enumerate(chosen)]
+        rows = [row_of(t, i, estimates.get(t.task_id), tokens.get(t.task_id))
+                for i, t in enumerate(chosen)]
         report.rows[split] = len(rows)
         if not rows:
             continue  # an empty split gets no file (Hugging Face cannot load an empty one)
