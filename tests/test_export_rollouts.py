@@ -276,7 +276,7 @@ def test_multi_turn_rollouts_keep_tool_calls_and_observations(cli, terminal_run,
         roles = [m["role"] for m in row["completion"]]
         assert roles == ["assistant", "tool", "assistant"]  # bash, its output, submit
         call = row["completion"][0]["tool_calls"][0]
-        assert call["function"]["name"] == "bash" and "git log" in call["function"]["arguments"]
+        assert call["function"]["name"] == "bash" and "git log" in call["function"]["arguments"]["command"]
         observation = row["completion"][1]
         assert observation["tool_call_id"] == call["id"]
         assert observation["content"] == record["messages"][3]["content"]

@@ -169,3 +169,51 @@ def test_trl_sft_and_dpo_trainers_take_a_step_on_rollout_exports(cli, run_dirs, 
     trainer.train()
     logged = trainer.state.log_history[0]
     assert trainer.state.global_step == 1 and logged["loss"] == pytest.approx(0.6931, abs=0.01)
+
+
+def _tool_episode(sample: int, reward: float, command: str) -> dict:
+    """A rollout record of a multi-turn episode: bash with `command`, its output, submit."""
+    return {"run_id": "r", "task_id": "t1", "generator": "commits.repair@1", "split": "train",
+            "rollout_id": f"t1#{sample}", "sample": sample, "seed": sample,
+            "outcome": "pass" if reward >= 1 else "fail",
+            "reward": {"total": reward, "outcome": "pass" if reward >= 1 else "fail", "components": {}},
+            "messages": [
+                {"role": "system", "content": "You are working in a Linux sandbox."},
+                {"role": "user", "content": "Fix the bug."},
+                {"role": "assistant", "content": None, "tool_calls": [
+                    {"id": "c1", "type": "function",
+                     "function": {"name": "bash", "arguments": json.dumps({"command": command})}}]},
+                {"role": "tool", "tool_call_id": "c1", "content": "ok"},
+                {"role": "assistant", "content": None, "tool_calls": [
+                    {"id": "c2", "type": "function", "function": {"name": "submit", "arguments": "{}"}}]}]}
+
+
+def test_tool_episodes_render_once_through_a_shipped_chat_template(tmp_path):
+    # SFT and DPO rows of tool-using episodes, written and loaded back as TRL loads them,
+    # rendered through the Qwen2.5 chat template TRL ships in its package: the template
+    # writes `arguments | tojson`, so arguments stored as a JSON string come out encoded
+    # twice ("{\"command\": ...}"); stored as an object, once.
+    import importlib.resources
+
+    from transformers.utils.chat_template_utils import render_jinja_template
+
+    from rlforge.export.rollouts import DPO_SCHEMA, SFT_SCHEMA, _as_built, dpo_rows, sft_rows
+    from rlforge.export.tasks import _write_parquet
+
+    template = (importlib.resources.files("trl") / "chat_templates" / "qwen2_5.jinja").read_text()
+    records = [_tool_episode(0, 1.0, 'grep -n "def main" app.py'), _tool_episode(1, 0.0, "ls")]
+    for name, rows, schema in (("sft", sft_rows(records), SFT_SCHEMA),
+                               ("dpo", dpo_rows(records), DPO_SCHEMA)):
+        assert rows
+        _write_parquet(rows, _as_built(schema), tmp_path / f"{name}.parquet", cast_to=schema)
+        row = load_split(tmp_path, name)[0]
+        tools = json.loads(row["tools"])
+        assert [t["function"]["name"] for t in tools] == ["bash", "submit"]
+        conversation = row["messages"] if name == "sft" else row["prompt"] + row["chosen"]
+        call = conversation[2]["tool_calls"][0]["function"]
+        assert call["arguments"] == {"command": 'grep -n "def main" app.py'}
+        text = render_jinja_template([conversation], tools=tools, chat_template=template)[0][0]
+        assert '{"name": "bash", "arguments": {"command": "grep -n \\"def main\\" app.py"}}' in text
+        assert '{"name": "submit", "arguments": {}}' in text
+        assert '"arguments": "' not in text and '\\\\"' not in text  # never a string of JSON
+        assert '"name": "bash", "description"' in text  # the tools block from the `tools` column

@@ -12,6 +12,12 @@ trainers directly:
 - `grpo`: every valid rollout with its reward and group-normalised advantage, `prompt`
   and `completion` split the same way — offline policy-gradient or filtering.
 
+Rows of tool-using episodes carry a `tools` column (the JSON tool definitions the policy was
+offered, which TRL passes to the chat template), and a tool call's `arguments` is a JSON
+object (Arrow's JSON type, which `datasets` loads as a dict), so a chat template that
+writes `arguments | tojson` renders it once, not as an encoded string. Arguments the policy
+wrote that are not a JSON object are kept as the string it wrote.
+
 Rollouts whose outcome is `invalid` (the infrastructure failed, not the policy) carry no
 signal about the policy: they are left out and counted (`excluded_invalid`). A rollout
 that never got a reply out of the policy has nothing to train on and is counted too.
@@ -30,19 +36,27 @@ from rlforge import stats
 from rlforge.errors import UserError
 from rlforge.export.tasks import ExportReport, _prepare_out, _write_parquet
 from rlforge.records import RolloutSummary
+from rlforge.run.environment import BASH_TOOL, SUBMIT_TOOL
 from rlforge.run.store import CONFIG, RunStore
 
 ROLLOUT_FORMATS = ("sft", "dpo", "grpo")
+TOOLS = [BASH_TOOL, SUBMIT_TOOL]  # what `rlforge run` offers a multi-turn policy
 PROMPT_MESSAGES = 2  # system + instruction: what every sample of a task starts from
 
-TOOL_CALL = pa.struct([("id", pa.string()), ("type", pa.string()),
-                       ("function", pa.struct([("name", pa.string()), ("arguments", pa.string())]))])
-MESSAGE = pa.struct([("role", pa.string()), ("content", pa.string()),
-                     ("tool_calls", pa.list_(TOOL_CALL)), ("tool_call_id", pa.string())])
-MESSAGES = pa.list_(MESSAGE)
+
+
+def _messages_type(arguments: pa.DataType) -> pa.DataType:
+    call = pa.struct([("id", pa.string()), ("type", pa.string()),
+                      ("function", pa.struct([("name", pa.string()), ("arguments", arguments)]))])
+    return pa.list_(pa.struct([("role", pa.string()), ("content", pa.string()),
+                               ("tool_calls", pa.list_(call)), ("tool_call_id", pa.string())]))
+
+
+MESSAGES = _messages_type(pa.json_())  # as written: arguments are JSON values
+_MESSAGES_TEXT = _messages_type(pa.string())  # as rows are built, then cast to MESSAGES
 
 _ROLLOUT_FIELDS = [("run_id", pa.string()), ("task_id", pa.string()), ("generator", pa.string()),
-                   ("split", pa.string())]
+                   ("split", pa.string()), ("tools", pa.string())]
 
 SFT_SCHEMA = pa.schema([("messages", MESSAGES), *_ROLLOUT_FIELDS, ("rollout_id", pa.string()),
                         ("sample", pa.int64()), ("reward", pa.float64())])
@@ -114,7 +128,21 @@ def _message(m: dict[str, Any]) -> dict[str, Any]:
 
 
 def _arguments(value: Any) -> str:
-    return value if isinstance(value, str) else json.dumps(value or {}, ensure_ascii=False)
+    """A tool call's arguments as JSON text: the object it encodes, or, when the policy
+    wrote something that is not a JSON object, that text as a JSON string."""
+    if isinstance(value, str):
+        try:
+            parsed = json.loads(value)
+        except ValueError:
+            parsed = None
+        return value if isinstance(parsed, dict) else json.dumps(value, ensure_ascii=False)
+    return json.dumps(value or {}, ensure_ascii=False)
+
+
+def _tools(*conversations: list[dict[str, Any]]) -> str | None:
+    """The tool definitions the policy was offered, as JSON, when it used tools."""
+    used = any(m.get("tool_calls") or m["role"] == "tool" for c in conversations for m in c)
+    return json.dumps(TOOLS, ensure_ascii=False) if used else None
 
 
 def split_conversation(record: dict[str, Any]) -> tuple[list[dict], list[dict]]:
@@ -131,9 +159,10 @@ def _reward(record: dict[str, Any]) -> float:
     return float(RolloutSummary.of(record).reward or 0.0)
 
 
-def _base(record: dict[str, Any]) -> dict[str, Any]:
+def _base(record: dict[str, Any], *conversations: list[dict[str, Any]]) -> dict[str, Any]:
     return {"run_id": record.get("run_id", ""), "task_id": record["task_id"],
-            "generator": record.get("generator", ""), "split": record.get("split") or ""}
+            "generator": record.get("generator", ""), "split": record.get("split") or "",
+            "tools": _tools(*conversations)}
 
 
 def sft_rows(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -142,7 +171,7 @@ def sft_rows(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
     for r in records:
         prompt, completion = split_conversation(r)
         if r["outcome"] == "pass" and completion:
-            rows.append({"messages": prompt + completion, **_base(r), "rollout_id": r["rollout_id"],
+            rows.append({"messages": prompt + completion, **_base(r, prompt, completion), "rollout_id": r["rollout_id"],
                          "sample": r["sample"], "reward": _reward(r)})
     return rows
 
@@ -168,7 +197,8 @@ def dpo_rows(records: list[dict[str, Any]], max_pairs_per_task: int | None = Non
         for chosen, rejected in pairs[:cap]:
             prompt, good = split_conversation(chosen)
             _, bad = split_conversation(rejected)
-            rows.append({"prompt": prompt, "chosen": good, "rejected": bad, **_base(chosen),
+            rows.append({"prompt": prompt, "chosen": good, "rejected": bad,
+                         **_base(chosen, prompt, good, bad),
                          "chosen_rollout_id": chosen["rollout_id"],
                          "rejected_rollout_id": rejected["rollout_id"],
                          "chosen_reward": _reward(chosen), "rejected_reward": _reward(rejected)})
@@ -186,13 +216,19 @@ def grpo_rows(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
         prompt, completion = split_conversation(r)
         if not completion:
             continue
-        rows.append({"prompt": prompt, "completion": completion, **_base(r),
+        rows.append({"prompt": prompt, "completion": completion, **_base(r, prompt, completion),
                      "rollout_id": r["rollout_id"], "sample": r["sample"], "seed": r.get("seed"),
                      "outcome": r["outcome"], "reward": _reward(r),
                      "advantage": advantages[r["rollout_id"]], "group_size": sizes[r["task_id"]],
                      "components": json.dumps((r.get("reward") or {}).get("components") or {},
                                               sort_keys=True)})
     return rows
+
+
+def _as_built(schema: pa.Schema) -> pa.Schema:
+    """The schema rows are built in: JSON-typed message lists as text (then cast)."""
+    return pa.schema([pa.field(f.name, _MESSAGES_TEXT if f.type == MESSAGES else f.type)
+                      for f in schema])
 
 
 def export_rollouts(run: str | Path, fmt: str, out: Path, *, runs_dir: str | Path = "runs",
@@ -239,6 +275,6 @@ def export_rollouts(run: str | Path, fmt: str, out: Path, *, runs_dir: str | Pat
         report.rows[split] = len(chosen)
         if chosen:
             path = out / f"{split}.parquet"
-            _write_parquet(chosen, schema, path)
+            _write_parquet(chosen, _as_built(schema), path, cast_to=schema)
             report.files.append(str(path))
     return report
