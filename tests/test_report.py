@@ -338,3 +338,25 @@ def test_readme_documents_the_export_and_report_commands():
         assert f"| `{command}" in readme, f"{command} is missing from the README's command table"
     for fmt in ("`verl`", "`trl`", "`jsonl`", "`hf`", "`sft`", "`dpo`", "`grpo`"):
         assert f"| {fmt} |" in readme
+
+
+def test_component_means_say_how_many_rollouts_they_are_over(tmp_path):
+    # A component only some rollouts' rewards have is averaged over those: the page says
+    # over how many, of how many valid rollouts of the generator.
+    from rlforge.report import data as rd
+    from rlforge.report.page import _components
+
+    def rec(i, comps, outcome="pass"):
+        return {"generator": "g.x@1", "outcome": outcome, "sample": i, "task_id": f"t{i}",
+                "reward": {"total": 1.0, "components": {
+                    n: {"value": v, "weight": 1.0, "level": "coarse", "gate": False}
+                    for n, v in comps.items()}}}
+    records = [rec(0, {"correct": 1.0, "overlap_f1": 0.5}), rec(1, {"correct": 0.0}),
+               rec(2, {"correct": 1.0}), rec(3, {"correct": 1.0}, outcome="invalid")]
+    data = rd.RunData("r", tmp_path, {"samples": 1}, records, {})
+    means = {c["name"]: c for c in rd.component_means(data)["g.x@1"]}
+    assert (means["correct"]["n"], means["correct"]["of"]) == (3, 3)
+    assert (means["overlap_f1"]["n"], means["overlap_f1"]["of"], means["overlap_f1"]["mean"]) == (1, 3, 0.5)
+    html = _components(data, {})
+    assert "n = 3<" in html and "n = 1 of 3<" in html
+    assert "over the 1 of 3 valid rollouts whose reward has it" in html

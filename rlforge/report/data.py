@@ -108,10 +108,13 @@ def rewards_by_generator(data: RunData) -> dict[str, list[float]]:
 
 
 def component_means(data: RunData) -> dict[str, list[dict[str, Any]]]:
-    """Per generator, each reward component's mean value over valid rollouts, with its
-    level, weight and whether it gates the total."""
+    """Per generator, each reward component's mean value over the valid rollouts whose
+    reward has it (`n` of them, of `of` valid rollouts of the generator), with its level,
+    weight and whether it gates the total."""
     acc: dict[str, dict[str, dict[str, Any]]] = defaultdict(dict)
+    valid: dict[str, int] = defaultdict(int)
     for r in data.valid:
+        valid[r["generator"]] += 1
         for name, comp in ((r.get("reward") or {}).get("components") or {}).items():
             slot = acc[r["generator"]].setdefault(name, {
                 "name": name, "level": comp.get("level", ""), "weight": comp.get("weight", 0.0),
@@ -121,7 +124,7 @@ def component_means(data: RunData) -> dict[str, list[dict[str, Any]]]:
             slot["n"] += 1
             slot["met"] += value >= 1.0
     levels = {"coarse": 0, "medium": 1, "fine": 2}
-    return {g: sorted(({**c, "mean": c["sum"] / c["n"]} for c in comps.values()),
+    return {g: sorted(({**c, "mean": c["sum"] / c["n"], "of": valid[g]} for c in comps.values()),
                       key=lambda c: (levels.get(c["level"], 3), c["name"]))
             for g, comps in sorted(acc.items())}
 

@@ -164,8 +164,10 @@ def _components(d: rd.RunData, colors: dict[str, str]) -> str:
     parts = []
     for gen, comps in rd.component_means(d).items():
         rows = [(f"{c['name']} ({c['level']}{', gate' if c['gate'] else ''})", c["mean"], colors.get(gen, svg.color(0)),
-                 f"{c['name']}: mean {c['mean']:.3f} over {c['n']:,} rollouts; fully met in "
-                 f"{c['met']:,}; weight {c['weight']:g}{'; a gate: unmet makes the total 0' if c['gate'] else ''}")
+                 f"{c['name']}: mean {c['mean']:.3f} over the {c['n']:,} of {c['of']:,} valid "
+                 f"rollouts whose reward has it; fully met in {c['met']:,}; weight {c['weight']:g}"
+                 f"{'; a gate: unmet makes the total 0' if c['gate'] else ''}",
+                 f"n = {c['n']:,}" + ("" if c["n"] == c["of"] else f" of {c['of']:,}"))
                 for c in comps]
         parts.append(f'<div class="comp-gen"><h3>{escape(gen)}</h3>'
                      + svg.hbars(rows, max_value=1.0, value_fmt=lambda v: f"{v:.2f}",
@@ -252,7 +254,7 @@ def render_run(d: rd.RunData, max_rollouts: int = 5000) -> str:
                  "valid samples: dead (none passed) and saturated (all passed) teach RL "
                  "nothing; `rlforge calibrate` stores these estimates with intervals."),
             card("Reward components", _components(d, colors), "Mean value of each named "
-                 "component over valid rollouts (coarse: the result; medium: format, it runs; "
+                 "component over the valid rollouts whose reward has it, n of them (coarse: the result; medium: format, it runs; "
                  "fine: process). A gate must be met or the total is 0. Hover a bar for details."),
             '<div class="grid3">',
             _distribution_card("Prompt tokens", "per valid rollout, summed over its requests",

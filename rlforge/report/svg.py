@@ -67,17 +67,19 @@ def legend(names: Sequence[str], colors: Sequence[str]) -> str:
     return f'<div class="legend">{items}</div>'
 
 
-def hbars(rows: Sequence[tuple[str, float, str, str]], *, max_value: float | None = None,
+def hbars(rows: Sequence[tuple], *, max_value: float | None = None,
           value_fmt=fmt_num, label: str = "bar chart", width: int = 560) -> str:
-    """Horizontal bars: rows of (label, value, colour, hover text)."""
+    """Horizontal bars: rows of (label, value, colour, hover text), and optionally a note
+    shown after the value (e.g. how many it is over)."""
     if not rows:
         return '<p class="empty">nothing to show</p>'
-    bar_h, gap, left, right = 22, 8, 240, 60
+    notes = any(len(row) > 4 and row[4] for row in rows)
+    bar_h, gap, left, right = 22, 8, 240, 150 if notes else 60
     height = len(rows) * (bar_h + gap) + 10
-    top = max_value if max_value is not None else max(v for _, v, _, _ in rows) or 1.0
+    top = max_value if max_value is not None else max(row[1] for row in rows) or 1.0
     span = width - left - right
     body = []
-    for i, (name, value, fill, hover) in enumerate(rows):
+    for i, (name, value, fill, hover, *note) in enumerate(rows):
         y = 5 + i * (bar_h + gap)
         w = 0 if top <= 0 else max(0.0, min(1.0, value / top)) * span
         short = name if len(name) <= 36 else name[:35] + "…"
@@ -85,7 +87,8 @@ def hbars(rows: Sequence[tuple[str, float, str, str]], *, max_value: float | Non
         body.append(f'<rect x="{left}" y="{y}" width="{span}" height="{bar_h}" class="track"/>')
         body.append(f'<rect x="{left}" y="{y}" width="{w:.1f}" height="{bar_h}" rx="3" '
                     f'fill="{fill}"><title>{escape(hover)}</title></rect>')
-        body.append(_text(left + w + 6, y + bar_h * 0.7, value_fmt(value), "start", "value"))
+        shown = value_fmt(value) + (f" · {note[0]}" if note and note[0] else "")
+        body.append(_text(left + w + 6, y + bar_h * 0.7, shown, "start", "value"))
     return _svg(width, height, body, label, grow=1.0)
 
 
