@@ -3,10 +3,11 @@
 # environment in .venv with rlforge and the extras the demo and the tests use.
 #   RLFORGE_EXTRAS   pip extras to install (default: dev,local,bench)
 #   RLFORGE_BROWSER  1 to install Chromium too (the report test renders in it)
-#   RLFORGE_HARBOR   0 to skip .venv-harbor: Harbor (the tests run real Harbor trials and
-#                    `harbor lint` on rlforge's tasks) in a venv of its own, made from the
-#                    first Python >= 3.12 found ($RLFORGE_HARBOR_PYTHON, python3.13,
-#                    python3.12 on PATH, or a pyenv build); skipped with a message if none
+#   RLFORGE_HARBOR   0 to skip .venv-harbor: Harbor and inspect_ai (the tests run real Harbor
+#                    trials, `harbor lint` and `inspect eval` on rlforge's tasks) in a venv
+#                    of their own, made from the first Python >= 3.12 found
+#                    ($RLFORGE_HARBOR_PYTHON, python3.13, python3.12 on PATH, or a pyenv
+#                    build); skipped with a message if there is none
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -54,10 +55,11 @@ harbor_python() {
 if [ "${RLFORGE_HARBOR:-1}" != 0 ]; then
     if py=$(harbor_python); then
         [ -x .venv-harbor/bin/python ] || { echo "setup: creating .venv-harbor with $($py --version)"; "$py" -m venv .venv-harbor; }
-        echo "setup: installing Harbor into .venv-harbor (rlforge.harbor runs its trials in the sandbox)"
+        echo "setup: installing Harbor and inspect_ai into .venv-harbor"
         # rlforge itself without its dependencies: Harbor imports rlforge.harbor, which needs
         # only the standard library and rlforge.sandbox.
-        .venv-harbor/bin/python -m pip install -q --disable-pip-version-check -c constraints-harbor.txt harbor
+        .venv-harbor/bin/python -m pip install -q --disable-pip-version-check -c constraints-harbor.txt \
+            harbor inspect-ai
         .venv-harbor/bin/python -m pip install -q --disable-pip-version-check --no-deps -e .
     else
         echo "setup: WARNING: no Python >= 3.12 found: no .venv-harbor, so the Harbor tests will be skipped" >&2

@@ -8,7 +8,9 @@ Four formats, each a directory of files named by split (`train`, `val`, `test`):
 - `trl`: a conversational prompt dataset for TRL's `GRPOTrainer` (column `prompt`), whose
   `rlforge_reference` column feeds `rlforge.export.trl_reward`;
 - `jsonl`: one JSON object per task with everything (instruction, prompt, reference,
-  lineage), for `jq` and custom loaders;
+  lineage), for `jq` and custom loaders, plus `target` (the reference as a JSON string)
+  for inspect_ai, and `rlforge_inspect.py` (an inspect_ai task and scorer) with
+  `rlforge_reward.py` and `rlforge_verify.py`: `inspect eval OUT/rlforge_inspect.py`;
 - `hf`: a Hugging Face dataset folder (`README.md` with the split configuration and
   `data/<split>-00000-of-00001.parquet`), loadable with `datasets.load_dataset(PATH)`.
 
@@ -50,6 +52,7 @@ TASK_FORMATS = ("verl", "trl", "jsonl", "hf")
 SPLITS = ("train", "val", "test")
 HF_SPLIT_NAMES = {"train": "train", "val": "validation", "test": "test"}
 REWARD_FILE = "rlforge_reward.py"
+INSPECT_FILE = "rlforge_inspect.py"
 
 MESSAGES = pa.list_(pa.struct([("role", pa.string()), ("content", pa.string())]))
 
@@ -196,8 +199,8 @@ def _jsonl_row(task: Task, index: int, e: difficulty.Estimate | None,
                tokens: int | None = None) -> dict[str, Any]:
     return {**lineage(task), **_card(task), "path": str(task.path),
             "instruction": task.instruction, "prompt": prompt_messages(task),
-            "reference": task.reference, "metadata": rlforge_metadata(task),
-            **difficulty_fields(e)}
+            "reference": task.reference, "target": _json(task.reference),
+            "metadata": rlforge_metadata(task), **difficulty_fields(e)}
 
 
 def _write_parquet(rows: list[dict[str, Any]], schema: pa.Schema, path: Path,
@@ -335,8 +338,11 @@ def export_tasks(tasks_dir: Path, fmt: str, out: Path, splits: list[str] | None 
     if fmt == "hf":
         (out / "README.md").write_text(_hf_card({s: n for s, n in report.rows.items() if n}), encoding="utf-8")
         report.files.append(str(out / "README.md"))
-    if fmt == "verl":
-        shutil.copyfile(Path(reward_fn.__file__), out / REWARD_FILE)
-        shutil.copyfile(VERIFIER_SOURCE, out / VERIFIER_NAME)
-        report.files += [str(out / REWARD_FILE), str(out / VERIFIER_NAME)]
+    if fmt in ("verl", "jsonl"):  # what veRL's workers and `inspect eval` load by path
+        copies = {REWARD_FILE: Path(reward_fn.__file__), VERIFIER_NAME: VERIFIER_SOURCE}
+        if fmt == "jsonl":
+            copies[INSPECT_FILE] = Path(reward_fn.__file__).with_name("inspect_task.py")
+        for name, source in copies.items():
+            shutil.copyfile(source, out / name)
+            report.files.append(str(out / name))
     return report
