@@ -114,6 +114,31 @@ register_format(TicketFormat("demo-lines", 1, "pipe-separated demo tickets", "de
                              sniff=lambda head: head.startswith("#demo-tickets")))
 '''
 
+LOGFMT = '''
+\"\"\"A demo log format: `2024-05-01 10:00:00 ~ LEVEL ~ component ~ message`.\"\"\"
+
+import polars as pl
+
+from rlforge.ingest.logformats import LogFormat, LogFormatInfo, finish_frame, register_log_format
+
+PATTERN = (r"^(?P<ts_text>\\d{4}-\\d\\d-\\d\\d \\d\\d:\\d\\d:\\d\\d) ~ (?P<lvl>[A-Z]+) ~ "
+           r"(?P<component>[\\w.-]+) ~ (?P<message>.*)$")
+
+
+class TildeFormat(LogFormat):
+    def __init__(self):
+        super().__init__()
+        self.name = "demo-tilde"
+
+    def _parse(self, lines):
+        frame = lines.str.extract_groups(PATTERN).struct.unnest()
+        return finish_frame(frame, pl.col("ts_text").is_not_null(), [], "lvl")
+
+
+register_log_format(LogFormatInfo("demo-tilde", 1, "tilde-separated demo logs",
+                                  lambda keys: TildeFormat(), detect_rank=10))
+'''
+
 TEST_SH = """\
 #!/bin/bash
 mkdir -p /logs/verifier
@@ -151,6 +176,9 @@ demo = "rlforge_demo_plugin.kind"
 [project.entry-points."rlforge.ticket_formats"]
 demo = "rlforge_demo_plugin.tickets"
 
+[project.entry-points."rlforge.log_formats"]
+demo = "rlforge_demo_plugin.logfmt"
+
 [tool.setuptools]
 packages = ["rlforge_demo_plugin", "rlforge_broken_plugin"]
 
@@ -168,6 +196,7 @@ def site(tmp_path_factory) -> Path:
     (src / "rlforge_demo_plugin" / "__init__.py").write_text(textwrap.dedent(GENERATOR))
     (src / "rlforge_demo_plugin" / "kind.py").write_text(textwrap.dedent(KIND))
     (src / "rlforge_demo_plugin" / "tickets.py").write_text(textwrap.dedent(TICKETS))
+    (src / "rlforge_demo_plugin" / "logfmt.py").write_text(textwrap.dedent(LOGFMT))
     (src / "rlforge_demo_plugin" / "templates" / "demo.words" / "instruction.md.j2").write_text(
         INSTRUCTION)
     (src / "rlforge_demo_plugin" / "templates" / "demo.words" / "test.sh.j2").write_text(TEST_SH)
@@ -273,3 +302,25 @@ def test_a_plugin_ticket_format_is_detected_and_nothing_is_lost(site, tmp_path):
     off = rlforge(["--db", str(tmp_path / "off.duckdb"), "ingest", "tickets", str(export),
                    "--format", "demo-lines"], site, tmp_path, RLFORGE_NO_PLUGINS="1")
     assert off.returncode == 1 and "unknown ticket format 'demo-lines'" in off.stderr
+
+
+def test_a_plugin_log_format_is_detected_and_parsed(site, tmp_path):
+    log = tmp_path / "svc.log"
+    log.write_text("".join(f"2024-05-01 10:00:{i:02d} ~ {'ERROR' if i % 4 == 0 else 'INFO'} ~ "
+                           f"billing.api ~ request {i} took {i * 7} ms\n" for i in range(20)))
+    db_path = tmp_path / "logs.duckdb"
+    proc = rlforge(["--db", str(db_path), "ingest", "logs", str(log)], site, tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    con = duckdb.connect(str(db_path), read_only=True)
+    rows = con.execute("SELECT count(*), count(ts), count(DISTINCT component), "
+                       "sum((level = 'error')::INT) FROM log_records").fetchall()
+    con.close()
+    assert rows == [(20, 20, 1, 5)]  # every line parsed: times, the component, the levels
+    # without plug-ins the same file is only plain text: no component, no level field
+    off_db = tmp_path / "off.duckdb"
+    off = rlforge(["--db", str(off_db), "ingest", "logs", str(log)], site, tmp_path,
+                  RLFORGE_NO_PLUGINS="1")
+    assert off.returncode == 0, off.stderr
+    con = duckdb.connect(str(off_db), read_only=True)
+    assert con.execute("SELECT count(component) FROM log_records").fetchall() == [(0,)]
+    con.close()

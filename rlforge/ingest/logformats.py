@@ -361,9 +361,12 @@ class LogFormat:
         return self.name
 
 
-def _finish(frame: pl.DataFrame, ok: pl.Expr | pl.Series, extra: Sequence[str],
-            level_raw: str | None) -> pl.DataFrame:
-    """Common tail of every parser: standard columns, normalised level, fields JSON."""
+def finish_frame(frame: pl.DataFrame, ok: pl.Expr | pl.Series, extra: Sequence[str],
+                 level_raw: str | None) -> pl.DataFrame:
+    """The common tail of every parser (plug-ins' too): from a frame of extracted columns
+    (ts_text, host, component, message where the format has them), `ok` (the lines in the
+    format), the `extra` columns kept as the record's fields and the column holding the
+    raw level, the standard columns with the level normalised."""
     out = frame.with_columns(ok.alias("ok") if isinstance(ok, pl.Expr) else ok.alias("ok"))
     for col in ("ts_text", "host", "component", "message"):
         if col not in out.columns:
@@ -599,7 +602,7 @@ class HeaderFormat(LogFormat):
             frame = frame.with_columns(pl.concat_str([pl.col(c) for c in chosen], separator=" ",
                                                      ignore_nulls=True).alias("ts_text"))
         extra = [n for n in self.extra if n not in chosen]
-        return _finish(frame, pl.col("message").is_not_null(), extra,
+        return finish_frame(frame, pl.col("message").is_not_null(), extra,
                        "_level" if "level" in self.roles else None)
 
     def prepare(self, sample: pl.Series, year_hint: dt.datetime) -> None:
@@ -655,7 +658,7 @@ class SyslogFormat(LogFormat):
                                        return_dtype=pl.String)
         frame = frame.with_columns(sev.alias("_level"), (pri // 8).alias("facility"))
         ok = is_a | b["ts_text"].is_not_null()
-        return _finish(frame, ok, ["facility", "procid", "version", "msgid", "sd"], "_level")
+        return finish_frame(frame, ok, ["facility", "procid", "version", "msgid", "sd"], "_level")
 
 
 _ACCESS = (r'^(?P<client>\S+) (?P<ident>\S+) (?P<user>\S+) \[(?P<ts_text>[^\]]+)\] '
@@ -698,7 +701,7 @@ class AccessFormat(LogFormat):
                            pl.col("extra").str.strip_chars())
         f = f.with_columns(pl.when(pl.col("extra") == "").then(None).otherwise(pl.col("extra"))
                            .alias("extra"))
-        return _finish(f, pl.col("ts_text").is_not_null(),
+        return finish_frame(f, pl.col("ts_text").is_not_null(),
                        ["client", "ident", "user", "request", "status", "bytes", "referer",
                         "agent", "extra"], "_level")
 
@@ -836,7 +839,7 @@ class CriFormat(LogFormat):
     def _parse(self, lines: pl.Series) -> pl.DataFrame:
         f = lines.str.extract_groups(_CRI).struct.unnest()
         f = f.with_columns(pl.col("message").fill_null(""))
-        out = _finish(f, pl.col("ts_text").is_not_null(), ["stream"], None)
+        out = finish_frame(f, pl.col("ts_text").is_not_null(), ["stream"], None)
         return out.with_columns((f["tag"] == "P").fill_null(False).alias("continues"))
 
 
@@ -879,7 +882,7 @@ class PlainFormat(LogFormat):
             pl.when(has).then(layout["_level"]).alias("_level"),
             pl.when(has).then(layout["thread"]).alias("thread"))
         ok = f["ts_text"].is_not_null() if self.timestamped else pl.lit(True)
-        return _finish(f, ok, ["thread"], "_level")
+        return finish_frame(f, ok, ["thread"], "_level")
 
 
 # --- detection -------------------------------------------------------------------------
