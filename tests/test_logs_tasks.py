@@ -176,7 +176,7 @@ def test_script_held_back_logs_are_rotated_compressed_and_padded(tmp_path, cli):
     out = tmp_path / "out"
     report = build_tasks(con, BuildOptions(out=out, generators=["logs.script"], seed=0,
                                            validate=True, limit=4))
-    assert report.emitted == 4 and not [d for d in report.drops if "validation" in d["reason"]]
+    assert report.emitted == 4, report.drops
     padded = 0
     for d in (p for p in out.iterdir() if p.is_dir()):
         meta = tomllib.loads((d / "task.toml").read_text())["metadata"]["rlforge"]
