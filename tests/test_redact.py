@@ -338,6 +338,26 @@ def test_one_placeholder_per_value_whatever_the_shape_or_label(red):
     assert author in next(iter(names))
 
 
+def test_a_number_written_with_and_without_its_country_code_in_one_text_is_one_phone(red):
+    """The bare digits of a number whose area code the US does not use read as Italian on
+    their own; beside the same number written with +1 they are that number, on every path
+    (text, series, findings), whichever comes first. Two countries' numbers with the same
+    national digits stay apart."""
+    for text in ("call 4332558414 or +1 433 255 8414 today",
+                 "call +1 433 255 8414 or 4332558414 today",
+                 "London +44 20 7946 0018, from the UK 020 7946 0018 ok"):
+        once = red.redact_text(text)
+        assert len(set(re.findall(r"<PHONE_[0-9a-f]{6}>", once))) == 1, once
+        assert red.redact_series(pl.Series([text])).to_list() == [once]
+        assert len({ph for *_, ph in red.findings(text)}) == 1
+    alone = re.search(r"<PHONE_[0-9a-f]{6}>", red.redact_text("call 4332558414 today")).group()
+    both = red.redact_text("call 4332558414 or +1 433 255 8414 today")
+    assert alone not in both  # renamed, not merely echoed
+    two = red.redact_text("+1 433 255 8414 and +39 433 255 8414, or 4332558414")
+    us, it, bare = re.findall(r"<PHONE_[0-9a-f]{6}>", two)
+    assert us != it and bare == alone, two  # ambiguous: the bare digits keep their own reading
+
+
 def test_configured_kinds_patterns_and_regions():
     text = "Hi Anna Schmidt, call 030 12345678 about TCK-991"
     red = Redactor.configured(KEY, off=["person"], patterns={"TICKET": "TCK-[0-9]+"}, regions=["DE"])

@@ -199,9 +199,7 @@ def test_heldout_multilocale_recall_negatives_and_consistency():
     for kind in sorted(planted):
         assert caught[kind] / planted[kind] >= TARGET[kind], (kind, r["missed"][kind][:10])
     assert kept_all >= 0.99
-    # a ten-digit number whose area code the US does not use reads as Italian in its national
-    # form and as American with +1: one such value splits (see the note of issue 27)
-    assert r["groups"] > 300 and r["consistent"] >= 0.995 * r["groups"], r["split"][:5]
+    assert r["groups"] > 300 and r["consistent"] == r["groups"], r["split"][:5]
 
 
 def test_heldout_scoring_can_fail():

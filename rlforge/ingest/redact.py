@@ -352,9 +352,43 @@ def _echo_forms(kind: str, raw: str) -> list[str]:
     return forms
 
 
+# A phone written with its country code and again without it in one text ("+1 433 255
+# 8414" ... "4332558414") is one number, even where the bare digits read as another
+# country's: these echo entries carry the digits, and `_unify` merges the placeholders.
+_INTL, _NATIONAL = "PHONE+", "PHONE0"
+
+
+def _phone_forms(raw: str, e164: str) -> list[tuple[str, str]]:
+    """(role, digits) entries of one redacted phone for `_unify`: a number written with
+    ``+CC``/``00CC`` gives its national significant number (with and without a trunk 0);
+    one written nationally gives the digits as written (extension cut)."""
+    body = re.split(r"[ ]?(?:x|ext\.?|extension)[ ]?[0-9]", raw)[0]
+    if not body.lstrip("( ").startswith(("+", "00")):
+        return [(_NATIONAL, re.sub(r"[^0-9]", "", body))]
+    pn = numbers._pn()
+    try:
+        nsn = pn.national_significant_number(pn.parse(e164, None))
+    except pn.NumberParseException:
+        return []
+    return [(_INTL, nsn), (_INTL, "0" + nsn.lstrip("0"))]
+
+
+def _unify(echo: Iterable[tuple[str, str, str]]) -> dict[str, str]:
+    """Placeholder renames in one text: a nationally written phone's placeholder becomes
+    that of the one international number whose national digits it is."""
+    intl: dict[str, set[str]] = collections.defaultdict(set)
+    for digits, ph, role in echo:
+        if role == _INTL:
+            intl[digits].add(ph)
+    return {ph: next(iter(intl[digits])) for digits, ph, role in echo
+            if role == _NATIONAL and len(intl.get(digits, ())) == 1 and ph not in intl[digits]}
+
+
 def _echo_rx(echo: Iterable[tuple[str, str, str]]) -> tuple[re.Pattern | None, dict]:
     where: dict[str, tuple[str, str]] = {}
     for raw, ph, kind in sorted(echo):
+        if kind in (_INTL, _NATIONAL):
+            continue
         where.setdefault(raw, (ph, kind))
     if not where:
         return None, where
@@ -955,6 +989,8 @@ class Redactor:
                 out += [cand[pos:s], ph]
                 kinds.append(kind)
                 echo += [(raw, ph, kind) for raw in _echo_forms(kind, cand[s:e])]
+                if kind == "PHONE":
+                    echo += [(digits, ph, role) for role, digits in _phone_forms(cand[s:e], value)]
                 pos = e
             hit = ("".join(out) + cand[pos:], tuple(kinds), again, tuple(echo))
             if len(stage.cache) >= _CACHE_LIMIT:
@@ -965,10 +1001,14 @@ class Redactor:
     def _echo(self, text: str, echo: Iterable[tuple[str, str, str]]) -> str:
         """`text` with the other occurrences of values redacted elsewhere in it replaced
         by the same placeholder ("card 4111 1111 1111 1111 ... (4111111111111111)")."""
+        for old, new in _unify(echo).items():
+            text = text.replace(old, new)
         echo = [e for e in echo if e[0] in text]  # mostly none: the value was its only copy
         if not echo:
             return text
         rx, where = _echo_rx(echo)
+        if rx is None:
+            return text
         assert rx is not None
 
         def sub(m: re.Match) -> str:
@@ -1036,7 +1076,8 @@ class Redactor:
             for m in rx.finditer(text):
                 ph, kind = echo_at[m.group()]
                 found.append((origin[m.start()], origin[m.end() - 1] + 1, kind, ph))
-        return sorted(found)
+        renamed = _unify(echo)
+        return sorted((s, e, kind, renamed.get(ph, ph)) for s, e, kind, ph in found)
 
     def redact_series(self, s: pl.Series) -> pl.Series:
         """Vectorised `redact_text` over a string column (same result per element).
@@ -1066,7 +1107,8 @@ class Redactor:
         if echo:  # only rows where a redacted value is still written somewhere
             rows = sorted(echo)
             texts = out.gather(rows).to_list()
-            again_rows = [(i, t) for i, t in zip(rows, texts) if any(e[0] in t for e in echo[i])]
+            again_rows = [(i, t) for i, t in zip(rows, texts)
+                          if any(e[0] in t for e in echo[i]) or _unify(echo[i])]
             if again_rows:
                 out = out.scatter([i for i, _ in again_rows],
                                   [self._echo(t, echo[i]) for i, t in again_rows])
