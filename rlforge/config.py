@@ -156,6 +156,11 @@ SETTINGS: list[Setting] = [
     Setting("run.tool_protocol", "auto", "how a multi-turn policy runs commands: OpenAI tool "
             "calls (tools), fenced ```bash blocks (text), or tools accepting text too (auto)",
             choices=("auto", "tools", "text")),
+    Setting("run.judge", True, "score reply tasks with the judge build-tasks checked on them "
+            "(TASKS_DIR/judge.json): a `judge` component that moves the reward, never the "
+            "pass", bool),
+    Setting("run.judge_api_key_env", "RLFORGE_JUDGE_API_KEY", "NAME of the environment "
+            "variable holding the judge endpoint's API key (unset: none sent)"),
     Setting("curriculum.stages", [], "the schedule of --difficulty auto: a list of "
             "{ until = MEAN_PASS_RATE, difficulty = \"LOW:HIGH\" }, the first stage whose until "
             "is above the model's latest mean pass rate applies (empty: rlforge's default, "

@@ -549,3 +549,54 @@ def test_build_tasks_checks_the_judge_on_the_reply_tasks(cli, tmp_path, judge_se
     text = " ".join(result.output.split())
     assert result.exit_code == 1 and "judge refused: gold above shuffled AUC 0.500" in text, text
     assert not (tmp_path / "b" / "judge.json").exists()
+
+
+def test_run_scores_reply_tasks_with_the_judge_they_were_built_with(cli, tmp_path, judge_server):
+    """A tasks directory holding an accepted judge.json: `rlforge run` adds the judge's
+    component to every reply rollout (called from the host with the customer's message
+    and the reply the verifier read); it moves the total, never the outcome. --no-judge
+    leaves it out; a judge that cannot be reached is an infrastructure error."""
+    from rlforge.tasks.judge import JUDGE_WEIGHT
+
+    assert cli("ingest", "tickets", TICKETS, "-q").exit_code == 0
+    out = tmp_path / "built"
+    result, _ = build(cli, out, "--generators", "tickets.reply", "--limit", "20", "--no-validate")
+    assert result.exit_code == 0, result.output
+    task = _research_task(out)
+    one = tmp_path / "one"
+    one.mkdir()
+    shutil.copytree(task, one / task.name)
+    server = judge_server("merit")
+    (one / "judge.json").write_text(json.dumps({"base_url": server.url, "model": "jm",
+                                                "weight": JUDGE_WEIGHT, "auc": 0.9}))
+
+    def rollout(*flags: str) -> dict:
+        researcher = ScriptedPolicy({"": [_search, _read_top_hit, _reply_from_what_was_read,
+                                          SUBMIT]})
+        with researcher:
+            result = cli("run", one, "--base-url", researcher.url, "--model", "m", "--json",
+                         "--max-infra-error-rate", "1", *flags)
+        data = json.loads(result.stdout[result.stdout.index("{"):])
+        return json.loads((Path(data["run_dir"]) / "rollouts.jsonl").read_text().splitlines()[0])
+
+    judged = rollout()
+    comps = judged["reward"]["components"]
+    assert judged["outcome"] == "pass" and comps["key_facts"]["value"] == 1.0, judged["reward"]
+    assert comps["judge"]["weight"] == JUDGE_WEIGHT and 0 < comps["judge"]["value"] <= 1
+    value = comps["judge"]["value"]
+    assert judged["reward"]["total"] == pytest.approx((1 + JUDGE_WEIGHT * value) / (1 + JUDGE_WEIGHT))
+    system, user = (m["content"] for m in server.prompts[-1])
+    nonce = re.search(r"<<<REPLY (\w+)>>>", system).group(1)
+
+    def block(name: str) -> str:
+        return user.split(f"<<<{name} {nonce}>>>\n", 1)[1].split(f"\n<<<END {name} {nonce}>>>")[0]
+    assert block("CUSTOMER").strip() == (one / task.name / "instruction.md").read_text().strip()
+    written = judged["submission"]["files"]["answer.txt"]
+    assert block("REPLY").strip() == (written.get("text") or "").strip() != ""
+    asked = len(server.prompts)
+    plain = rollout("--no-judge")
+    assert "judge" not in plain["reward"]["components"] and len(server.prompts) == asked
+    assert plain["outcome"] == "pass" and plain["reward"]["total"] == 1.0
+    server.close()
+    gone = rollout()
+    assert gone["error"]["infra"] is True and gone["error"]["type"] == "judge", gone["error"]

@@ -70,6 +70,9 @@ def run(
     sandbox: Optional[str] = typer.Option(None, "--sandbox", help="bwrap (default) or none (unsafe)"),
     executor: Optional[str] = executor_option("rollouts and their sandboxes"),
     ray_address: Optional[str] = ray_address_option(),
+    judge: Optional[bool] = typer.Option(None, "--judge/--no-judge", help="score reply tasks "
+                                         "with the judge build-tasks checked on them "
+                                         "(TASKS_DIR/judge.json; default: when there is one)"),
     as_json: bool = typer.Option(False, "--json", help="print the summary as JSON"),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="no live view; errors and the gate only"),
 ) -> None:
@@ -90,7 +93,7 @@ def run(
                    run__time_budget=time_budget, run__max_turns=max_turns,
                    run__request_timeout=request_timeout, run__tool_protocol=tool_protocol,
                    run__runs_dir=str(runs_dir) if runs_dir else None, sandbox__mode=sandbox,
-                   run__executor=executor, ray__address=ray_address)
+                   run__executor=executor, ray__address=ray_address, run__judge=judge)
     if cfg.get("sandbox.mode") == "none":
         err_console.print("[bold yellow]warning:[/] --sandbox none: the policy's commands and "
                           "the verifiers run WITHOUT isolation")
@@ -104,7 +107,8 @@ def run(
             ("--generators", generators), ("--split", split), ("--limit", limit),
             ("--run-id", run_id), ("--time-budget", time_budget), ("--max-turns", max_turns),
             ("--tool-protocol", tool_protocol), ("--difficulty", difficulty),
-            ("--difficulty-model", difficulty_model), ("--unmeasured", unmeasured))
+            ("--difficulty-model", difficulty_model), ("--unmeasured", unmeasured),
+            ("--judge/--no-judge", judge))
             if value is not None]
         if changed:
             raise UserError(f"--resume continues the run as it was planned; drop "

@@ -153,6 +153,11 @@ class EnvOptions:
     command_timeout: float = 30.0
     observation_chars: int = 4000
     sandbox_mode: str = "bwrap"
+    # the reply judge the tasks were built with (TASKS_DIR/judge.json), "" for none; its
+    # API key is read from the environment variable named here, never stored
+    judge_base_url: str = ""
+    judge_model: str = ""
+    judge_api_key_env: str = ""
 
 
 @dataclass
@@ -341,7 +346,8 @@ class Environment:
             submission = submission.get("text", "")
         if submission is None or isinstance(submission, str):
             if self.task.in_process:
-                return score_text(self.task, submission)
+                return await self._judged(score_text(self.task, submission),
+                                         as_read(as_file(submission)))
             files = {self.task.answer_file: {"base64": base64.b64encode(as_file(submission)).decode()}}
             submission = {"type": "workspace", "files": files, "deleted": []}
         elif submission.get("type") != "workspace":
@@ -506,7 +512,8 @@ class Environment:
                 data = read_prefix(ws, task.answer_file, 4 * SUBMISSION_CHARS + 4)
             except OSError:
                 data = b""
-            return score_read(task, as_read(data))
+            reply = as_read(data)
+            return await self._judged(score_read(task, reply), reply)
         if self.runner is None:
             raise UserError(f"task {task.task_id}: its verifier runs in the sandbox; no runner given")
         run = await self.runner.verify(task.path, task.meta, ws, self.scratch)
@@ -518,6 +525,28 @@ class Environment:
         reward = run.reward
         reward.setdefault("outcome", "pass" if reward.get("total", 0) >= 1.0 - 1e-9 else "fail")
         return reward
+
+    async def _judged(self, reward: dict[str, Any], reply: str) -> dict[str, Any]:
+        """`reward` with the reply judge's component (`rlforge.tasks.judge`) when the run
+        has one and this is a reply task: it moves the total, never the outcome, which the
+        verifier's own components decide. The judge is called from the host, on the reply
+        the verifier read; a judge that cannot be reached is an infrastructure error, not
+        the policy's fail."""
+        opts = self.options
+        if not (opts.judge_base_url and self.task.verifier == "reply" and reward.get("components")):
+            return reward
+        import os
+
+        from rlforge.tasks.judge import Judge, with_judge
+
+        key = os.environ.get(opts.judge_api_key_env) if opts.judge_api_key_env else None
+        judge = Judge(opts.judge_base_url, opts.judge_model, api_key=key)
+        try:
+            components, total, _ = await asyncio.to_thread(
+                with_judge, reward["components"], judge, self.task.instruction, reply)
+        except UserError as exc:
+            raise InfraError("judge", str(exc)) from None
+        return {**reward, "components": components, "total": total}
 
 
 def too_large_reward(detail: str) -> dict[str, Any]:

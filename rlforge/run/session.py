@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import datetime as dt
+import json
 import os
 import time
 from dataclasses import asdict, dataclass, field
@@ -173,7 +174,7 @@ def plan_run(cfg: Config, tasks_dir: Path, tasks: list[Task], run_id: str, *,
                      max_turns=max(1, cfg.get("run.max_turns")),
                      command_timeout=cfg.get("run.command_timeout"),
                      observation_chars=max(200, cfg.get("run.observation_chars")),
-                     sandbox_mode=cfg.get("sandbox.mode"))
+                     sandbox_mode=cfg.get("sandbox.mode"), **judge_options(cfg, tasks_dir))
     settings = {row["key"]: {"value": row["value"], "source": row["source"]}
                 for row in cfg.explain() if not row["key"].endswith("(secret)")}
     return {
@@ -189,6 +190,22 @@ def plan_run(cfg: Config, tasks_dir: Path, tasks: list[Task], run_id: str, *,
         "sandbox_workers": cfg.get("sandbox.workers"), "sandbox": sandbox_settings(cfg),
         "settings": settings,
     }
+
+
+def judge_options(cfg: Config, tasks_dir: Path) -> dict[str, str]:
+    """The EnvOptions of the reply judge the tasks were built with, when `run.judge`."""
+    from rlforge.tasks.judge import JUDGE_FILE
+
+    path = Path(tasks_dir) / JUDGE_FILE
+    if not cfg.get("run.judge") or not path.is_file():
+        return {}
+    try:
+        judge = json.loads(path.read_text())
+        return {"judge_base_url": str(judge["base_url"]), "judge_model": str(judge["model"]),
+                "judge_api_key_env": cfg.get("run.judge_api_key_env")}
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise UserError(f"{path}: not a judge build-tasks checked ({exc}); rebuild with "
+                        f"--judge-base-url/--judge-model or run with --no-judge") from None
 
 
 def work_items(tasks: list[Task], samples: int, done: set[tuple[str, int]]) -> list[WorkItem]:
