@@ -318,7 +318,8 @@ def _research_task(out: Path) -> Path:
     raise AssertionError("no task whose top search hit resolves it")
 
 
-def test_a_policy_that_searches_passes_and_one_that_does_not_fails(cli, tmp_path):
+def _research_task_alone(cli, tmp_path) -> tuple[Path, Path]:
+    """A directory holding one `_research_task` of a sample_data build, and that task."""
     assert cli("ingest", "tickets", TICKETS, "-q").exit_code == 0
     out = tmp_path / "built"
     result, _ = build(cli, out, "--generators", "tickets.reply", "--limit", "20", "--no-validate")
@@ -327,6 +328,11 @@ def test_a_policy_that_searches_passes_and_one_that_does_not_fails(cli, tmp_path
     one = tmp_path / "one"
     one.mkdir()
     shutil.copytree(task, one / task.name)
+    return one, task
+
+
+def test_a_policy_that_searches_passes_and_one_that_does_not_fails(cli, tmp_path):
+    one, task = _research_task_alone(cli, tmp_path)
     researcher = ScriptedPolicy({"": [_search, _read_top_hit, _reply_from_what_was_read, SUBMIT]})
     with researcher:
         result = cli("run", one, "--base-url", researcher.url, "--model", "m", "--json")
@@ -558,14 +564,7 @@ def test_run_scores_reply_tasks_with_the_judge_they_were_built_with(cli, tmp_pat
     leaves it out; a judge that cannot be reached is an infrastructure error."""
     from rlforge.tasks.judge import JUDGE_WEIGHT
 
-    assert cli("ingest", "tickets", TICKETS, "-q").exit_code == 0
-    out = tmp_path / "built"
-    result, _ = build(cli, out, "--generators", "tickets.reply", "--limit", "20", "--no-validate")
-    assert result.exit_code == 0, result.output
-    task = _research_task(out)
-    one = tmp_path / "one"
-    one.mkdir()
-    shutil.copytree(task, one / task.name)
+    one, task = _research_task_alone(cli, tmp_path)
     server = judge_server("merit")
     (one / "judge.json").write_text(json.dumps({"base_url": server.url, "model": "jm",
                                                 "weight": JUDGE_WEIGHT, "auc": 0.9}))
