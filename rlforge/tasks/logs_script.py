@@ -207,12 +207,17 @@ def held_back_variants(fact: str, template: str | None, sections):
         yield files, {"rotated_at": moment.isoformat(), "rotated": rotated}
 
 
-GREP = {  # the one-liners an answer that does not read the directory properly would be
-    "error_count": "cat \"$1\"/* | grep -cE '^[^ ]+ [^ ]+ (ERROR|FATAL) '",
-    "first_error_time": "cat \"$1\"/* | grep -m1 -E ' (ERROR|FATAL) ' | cut -c1-19 | tr T ' '",
-    "peak_error_minute": "cat \"$1\"/* | grep -E ' (ERROR|FATAL) ' | cut -c1-16 | tr T ' ' | sort "
+# The one-liners an answer that does not read the directory properly would be. Each file
+# is grepped on its own, binary ones skipped (-I): that is what `directory_text(...,
+# plain_only=True)` models. (`cat DIR/* | grep` is not deterministic: grep stops printing
+# at the first NUL byte of a gzip file, and where that falls depends on how much of the
+# pipe it got per read.)
+GREP = {
+    "error_count": "grep -hIE '^[^ ]+ [^ ]+ (ERROR|FATAL) ' \"$1\"/* | wc -l",
+    "first_error_time": "grep -hIE ' (ERROR|FATAL) ' \"$1\"/* | head -1 | cut -c1-19 | tr T ' '",
+    "peak_error_minute": "grep -hIE ' (ERROR|FATAL) ' \"$1\"/* | cut -c1-16 | tr T ' ' | sort "
                          "| uniq -c | sort -rn | head -1 | sed -E 's/^ *[0-9]+ //'",
-    "top_error_component": "cat \"$1\"/* | grep -E ' (ERROR|FATAL) ' | awk '{print $4}' | "
+    "top_error_component": "grep -hIE ' (ERROR|FATAL) ' \"$1\"/* | awk '{print $4}' | "
                            "tr -d : | sort | uniq -c | sort -rn | head -1 | awk '{print $2}'",
 }
 
@@ -222,7 +227,7 @@ def grep_script(fact: str, template: str | None) -> bytes:
     longest literal piece)."""
     if fact == "template_count":
         piece = max((template or "").split("<*>"), key=len).strip().replace("'", "'\\''")
-        line = f"cat \"$1\"/* | grep -cF -- '{piece}'"
+        line = f"grep -hIF -- '{piece}' \"$1\"/* | wc -l"
     else:
         line = GREP[fact]
     return f"#!/bin/bash\n{line}\n".encode()
