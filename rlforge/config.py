@@ -161,6 +161,8 @@ SETTINGS: list[Setting] = [
             "pass", bool),
     Setting("run.judge_api_key_env", "RLFORGE_JUDGE_API_KEY", "NAME of the environment "
             "variable holding the judge endpoint's API key (unset: none sent)"),
+    Setting("links.key_patterns", [], "extra regexes finding ticket keys in commit messages; "
+            "the first group is the ticket's id as exported, e.g. \"SUPPORT-([0-9]+)\"", list),
     Setting("curriculum.stages", [], "the schedule of --difficulty auto: a list of "
             "{ until = MEAN_PASS_RATE, difficulty = \"LOW:HIGH\" }, the first stage whose until "
             "is above the model's latest mean pass rate applies (empty: rlforge's default, "

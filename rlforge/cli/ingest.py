@@ -8,6 +8,7 @@ import time
 from pathlib import Path
 from typing import Callable, Iterable, Optional
 
+import duckdb
 import typer
 from rich import box
 from rich.markup import escape
@@ -91,6 +92,23 @@ def run_files(paths: Iterable[Path], one: Callable[[Path], IngestResult], *,
             if watcher:
                 watcher.join()
     return results
+
+
+def link_new_records(session: IngestSession, cfg, quiet: bool) -> None:
+    """Update the incident links (`rlforge.links`) with what this command loaded. The
+    records are committed already: a failure here is a warning, and the next ingest or
+    `rlforge links --update` links them."""
+    from rlforge import links
+
+    try:
+        done = links.update(session.con, patterns=cfg.get("links.key_patterns"))
+    except duckdb.Error as exc:
+        err_console.print(f"[yellow]warning:[/] incident links not updated ({exc}); "
+                          "run `rlforge links --update`")
+        return
+    if not quiet and done.tickets_relinked:
+        console.print(f"links: {done.tickets_relinked} ticket(s) relinked, {done.above} link(s) "
+                      f"at or above confidence {links.THRESHOLD} (rlforge links)")
 
 
 def shown_path(path: str) -> str:
@@ -190,6 +208,7 @@ def tickets(
         results = run_files(paths, lambda p: session.run("tickets", p, lambda con, p: tickets_lib.ingest_file(
             con, p, fmt=fmt, mapping=mapping, redactor=redactor, on_conflict=conflict,
             origin=origin)), quiet=quiet or as_json, label="tickets", con=session.con)
+        link_new_records(session, cfg, quiet or as_json)
     finally:
         session.close()
     if not redact and not quiet and not as_json:
@@ -223,6 +242,7 @@ def commits(
         redactor = make_redactor(session.con, redact, cfg)
         results = run_files(repos, lambda p: session.run("commits", p, lambda con, p: commits_lib.ingest_repo(
             con, p, rev=rev, redactor=redactor)), quiet=quiet or as_json, label="commits")
+        link_new_records(session, cfg, quiet or as_json)
     finally:
         session.close()
     code = report(results, as_json=as_json, quiet=quiet, noun="commits", session=session)

@@ -12,7 +12,7 @@ from rich.table import Table
 
 from rlforge import db
 from rlforge.cli.common import console, state
-from rlforge.cli.ingest import make_redactor, parse_map, report, run_files
+from rlforge.cli.ingest import link_new_records, make_redactor, parse_map, report, run_files
 from rlforge.ingest.common import IngestSession
 
 
@@ -57,6 +57,7 @@ def ingest_logs(
             con, p, fmt=fmt, masks=masks, keys=keys, unparsed=unparsed, redactor=redactor,
             year=year)),
             quiet=quiet or as_json, label="logs")
+        link_new_records(session, cfg, quiet or as_json)
     finally:
         session.close()
     if not redact and not quiet and not as_json:

@@ -24,7 +24,7 @@ import traceback
 from concurrent.futures import Future
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any, Callable
 
 import duckdb
@@ -456,3 +456,14 @@ class IngestSession:
             self.close_error = (f"closing {self.db_path} failed ({first_line(exc)}); what was "
                                 "committed is kept in its write-ahead log and applied when "
                                 "the database is next opened with space free")
+
+
+def service_name(path: str) -> str:
+    """A log file's service name: its file name without log/compression suffixes."""
+    name = PurePosixPath(path).name
+    while True:
+        stem, dot, ext = name.rpartition(".")
+        if dot and ext.lower() in ("log", "gz", "jsonl", "json", "txt", "syslog", "out"):
+            name = stem
+        else:
+            return name or "logs"

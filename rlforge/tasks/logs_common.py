@@ -16,10 +16,12 @@ from __future__ import annotations
 import datetime as dt
 import re
 from dataclasses import dataclass
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import Any
 
 import duckdb
+
+from rlforge.ingest.common import service_name  # noqa: F401  (re-exported for the log generators)
 
 ERROR_LEVELS = ("error", "fatal")
 FAILURE_LEVELS = ("warn", "error", "fatal")
@@ -55,17 +57,6 @@ class WindowStats:
     @property
     def key(self) -> str:
         return f"{self.ingest_run}:{self.first_line}-{self.last_line}"
-
-
-def service_name(path: str) -> str:
-    """A file's service name: its file name without log/compression suffixes."""
-    name = PurePosixPath(path).name
-    while True:
-        stem, dot, ext = name.rpartition(".")
-        if dot and ext.lower() in ("log", "gz", "jsonl", "json", "txt", "syslog", "out"):
-            name = stem
-        else:
-            return name or "logs"
 
 
 def window_stats(con: duckdb.DuckDBPyConnection, size: int) -> list[WindowStats]:

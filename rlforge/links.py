@@ -1,0 +1,433 @@
+"""Links between the records of one incident: a ticket, the commits that fixed it, and
+the log windows that show it.
+
+A link joins one ticket to one target (a commit, or a window of one ingested log file)
+and keeps every piece of evidence found for it, each with a confidence; the link's
+confidence is 1 - prod(1 - c) over its evidence. The evidence kinds:
+
+- `ticket_key`: the ticket's key in a commit's message: a Jira-style key (`TB-1042`)
+  as a word, a numeric id only as `#10117` or after a word such as "ticket" or "issue",
+  or a user pattern (`links.key_patterns`) whose first group is the key. A closing verb
+  before it ("Fixes TB-1042") makes it surer; a commit made long before the ticket was
+  opened cannot fix it, and the evidence is discounted.
+- `ticket_url`: a URL in a commit's message whose path ends with the ticket's key.
+- `shared_id`: an identifier (a request or trace id, an error code, a host: a token
+  with letters and digits, at least 8 characters, not a version, date or placeholder)
+  written in the ticket's conversation and in log records. Its confidence falls with the
+  number of tickets and records that hold it: a request id in one ticket and a few
+  records is strong, a host name in thousands of records is weak.
+- `time_component`: the ticket names a service whose log shows an error burst that
+  started at most `BURST_LEAD` before the ticket was opened. Alone it stays below the
+  default threshold unless the burst is the only one in that span.
+
+`update` is incremental: it reads only what the ingest runs since its last call added
+(tickets, commits, log files), works out which tickets that can touch, and recomputes
+their links. `rlforge ingest` calls it after every command; `rlforge links` shows them.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+import re
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Any, Iterable
+
+import duckdb
+
+from rlforge import db
+from rlforge.ingest.common import service_name
+
+THRESHOLD = 0.7  # links at or above it are shown and used by the incident generators
+BURST_LEAD = dt.timedelta(hours=2)  # a ticket opened this long after a burst began can report it
+WINDOW_MARGIN = dt.timedelta(minutes=5)  # around the records the evidence points at
+ERROR_LEVELS = ("error", "fatal")
+_META_KEY = "links.last_ingest_run"
+
+# A Jira-style key, a #number, a number after a ticket word, a URL.
+_JIRA_KEY = re.compile(r"(?<![\w-])([A-Z][A-Z0-9]{1,9}-[1-9][0-9]{0,6})(?![\w-])")
+_HASH_NUM = re.compile(r"(?<![\w&])#([0-9]{1,9})(?![\w-])")
+_WORD_NUM = re.compile(r"\b(?:ticket|issue|case|bug|request|incident)s?\s*(?:#|no\.?\s*|number\s*)?"
+                       r"([0-9]{3,9})\b", re.I)
+_URL = re.compile(r"https?://[^\s<>\"')\]]+")
+_CLOSING = re.compile(r"\b(?:fix(?:es|ed)?|close[sd]?|resolve[sd]?|addresse[sd]|refs?|see)"
+                      r"\s*:?\s*$", re.I)
+_PULL = re.compile(r"\b(?:pull request|PR|merge request)\s*$", re.I)
+# What counts as an identifier in text (RE2 syntax: DuckDB runs it over the logs).
+ID_TOKEN = r"[A-Za-z0-9][A-Za-z0-9_.-]*[A-Za-z0-9]"
+_NOT_ID = re.compile(r"v?[0-9]+(?:\.[0-9]+)+[a-z]*|[0-9]{4}-[0-9]{2}-[0-9]{2}.*|"
+                     r"[A-Z]+(?:_[A-Z0-9]+)*_[0-9a-f]{6}", re.I)
+
+
+@dataclass
+class Evidence:
+    kind: str
+    value: str
+    confidence: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind, "value": self.value, "confidence": round(self.confidence, 3)}
+
+
+@dataclass
+class Link:
+    ticket_id: str
+    target_kind: str  # commit | log_window
+    repo: str | None = None
+    sha: str | None = None
+    ingest_run: int | None = None
+    log_file: str | None = None
+    window_start: dt.datetime | None = None
+    window_end: dt.datetime | None = None
+    component: str | None = None
+    host: str | None = None
+    evidence: list[Evidence] = field(default_factory=list)
+
+    @property
+    def target(self) -> str:
+        return f"{self.repo}@{self.sha}" if self.target_kind == "commit" else f"log:{self.ingest_run}"
+
+    @property
+    def link_id(self) -> str:
+        return hashlib.sha1(f"{self.ticket_id}\x1f{self.target_kind}\x1f{self.target}".encode()).hexdigest()[:16]
+
+    @property
+    def confidence(self) -> float:
+        miss = 1.0
+        for e in self.evidence:
+            miss *= 1.0 - e.confidence
+        return 1.0 - miss
+
+
+def is_identifier(token: str) -> bool:
+    """Whether a token of text is an identifier worth joining on (see the module doc)."""
+    return (len(token) >= 8 and any(c.isdigit() for c in token) and any(c.isalpha() for c in token)
+            and not _NOT_ID.fullmatch(token))
+
+
+def identifiers(text: str) -> set[str]:
+    return {t for t in re.findall(ID_TOKEN, text or "") if is_identifier(t)}
+
+
+# --- keys in commit messages --------------------------------------------------------------
+
+def key_references(message: str, patterns: Iterable[str] = ()) -> list[tuple[str, str, float]]:
+    """(kind, key, confidence) of every ticket reference in a commit message."""
+    found: list[tuple[str, str, float]] = []
+
+    def sure(start: int, base: float) -> float:
+        before = message[max(0, start - 20):start]
+        if _PULL.search(before):
+            return 0.0  # "Merge pull request #12": a pull request's number, not a ticket's
+        return min(0.97, base + 0.1) if _CLOSING.search(before) else base
+
+    urls = list(_URL.finditer(message))
+    for m in urls:
+        tail = m.group().rstrip("/.,;:").rsplit("/", 1)[-1].split("?")[0].split("#")[0]
+        if tail:
+            found.append(("ticket_url", tail, 0.95))
+    in_url = [(m.start(), m.end()) for m in urls]
+
+    def outside(m: re.Match) -> bool:
+        return not any(s <= m.start() < e for s, e in in_url)
+    for m in _JIRA_KEY.finditer(message):
+        if outside(m):
+            found.append(("ticket_key", m.group(1), sure(m.start(), 0.85)))
+    for m in _HASH_NUM.finditer(message):
+        if outside(m):
+            found.append(("ticket_key", m.group(1), sure(m.start(), 0.75)))
+    for m in _WORD_NUM.finditer(message):
+        if outside(m) and not re.search(r"\b(?:pull|merge)\s*$", message[max(0, m.start() - 8):m.start()], re.I):
+            found.append(("ticket_key", m.group(1), 0.85))
+    for pattern in patterns:
+        for m in re.finditer(pattern, message):
+            if m.groups() and m.group(1):
+                found.append(("ticket_key", m.group(1), sure(m.start(), 0.85)))
+    return [f for f in found if f[2] > 0]
+
+
+# --- the update ---------------------------------------------------------------------------
+
+@dataclass
+class UpdateReport:
+    new_runs: int = 0
+    tickets_relinked: int = 0
+    links: int = 0  # rows written
+    above: int = 0  # of them at or above THRESHOLD
+
+    def to_dict(self) -> dict[str, int]:
+        return {"new_runs": self.new_runs, "tickets_relinked": self.tickets_relinked,
+                "links": self.links, "above_threshold": self.above}
+
+
+def update(con: duckdb.DuckDBPyConnection, *, patterns: Iterable[str] = (),
+           full: bool = False) -> UpdateReport:
+    """Link what the ingest runs since the last update added (all of it if `full`)."""
+    ensure_table(con)
+    row = con.execute("SELECT value FROM meta WHERE key = ?", [_META_KEY]).fetchall()
+    last = -1 if full or not row else int(row[0][0])
+    top = con.execute("SELECT coalesce(max(run_id), -1) FROM ingest_runs").fetchall()[0][0]
+    runs = con.execute("SELECT run_id, source FROM ingest_runs WHERE run_id > ? AND status = 'ok'",
+                       [last]).fetchall()
+    report = UpdateReport(new_runs=len(runs))
+    if runs:
+        by_source: dict[str, list[int]] = defaultdict(list)
+        for run_id, source in runs:
+            by_source[source].append(run_id)
+        patterns = tuple(patterns)
+        affected = _affected_tickets(con, by_source, patterns, full)
+        if affected:
+            links = _links_for(con, affected, patterns)
+            _store(con, affected, links)
+            report.tickets_relinked = len(affected)
+            report.links = len(links)
+            report.above = sum(lk.confidence >= THRESHOLD for lk in links)
+    con.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", [_META_KEY, str(top)])
+    return report
+
+
+def ensure_table(con: duckdb.DuckDBPyConnection) -> None:
+    con.execute("""
+        CREATE TABLE IF NOT EXISTS links (
+            link_id VARCHAR PRIMARY KEY, ticket_id VARCHAR NOT NULL, target_kind VARCHAR NOT NULL,
+            repo VARCHAR, sha VARCHAR, ingest_run BIGINT, log_file VARCHAR,
+            window_start TIMESTAMP, window_end TIMESTAMP, component VARCHAR, host VARCHAR,
+            evidence JSON, confidence DOUBLE, updated_at TIMESTAMP)""")
+
+
+def _ticket_texts(con: duckdb.DuckDBPyConnection, where: str, params: list) -> dict[str, str]:
+    """Each ticket's whole conversation as one text (subject, body, messages, resolution)."""
+    rows = con.execute(f"""
+        SELECT t.ticket_id, concat_ws(' ', t.subject, t.body, t.resolution,
+               (SELECT string_agg(m.text, ' ') FROM ticket_messages m WHERE m.ticket_id = t.ticket_id))
+        FROM tickets t WHERE {where}""", params).fetchall()
+    return {tid: text or "" for tid, text in rows}
+
+
+def _keys(con: duckdb.DuckDBPyConnection) -> dict[str, list[str]]:
+    """Ticket key -> ticket ids (a numeric id may belong to tickets of several origins)."""
+    out: dict[str, list[str]] = defaultdict(list)
+    for tid, sid in con.execute("SELECT ticket_id, source_id FROM tickets").fetchall():
+        if sid:
+            out[str(sid)].append(tid)
+    return out
+
+
+def _affected_tickets(con, by_source: dict[str, list[int]], patterns: tuple[str, ...],
+                      full: bool) -> set[str]:
+    if full:
+        return {r[0] for r in con.execute("SELECT ticket_id FROM tickets").fetchall()}
+    affected: set[str] = set()
+    if by_source.get("tickets"):
+        affected |= {r[0] for r in con.execute(
+            "SELECT ticket_id FROM tickets WHERE list_contains(?, ingest_run)",
+            [by_source["tickets"]]).fetchall()}
+    if by_source.get("commits"):
+        keys = _keys(con)
+        for (message,) in con.execute("SELECT message FROM commits WHERE list_contains(?, ingest_run)",
+                                      [by_source["commits"]]).fetchall():
+            for _, key, _ in key_references(message or "", patterns):
+                affected.update(keys.get(key, ()))
+    if by_source.get("logs"):
+        runs = by_source["logs"]
+        ids = set().union(*(_log_identifiers(con, runs).values() or [set()]))
+        texts = _ticket_texts(con, "true", [])
+        affected |= {tid for tid, text in texts.items() if identifiers(text) & ids}
+        opened = dict(con.execute("SELECT ticket_id, created_at FROM tickets").fetchall())
+        for b in _bursts(con, runs):
+            affected |= {tid for tid, text in texts.items() if _near(opened.get(tid), b)
+                         and _names(text, b.service)}
+    return affected
+
+
+def _near(opened: dt.datetime | None, b: "Burst") -> bool:
+    """Whether a ticket opened at `opened` can report burst `b`."""
+    return opened is not None and b.start - WINDOW_MARGIN <= opened <= b.start + BURST_LEAD
+
+
+def _log_identifiers(con, runs: list[int], only: set[str] | None = None) -> dict[int, set[str]]:
+    """Identifiers in the records of log runs `runs` (message and fields), by run."""
+    out: dict[int, set[str]] = defaultdict(set)
+    rows = con.execute(f"""
+        SELECT DISTINCT ingest_run, tok FROM (
+            SELECT ingest_run, unnest(regexp_extract_all(
+                concat_ws(' ', message, CAST(fields AS VARCHAR)), '{ID_TOKEN}')) AS tok
+            FROM log_lines WHERE list_contains(?, ingest_run))
+        WHERE length(tok) >= 8 AND regexp_matches(tok, '[0-9]') AND regexp_matches(tok, '[A-Za-z]')""",
+                       [runs]).fetchall()
+    for run, tok in rows:
+        if (only is None or tok in only) and is_identifier(tok):
+            out[run].add(tok)
+    return out
+
+
+@dataclass(frozen=True)
+class Burst:
+    ingest_run: int
+    log_file: str
+    service: str
+    start: dt.datetime
+    end: dt.datetime
+    errors: int
+
+
+def _bursts(con, runs: list[int] | None = None) -> list[Burst]:
+    """Error bursts per log file: runs of minutes (gaps up to 3) whose error count is at
+    least 5 and at least 4x the file's mean errors per minute over its time span."""
+    where = "WHERE list_contains(?, ingest_run)" if runs is not None else ""
+    rows = con.execute(f"""
+        SELECT ingest_run, any_value(file), date_trunc('minute', ts) AS minute, count(*)
+        FROM log_lines {where} {'AND' if where else 'WHERE'} ts IS NOT NULL
+             AND level IN {ERROR_LEVELS}
+        GROUP BY ingest_run, minute ORDER BY ingest_run, minute""",
+                       [runs] if runs is not None else []).fetchall()
+    spans = {r: (lo, hi) for r, lo, hi in con.execute(f"""
+        SELECT ingest_run, min(ts), max(ts) FROM log_lines {where} GROUP BY ingest_run""",
+                                                      [runs] if runs is not None else []).fetchall()}
+    per_run: dict[int, list[tuple[str, dt.datetime, int]]] = defaultdict(list)
+    for run, file, minute, n in rows:
+        per_run[run].append((file, minute, n))
+    out = []
+    for run, minutes in per_run.items():
+        lo, hi = spans[run]
+        span_minutes = max(1.0, (hi - lo).total_seconds() / 60) if lo and hi else 1.0
+        mean = sum(n for _, _, n in minutes) / span_minutes
+        hot = [(m, n) for _, m, n in minutes if n >= max(5, 4 * mean)]
+        file = minutes[0][0]
+        group: list[tuple[dt.datetime, int]] = []
+        for m, n in hot + [(None, 0)]:
+            if group and (m is None or m - group[-1][0] > dt.timedelta(minutes=3)):
+                out.append(Burst(run, file, service_name(file), group[0][0],
+                                 group[-1][0] + dt.timedelta(minutes=1), sum(x for _, x in group)))
+                group = []
+            if m is not None:
+                group.append((m, n))
+    return out
+
+
+def _names(text: str, service: str) -> bool:
+    """Whether a ticket's text names a service ("inventory-sync", "inventory sync")."""
+    if len(service) < 5:
+        return False
+    words = re.split(r"[-_. ]+", service.lower())
+    return re.search(r"(?<![\w])" + r"[-_. ]?".join(map(re.escape, words)) + r"(?![\w])",
+                     text.lower()) is not None
+
+
+def _links_for(con, tickets: set[str], patterns: tuple[str, ...]) -> list[Link]:
+    links: dict[tuple[str, str], Link] = {}
+    texts = _ticket_texts(con, "list_contains(?, ticket_id)", [sorted(tickets)])
+    opened = dict(con.execute("SELECT ticket_id, created_at FROM tickets WHERE list_contains(?, ticket_id)",
+                              [sorted(tickets)]).fetchall())
+    keys = _keys(con)
+    # ticket keys in commit messages
+    for repo, sha, message, when in con.execute(
+            "SELECT repo, sha, message, committed_at FROM commits").fetchall():
+        for kind, key, conf in key_references(message or "", patterns):
+            owners = [t for t in keys.get(key, ()) if t in tickets]
+            for tid in owners:
+                c = conf / len(keys[key])  # a key several tickets share says less
+                t_open = opened.get(tid)
+                if t_open is not None and when is not None and \
+                        _utc(when) < t_open - dt.timedelta(days=1):
+                    c *= 0.3  # committed before the ticket existed
+                lk = links.setdefault((tid, f"c:{repo}:{sha}"), Link(tid, "commit", repo=repo, sha=sha))
+                lk.evidence.append(Evidence(kind, key, c))
+    # identifiers shared with log records
+    ticket_ids = {tid: identifiers(text) for tid, text in texts.items()}
+    wanted = set().union(*ticket_ids.values()) if ticket_ids else set()
+    if wanted:
+        df: dict[str, int] = defaultdict(int)
+        for tid, text in _ticket_texts(con, "true", []).items():
+            for tok in identifiers(text) & wanted:
+                df[tok] += 1
+        rows = con.execute(f"""
+            WITH toks AS (
+                SELECT ingest_run, file, line_no, ts, component, host, unnest(regexp_extract_all(
+                    concat_ws(' ', message, CAST(fields AS VARCHAR)), '{ID_TOKEN}')) AS tok
+                FROM log_lines)
+            SELECT ingest_run, any_value(file), tok, count(DISTINCT line_no), min(ts), max(ts),
+                   mode(component), mode(host)
+            FROM toks WHERE tok IN (SELECT unnest(?))
+            GROUP BY ingest_run, tok""", [sorted(wanted)]).fetchall()
+        for run, file, tok, n, lo, hi, comp, host in rows:
+            base = 0.9 if n <= 200 else 0.3
+            c = base / max(1, df.get(tok, 1))
+            for tid, toks in ticket_ids.items():
+                if tok in toks:
+                    lk = links.setdefault((tid, f"l:{run}"), Link(tid, "log_window", ingest_run=run,
+                                                                   log_file=file))
+                    lk.evidence.append(Evidence("shared_id", tok, c))
+                    _widen(lk, lo, hi, comp, host)
+    # tickets opened soon after an error burst on a service they name
+    bursts = _bursts(con)
+    for tid, text in texts.items():
+        t_open = opened.get(tid)
+        if t_open is None:
+            continue
+        for b in bursts:
+            if not _near(t_open, b) or not _names(text, b.service):
+                continue
+            rivals = sum(1 for o in bursts if o.service == b.service and o is not b
+                         and abs((o.start - t_open).total_seconds()) <= BURST_LEAD.total_seconds() * 3)
+            lk = links.setdefault((tid, f"l:{b.ingest_run}"), Link(tid, "log_window",
+                                                                   ingest_run=b.ingest_run,
+                                                                   log_file=b.log_file))
+            lk.evidence.append(Evidence("time_component", f"{b.service} burst {b.start:%Y-%m-%d %H:%M}",
+                                        0.75 if rivals == 0 else 0.4))
+            _widen(lk, b.start, b.end, None, None)
+    return list(links.values())
+
+
+def _utc(when: dt.datetime) -> dt.datetime:
+    """A time as naive UTC, as tickets and log records store theirs."""
+    return when.astimezone(dt.timezone.utc).replace(tzinfo=None) if when.tzinfo else when
+
+
+def _widen(lk: Link, lo, hi, comp, host) -> None:
+    if lo is not None:
+        lo = lo - WINDOW_MARGIN
+        lk.window_start = lo if lk.window_start is None else min(lk.window_start, lo)
+    if hi is not None:
+        hi = hi + WINDOW_MARGIN
+        lk.window_end = hi if lk.window_end is None else max(lk.window_end, hi)
+    lk.component = lk.component or comp
+    lk.host = lk.host or host
+
+
+def _store(con, tickets: set[str], links: list[Link]) -> None:
+    now = db.now()
+    con.execute("BEGIN")
+    try:
+        con.execute("DELETE FROM links WHERE list_contains(?, ticket_id)", [sorted(tickets)])
+        if links:
+            con.executemany("INSERT INTO links VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", [
+                [lk.link_id, lk.ticket_id, lk.target_kind, lk.repo, lk.sha, lk.ingest_run,
+                 lk.log_file, lk.window_start, lk.window_end, lk.component, lk.host,
+                 json.dumps([e.to_dict() for e in lk.evidence]), round(lk.confidence, 4), now]
+                for lk in links])
+        con.execute("COMMIT")
+    except Exception:
+        con.execute("ROLLBACK")
+        raise
+
+
+def links(con: duckdb.DuckDBPyConnection, min_confidence: float = THRESHOLD,
+          ticket_id: str | None = None) -> list[dict[str, Any]]:
+    """Stored links at or above `min_confidence`, surest first (one ticket's if given),
+    each with its commit's subject (None for a log window)."""
+    if not con.execute("SELECT 1 FROM duckdb_tables() WHERE table_name = 'links'").fetchall():
+        return []  # nothing ingested since links exist
+    sql = ("SELECT l.*, c.subject FROM links l LEFT JOIN commits c USING (repo, sha) "
+           "WHERE l.confidence >= ?" + (" AND l.ticket_id = ?" if ticket_id else ""))
+    cur = con.execute(sql + " ORDER BY l.confidence DESC, l.ticket_id, l.target_kind, l.link_id",
+                      [min_confidence] + ([ticket_id] if ticket_id else []))
+    names = [d[0] for d in cur.description]
+    out = []
+    for row in cur.fetchall():
+        rec = dict(zip(names, row))
+        rec["evidence"] = json.loads(rec["evidence"]) if rec["evidence"] else []
+        out.append(rec)
+    return out
