@@ -76,21 +76,19 @@ def given_names() -> frozenset[str]:
     import gender_guesser
 
     path = Path(gender_guesser.__file__).parent / "data" / "nam_dict.txt"
-    # columns after offset 30: great_britain ireland usa italy malta portugal spain france
-    # belgium luxembourg the_netherlands east_frisia germany austria swiss ...
-    cols = (0, 1, 2, 3, 7, 8, 9, 10, 11, 12, 13, 14)
+    # Frequency columns start at offset 30, one hex digit per country: great_britain
+    # ireland usa italy (30-33), then malta portugal spain (skipped), france belgium
+    # luxembourg the_netherlands east_frisia germany austria swiss (37-44). A name is kept
+    # when one of those digits is 2 or more: what is left of them without blanks and 1s.
+    below_two = str.maketrans("", "", " 1\n")
     out = set()
     with open(path, encoding="utf-8") as f:
         for line in f:
-            if line[0] in "#=":
+            if line[0] in "#=" or not (line[30:34] + line[37:45]).translate(below_two):
                 continue
-            freq = line[30:]
-            best = max((int(freq[i], 16) for i in cols if i < len(freq) and freq[i].strip()),
-                       default=0)
-            if best >= 2:
-                name = line.split()[1]
-                for joined in (name.replace("+", "-"), name.replace("+", " ")):
-                    out.add(joined.casefold())
+            name = line.split(None, 2)[1]
+            out.add(name.replace("+", "-").casefold())
+            out.add(name.replace("+", " ").casefold())
     return frozenset(out - NOT_NAMES)
 
 
