@@ -177,7 +177,11 @@ def update(con: duckdb.DuckDBPyConnection, *, patterns: Iterable[str] = (),
         for run_id, source in runs:
             by_source[source].append(run_id)
         patterns = tuple(patterns)
-        affected = _affected_tickets(con, by_source, patterns, full)
+        fresh = [r[0] for r in con.execute(
+            "SELECT ticket_id FROM tickets" + ("" if full else " WHERE list_contains(?, ingest_run)"),
+            [] if full else [by_source.get("tickets", [])]).fetchall()]
+        _index_terms(con, fresh)
+        affected = set(fresh) | _touched_tickets(con, by_source, patterns)
         if affected:
             links = _links_for(con, affected, patterns)
             _store(con, affected, links)
@@ -195,15 +199,31 @@ def ensure_table(con: duckdb.DuckDBPyConnection) -> None:
             repo VARCHAR, sha VARCHAR, ingest_run BIGINT, log_file VARCHAR,
             window_start TIMESTAMP, window_end TIMESTAMP, component VARCHAR, host VARCHAR,
             evidence JSON, confidence DOUBLE, updated_at TIMESTAMP)""")
+    # the identifiers of each ticket's conversation, found once when the ticket is new
+    con.execute("CREATE TABLE IF NOT EXISTS link_terms (ticket_id VARCHAR NOT NULL, term VARCHAR NOT NULL)")
 
 
-def _ticket_texts(con: duckdb.DuckDBPyConnection, where: str, params: list) -> dict[str, str]:
+def _ticket_texts(con: duckdb.DuckDBPyConnection, ids: list[str]) -> dict[str, str]:
     """Each ticket's whole conversation as one text (subject, body, messages, resolution)."""
-    rows = con.execute(f"""
+    rows = con.execute("""
         SELECT t.ticket_id, concat_ws(' ', t.subject, t.body, t.resolution,
                (SELECT string_agg(m.text, ' ') FROM ticket_messages m WHERE m.ticket_id = t.ticket_id))
-        FROM tickets t WHERE {where}""", params).fetchall()
+        FROM tickets t WHERE list_contains(?, t.ticket_id)""", [ids]).fetchall()
     return {tid: text or "" for tid, text in rows}
+
+
+def _index_terms(con, tickets: list[str], batch: int = 50_000) -> None:
+    """Store the identifiers of `tickets` (replacing what an earlier text of theirs had)."""
+    for i in range(0, len(tickets), batch):
+        ids = tickets[i:i + batch]
+        rows = [(tid, term) for tid, text in _ticket_texts(con, ids).items()
+                for term in sorted(identifiers(text))]
+        con.execute("DELETE FROM link_terms WHERE list_contains(?, ticket_id)", [ids])
+        if rows:
+            import pyarrow as pa
+
+            _terms = pa.table({"ticket_id": [r[0] for r in rows], "term": [r[1] for r in rows]})  # noqa: F841
+            con.execute("INSERT INTO link_terms SELECT * FROM _terms")
 
 
 def _keys(con: duckdb.DuckDBPyConnection) -> dict[str, list[str]]:
@@ -215,52 +235,36 @@ def _keys(con: duckdb.DuckDBPyConnection) -> dict[str, list[str]]:
     return out
 
 
-def _affected_tickets(con, by_source: dict[str, list[int]], patterns: tuple[str, ...],
-                      full: bool) -> set[str]:
-    if full:
-        return {r[0] for r in con.execute("SELECT ticket_id FROM tickets").fetchall()}
+def _log_tokens(runs: list[int] | None) -> str:
+    """SQL: (ingest_run, file, line_no, ts, component, host, tok) for every identifier-like
+    token of the records of `runs` (all runs if None; `?` takes the list)."""
+    where = "WHERE list_contains(?, ingest_run)" if runs is not None else ""
+    return f"""
+        SELECT ingest_run, file, line_no, ts, component, host, unnest(regexp_extract_all(
+            concat_ws(' ', message, CAST(fields AS VARCHAR)), '{ID_TOKEN}')) AS tok
+        FROM log_lines {where}"""
+
+
+def _touched_tickets(con, by_source: dict[str, list[int]], patterns: tuple[str, ...]) -> set[str]:
+    """Tickets (already known) whose links the new commits and log files can change."""
     affected: set[str] = set()
-    if by_source.get("tickets"):
-        affected |= {r[0] for r in con.execute(
-            "SELECT ticket_id FROM tickets WHERE list_contains(?, ingest_run)",
-            [by_source["tickets"]]).fetchall()}
     if by_source.get("commits"):
         keys = _keys(con)
         for (message,) in con.execute("SELECT message FROM commits WHERE list_contains(?, ingest_run)",
                                       [by_source["commits"]]).fetchall():
             for _, key, _ in key_references(message or "", patterns):
                 affected.update(keys.get(key, ()))
-    if by_source.get("logs"):
-        runs = by_source["logs"]
-        ids = set().union(*(_log_identifiers(con, runs).values() or [set()]))
-        texts = _ticket_texts(con, "true", [])
-        affected |= {tid for tid, text in texts.items() if identifiers(text) & ids}
-        opened = dict(con.execute("SELECT ticket_id, created_at FROM tickets").fetchall())
+    runs = by_source.get("logs")
+    if runs:
+        affected |= {r[0] for r in con.execute(f"""
+            SELECT DISTINCT t.ticket_id FROM ({_log_tokens(runs)}) l
+            JOIN link_terms t ON t.term = l.tok""", [runs]).fetchall()}
         for b in _bursts(con, runs):
-            affected |= {tid for tid, text in texts.items() if _near(opened.get(tid), b)
-                         and _names(text, b.service)}
+            near = [r[0] for r in con.execute(
+                "SELECT ticket_id FROM tickets WHERE created_at BETWEEN ? AND ?",
+                [b.start - WINDOW_MARGIN, b.start + BURST_LEAD]).fetchall()]
+            affected |= {tid for tid, text in _ticket_texts(con, near).items() if _names(text, b.service)}
     return affected
-
-
-def _near(opened: dt.datetime | None, b: "Burst") -> bool:
-    """Whether a ticket opened at `opened` can report burst `b`."""
-    return opened is not None and b.start - WINDOW_MARGIN <= opened <= b.start + BURST_LEAD
-
-
-def _log_identifiers(con, runs: list[int], only: set[str] | None = None) -> dict[int, set[str]]:
-    """Identifiers in the records of log runs `runs` (message and fields), by run."""
-    out: dict[int, set[str]] = defaultdict(set)
-    rows = con.execute(f"""
-        SELECT DISTINCT ingest_run, tok FROM (
-            SELECT ingest_run, unnest(regexp_extract_all(
-                concat_ws(' ', message, CAST(fields AS VARCHAR)), '{ID_TOKEN}')) AS tok
-            FROM log_lines WHERE list_contains(?, ingest_run))
-        WHERE length(tok) >= 8 AND regexp_matches(tok, '[0-9]') AND regexp_matches(tok, '[A-Za-z]')""",
-                       [runs]).fetchall()
-    for run, tok in rows:
-        if (only is None or tok in only) and is_identifier(tok):
-            out[run].add(tok)
-    return out
 
 
 @dataclass(frozen=True)
@@ -307,6 +311,11 @@ def _bursts(con, runs: list[int] | None = None) -> list[Burst]:
     return out
 
 
+def _near(opened: dt.datetime | None, b: Burst) -> bool:
+    """Whether a ticket opened at `opened` can report burst `b`."""
+    return opened is not None and b.start - WINDOW_MARGIN <= opened <= b.start + BURST_LEAD
+
+
 def _names(text: str, service: str) -> bool:
     """Whether a ticket's text names a service ("inventory-sync", "inventory sync")."""
     if len(service) < 5:
@@ -318,16 +327,15 @@ def _names(text: str, service: str) -> bool:
 
 def _links_for(con, tickets: set[str], patterns: tuple[str, ...]) -> list[Link]:
     links: dict[tuple[str, str], Link] = {}
-    texts = _ticket_texts(con, "list_contains(?, ticket_id)", [sorted(tickets)])
+    chosen = sorted(tickets)
     opened = dict(con.execute("SELECT ticket_id, created_at FROM tickets WHERE list_contains(?, ticket_id)",
-                              [sorted(tickets)]).fetchall())
+                              [chosen]).fetchall())
     keys = _keys(con)
     # ticket keys in commit messages
     for repo, sha, message, when in con.execute(
             "SELECT repo, sha, message, committed_at FROM commits").fetchall():
         for kind, key, conf in key_references(message or "", patterns):
-            owners = [t for t in keys.get(key, ()) if t in tickets]
-            for tid in owners:
+            for tid in [t for t in keys.get(key, ()) if t in tickets]:
                 c = conf / len(keys[key])  # a key several tickets share says less
                 t_open = opened.get(tid)
                 if t_open is not None and when is not None and \
@@ -335,49 +343,41 @@ def _links_for(con, tickets: set[str], patterns: tuple[str, ...]) -> list[Link]:
                     c *= 0.3  # committed before the ticket existed
                 lk = links.setdefault((tid, f"c:{repo}:{sha}"), Link(tid, "commit", repo=repo, sha=sha))
                 lk.evidence.append(Evidence(kind, key, c))
-    # identifiers shared with log records
-    ticket_ids = {tid: identifiers(text) for tid, text in texts.items()}
-    wanted = set().union(*ticket_ids.values()) if ticket_ids else set()
-    if wanted:
-        df: dict[str, int] = defaultdict(int)
-        for tid, text in _ticket_texts(con, "true", []).items():
-            for tok in identifiers(text) & wanted:
-                df[tok] += 1
-        rows = con.execute(f"""
-            WITH toks AS (
-                SELECT ingest_run, file, line_no, ts, component, host, unnest(regexp_extract_all(
-                    concat_ws(' ', message, CAST(fields AS VARCHAR)), '{ID_TOKEN}')) AS tok
-                FROM log_lines)
-            SELECT ingest_run, any_value(file), tok, count(DISTINCT line_no), min(ts), max(ts),
-                   mode(component), mode(host)
-            FROM toks WHERE tok IN (SELECT unnest(?))
-            GROUP BY ingest_run, tok""", [sorted(wanted)]).fetchall()
-        for run, file, tok, n, lo, hi, comp, host in rows:
-            base = 0.9 if n <= 200 else 0.3
-            c = base / max(1, df.get(tok, 1))
-            for tid, toks in ticket_ids.items():
-                if tok in toks:
-                    lk = links.setdefault((tid, f"l:{run}"), Link(tid, "log_window", ingest_run=run,
-                                                                   log_file=file))
-                    lk.evidence.append(Evidence("shared_id", tok, c))
-                    _widen(lk, lo, hi, comp, host)
+    # identifiers shared with log records; weaker the more tickets and records hold them
+    rows = con.execute(f"""
+        WITH mine AS (SELECT ticket_id, term FROM link_terms WHERE list_contains(?, ticket_id)),
+             df AS (SELECT term, count(DISTINCT ticket_id) AS n FROM link_terms
+                    WHERE term IN (SELECT term FROM mine) GROUP BY term),
+             hits AS (SELECT ingest_run, any_value(file) AS file, tok, count(DISTINCT line_no) AS n,
+                             min(ts) AS lo, max(ts) AS hi, mode(component) AS comp, mode(host) AS host
+                      FROM ({_log_tokens(None)}) WHERE tok IN (SELECT term FROM mine)
+                      GROUP BY ingest_run, tok)
+        SELECT m.ticket_id, h.ingest_run, h.file, h.tok, h.n, df.n, h.lo, h.hi, h.comp, h.host
+        FROM hits h JOIN mine m ON m.term = h.tok JOIN df ON df.term = h.tok
+        ORDER BY m.ticket_id, h.ingest_run, h.tok""", [chosen]).fetchall()
+    for tid, run, file, tok, n, tickets_with, lo, hi, comp, host in rows:
+        c = (0.9 if n <= 200 else 0.3) / max(1, tickets_with)
+        lk = links.setdefault((tid, f"l:{run}"), Link(tid, "log_window", ingest_run=run, log_file=file))
+        lk.evidence.append(Evidence("shared_id", tok, c))
+        _widen(lk, lo, hi, comp, host)
     # tickets opened soon after an error burst on a service they name
     bursts = _bursts(con)
-    for tid, text in texts.items():
-        t_open = opened.get(tid)
-        if t_open is None:
-            continue
-        for b in bursts:
-            if not _near(t_open, b) or not _names(text, b.service):
-                continue
-            rivals = sum(1 for o in bursts if o.service == b.service and o is not b
-                         and abs((o.start - t_open).total_seconds()) <= BURST_LEAD.total_seconds() * 3)
-            lk = links.setdefault((tid, f"l:{b.ingest_run}"), Link(tid, "log_window",
-                                                                   ingest_run=b.ingest_run,
-                                                                   log_file=b.log_file))
-            lk.evidence.append(Evidence("time_component", f"{b.service} burst {b.start:%Y-%m-%d %H:%M}",
-                                        0.75 if rivals == 0 else 0.4))
-            _widen(lk, b.start, b.end, None, None)
+    if bursts:
+        texts = _ticket_texts(con, chosen)
+        for tid, text in texts.items():
+            t_open = opened.get(tid)
+            for b in bursts:
+                if not _near(t_open, b) or not _names(text, b.service):
+                    continue
+                assert t_open is not None
+                rivals = sum(1 for o in bursts if o.service == b.service and o is not b
+                             and abs((o.start - t_open).total_seconds()) <= BURST_LEAD.total_seconds() * 3)
+                lk = links.setdefault((tid, f"l:{b.ingest_run}"), Link(
+                    tid, "log_window", ingest_run=b.ingest_run, log_file=b.log_file))
+                lk.evidence.append(Evidence("time_component",
+                                            f"{b.service} burst {b.start:%Y-%m-%d %H:%M}",
+                                            0.75 if rivals == 0 else 0.4))
+                _widen(lk, b.start, b.end, None, None)
     return list(links.values())
 
 
