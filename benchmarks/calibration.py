@@ -7,12 +7,14 @@ saturated / dead / in-band shares per generator; then two incremental builds, ti
    127.0.0.1 that solves task T with probability rate(T), a fixed function of its id;
 3. prints, per generator, the share of tasks whose true rate lies inside the stored
    Wilson interval, and the saturated / dead / in-band (0.2-0.8) shares;
-4. with `--embedded N`, runs N single-turn tasks per generator, 4 samples each, against
-   the embedded SmolLM2 model (slow: one rollout at a time) and prints its shares;
+4. with `--embedded N`, runs N tasks of each generator (`--limit` takes them in turn),
+   `--embedded-samples` each (4), against the embedded SmolLM2 model (slow: one request
+   at a time; a rollout ends at `--embedded-budget` seconds) and prints its shares;
 5. with `--incremental`, times a validated build of the first 100 sample tickets'
    triage and reply tasks, then another after 12 more tickets and one edited ticket.
 
 Run: `python benchmarks/calibration.py [--per-gen 20] [--samples 16] [--embedded 3]
+[--embedded-samples 4] [--embedded-budget 60]
 [--incremental | --incremental-only]`.
 """
 
@@ -63,6 +65,9 @@ def main() -> None:
     ap.add_argument("--concurrency", type=int, default=8)
     ap.add_argument("--embedded", type=int, default=0, help="tasks per generator for the "
                     "embedded model (0: skip)")
+    ap.add_argument("--embedded-samples", type=int, default=4)
+    ap.add_argument("--embedded-budget", type=float, default=60.0, help="seconds per "
+                    "embedded rollout")
     ap.add_argument("--incremental", action="store_true")
     ap.add_argument("--incremental-only", action="store_true", help="only the timed builds")
     args = ap.parse_args()
@@ -109,10 +114,11 @@ def main() -> None:
     shares_table(cal)
     if args.embedded:
         started = time.perf_counter()
-        # single-turn tasks only: a multi-turn rollout of the 135M model runs for minutes
-        emb = json.loads(rlforge(env, "run", work / "tasks", "--generators",
-                                 "tickets.triage,logs.diagnose", "--limit", args.embedded * 2,
-                                 "--samples", 4, "--json"))
+        # every generator, N tasks each; a multi-turn rollout ends at --embedded-budget
+        emb = json.loads(rlforge(env, "run", work / "tasks", "--limit",
+                                 args.embedded * len(generators), "--samples",
+                                 args.embedded_samples, "--time-budget", args.embedded_budget,
+                                 "--json"))
         print(f"\nembedded model: {emb['rollouts']} rollouts in "
               f"{time.perf_counter() - started:.0f}s, invalid {emb['invalid']}")
         shares_table(emb["calibration"])
