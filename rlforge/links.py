@@ -48,6 +48,8 @@ _META_KEY = "links.last_ingest_run"
 
 # A Jira-style key, a #number, a number after a ticket word, a URL.
 _JIRA_KEY = re.compile(r"(?<![\w-])([A-Z][A-Z0-9]{1,9}-[1-9][0-9]{0,6})(?![\w-])")
+_SLUG_KEY = re.compile(r"(?<=/)([A-Z][A-Z0-9]{1,9}-[1-9][0-9]{0,6})-[a-z]")
+_REVERT = re.compile(r"\s*(?:revert|back\s*out)\b", re.I)
 _HASH_NUM = re.compile(r"(?<![\w&])#([0-9]{1,9})(?![\w-])")
 _WORD_NUM = re.compile(r"\b(?:ticket|issue|case|bug|request|incident)s?\s*(?:#|no\.?\s*|number\s*)?"
                        r"([0-9]{3,9})\b", re.I)
@@ -135,9 +137,17 @@ def key_references(message: str, patterns: Iterable[str] = ()) -> list[tuple[str
     for m in _JIRA_KEY.finditer(message):
         if outside(m):
             found.append(("ticket_key", m.group(1), sure(m.start(), 0.85)))
-    for m in _HASH_NUM.finditer(message):
+    for m in _SLUG_KEY.finditer(message):  # a branch name: "user/PROJ-12-fix-the-thing"
         if outside(m):
-            found.append(("ticket_key", m.group(1), sure(m.start(), 0.75)))
+            found.append(("ticket_key", m.group(1), 0.6))  # slugs carry typos: not alone
+    subject_end = message.find("\n") if "\n" in message else len(message)
+    for m in _HASH_NUM.finditer(message):
+        if not outside(m):
+            continue
+        squash = m.end() < subject_end and re.fullmatch(r"\)\s*", message[m.end():subject_end]) \
+            and message[m.start() - 1:m.start()] == "("
+        # "Subject (#3156)": the pull request a squash merge came from, not a ticket
+        found.append(("ticket_key", m.group(1), 0.3 if squash else sure(m.start(), 0.75)))
     for m in _WORD_NUM.finditer(message):
         if outside(m) and not re.search(r"\b(?:pull|merge)\s*$", message[max(0, m.start() - 8):m.start()], re.I):
             found.append(("ticket_key", m.group(1), 0.85))
@@ -145,7 +155,12 @@ def key_references(message: str, patterns: Iterable[str] = ()) -> list[tuple[str
         for m in re.finditer(pattern, message):
             if m.groups() and m.group(1):
                 found.append(("ticket_key", m.group(1), sure(m.start(), 0.85)))
-    return [f for f in found if f[2] > 0]
+    if _REVERT.match(message):  # undoes a change: the key it names is not fixed by it
+        found = [(kind, key, c * 0.5) for kind, key, c in found]
+    best: dict[tuple[str, str], float] = {}
+    for kind, key, c in found:  # a key written twice is one piece of evidence
+        best[(kind, key)] = max(c, best.get((kind, key), 0.0))
+    return [(kind, key, c) for (kind, key), c in best.items() if c > 0]
 
 
 # --- the update ---------------------------------------------------------------------------

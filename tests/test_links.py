@@ -184,5 +184,10 @@ def test_key_references_in_commit_messages():
     assert [v for _, v, _ in refs("see https://jira.example.org/browse/ABC-9?focus=1")] == ["ABC-9"]
     assert refs("bumped to v1.2.3 on 2024-09-17") == []
     assert [v for _, v, _ in refs("SUPPORT-77 done", patterns=[r"SUPPORT-([0-9]+)"])] == ["SUPPORT-77", "77"]
+    assert refs("Speed up the index (#3156)")[0][2] < links.THRESHOLD  # a squash merge's PR
+    assert refs("Speed up the index\n\nFixes #3156")[0][2] >= links.THRESHOLD
+    assert refs('Revert "Fix login (PROJ-123)"')[0][2] < links.THRESHOLD
+    assert len(refs("PROJ-123: fix it; PROJ-123 again, see PROJ-123")) == 1
+    assert refs("Merge branch 'ann/PROJ-77-fix-login'") == [("ticket_key", "PROJ-77", 0.6)]
     assert not links.is_identifier("4.12.3") and not links.is_identifier("2024-09-17T14:05:02Z")
     assert not links.is_identifier("PHONE_43d714") and links.is_identifier("req_7Hk2pQ9xW3")
