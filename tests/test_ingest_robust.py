@@ -482,6 +482,33 @@ def make_repo(path: Path, n: int = 2) -> Path:
     return path
 
 
+@pytest.mark.parametrize("workers", [1, 2])
+def test_a_blob_missing_from_the_clone_loses_no_commit(query, tmp_path, workers, monkeypatch):
+    """A damaged or partial clone: git cannot diff the commit whose blob is gone, which
+    used to fail the whole repository (loaded 0). Now every commit loads, that one
+    without line counts; the others keep theirs."""
+    from rlforge import db
+    from rlforge.ingest import commits as commits_lib
+
+    repo = make_repo(tmp_path / "repo", n=5)
+    blob = subprocess.run(["git", "-C", str(repo), "rev-parse", "HEAD~2:f.txt"], check=True,
+                          capture_output=True, text=True).stdout.strip()
+    (repo / ".git" / "objects" / blob[:2] / blob[2:]).unlink()
+    monkeypatch.setattr(commits_lib, "PARALLEL_MIN_COMMITS", 1)  # the split path too
+    monkeypatch.setattr(commits_lib.os, "cpu_count", lambda: workers)
+    con = db.connect(tmp_path / "rlforge.duckdb")
+    result = commits_lib.ingest_repo(con, repo)
+    con.close()
+    assert result.status == "ok" and result.n_loaded == 5, result.error
+    rows = query("SELECT c.subject, f.lines_added FROM commits c JOIN commit_files f USING (sha) "
+                 "ORDER BY c.authored_at, c.subject")
+    counted = {subject: added for subject, added in rows}
+    assert len(counted) == 5
+    # the blob is the new side of "change 2" and the old side of "change 3"
+    assert counted["change 2"] is None and counted["change 3"] is None
+    assert counted["change 0"] == 1 and counted["change 4"] == 1
+
+
 def test_a_path_that_is_not_a_repository_fails_alone(cli, query, tmp_path):
     plain = tmp_path / "plain"
     plain.mkdir()

@@ -152,20 +152,42 @@ def read(repo: Path, rev: str = "--all", known: set[str] | None = None,
             f"--format={LOG_FORMAT}", "--diff-merges=off"]
     workers = workers or min(4, os.cpu_count() or 1)
     if not known and workers == 1:  # nothing stored yet: one pass, no need to list the shas
-        return parse_log(git(repo, *base, *rev_args))
+        try:
+            return parse_log(git(repo, *base, *rev_args))
+        except InputFileError:
+            pass  # an object git cannot read: commit by commit below finds which
     shas = git(repo, "rev-list", *rev_args).split()
     new = [s for s in shas if s not in (known or ())]
     if not new:
         return []
     if len(new) < PARALLEL_MIN_COMMITS or workers == 1:
-        if len(new) == len(shas):
-            return parse_log(git(repo, *base, *rev_args))
-        return parse_log(git(repo, *base, "--no-walk", "--stdin", stdin="\n".join(new) + "\n"))
+        return _log(repo, base, new)
     parts = [new[i::workers] for i in range(workers)]  # round-robin: old and new in each
     with ThreadPoolExecutor(workers) as pool:
-        outs = list(pool.map(lambda part: git(repo, *base, "--no-walk", "--stdin",
-                                              stdin="\n".join(part) + "\n"), parts))
-    return [c for out in outs for c in parse_log(out)]
+        outs = list(pool.map(lambda part: _log(repo, base, part), parts))
+    return [c for out in outs for c in out]
+
+
+def _log(repo: Path, base: list[str], shas: list[str]) -> list[CommitRecord]:
+    """`git log --no-walk` of `shas`. A batch git cannot read whole (a blob or tree missing,
+    as in a partial or damaged clone) is halved until the commits that fail are found;
+    each of those is read without line counts (--numstat needs the blobs), or without its
+    files too, so that its metadata and message are never lost."""
+    def run(args: list[str], part: list[str]) -> list[CommitRecord]:
+        return parse_log(git(repo, *args, "--no-walk", "--stdin", stdin="\n".join(part) + "\n"))
+
+    try:
+        return run(base, shas)
+    except InputFileError:
+        if len(shas) > 1:
+            mid = len(shas) // 2
+            return _log(repo, base, shas[:mid]) + _log(repo, base, shas[mid:])
+    for drop in (("--numstat",), ("--numstat", "--raw")):
+        try:
+            return run([a for a in base if a not in drop], shas)
+        except InputFileError:
+            continue
+    raise InputFileError(str(repo), f"git cannot read commit {shas[0]}")
 
 
 def _frames(repo: str, commits: list[CommitRecord], redactor) -> tuple[pl.DataFrame, pl.DataFrame]:
