@@ -147,7 +147,7 @@ def test_every_answer_of_every_loghub_build_follows_the_stated_rule(tmp_path):
 def test_sample_logs_build_mixes_families_and_follows_the_rule(tmp_path):
     con = db.connect(tmp_path / "s.duckdb")
     for path in sorted((SAMPLE_DATA / "logs").iterdir()):
-        if path.suffix not in (".py", ".md") and path.name != "incident.json":
+        if path.is_file() and path.suffix not in (".py", ".md") and path.name != "incident.json":
             logs.ingest_file(con, path)
     _build(con, tmp_path / "out")
     kinds = _check_build(tmp_path / "out")
@@ -221,7 +221,7 @@ def test_long_context_builds_meet_32k_and_128k_on_the_sample_logs(tmp_path):
 
     con = db.connect(tmp_path / "s.duckdb")
     for path in sorted((SAMPLE_DATA / "logs").iterdir()):
-        if path.suffix not in (".py", ".md") and path.name != "incident.json":
+        if path.is_file() and path.suffix not in (".py", ".md") and path.name != "incident.json":
             logs.ingest_file(con, path, year=2024)
     out = tmp_path / "long"
     report = build_tasks(con, BuildOptions(

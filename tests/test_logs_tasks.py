@@ -22,7 +22,7 @@ LOGS = SAMPLE_DATA / "logs"
 def logs_db(db_path):
     con = db.connect(db_path)
     for path in sorted(LOGS.iterdir()):
-        if path.suffix not in (".py", ".md") and path.name != "incident.json":
+        if path.is_file() and path.suffix not in (".py", ".md") and path.name != "incident.json":
             logs.ingest_file(con, path)
     con.close()
     return db_path
@@ -171,7 +171,7 @@ def test_script_held_back_logs_are_rotated_compressed_and_padded(tmp_path, cli):
 
     con = db.connect(tmp_path / "s.duckdb")
     for path in sorted(LOGS.iterdir()):
-        if path.suffix not in (".py", ".md") and path.name != "incident.json":
+        if path.is_file() and path.suffix not in (".py", ".md") and path.name != "incident.json":
             logs.ingest_file(con, path, year=2024)
     out = tmp_path / "out"
     report = build_tasks(con, BuildOptions(out=out, generators=["logs.script"], seed=0,

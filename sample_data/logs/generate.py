@@ -31,7 +31,11 @@ import datetime as dt
 import gzip
 import json
 import random
+import sys
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+import tallybird_incidents as story  # noqa: E402  (sample_data/: the incidents' times and ids)
 
 DEFAULT_SEED = 20240917
 DAY = dt.datetime(2024, 9, 17, 13, 0, 0)
@@ -70,15 +74,20 @@ def times(rng: random.Random, per_minute: float, start=DAY, end=END) -> list[dt.
 
 # --- edge gateway: nginx combined --------------------------------------------------------
 
-def edge(rng: random.Random, scale: int) -> list[str]:
+EDGE_ROUTES = [("GET", "/api/v2/invoices/{inv}", 0.22), ("POST", "/api/v2/invoices", 0.06),
+               ("GET", "/api/v2/inventory/items?shop={shop}&page={page}", 0.25),
+               ("POST", "/pos/checkout", 0.12), ("GET", "/dashboard", 0.12),
+               ("POST", "/login", 0.05), ("GET", "/static/app.{hash}.js", 0.13),
+               ("GET", "/healthz", 0.05)]
+
+
+def access_log(rng: random.Random, per_minute: float, start: dt.datetime, end: dt.datetime,
+               routes: list, failing) -> list[str]:
+    """Combined access-log lines; `failing(t, method, path)` gives a 5xx (status, size) or
+    None (it may draw from `rng`)."""
     lines = []
-    routes = [("GET", "/api/v2/invoices/{inv}", 0.22), ("POST", "/api/v2/invoices", 0.06),
-              ("GET", "/api/v2/inventory/items?shop={shop}&page={page}", 0.25),
-              ("POST", "/pos/checkout", 0.12), ("GET", "/dashboard", 0.12),
-              ("POST", "/login", 0.05), ("GET", "/static/app.{hash}.js", 0.13),
-              ("GET", "/healthz", 0.05)]
     weights = [w for *_, w in routes]
-    for t in times(rng, 16 * scale):
+    for t in times(rng, per_minute, start, end):
         method, path, _ = rng.choices(routes, weights)[0]
         path = path.format(inv=f"INV-{rng.randint(20000, 29999)}", shop=rng.choice(SHOPS),
                            page=rng.randint(1, 9), hash=rng.choice(["3f9ac1", "b71e02"]))
@@ -87,14 +96,23 @@ def edge(rng: random.Random, scale: int) -> list[str]:
             status, size = 401, 84
         if path.startswith("/api/v2/invoices/") and rng.random() < 0.02:
             status, size = 404, 112
-        hit = path.startswith(("/api/v2/invoices", "/pos/checkout", "/api/v2/inventory"))
-        if in_incident(t) and hit and rng.random() < 0.7:
-            status, size = rng.choice([(503, 197), (503, 197), (504, 183)])
+        status, size = failing(t, method, path) or (status, size)
         ip = rng.choice(CLIENT_IPS)
-        ref = "-" if path.startswith(("/api", "/pos")) else "https://app.tallybird.example/"
+        ref = "-" if path.startswith(("/api", "/pos", "/store/api")) else "https://app.tallybird.example/"
         rt = rng.uniform(5, 30) if status >= 503 else rng.uniform(0.002, 0.4)
         lines.append(f'{ip} - - [{t:%d/%b/%Y:%H:%M:%S} +0000] "{method} {path} HTTP/1.1" '
                      f'{status} {size} "{ref}" "{rng.choice(AGENTS)}" rt={rt:.3f}')
+    return lines
+
+
+def edge(rng: random.Random, scale: int) -> list[str]:
+    def failing(t, method, path):
+        hit = path.startswith(("/api/v2/invoices", "/pos/checkout", "/api/v2/inventory"))
+        if in_incident(t) and hit and rng.random() < 0.7:
+            return rng.choice([(503, 197), (503, 197), (504, 183)])
+        return None
+
+    lines = access_log(rng, 16 * scale, DAY, END, EDGE_ROUTES, failing)
     cut = len(lines) * 3 // 5  # a line cut short while the disk was full (an ops hiccup)
     lines.insert(cut, lines[cut][:37])
     return lines
@@ -243,6 +261,196 @@ def pos(rng: random.Random, scale: int) -> list[str]:
     return lines
 
 
+# --- other days: the dura incidents of sample_data/incidents.json ---------------------------
+
+def jsonl(t: dt.datetime, rng: random.Random, logger: str, **fields) -> str:
+    stamp = t.strftime("%Y-%m-%dT%H:%M:%S.") + f"{rng.randint(0, 999999):06d}Z"
+    return json.dumps({"timestamp": stamp, "logger": logger, **fields})
+
+
+def by_time(events: list[tuple[dt.datetime, str]]) -> list[str]:
+    return [line for _, line in sorted(events, key=lambda x: x[0])]
+
+
+def billing_0514(rng: random.Random, scale: int) -> list[str]:
+    """billing-api on 2024-05-14: 2024.05.2 (dura 0.3.0) writes payment terms of a week or
+    more as '1w'/'2w', then cannot read them back; invoices fail until the rollback."""
+    inc = story.TERMS
+    start, end = inc["window"]
+    bad = lambda t: inc["deploy"] <= t < inc["rollback"]  # noqa: E731
+    error = "ValueError: unknown unit 'w': use d, h, m, s or their names (e.g. 'minutes')"
+    out = []
+
+    def failed(t, shop, terms, request_id):
+        return (t, jsonl(t, rng, "billing.api", request_id=request_id, level="error",
+                         event="invoice.create_failed", shop=shop, payment_terms=terms,
+                         error_code=inc["error_code"], error=error))
+
+    for t in times(rng, 4 * scale, start, end):
+        shop, rid = rng.choice(SHOPS), f"req_{rng.getrandbits(48):012x}"
+        roll = rng.random()
+        if roll < 0.30:
+            days = rng.choice([0, 5, 7, 14, 14, 14, 30, 30])
+            terms = ("due on receipt" if days == 0 else
+                     {7: "1w", 14: "2w", 30: "4w 2d"}.get(days, f"{days}d") if bad(t)
+                     else f"{days}d")
+            if bad(t) and "w" in terms:
+                out.append(failed(t, shop, terms, rid))
+            else:
+                out.append((t, jsonl(t, rng, "billing.api", request_id=rid, level="info",
+                                     event="invoice.created", shop=shop, payment_terms=terms,
+                                     invoice=f"INV-{rng.randint(20000, 29999)}",
+                                     amount_cents=rng.randint(500, 90000), currency="USD")))
+        elif roll < 0.55:
+            out.append((t, jsonl(t, rng, "billing.api", request_id=rid, level="info",
+                                 event="payment.captured", shop=shop,
+                                 invoice=f"INV-{rng.randint(20000, 29999)}",
+                                 method=rng.choice(["card", "ach"]),
+                                 duration_ms=rng.randint(80, 900))))
+        elif roll < 0.70:
+            out.append((t, jsonl(t, rng, "billing.api", request_id=rid, level="info",
+                                 event="receipt.emailed", shop=shop,
+                                 to=f"{rng.choice(PEOPLE)}@{shop}.example")))
+        elif roll < 0.92:
+            out.append((t, jsonl(t, rng, "billing.api", request_id=rid, level="debug",
+                                 event="cache.hit", key=f"plan:{shop}")))
+        else:
+            out.append((t, jsonl(t, rng, "billing.api", request_id=rid, level="warning",
+                                 event="payment.retry_scheduled", shop=shop,
+                                 invoice=f"INV-{rng.randint(20000, 29999)}",
+                                 retry_in_s=rng.choice([30, 60, 300]))))
+    out.append(failed(inc["request_at"], inc["shop"], "2w", inc["request_id"]))
+    for t, version, dura in ((inc["deploy"], "2024.05.2", "0.3.0"),
+                             (inc["rollback"], "2024.05.1", "0.2.0")):
+        out.append((t, jsonl(t, rng, "billing.api", level="info", event="app.started",
+                             version=version, dura=dura, workers=8)))
+    at = inc["rollback"] - dt.timedelta(seconds=40)
+    out.append((at, jsonl(at, rng, "billing.api", level="warning",
+                          event="deploy.rollback", to_version="2024.05.1",
+                          requested_by="priya.nair@tallybird.example")))
+    return by_time(out)
+
+
+def edge_0514(rng: random.Random, scale: int) -> list[str]:
+    inc = story.TERMS
+
+    def failing(t, method, path):
+        if (inc["deploy"] <= t < inc["rollback"] and method == "POST"
+                and path == "/api/v2/invoices" and rng.random() < 0.7):
+            return 500, 164
+        return None
+
+    return access_log(rng, 6 * scale, *inc["window"], EDGE_ROUTES, failing)
+
+
+STORE_ITEMS = [("scanner-bs20", 8900), ("printer-rp80", 14900), ("reader-cr3", 5900),
+               ("paper-rolls-20", 2400), ("cash-drawer-cd4", 9900)]
+
+
+def store_0730(rng: random.Random, scale: int) -> list[str]:
+    """store-api (Tallybird's hardware store) on 2024-07-30: from 15:00 in Dublin the
+    dispatch estimate rolls into the next working day and checkout fails."""
+    inc = story.DISPATCH
+    start, end = inc["window"]
+    error = "TypeError: can't compare offset-naive and offset-aware datetimes"
+    out = []
+
+    def failed(t, shop, item, trace):
+        return (t, jsonl(t, rng, "store.api", trace_id=trace, level="error",
+                         event="checkout.failed", shop=shop, sku=item, step="dispatch_estimate",
+                         error=error))
+
+    for t in times(rng, 3 * scale, start, end):
+        shop, trace = rng.choice(SHOPS), f"{rng.getrandbits(128):032x}"
+        item, price = rng.choice(STORE_ITEMS)
+        roll = rng.random()
+        if roll < 0.35:
+            if inc["first_error"] <= t < inc["rollback"]:
+                out.append(failed(t, shop, item, trace))
+            else:
+                local = t + dt.timedelta(hours=1)  # Dublin, summer time
+                due = local + dt.timedelta(hours=2)
+                if due.hour >= 17 or due.weekday() >= 5:
+                    due = (local + dt.timedelta(days=1)).replace(hour=10, minute=local.minute)
+                out.append((t, jsonl(t, rng, "store.api", trace_id=trace, level="info",
+                                     event="order.placed", shop=shop, sku=item,
+                                     total_cents=price * rng.randint(1, 3),
+                                     dispatch_by=due.strftime("%Y-%m-%dT%H:%M:00+01:00"))))
+        elif roll < 0.85:
+            out.append((t, jsonl(t, rng, "store.api", trace_id=trace, level="debug",
+                                 event="catalog.viewed", shop=shop, sku=item)))
+        else:
+            out.append((t, jsonl(t, rng, "store.api", trace_id=trace, level="info",
+                                 event="shipment.label_created", carrier=rng.choice(["DPD", "UPS"]),
+                                 parcel=f"1Z{rng.getrandbits(40):010X}")))
+    out.append(failed(inc["trace_at"], inc["shop"], "printer-rp80", inc["trace_id"]))
+    for t, version in ((inc["deploy"], "2024.07.3"), (inc["rollback"], "2024.07.2")):
+        out.append((t, jsonl(t, rng, "store.api", level="info", event="app.started",
+                             version=version, warehouse_tz="Europe/Dublin")))
+    return by_time(out)
+
+
+def edge_0730(rng: random.Random, scale: int) -> list[str]:
+    inc = story.DISPATCH
+    routes = EDGE_ROUTES + [("POST", "/store/api/checkout", 0.05), ("GET", "/store/", 0.08)]
+
+    def failing(t, method, path):
+        if inc["first_error"] <= t < inc["rollback"] and path == "/store/api/checkout":
+            return 500, 151
+        return None
+
+    return access_log(rng, 6 * scale, *inc["window"], routes, failing)
+
+
+def webhooks(rng: random.Random, scale: int, start: dt.datetime, end: dt.datetime,
+             bad: tuple[dt.datetime, dt.datetime] | None = None,
+             versions: tuple[str, str] = ("", "")) -> list[str]:
+    """The webhook dispatcher: a failed delivery is retried after the endpoint's retry delay
+    (500ms by default) within a 1-hour delivery window; in `bad` that delay reads as 500
+    minutes, so the delivery expires."""
+    out = []
+    types = ["order.created", "invoice.paid", "stock.low", "order.updated", "customer.created"]
+    for t in times(rng, 4 * scale, start, end):
+        hook, evt = f"we_{rng.getrandbits(40):010x}", f"evt_{rng.getrandbits(64):016x}"
+        kind = rng.choice(types)
+        if rng.random() < 0.12:
+            status = rng.choice([502, 503, 503, 504])
+            out.append((t, jsonl(t, rng, "webhooks.dispatch", level="warning",
+                                 event="delivery.failed", endpoint=hook, event_id=evt,
+                                 event_type=kind, status=status, attempt=1)))
+            later = t + dt.timedelta(milliseconds=500 + rng.randint(0, 80))
+            if bad and bad[0] <= t < bad[1]:
+                out.append((later, jsonl(later, rng, "webhooks.dispatch", level="error",
+                                         event="delivery.expired", endpoint=hook, event_id=evt,
+                                         event_type=kind, attempts=1, retry_delay="500ms",
+                                         retry_in_s=30000, max_age_s=3600)))
+            else:
+                out.append((later, jsonl(later, rng, "webhooks.dispatch", level="info",
+                                         event="delivery.succeeded", endpoint=hook, event_id=evt,
+                                         event_type=kind, status=200, attempt=2,
+                                         duration_ms=rng.randint(40, 900))))
+        else:
+            out.append((t, jsonl(t, rng, "webhooks.dispatch", level="info",
+                                 event="delivery.succeeded", endpoint=hook, event_id=evt,
+                                 event_type=kind, status=200, attempt=1,
+                                 duration_ms=rng.randint(40, 900))))
+    if bad:
+        for t, version in zip(bad, versions):
+            out.append((t, jsonl(t, rng, "webhooks.dispatch", level="info", event="app.started",
+                                 version=version, delivery_window_s=3600)))
+    return by_time(out)
+
+
+def webhooks_0730(rng: random.Random, scale: int) -> list[str]:
+    return webhooks(rng, scale, *story.DISPATCH["window"])
+
+
+def webhooks_1008(rng: random.Random, scale: int) -> list[str]:
+    inc = story.RETRY
+    return webhooks(rng, scale, *inc["window"], bad=(inc["deploy"], inc["rollback"]),
+                    versions=("2024.10.1", "2024.09.4"))
+
+
 def incident() -> dict:
     iso = "%Y-%m-%dT%H:%M:%SZ"
     return {
@@ -272,6 +480,24 @@ def incident() -> dict:
 FILES = {"edge-access.log": edge, "billing-api.jsonl": billing,
          "inventory-sync.log": inventory, "pg-main.syslog": postgres,
          "pos-gateway.json.log.gz": pos}
+# the days of the dura incidents (sample_data/incidents.json), one folder each
+DAYS = {
+    "2024-05-14": {"billing-api.jsonl": billing_0514, "edge-access.log": edge_0514},
+    "2024-07-30": {"store-api.jsonl": store_0730, "edge-access.log": edge_0730,
+                   "webhooks.jsonl": webhooks_0730},
+    "2024-10-08": {"webhooks.jsonl": webhooks_1008},
+}
+
+
+def _write(path: Path, lines: list[str]) -> Path:
+    data = ("\n".join(lines) + "\n").encode("utf-8")
+    if path.name.endswith(".gz"):
+        with open(path, "wb") as fh, gzip.GzipFile(filename="", mode="wb", fileobj=fh,
+                                                   mtime=0) as gz:
+            gz.write(data)
+    else:
+        path.write_bytes(data)
+    return path
 
 
 def write(out: Path, seed: int = DEFAULT_SEED, scale: int = 1) -> list[Path]:
@@ -279,16 +505,12 @@ def write(out: Path, seed: int = DEFAULT_SEED, scale: int = 1) -> list[Path]:
     out.mkdir(parents=True, exist_ok=True)
     written = []
     for i, (name, make) in enumerate(FILES.items()):
-        rng = random.Random(seed * 31 + i)
-        data = ("\n".join(make(rng, scale)) + "\n").encode("utf-8")
-        path = out / name
-        if name.endswith(".gz"):
-            with open(path, "wb") as fh, gzip.GzipFile(filename="", mode="wb", fileobj=fh,
-                                                       mtime=0) as gz:
-                gz.write(data)
-        else:
-            path.write_bytes(data)
-        written.append(path)
+        written.append(_write(out / name, make(random.Random(seed * 31 + i), scale)))
+    for d, (day, files) in enumerate(DAYS.items(), start=1):
+        (out / day).mkdir(exist_ok=True)
+        for i, (name, make) in enumerate(files.items()):
+            rng = random.Random(seed * 31 + 100 * d + i)
+            written.append(_write(out / day / name, make(rng, scale)))
     path = out / "incident.json"
     path.write_text(json.dumps(incident(), indent=2) + "\n", encoding="utf-8")
     return written + [path]

@@ -22,6 +22,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import tallybird as c  # noqa: E402  (sibling modules; this file runs as a script)
 from ticket_formats import CSV_COLUMNS, WRITERS, write_bulk_csv  # noqa: E402
+from planted import plant  # noqa: E402
 from ticket_model import draw_tickets  # noqa: E402
 
 __all__ = ["CSV_COLUMNS", "DEFAULT_SEED", "c", "draw_tickets", "main"]
@@ -40,8 +41,9 @@ def open_out(path: Path):
 
 
 def write_samples(out_dir: Path, seed: int) -> dict[str, int]:
-    """The three committed sample files, from one draw of sum(SPLIT) tickets."""
-    tickets = draw_tickets(sum(SPLIT.values()), seed)
+    """The three committed sample files, from one draw of sum(SPLIT) tickets with the
+    incidents' tickets planted (planted.py)."""
+    tickets = plant(draw_tickets(sum(SPLIT.values()), seed))
     start = 0
     counts = {}
     for fmt, n in SPLIT.items():
