@@ -123,17 +123,23 @@ class CommitsRepair(Generator):
         self.opts = RepairOptions.resolve(options, self.config)
         self.rejections: list[dict[str, str]] = []
 
+    def _window(self, con) -> list[CommitRow]:
+        """The commits considered, newest first (a variant may narrow them, rejecting the
+        others with `_reject`)."""
+        o = self.opts
+        return window(con, o.last, o.repos, o.language)
+
     def available(self, con) -> int:
         """Commits in the window that pass the database-only screening."""
         o = self.opts
-        return sum(1 for row in window(con, o.last, o.repos, o.language)
+        return sum(1 for row in self._window(con)
                    if screen(row, max_files=o.max_files, max_lines=o.max_lines,
                              language=o.language, min_message_words=o.min_message_words) is None)
 
     def specs(self, ctx: BuildContext):
         o = self.opts
         self.rejections = []
-        rows = window(ctx.con, o.last, o.repos, o.language)
+        rows = self._window(ctx.con)
         candidates = []
         for row in rows:
             why = screen(row, max_files=o.max_files, max_lines=o.max_lines, language=o.language,
