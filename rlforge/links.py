@@ -13,11 +13,12 @@ confidence is 1 - prod(1 - c) over its evidence. The evidence kinds:
 - `ticket_url`: a URL in a commit's message whose path ends with the ticket's key.
 - `shared_id`: an identifier (a request or trace id, an error code, a host: a token
   with letters and digits, at least 8 characters, not a version, date or placeholder)
-  written in the ticket's conversation and in log records. Its confidence falls with the
-  number of tickets and records that hold it: a request id in one ticket and a few
-  records is strong, a host name in thousands of records is weak.
-- `time_component`: the ticket names a service whose log shows an error burst that
-  started at most `BURST_LEAD` before the ticket was opened. Alone it stays below the
+  written in the ticket's conversation and in log records from a week before the ticket
+  to two days after it. Its confidence falls with the number of tickets and records that
+  hold it: a request id in one ticket and a few records is strong, a host name in
+  thousands of records is weak.
+- `time_component`: the ticket names a service whose log shows an error burst (see
+  `_bursts`) that started at most `BURST_LEAD` before the ticket was opened. Alone it stays below the
   default threshold unless the burst is the only one in that span.
 
 `update` is incremental: it reads only what the ingest runs since its last call added
@@ -41,7 +42,10 @@ from rlforge import db
 from rlforge.ingest.common import service_name
 
 THRESHOLD = 0.7  # links at or above it are shown and used by the incident generators
+BURST_BUCKET = dt.timedelta(minutes=10)  # errors are counted per bucket of this width
 BURST_LEAD = dt.timedelta(hours=2)  # a ticket opened this long after a burst began can report it
+SHARED_BEFORE = dt.timedelta(days=7)  # a shared id's records may precede the ticket this much
+SHARED_AFTER = dt.timedelta(days=2)  # or follow it (a retry the customer reports later)
 WINDOW_MARGIN = dt.timedelta(minutes=5)  # around the records the evidence points at
 ERROR_LEVELS = ("error", "fatal")
 _META_KEY = "links.last_ingest_run"
@@ -293,36 +297,40 @@ class Burst:
 
 
 def _bursts(con, runs: list[int] | None = None) -> list[Burst]:
-    """Error bursts per log file: runs of minutes (gaps up to 3) whose error count is at
-    least 5 and at least 4x the file's mean errors per minute over its time span."""
+    """Error bursts per log file: runs of `BURST_BUCKET` buckets (gaps of one allowed) whose
+    error count is at least 3 and at least 3x (the file's median bucket + 1), the median
+    taken over every bucket of the file's time span (quiet ones count as 0). A burst
+    starts at its first error record."""
     where = "WHERE list_contains(?, ingest_run)" if runs is not None else ""
+    params = [runs] if runs is not None else []
+    width = int(BURST_BUCKET.total_seconds())
     rows = con.execute(f"""
-        SELECT ingest_run, any_value(file), date_trunc('minute', ts) AS minute, count(*)
+        SELECT ingest_run, any_value(file), time_bucket(INTERVAL {width} SECOND, ts) AS b,
+               count(*), min(ts), max(ts)
         FROM log_lines {where} {'AND' if where else 'WHERE'} ts IS NOT NULL
              AND level IN {ERROR_LEVELS}
-        GROUP BY ingest_run, minute ORDER BY ingest_run, minute""",
-                       [runs] if runs is not None else []).fetchall()
-    spans = {r: (lo, hi) for r, lo, hi in con.execute(f"""
-        SELECT ingest_run, min(ts), max(ts) FROM log_lines {where} GROUP BY ingest_run""",
-                                                      [runs] if runs is not None else []).fetchall()}
-    per_run: dict[int, list[tuple[str, dt.datetime, int]]] = defaultdict(list)
-    for run, file, minute, n in rows:
-        per_run[run].append((file, minute, n))
+        GROUP BY ingest_run, b ORDER BY ingest_run, b""", params).fetchall()
+    spans = {r: (lo, hi) for r, lo, hi in con.execute(
+        f"SELECT ingest_run, min(ts), max(ts) FROM log_lines {where} GROUP BY ingest_run",
+        params).fetchall()}
+    per_run: dict[int, list[tuple[str, dt.datetime, int, dt.datetime, dt.datetime]]] = defaultdict(list)
+    for run, file, bucket, n, first, last in rows:
+        per_run[run].append((file, bucket, n, first, last))
     out = []
-    for run, minutes in per_run.items():
+    for run, buckets in per_run.items():
         lo, hi = spans[run]
-        span_minutes = max(1.0, (hi - lo).total_seconds() / 60) if lo and hi else 1.0
-        mean = sum(n for _, _, n in minutes) / span_minutes
-        hot = [(m, n) for _, m, n in minutes if n >= max(5, 4 * mean)]
-        file = minutes[0][0]
-        group: list[tuple[dt.datetime, int]] = []
-        for m, n in hot + [(None, 0)]:
-            if group and (m is None or m - group[-1][0] > dt.timedelta(minutes=3)):
-                out.append(Burst(run, file, service_name(file), group[0][0],
-                                 group[-1][0] + dt.timedelta(minutes=1), sum(x for _, x in group)))
+        total = max(1, int((hi - lo) / BURST_BUCKET) + 1) if lo and hi else len(buckets)
+        counts = sorted([n for _, _, n, _, _ in buckets] + [0] * max(0, total - len(buckets)))
+        floor = max(3, 3 * (counts[len(counts) // 2] + 1))
+        file = buckets[0][0]
+        group: list[tuple[dt.datetime, int, dt.datetime, dt.datetime]] = []
+        for item in [(b, n, f, la) for _, b, n, f, la in buckets if n >= floor] + [None]:
+            if group and (item is None or item[0] - group[-1][0] > 2 * BURST_BUCKET):
+                out.append(Burst(run, file, service_name(file), group[0][2], group[-1][3],
+                                 sum(x[1] for x in group)))
                 group = []
-            if m is not None:
-                group.append((m, n))
+            if item is not None:
+                group.append(item)
     return out
 
 
@@ -372,6 +380,12 @@ def _links_for(con, tickets: set[str], patterns: tuple[str, ...]) -> list[Link]:
         ORDER BY m.ticket_id, h.ingest_run, h.tok""", [chosen]).fetchall()
     for tid, run, file, tok, n, tickets_with, lo, hi, comp, host in rows:
         c = (0.9 if n <= 200 else 0.3) / max(1, tickets_with)
+        t_open = opened.get(tid)
+        if t_open is not None and lo is not None and \
+                (hi < t_open - SHARED_BEFORE or lo > t_open + SHARED_AFTER):
+            continue  # an order number seen in another month: the same value, not the incident
+        if t_open is None or lo is None:
+            c *= 0.5  # no times to check the records against the ticket
         lk = links.setdefault((tid, f"l:{run}"), Link(tid, "log_window", ingest_run=run, log_file=file))
         lk.evidence.append(Evidence("shared_id", tok, c))
         _widen(lk, lo, hi, comp, host)

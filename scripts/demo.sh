@@ -21,9 +21,13 @@ step "ingest commits (the demo repository, built from sample_data/repo)"
 $rlforge ingest commits demo/dura
 
 if [ -d sample_data/logs ]; then
-    step "ingest logs (a small service fleet with one incident)"
-    $rlforge ingest logs sample_data/logs/*.log*
+    step "ingest logs (a small service fleet over five days, four incidents; links made)"
+    find sample_data/logs -type f \( -name '*.log' -o -name '*.log.gz' -o -name '*.jsonl' \
+        -o -name '*.syslog' \) | sort | xargs $rlforge ingest logs
 fi
+
+step "links: which ticket reported what, and the commit that fixed it"
+$rlforge links
 
 step "status"
 $rlforge status

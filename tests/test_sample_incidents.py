@@ -19,6 +19,7 @@ import re
 import subprocess
 import sys
 import tomllib
+from pathlib import Path
 
 import pytest
 
@@ -51,7 +52,9 @@ def store(tmp_path_factory):
     con = db.connect(root / "s.duckdb")
     for name in ("tickets.csv", "zendesk_export.json", "jira_export.csv"):
         tickets.ingest_file(con, SAMPLE_DATA / "tickets" / name)
-    for path in sorted(SAMPLE_DATA.glob("logs/2024-*/*")):
+    for path in sorted(SAMPLE_DATA.glob("logs/2024-*/*")) + sorted(
+            p for p in SAMPLE_DATA.glob("logs/*") if p.suffix not in (".py", ".md", ".json")
+            and p.is_file()):
         logs.ingest_file(con, path)
     subprocess.run([sys.executable, str(SAMPLE_DATA / "repo" / "build_repo.py"), str(root / "dura")],
                    check=True, capture_output=True)
@@ -129,3 +132,28 @@ def test_decoys_are_not_links(store):
     assert quiet["value"] in text.lower() and opened.date().isoformat() in quiet["log"]
     assert _records(store, quiet["log"]) > 100
     assert _records(store, quiet["log"], "level IN ('error', 'fatal')") == 0
+
+
+def test_every_incident_is_linked_and_no_false_link_reaches_the_threshold(store):
+    """rlforge.links over the whole sample_data (300 tickets, five days of logs, the dura
+    history): each planted incident's ticket is linked to its fix commit and to the log
+    file holding its burst, and every link at or above the default threshold is one of
+    an incident's (ticket -> its commit or one of its log files)."""
+    from rlforge import links
+
+    links.update(store, full=True)
+    got = set()
+    for r in links.links(store):
+        target = r["subject"] if r["target_kind"] == "commit" else \
+            str(Path(r["log_file"]).relative_to(SAMPLE_DATA))
+        got.add((r["ticket_id"], r["target_kind"], target))
+    wanted, allowed = set(), set()
+    for inc in TRUTH["incidents"]:
+        wanted.add((inc["ticket"], "commit", inc["commit_subject"]))
+        primary = [w for w in inc["log"] if w["ids"]] or inc["log"][:1]
+        wanted |= {(inc["ticket"], "log_window", w["file"]) for w in primary}
+        allowed |= {(inc["ticket"], "log_window", w["file"]) for w in inc["log"]}
+    allowed |= wanted
+    print(f"\nlinks at >= {links.THRESHOLD}: {len(got)}; planted found {len(wanted & got)}/{len(wanted)}")
+    assert wanted <= got, sorted(wanted - got)
+    assert got <= allowed, sorted(got - allowed)
