@@ -22,7 +22,8 @@ from rlforge.errors import UnknownName, UserError
 
 BUILTIN_MODULES = ("rlforge.tasks.tickets_triage", "rlforge.tasks.tickets_reply",
                    "rlforge.tasks.logs_diagnose", "rlforge.tasks.logs_script",
-                   "rlforge.tasks.commits_repair")
+                   "rlforge.tasks.commits_repair", "rlforge.tasks.incidents_repair",
+                   "rlforge.tasks.incidents_diagnose")
 ENTRY_POINT_GROUP = "rlforge.generators"
 
 
