@@ -8,6 +8,9 @@
 #                    of their own, made from the first Python >= 3.12 found
 #                    ($RLFORGE_HARBOR_PYTHON, python3.13, python3.12 on PATH, or a pyenv
 #                    build); skipped with a message if there is none
+#   RLFORGE_VERIFIERS 0 to skip .venv-verifiers: verifiers 0.4.0 (the tests run its Harbor
+#                    taskset and one rollout on rlforge's tasks), from the same Python, in a
+#                    venv of its own (its harbor extra pins Harbor 0.24; ~2.5 minutes, 0.8 GB)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -63,6 +66,18 @@ if [ "${RLFORGE_HARBOR:-1}" != 0 ]; then
         .venv-harbor/bin/python -m pip install -q --disable-pip-version-check --no-deps -e .
     else
         echo "setup: WARNING: no Python >= 3.12 found: no .venv-harbor, so the Harbor tests will be skipped" >&2
+    fi
+fi
+if [ "${RLFORGE_VERIFIERS:-1}" != 0 ]; then
+    if py=$(harbor_python); then
+        [ -x .venv-verifiers/bin/python ] || { echo "setup: creating .venv-verifiers with $($py --version)"; "$py" -m venv .venv-verifiers; }
+        echo "setup: installing verifiers into .venv-verifiers"
+        .venv-verifiers/bin/python -m pip install -q --disable-pip-version-check -c constraints-verifiers.txt \
+            'verifiers[harbor]'
+        # rlforge.verifiers_env needs only verifiers, the standard library and rlforge.sandbox.
+        .venv-verifiers/bin/python -m pip install -q --disable-pip-version-check --no-deps -e .
+    else
+        echo "setup: WARNING: no Python >= 3.12 found: no .venv-verifiers, so the verifiers tests will be skipped" >&2
     fi
 fi
 echo "setup: done ($(.venv/bin/rlforge --version))"

@@ -59,7 +59,7 @@ def _imported_modules() -> dict[str, set[str]]:
 
 #: Modules imported only by files that run in .venv-harbor (Python >= 3.12), not installed
 #: in rlforge's own venv: the distribution that must be declared for each.
-OTHER_VENV = {"harbor": "harbor", "inspect_ai": "inspect-ai"}
+OTHER_VENV = {"harbor": "harbor", "inspect_ai": "inspect-ai", "verifiers": "verifiers"}
 
 
 def test_every_imported_module_is_declared():
@@ -81,8 +81,9 @@ def test_every_imported_module_is_declared():
 
 def test_constraints_pin_versions_inside_the_declared_ranges():
     pins = {}
-    # .venv-harbor's clients are pinned in constraints-harbor.txt
-    for pinned in ("constraints.txt", "constraints-harbor.txt"):
+    # .venv-harbor's and .venv-verifiers' clients are pinned in constraints-harbor.txt and
+    # constraints-verifiers.txt
+    for pinned in ("constraints.txt", "constraints-harbor.txt", "constraints-verifiers.txt"):
         for line in (ROOT / pinned).read_text().splitlines():
             line = line.split("#")[0].strip()
             if line:

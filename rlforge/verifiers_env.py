@@ -1,0 +1,376 @@
+"""rlforge's tasks in verifiers (0.4, Python >= 3.12): its `HarborTaskset` loads them with
+the workspace staged, and rollouts run in rlforge's bubblewrap sandbox, no Docker.
+
+    python -m rlforge.verifiers_env load TASKS
+    python -m rlforge.verifiers_env run TASKS --task NAME --model MODEL --base-url URL
+
+verifiers is imported here, so this module runs only in a Python that has it (`pip install
+'verifiers[harbor]==0.4.0'` beside rlforge; scripts/setup.sh makes `.venv-verifiers`).
+What it adds to verifiers, each a subclass of verifiers' own:
+
+- `RlforgeTaskset` (`HarborTaskset`): reads a local directory of tasks (`rlforge
+  build-tasks --out`) instead of a Harbor Hub download; every task goes through verifiers'
+  own `parse_task`, with `ignore_dockerfile` (the Dockerfile only copies the workspace).
+- `RlforgeHarborTask` (`HarborTask`): stages `environment/app` at /app (what the
+  Dockerfile's `COPY app/ /app/` does; verifiers stages `environment/` only for a task
+  with a pullable image) and the task's tests at /tests. Scoring is verifiers' own:
+  `bash /tests/test.sh` in the runtime, then its parser reads `/logs/verifier/reward.json`.
+- `SandboxRuntime` (`Runtime`): a box made of host directories, each bound into a fresh
+  sandbox for every command, as in `rlforge.harbor`: /app, /logs/verifier, /tests (read
+  only) and whatever is written elsewhere. No network, the task's memory and CPUs, its
+  prepared venv at /opt/venv, every command as the sandbox's unprivileged user, and the
+  process tree killed when the command ends. /tmp is private to each command, so what
+  verifiers passes through /tmp between commands (artifact archives, the upload of an
+  image task's `environment/`) does not work here; rlforge's tasks need neither.
+- `SandboxBashHarness` (`Harness`, id `rlforge-sandbox`): a bash tool-calling loop run in
+  this process (verifiers' `Harness.launch` allows that when every model call goes
+  through the rollout's interception endpoint); each tool call runs in the runtime. The
+  built-in harnesses run their program inside the box and reach the model over HTTP, which
+  a sandbox without network cannot.
+
+`run_episode` drives one task through verifiers' `Agent.run` (its rollout: setup, the
+harness against the interception server, finalize, scoring) in a borrowed
+`SandboxRuntime`, and returns the trace.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import shutil
+import sys
+import tempfile
+import threading
+import tomllib
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path, PurePosixPath
+from typing import Any, Literal
+
+from verifiers.v1.agent import Agent
+from verifiers.v1.configs.agent import AgentConfig
+from verifiers.v1.configs.client import EvalClientConfig
+from verifiers.v1.configs.harness import HarnessConfig
+from verifiers.v1.configs.runtime import NetworkPolicyConfig
+from verifiers.v1.errors import SandboxError, TaskError
+from verifiers.v1.harness import Harness
+from verifiers.v1.harnesses.utils.core import BASH_TOOL
+from verifiers.v1.runtimes import BaseRuntimeInfo, ProgramResult, Runtime, SubprocessConfig
+from verifiers.v1.tasksets.harbor.taskset import (
+    REWARD_JSON,
+    HarborConfig,
+    HarborTask,
+    HarborTaskset,
+    parse_task,
+)
+from verifiers.v1.utils.compile import resolve_runtime_config
+
+from rlforge.sandbox import SandboxSpec, read_file, run
+from rlforge.sandbox.spec import LOGS_MOUNT, TESTS_MOUNT, VENV_MOUNT, WORKSPACE_MOUNT
+
+__all__ = ["RlforgeHarborTask", "RlforgeTaskset", "RlforgeTasksetConfig", "SandboxBashHarness",
+           "SandboxBashHarnessConfig", "SandboxRuntime", "SandboxRuntimeConfig", "run_episode"]
+
+#: verifiers finds a harness or taskset by its id, an importable top-level module: this one
+#: answers to `rlforge-sandbox` once imported.
+PLUGIN_MODULE = "rlforge_sandbox"
+HARNESS_ID = PLUGIN_MODULE.replace("_", "-")
+sys.modules.setdefault(PLUGIN_MODULE, sys.modules[__name__])
+
+#: Paths the sandbox owns (the host's read-only system, its private /tmp).
+SYSTEM_PATHS = ("/usr", "/bin", "/sbin", "/lib", "/lib64", "/lib32", "/libx32", "/etc",
+                "/proc", "/dev", "/tmp", "/sys", "/run", "/var", VENV_MOUNT)
+TOOL_OUTPUT_LIMIT = 30_000
+
+
+# --- the runtime ---------------------------------------------------------------------
+
+
+class SandboxRuntimeConfig(NetworkPolicyConfig):
+    type: Literal["rlforge-sandbox"] = "rlforge-sandbox"
+    allow: list[str] = []  # pydantic copies the default
+    """Nothing: rlforge's sandbox has no network at all."""
+    cpu: float | None = None
+    """CPUs of each sandbox (a cgroup quota); verifiers fills in the task's."""
+    memory: float | None = None
+    """Memory of each sandbox in GB; verifiers fills in the task's."""
+    timeout_sec: float = 3600.0
+    """Wall-clock limit of one command."""
+
+
+class SandboxRuntimeInfo(SandboxRuntimeConfig, BaseRuntimeInfo):
+    pass
+
+
+class SandboxRuntime(Runtime):
+    """verifiers' `Runtime` on rlforge's sandbox (see the module docstring)."""
+
+    def __init__(self, config: SandboxRuntimeConfig | None = None, name: str | None = None):
+        super().__init__(name)
+        self.config = config or SandboxRuntimeConfig()
+        self.info = SandboxRuntimeInfo(**self.config.model_dump())
+        self._root: Path | None = None
+        self._mounts: dict[str, Path] = {}
+        self._fields: dict[str, Any] = {}
+
+    async def start(self) -> None:
+        self._root = Path(tempfile.mkdtemp(prefix="rlforge-verifiers-"))
+        self._root.chmod(0o755)
+        self.info.id = str(self._root)
+        for path in (WORKSPACE_MOUNT, LOGS_MOUNT):
+            self._mount(path)
+        if self.config.memory:
+            self._fields["memory_mb"] = max(1, int(self.config.memory * 1024))
+        if self.config.cpu:
+            self._fields["cpus"] = float(self.config.cpu)
+
+    def cleanup(self) -> None:
+        if self._root is not None:
+            shutil.rmtree(self._root, ignore_errors=True)
+            self._root = None
+
+    # --- where a path lives on the host ----------------------------------------------
+
+    def _mount(self, path: str) -> Path:
+        if self._root is None:
+            raise SandboxError("the rlforge sandbox runtime is not started")
+        host = self._root / "mounts" / str(len(self._mounts))
+        host.mkdir(parents=True)
+        host.chmod(0o777)
+        self._mounts[path] = host
+        return host
+
+    def locate(self, path: str, create: str | None = None) -> tuple[Path, str]:
+        """The host directory mounted where `path` lives and `path` relative to it (a
+        relative path is taken from /app); `create` names the directory to mount when no
+        mounted directory holds `path` yet."""
+        p = PurePosixPath(WORKSPACE_MOUNT, path)
+        if ".." in p.parts:
+            raise SandboxError(f"{path!r}: no '..' in paths")
+        for mount in sorted(self._mounts, key=len, reverse=True):
+            if p == PurePosixPath(mount) or PurePosixPath(mount) in p.parents:
+                return self._mounts[mount], str(p.relative_to(mount))
+        if create is None:
+            raise SandboxError(f"{path}: not in this runtime")
+        if create == "/" or any(create == s or create.startswith(s + "/") for s in SYSTEM_PATHS):
+            raise SandboxError(f"{path}: rlforge's sandbox keeps {create} read-only")
+        self._mount(create)
+        return self.locate(path)
+
+    def host_path(self, path: str, create: str | None = None) -> Path:
+        root, relative = self.locate(path, create)
+        return root / relative
+
+    def stage(self, source: Path, target: str, replace: bool = False) -> None:
+        """Copy a host directory's contents to `target` (readable by the sandbox's user)."""
+        host = self.host_path(target, create=target)
+        if replace:
+            shutil.rmtree(host, ignore_errors=True)
+        shutil.copytree(source, host, dirs_exist_ok=True, symlinks=True)
+        for p in [host, *host.rglob("*")]:
+            if not p.is_symlink():
+                p.chmod(p.stat().st_mode | (0o755 if p.is_dir() else 0o644))
+
+    def use_task(self, task_dir: Path) -> None:
+        """Sandbox fields the task asks for in [metadata.rlforge]: its prepared venv."""
+        from rlforge.verify.runner import prepared_env_hook
+
+        meta = tomllib.loads((task_dir / "task.toml").read_text(encoding="utf-8"))
+        self._fields.update(prepared_env_hook(task_dir, meta))
+
+    # --- files -----------------------------------------------------------------------
+
+    async def write(self, path: str, data: bytes) -> None:
+        target = self.host_path(path, create=str(PurePosixPath(WORKSPACE_MOUNT, path).parent))
+        target.parent.mkdir(parents=True, exist_ok=True)
+        await asyncio.to_thread(target.write_bytes, data)
+        target.chmod(0o644)
+
+    async def _read(self, path: str, max_bytes: int | None = None) -> bytes:
+        root, relative = self.locate(path)
+        try:  # never follows links the sandbox may have planted
+            return await asyncio.to_thread(read_file, root, relative, max_bytes=max_bytes or 1_000_000_000)
+        except (OSError, ValueError) as e:
+            raise SandboxError(f"read {path!r}: {e}") from e
+
+    # --- commands --------------------------------------------------------------------
+
+    def _spec(self, env: dict[str, str]) -> SandboxSpec:
+        mounts = dict(self._mounts)
+        workspace, logs = mounts.pop(WORKSPACE_MOUNT), mounts.pop(LOGS_MOUNT)
+        tests = mounts.pop(TESTS_MOUNT, None)
+        variables = {**self.process_env(env), "RLFORGE_SANDBOXED": "1"}
+        variables.pop("PATH", None)
+        return SandboxSpec(workspace=workspace, logs=logs, tests=tests, rw_binds=mounts,
+                           env=variables, cwd=WORKSPACE_MOUNT, timeout_sec=self.config.timeout_sec,
+                           **self._fields)
+
+    async def run(self, argv: list[str], env: dict[str, str]) -> ProgramResult:
+        spec = self._spec(env)
+        cancel = threading.Event()
+        try:
+            result = await asyncio.shield(asyncio.to_thread(run, argv, spec, cancel=cancel))
+        except asyncio.CancelledError:
+            cancel.set()  # the rollout's timeout fired: kill the process tree
+            raise
+        if result.failure is not None:
+            raise SandboxError(f"rlforge sandbox: {result.failure}")
+        code = result.exit_code if result.exit_code is not None else 137
+        return ProgramResult(exit_code=code, stdout=result.stdout_text, stderr=result.stderr_text)
+
+
+# --- the task and taskset ------------------------------------------------------------
+
+
+class RlforgeHarborTask(HarborTask):
+    """verifiers' Harbor task with the workspace (`environment/app`) staged at /app."""
+
+    async def setup(self, runtime: Runtime) -> None:
+        await super().setup(runtime)
+        sandbox = _sandbox(runtime)
+        task_dir = Path(self.data.task_dir)
+        sandbox.use_task(task_dir)
+        app = task_dir / "environment" / "app"
+        if app.is_dir():
+            sandbox.stage(app, WORKSPACE_MOUNT)
+
+    async def stage_tests(self, runtime: Runtime, wipe: bool = False) -> None:
+        """The task's tests at /tests (read-only inside), stale rewards removed; verifiers
+        does this with a tarball in /tmp, which is private to each sandbox here."""
+        sandbox = _sandbox(runtime)
+        for name in ("reward.json", "reward.txt"):
+            sandbox.host_path(str(PurePosixPath(REWARD_JSON).with_name(name))).unlink(missing_ok=True)
+        sandbox.stage(Path(self.data.task_dir) / "tests", TESTS_MOUNT, replace=True)
+
+
+def _sandbox(runtime: Runtime) -> SandboxRuntime:
+    if not isinstance(runtime, SandboxRuntime):
+        raise TaskError(f"rlforge tasks run in rlforge's sandbox runtime, not {type(runtime).__name__}")
+    return runtime
+
+
+class RlforgeTasksetConfig(HarborConfig):
+    path: Path = Path("tasks")
+    """A directory of task directories (`rlforge build-tasks --out`)."""
+    ignore_dockerfile: bool = True
+    """rlforge's Dockerfiles only copy `environment/app`, which the task stages itself."""
+
+
+class RlforgeTaskset(HarborTaskset):
+    """`HarborTaskset` over a local directory of rlforge tasks."""
+
+    def __init__(self, config: RlforgeTasksetConfig):
+        super().__init__(config)
+
+    def load(self) -> Iterator[HarborTask]:
+        config = self.config
+        assert isinstance(config, RlforgeTasksetConfig)
+        dirs = [p.parent for p in sorted(config.path.expanduser().glob("*/task.toml"))
+                if config.tasks is None or p.parent.name in config.tasks]
+        if not dirs:
+            raise ValueError(f"no tasks (*/task.toml) in {config.path}")
+        for idx, task_dir in enumerate(dirs):
+            yield RlforgeHarborTask(parse_task(task_dir, idx, config), config.task)
+
+
+# --- the harness ---------------------------------------------------------------------
+
+
+class SandboxBashHarnessConfig(HarnessConfig):
+    id: str = HARNESS_ID
+    max_turns: int = 30
+    """Model calls in one segment before the loop gives up."""
+
+
+class SandboxBashHarness(Harness[SandboxBashHarnessConfig]):
+    """A bash tool loop in this process; commands run in the runtime (see the docstring)."""
+
+    APPENDS_SYSTEM_PROMPT = True
+    NEEDS_CONTAINER = False
+
+    async def launch(self, ctx, trace, runtime, endpoint, secret, mcp_urls, data,
+                     tool_interception_url=None) -> ProgramResult:
+        system, prompt = self.resolve_text_prompt(data)
+        messages: list[dict[str, Any]] = [{"role": "system", "content": system}] if system else []
+        messages.append({"role": "user", "content": prompt or ""})
+        for _ in range(self.config.max_turns):
+            body = {"model": ctx.model, "messages": messages, "tools": [BASH_TOOL]}
+            reply = await asyncio.to_thread(_post, f"{endpoint.rstrip('/')}/chat/completions", body, secret)
+            message = reply["choices"][0]["message"]
+            messages.append({k: v for k, v in message.items() if v is not None})
+            if not message.get("tool_calls"):
+                break
+            for call in message["tool_calls"]:
+                output = await self._tool(runtime, call["function"])
+                messages.append({"role": "tool", "tool_call_id": call["id"], "content": output})
+        return ProgramResult(exit_code=0, stdout="", stderr="")
+
+    async def _tool(self, runtime: Runtime, function: dict[str, Any]) -> str:
+        if function.get("name") != "bash":
+            return f"error: unknown tool {function.get('name')!r}"
+        try:
+            args = json.loads(function.get("arguments") or "{}")
+        except json.JSONDecodeError as e:
+            return f"error: invalid JSON in tool arguments ({e})"
+        if not isinstance(args, dict) or not isinstance(args.get("command"), str):
+            return "error: give the command as {\"command\": \"...\"}"
+        result = await runtime.run(["bash", "-c", args["command"]], {})
+        return (result.stdout + result.stderr)[-TOOL_OUTPUT_LIMIT:]
+
+
+def _post(url: str, body: dict[str, Any], secret: str) -> dict[str, Any]:
+    request = urllib.request.Request(url, data=json.dumps(body).encode(), method="POST", headers={
+        "Content-Type": "application/json", "Authorization": f"Bearer {secret}"})
+    with urllib.request.urlopen(request, timeout=600) as response:
+        return json.loads(response.read())
+
+
+# --- one episode ---------------------------------------------------------------------
+
+
+async def run_episode(task: HarborTask, model: str, base_url: str,
+                      api_key_var: str = "OPENAI_API_KEY", max_turns: int = 30):
+    """One rollout of `task` through verifiers' `Agent.run`, in a fresh sandbox runtime
+    sized by verifiers for the task; returns verifiers' trace."""
+    config = AgentConfig(model=model, client=EvalClientConfig(base_url=base_url, api_key_var=api_key_var),
+                         harness=SandboxBashHarnessConfig(max_turns=max_turns),
+                         runtime=SubprocessConfig())  # a policy never used: the box is borrowed
+    runtime = SandboxRuntime(resolve_runtime_config(SandboxRuntimeConfig(), task))
+    async with Agent(config) as agent:
+        try:
+            await runtime.start()
+            return await agent.run(task, runtime=runtime)
+        finally:
+            await runtime.stop()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m rlforge.verifiers_env", description=__doc__.split("\n\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    load = sub.add_parser("load", help="parse every task with verifiers' HarborTaskset; print them as JSON")
+    load.add_argument("tasks", type=Path)
+    episode = sub.add_parser("run", help="one episode of one task; print its reward as JSON")
+    episode.add_argument("tasks", type=Path)
+    episode.add_argument("--task", required=True, help="the task's directory name")
+    episode.add_argument("--model", required=True)
+    episode.add_argument("--base-url", required=True, help="an OpenAI-compatible endpoint")
+    episode.add_argument("--api-key-var", default="OPENAI_API_KEY")
+    episode.add_argument("--max-turns", type=int, default=30)
+    args = parser.parse_args(argv)
+    names = [args.task] if args.command == "run" else None
+    tasks = list(RlforgeTaskset(RlforgeTasksetConfig(path=args.tasks, tasks=names)).load())
+    if args.command == "load":
+        print(json.dumps([{"name": t.data.name, "dir": Path(t.data.task_dir).name, "image": t.data.image,
+                           "workdir": t.data.workdir, "network_allow": t.data.network_allow}
+                          for t in tasks]))
+        return 0
+    trace = asyncio.run(run_episode(tasks[0], args.model, args.base_url, args.api_key_var, args.max_turns))
+    print(json.dumps({"task": tasks[0].data.name, "reward": trace.reward, "ok": trace.ok,
+                      "metrics": trace.metrics, "turns": trace.num_turns,
+                      "errors": [e.model_dump(mode="json") for e in trace.errors]}))
+    return 0 if trace.ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,94 @@
+"""rlforge's tasks in real verifiers (0.4.0): its `HarborTaskset` parser loads every sample
+task with the workspace staged, and one episode runs through verifiers' own rollout loop
+(`Agent.run`: task setup, the harness against verifiers' interception server, scoring by
+the task's test.sh and verifiers' reward.json parser) in rlforge's sandbox runtime
+(`rlforge.verifiers_env`), against a scripted OpenAI-compatible policy on 127.0.0.1.
+
+verifiers 0.4.0 pins harbor==0.24.0 and needs Python >= 3.12, so `scripts/setup.sh`
+installs it into `.venv-verifiers` (constraints-verifiers.txt). Where the machine has no
+Python >= 3.12 these tests are skipped with a message saying so; where it has one but the
+venv is missing, they fail.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from paths import ROOT
+from test_harbor import _python_312, sample_tasks, task_dirs  # noqa: F401 (a fixture)
+from test_run_support import ScriptedPolicy, bash_call
+
+VENV = ROOT / ".venv-verifiers"
+MODULE = "rlforge.verifiers_env"
+
+pytestmark = [pytest.mark.slow, pytest.mark.sandbox]
+
+
+def verifiers_python() -> Path:
+    exe = VENV / "bin" / "python"
+    if exe.is_file():
+        return exe
+    if _python_312() is None:
+        print("\n*** SKIPPING THE VERIFIERS TESTS: this machine has no Python >= 3.12, which "
+              "verifiers needs, so rlforge's tasks were NOT run in real verifiers ***", file=sys.stderr)
+        pytest.skip("NO PYTHON >= 3.12: verifiers cannot be installed here; verifiers tests NOT run")
+    pytest.fail(f"{exe} is missing though this machine has Python >= 3.12: run scripts/setup.sh")
+
+
+def in_verifiers(*args: str, cache: Path, timeout: float = 600) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("RLFORGE_", "PYTHON"))}
+    env.update(PYTHONPATH=str(ROOT), RLFORGE_CACHE_DIR=str(cache), OPENAI_API_KEY="scripted")
+    return subprocess.run([str(verifiers_python()), *args], env=env, capture_output=True, text=True,
+                          timeout=timeout)
+
+
+def test_verifiers_parses_every_sample_task_with_the_workspace_staged(sample_tasks, shared_cache):
+    dirs = task_dirs(sample_tasks)
+    done = in_verifiers("-m", MODULE, "load", str(sample_tasks), cache=shared_cache)
+    assert done.returncode == 0, done.stderr[-3000:]
+    loaded = json.loads(done.stdout)
+    assert [t["dir"] for t in loaded] == [d.name for d in dirs]
+    assert all(t["network_allow"] == [] for t in loaded)  # no-network reached verifiers
+    # verifiers' own HarborTaskset config, without rlforge's ignore_dockerfile default,
+    # rejects them: the Dockerfile is why the option is needed.
+    plain = ("import sys; from pathlib import Path\n"
+             "from verifiers.v1.tasksets.harbor.taskset import HarborConfig, parse_task\n"
+             "parse_task(Path(sys.argv[1]), 0, HarborConfig())\n")
+    refused = in_verifiers("-c", plain, str(dirs[0]), cache=shared_cache)
+    assert refused.returncode != 0 and "docker_image" in refused.stderr, refused.stderr[-2000:]
+
+
+def test_one_episode_through_verifiers_loop_gold_1_nop_0(sample_tasks, shared_cache):
+    task = next(d for d in task_dirs(sample_tasks)
+                if d.name.startswith("logs-diagnose-") and (d / "environment" / "app").is_dir())
+    # the gold-like policy lists /app, then runs the task's gold solution as one bash call,
+    # then says it is done; the do-nothing policy says it is done at once
+    gold_like = [bash_call("ls -R /app", "call-0"), bash_call((task / "solution" / "solve.sh").read_text())]
+    policies = {"gold": ScriptedPolicy({"": gold_like}).start(), "nop": ScriptedPolicy({}).start()}
+    try:
+        results = {}
+        for model, policy in policies.items():
+            done = in_verifiers("-m", MODULE, "run", str(sample_tasks), "--task", task.name,
+                                "--model", model, "--base-url", policy.url, cache=shared_cache)
+            assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+            results[model] = json.loads(done.stdout)
+    finally:
+        for policy in policies.values():
+            policy.server.shutdown()
+    gold, nop = results["gold"], results["nop"]
+    assert gold["reward"] == 1.0 and gold["ok"], gold
+    assert nop["reward"] == 0.0 and nop["ok"], nop
+    # the other numbers of reward.json are verifiers' metrics, parsed from the same file
+    assert gold["metrics"].get("correct") == 1.0 and nop["metrics"].get("correct") == 0.0, (gold, nop)
+    # the policy's calls went through verifiers' interception; its first command saw the
+    # task's workspace (environment/app) staged at /app
+    listing = next(m["content"] for r in policies["gold"].requests for m in r["messages"]
+                   if m["role"] == "tool" and m.get("tool_call_id") == "call-0")
+    staged = {p.name for p in (task / "environment" / "app").rglob("*")}
+    assert staged and all(name in listing for name in staged), listing[:2000]
