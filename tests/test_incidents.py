@@ -286,3 +286,24 @@ def test_repair_task_is_the_ticket_not_the_commit_message(company):
     checks = {c.name: c.got for c in r.checks}
     assert checks["oracle"] == 1.0 and checks["null"] == 0.0
     assert len(checks) > 15 and all(v == 0.0 for k, v in checks.items() if k not in ("oracle", "leak"))
+
+
+def test_repair_shows_the_customer_before_the_fix_not_the_agents(company):
+    """The conversation a repair task shows: the customer's messages written before the
+    commit; the agents' public replies of that time only when asked; never a private note."""
+    from rlforge.tasks.incidents_repair import IncidentsRepair
+    from rlforge.tasks.repair.select import window
+
+    con = db.connect(company["db"])
+    con.execute("""INSERT INTO ticket_messages VALUES
+        ('csv:SUP-7', 1, 'agent', 'a', 'Found it: apply_discount returns the discount.', TIMESTAMP '2024-09-17 15:00', true),
+        ('csv:SUP-7', 2, 'customer', 'c', 'Any news on this?', TIMESTAMP '2024-09-17 16:00', true),
+        ('csv:SUP-7', 3, 'agent', 'a', 'note: the voucher code path', TIMESTAMP '2024-09-17 16:30', false),
+        ('csv:SUP-7', 4, 'customer', 'c', 'It works now, thanks.', TIMESTAMP '2024-09-18 12:00', true)""")
+    (row,) = [r for r in window(con, 0) if r.subject == FIX_SUBJECT]
+    shown = IncidentsRepair()._ticket(con, "csv:SUP-7", row)
+    assert [m.text[:12] for m in shown.messages] == ["Hello, I use", "Any news on "]
+    hints = IncidentsRepair(agent_messages=True)._ticket(con, "csv:SUP-7", row)
+    assert [m.role for m in hints.messages] == ["customer", "agent", "customer"]
+    assert "voucher code path" not in hints.text() and "works now" not in hints.text()
+    con.close()

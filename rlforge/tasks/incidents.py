@@ -11,7 +11,9 @@ private notes, the ticket's key or the link's evidence.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
+import json
 import re
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -19,6 +21,7 @@ from typing import Any, Callable
 import duckdb
 
 from rlforge import links as linkstore
+from rlforge.tasks.logs_common import FAILURE_LEVELS, Record
 
 
 @dataclass
@@ -100,3 +103,67 @@ def linked(con: duckdb.DuckDBPyConnection, target_kind: str,
 
 def evidence_kinds(link: dict[str, Any]) -> list[str]:
     return sorted({e["kind"] for e in link.get("evidence") or []})
+
+
+def failures(con: duckdb.DuckDBPyConnection, link: dict[str, Any]) -> list[tuple[bool, Record]]:
+    """The WARN/ERROR/FATAL records of a log-window link's window, in file order, shown
+    with their fields (`with_fields`), each with whether it holds an id the ticket shares with the log (its `shared_id` evidence:
+    in the message or the other fields, as `rlforge.links` found it)."""
+    ids = [e["value"] for e in link.get("evidence") or [] if e["kind"] == "shared_id"]
+    rows = con.execute(f"""
+        SELECT line_no, ts, host, component, level, message, template_id,
+               list_has_any(?, regexp_extract_all(
+                   concat_ws(' ', message, CAST(fields AS VARCHAR)), '{linkstore.ID_TOKEN}'))
+        FROM log_lines WHERE ingest_run = ? AND ts BETWEEN ? AND ?
+          AND level IN (SELECT unnest(?)) ORDER BY line_no""",
+                       [ids, link["ingest_run"], link["window_start"], link["window_end"],
+                        list(FAILURE_LEVELS)]).fetchall()
+    records = [Record(r[0], r[1], r[2], r[3], r[4], r[5] or "", r[6], link["ingest_run"])
+               for r in rows]
+    return list(zip((bool(r[7]) for r in rows), with_fields(con, records)))
+
+
+_NEEDS_QUOTES = re.compile(r'[\s"]')
+
+
+def field_text(fields: str | None, shown: list[str | None]) -> str:
+    """A record's other fields as `key=value` words (a value with spaces or quotes as a
+    JSON string), leaving out those already shown: a value equal to one of `shown` (the
+    message, level, host, component) and the time (a value holding `shown[0]`, the time
+    as `YYYY-MM-DDTHH:MM:SS`)."""
+    try:
+        data = json.loads(fields) if fields else {}
+    except ValueError:
+        return ""
+    if not isinstance(data, dict):
+        return ""
+    seen = {str(v).casefold() for v in shown[1:] if v}
+    out = []
+    for key, value in data.items():
+        if isinstance(value, (dict, list)) or value is None:
+            continue
+        text = str(value)
+        if text.casefold() in seen or (shown[0] and str(shown[0]) in text):
+            continue
+        quoted = json.dumps(text) if not text or _NEEDS_QUOTES.search(text) else text
+        out.append(f"{key}={quoted}")
+    return " ".join(out)
+
+
+def with_fields(con: duckdb.DuckDBPyConnection, records: list[Record]) -> list[Record]:
+    """`records` (of one ingested file) with their other fields after the first line of
+    the message (`field_text`), so ids kept in fields (a request id in JSON logs) are
+    shown."""
+    if not records or records[0].run is None:
+        return records
+    fields = dict(con.execute(
+        "SELECT line_no, fields FROM log_records WHERE ingest_run = ? AND line_no BETWEEN ? AND ?",
+        [records[0].run, records[0].line_no, records[-1].line_no]).fetchall())
+    out = []
+    for r in records:
+        first, sep, rest = r.message.partition("\n")
+        time = r.ts.strftime("%Y-%m-%dT%H:%M:%S") if r.ts else None
+        extra = field_text(fields.get(r.line_no), [time, first, r.level, r.host, r.component])
+        out.append(dataclasses.replace(r, message=f"{first} {extra}".strip() + sep + rest)
+                   if extra else r)
+    return out

@@ -39,12 +39,13 @@ from typing import Any
 
 from rlforge.links import BURST_LEAD, THRESHOLD, _names, identifiers
 from rlforge.tasks.answers import adversarial_answers, null_submission, solve_script
-from rlforge.tasks.incidents import Ticket, conversation, evidence_kinds, linked
+from rlforge.tasks.incidents import (Ticket, conversation, evidence_kinds, failures, linked,
+                                     with_fields)
 from rlforge.tasks.logs_common import (ERROR_LEVELS, FAILURE_LEVELS, ORDER_RULE, SECTION_HEAD,
                                        TOKENIZER_NOTE, Record, ShownRecord, SourceLines,
                                        WindowStats, _field, approx_tokens, error_burst_start,
                                        fmt_time, grow_fleet, grow_window, parse_shown,
-                                       parse_token_budgets, render,
+                                       parse_token_budgets, render, window_records,
                                        render_sections, section_names, shown_time, time_order)
 from rlforge.tasks.registry import Generator, register
 from rlforge.tasks.spec import BuildContext, SourceRef, Submission, TaskSpec, stable_sample
@@ -53,12 +54,15 @@ ID_KINDS = ("id_first_service", "id_failure_host", "id_failure_time")
 BURST_KINDS = ("burst_first_service", "burst_start_minute", "burst_first_host")
 KINDS = ID_KINDS + BURST_KINDS
 LEAD = BURST_LEAD  # bursts that began this long before the ticket was opened
+ONSET_MARGIN = dt.timedelta(minutes=5)
+BURST_GAP = dt.timedelta(seconds=60)  # BURST_RULE's most time between two records of a burst  # the records around the incident's onset seed the logs
 RESERVE_TOKENS = 1500  # the prompt around the logs: ticket, question, wording
 BURST_RULE = ("A burst is a run of at least 3 records of one file at level ERROR or FATAL, "
               "each logged at most 60 seconds after the one before it in that file (records "
               "at other levels in between do not break it); it begins at its first record.")
-HOLDS = ("A record holds `{x}` when `{x}` appears in the first line of its message (the text "
-         "after `COMPONENT: `).")
+HOLDS = ("A record holds `{x}` when `{x}` appears in the first line of its record line as "
+         "shown above (the text after `COMPONENT: `: its message, then its other fields as "
+         "`key=value`).")
 _SQL_SHOWN = """(SELECT unnest($runs::BIGINT[]) AS run, unnest($pos::INTEGER[]) AS pos,
                         unnest($lo::BIGINT[]) AS lo, unnest($hi::BIGINT[]) AS hi)"""
 
@@ -126,6 +130,11 @@ def stated_answer(kind: str, sections: list[tuple[str, list[ShownRecord]]], para
             "burst_first_host": host}[kind]
 
 
+def _whole_second(t: dt.datetime, up: bool) -> dt.datetime:
+    cut = t.replace(microsecond=0)
+    return cut + dt.timedelta(seconds=1) if up and cut != t else cut
+
+
 def _second(t: dt.datetime | None) -> str | None:
     return None if t is None else t.strftime("%Y-%m-%d %H:%M:%S")
 
@@ -136,16 +145,22 @@ def _bounds(sections: list[tuple[str, list[Record]]]) -> dict:
             "hi": [recs[-1].line_no for _, recs in sections]}
 
 
-def first_failure_with(con, sections, x: str) -> tuple[int, str | None, dt.datetime] | None:
+def first_failure_with(con, sections, x: str, whole: bool = False
+                       ) -> tuple[int, str | None, dt.datetime] | None:
     """DuckDB: (file position, host, time) of the first shown WARN/ERROR/FATAL record whose
-    message's first line holds `x`, in ORDER_RULE's order."""
+    message's first line or other fields hold `x`, in ORDER_RULE's order; with `whole`,
+    over every record of the shown files, shown or not."""
+    bounds = _bounds(sections)
+    if whole:
+        bounds = {**bounds, "lo": [0] * len(sections), "hi": [2 ** 62] * len(sections)}
     return con.execute(f"""
         SELECT s.pos, l.host, date_trunc('millisecond', l.ts) FROM log_lines l
         JOIN {_SQL_SHOWN} s ON l.ingest_run = s.run AND l.line_no BETWEEN s.lo AND s.hi
         WHERE l.level IN (SELECT unnest($levels::VARCHAR[]))
-          AND contains(split_part(l.message, chr(10), 1), $x)
+          AND (contains(split_part(l.message, chr(10), 1), $x)
+               OR contains(coalesce(CAST(l.fields AS VARCHAR), ''), $x))
         ORDER BY date_trunc('millisecond', l.ts), s.pos, l.line_no LIMIT 1""",
-                       {**_bounds(sections), "levels": list(FAILURE_LEVELS), "x": x}).fetchone()
+                       {**bounds, "levels": list(FAILURE_LEVELS), "x": x}).fetchone()
 
 
 def first_bursts(con, sections, lo: dt.datetime, hi: dt.datetime) -> list[tuple]:
@@ -256,22 +271,31 @@ class IncidentsDiagnose(Generator):
 
     @staticmethod
     def _seed(con, link: dict) -> WindowStats | None:
+        """The incident's onset in the linked window: the records of its file within
+        `ONSET_MARGIN` of the first failure record holding an id the ticket shares with the
+        log, else of the window's first failure record, else the whole window."""
+        found = failures(con, link)
+        onset = next((r.ts for holds, r in found if holds), None) or \
+            next((r.ts for _, r in found), None)
+        lo, hi = (link["window_start"], link["window_end"]) if onset is None else \
+            (onset - ONSET_MARGIN, onset + ONSET_MARGIN)
         row = con.execute("""
             SELECT min(line_no), max(line_no), count(*) FROM log_lines
-            WHERE ingest_run = ? AND ts BETWEEN ? AND ?""",
-                          [link["ingest_run"], link["window_start"], link["window_end"]]).fetchone()
+            WHERE ingest_run = ? AND ts BETWEEN ? AND ?""", [link["ingest_run"], lo, hi]).fetchone()
         if not row or not row[2]:
             return None
         return WindowStats(link["ingest_run"], link["log_file"], 0, row[0], row[1], row[2],
                            0, 0, 0, 0, row[2], 0)
 
     @staticmethod
-    def _sections(con, w: WindowStats, budget: int, fixed: int):
+    def _sections(con, w: WindowStats, budget: int, fixed: int, fleet: bool | None = None):
         """The logs shown: every file overlapping the window's time grown together to the
-        budget; the window's own file alone when no other file overlaps it."""
-        fleet = grow_fleet(con, w, budget, fixed)
-        if fleet is not None:
-            return fleet
+        budget; the window's own file alone when no other file overlaps it (`fleet`
+        True or False: only that way, as an earlier try of the same task chose)."""
+        if fleet is not False:
+            found = grow_fleet(con, w, budget, fixed)
+            if found is not None or fleet:
+                return found
         records = grow_window(con, w, budget, fixed)
         return None if records is None else [(section_names(con, [w.ingest_run])[w.ingest_run],
                                               records)]
@@ -283,13 +307,22 @@ class IncidentsDiagnose(Generator):
 
     def _spec(self, ctx: BuildContext, link: dict, ticket: Ticket, w: WindowStats, budget: int,
               made: Counter) -> TaskSpec | None:
+        # The logs are grown to `grow` tokens as logs_common renders records; shown with
+        # their fields they take more, so `grow` is scaled down until the instruction
+        # comes within 5% of the budget.
+        seed = window_records(ctx.con, w)
+        ratio = approx_tokens(render(with_fields(ctx.con, seed))) / max(1, approx_tokens(render(seed)))
         fixed, tokens = RESERVE_TOKENS, 0
-        for _ in range(3):
-            sections = self._sections(ctx.con, w, budget, fixed)
-            if sections is None:
+        grow = fixed + int((budget - fixed) / max(1.0, ratio))
+        fleet: bool | None = None
+        for _ in range(5):
+            plain = self._sections(ctx.con, w, grow, fixed, fleet)
+            if plain is None:
                 self._reject(link, f"context unfit: the logs around the window cannot come "
                                    f"within 5% of {budget} tokens", "context_unfit")
                 return None
+            fleet = len(plain) > 1
+            sections = [(n, with_fields(ctx.con, recs)) for n, recs in plain]
             text = render_sections(sections)
             q = self._ask(ctx, link, ticket, sections, text, budget, made)
             if q is None:
@@ -300,7 +333,10 @@ class IncidentsDiagnose(Generator):
                 tokens += approx_tokens(text)
             if 0.95 * budget <= tokens <= 1.05 * budget:
                 break
-            fixed = tokens - approx_tokens(text) + 16
+            shown = approx_tokens(text)
+            fixed = tokens - shown + 16
+            ratio = shown / max(1, approx_tokens(render_sections(plain)))
+            grow = fixed + int((budget - fixed) / max(1.0, ratio))
         else:
             self._reject(link, f"context budget: {tokens} tokens, not within 5% of {budget}",
                          "context_budget")
@@ -318,7 +354,8 @@ class IncidentsDiagnose(Generator):
             instruction_template="instruction.md", context=context, reference=reference,
             solution_files={"solve.sh": solve_script(q.answer_text)}, verifier="answer",
             group_key=f"incident:{ticket.ticket_id}",
-            dedup_text=(ticket.text() + "\n" + q.text)[:4000], time=ticket.created_at,
+            dedup_text=(f"{q.text}\n{files} {budget}\n{ticket.text()}")[:4000],
+            time=ticket.created_at,
             workspace={f"logs/{n}": data.encode() for n, data in files.items()},
             null=null_submission(),
             adversarial=adversarial_answers(options=q.candidates[:200], candidates=q.candidates)
@@ -369,9 +406,12 @@ class IncidentsDiagnose(Generator):
         rng = ctx.rng(self.name, link["link_id"], budget)
         order = sorted(self.kinds, key=lambda k: (made[k], rng.random()))
         ticket_text = ticket.text()
-        tried = []
+        tried, why = [], []
         for kind in order:
             q = self._question(ctx.con, kind, ticket, sections, shown, rng)
+            if isinstance(q, str):
+                why.append(f"{kind}: {q}")
+                continue
             if q is None:
                 continue
             got = stated_answer(kind, shown, q.params)
@@ -387,10 +427,13 @@ class IncidentsDiagnose(Generator):
             self._reject(link, f"answer in the ticket ({', '.join(tried)}), no other family "
                                "fits", "answer_in_ticket")
         else:
-            self._reject(link, "no family fits", "no_family_fits")
+            self._reject(link, "no family fits" + (f" ({'; '.join(why)})" if why else ""),
+                         "no_family_fits")
         return None
 
-    def _question(self, con, kind, ticket: Ticket, sections, shown, rng) -> Question | None:
+    def _question(self, con, kind, ticket: Ticket, sections, shown, rng) -> Question | str | None:
+        """The question of family `kind`, None where the logs cannot support it, or the
+        reason it is not asked."""
         services = [s for s, _ in shown]
         hosts = sorted({r.host for _, recs in shown for r in recs if r.host != "-"})
         named = [s for s in services if _names(ticket.text(), s)]
@@ -404,11 +447,14 @@ class IncidentsDiagnose(Generator):
             if kind == "id_first_service":
                 ids = [x for x in ids if sum(x in body for body in lines.values()) >= 2]
             if not ids:
-                return None
+                return "no id of the ticket in the logs shown" + \
+                    (" (in two services' logs)" if kind == "id_first_service" else "")
             x = rng.choice(ids)
             hit = first_failure_with(con, sections, x)
             if hit is None:
                 return None
+            if first_failure_with(con, sections, x, whole=True) != hit:
+                return f"`{x}` fails earlier than the logs shown"
             pos, host, t = hit
             what = f"the first record at level WARN, ERROR or FATAL that holds `{x}`"
             rule = HOLDS.format(x=x)
@@ -430,15 +476,27 @@ class IncidentsDiagnose(Generator):
                                     for r in recs}),
                             params, [Submission("ticket_opened_time", {"answer.txt": opened.encode()},
                                                 "the time the ticket was opened")])
-        lo, hi = opened_at - LEAD, opened_at
+        # The hours before the ticket, cut to where every file shown has records (whole
+        # seconds): what the rule reads is then all that was logged in that span.
+        firsts = [recs[0].ts for _, recs in sections]
+        lasts = [recs[-1].ts for _, recs in sections]
+        lo = _whole_second(max([opened_at - LEAD, *firsts]), up=True)
+        hi = _whole_second(min([opened_at, *lasts]), up=False)
+        if hi - lo < 2 * BURST_GAP:
+            return "the logs shown do not cover the hours before the ticket"
         found = first_bursts(con, sections, lo, hi)
-        if not found or (len(found) > 1 and found[0][1] == found[1][1]):
-            return None
+        if not found:
+            return "no burst in the logs shown before the ticket"
+        if len(found) > 1 and found[0][1] == found[1][1]:
+            return "two services' bursts began at the same time"
         pos, start, host = found[0]
+        if (start - lo) <= BURST_GAP:
+            return "the first burst may have begun before the logs shown"
         params = {"from": lo.isoformat(sep=" "), "to": hi.isoformat(sep=" ")}
         which = (f"{BURST_RULE} Consider only the records logged from {_second(lo)} to "
-                 f"{_second(hi)} UTC (the {int(LEAD.total_seconds() // 3600)} hours before the "
-                 "ticket was opened). Among the bursts in them, take the one that began first.")
+                 f"{_second(hi)} UTC (within the {int(LEAD.total_seconds() // 3600)} hours "
+                 "before the ticket was opened, where every file shown has records). Among "
+                 "the bursts in them, take the one that began first.")
         if kind == "burst_first_service":
             if len(found) < 2:
                 return None

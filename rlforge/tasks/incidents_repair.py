@@ -5,8 +5,9 @@ SWE-bench's instructions are the issue a user wrote, not the commit message. Her
 qualifies only when a stored link (`rlforge.links`) joins it to a ticket at or above
 `min_confidence` (0.7 by default); the surest ticket is the task's. The instruction shows
 that ticket as stored (redacted at ingest): its subject, the customer's opening message and
-the public messages of the conversation written before the commit (either side), never
-its resolution, its key or the link's evidence; with `log_excerpt` > 0, also the first
+the customer's later public messages written before the commit (the agents' replies too
+with `agent_messages`, off by default: they often say what the fix is), never its
+resolution, its key or the link's evidence; with `log_excerpt` > 0, also the first
 WARN/ERROR/FATAL records (at most that many) of the ticket's surest linked log window.
 Everything else is `commits.repair`'s (`CommitsRepair` is reused, not copied): the
 workspace is the repository at the parent, the commit's test changes are hidden, the same
@@ -26,8 +27,9 @@ import datetime as dt
 
 from rlforge.links import THRESHOLD
 from rlforge.tasks.commits_repair import CommitsRepair, problem_statement
-from rlforge.tasks.incidents import Message, Ticket, conversation, evidence_kinds, linked, shares_run
-from rlforge.tasks.logs_common import FAILURE_LEVELS, Record, render
+from rlforge.tasks.incidents import (Message, Ticket, conversation, evidence_kinds, failures,
+                                     linked, shares_run)
+from rlforge.tasks.logs_common import render
 from rlforge.tasks.registry import register
 from rlforge.tasks.repair.select import CommitRow
 from rlforge.tasks.spec import SourceRef
@@ -43,13 +45,17 @@ BORROWED_TEMPLATES = ["commits.repair/Dockerfile.j2", "commits.repair/test.sh.j2
           verifier="repair")
 class IncidentsRepair(CommitsRepair):
     def __init__(self, build=None, min_confidence: float = THRESHOLD,
-                 log_excerpt: int = EXCERPT_LINES, **options) -> None:
+                 log_excerpt: int = EXCERPT_LINES, agent_messages: bool = False,
+                 **options) -> None:
         """`min_confidence`: the least link confidence a commit's ticket needs;
-        `log_excerpt`: records of the linked log window to show (0: none); other options
-        are `commits.repair`'s."""
+        `log_excerpt`: records of the linked log window to show (0: none);
+        `agent_messages`: also show the agents' public replies written before the commit
+        (SWE-bench's hints; off: they often say what the fix is); other options are
+        `commits.repair`'s."""
         super().__init__(build=build, **options)
         self.min_confidence = float(min_confidence)
         self.log_excerpt = int(log_excerpt)
+        self.agent_messages = bool(agent_messages)
         self._chosen: dict[tuple[str, str], tuple[dict, Ticket, str]] = {}
 
     def _window(self, con) -> list[CommitRow]:
@@ -79,15 +85,17 @@ class IncidentsRepair(CommitsRepair):
             out.append(row)
         return out
 
-    @staticmethod
-    def _ticket(con, ticket_id: str, row: CommitRow) -> Ticket | None:
-        """The ticket as the policy sees it: messages written before the commit (those
-        without a time only when the customer wrote them)."""
+    def _ticket(self, con, ticket_id: str, row: CommitRow) -> Ticket | None:
+        """The ticket as the policy sees it: the customer's messages written before the
+        commit (and the agents', with `agent_messages`); one without a time counts only
+        when the customer wrote it."""
         when = row.committed_at
         if when is not None and when.tzinfo is not None:  # tickets store naive UTC
             when = when.astimezone(dt.timezone.utc).replace(tzinfo=None)
 
         def before(m: Message) -> bool:
+            if m.role != "customer" and not self.agent_messages:
+                return False
             if m.created_at is None or when is None:
                 return m.role == "customer"
             return m.created_at < when
@@ -98,19 +106,9 @@ class IncidentsRepair(CommitsRepair):
         windows, those holding an id the ticket quotes first, shown in time order."""
         if self.log_excerpt <= 0:
             return ""
-        found: list[tuple[bool, Record]] = []
-        for w in linked(con, "log_window", self.min_confidence):
-            if w["ticket_id"] != ticket_id or w["window_start"] is None:
-                continue
-            ids = [e["value"] for e in w["evidence"] if e["kind"] == "shared_id"]
-            rows = con.execute("""
-                SELECT line_no, ts, host, component, level, message, template_id,
-                       list_has_any(?, string_split_regex(message, '[^A-Za-z0-9_.-]+')) FROM log_lines
-                WHERE ingest_run = ? AND ts BETWEEN ? AND ? AND level IN (SELECT unnest(?))
-                ORDER BY line_no""", [ids, w["ingest_run"], w["window_start"], w["window_end"],
-                                      list(FAILURE_LEVELS)]).fetchall()
-            found += [(bool(r[7]), Record(r[0], r[1], r[2], r[3], r[4], r[5] or "", r[6]))
-                      for r in rows]
+        found = [f for w in linked(con, "log_window", self.min_confidence)
+                 if w["ticket_id"] == ticket_id and w["window_start"] is not None
+                 for f in failures(con, w)]
         found.sort(key=lambda hr: (not hr[0], hr[1].ts, hr[1].line_no))
         chosen = sorted((r for _, r in found[:self.log_excerpt]), key=lambda r: (r.ts, r.line_no))
         return render(chosen) if chosen else ""
