@@ -282,7 +282,7 @@ def _touched_tickets(con, by_source: dict[str, list[int]], patterns: tuple[str, 
             near = [r[0] for r in con.execute(
                 "SELECT ticket_id FROM tickets WHERE created_at BETWEEN ? AND ?",
                 [b.start - WINDOW_MARGIN, b.start + BURST_LEAD]).fetchall()]
-            affected |= {tid for tid, text in _ticket_texts(con, near).items() if _names(text, b.service)}
+            affected |= {tid for tid, text in _ticket_texts(con, near).items() if names(text, b.service)}
     return affected
 
 
@@ -339,7 +339,7 @@ def _near(opened: dt.datetime | None, b: Burst) -> bool:
     return opened is not None and b.start - WINDOW_MARGIN <= opened <= b.start + BURST_LEAD
 
 
-def _names(text: str, service: str) -> bool:
+def names(text: str, service: str) -> bool:
     """Whether a ticket's text names a service ("inventory-sync", "inventory sync")."""
     if len(service) < 5:
         return False
@@ -396,7 +396,7 @@ def _links_for(con, tickets: set[str], patterns: tuple[str, ...]) -> list[Link]:
         for tid, text in texts.items():
             t_open = opened.get(tid)
             for b in bursts:
-                if not _near(t_open, b) or not _names(text, b.service):
+                if not _near(t_open, b) or not names(text, b.service):
                     continue
                 assert t_open is not None
                 rivals = sum(1 for o in bursts if o.service == b.service and o is not b

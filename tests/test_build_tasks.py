@@ -177,6 +177,21 @@ def test_near_duplicates_share_a_group_and_so_a_split():
     assert 1450 < counts["train"] < 1750 and counts["val"] > 100 and counts["test"] > 100
 
 
+def test_one_ticket_lands_in_one_split_whichever_generators_use_it(cli, ticket_db, tmp_path):
+    """A ticket's triage and reply tasks share its group, so its split: a model trained
+    on one must not be tested on the other (the hash does not include the generator)."""
+    result, _ = build(cli, tmp_path / "o", "--generators", "tickets.triage,tickets.reply",
+                      "--no-validate")
+    assert result.exit_code == 0, result.output
+    splits: dict[str, set[str]] = {}
+    for toml in (tmp_path / "o").glob("*/task.toml"):
+        meta = tomllib.loads(toml.read_text())["metadata"]["rlforge"]
+        splits.setdefault(meta["group_key"], set()).add(meta["split"])
+    assert len(splits) > 50 and all(len(s) == 1 for s in splits.values())
+    both = sum(1 for toml in (tmp_path / "o").glob("tickets-reply-*/task.toml"))
+    assert both > 10  # reply tasks exist beside the triage tasks of the same tickets
+
+
 def test_split_by_time_needs_a_cutoff_and_cuts_there(cli, ticket_db, tmp_path, query):
     bad = cli("build-tasks", "--out", tmp_path / "x", "--split-by", "time", "--no-validate",
               "--generators", "tickets.triage", "--limit", "3")

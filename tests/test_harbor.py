@@ -24,7 +24,8 @@ from rlforge.verify.boundary import read_logged_result
 
 HARBOR_VENV = ROOT / ".venv-harbor"
 ENVIRONMENT = "rlforge.harbor:SandboxEnvironment"
-GENERATORS = ("tickets-triage", "tickets-reply", "logs-diagnose", "logs-script", "commits-repair")
+GENERATORS = ("tickets-triage", "tickets-reply", "logs-diagnose", "logs-script", "commits-repair",
+              "incidents-repair", "incidents-diagnose")
 
 
 def _python_312() -> str | None:
@@ -80,7 +81,8 @@ def sample_tasks(tmp_path_factory, shared_cache) -> Path:
     subprocess.run([sys.executable, str(SAMPLE_DATA / "repo" / "build_repo.py"), str(root / "dura")],
                    check=True, capture_output=True)
     rlforge("ingest", "commits", root / "dura")
-    rlforge("ingest", "logs", *sorted(SAMPLE_DATA.glob("logs/*.log*")))
+    rlforge("ingest", "logs", *sorted(p for p in SAMPLE_DATA.glob("logs/**/*") if p.is_file()
+                                      and p.suffix not in (".py", ".md", ".json")))
     rlforge("build-tasks", "--out", root / "tasks", "--limit", 40, "--seed", 1, "--no-validate")
     return root / "tasks"
 

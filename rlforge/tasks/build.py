@@ -174,7 +174,10 @@ def _assign_splits(specs: list[TaskSpec], opts: BuildOptions) -> list[str]:
         return [time_split(s.time, opts.cutoff) for s in specs]
     groups = near_duplicate_groups([s.group_key for s in specs], [s.dedup_text for s in specs])
     # Shared group keys were already equal; near-duplicates now share the smallest key.
-    return [hash_split(f"{s.generator}:{g}", opts.ratios) for s, g in zip(specs, groups)]
+    # The generator is not part of the hash: the same thread, commit or incident lands in
+    # one split whichever generators made tasks of it (a fix in commits.repair and
+    # incidents.repair, a ticket in triage, reply and incidents.diagnose).
+    return [hash_split(g, opts.ratios) for g in groups]
 
 
 def _validation_payload(spec: TaskSpec) -> bytes:

@@ -37,7 +37,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
-from rlforge.links import BURST_LEAD, THRESHOLD, _names, identifiers
+from rlforge.links import BURST_LEAD, THRESHOLD, identifiers, names
 from rlforge.tasks.answers import adversarial_answers, null_submission, solve_script
 from rlforge.tasks.incidents import (Ticket, conversation, evidence_kinds, failures, linked,
                                      with_fields)
@@ -188,7 +188,7 @@ def first_bursts(con, sections, lo: dt.datetime, hi: dt.datetime) -> list[tuple]
 def _given(ticket_text: str, kind: str, answer: str, opened: dt.datetime | None) -> bool:
     """Whether the ticket (as shown, with its opening time) gives the answer away."""
     if kind.endswith("service"):
-        return _names(ticket_text, answer) or _word(ticket_text, answer)
+        return names(ticket_text, answer) or _word(ticket_text, answer)
     if kind.endswith("host"):
         return _word(ticket_text, answer)
     t = dt.datetime.fromisoformat(answer)
@@ -353,7 +353,7 @@ class IncidentsDiagnose(Generator):
                              [ticket.content_hash, hashlib.sha256(text.encode()).hexdigest()[:32]]),
             instruction_template="instruction.md", context=context, reference=reference,
             solution_files={"solve.sh": solve_script(q.answer_text)}, verifier="answer",
-            group_key=f"incident:{ticket.ticket_id}",
+            group_key=ticket.ticket_id,  # one split with the ticket's triage and reply tasks
             dedup_text=(f"{q.text}\n{files} {budget}\n{ticket.text()}")[:4000],
             time=ticket.created_at,
             workspace={f"logs/{n}": data.encode() for n, data in files.items()},
@@ -436,7 +436,7 @@ class IncidentsDiagnose(Generator):
         reason it is not asked."""
         services = [s for s, _ in shown]
         hosts = sorted({r.host for _, recs in shown for r in recs if r.host != "-"})
-        named = [s for s in services if _names(ticket.text(), s)]
+        named = [s for s in services if names(ticket.text(), s)]
         opened_at = ticket.created_at
         assert opened_at is not None, "specs() skips tickets without an opening time"
         opened = opened_at.strftime("%Y-%m-%d %H:%M:%S")
