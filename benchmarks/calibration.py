@@ -1,8 +1,9 @@
 """Calibration on sample_data: how well `rlforge calibrate` recovers known pass rates, and the
 saturated / dead / in-band shares per generator; then two incremental builds, timed.
 
-1. Ingests sample_data (tickets and logs) into a fresh database, builds up to `--per-gen`
-   tasks of each generator that has rows (not validated: the run is what is measured);
+1. Ingests sample_data (the three ticket exports, the dura repository, every log file)
+   into a fresh database, builds up to `--per-gen` tasks of each generator that has rows
+   (not validated: the run is what is measured);
 2. runs them with `--samples K` (default 16) against `tests/rated_policy.py`, a server on
    127.0.0.1 that solves task T with probability rate(T), a fixed function of its id;
 3. prints, per generator, the share of tasks whose true rate lies inside the stored
@@ -38,8 +39,8 @@ sys.path.insert(0, str(ROOT / "tests"))
 from rated_policy import RatedPolicy, rate  # noqa: E402
 
 SAMPLE = ROOT / "sample_data"
-LOGS = ["billing-api.jsonl", "edge-access.log", "inventory-sync.log", "pg-main.syslog",
-        "pos-gateway.json.log.gz"]
+LOGS = sorted(p for p in (SAMPLE / "logs").glob("**/*") if p.is_file()
+              and p.suffix not in (".py", ".md", ".json"))
 
 
 def rlforge(env: dict, *args: str) -> str:
@@ -78,9 +79,16 @@ def main() -> None:
         incremental(work, env)
         return
     rlforge(env, "ingest", "tickets", SAMPLE / "tickets" / "tickets.csv", "-q")
-    for name in LOGS:
-        rlforge(env, "ingest", "logs", SAMPLE / "logs" / name, "-q")
-    generators = ["tickets.triage", "tickets.reply", "logs.diagnose", "logs.script"]
+    rlforge(env, "ingest", "tickets", SAMPLE / "tickets" / "jira_export.csv", "--map",
+            "category=Component/s", "-q")
+    rlforge(env, "ingest", "tickets", SAMPLE / "tickets" / "zendesk_export.json", "--map",
+            "category=custom_fields.360041872211", "-q")
+    subprocess.run([sys.executable, str(SAMPLE / "repo" / "build_repo.py"), str(work / "dura")],
+                   check=True, capture_output=True)
+    rlforge(env, "ingest", "commits", work / "dura", "-q")
+    rlforge(env, "ingest", "logs", *LOGS, "-q")
+    generators = ["tickets.triage", "tickets.reply", "logs.diagnose", "logs.script",
+                  "commits.repair", "incidents.repair", "incidents.diagnose"]
     n = args.per_gen * len(generators)
     mix = ",".join(f"{g}=1" for g in generators)
     build = json.loads(rlforge(env, "build-tasks", "--out", work / "tasks", "--generators",

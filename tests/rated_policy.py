@@ -8,8 +8,8 @@ of one rollout agrees, a rerun is identical, and a test can recompute every verd
 
 - A single-turn task gets its gold answer (the text its `solution/solve.sh` writes) after
   a line of reasoning, or a wrong one;
-- a multi-turn task gets one bash call running its gold `solve.sh` (or writing a wrong
-  answer), then `submit`.
+- a multi-turn task gets one bash call running its gold `solve.sh` (a repair task's with
+  its gold patch written inline), or writing a wrong answer, then `submit`.
 """
 
 from __future__ import annotations
@@ -74,5 +74,9 @@ class RatedPolicy(ScriptedPolicy):
             if turn == 1:
                 return SUBMIT
             solve = (path / "solution" / "solve.sh").read_text()
+            gold = path / "solution" / "gold.diff"
+            if gold.is_file():  # /solution is not the policy's: it writes the patch itself
+                solve = ("cat > /tmp/gold.diff <<'RLFORGE_GOLD_EOF'\n" + gold.read_text()
+                         + "RLFORGE_GOLD_EOF\n" + solve.replace("/solution/gold.diff", "/tmp/gold.diff"))
             return bash_call(solve if good else "echo 'no idea' > /app/answer.txt")
         return step
