@@ -170,6 +170,11 @@ def test_near_duplicates_share_a_group_and_so_a_split():
              "The barcode scanner stopped pairing with the iPad after the update yesterday"]
     groups = near_duplicate_groups(["t1", "t2", "t3"], texts)
     assert groups[0] == groups[1] == "t1" and groups[2] == "t3"
+    # a shared key joins whatever else either item is joined to; a related key joins too
+    four = near_duplicate_groups(["t2", "t1", "t2", "c9", "t4"], [texts[0], texts[1], texts[2],
+                                                                  "fix the parser", "x y z"],
+                                 [[], [], [], ["t2"], []])
+    assert four == ["c9", "c9", "c9", "c9", "t4"]  # the smallest key names the group
     assert hash_split("x") == hash_split("x")
     counts = {s: 0 for s in ("train", "val", "test")}
     for i in range(2000):

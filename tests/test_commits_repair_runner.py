@@ -347,11 +347,12 @@ def test_checked_asserts_are_rewritten_in_place_and_keep_lines():
 
 
 def test_only_equality_and_membership_with_a_real_literal_count_as_checked():
-    source = ("def test_eq():\n    assert f() == 'x'\n\n\ndef test_in():\n    assert 'ab' in f()\n\n\n"
+    source = ("def test_eq():\n    assert f() == 'x'\n\n\ndef test_in():\n    assert f() in ('ab', 'cd')\n\n\n"
               "def test_ne():\n    assert f() != 'x'\n\n\ndef test_lt():\n    assert f() < 7\n\n\n"
-              "def test_zero():\n    assert f() == 0\n")
-    ids = [f"t.py::test_{k}" for k in ("eq", "in", "ne", "lt", "zero")]
-    # NaN passes !=, infinity passes <, 0 is a guess: none of them hides the answer
+              "def test_zero():\n    assert f() == 0\n\n\ndef test_contains():\n    assert 'ab' in f()\n")
+    ids = [f"t.py::test_{k}" for k in ("eq", "in", "ne", "lt", "zero", "contains")]
+    # NaN passes !=, infinity passes <, 0 is a guess, and a value listing every candidate
+    # holds any literal: none of them hides the answer
     assert repair_standalone.checked_fail_to_pass({"t.py": source.encode()}, ids) == ids[:2]
 
 

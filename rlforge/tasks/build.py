@@ -172,8 +172,10 @@ def _assign_splits(specs: list[TaskSpec], opts: BuildOptions) -> list[str]:
         if opts.cutoff is None:
             raise UserError("--split-by time needs --cutoff DATE (e.g. 2024-06-01)")
         return [time_split(s.time, opts.cutoff) for s in specs]
-    groups = near_duplicate_groups([s.group_key for s in specs], [s.dedup_text for s in specs])
-    # Shared group keys were already equal; near-duplicates now share the smallest key.
+    groups = near_duplicate_groups([s.group_key for s in specs], [s.dedup_text for s in specs],
+                                   [s.related_groups for s in specs])
+    # Tasks sharing a group key or a related group, or near-duplicate texts, now share the
+    # smallest key of their group.
     # The generator is not part of the hash: the same thread, commit or incident lands in
     # one split whichever generators made tasks of it (a fix in commits.repair and
     # incidents.repair, a ticket in triage, reply and incidents.diagnose).

@@ -125,6 +125,7 @@ class IncidentsRepair(CommitsRepair):
         spec.source = SourceRef("links", [f"{row.repo}@{row.sha}", ticket.ticket_id],
                                 [f"git:{row.sha}", ticket.content_hash])
         spec.dedup_text = ticket.text() + "\n" + excerpt
+        spec.related_groups = [ticket.ticket_id]  # one split with the ticket's other tasks
         if len(subject.split()) >= 3:
             spec.secret_strings = [*spec.secret_strings, subject]
         spec.templates = [*spec.templates, *BORROWED_TEMPLATES]

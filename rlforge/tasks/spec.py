@@ -70,6 +70,9 @@ class TaskSpec:
     evidence_in_workspace: bool = False  # the workspace holds the data the answer comes from
     extra_metadata: dict[str, Any] = field(default_factory=dict)
     templates: list[str] = field(default_factory=list)
+    # other groups whose material this task shows (an incident repair task's ticket): the
+    # tasks of all of them land in one split
+    related_groups: list[str] = field(default_factory=list)
 
 
 @dataclass

@@ -48,8 +48,11 @@ def minhash(text: str) -> tuple[int, ...]:
     return tuple(sig)
 
 
-def near_duplicate_groups(keys: Sequence[str], texts: Sequence[str]) -> list[str]:
-    """For each item, the representative key of its near-duplicate group (min key)."""
+def near_duplicate_groups(keys: Sequence[str], texts: Sequence[str],
+                          related: Sequence[Sequence[str]] | None = None) -> list[str]:
+    """For each item, the representative key of its group (min key): items sharing a key
+    (their own, or one of `related`, e.g. the ticket a repair task shows) or a
+    near-duplicate text are one group."""
     parent = list(range(len(keys)))
 
     def find(i: int) -> int:
@@ -63,6 +66,10 @@ def near_duplicate_groups(keys: Sequence[str], texts: Sequence[str]) -> list[str
         if ri != rj:
             parent[max(ri, rj)] = min(ri, rj)
 
+    first: dict[str, int] = {}
+    for i, key in enumerate(keys):
+        for k in (key, *(related[i] if related else ())):
+            union(i, first.setdefault(k, i))
     sigs = [minhash(t) for t in texts]
     rows = NUM_PERM // BANDS
     for b in range(BANDS):

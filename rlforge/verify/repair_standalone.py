@@ -930,10 +930,11 @@ def externalize_checks(source, keys, name, start=0):
             if seg is None:
                 continue
             literal = val_l if lit_l else val_r
-            # Only == and `in` hide something: != holds for NaN, < and > for infinities,
-            # `not in` for an empty value, whatever the literal.
-            trivial = op not in ("Eq", "In") or any(type(literal) is type(t) and literal == t
-                                                     for t in TRIVIAL)
+            # Only == and `value in <literals>` hide something: != holds for NaN, < and >
+            # for infinities, `not in` for an empty value, and `<literal> in value` for a
+            # value that lists every candidate, whatever the literal.
+            trivial = op not in ("Eq", "In") or (op == "In" and lit_l) or any(
+                type(literal) is type(t) and literal == t for t in TRIVIAL)
             plan[index] = {"test": key, "op": op, "literal": repr(literal), "literal_left": lit_l,
                            "trivial": trivial}
             call = f"{name}({index}, ({seg}))".encode("utf-8", "surrogateescape")

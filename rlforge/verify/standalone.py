@@ -107,14 +107,28 @@ TS_FORMATS = ("%Y-%m-%dT%H:%M:%S.%f", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%d %H:%M:%S.%f
 
 
 def parse_timestamp(text):
-    t = text.strip().replace("Z", "").replace("z", "")
-    t = re.sub(r"([+-]\d\d:?\d\d)$", "", t).strip()
+    """A written time as a naive datetime, or None. A `Z` or `+00:00` suffix is dropped;
+    any other UTC offset names another instant than the same digits in the logs' own
+    time, so such a time is not read (never silently shifted or ignored)."""
+    t = text.strip()
+    if t[-1:] in "Zz":
+        t = t[:-1]
+    offset = re.search(r"([+-])(\d\d):?(\d\d)$", t) if re.search(r"\d[T ]\d", t) else None
+    if offset:
+        if offset.group(2) != "00" or offset.group(3) != "00":
+            return None
+        t = t[:offset.start()]
     for fmt in TS_FORMATS:
         try:
-            return dt.datetime.strptime(t, fmt)
+            return dt.datetime.strptime(t.strip(), fmt)
         except ValueError:
             continue
     return None
+
+
+def _minute_precision(text):
+    """Whether a reference time is written to the minute (`YYYY-MM-DD HH:MM`)."""
+    return re.fullmatch(r"\d{4}-\d\d-\d\d[T ]\d\d:\d\d", text.strip()) is not None
 
 
 def split_items(text):
@@ -162,8 +176,11 @@ def score_answer(ref, submitted):
         ok_format = value is not None
         if ok_format:
             want = parse_timestamp(expected)
+            if _minute_precision(expected):  # a minute asked: its seconds do not matter
+                value = value.replace(second=0, microsecond=0)
             correct = abs((value - want).total_seconds()) <= float(ref.get("tolerance_sec", 0))
-        detail = "" if ok_format else "not a timestamp (use YYYY-MM-DD HH:MM:SS)"
+        detail = "" if ok_format else ("not a timestamp as the logs write it (YYYY-MM-DD "
+                                       "HH:MM:SS, no UTC offset)")
     elif kind == "set":
         got = {normalize(x) for x in split_items(answer)}
         want = {normalize(x) for x in expected}

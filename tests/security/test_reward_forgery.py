@@ -184,6 +184,25 @@ def test_forbidden_content_survives_invisible_characters_and_punctuation():
         "no_forbidden_content"]["value"] == 1
 
 
+def test_a_time_with_another_utc_offset_is_not_the_logs_time():
+    """A wrong instant written with an offset used to score: the offset was stripped and
+    the digits compared. Now only the logs' own time (or Z, +00:00) is read; a minute
+    question takes a correct time to the second."""
+    from rlforge.verify import standalone
+
+    second = {"answer": "2024-05-14 09:02:51", "answer_kind": "timestamp", "tolerance_sec": 0}
+    minute = {"answer": "2024-07-30 14:21", "answer_kind": "timestamp", "tolerance_sec": 0}
+    got = {a: standalone.score_answer(second, a)["total"] for a in (
+        "2024-05-14 09:02:51", "2024-05-14T09:02:51Z", "2024-05-14T09:02:51+00:00",
+        "2024-05-14T09:02:51+02:00", "2024-05-14T11:02:51+02:00", "2024-05-14 09:02")}
+    assert got == {"2024-05-14 09:02:51": 1.0, "2024-05-14T09:02:51Z": 1.0,
+                   "2024-05-14T09:02:51+00:00": 1.0, "2024-05-14T09:02:51+02:00": 0.0,
+                   "2024-05-14T11:02:51+02:00": 0.0, "2024-05-14 09:02": 0.0}
+    assert [standalone.score_answer(minute, a)["total"] for a in (
+        "2024-07-30 14:21", "2024-07-30 14:21:31", "2024-07-30 14:22:00", "2024-07-30 14:20:59",
+        "2024-07-30T14:21+01:00")] == [1.0, 1.0, 0.0, 0.0, 0.0]
+
+
 # --- commits.repair -----------------------------------------------------------------------
 
 # A white-box forger for the old verifier: it knows the junit path from argv, the selection
