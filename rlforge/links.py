@@ -40,6 +40,7 @@ import duckdb
 
 from rlforge import db
 from rlforge.ingest.common import service_name
+from rlforge.tasks.logs_common import ERROR_LEVELS
 
 THRESHOLD = 0.7  # links at or above it are shown and used by the incident generators
 BURST_BUCKET = dt.timedelta(minutes=10)  # errors are counted per bucket of this width
@@ -47,7 +48,6 @@ BURST_LEAD = dt.timedelta(hours=2)  # a ticket opened this long after a burst be
 SHARED_BEFORE = dt.timedelta(days=7)  # a shared id's records may precede the ticket this much
 SHARED_AFTER = dt.timedelta(days=2)  # or follow it (a retry the customer reports later)
 WINDOW_MARGIN = dt.timedelta(minutes=5)  # around the records the evidence points at
-ERROR_LEVELS = ("error", "fatal")
 _META_KEY = "links.last_ingest_run"
 
 # A Jira-style key, a #number, a number after a ticket word, a URL.
@@ -175,10 +175,6 @@ class UpdateReport:
     tickets_relinked: int = 0
     links: int = 0  # rows written
     above: int = 0  # of them at or above THRESHOLD
-
-    def to_dict(self) -> dict[str, int]:
-        return {"new_runs": self.new_runs, "tickets_relinked": self.tickets_relinked,
-                "links": self.links, "above_threshold": self.above}
 
 
 def update(con: duckdb.DuckDBPyConnection, *, patterns: Iterable[str] = (),
