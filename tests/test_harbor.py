@@ -41,15 +41,21 @@ def _python_312() -> str | None:
     return None
 
 
-def harbor() -> Path:
-    exe = HARBOR_VENV / "bin" / "harbor"
+def built_by_setup(exe: Path, client: str) -> Path:
+    """`exe` of a client scripts/setup.sh installs in a Python >= 3.12 venv; a loud skip
+    where this machine has no such Python, a failure where setup was not run."""
     if exe.is_file():
         return exe
     if _python_312() is None:
-        print("\n*** SKIPPING THE HARBOR TESTS: this machine has no Python >= 3.12, which "
-              "Harbor needs, so rlforge's tasks were NOT run in real Harbor ***", file=sys.stderr)
-        pytest.skip("NO PYTHON >= 3.12: Harbor cannot be installed here; Harbor tests NOT run")
+        print(f"\n*** SKIPPING THE {client.upper()} TESTS: this machine has no Python >= 3.12, "
+              f"which {client} needs, so rlforge's tasks were NOT run in real {client} ***",
+              file=sys.stderr)
+        pytest.skip(f"NO PYTHON >= 3.12: {client} cannot be installed here; {client} tests NOT run")
     pytest.fail(f"{exe} is missing though this machine has Python >= 3.12: run scripts/setup.sh")
+
+
+def harbor() -> Path:
+    return built_by_setup(HARBOR_VENV / "bin" / "harbor", "Harbor")
 
 
 def harbor_env(cache: Path) -> dict[str, str]:

@@ -15,13 +15,12 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from paths import ROOT
-from test_harbor import _python_312, sample_tasks, task_dirs  # noqa: F401 (a fixture)
+from test_harbor import built_by_setup, sample_tasks, task_dirs  # noqa: F401 (a fixture)
 from test_run_support import ScriptedPolicy, bash_call
 
 VENV = ROOT / ".venv-verifiers"
@@ -31,14 +30,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.sandbox]
 
 
 def verifiers_python() -> Path:
-    exe = VENV / "bin" / "python"
-    if exe.is_file():
-        return exe
-    if _python_312() is None:
-        print("\n*** SKIPPING THE VERIFIERS TESTS: this machine has no Python >= 3.12, which "
-              "verifiers needs, so rlforge's tasks were NOT run in real verifiers ***", file=sys.stderr)
-        pytest.skip("NO PYTHON >= 3.12: verifiers cannot be installed here; verifiers tests NOT run")
-    pytest.fail(f"{exe} is missing though this machine has Python >= 3.12: run scripts/setup.sh")
+    return built_by_setup(VENV / "bin" / "python", "verifiers")
 
 
 def in_verifiers(*args: str, cache: Path, timeout: float = 600) -> subprocess.CompletedProcess:
