@@ -34,14 +34,11 @@ from harbor.environments.base import BaseEnvironment, ExecResult
 from harbor.environments.capabilities import EnvironmentCapabilities
 
 from rlforge.sandbox import SandboxSpec, copy_tree, read_file, run
-from rlforge.sandbox.spec import LOGS_MOUNT, TESTS_MOUNT, VENV_MOUNT, WORKSPACE_MOUNT
+from rlforge.sandbox.mounts import Mounts
+from rlforge.sandbox.spec import LOGS_MOUNT, TESTS_MOUNT, WORKSPACE_MOUNT
 
 TYPE = "rlforge-sandbox"
 DEFAULT_TIMEOUT_SEC = 3600.0
-#: Paths the sandbox owns (the host's read-only system, its private /tmp): nothing can be
-#: uploaded there.
-SYSTEM_PATHS = ("/usr", "/bin", "/sbin", "/lib", "/lib64", "/lib32", "/libx32", "/etc",
-                "/proc", "/dev", "/tmp", "/sys", "/run", "/var", VENV_MOUNT)
 #: Read-only inside the sandbox: the tests and the solution Harbor uploads (the verifier
 #: and solve.sh only read them).
 READ_ONLY = (TESTS_MOUNT, "/solution")
@@ -67,7 +64,7 @@ class SandboxEnvironment(BaseEnvironment):
     def __init__(self, *args: Any, **kwargs: Any):
         super().__init__(*args, **kwargs)
         self._root: Path | None = None
-        self._mounts: dict[str, Path] = {}
+        self._mounts: Mounts | None = None
         self._fields: dict[str, Any] = {}
 
     # --- lifecycle -------------------------------------------------------------------
@@ -76,12 +73,12 @@ class SandboxEnvironment(BaseEnvironment):
         self._root = Path(tempfile.mkdtemp(prefix="rlforge-harbor-"))
         self._root.chmod(0o755)
         app = Path(self.environment_dir) / "app"
-        self._mounts = {}
-        workspace = self._mount(WORKSPACE_MOUNT)
+        self._mounts = Mounts(self._root)
+        workspace = self._mounts.add(WORKSPACE_MOUNT)
         if app.is_dir():
             shutil.copytree(app, workspace, dirs_exist_ok=True, symlinks=True)
         for path in LOG_DIRS:
-            self._mount(path)
+            self._mounts.add(path)
         self._fields = self._task_fields()
 
     async def stop(self, delete: bool) -> None:
@@ -108,31 +105,12 @@ class SandboxEnvironment(BaseEnvironment):
 
     # --- where a path lives on the host ----------------------------------------------
 
-    def _mount(self, path: str) -> Path:
-        assert self._root is not None, "the environment is not started"
-        host = self._root / "mounts" / str(len(self._mounts))
-        host.mkdir(parents=True)
-        host.chmod(0o777)
-        self._mounts[path] = host
-        return host
-
     def _locate(self, path: str, create: str | None = None) -> Path:
         """The host path of a sandbox path; `create` names the directory to mount when no
         mounted directory holds it yet."""
-        p = PurePosixPath(path)
-        if not p.is_absolute() or ".." in p.parts:
-            raise ValueError(f"{path!r}: give an absolute path without '..'")
-        for mount in sorted(self._mounts, key=len, reverse=True):
-            if p == PurePosixPath(mount) or PurePosixPath(mount) in p.parents:
-                return self._mounts[mount].joinpath(*p.relative_to(mount).parts)
-        if create is None:
-            raise FileNotFoundError(f"{path}: not in this environment")
-        top = PurePosixPath(create)
-        if str(top) == "/" or any(str(top) == s or str(top).startswith(s + "/") for s in SYSTEM_PATHS):
-            raise ValueError(f"{create}: rlforge's sandbox keeps {create} read-only; "
-                             "upload below another directory")
-        self._mount(str(top))
-        return self._locate(path)
+        assert self._mounts is not None, "the environment is not started"
+        root, relative = self._mounts.find(PurePosixPath(path), create)
+        return root.joinpath(*relative.parts)
 
     # --- files -----------------------------------------------------------------------
 
@@ -162,14 +140,10 @@ class SandboxEnvironment(BaseEnvironment):
     # --- commands --------------------------------------------------------------------
 
     def _spec(self, cwd: str | None, env: dict[str, str] | None, timeout_sec: float | None) -> SandboxSpec:
-        mounts = dict(self._mounts)
-        workspace, logs = mounts.pop(WORKSPACE_MOUNT), mounts.pop(LOGS_MOUNT)
-        tests = mounts.pop(TESTS_MOUNT, None)
-        ro = {p: h for p, h in mounts.items() if p in READ_ONLY}
-        rw = {p: h for p, h in mounts.items() if p not in READ_ONLY}
+        assert self._mounts is not None, "the environment is not started"
         variables = {**(self._merge_env(env) or {}), "RLFORGE_SANDBOXED": "1"}
-        return SandboxSpec(workspace=workspace, logs=logs, tests=tests, ro_binds=ro, rw_binds=rw,
-                           env=variables, cwd=cwd or self.task_env_config.workdir or WORKSPACE_MOUNT,
+        return SandboxSpec(**self._mounts.binds(READ_ONLY), env=variables,
+                           cwd=cwd or self.task_env_config.workdir or WORKSPACE_MOUNT,
                            timeout_sec=float(timeout_sec or DEFAULT_TIMEOUT_SEC), **self._fields)
 
     async def exec(self, command: str, cwd: str | None = None, env: dict[str, str] | None = None,

@@ -67,7 +67,8 @@ from verifiers.v1.tasksets.harbor.taskset import (
 from verifiers.v1.utils.compile import resolve_runtime_config
 
 from rlforge.sandbox import SandboxSpec, read_file, run
-from rlforge.sandbox.spec import LOGS_MOUNT, TESTS_MOUNT, VENV_MOUNT, WORKSPACE_MOUNT
+from rlforge.sandbox.mounts import Mounts
+from rlforge.sandbox.spec import LOGS_MOUNT, TESTS_MOUNT, WORKSPACE_MOUNT
 
 __all__ = ["RlforgeHarborTask", "RlforgeTaskset", "RlforgeTasksetConfig", "SandboxBashHarness",
            "SandboxBashHarnessConfig", "SandboxRuntime", "SandboxRuntimeConfig", "run_episode"]
@@ -78,9 +79,6 @@ PLUGIN_MODULE = "rlforge_sandbox"
 HARNESS_ID = PLUGIN_MODULE.replace("_", "-")
 sys.modules.setdefault(PLUGIN_MODULE, sys.modules[__name__])
 
-#: Paths the sandbox owns (the host's read-only system, its private /tmp).
-SYSTEM_PATHS = ("/usr", "/bin", "/sbin", "/lib", "/lib64", "/lib32", "/libx32", "/etc",
-                "/proc", "/dev", "/tmp", "/sys", "/run", "/var", VENV_MOUNT)
 TOOL_OUTPUT_LIMIT = 30_000
 
 
@@ -111,15 +109,16 @@ class SandboxRuntime(Runtime):
         self.config = config or SandboxRuntimeConfig()
         self.info = SandboxRuntimeInfo(**self.config.model_dump())
         self._root: Path | None = None
-        self._mounts: dict[str, Path] = {}
+        self._mounts: Mounts | None = None
         self._fields: dict[str, Any] = {}
 
     async def start(self) -> None:
         self._root = Path(tempfile.mkdtemp(prefix="rlforge-verifiers-"))
         self._root.chmod(0o755)
         self.info.id = str(self._root)
+        self._mounts = Mounts(self._root)
         for path in (WORKSPACE_MOUNT, LOGS_MOUNT):
-            self._mount(path)
+            self._mounts.add(path)
         if self.config.memory:
             self._fields["memory_mb"] = max(1, int(self.config.memory * 1024))
         if self.config.cpu:
@@ -128,35 +127,21 @@ class SandboxRuntime(Runtime):
     def cleanup(self) -> None:
         if self._root is not None:
             shutil.rmtree(self._root, ignore_errors=True)
-            self._root = None
+            self._root, self._mounts = None, None
 
     # --- where a path lives on the host ----------------------------------------------
-
-    def _mount(self, path: str) -> Path:
-        if self._root is None:
-            raise SandboxError("the rlforge sandbox runtime is not started")
-        host = self._root / "mounts" / str(len(self._mounts))
-        host.mkdir(parents=True)
-        host.chmod(0o777)
-        self._mounts[path] = host
-        return host
 
     def locate(self, path: str, create: str | None = None) -> tuple[Path, str]:
         """The host directory mounted where `path` lives and `path` relative to it (a
         relative path is taken from /app); `create` names the directory to mount when no
         mounted directory holds `path` yet."""
-        p = PurePosixPath(WORKSPACE_MOUNT, path)
-        if ".." in p.parts:
-            raise SandboxError(f"{path!r}: no '..' in paths")
-        for mount in sorted(self._mounts, key=len, reverse=True):
-            if p == PurePosixPath(mount) or PurePosixPath(mount) in p.parents:
-                return self._mounts[mount], str(p.relative_to(mount))
-        if create is None:
-            raise SandboxError(f"{path}: not in this runtime")
-        if create == "/" or any(create == s or create.startswith(s + "/") for s in SYSTEM_PATHS):
-            raise SandboxError(f"{path}: rlforge's sandbox keeps {create} read-only")
-        self._mount(create)
-        return self.locate(path)
+        if self._mounts is None:
+            raise SandboxError("the rlforge sandbox runtime is not started")
+        try:
+            root, relative = self._mounts.find(PurePosixPath(WORKSPACE_MOUNT, path), create)
+        except (OSError, ValueError) as e:
+            raise SandboxError(str(e)) from None
+        return root, str(relative)
 
     def host_path(self, path: str, create: str | None = None) -> Path:
         root, relative = self.locate(path, create)
@@ -197,14 +182,12 @@ class SandboxRuntime(Runtime):
     # --- commands --------------------------------------------------------------------
 
     def _spec(self, env: dict[str, str]) -> SandboxSpec:
-        mounts = dict(self._mounts)
-        workspace, logs = mounts.pop(WORKSPACE_MOUNT), mounts.pop(LOGS_MOUNT)
-        tests = mounts.pop(TESTS_MOUNT, None)
+        if self._mounts is None:
+            raise SandboxError("the rlforge sandbox runtime is not started")
         variables = {**self.process_env(env), "RLFORGE_SANDBOXED": "1"}
         variables.pop("PATH", None)
-        return SandboxSpec(workspace=workspace, logs=logs, tests=tests, rw_binds=mounts,
-                           env=variables, cwd=WORKSPACE_MOUNT, timeout_sec=self.config.timeout_sec,
-                           **self._fields)
+        return SandboxSpec(**self._mounts.binds(), env=variables, cwd=WORKSPACE_MOUNT,
+                           timeout_sec=self.config.timeout_sec, **self._fields)
 
     async def run(self, argv: list[str], env: dict[str, str]) -> ProgramResult:
         spec = self._spec(env)
