@@ -599,3 +599,14 @@ def test_run_scores_reply_tasks_with_the_judge_they_were_built_with(cli, tmp_pat
     server.close()
     gone = rollout()
     assert gone["error"]["infra"] is True and gone["error"]["type"] == "judge", gone["error"]
+    # A failing reply cannot turn its fail into an infrastructure error by breaking the
+    # judge (a reply too long for it, say): the fail stands, unjudged.
+    guesser = ScriptedPolicy({"": [bash_call("yes 'thanks for waiting' | head -c 400000 > "
+                                             "/app/answer.txt"), SUBMIT]})
+    with guesser:
+        result = cli("run", one, "--base-url", guesser.url, "--model", "m", "--json",
+                     "--max-infra-error-rate", "1")
+    data = json.loads(result.stdout[result.stdout.index("{"):])
+    failed = json.loads((Path(data["run_dir"]) / "rollouts.jsonl").read_text().splitlines()[0])
+    assert failed["outcome"] == "fail" and failed["error"] is None, failed["error"]
+    assert "judge" not in failed["reward"]["components"]

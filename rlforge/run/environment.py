@@ -530,8 +530,10 @@ class Environment:
         """`reward` with the reply judge's component (`rlforge.tasks.judge`) when the run
         has one and this is a reply task: it moves the total, never the outcome, which the
         verifier's own components decide. The judge is called from the host, on the reply
-        the verifier read; a judge that cannot be reached is an infrastructure error, not
-        the policy's fail."""
+        the verifier read. A judge that fails on a reply the verifier passed is an
+        infrastructure error; on a reply it failed, the fail stands without the judge's
+        component, so no reply (one too long for the judge, say) turns its fail into an
+        infrastructure error."""
         opts = self.options
         if not (opts.judge_base_url and self.task.verifier == "reply" and reward.get("components")):
             return reward
@@ -545,6 +547,8 @@ class Environment:
             components, total, _ = await asyncio.to_thread(
                 with_judge, reward["components"], judge, self.task.instruction, reply)
         except UserError as exc:
+            if reward.get("outcome") != "pass":
+                return reward
             raise InfraError("judge", str(exc)) from None
         return {**reward, "components": components, "total": total}
 
