@@ -21,12 +21,15 @@ all sandboxes together would get one task's share of a busy machine (a commits.r
 test collection missed its 4 s deadline that way); beside them, each sandbox competes
 like one session, as bubblewrap's `--new-session` autogroup does without a cgroup.
 
-Getting the sandbox into it: moving a running process into a cgroup waits for an RCU grace
-period (about 10 ms, more under load). cgroup v1 can hold a single thread, and a thread
-moving itself skips that wait, so on v1 the spawning thread steps into the run's cgroups,
-starts bubblewrap (born inside), and steps back (`spawning_in`). cgroup v2 has no such
-per-thread placement; there the sandbox's first process is moved in (`attach`) while
-bubblewrap holds it before the command starts.
+Getting the sandbox into it: cgroup v1 can hold a single thread, so on v1 the spawning
+thread steps into the run's pids and cpu cgroups, starts bubblewrap (born inside), and
+steps back (`spawning_in`). The memory cgroup holds only the sandbox's own pid 1 and what
+it forks, moved in (`attach`) while bubblewrap holds it before the command starts, never
+bubblewrap's monitor process: on v1 the OOM killer takes the largest RSS in the cgroup,
+and memory held where no RSS shows it (tmpfs pages, a memfd) would otherwise make the
+monitor, a small process, the victim, and the sandbox lost rather than the command
+failed. cgroup v2 has no per-thread placement; there the sandbox's pid 1 is moved into
+every controller that way (and `memory.oom.group` kills all of it at the limit).
 """
 
 from __future__ import annotations
@@ -145,6 +148,11 @@ class SandboxCgroups:
     def per_thread(self) -> bool:
         """Whether a thread can step into a cgroup by itself (v1) so its children start there."""
         return self.version == 1
+
+    def born_in(self) -> tuple[str, ...]:
+        """The controllers bubblewrap's monitor is born in (v1: pids and cpu, never memory;
+        see the module docstring); the sandbox's pid 1 is `attach`ed to the others."""
+        return tuple(c for c in self.controllers if c != "memory") if self.per_thread else ()
 
     @classmethod
     def find(cls) -> "SandboxCgroups | None":
@@ -291,12 +299,13 @@ class SandboxCgroups:
 
     @contextmanager
     def spawning_in(self, run: RunCgroups) -> Iterator[None]:
-        """Run the block with the calling thread in `run`'s cgroups (v1 only): processes it
-        starts are born there. Writing "0" moves the writer itself, without a grace period."""
-        homes = {c: self._thread_cgroup(c) for c in run.paths}
+        """Run the block with the calling thread in `run`'s cgroups of `born_in()` (v1 only):
+        processes it starts are born there. Writing "0" moves the writer itself."""
+        paths = {c: p for c, p in run.paths.items() if c in self.born_in()}
+        homes = {c: self._thread_cgroup(c) for c in paths}
         moved = []
         try:
-            for controller, path in run.paths.items():
+            for controller, path in paths.items():
                 _write(path / "tasks", "0")
                 moved.append(controller)
             yield
@@ -314,10 +323,11 @@ class SandboxCgroups:
                 return self.roots[controller] / path.lstrip("/")
         raise OSError(errno.ENOENT, f"this thread is in no {controller} cgroup")
 
-    @staticmethod
-    def attach(run: RunCgroups, pid: int) -> None:
-        """Move process `pid` into `run`'s cgroups; its future children stay there."""
-        for path in run.dirs():
+    def attach(self, run: RunCgroups, pid: int) -> None:
+        """Move process `pid` into `run`'s cgroups it was not born in; its future children
+        stay there."""
+        born = self.born_in()
+        for path in dict.fromkeys(p for c, p in run.paths.items() if c not in born):
             _write(path / "cgroup.procs", str(pid))
 
     @staticmethod

@@ -146,6 +146,10 @@ def run(cmd: Sequence[str], spec: SandboxSpec | None = None, *,
     spec = spec or SandboxSpec()
     if not cmd:
         raise UserError("no command given to run in the sandbox")
+    unusable = _unusable(cmd, spec)
+    if unusable:  # the command's own fault: it is answered like a program that cannot start
+        return SandboxResult(126, stderr=f"rlforge: {unusable}\n".encode(),
+                             sandboxed=spec.mode != "none")
     if cancel is not None and cancel.is_set():  # cancelled while waiting for a worker
         return SandboxResult(None, killed=True, sandboxed=spec.mode != "none")
     if spec.mode == "none":
@@ -153,7 +157,44 @@ def run(cmd: Sequence[str], spec: SandboxSpec | None = None, *,
         print(f"rlforge: WARNING: sandbox mode 'none': running {cmd[0]} WITHOUT isolation; it can "
               "read your files and secrets and use the network", file=sys.stderr, flush=True)
         return _Run(None, list(cmd), spec, cancel).execute()
-    return _Run(ensure_available(), list(cmd), spec, cancel).execute()
+    support = ensure_available()
+    supervised = _Run(support, list(cmd), spec, cancel)
+    result = supervised.execute()
+    if supervised.started and result.failure is not None \
+            and result.failure.reason is FailureReason.LOST:
+        result = _after_loss(support, spec, result)
+    return result
+
+
+def _unusable(cmd: Sequence[str], spec: SandboxSpec) -> str:
+    """Why no program could be given `cmd` and the spec's environment ("" when it can): a
+    NUL byte, or a character with no bytes (a lone surrogate from a JSON string)."""
+    for kind, text in [*(("argument", a) for a in cmd), *(("cwd", spec.cwd or "") for _ in (0,)),
+                       *(("environment variable", f"{k}={v}") for k, v in spec.env.items())]:
+        if "\0" in text:
+            return f"the {kind} holds a NUL byte, which no program can receive"
+        try:
+            os.fsencode(text)
+        except UnicodeEncodeError:
+            return f"the {kind} holds a character that has no bytes (a lone surrogate)"
+    return ""
+
+
+def _after_loss(support: HostSupport, spec: SandboxSpec, lost: SandboxResult) -> SandboxResult:
+    """A sandbox lost after its command started is the command's failure, unless a probe
+    with the same limits, run right after, fails too: only then is the loss shown to be
+    the machine's (an infrastructure failure the command could not have caused)."""
+    bare = dataclasses.replace(spec, workspace=None, tests=None, logs=None, venv=None,
+                               ro_binds={}, rw_binds={}, cwd=None, timeout_sec=30.0)
+    probe = _Run(support, ["/usr/bin/true"], bare).execute()
+    if not probe.ok:
+        return lost
+    assert lost.failure is not None
+    note = (f"the sandbox ended without its command's exit status ({lost.failure.detail}) "
+            "after the command started; the same limits ran a probe cleanly right after, "
+            "so the command ended it")
+    return dataclasses.replace(lost, failure=None, exit_code=128 + signal.SIGKILL, killed=True,
+                               notes=(*lost.notes, note))
 
 
 def _limit_args(prlimit: str, spec: SandboxSpec, nproc: int) -> list[str]:
@@ -209,6 +250,8 @@ class _Run:
         self.exit_code: int | None = None
         self.failure: SandboxFailure | None = None
         self.killed_by_us = False
+        #: bubblewrap reported its child, and we let it go on to start the command
+        self.started = False
 
     # --- building the command line -------------------------------------------------------
 
@@ -323,13 +366,13 @@ class _Run:
             spawning: contextlib.AbstractContextManager = contextlib.nullcontext()
             if cgroups is not None:
                 memory = spec.memory_mb * (1 << 20) if spec.memory_mb is not None else None
-                if cgroups.per_thread:  # bubblewrap is born inside; its monitor counts too
-                    self.cgroup = cgroups.create(Limits(spec.max_processes + 1, memory, spec.cpus))
-                    spawning = cgroups.spawning_in(self.cgroup)
-                else:  # the sandbox's pid 1 is moved in on "child-pid" (see _on_status)
-                    self.cgroup = cgroups.create(Limits(spec.max_processes, memory, spec.cpus))
-                    block_r, self.block_fd = os.pipe()
-                    child_fds.append(block_r)
+                # On v1 bubblewrap's monitor is born in the pids cgroup and counts there.
+                pids = spec.max_processes + (1 if "pids" in cgroups.born_in() else 0)
+                self.cgroup = cgroups.create(Limits(pids, memory, spec.cpus))
+                spawning = cgroups.spawning_in(self.cgroup)
+                # the sandbox's pid 1 is moved into the rest on "child-pid" (see _on_status)
+                block_r, self.block_fd = os.pipe()
+                child_fds.append(block_r)
             stage = FailureReason.SETUP
             argv = self._bwrap_argv(child_fds, status_w, block_r)
             stage = FailureReason.LIMITS
@@ -372,15 +415,19 @@ class _Run:
                 self.pidfd = os.pidfd_open(pid)
             except ProcessLookupError:
                 pass
-            if self.cgroup is not None and self.block_fd is not None:
+            cgroups = self.support.cgroups if self.support else None
+            if self.cgroup is not None and cgroups is not None and self.block_fd is not None:
                 try:
-                    SandboxCgroups.attach(self.cgroup, pid)
+                    cgroups.attach(self.cgroup, pid)
                     os.write(self.block_fd, b"x")  # let bubblewrap go on and start the command
+                    self.started = True
                 except OSError as exc:
                     self.failure = SandboxFailure(FailureReason.LIMITS, f"cgroup attach: {exc}")
                     self._kill()
                 os.close(self.block_fd)
                 self.block_fd = None
+            else:
+                self.started = True
         if "exit-code" in doc:
             self.exit_code = int(doc["exit-code"])
 

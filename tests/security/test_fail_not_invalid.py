@@ -1,0 +1,92 @@
+"""A policy cannot turn its own failure into `invalid`.
+
+An `invalid` rollout is dropped from the pass rate, the advantages and the exports: a
+policy that could make its failures look like infrastructure faults would train on a world
+where it never fails. Each attack here once did that; each must now end as the command's
+own failure (a result with an exit status), never as a sandbox failure.
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from rlforge.sandbox import SandboxSpec, run
+
+pytestmark = [pytest.mark.sandbox,
+              pytest.mark.skipif(os.geteuid() != 0, reason="the memory cgroup is the root path's")]
+
+ROUNDS = 8
+
+# Memory held where no process's RSS shows it (tmpfs pages of /tmp and /dev/shm, a memfd),
+# then the limit reached from a process smaller than bubblewrap's monitor: on cgroup v1
+# the OOM killer takes the largest RSS in the cgroup, which used to be the monitor.
+TMPFS_THEN_SMALL_WRITER = ("head -c 90M /dev/zero > /tmp/held; "
+                           "exec dd if=/dev/zero of=/dev/shm/more bs=64k 2>/dev/null")
+MEMFD_THEN_EXEC = """
+import os
+fd = os.memfd_create("held", 0)  # no MFD_CLOEXEC: it survives the exec below
+for _ in range(100):
+    os.write(fd, b"x" * (1 << 20))
+os.execv("/bin/dd", ["dd", "if=/dev/zero", "of=/dev/shm/more", "bs=64k"])
+"""
+
+
+@pytest.mark.parametrize("argv", [["bash", "-c", TMPFS_THEN_SMALL_WRITER],
+                                  ["/usr/bin/python3", "-c", MEMFD_THEN_EXEC]],
+                         ids=["tmpfs", "memfd"])
+def test_memory_without_rss_never_costs_the_sandbox_its_monitor(argv):
+    for _ in range(ROUNDS):
+        r = run(argv, SandboxSpec(memory_mb=128, timeout_sec=30))
+        assert r.failure is None, f"the sandbox itself was lost: {r.failure}"
+        assert r.oom_killed and r.exit_code == 137, r
+
+
+@pytest.mark.parametrize("bad", ["echo a\0b", "echo \ud800"], ids=["nul", "lone-surrogate"])
+def test_a_command_no_program_can_receive_is_its_own_failure(bad):
+    r = run(["bash", "-c", bad], SandboxSpec(timeout_sec=10))
+    assert r.failure is None and r.exit_code == 126, r
+    assert b"rlforge:" in r.stderr
+    env = run(["true"], SandboxSpec(timeout_sec=10, env={"X": bad}))
+    assert env.failure is None and env.exit_code == 126, env
+
+
+def _children(pid: int) -> list[int]:
+    """Children of every thread of `pid`."""
+    out = []
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        with open(f"/proc/{pid}/task/{tid}/children") as fh:
+            out += [int(p) for p in fh.read().split()]
+    return out
+
+
+def test_a_sandbox_lost_after_its_command_started_is_the_commands_failure():
+    """Whatever ends the sandbox once its command runs (here: its monitor killed), the result
+    is the command's failure when a probe with the same limits then runs cleanly."""
+    import signal
+    import threading
+    import time
+
+    results = []
+    worker = threading.Thread(target=lambda: results.append(
+        run(["bash", "-c", "echo started; sleep 20"], SandboxSpec(memory_mb=128, timeout_sec=30))))
+    worker.start()
+    deadline = time.monotonic() + 10
+    monitor = None
+    while monitor is None and time.monotonic() < deadline:
+        for pid in _children(os.getpid()):
+            try:
+                with open(f"/proc/{pid}/comm") as fh:
+                    if fh.read().strip() == "bwrap" and _children(pid):
+                        monitor = pid
+            except OSError:
+                pass
+        time.sleep(0.05)
+    assert monitor is not None, "no bubblewrap monitor with a running sandbox was seen"
+    time.sleep(0.3)  # the command is past its start
+    os.kill(monitor, signal.SIGKILL)
+    worker.join(30)
+    [r] = results
+    assert r.failure is None and r.exit_code == 137 and r.killed, r
+    assert any("the command ended it" in note for note in r.notes), r.notes
