@@ -354,6 +354,10 @@ MIGRATIONS: list[Migration] = [
             template_hash VARCHAR
         );
     """),
+    Migration("0009_repair_held_at_parent", """
+        -- {fail-to-pass id: lines of its checked asserts the parent's code already passed}
+        ALTER TABLE repair_checks ADD COLUMN held_at_parent VARCHAR;
+    """),
 ]
 
 

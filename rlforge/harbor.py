@@ -15,15 +15,23 @@ whatever Harbor uploads (/tests, /solution, ...) at the path it names. The Docke
 not built: the sandbox gives the host's system read-only, Debian's python3 on PATH, and
 for a task that names its Python requirements (`[metadata.rlforge] env_requirements`) the
 venv rlforge prepares for it at /opt/venv, as `rlforge run` does. Every command runs as
-the sandbox's unprivileged user (Harbor's `user` is not honoured: there is no root
-inside), with no network (tasks ask for `network_mode = "no-network"`), the task's memory
-and CPUs, and the process tree killed when the command ends, so nothing an agent starts
-outlives its command.
+the sandbox's unprivileged user, with no network (tasks ask for `network_mode =
+"no-network"`), the task's memory and CPUs, and the process tree killed when the command
+ends, so nothing an agent starts outlives its command.
+
+The trust boundary: the agent's commands never see /tests or /logs/verifier. Harbor's own
+commands (as root) and those it runs once it has uploaded /tests (the verifier's: in
+rlforge's tasks, `[verifier] environment_mode = "separate"`, in an environment of their
+own that holds only the agent's /app) are trusted: they alone see both. There test.sh's
+verifier does not run the agent's code itself, which would share its uid; it asks a
+scorer in this process (`rlforge.verify.scorer`), which scores as `rlforge run` does,
+the agent's code in sandboxes of its own.
 """
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import shutil
 import tempfile
 import tomllib
@@ -36,6 +44,7 @@ from harbor.environments.capabilities import EnvironmentCapabilities
 from rlforge.sandbox import SandboxSpec, copy_tree, read_file, run
 from rlforge.sandbox.mounts import Mounts
 from rlforge.sandbox.spec import LOGS_MOUNT, TESTS_MOUNT, WORKSPACE_MOUNT
+from rlforge.verify.scorer import SOCKET_MOUNT, Scorer
 
 TYPE = "rlforge-sandbox"
 DEFAULT_TIMEOUT_SEC = 3600.0
@@ -139,17 +148,34 @@ class SandboxEnvironment(BaseEnvironment):
 
     # --- commands --------------------------------------------------------------------
 
-    def _spec(self, cwd: str | None, env: dict[str, str] | None, timeout_sec: float | None) -> SandboxSpec:
+    def _spec(self, cwd: str | None, env: dict[str, str] | None, timeout_sec: float | None,
+              trusted: bool = False) -> SandboxSpec:
         assert self._mounts is not None, "the environment is not started"
         variables = {**(self._merge_env(env) or {}), "RLFORGE_SANDBOXED": "1"}
-        return SandboxSpec(**self._mounts.binds(READ_ONLY), env=variables,
+        return SandboxSpec(**self._mounts.binds(READ_ONLY, trusted=trusted), env=variables,
                            cwd=cwd or self.task_env_config.workdir or WORKSPACE_MOUNT,
                            timeout_sec=float(timeout_sec or DEFAULT_TIMEOUT_SEC), **self._fields)
 
     async def exec(self, command: str, cwd: str | None = None, env: dict[str, str] | None = None,
                    timeout_sec: int | None = None, user: str | int | None = None) -> ExecResult:
-        spec = self._spec(cwd, env, timeout_sec)
-        result = await asyncio.to_thread(run, ["bash", "-c", command], spec)
+        """Run `command` in a fresh sandbox. Harbor's own commands (as user root) and every
+        command once Harbor has uploaded /tests (the verifier's: the agent is done by then,
+        and with rlforge's tasks this environment is the verifier's own) are trusted: they
+        alone see /tests and /logs/verifier, and a verifier there asks this process's
+        scorer (`rlforge.verify.scorer`) instead of running policy code itself. The agent's
+        commands see neither."""
+        assert self._mounts is not None, "the environment is not started"
+        tests, workspace = self._mounts.host(TESTS_MOUNT), self._mounts.host(WORKSPACE_MOUNT)
+        trusted = self._resolve_user(user) in ("root", 0) or tests is not None
+        spec = self._spec(cwd, env, timeout_sec, trusted)
+        if tests is not None and workspace is not None:
+            scorer = Scorer(tests, workspace, self._fields)
+            async with scorer.serving() as (where, variables):
+                spec = dataclasses.replace(spec, env={**spec.env, **variables},
+                                           ro_binds={**spec.ro_binds, SOCKET_MOUNT: where})
+                result = await asyncio.to_thread(run, ["bash", "-c", command], spec)
+        else:
+            result = await asyncio.to_thread(run, ["bash", "-c", command], spec)
         if result.failure is not None:
             raise RuntimeError(f"rlforge sandbox: {result.failure}")
         if result.timed_out:

@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import json
 import shutil
 import sys
@@ -59,16 +60,19 @@ from verifiers.v1.harnesses.utils.core import BASH_TOOL
 from verifiers.v1.runtimes import BaseRuntimeInfo, ProgramResult, Runtime, SubprocessConfig
 from verifiers.v1.tasksets.harbor.taskset import (
     REWARD_JSON,
+    REWARD_JSON_ADAPTER,
     HarborConfig,
     HarborTask,
     HarborTaskset,
     parse_task,
+    verifier_box_data,
 )
 from verifiers.v1.utils.compile import resolve_runtime_config
 
-from rlforge.sandbox import SandboxSpec, read_file, run
+from rlforge.sandbox import SandboxSpec, copy_tree, read_file, run
 from rlforge.sandbox.mounts import Mounts
 from rlforge.sandbox.spec import LOGS_MOUNT, TESTS_MOUNT, WORKSPACE_MOUNT
+from rlforge.verify.scorer import SOCKET_MOUNT, Scorer
 
 __all__ = ["RlforgeHarborTask", "RlforgeTaskset", "RlforgeTasksetConfig", "SandboxBashHarness",
            "SandboxBashHarnessConfig", "SandboxRuntime", "SandboxRuntimeConfig", "run_episode"]
@@ -181,16 +185,33 @@ class SandboxRuntime(Runtime):
 
     # --- commands --------------------------------------------------------------------
 
-    def _spec(self, env: dict[str, str]) -> SandboxSpec:
+    def _spec(self, env: dict[str, str], trusted: bool = False) -> SandboxSpec:
         if self._mounts is None:
             raise SandboxError("the rlforge sandbox runtime is not started")
         variables = {**self.process_env(env), "RLFORGE_SANDBOXED": "1"}
         variables.pop("PATH", None)
-        return SandboxSpec(**self._mounts.binds(), env=variables, cwd=WORKSPACE_MOUNT,
+        return SandboxSpec(**self._mounts.binds(trusted=trusted), env=variables, cwd=WORKSPACE_MOUNT,
                            timeout_sec=self.config.timeout_sec, **self._fields)
 
     async def run(self, argv: list[str], env: dict[str, str]) -> ProgramResult:
-        spec = self._spec(env)
+        """Run a command of the agent's (or of verifiers' own machinery) in a fresh sandbox
+        that sees neither /tests nor /logs/verifier."""
+        return await self._run(argv, self._spec(env))
+
+    async def run_trusted(self, argv: list[str], env: dict[str, str]) -> ProgramResult:
+        """Run the task's verifier (test.sh) in a sandbox of its own that alone sees /tests
+        and /logs/verifier; the verifier there asks this process's scorer
+        (`rlforge.verify.scorer`), which runs policy code in sandboxes apart from both."""
+        spec = self._spec(env, trusted=True)
+        assert self._mounts is not None
+        tests, workspace = self._mounts.host(TESTS_MOUNT), self._mounts.host(WORKSPACE_MOUNT)
+        if tests is None or workspace is None:
+            raise SandboxError("the task's tests are not staged")
+        async with Scorer(tests, workspace, self._fields).serving() as (where, variables):
+            return await self._run(argv, dataclasses.replace(
+                spec, env={**spec.env, **variables}, ro_binds={**spec.ro_binds, SOCKET_MOUNT: where}))
+
+    async def _run(self, argv: list[str], spec: SandboxSpec) -> ProgramResult:
         cancel = threading.Event()
         try:
             result = await asyncio.shield(asyncio.to_thread(run, argv, spec, cancel=cancel))
@@ -219,12 +240,49 @@ class RlforgeHarborTask(HarborTask):
             sandbox.stage(app, WORKSPACE_MOUNT)
 
     async def stage_tests(self, runtime: Runtime, wipe: bool = False) -> None:
-        """The task's tests at /tests (read-only inside), stale rewards removed; verifiers
-        does this with a tarball in /tmp, which is private to each sandbox here."""
+        """The task's tests at /tests (read-only inside, and seen only by the verifier's
+        own sandbox), /logs/verifier emptied; verifiers does this with a tarball in /tmp,
+        which is private to each sandbox here."""
         sandbox = _sandbox(runtime)
-        for name in ("reward.json", "reward.txt"):
-            sandbox.host_path(str(PurePosixPath(REWARD_JSON).with_name(name))).unlink(missing_ok=True)
+        logs = sandbox.host_path(str(PurePosixPath(REWARD_JSON).parent))
+        shutil.rmtree(logs)  # whatever stood there (no agent command can write it)
+        logs.mkdir()
+        logs.chmod(0o777)
         sandbox.stage(Path(self.data.task_dir) / "tests", TESTS_MOUNT, replace=True)
+
+    async def finalize(self, trace: Any, runtime: Runtime, sidecars: Any = None) -> None:
+        """Nothing to collect: the one artifact of rlforge's tasks, /app, goes to the
+        verifier's runtime host directory to host directory (`run_episode`); verifiers'
+        collection passes it through /tmp, which is private to each sandbox here."""
+
+    async def run_verifier(self, runtime: Runtime, trace: Any) -> float | dict[str, float]:
+        """verifiers' Harbor grading, with test.sh run as the runtime's trusted command."""
+        return await super().run_verifier(_Trusted(_sandbox(runtime)), trace)
+
+    async def read_reward_json(self, runtime: Runtime) -> dict[str, float] | None:
+        """reward.json read on the host, never following links (None when it is absent)."""
+        sandbox = runtime.sandbox if isinstance(runtime, _Trusted) else _sandbox(runtime)
+        try:
+            data = await sandbox._read(REWARD_JSON, max_bytes=1_000_000)
+        except SandboxError:
+            return None
+        try:
+            return REWARD_JSON_ADAPTER.validate_json(data)
+        except ValueError as exc:
+            raise TaskError("rlforge's verifier wrote an unreadable reward.json") from exc
+
+
+class _Trusted:
+    """The runtime as the verifier's grading sees it: its commands are the trusted ones."""
+
+    def __init__(self, sandbox: "SandboxRuntime"):
+        self.sandbox = sandbox
+
+    async def run(self, argv: list[str], env: dict[str, str]) -> ProgramResult:
+        return await self.sandbox.run_trusted(argv, env)
+
+    async def read(self, path: str, max_bytes: int | None = None) -> bytes:
+        return await self.sandbox._read(path, max_bytes)
 
 
 def _sandbox(runtime: Runtime) -> SandboxRuntime:
@@ -315,17 +373,50 @@ def _post(url: str, body: dict[str, Any], secret: str) -> dict[str, Any]:
 async def run_episode(task: HarborTask, model: str, base_url: str,
                       api_key_var: str = "OPENAI_API_KEY", max_turns: int = 30):
     """One rollout of `task` through verifiers' `Agent.run`, in a fresh sandbox runtime
-    sized by verifiers for the task; returns verifiers' trace."""
+    sized by verifiers for the task; returns verifiers' trace. A task whose verifier is to
+    run apart (`[verifier] environment_mode = "separate"`, as rlforge's tasks ask) is
+    graded in a second runtime holding only the agent's /app, as Harbor does."""
     config = AgentConfig(model=model, client=EvalClientConfig(base_url=base_url, api_key_var=api_key_var),
                          harness=SandboxBashHarnessConfig(max_turns=max_turns),
                          runtime=SubprocessConfig())  # a policy never used: the box is borrowed
     runtime = SandboxRuntime(resolve_runtime_config(SandboxRuntimeConfig(), task))
+    separate = task.data.verifier is not None
     async with Agent(config) as agent:
         try:
             await runtime.start()
-            return await agent.run(task, runtime=runtime)
+            trace = await agent.run(task.defer_scoring() if separate else task, runtime=runtime)
+            if separate and trace.ok:
+                await _grade_apart(task, runtime, trace)
+            return trace
         finally:
             await runtime.stop()
+
+
+async def _grade_apart(task: HarborTask, agent_box: SandboxRuntime, trace: Any) -> None:
+    """Score the agent's /app in a fresh runtime (the task's verifier box), onto `trace`."""
+    box = SandboxRuntime(resolve_runtime_config(SandboxRuntimeConfig(),
+                                                HarborTask(verifier_box_data(task.data))))
+    await box.start()
+    try:
+        box.use_task(Path(task.data.task_dir))
+        app = box.host_path(WORKSPACE_MOUNT)
+        app.rmdir()
+        await asyncio.to_thread(copy_tree, agent_box.host_path(WORKSPACE_MOUNT), app)  # no links
+        await asyncio.to_thread(_open_tree, app)
+        assert isinstance(task, RlforgeHarborTask)
+        await task.stage_tests(box)
+        scores = await task.run_verifier(box, trace)
+        for name, value in (scores.items() if isinstance(scores, dict) else [("solved", scores)]):
+            trace.record_reward(name, value)
+    finally:
+        await box.stop()
+
+
+def _open_tree(root: Path) -> None:
+    """A copied tree readable and writable by the sandbox's user."""
+    for p in [root, *root.rglob("*")]:
+        if not p.is_symlink():
+            p.chmod(0o777 if p.is_dir() else 0o666 | (p.stat().st_mode & 0o111))
 
 
 def main(argv: list[str] | None = None) -> int:

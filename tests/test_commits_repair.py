@@ -204,6 +204,21 @@ def build_calc(path: Path) -> dict[str, str]:
        "tests/test_percent.py": "from calc.percent import percent\n\n\ndef test_percent():\n"
                                 "    assert percent(1, 4) == 25.0\n\n\ndef test_percent_of_zero():\n"
                                 "    assert percent(0, 5) == 0.0\n"})
+    # A check that the empty string passes (it is in every string) is no check: the only
+    # fail-to-pass test of this fix could be passed by a digit() that returns "".
+    c("no checked fail-to-pass test", "Add digit() for the last digit of a number",
+      {"calc/digits.py": "def digit(n):\n    return str(n)[-1]\n",
+       "tests/test_digits.py": "from calc.digits import digit\n\n\ndef test_digit():\n"
+                               "    assert digit(1234) in \"0123456789\"\n"})
+    c("no test change", "Read numbers written in text", {"calc/parse.py": "def parse(s):\n    return int(s)\n"})
+    # The one checked assert of this fix's test already holds at the parent (parse("12")
+    # was 12 before it); what fails there is unchecked (`is None`): forging the pytest
+    # verdict alone would pass it.
+    c("no checked fail-to-pass test", "parse() gives None for text that is not a number",
+      {"calc/parse.py": "def parse(s):\n    try:\n        return int(s)\n    except ValueError:\n"
+                        "        return None\n",
+       "tests/test_parse.py": "from calc.parse import parse\n\n\ndef test_parse_text():\n"
+                              "    assert parse(\"12\") == 12\n    assert parse(\"twelve\") is None\n"})
     return expect
 
 
@@ -256,7 +271,7 @@ def test_every_commit_is_kept_or_rejected_with_its_reason(calc):
         got[subjects[key]] = "kept"
     assert got == calc["expect"]
     assert calc["report"].per_generator["commits.repair"]["emitted"] == 2
-    assert checks == 8  # the 9 candidates that passed screening, less the environment failure (retried)
+    assert checks == 10  # the 11 candidates that passed screening, less the environment failure (retried)
 
 
 def test_leaks_are_code_lines_not_prose():

@@ -14,7 +14,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from rlforge.tasks.repair.score import workspace_diff
@@ -187,3 +187,25 @@ def test_workspace_diff_lists_added_and_deleted_files_and_skips_bytecode(tmp_pat
 def test_unified_diff_without_git_header():
     text = "".join(difflib.unified_diff(["a\n"], ["b\n"], "x.py", "x.py"))
     assert parse_patch(text)[0]["hunks"] == [(1, ["a\n"], ["b\n"])]
+
+
+HEADER_PIECES = ["--- a/x.py\n", "+++ b/x.py\n", "--- /dev/null\n", "+++ b/", "@@ -1,1 +1,1 @@\n",
+                 "@@ -", "1", "9" * 5000, ",", " +", " @@\n", "-a\n", "+b\n", " a\n", "\\ No newline\n",
+                 '"a/\\ud800.py"', "\ud800", "\udc80", "\0", "../", "a" * 300, "d/" * 300, "\n"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(HEADER_PIECES) | st.text(max_size=8), max_size=30))
+@example(["--- a/x.py\n", "+++ b/x.py\n", "@@ -", "9" * 5000, " +1 @@\n", "-a\n"])
+@example(["--- a/x.py\n", "+++ b/x.py\n", "@@ -1,", "9" * 5000, " +1 @@\n", "-a\n"])
+@example(['--- "a/\\ud800.py"\n', '+++ "b/\\ud800.py"\n', "@@ -0,0 +1 @@\n", "+b\n"])
+@example(["--- /dev/null\n", "+++ b/", "a" * 300, ".py\n", "@@ -0,0 +1 @@\n", "+b\n"])
+def test_any_submitted_text_is_applied_or_refused_never_an_exception(tmp_path_factory, pieces):
+    """A submitted diff is the policy's bytes: whatever they are (numbers of thousands of
+    digits, paths no file system can name, lone surrogates), the answer is applied or
+    refused with a reason, which scores the policy's fail, never an exception (which
+    once made the rollout "invalid": the task's verifier data is broken)."""
+    root = tmp_path_factory.mktemp("tree")
+    (root / "x.py").write_text("a\n")
+    ok, why = apply_patch(str(root), "".join(pieces))
+    assert isinstance(ok, bool) and isinstance(why, str)

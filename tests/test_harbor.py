@@ -121,14 +121,16 @@ def test_harbor_loads_and_lints_every_sample_task(sample_tasks):
             "for d in sys.argv[1:]:\n"
             "    t = Task(d)\n"
             "    assert t.config.environment.network_mode.value == 'no-network', d\n"
+            # the verifier runs apart from the agent, on the agent's /app
+            "    v = t.config.verifier\n"
+            "    assert (v.environment_mode.value, t.config.artifacts) == "
+            "('separate', ['/app']), (d, v)\n"
             "print(len(sys.argv) - 1)\n")
     done = subprocess.run([str(py), "-c", load, *map(str, dirs)], capture_output=True, text=True)
     assert done.returncode == 0 and done.stdout.strip() == str(len(dirs)), done.stderr[-3000:]
     lint = subprocess.run([str(harbor()), "lint", "--json", *map(str, dirs)], capture_output=True,
                           text=True)
     assert lint.returncode == 0 and json.loads(lint.stdout) == [], lint.stdout[-3000:] + lint.stderr[-2000:]
-    for d in dirs:  # the one rule the tasks opt out of, named with its reasons
-        assert 'ignore = ["shared-verifier"]' in (d / "task.toml").read_text()
 
 
 @pytest.mark.slow
@@ -151,3 +153,85 @@ def test_trials_in_rlforges_sandbox_oracle_1_nop_0(sample_tasks, shared_cache, t
         detail = read_logged_result(trial / "verifier")  # rlforge's full result, beside it
         assert detail["total"] == want and detail["outcome"] == ("pass" if want else "fail")
         assert rewards == {"reward": want, **{n: c["value"] for n, c in detail["components"].items()}}
+
+
+# --- adversarial submissions through real Harbor ---------------------------------------------
+
+#: What every attack does in the agent phase: plant the files the verifier writes, read what
+#: it reads, and leave a process behind that waits for the tests to be uploaded.
+AGENT_PHASE = r"""#!/bin/bash
+mkdir -p /logs/verifier/reward.json 2>/dev/null
+echo 1 > /logs/verifier/reward.txt 2>/dev/null
+cat /tests/reference.json > /app/.seen 2>/dev/null
+( for i in $(seq 600); do cp -r /tests /app/.tests 2>/dev/null && break; sleep 0.1; done ) &
+"""
+
+#: logs.script: a program that prints the reference's answers and kills its parent (the
+#: verifier, where it runs as a child of it).
+READ_AND_KILL = r'''import json, os, signal, sys
+try:
+    cases = json.load(open("/tests/reference.json"))["cases"]
+    print(cases[0 if sys.argv[-1].rstrip("/").endswith("app/logs") else -1]["answer"]["answer"], flush=True)
+finally:
+    os.kill(os.getppid(), signal.SIGKILL)
+'''
+
+#: repair: the module under test reads every file of /tests at import (the hidden tests, the
+#: checked-assert plan) into the test process, then kills its parent.
+STEAL_AT_IMPORT = r'''
+import os as _os, signal as _signal
+_STOLEN = {}
+for _d, _, _fs in _os.walk("/tests"):
+    for _f in _fs:
+        try:
+            _STOLEN[_os.path.join(_d, _f)] = open(_os.path.join(_d, _f), "rb").read()
+        except OSError:
+            pass
+if _os.getppid() > 1:
+    _os.kill(_os.getppid(), _signal.SIGKILL)
+'''
+
+
+def _attack(task: Path) -> str:
+    """The solve.sh of an adversarial submission for `task` (the harness reads its reference
+    only to know where the submission goes)."""
+    ref = json.loads((task / "tests" / "reference.json").read_text())
+    kind = ref["verifier"]
+    if kind == "script":
+        return AGENT_PHASE + f"cat > /app/{ref['programs'][0]} <<'EOF'\n{READ_AND_KILL}EOF\n"
+    if kind == "repair":
+        diff = (task / "solution" / "gold.diff").read_text()
+        module = next(line[6:] for line in diff.splitlines()
+                      if line.startswith("+++ b/") and line.endswith(".py") and "test" not in line)
+        return AGENT_PHASE + f"cat >> /app/{module} <<'EOF'\n{STEAL_AT_IMPORT}EOF\n"
+    answer = ref["submission"]
+    return AGENT_PHASE + (f"sleep 2; python3 -c 'import json; print(json.load(open(\"/app/.tests/reference.json\"))"
+                          f".get(\"answer\", \"\"))' > {answer} 2>/dev/null || echo unknown > {answer}\n")
+
+
+@pytest.mark.slow
+@pytest.mark.sandbox
+@pytest.mark.parametrize("generator", GENERATORS)
+def test_adversarial_trials_in_rlforges_sandbox_score_0_never_an_error(sample_tasks, shared_cache,
+                                                                       tmp_path, generator):
+    """Per generator, an attack run by Harbor as the agent's solution: reward files planted,
+    /tests looked for in the agent phase and by a process left behind, and the code the
+    verifier runs (a program, the module under test) reading /tests and killing its parent.
+    Each must be a scored 0, never a trial error (what Harbor reports for a missing reward)."""
+    original = next(d for d in task_dirs(sample_tasks) if d.name.startswith(generator + "-"))
+    task = tmp_path / original.name
+    shutil.copytree(original, task, symlinks=True)
+    (task / "solution" / "solve.sh").write_text(_attack(task))
+    trials = tmp_path / "trials"
+    done = subprocess.run([str(harbor()), "trial", "start", "-p", str(task), "-a", "oracle",
+                           "-e", ENVIRONMENT, "--trials-dir", str(trials)],
+                          env=harbor_env(shared_cache), capture_output=True, text=True, timeout=1800)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    [trial] = [p for p in trials.iterdir() if (p / "result.json").is_file()]
+    result = json.loads((trial / "result.json").read_text())
+    assert result["exception_info"] is None, result["exception_info"]
+    rewards = result["verifier_result"]["rewards"]
+    assert rewards["reward"] == 0.0, (rewards, (trial / "verifier" / "test-stdout.txt").read_text()[-2000:])
+    seen = trial / "artifacts" / "app"
+    assert not (seen / ".seen").exists() or not (seen / ".seen").read_bytes(), "the agent read /tests"
+    assert not (seen / ".tests").exists(), "a process the agent left saw /tests"

@@ -26,6 +26,10 @@ def test_paths_resolve_to_the_deepest_mount_and_new_ones_only_outside_the_system
         with pytest.raises(ValueError):
             m.find(P(bad))
     m.add("/solution")
-    binds = m.binds(read_only=["/tests", "/solution"])
+    binds = m.binds(read_only=["/tests", "/solution"], trusted=True)
     assert (binds["workspace"], binds["logs"], binds["tests"]) == (app, logs, tests)
     assert set(binds["ro_binds"]) == {"/solution"} and binds["rw_binds"] == {}
+    # the agent's commands see neither the tests nor the verifier's logs
+    agent = m.binds(read_only=["/tests", "/solution"])
+    assert (agent["workspace"], agent["logs"], agent["tests"]) == (app, None, None)
+    assert set(agent["ro_binds"]) == {"/solution"}

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from paths import ROOT
-from test_harbor import built_by_setup, sample_tasks, task_dirs  # noqa: F401 (a fixture)
+from test_harbor import GENERATORS, _attack, built_by_setup, sample_tasks, task_dirs  # noqa: F401
 from test_run_support import ScriptedPolicy, bash_call
 
 VENV = ROOT / ".venv-verifiers"
@@ -84,3 +84,21 @@ def test_one_episode_through_verifiers_loop_gold_1_nop_0(sample_tasks, shared_ca
                    if m["role"] == "tool" and m.get("tool_call_id") == "call-0")
     staged = {p.name for p in (task / "environment" / "app").rglob("*")}
     assert staged and all(name in listing for name in staged), listing[:2000]
+
+
+@pytest.mark.parametrize("generator", GENERATORS)
+def test_adversarial_episodes_score_0_never_a_task_error(sample_tasks, shared_cache, generator):
+    """Per generator, the attack of test_harbor played as the policy's one command: reward
+    files planted (a directory at reward.json once made verifiers raise a task error),
+    /tests looked for, and the code the verifier runs reading /tests and killing its
+    parent. A scored 0 with no error, never a task error."""
+    task = next(d for d in task_dirs(sample_tasks) if d.name.startswith(generator + "-"))
+    policy = ScriptedPolicy({"": [bash_call(_attack(task), "call-0")]}).start()
+    try:
+        done = in_verifiers("-m", MODULE, "run", str(sample_tasks), "--task", task.name,
+                            "--model", "attacker", "--base-url", policy.url, cache=shared_cache)
+    finally:
+        policy.server.shutdown()
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    result = json.loads(done.stdout)
+    assert result["ok"] and not result["errors"] and result["reward"] == 0.0, result

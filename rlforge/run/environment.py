@@ -55,8 +55,9 @@ from rlforge.run.submission import (SUBMISSION_CHARS, as_file, as_read, read_pre
                                     workspace_changes)
 from rlforge.run.tasks import Task
 from rlforge.sandbox import FailureReason, SandboxResult, SandboxSpec
-from rlforge.verify import kinds, standalone
-from rlforge.verify.runner import TaskRunner, fresh_workspace
+from rlforge.verify import kinds
+from rlforge.verify.boundary import bad_path_reward, too_large_reward
+from rlforge.verify.runner import BadSubmissionPath, TaskRunner, fresh_workspace
 
 SINGLE_TURN_SYSTEM = (
     "You are answering in this chat: you cannot run commands or write files. Where the "
@@ -356,7 +357,10 @@ class Environment:
                       {"base64": base64.b64encode(v).decode()}) for rel, v in submission.items()}}
         root = Path(tempfile.mkdtemp(prefix="verify-", dir=self.scratch))
         try:
-            ws = await asyncio.to_thread(rebuild_workspace, self.task, submission, root)
+            try:
+                ws = await asyncio.to_thread(rebuild_workspace, self.task, submission, root)
+            except BadSubmissionPath as exc:  # the submission names a file outside /app
+                return bad_path_reward(str(exc))
             # The starting workspace fit the verifier's sandbox when the task was validated:
             # if it no longer fits, the submission's files did it, and that is its fail.
             return await self._score_workspace(ws, by_policy=True)
@@ -551,13 +555,6 @@ class Environment:
                 return reward
             raise InfraError("judge", str(exc)) from None
         return {**reward, "components": components, "total": total}
-
-
-def too_large_reward(detail: str) -> dict[str, Any]:
-    """The fail of a submission over a cap (copy-out, or the sandbox's file system)."""
-    return standalone.reward(
-        {"submission_size": standalone.component(0, 0, "medium", gate=True, detail=detail)},
-        detail="submission too large", reason="submission_too_large")
 
 
 def remove_tree(path: Path) -> None:

@@ -21,7 +21,7 @@ from rlforge.run.tasks import Task
 from rlforge.errors import SubmissionTooLarge
 from rlforge.sandbox.files import CopyLimits, iter_files
 from rlforge.verify import kinds
-from rlforge.verify.runner import fresh_workspace
+from rlforge.verify.runner import fresh_workspace, remove_submitted
 
 SUBMISSION_CHARS = 1_000_000  # what the standalone verifier reads of an answer file
 WORKSPACE_LIMIT = 4_000_000  # bytes of changed workspace files stored with a rollout
@@ -142,8 +142,6 @@ def rebuild_workspace(task: Task, submission: dict[str, Any], root: Path) -> Pat
     """A fresh copy of the task's starting workspace with a stored submission applied."""
     ws = fresh_workspace(task.path, root, files_of(submission))
     for rel in submission.get("deleted", []):
-        target = ws / rel
-        if target.is_file() and not target.is_symlink():
-            target.unlink()
+        remove_submitted(ws, rel)
     return ws
 

@@ -54,13 +54,19 @@ class Mounts:
         self.add(top)
         return self.find(path)
 
-    def binds(self, read_only: Iterable[str] = ()) -> dict[str, Any]:
-        """SandboxSpec fields: the workspace, logs and tests directories, and every other
-        mount as a bind, read-only where its path is in `read_only`."""
+    def binds(self, read_only: Iterable[str] = (), trusted: bool = False) -> dict[str, Any]:
+        """SandboxSpec fields: the workspace, and every other mount as a bind, read-only
+        where its path is in `read_only`. The tests and the verifier's logs only for a
+        `trusted` command (the verifier's own): never where the agent's commands run."""
         mounts = dict(self.dirs)
-        workspace, logs = mounts.pop(WORKSPACE_MOUNT), mounts.pop(LOGS_MOUNT)
+        workspace, logs = mounts.pop(WORKSPACE_MOUNT), mounts.pop(LOGS_MOUNT, None)
         tests = mounts.pop(TESTS_MOUNT, None)
         ro = set(read_only)
-        return {"workspace": workspace, "logs": logs, "tests": tests,
+        return {"workspace": workspace, "logs": logs if trusted else None,
+                "tests": tests if trusted else None,
                 "ro_binds": {p: h for p, h in mounts.items() if p in ro},
                 "rw_binds": {p: h for p, h in mounts.items() if p not in ro}}
+
+    def host(self, path: str) -> Path | None:
+        """The host directory mounted exactly at `path`, if any."""
+        return self.dirs.get(path)

@@ -198,11 +198,13 @@ class CommitsRepair(Generator):
         if not check.kept:
             self._reject(row, check.reason, check.detail)
             return None
-        checked = checked_fail_to_pass(snap.hidden, check.fail_to_pass, snap.workspace)
+        checked = checked_fail_to_pass(snap.hidden, check.fail_to_pass, snap.workspace,
+                                       check.held_at_parent)
         if not checked:
             self._reject(row, "no checked fail-to-pass test",
                          "no fail-to-pass test compares a result with a literal the policy "
-                         "has not seen, which the verifier can hold back")
+                         "has not seen, which the verifier can hold back, no trivial value "
+                         "passes, and the parent's code does not already pass")
             return None
         check = dataclasses.replace(check, fail_to_pass=checked)
         return row, snap, settings, found, check

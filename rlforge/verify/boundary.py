@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from rlforge.sandbox import FailureReason, SandboxPool, SandboxResult, spec_of
-from rlforge.verify import kinds, repair_standalone
+from rlforge.verify import kinds, repair_standalone, standalone
 from rlforge.verify.standalone import RESULT_NAME, Ran, SandboxBroken, component
 
 VENV_PYTHON = "/opt/venv/bin/python"
@@ -129,8 +129,26 @@ def score_workspace(task_dir: Path, reference: dict, workspace: Path,
                     policy: SandboxPolicy) -> dict:
     """Score the submission in `workspace` with the task's own verifier functions, policy
     code in the sandbox; the reward (raises `SandboxBroken` when a sandbox cannot start)."""
-    return kinds.get(reference["verifier"]).score(reference, str(task_dir / "tests"),
-                                                  str(workspace), policy)
+    return score_tree(task_dir / "tests", reference, workspace, policy)
+
+
+def score_tree(tests: Path, reference: dict, workspace: Path, policy: SandboxPolicy) -> dict:
+    """`score_workspace` with the tests directory given where it is (as Harbor uploaded it)."""
+    return kinds.get(reference["verifier"]).score(reference, str(tests), str(workspace), policy)
+
+
+def bad_path_reward(detail: str) -> dict:
+    """The fail of a submission naming a file outside the workspace (refused, not written)."""
+    return standalone.reward(
+        {"submission_paths": component(0, 0, "medium", gate=True, detail=detail)},
+        detail="a submitted path leaves the workspace", reason="bad_submission_path")
+
+
+def too_large_reward(detail: str) -> dict:
+    """The fail of a submission over a cap (copy-out, or the sandbox's file system)."""
+    return standalone.reward(
+        {"submission_size": component(0, 0, "medium", gate=True, detail=detail)},
+        detail="submission too large", reason="submission_too_large")
 
 
 def read_logged_result(logs_dir: Path) -> dict:
@@ -161,4 +179,4 @@ def load_reference(task_dir: Path) -> dict:
 
 
 __all__ = ["SandboxBroken", "SandboxPolicy", "TreeTooLarge", "load_reference", "read_logged_result",
-           "score_workspace"]
+           "bad_path_reward", "score_tree", "score_workspace", "too_large_reward"]

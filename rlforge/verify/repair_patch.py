@@ -18,8 +18,13 @@ import shutil
 
 
 def _safe_rel(path):
-    """A relative posix path without '..' or absolute parts, or None."""
+    """A relative posix path without '..' or absolute parts that a file system can name
+    (no NUL, no character without bytes), or None."""
     if not path or path.startswith("/") or "\0" in path:
+        return None
+    try:
+        os.fsencode(path)
+    except UnicodeEncodeError:
         return None
     parts = [p for p in path.split("/") if p not in ("", ".")]
     if not parts or any(p == ".." for p in parts):
@@ -61,7 +66,9 @@ class PatchError(Exception):
     """A diff that cannot be parsed or does not apply."""
 
 
-_HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
+# A line count or number past 10 digits is no real file's (and int() of thousands of
+# digits raises): such a header is malformed.
+_HUNK = re.compile(r"^@@ -(\d{1,10})(?:,(\d{1,10}))? \+(\d{1,10})(?:,(\d{1,10}))? @@")
 
 
 def _diff_path(text):
@@ -249,9 +256,14 @@ def apply_patch(root, text):
                 results[path] = lines
     except PatchError as exc:
         return False, str(exc)
-    for path, lines in sorted(results.items()):
-        if lines is None:
-            remove_file(root, path)
-        else:
-            write_file(root, path, "".join(lines).encode("utf-8", "surrogateescape"))
+    except (ValueError, UnicodeError, RecursionError) as exc:  # what the diff's bytes can
+        return False, f"the diff cannot be read: {type(exc).__name__}: {exc}"  # still do
+    try:
+        for path, lines in sorted(results.items()):
+            if lines is None:
+                remove_file(root, path)
+            else:
+                write_file(root, path, "".join(lines).encode("utf-8", "surrogateescape"))
+    except (OSError, ValueError, UnicodeError) as exc:  # e.g. a name too long to write
+        return False, f"the diff cannot be written: {type(exc).__name__}: {exc}"
     return True, f"{len(results)} file(s) changed"

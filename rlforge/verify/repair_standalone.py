@@ -234,7 +234,8 @@ def pytest_configure(config):
 
 def _report_check(index, value):
     """What a checked assert of a fail-to-pass test computed, sent for the verifier to compare
-    with the expected value, which this process never holds (see `externalize_checks`)."""
+    with the expected value, which this process never holds (see `externalize_checks`).
+    Returns the value (a build's run keeps the assert around the call)."""
     try:
         data = _encode(value)
     except (_Unplain, RecursionError, ValueError, OverflowError):
@@ -243,6 +244,7 @@ def _report_check(index, value):
     if len(json.dumps(event)) > MAX_EVENT - 1024:
         event["value"] = ["?", "too long"]
     _send(event)
+    return value
 
 
 class _Unplain(Exception):
@@ -852,9 +854,30 @@ CHECK_OPS = {"Eq": lambda a, b: a == b, "NotEq": lambda a, b: a != b,
              "Lt": lambda a, b: a < b, "LtE": lambda a, b: a <= b,
              "Gt": lambda a, b: a > b, "GtE": lambda a, b: a >= b,
              "In": lambda a, b: a in b, "NotIn": lambda a, b: a not in b}
-# Values a policy could send without knowing the expected one: a test whose only checked
-# literals are these (or whose only checks are not == or `in`) is not counted as checked.
+# Values a policy could send without knowing the expected one: a check that one of them
+# passes (`== 0`, `in [None, 3]`, `in "0123"`, which "" passes) is not counted as checked.
 TRIVIAL: tuple[object, ...] = (None, True, False, 0, 1, -1, 0.0, 1.0, "", b"", (), [], {}, set())
+
+
+def trivially_holds(op, literal, literal_left=False):
+    """Whether a check `<value> <op> <literal>` can be passed without knowing the literal:
+    any op but == and `in` (!= holds for NaN, < and > for infinities, `not in` for an empty
+    value), `<literal> in value` (a value listing every candidate holds it), or a value of
+    `TRIVIAL` that passes it: for `in` a string or bytes literal always (the empty one is
+    in each), a container holding one of them."""
+    if op not in ("Eq", "In") or literal_left:
+        return True
+    if op == "Eq":
+        return any(type(literal) is type(t) and literal == t for t in TRIVIAL)
+    if isinstance(literal, (str, bytes)):
+        return True
+    for t in TRIVIAL:
+        try:
+            if t in literal:
+                return True
+        except TypeError:  # an unhashable probe in a set or dict cannot be in it
+            continue
+    return False
 
 
 def _literal(node):
@@ -893,12 +916,15 @@ def _leaves_early(func):
     return False
 
 
-def externalize_checks(source, keys, name, start=0):
+def externalize_checks(source, keys, name, start=0, keep_assert=False):
     """Rewrite the top-level literal asserts of the test functions named in `keys` (see above).
 
-    Returns (new source bytes, plan {index: {"test", "op", "literal", "literal_left",
-    "trivial"}}), indexes from `start`; (source, {}) when nothing could be rewritten. Line
-    numbers are kept; an assert sharing a line with other code is left as it is.
+    Returns (new source bytes, plan {index: {"test", "line", "op", "literal",
+    "literal_left", "trivial"}}), indexes from `start`; (source, {}) when nothing could be
+    rewritten. Line numbers are kept; an assert sharing a line with other code is left as
+    it is. `keep_assert` (a build's runs, where nothing is hidden): the assert stays, with
+    only its expression wrapped in the call, so the test runs exactly as written and the
+    values are reported too.
     """
     import ast
 
@@ -930,28 +956,23 @@ def externalize_checks(source, keys, name, start=0):
             if seg is None:
                 continue
             literal = val_l if lit_l else val_r
-            # Only == and `value in <literals>` hide something: != holds for NaN, < and >
-            # for infinities, `not in` for an empty value, and `<literal> in value` for a
-            # value that lists every candidate, whatever the literal.
-            trivial = op not in ("Eq", "In") or (op == "In" and lit_l) or any(
-                type(literal) is type(t) and literal == t for t in TRIVIAL)
-            plan[index] = {"test": key, "op": op, "literal": repr(literal), "literal_left": lit_l,
-                           "trivial": trivial}
+            plan[index] = {"test": key, "line": stmt.lineno, "op": op, "literal": repr(literal),
+                           "literal_left": lit_l, "trivial": trivially_holds(op, literal, lit_l)}
             call = f"{name}({index}, ({seg}))".encode("utf-8", "surrogateescape")
-            gap = (stmt.end_lineno - stmt.lineno) - call.count(b"\n")
-            edits.append((stmt, call + b"\n" * max(gap, 0)))
+            edits.append((expr if keep_assert else stmt, call))
             index += 1
-    for stmt, call in sorted(edits, key=lambda e: (e[0].lineno, e[0].col_offset), reverse=True):
-        head = lines[stmt.lineno - 1][:stmt.col_offset]
-        tail = lines[stmt.end_lineno - 1][stmt.end_col_offset:]
-        lines[stmt.lineno - 1:stmt.end_lineno] = [head + call + tail]
+    for node, call in sorted(edits, key=lambda e: (e[0].lineno, e[0].col_offset), reverse=True):
+        gap = (node.end_lineno - node.lineno) - call.count(b"\n")
+        call += b"\n" * max(gap, 0)
+        head = lines[node.lineno - 1][:node.col_offset]  # (ast's offsets count bytes)
+        tail = lines[node.end_lineno - 1][node.end_col_offset:]
+        lines[node.lineno - 1:node.end_lineno] = [head + call + tail]
     return b"".join(lines), plan
 
 
 def apply_checks(outcomes, sent, plan):
     """Outcomes with every reported pass that a failed, missing or unreadable checked assert
     contradicts turned into `failed`; and {id: why} for each one turned."""
-    import ast
 
     by_test = {}
     for index, item in plan.items():
@@ -966,14 +987,7 @@ def apply_checks(outcomes, sent, plan):
             if index not in got:
                 why[nodeid] = "a checked assert did not run"
                 break
-            try:
-                value = _decode(got[index])
-                literal = ast.literal_eval(item["literal"])
-                a, b = (literal, value) if item["literal_left"] else (value, literal)
-                holds = bool(CHECK_OPS[item["op"]](a, b))
-            except Exception:  # the value sent is the policy's: anything may go wrong
-                holds = False
-            if not holds:
+            if not check_holds(item, got[index]):
                 why[nodeid] = "a checked assert does not hold"
                 break
         if nodeid in why:
@@ -981,19 +995,64 @@ def apply_checks(outcomes, sent, plan):
     return out, why
 
 
-def checked_fail_to_pass(hidden, fail_to_pass, workspace=None):
+def check_holds(item, encoded):
+    """Whether the value a checked assert sent (encoded) passes it; False for anything
+    that cannot be read or compared (the value is the policy's: anything may go wrong)."""
+    import ast
+
+    try:
+        value = _decode(encoded)
+        literal = ast.literal_eval(item["literal"])
+        a, b = (literal, value) if item["literal_left"] else (value, literal)
+        return bool(CHECK_OPS[item["op"]](a, b))
+    except Exception:
+        return False
+
+
+def test_keys(source):
+    """The keys (`name`, `Class::name`) of a test file's test functions."""
+    import ast
+
+    try:
+        return {key for key, _ in _test_functions(ast.parse(source).body)}
+    except (SyntaxError, ValueError, RecursionError):
+        return set()
+
+
+def checked_fail_to_pass(hidden, fail_to_pass, workspace=None, held_at_parent=None):
     """The fail-to-pass ids whose verdict code under test cannot forge (what a build keeps):
-    tests of the hidden files with a checked `==` or `in` whose literal is not trivial and
-    appears nowhere in the policy's own copy of that file (`workspace`: {path: bytes} of
-    the starting workspace), so the policy has not seen it."""
-    keep = set()
+    tests of the hidden files with a checked assert that discriminates: an `==` or `in`
+    that no trivial value passes (`trivially_holds`), whose literal appears nowhere in the
+    policy's own copy of that file (`workspace`: {path: bytes} of the starting workspace),
+    so the policy has not seen it, and which the parent's code did not already pass
+    (`held_at_parent`: {test id: [lines of the checks that held in the build's run at the
+    parent]}), so only the fix can pass it."""
+    held = held_at_parent or {}
+    keep = []
     for rel, keys in _keys_by_file(fail_to_pass).items():
         if rel in hidden and rel.endswith(".py"):
             _, plan = externalize_checks(hidden[rel], keys, "_check")
             seen = _literals_in((workspace or {}).get(rel, b""))
-            keep |= {rel + "::" + item["test"] for item in plan.values()
-                     if not item["trivial"] and not seen(item["literal"])}
-    return [i for i in fail_to_pass if i.split("[", 1)[0] in keep]
+            lines = {}
+            for item in plan.values():
+                if not item["trivial"] and not seen(item["literal"]):
+                    lines.setdefault(rel + "::" + item["test"], set()).add(item["line"])
+            keep += [i for i in fail_to_pass if i.split("[", 1)[0] in lines
+                     and lines[i.split("[", 1)[0]] - set(held.get(i, ()))]
+    return [i for i in fail_to_pass if i in set(keep)]
+
+
+def held_at_parent(plan, checks, ids):
+    """{test id: [lines]}: of the checked asserts the build's run at the parent reported
+    (`checks`, as `run_tests` returns them, for the plan of `externalize_checks`), those
+    whose value already passed them, for each of `ids`."""
+    out = {}
+    for nodeid in ids:
+        lines = sorted({plan[int(index)]["line"] for index, value in checks.get(nodeid, {}).items()
+                        if int(index) in plan and check_holds(plan[int(index)], value)})
+        if lines:
+            out[nodeid] = lines
+    return out
 
 
 def _literals_in(source):
@@ -1147,7 +1206,8 @@ def run_only(spec_path, out_path):
     result = run_tests(spec["tree"], spec["test_command"], spec.get("ids"),
                        paths=spec.get("paths"), per_test_timeout=spec["per_test_timeout"],
                        collect_timeout=spec["collect_timeout"], budget_sec=spec["budget_sec"],
-                       pythonpath=spec.get("pythonpath", []), env=spec.get("env"))
+                       pythonpath=spec.get("pythonpath", []), env=spec.get("env"),
+                       check_name=spec.get("check_name"))
     with open(out_path, "w", encoding="utf-8") as fh:
         json.dump(result, fh, sort_keys=True)
     return 0
@@ -1164,23 +1224,15 @@ def main(argv=None):
             i = argv.index(flag)
             options[flag] = argv[i + 1]
             del argv[i:i + 2]
-    logs_dir = options["--logs"]
-    base.harden()
-    with open(argv[0], encoding="utf-8") as fh:
-        ref = json.load(fh)
-    tests_dir = os.path.dirname(os.path.abspath(argv[0]))
-    base.protect_inputs(tests_dir)
-    policy = base.LocalPolicy(python=options["--python"])
-    try:
-        result = score_repair(ref, tests_dir, policy=policy)
-    except base.SandboxBroken as exc:
-        sys.stderr.write(f"rlforge verifier: {exc}\n")
-        return 2
-    policy.sweep()
-    base.write_reward(result, logs_dir)
-    sys.stdout.write(base.REWARD_PREFIX + json.dumps(result, sort_keys=True) + "\n")
-    sys.stdout.flush()
-    return 0
+    def score_here(ref, tests_dir):
+        policy = base.LocalPolicy(python=options["--python"])
+        policy.require_apart()
+        try:
+            return score_repair(ref, tests_dir, policy=policy)
+        finally:
+            policy.sweep()
+
+    return base.verifier_main(argv[0], options["--logs"], score_here)
 
 
 if __name__ == "__main__":

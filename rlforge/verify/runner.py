@@ -19,8 +19,10 @@ from pathlib import Path
 from typing import Any, Callable
 
 from rlforge.errors import UnknownName, UserError
-from rlforge.sandbox import SandboxPool, SandboxSpec, prepare_env, settings_or_configured, spec_of
+from rlforge.sandbox import (WORKSPACE_MOUNT, SandboxPool, SandboxSpec, prepare_env,
+                             settings_or_configured, spec_of)
 from rlforge.tasks.staging import check_task
+from rlforge.verify import repair_patch
 from rlforge.verify.boundary import (SandboxBroken, SandboxPolicy, TreeTooLarge, load_reference,
                                      score_workspace)
 
@@ -46,19 +48,49 @@ def load_task(task_dir: Path) -> dict[str, Any]:
     return tomllib.loads(toml_path.read_text(encoding="utf-8"))
 
 
+class BadSubmissionPath(UserError):
+    """A submitted file's path does not name a file in the workspace (absolute elsewhere,
+    '..', a NUL or a character without bytes): the submission's fault."""
+
+
+def submission_path(path: str) -> str:
+    """The workspace-relative path a submitted file names: relative, or absolute under
+    /app; `BadSubmissionPath` for anything that would leave the workspace."""
+    rel = path[len(WORKSPACE_MOUNT) + 1:] if path.startswith(WORKSPACE_MOUNT + "/") else path
+    safe = repair_patch._safe_rel(rel) if isinstance(rel, str) else None
+    if safe is None:
+        raise BadSubmissionPath(f"{path!r} is not a path inside the workspace "
+                                f"(give it relative to {WORKSPACE_MOUNT}, without '..')")
+    return safe
+
+
+def remove_submitted(ws: Path, path: str) -> None:
+    """Delete the regular file a submission names as deleted, never through a link."""
+    rel = submission_path(path)
+    cur = ws
+    for part in rel.split("/"):
+        cur = cur / part
+        if cur.is_symlink():
+            return
+    if cur.is_file():
+        cur.unlink()
+
+
 def fresh_workspace(task_dir: Path, root: Path, files: dict[str, bytes] | None = None) -> Path:
-    """A new copy of the task's starting workspace (environment/app), plus submitted files."""
+    """A new copy of the task's starting workspace (environment/app), plus submitted files,
+    each written inside it whatever links stand on its way (`submission_path` says which
+    paths are refused)."""
+    named = {submission_path(rel): data for rel, data in (files or {}).items()}
     ws = Path(tempfile.mkdtemp(prefix="ws-", dir=root))
     app = task_dir / "environment" / "app"
     if app.is_dir():
         shutil.copytree(app, ws, dirs_exist_ok=True, symlinks=True)
-    for rel, data in (files or {}).items():
-        target = ws / rel
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_bytes(data)
+    for rel, data in named.items():
+        repair_patch.write_file(str(ws), rel, data)
     ws.chmod(0o777)
     for p in ws.rglob("*"):
-        p.chmod(0o777 if p.is_dir() else 0o666 | (p.stat().st_mode & 0o111))
+        if not p.is_symlink():
+            p.chmod(0o777 if p.is_dir() else 0o666 | (p.stat().st_mode & 0o111))
     return ws
 
 

@@ -466,6 +466,15 @@ class LocalPolicy:
         """Run to the end; a `Ran`."""
         return self.start(argv, tree, data, env, timeout).result()
 
+    def require_apart(self):
+        """Refuse (SandboxBroken) to score by running policy code as this verifier's own
+        uid: it could read the tests and write the reward."""
+        if not self.drop:
+            raise SandboxBroken(
+                "this verifier would run policy code as its own uid, beside the reference and "
+                "the reward: run tests/test.sh as root (policy code then runs as uid "
+                f"{POLICY_UID}), or in rlforge's environments, whose scorer keeps it apart")
+
     def sweep(self):
         """Kill what policy code left running: every process of the policy's uid, or,
         inside rlforge's sandbox (a pid namespace of our own), every process but ours."""
@@ -820,6 +829,76 @@ def harden():
     stop_other_processes()
 
 
+#: Set by rlforge's environments (Harbor's, verifiers') in the trusted sandbox test.sh runs
+#: in: the socket of the scorer that scores outside it (rlforge.verify.scorer).
+SCORER_ENV = "RLFORGE_SCORER"
+SCORER_ANSWER_LIMIT = 64 * 1024 * 1024
+
+
+def ask_scorer(address):
+    """The reward from the scorer this verifier's environment runs outside its sandbox;
+    SandboxBroken when there is none to give (the scorer could not score at all)."""
+    import socket
+
+    data = b""
+    try:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
+            conn.connect(address)
+            conn.sendall(b'{"score": "/app"}\n')
+            while len(data) <= SCORER_ANSWER_LIMIT:
+                chunk = conn.recv(1 << 16)
+                if not chunk:
+                    break
+                data += chunk
+    except OSError as exc:
+        raise SandboxBroken(f"the scorer at {address} cannot be reached: {exc}") from None
+    try:
+        answer = json.loads(data)
+    except ValueError:
+        raise SandboxBroken(f"the scorer at {address} gave no answer") from None
+    if not isinstance(answer, dict) or "result" not in answer:
+        raise SandboxBroken(str(answer.get("error") if isinstance(answer, dict) else answer))
+    return answer["result"]
+
+
+def verifier_main(ref_path, logs_dir, score_here):
+    """What test.sh runs: the reward of the submission in /app, written to `logs_dir`.
+
+    In rlforge's environments the scorer outside this sandbox gives it; elsewhere
+    `score_here(ref, tests_dir)` computes it with the tests made readable by root alone.
+    Exits 2, writing no reward, when no reward can be given without running policy code
+    beside the scorer, or the sandbox for it could not start (an infrastructure failure).
+    """
+    harden()
+    address = os.environ.get(SCORER_ENV)
+    try:
+        if address:
+            result = ask_scorer(address)
+        else:
+            with open(ref_path, encoding="utf-8") as fh:
+                ref = json.load(fh)
+            tests_dir = os.path.dirname(os.path.abspath(ref_path))
+            protect_inputs(tests_dir)
+            result = score_here(ref, tests_dir)
+    except SandboxBroken as exc:
+        sys.stderr.write(f"rlforge verifier: {exc}\n")
+        return 2
+    write_reward(result, logs_dir)
+    sys.stdout.write(REWARD_PREFIX + json.dumps(result, sort_keys=True) + "\n")
+    sys.stdout.flush()
+    return 0
+
+
+def _score_here(ref, tests_dir):
+    policy = LocalPolicy()
+    if ref["verifier"] == "script":
+        policy.require_apart()
+    try:
+        return score(ref, tests_dir, policy=policy)
+    finally:
+        policy.sweep()
+
+
 def main(argv=None):
     argv = list(sys.argv[1:] if argv is None else argv)
     logs_dir = "/logs/verifier"
@@ -827,23 +906,7 @@ def main(argv=None):
         i = argv.index("--logs")
         logs_dir = argv[i + 1]
         del argv[i:i + 2]
-    harden()
-    ref_path = argv[0]
-    with open(ref_path, encoding="utf-8") as fh:
-        ref = json.load(fh)
-    tests_dir = os.path.dirname(os.path.abspath(ref_path))
-    protect_inputs(tests_dir)
-    policy = LocalPolicy()
-    try:
-        result = score(ref, tests_dir, policy=policy)
-    except SandboxBroken as exc:
-        sys.stderr.write(f"rlforge verifier: {exc}\n")
-        return 2
-    policy.sweep()
-    write_reward(result, logs_dir)
-    sys.stdout.write(REWARD_PREFIX + json.dumps(result, sort_keys=True) + "\n")
-    sys.stdout.flush()
-    return 0
+    return verifier_main(argv[0], logs_dir, _score_here)
 
 
 if __name__ == "__main__":

@@ -671,3 +671,47 @@ def test_harbor_pth_in_user_site_cannot_rewrite_the_reward(sample_tasks, tmp_pat
              f"mkdir -p \"$site\" && echo \"{payload}\" > \"$site/zz_forge.pth\"\n")
     got = _harbor_trial(task, tmp_path, agent)
     assert got and float(got) == 0.0, got
+
+
+# --- the Python API and the episode loop take the policy's bytes as its own ---------------
+
+def test_the_api_confines_submitted_paths_to_the_workspace(sample_tasks, tmp_path):
+    """`TaskEnv.verify({path: ...})` once wrote an absolute path or one with '..' wherever
+    it named: over the task's reference before scoring, or anywhere on the host."""
+    task = _one(sample_tasks, "tickets.triage")
+    reference = task / "tests" / "reference.json"
+    before = reference.read_bytes()
+    outside = tmp_path / "host-file"
+    outside.write_text("the host's\n")
+    ref = _reference(task)
+    forged = json.dumps({**ref, "answer": "x"})
+    for path in (str(reference), "../tests/reference.json", "../../" + task.name + "/tests/reference.json",
+                 str(outside), "a/../../x", "answer\0.txt", "\ud800.txt"):
+        reward = _verify(task, {path: forged, "answer.txt": "x"})
+        _assert_fail(reward, path)
+        assert reward["reason"] == "bad_submission_path", (path, reward)
+    with rlforge.envs.load(task) as env:
+        deleted = env.verify({"type": "workspace", "files": {}, "deleted": [str(outside)]})
+    _assert_fail(deleted, "deleting a host file")
+    assert reference.read_bytes() == before and outside.read_text() == "the host's\n"
+    # a path under /app is the workspace's own file
+    assert _verify(task, {"/app/answer.txt": ref["answer"]})["outcome"] == "pass"
+
+
+@pytest.mark.parametrize("command", ["echo a\0b", "echo \ud800", "ls \udcff"],
+                         ids=["nul", "lone-surrogate", "escaped-byte"])
+def test_a_command_no_program_can_receive_is_answered_not_raised(sample_tasks, command):
+    """A bash call holding NUL or a lone surrogate once made Popen raise: the rollout was
+    `invalid` in `rlforge run` and the API raised at the trainer. Now it is answered like a
+    command that cannot start, and the episode goes on to a scored outcome."""
+    task = _one(sample_tasks, "logs.script")
+    with rlforge.envs.load(task) as env:
+        env.reset()
+        messages, _, done, _ = env.step({"role": "assistant", "content": "", "tool_calls": [
+            {"id": "c1", "type": "function", "function": {
+                "name": "bash", "arguments": json.dumps({"command": command})}}]})
+        assert not done and messages[-1]["role"] == "tool", messages[-1]
+        _, reward, done, info = env.step({"role": "assistant", "content": "", "tool_calls": [
+            {"id": "c2", "type": "function", "function": {"name": "submit", "arguments": "{}"}}]})
+    assert done and info["outcome"] == "fail" and reward == 0, info
+    json.dumps(messages, ensure_ascii=False).encode("utf-8")  # the record stays valid UTF-8

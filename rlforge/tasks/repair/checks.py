@@ -38,7 +38,8 @@ from rlforge.tasks.repair.gitrepo import CommitSnapshot
 from rlforge.tasks.repair.options import RepairOptions, RepoSettings
 from rlforge.verify import repair_patch, repair_standalone, standalone
 
-CHECK_VERSION = 2  # 2: pytest run with autoload off, -c config, FIFO reports
+CHECK_VERSION = 3  # 2: pytest run with autoload off, -c config, FIFO reports; 3: checked
+#                    asserts report their values at the parent
 KEPT = "kept"
 REJECTED = "rejected"
 # Rejection reasons of the build-time check (selection adds its own, see select.py).
@@ -61,6 +62,8 @@ class CheckResult:
     gold_seconds: float = 0.0
     seconds: float = 0.0
     cached: bool = False
+    #: {fail-to-pass id: lines of its checked asserts the parent's code already passed}
+    held_at_parent: dict[str, list[int]] = field(default_factory=dict)
 
     @property
     def kept(self) -> bool:
@@ -158,22 +161,25 @@ class Checker:
     def cached(self, repo: str, sha: str, key: str) -> CheckResult | None:
         rows = self.con.execute(
             "SELECT status, reason, detail, fail_to_pass, pass_to_pass, flaky, requirements, "
-            "env_key, gold_seconds, seconds FROM repair_checks WHERE repo = ? AND sha = ? "
-            "AND check_key = ?", [repo, sha, key]).fetchall()
+            "env_key, gold_seconds, seconds, held_at_parent FROM repair_checks WHERE repo = ? "
+            "AND sha = ? AND check_key = ?", [repo, sha, key]).fetchall()
         if not rows:
             return None
         r = rows[0]
         return CheckResult(r[0], r[1] or "", r[2] or "", list(r[3] or []), list(r[4] or []),
                            list(r[5] or []), list(r[6] or []), r[7] or "", r[8] or 0.0, r[9] or 0.0,
-                           cached=True)
+                           cached=True, held_at_parent=json.loads(r[10] or "{}"))
 
     def store(self, repo: str, sha: str, key: str, r: CheckResult) -> None:
         self.con.execute("DELETE FROM repair_checks WHERE repo = ? AND sha = ? AND check_key = ?",
                          [repo, sha, key])
-        self.con.execute("INSERT INTO repair_checks VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                         [repo, sha, key, r.status, r.reason, r.detail, r.fail_to_pass,
-                          r.pass_to_pass, r.flaky, r.requirements, r.env_key, r.gold_seconds,
-                          r.seconds, db.now()])
+        self.con.execute(
+            "INSERT INTO repair_checks (repo, sha, check_key, status, reason, detail, fail_to_pass, "
+            "pass_to_pass, flaky, requirements, env_key, gold_seconds, seconds, checked_at, "
+            "held_at_parent) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            [repo, sha, key, r.status, r.reason, r.detail, r.fail_to_pass, r.pass_to_pass, r.flaky,
+             r.requirements, r.env_key, r.gold_seconds, r.seconds, db.now(),
+             json.dumps(r.held_at_parent, sort_keys=True)])
 
     # --- one commit ------------------------------------------------------------------------
 
@@ -216,29 +222,36 @@ class Checker:
             if why:
                 return CheckResult(REJECTED, "patch does not apply", why)
             write_tree(b, {})  # permissions of anything git apply created
+            # At the parent the hidden tests' literal asserts also report their values, so
+            # a check the parent's code already passes is known (and not counted).
+            check_name, plan = report_checks(a, snap.hidden)
             paths = None
             if self.opts.p2p_scope == "files":
                 paths = sorted(p for p in snap.hidden if p.endswith(".py"))
 
-            async def replicas(tree: Path) -> list[dict | str]:
+            async def replicas(tree: Path, checks: str | None = None) -> list[dict | str]:
                 # One after the other on the same tree, as a re-run would be: a test that
                 # depends on what an earlier run left behind shows up as flaky.
-                return [await self._run(tree, Path(venv), settings, paths, work)
+                return [await self._run(tree, Path(venv), settings, paths, work, checks)
                         for _ in range(self.opts.runs)]
 
-            parent, fixed = await asyncio.gather(replicas(a), replicas(b))
+            parent, fixed = await asyncio.gather(replicas(a, check_name), replicas(b))
         finally:
             shutil.rmtree(work, ignore_errors=True)
         failures = [r for r in parent + fixed if isinstance(r, str)]
         if failures:
             return CheckResult(REJECTED, "sandbox failure", failures[0][:300])
         # No failure: every run returned its report (a dict).
-        return classify(cast("list[dict]", parent), cast("list[dict]", fixed), snap, rules,
-                        self.opts.max_p2p)
+        result = classify(cast("list[dict]", parent), cast("list[dict]", fixed), snap, rules,
+                          self.opts.max_p2p)
+        result.held_at_parent = repair_standalone.held_at_parent(
+            plan, cast("dict", parent[0]).get("checks", {}), result.fail_to_pass)
+        return result
 
     async def _run(self, tree: Path, venv: Path, settings: RepoSettings, paths: list[str] | None,
-                   work: Path) -> dict | str:
-        """One sandboxed test run; the raw result, or an infrastructure error message."""
+                   work: Path, check_name: str | None = None) -> dict | str:
+        """One sandboxed test run; the raw result, or an infrastructure error message.
+        `check_name`: the builtin the tree's checked asserts call (`report_checks`)."""
         runner = Path(tempfile.mkdtemp(prefix="runner-", dir=work))
         logs = Path(tempfile.mkdtemp(prefix="logs-", dir=work))
         logs.chmod(0o777)
@@ -246,7 +259,8 @@ class Checker:
         spec = {"tree": "/app" if sandboxed else str(tree), "test_command": list(settings.test_command),
                 "ids": None, "paths": paths, "per_test_timeout": settings.per_test_timeout,
                 "collect_timeout": settings.collect_timeout, "budget_sec": self.opts.run_budget_sec,
-                "pythonpath": list(settings.pythonpath or ()), "env": dict(settings.env)}
+                "pythonpath": list(settings.pythonpath or ()), "env": dict(settings.env),
+                "check_name": check_name}
         files = {**verifier_files(), "run.json": json.dumps(spec).encode()}
         write_tree(runner, files)
         tests = "/tests" if sandboxed else str(runner)
@@ -264,6 +278,21 @@ class Checker:
         except (OSError, ValueError):
             return (f"the test runner gave no results (exit {result.exit_code}"
                     f"{', timed out' if result.timed_out else ''}): {result.stderr_text.strip()[-300:]}")
+
+
+def report_checks(tree: Path, hidden: dict[str, bytes]) -> tuple[str, dict]:
+    """Make the literal asserts of every test in the hidden test files in `tree` report
+    their values as they run (the asserts themselves unchanged); (builtin name, plan)."""
+    name = "_rlforge_check_" + os.urandom(6).hex()
+    plan: dict[int, dict] = {}
+    for rel in sorted(p for p in hidden if p.endswith(".py")):
+        text, found = repair_standalone.externalize_checks(
+            hidden[rel], repair_standalone.test_keys(hidden[rel]), name, start=len(plan),
+            keep_assert=True)
+        if found:
+            (tree / rel).write_bytes(text)
+            plan.update(found)
+    return name, plan
 
 
 def _passed(run: dict, nodeid: str) -> bool:
