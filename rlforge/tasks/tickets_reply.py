@@ -62,6 +62,8 @@ MIN_REPLY_WORDS = 12
 KB_RELEVANT = 12
 KB_OTHERS = 12
 MAX_FORBIDDEN = 60
+MAX_DISTRACTORS = 200
+DISTRACTOR_ALLOWANCE = 5
 NEAR_DUPLICATE = THRESHOLD  # requests this alike (shingle Jaccard) are the same ticket again
 COPY_MARGIN = 0.10     # the copy gate's allowance above the real reply's own share
 MAX_COPY_LIMIT = 0.60  # no task whose copy gate would need to be looser than this
@@ -109,8 +111,8 @@ def _whole(text: str, start: int, end: int) -> bool:
     return not glued_after and not (before.isalnum() or before == "_")
 
 
-def key_facts(text: str) -> list[str]:
-    """Distinct whole facts in a reply, in order of appearance, at most MAX_FACTS."""
+def key_facts(text: str, limit: int | None = MAX_FACTS) -> list[str]:
+    """Distinct whole facts in a reply, in order of appearance, at most `limit`."""
     found: list[tuple[int, str]] = []
     for pattern in FACT_PATTERNS:
         for m in pattern.finditer(text):
@@ -123,7 +125,30 @@ def key_facts(text: str) -> list[str]:
     for _, fact in sorted(found):
         if not any(fact.casefold() in f.casefold() or f.casefold() in fact.casefold() for f in out):
             out.append(fact)
-    return out[:MAX_FACTS]
+    return out[:limit]
+
+
+def distractors(kb_texts: list[str], facts: list[str], gold: str, customer: str) -> list[str]:
+    """The knowledge base's facts that are not this reply's: every whole fact of its files
+    that neither the real reply nor the customer's message holds and that is no part of a
+    required fact. A reply listing many of them was not written for this ticket."""
+    out: set[str] = set()
+    for text in kb_texts:
+        for fact in key_facts(text, limit=None):
+            if contains(gold, fact) or contains(customer, fact):
+                continue
+            if any(contains(fact, f) or contains(f, fact) for f in facts):
+                continue
+            out.add(fact)
+    return sorted(out)[:MAX_DISTRACTORS]
+
+
+def distractor_allowance(facts: list[str]) -> int:
+    """How many of the knowledge base's other facts a reply may name: what a real reply to
+    the same issue, written for another customer, names (a help desk's macros carry their
+    placeholders and steps: up to 4 in 95% of them in a templated export), never a listing
+    of the knowledge base (6 or more in 99% of such walks)."""
+    return DISTRACTOR_ALLOWANCE
 
 
 def distinctive(text: str) -> list[str]:
@@ -319,6 +344,8 @@ class TicketReply(Generator):
         if copy_limit > MAX_COPY_LIMIT:
             return (f"the real reply repeats its knowledge base ({own_copy:.0%} of its 4-grams; "
                     f"at most {MAX_COPY_LIMIT - COPY_MARGIN:.0%} can be told from copying)")
+        others_facts = distractors([origin.rows[i][4] for i in kb] + list(self.docs.values()),
+                                   facts, gold, customer)
         may_forbid = forbiddable(gold, customer)
         forbidden = sorted({v for i in kb for v in distinctive(origin.docs[i]) if may_forbid(v)})
         forbidden = forbidden[:MAX_FORBIDDEN]
@@ -328,7 +355,8 @@ class TicketReply(Generator):
         others = [i for i in kb if i not in precedents]
         nearest = next((origin.rows[i] for i in self.by_similarity(row, origin, others)),
                        origin.rows[others[0]] if others else None)
-        adversarial = self._adversarial(gold, body, facts, forbidden, nearest, max_words)
+        adversarial = self._adversarial(gold, body, facts, forbidden, nearest, max_words,
+                                        [origin.rows[i][4] for i in kb], min_words)
         workspace = {path: text.encode() for path, text in files.items()}
         workspace["kb/search.py"] = Path(kb_search.__file__).read_bytes()
         return TaskSpec(
@@ -342,7 +370,9 @@ class TicketReply(Generator):
                        "min_words": min_words, "max_words": max_words,
                        "submission": f"/app/{ANSWER_FILE}", "pass_threshold": 1.0,
                        "copy_sources": copy_sources, "common_bigrams": vocab,
-                       "min_common_share": min_common, "max_copy_share": copy_limit},
+                       "min_common_share": min_common, "max_copy_share": copy_limit,
+                       "distractors": others_facts,
+                       "max_distractors": distractor_allowance(facts)},
             solution_files={"solve.sh": solve_script(gold)},
             verifier="reply", kind="terminal", group_key=ticket_id,
             dedup_text=customer, time=created_at, null=null_submission(),
@@ -359,7 +389,7 @@ class TicketReply(Generator):
 
     @staticmethod
     def _adversarial(gold: str, body: str, facts: list[str], forbidden: list[str], nearest,
-                     max_words: int) -> list[Submission]:
+                     max_words: int, kb_replies: list[str], min_words: int) -> list[Submission]:
         n_words = len(gold.split())
         padded = (gold + "\n\n") * (2 + max_words // max(1, n_words))
         subs = [
@@ -382,6 +412,11 @@ class TicketReply(Generator):
                                    {ANSWER_FILE: (nearest[4] + "\n\n" + " ".join(facts)).encode()},
                                    "the most similar earlier resolution, copied, with the facts "
                                    "appended"))
+        walk = kb_walk(kb_replies, max_words)
+        if walk:
+            subs.append(Submission("knowledge_base_walk", {ANSWER_FILE: walk.encode()},
+                                   "every fact the knowledge base's replies hold, strung on "
+                                   "their word pairs, never reading the ticket"))
         hidden = [v for v in forbidden if len(v) >= 2 and not v.isspace()]
         if hidden:
             value = hidden[0]
@@ -390,3 +425,32 @@ class TicketReply(Generator):
                                    {ANSWER_FILE: (gold + " " + masked).encode()},
                                    "the right reply plus a forbidden value with U+200B inside"))
         return subs
+
+
+def kb_walk(replies: list[str], max_words: int) -> str:
+    """A reply written without reading the ticket: a walk over the word pairs of the
+    knowledge base's replies (each pair one the company writes, no four words in a row
+    copied), with every menu path, link, quoted string and placeholder those replies hold,
+    until the length allows no more."""
+    # what can be forbidden (ids, pseudonyms, amounts: the other customers' own) it leaves
+    facts = sorted({f for r in replies for f in key_facts(r, limit=None) if not distinctive(f)})
+    tokens = [[w for w in words(r) if w.isalpha()] for r in replies]
+    grams = set().union(*(_ngrams(t, COPY_N) for t in tokens)) if tokens else set()
+    follows: dict[str, list[str]] = {}
+    for t in tokens:
+        for a, b in zip(t, t[1:]):
+            follows.setdefault(a, []).append(b)
+    budget = max_words - sum(len(f.split()) + 1 for f in facts)
+    walk: list[str] = []
+    word = next((t[0] for t in tokens if t), "")
+    while word and len(walk) < budget:
+        walk.append(word)
+        nxt = [w for w in sorted(set(follows.get(word, [])))
+               if tuple(walk[-(COPY_N - 1):] + [w]) not in grams]
+        word = nxt[len(walk) % len(nxt)] if nxt else ""
+        if not word and walk:  # a dead end: start again from a reply's first word
+            word = tokens[len(walk) % len(tokens)][0] if tokens[len(walk) % len(tokens)] else ""
+    text, step = [], max(1, len(walk) // max(1, len(facts)))
+    for i, fact in enumerate(facts):
+        text += walk[i * step:(i + 1) * step] + [fact + "."]
+    return " ".join(text + walk[len(facts) * step:])

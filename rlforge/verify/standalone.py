@@ -275,10 +275,11 @@ def copied_share(text, sources):
 
 def score_reply(ref, submitted):
     """A customer reply: required facts (partial credit, each once), forbidden content,
-    length, and three gates against stuffing: the share of fact text, the share copied
-    from what the policy was shown, and how many of its word pairs are pairs the company's
-    other replies use (filler such as lorem ipsum, or common words strung together, are
-    not)."""
+    length, and four gates against stuffing: the share of fact text, how many of the
+    knowledge base's other facts it names (a listing of the knowledge base names many),
+    the share copied from what the policy was shown, and how many of its word pairs are
+    pairs the company's other replies use (filler such as lorem ipsum, or common words
+    strung together, are not)."""
     text = (submitted or "").strip()
     tokens = words(text)
     comps = {}
@@ -302,6 +303,11 @@ def score_reply(ref, submitted):
     limit = ref.get("max_fact_share", FACT_SHARE)
     comps["not_stuffed"] = component(share <= limit, 0, "medium", gate=True,
                                      detail=f"{share:.0%} of the words are fact text; at most {limit:.0%}")
+    others = [d for d in ref.get("distractors", []) if _mentions_words(tokens, d)]
+    allowed = ref.get("max_distractors", 1)
+    comps["focused"] = component(len(others) <= allowed, 0, "medium", gate=True,
+                                 detail=f"{len(others)} of the knowledge base's other facts named; "
+                                        f"at most {allowed}")
     copied = copied_share(text, ref.get("copy_sources", []))
     limit = ref.get("max_copy_share", COPY_SHARE)
     comps["original"] = component(copied <= limit, 0, "medium", gate=True,
