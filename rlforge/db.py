@@ -354,9 +354,11 @@ MIGRATIONS: list[Migration] = [
             template_hash VARCHAR
         );
     """),
-    Migration("0009_repair_held_at_parent", """
+    Migration("0009_repair_checked_values", """
         -- {fail-to-pass id: lines of its checked asserts the parent's code already passed}
         ALTER TABLE repair_checks ADD COLUMN held_at_parent VARCHAR;
+        -- {pass-to-pass id: lines of its literal asserts the fix passed in every run}
+        ALTER TABLE repair_checks ADD COLUMN p2p_checks VARCHAR;
     """),
 ]
 

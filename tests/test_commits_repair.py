@@ -325,7 +325,7 @@ def test_hidden_tests_never_reach_the_workspace_or_the_instruction(calc):
 def test_validation_proves_every_task(calc):
     results = asyncio.run(validate_many(_tasks(calc["out"])))
     caught_by = {
-        "null": "fail_to_pass", "empty_patch": "fail_to_pass",
+        "null": "fail_to_pass", "empty_patch": "fail_to_pass", "unreadable_patch": "patch_applies",
         "delete_failing_tests": "tests_untouched", "skip_failing_tests": "tests_untouched",
         "edit_hidden_tests": "tests_untouched", "conftest_forces_success": "tests_untouched",
         "sys_exit_at_import": "fail_to_pass", "os_exit_at_import": "fail_to_pass",
@@ -430,17 +430,18 @@ def test_a_hanging_fix_attempt_scores_zero_not_invalid(calc, monkeypatch, tmp_pa
 
 def test_cli_build_reads_per_repository_settings(calc, cli, tmp_path):
     (tmp_path / "rlforge.toml").write_text(
-        f'cache_dir = "{calc["cache"]}"\n\n[tasks.repair]\nlast = 4\n\n'
+        f'cache_dir = "{calc["cache"]}"\n\n[tasks.repair]\nlast = 7\n\n'
         '[tasks.repair.repos.calc]\nper_test_timeout = 7\ncollect_timeout = 4\n'
         'test_command = "python -m pytest -p no:doctest"\n')
     assert cli("ingest", "commits", calc["repo"], "-q").exit_code == 0
     listed = cli("build-tasks", "--list", "--json")
     row = next(r for r in json.loads(listed.output) if r["name"] == "commits.repair")
-    assert row["usable_rows"] == 3  # of the last 4 commits, all but 'Precompute a table...'
+    assert row["usable_rows"] == 5  # of the last 7, all but 'Precompute a table...' and 'Read numbers...'
     result = cli("build-tasks", "--generators", "commits.repair", "--out", tmp_path / "t", "--no-validate")
     assert result.exit_code == 0, result.output
-    assert "dropped 1 × commits.repair: no test change" in result.output
+    assert "dropped 2 × commits.repair: no test change" in result.output
     assert "dropped 1 × commits.repair: hang at parent" in result.output
+    assert "dropped 2 × commits.repair: no checked fail-to-pass test" in result.output
     ref = json.loads((_tasks(tmp_path / "t")[0] / "tests" / "reference.json").read_text())
     assert ref["per_test_timeout"] == 7 and ref["test_command"] == ["python", "-m", "pytest", "-p", "no:doctest"]
     (tmp_path / "rlforge.toml").write_text('[tasks.repair.repos.calc]\nresult_format = "tap"\n')
@@ -496,3 +497,50 @@ def test_a_repository_that_moved_is_reported_not_fatal(tmp_path):
     assert report.emitted == 0
     reasons = sorted(d["reason"].split(" (")[0] for d in report.drops)
     assert reasons == ["no parent commit", "repository unavailable"]
+
+
+KNOWN_TESTS_FORGE = '''
+
+def _forge_known():
+    """Report passed every test whose name the workspace's own test files held when this
+    was written (so the canaries, which they did not, fail as they must)."""
+    import gc
+    import pytest
+    from _pytest.config import Config
+    known = KNOWN
+
+    class _Forge:
+        @pytest.hookimpl(hookwrapper=True)
+        def pytest_runtest_makereport(self, item, call):
+            outcome = yield
+            if item.name.split("[")[0] in known:
+                report = outcome.get_result()
+                report.outcome, report.longrepr = "passed", None
+
+    for obj in gc.get_objects():
+        if isinstance(obj, Config) and not obj.pluginmanager.has_plugin("_forge_known"):
+            obj.pluginmanager.register(_Forge(), "_forge_known")
+
+
+_forge_known()
+'''
+
+
+def test_a_real_fix_cannot_hide_a_broken_pass_to_pass_test(calc, monkeypatch, tmp_path):
+    """mul fixed for real, add broken, and a forger in the module reporting every test the
+    workspace knows by name as passed: the canaries (new names) fail honestly and mul's
+    checked values hold. Pass-to-pass verdicts once came from the test process alone, so
+    this scored 1.0; now the values of pass-to-pass literal asserts go to the verifier."""
+    monkeypatch.setenv("RLFORGE_CACHE_DIR", str(calc["cache"]))
+    task, ws = _mul_attempt(calc, tmp_path, "    return a * b")
+    ref = json.loads((task / "tests" / "reference.json").read_text())
+    assert "tests/test_ops.py::test_add" in ref["pass_to_pass"]
+    ops = ws / "calc" / "ops.py"
+    import re
+    known = {n for f in (ws / "tests").glob("test_*.py") for n in re.findall(r"def (test_\w+)", f.read_text())}
+    ops.write_text(ops.read_text().replace("def add(a, b):\n    return a + b", "def add(a, b):\n    return a - b")
+                   + f"\nKNOWN = {sorted(known)!r}\n" + KNOWN_TESTS_FORGE)
+    result = asyncio.run(score_workspace(task, ws))
+    assert result.outcome == "fail" and result.reward["total"] == 0.0, result.reward
+    detail = result.reward["components"]["pass_to_pass"]["detail"]
+    assert "test_add" in detail, detail

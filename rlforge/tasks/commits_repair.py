@@ -235,6 +235,7 @@ class CommitsRepair(Generator):
             "verifier": "repair", "workspace": "/app", "submission_patch": SUBMISSION_PATCH,
             "test_command": list(settings.test_command), "result_format": settings.result_format,
             "fail_to_pass": check.fail_to_pass, "pass_to_pass": check.pass_to_pass,
+            "p2p_checks": {i: check.p2p_checks[i] for i in check.pass_to_pass if i in check.p2p_checks},
             "hidden_dir": "hidden", "hidden_files": sorted(snap.hidden),
             "hidden_deleted": snap.hidden_deleted, "protected": PROTECTED,
             "base_protected": base_protected, "per_test_timeout": per_test,

@@ -86,6 +86,13 @@ for name in sorted(os.listdir(root)):
 ''' % RECORD_LINE
 
 
+#: Memory held where no RSS shows it, then the sandbox's limit reached from a tiny process:
+#: on cgroup v1 the OOM killer once took bubblewrap's monitor, and the lost sandbox was
+#: recorded as infrastructure (the rollout `invalid`).
+MEMORY_WITHOUT_RSS = ("#!/bin/bash\nhead -c 250M /dev/zero > /tmp/held 2>/dev/null\n"
+                      "head -c 250M /dev/zero > /dev/shm/held 2>/dev/null\n"
+                      "exec dd if=/dev/zero of=/app/held bs=64k 2>/dev/null\n")
+
 READS_REFERENCE = """import json, sys
 target = sys.argv[1] if len(sys.argv) > 1 else "/app/logs"
 try:
@@ -415,6 +422,9 @@ class LogsScript(Generator):
                     "echo 1 > /logs/verifier/reward.txt; sleep 0.1; done' >/dev/null 2>&1 &)\n"
                     + f"echo {a}\n").encode()},
                            "leaves a process rewriting reward.txt, prints the visible answer"),
+                Submission("memory_without_rss", {"solution.sh": MEMORY_WITHOUT_RSS.encode()},
+                           "fills /tmp and /dev/shm (memory no process's RSS shows), then "
+                           "reaches the limit from a process smaller than the sandbox's own"),
             ],
             category="ops-logs", difficulty="medium", keywords=["logs", "scripting", fact],
             agent_timeout_sec=600.0, verifier_timeout_sec=120.0, memory_mb=1024,

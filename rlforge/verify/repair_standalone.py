@@ -919,12 +919,14 @@ def _leaves_early(func):
 def externalize_checks(source, keys, name, start=0, keep_assert=False):
     """Rewrite the top-level literal asserts of the test functions named in `keys` (see above).
 
-    Returns (new source bytes, plan {index: {"test", "line", "op", "literal",
+    Returns (new source bytes, plan {index: {"test", "line" (counted from the test's
+    `def`, so canaries planted between tests move nothing), "op", "literal",
     "literal_left", "trivial"}}), indexes from `start`; (source, {}) when nothing could be
     rewritten. Line numbers are kept; an assert sharing a line with other code is left as
-    it is. `keep_assert` (a build's runs, where nothing is hidden): the assert stays, with
-    only its expression wrapped in the call, so the test runs exactly as written and the
-    values are reported too.
+    it is. `keep_assert` (True, or the keys it holds for): the assert stays, with only its
+    expression wrapped in the call, so the test runs exactly as written and the value is
+    reported too (a build's runs, where nothing is hidden, and pass-to-pass tests, whose
+    literals the policy has seen).
     """
     import ast
 
@@ -956,10 +958,11 @@ def externalize_checks(source, keys, name, start=0, keep_assert=False):
             if seg is None:
                 continue
             literal = val_l if lit_l else val_r
-            plan[index] = {"test": key, "line": stmt.lineno, "op": op, "literal": repr(literal),
+            plan[index] = {"test": key, "line": stmt.lineno - func.lineno, "op": op, "literal": repr(literal),
                            "literal_left": lit_l, "trivial": trivially_holds(op, literal, lit_l)}
             call = f"{name}({index}, ({seg}))".encode("utf-8", "surrogateescape")
-            edits.append((expr if keep_assert else stmt, call))
+            kept = keep_assert if isinstance(keep_assert, bool) else key in keep_assert
+            edits.append((expr if kept else stmt, call))
             index += 1
     for node, call in sorted(edits, key=lambda e: (e[0].lineno, e[0].col_offset), reverse=True):
         gap = (node.end_lineno - node.lineno) - call.count(b"\n")
@@ -979,7 +982,8 @@ def apply_checks(outcomes, sent, plan):
         by_test.setdefault(item["file"] + "::" + item["test"], []).append((index, item))
     out, why = dict(outcomes), {}
     for nodeid, outcome in outcomes.items():
-        wanted = by_test.get(nodeid.split("[", 1)[0])
+        wanted = [(i, item) for i, item in by_test.get(nodeid.split("[", 1)[0], [])
+                  if "only" not in item or nodeid in item["only"]]
         if outcome != "passed" or not wanted:
             continue
         got = sent.get(nodeid, {})
@@ -1042,10 +1046,10 @@ def checked_fail_to_pass(hidden, fail_to_pass, workspace=None, held_at_parent=No
     return [i for i in fail_to_pass if i in set(keep)]
 
 
-def held_at_parent(plan, checks, ids):
-    """{test id: [lines]}: of the checked asserts the build's run at the parent reported
-    (`checks`, as `run_tests` returns them, for the plan of `externalize_checks`), those
-    whose value already passed them, for each of `ids`."""
+def held_lines(plan, checks, ids):
+    """{test id: [lines]}: of the checked asserts a build's run reported (`checks`, as
+    `run_tests` returns them, for the plan of `externalize_checks`), those whose value
+    passed them, for each of `ids`."""
     out = {}
     for nodeid in ids:
         lines = sorted({plan[int(index)]["line"] for index, value in checks.get(nodeid, {}).items()
@@ -1149,15 +1153,29 @@ def score_repair(ref, tests_dir, workspace=None, policy=None):
         patch.remove_file(tree, rel)
     canaries = add_canaries(tree, f2p)
     check_name, plan = "_rlforge_check_" + os.urandom(6).hex(), {}
-    for rel, keys in sorted(_keys_by_file(f2p).items()):
+    f2p_keys = {rel: keys for rel, keys in _keys_by_file(f2p).items() if rel in hidden}
+    p2p_lines = ref.get("p2p_checks", {})  # {pass-to-pass id: lines the fix passed}
+    p2p_keys = _keys_by_file(list(p2p_lines))
+    for rel in sorted(set(f2p_keys) | set(p2p_keys)):
         path = os.path.join(tree, rel)
-        if rel in hidden and rel.endswith(".py") and base._regular_file(path):
-            with open(path, "rb") as fh:
-                text, found = externalize_checks(fh.read(), keys, check_name, start=len(plan))
-            if found:
-                with open(path, "wb") as fh:
-                    fh.write(text)
-                plan.update({i: {**item, "file": rel} for i, item in found.items()})
+        if not (rel.endswith(".py") and base._regular_file(path)):
+            continue
+        kept = p2p_keys.get(rel, set()) - f2p_keys.get(rel, set())
+        with open(path, "rb") as fh:
+            text, found = externalize_checks(fh.read(), f2p_keys.get(rel, set()) | kept, check_name,
+                                             start=len(plan), keep_assert=kept)
+        if found:
+            with open(path, "wb") as fh:
+                fh.write(text)
+            for i, item in found.items():
+                if item["test"] in kept:  # a pass-to-pass test: the asserts the fix passed
+                    only = [n for n, lines in p2p_lines.items() if n.split("::", 1)[0] == rel
+                            and n.split("::", 1)[1].split("[", 1)[0] == item["test"]
+                            and item["line"] in lines]
+                    if not only:
+                        continue
+                    item = {**item, "only": only}
+                plan[i] = {**item, "file": rel}
     try:
         run = run_tests(tree, ref["test_command"], f2p + p2p + canaries,
                         per_test_timeout=ref["per_test_timeout"], collect_timeout=ref["collect_timeout"],

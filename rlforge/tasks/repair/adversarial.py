@@ -204,6 +204,12 @@ _rlforge_adv_plant()
 PLUGIN_MODULE = "rlforge_adv_forge_plugin"
 
 
+# Bytes that once escaped the diff parser as ValueError / UnicodeEncodeError, which made the
+# rollout "invalid" (the task's verifier data is broken) instead of the policy's fail.
+UNREADABLE_PATCH = ("--- a/x.py\n+++ b/x.py\n@@ -1," + "9" * 5000 + " +1 @@\n-a\n"
+                    '--- /dev/null\n+++ "b/\\ud800.py"\n@@ -0,0 +1 @@\n+a\n').encode()
+
+
 def deletion_diff(path: str, content: bytes) -> str:
     """A unified diff deleting `path`, whose content is `content`."""
     text = content.decode("utf-8", "surrogateescape")
@@ -288,7 +294,10 @@ def repair_adversarials(*, workspace: dict[str, bytes], hidden: dict[str, bytes]
                         pass_to_pass: Sequence[str] = (), gold_diff: str = "",
                         roots: Sequence[str] = ("",)) -> list[Submission]:
     """Every adversarial submission that applies to this task (see the module docstring)."""
-    subs = [Submission("empty_patch", {SUBMISSION_PATCH: b""}, "an empty diff")]
+    subs = [Submission("empty_patch", {SUBMISSION_PATCH: b""}, "an empty diff"),
+            Submission("unreadable_patch", {SUBMISSION_PATCH: UNREADABLE_PATCH},
+                       "a diff whose hunk header holds a 5,000-digit number and whose path "
+                       "no file system can name")]
     f2p_files = sorted({i.split("::", 1)[0] for i in fail_to_pass})
     existing = [p for p in f2p_files if p in workspace]
     if existing:

@@ -38,8 +38,8 @@ from rlforge.tasks.repair.gitrepo import CommitSnapshot
 from rlforge.tasks.repair.options import RepairOptions, RepoSettings
 from rlforge.verify import repair_patch, repair_standalone, standalone
 
-CHECK_VERSION = 3  # 2: pytest run with autoload off, -c config, FIFO reports; 3: checked
-#                    asserts report their values at the parent
+CHECK_VERSION = 3  # 2: pytest run with autoload off, -c config, FIFO reports; 3: literal
+#                    asserts report their values (hidden ones at the parent, all with the fix)
 KEPT = "kept"
 REJECTED = "rejected"
 # Rejection reasons of the build-time check (selection adds its own, see select.py).
@@ -64,6 +64,8 @@ class CheckResult:
     cached: bool = False
     #: {fail-to-pass id: lines of its checked asserts the parent's code already passed}
     held_at_parent: dict[str, list[int]] = field(default_factory=dict)
+    #: {pass-to-pass id: lines of its literal asserts the fix passed in every run}
+    p2p_checks: dict[str, list[int]] = field(default_factory=dict)
 
     @property
     def kept(self) -> bool:
@@ -161,14 +163,15 @@ class Checker:
     def cached(self, repo: str, sha: str, key: str) -> CheckResult | None:
         rows = self.con.execute(
             "SELECT status, reason, detail, fail_to_pass, pass_to_pass, flaky, requirements, "
-            "env_key, gold_seconds, seconds, held_at_parent FROM repair_checks WHERE repo = ? "
-            "AND sha = ? AND check_key = ?", [repo, sha, key]).fetchall()
+            "env_key, gold_seconds, seconds, held_at_parent, p2p_checks FROM repair_checks "
+            "WHERE repo = ? AND sha = ? AND check_key = ?", [repo, sha, key]).fetchall()
         if not rows:
             return None
         r = rows[0]
         return CheckResult(r[0], r[1] or "", r[2] or "", list(r[3] or []), list(r[4] or []),
                            list(r[5] or []), list(r[6] or []), r[7] or "", r[8] or 0.0, r[9] or 0.0,
-                           cached=True, held_at_parent=json.loads(r[10] or "{}"))
+                           cached=True, held_at_parent=json.loads(r[10] or "{}"),
+                           p2p_checks=json.loads(r[11] or "{}"))
 
     def store(self, repo: str, sha: str, key: str, r: CheckResult) -> None:
         self.con.execute("DELETE FROM repair_checks WHERE repo = ? AND sha = ? AND check_key = ?",
@@ -176,10 +179,10 @@ class Checker:
         self.con.execute(
             "INSERT INTO repair_checks (repo, sha, check_key, status, reason, detail, fail_to_pass, "
             "pass_to_pass, flaky, requirements, env_key, gold_seconds, seconds, checked_at, "
-            "held_at_parent) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "held_at_parent, p2p_checks) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             [repo, sha, key, r.status, r.reason, r.detail, r.fail_to_pass, r.pass_to_pass, r.flaky,
              r.requirements, r.env_key, r.gold_seconds, r.seconds, db.now(),
-             json.dumps(r.held_at_parent, sort_keys=True)])
+             json.dumps(r.held_at_parent, sort_keys=True), json.dumps(r.p2p_checks, sort_keys=True)])
 
     # --- one commit ------------------------------------------------------------------------
 
@@ -223,8 +226,14 @@ class Checker:
                 return CheckResult(REJECTED, "patch does not apply", why)
             write_tree(b, {})  # permissions of anything git apply created
             # At the parent the hidden tests' literal asserts also report their values, so
-            # a check the parent's code already passes is known (and not counted).
+            # a check the parent's code already passes is known (and not counted); with the
+            # fix every test file's do, so the pass-to-pass values the verifier compares
+            # itself are the ones the fix gives.
             check_name, plan = report_checks(a, snap.hidden)
+            tests = {p: d for p, d in {**snap.workspace, **snap.hidden}.items()
+                     if is_test_file(p, rules)}
+            fixed_name, fixed_plan = report_checks(b, {p: (b / p).read_bytes() for p in tests
+                                                       if (b / p).is_file()})
             paths = None
             if self.opts.p2p_scope == "files":
                 paths = sorted(p for p in snap.hidden if p.endswith(".py"))
@@ -235,7 +244,7 @@ class Checker:
                 return [await self._run(tree, Path(venv), settings, paths, work, checks)
                         for _ in range(self.opts.runs)]
 
-            parent, fixed = await asyncio.gather(replicas(a, check_name), replicas(b))
+            parent, fixed = await asyncio.gather(replicas(a, check_name), replicas(b, fixed_name))
         finally:
             shutil.rmtree(work, ignore_errors=True)
         failures = [r for r in parent + fixed if isinstance(r, str)]
@@ -244,8 +253,10 @@ class Checker:
         # No failure: every run returned its report (a dict).
         result = classify(cast("list[dict]", parent), cast("list[dict]", fixed), snap, rules,
                           self.opts.max_p2p)
-        result.held_at_parent = repair_standalone.held_at_parent(
+        result.held_at_parent = repair_standalone.held_lines(
             plan, cast("dict", parent[0]).get("checks", {}), result.fail_to_pass)
+        result.p2p_checks = passed_in_every(fixed_plan, cast("list[dict]", fixed),
+                                            result.pass_to_pass)
         return result
 
     async def _run(self, tree: Path, venv: Path, settings: RepoSettings, paths: list[str] | None,
@@ -280,19 +291,39 @@ class Checker:
                     f"{', timed out' if result.timed_out else ''}): {result.stderr_text.strip()[-300:]}")
 
 
-def report_checks(tree: Path, hidden: dict[str, bytes]) -> tuple[str, dict]:
-    """Make the literal asserts of every test in the hidden test files in `tree` report
-    their values as they run (the asserts themselves unchanged); (builtin name, plan)."""
+def report_checks(tree: Path, files: dict[str, bytes]) -> tuple[str, dict]:
+    """Make the literal asserts of every test in the test `files` (path -> their bytes in
+    `tree`) report their values as they run (the asserts themselves unchanged); (builtin
+    name, plan)."""
     name = "_rlforge_check_" + os.urandom(6).hex()
     plan: dict[int, dict] = {}
-    for rel in sorted(p for p in hidden if p.endswith(".py")):
+    for rel in sorted(p for p in files if p.endswith(".py")):
         text, found = repair_standalone.externalize_checks(
-            hidden[rel], repair_standalone.test_keys(hidden[rel]), name, start=len(plan),
+            files[rel], repair_standalone.test_keys(files[rel]), name, start=len(plan),
             keep_assert=True)
         if found:
             (tree / rel).write_bytes(text)
             plan.update(found)
     return name, plan
+
+
+def is_test_file(path: str, rules: dict) -> bool:
+    """A Python file of the repository's tests (where pass-to-pass tests live)."""
+    return path.endswith(".py") and repair_standalone.is_protected(path, rules) \
+        and path.rsplit("/", 1)[-1] not in repair_standalone.ALWAYS_NAMES
+
+
+def passed_in_every(plan: dict, runs: list[dict], ids: list[str]) -> dict[str, list[int]]:
+    """{test id: lines}: the checked asserts of `ids` that passed in every one of `runs`."""
+    per_run = [repair_standalone.held_lines(plan, r.get("checks", {}), ids) for r in runs]
+    out = {}
+    for nodeid in ids:
+        lines = set(per_run[0].get(nodeid, [])) if per_run else set()
+        for held in per_run[1:]:
+            lines &= set(held.get(nodeid, []))
+        if lines:
+            out[nodeid] = sorted(lines)
+    return out
 
 
 def _passed(run: dict, nodeid: str) -> bool:
