@@ -111,7 +111,8 @@ def test_validate_proves_gold_null_and_every_adversarial(cli, ticket_db, tmp_pat
                                      "every_option_lines", "long_candidate_list", "echo_instruction"},
                 "tickets.reply@2": {"leak", "oracle", "null", "empty", "facts_only", "padded",
                                     "copies_other_ticket", "echo_instruction", "facts_repeated",
-                                    "lorem_and_facts", "customer_message_and_facts"}}
+                                    "lorem_and_facts", "customer_message_and_facts",
+                                    "knowledge_base_walk"}}
     # Made only where the ticket has what they need (a forbidden value).
     optional = {"tickets.triage@1": set(), "tickets.reply@2": {"forbidden_with_zero_width"}}
     for r in data["results"]:
