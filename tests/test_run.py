@@ -371,6 +371,30 @@ def test_a_reply_with_a_lone_surrogate_is_stored_and_loaded(cli, tmp_path, query
     assert query("SELECT count(*) FROM rollouts") == [(1,)]
 
 
+def test_commands_and_file_names_with_lone_surrogates_never_stop_the_run(cli, tmp_path, query):
+    """A command the policy wrote, or a file name its bytes cannot decode, is kept exactly
+    in rollouts.jsonl (a JSON escape), and the table gets U+FFFD: DuckDB's JSON reader
+    refuses a lone surrogate, which once failed the whole run at its end (exit 2)."""
+    tasks = tmp_path / "tasks"
+    count_task(tasks, "count")
+    policy = ScriptedPolicy({"count": [bash_call("echo \ud800 > answer.txt"),
+                                       bash_call("touch \"$(printf 'odd\\377name')\""),
+                                       SUBMIT]}).start()
+    try:
+        result, data = run_json(cli, tasks, "--base-url", policy.url, "--model", "m")
+        assert result.exit_code == 0, result.output
+        rescored = cli("rescore", data["run_id"], "--json")
+    finally:
+        policy.stop()
+    assert rescored.exit_code == 0, rescored.output
+    (record,) = rollouts_of(data["run_dir"])
+    assert record["outcome"] == "fail" and record["steps"][0]["command"].startswith("echo \ud800")
+    assert "odd\udcffname" in record["submission"]["files"]
+    assert record["steps"][0]["exit_code"] == 126  # no program can receive that argument
+    assert query("SELECT outcome, steps->>'$[0].command' FROM rollouts") == \
+        [("fail", "echo \ufffd\ufffd\ufffd > answer.txt")]
+
+
 def test_limit_takes_tasks_from_every_generator_in_turn(tmp_path):
     from rlforge.run import discover_tasks
     from rlforge.run.session import select_tasks

@@ -40,6 +40,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
+import logging
 import re
 import shlex
 import shutil
@@ -56,7 +57,7 @@ from rlforge.run.submission import (SUBMISSION_CHARS, as_file, as_read, read_pre
 from rlforge.run.tasks import Task
 from rlforge.sandbox import FailureReason, SandboxResult, SandboxSpec
 from rlforge.verify import kinds
-from rlforge.verify.boundary import bad_path_reward, too_large_reward
+from rlforge.verify.boundary import bad_path_reward, too_large_reward, unreadable_reward
 from rlforge.verify.runner import BadSubmissionPath, TaskRunner, fresh_workspace
 
 SINGLE_TURN_SYSTEM = (
@@ -92,6 +93,8 @@ SEARCH_TOOL = {"type": "function", "function": {
 SUBMIT_TOOL = {"type": "function", "function": {
     "name": "submit", "description": "Finish: the workspace in /app is your submission.",
     "parameters": {"type": "object", "properties": {}}}}
+
+logger = logging.getLogger(__name__)
 
 _BASH_BLOCK = re.compile(r"```(?:bash|sh|shell)?[ \t]*\n(.*?)```", re.S)
 _SUBMIT_LINE = re.compile(r"^[ \t]*SUBMIT[ \t]*$", re.M)
@@ -191,6 +194,18 @@ def _valid(value: Any) -> Any:
     return value
 
 
+def _arguments(text: Any, key: str) -> str | None:
+    """`key` of a tool call's JSON arguments when it is a non-blank string, else None.
+    The arguments are the policy's bytes: nothing in them may raise (a RecursionError from
+    deeply nested JSON included)."""
+    try:
+        args = json.loads(text or "{}")
+    except (ValueError, TypeError, RecursionError):
+        return None
+    value = args.get(key) if isinstance(args, dict) else None
+    return value if isinstance(value, str) and value.strip() else None
+
+
 def _assistant(message: dict[str, Any] | str) -> dict[str, Any]:
     """The policy's reply as it goes back into the conversation (content never null)."""
     if isinstance(message, str):
@@ -272,6 +287,16 @@ class Environment:
         if self.done:
             raise UserError("the episode is over; call reset() to start another")
         self.turns += 1
+        try:
+            await self._step(message)
+        except (InfraError, UserError):
+            raise
+        except Exception as exc:  # raised on the policy's own bytes: its fail, never invalid
+            self.done, self.ended_by = True, "unreadable"
+            self.reward = _unreadable(exc, "reply")
+        return self.messages, self.total, self.done, self.info()
+
+    async def _step(self, message: dict[str, Any] | str) -> None:
         reply = _assistant(message)
         self.messages.append(reply)
         if not self.multi_turn:
@@ -298,7 +323,6 @@ class Environment:
                 self._idle = 0
             if not self.done and self.turns >= self.options.max_turns:
                 await self.finish(None, "max_turns")
-        return self.messages, self.total, self.done, self.info()
 
     async def finish(self, text: str | None, ended_by: str) -> dict[str, Any]:
         """End the episode now and score it (`text` is a single-turn task's reply)."""
@@ -343,6 +367,14 @@ class Environment:
         Raises:
             InfraError: the sandbox or the verifier failed.
         """
+        try:
+            return await self._verify(submission)
+        except (InfraError, UserError):
+            raise
+        except Exception as exc:  # raised on the submission's bytes: its fail, never invalid
+            return _unreadable(exc, "submission")
+
+    async def _verify(self, submission: str | dict[str, Any] | None) -> dict[str, Any]:
         if isinstance(submission, dict) and submission.get("type") == "text":
             submission = submission.get("text", "")
         if submission is None or isinstance(submission, str):
@@ -420,12 +452,8 @@ class Environment:
                     names = "bash, search or submit" if self.search_command else "bash or submit"
                     self._tool_reply(call_id, f"[error: no tool named {name!r}; use {names}]")
                     continue
-                try:
-                    args = json.loads(function.get("arguments") or "{}")
-                    command = args["command"] if isinstance(args, dict) else None
-                except (ValueError, KeyError):
-                    command = None
-                if not isinstance(command, str) or not command.strip():
+                command = _arguments(function.get("arguments"), "command")
+                if command is None:
                     self._tool_reply(call_id, '[error: arguments must be JSON like '
                                               '{"command": "ls -la"}]')
                     continue
@@ -452,12 +480,8 @@ class Environment:
 
     def _search(self, arguments: str | None) -> str | None:
         """The shell command a `search` call runs (None: its arguments are not a query)."""
-        try:
-            args = json.loads(arguments or "{}")
-            query = args["query"] if isinstance(args, dict) else None
-        except (ValueError, KeyError):
-            query = None
-        if not isinstance(query, str) or not query.strip():
+        query = _arguments(arguments, "query")
+        if query is None:
             return None
         return f"{self.search_command} {shlex.quote(query.strip())}"
 
@@ -555,6 +579,15 @@ class Environment:
                 return reward
             raise InfraError("judge", str(exc)) from None
         return {**reward, "components": components, "total": total}
+
+
+def _unreadable(exc: Exception, what: str) -> dict[str, Any]:
+    """The fail of a reply or submission rlforge raised on. Whatever raises once the
+    policy's bytes are in hand was reached through them, so it is the policy's fail
+    (DESIGN: invalid is proven, not presumed); the traceback is logged in full, since it
+    is also a bug to fix."""
+    logger.exception("an error on the policy's %s; scored as its fail", what)
+    return unreadable_reward(f"{type(exc).__name__}: {exc}"[:300])
 
 
 def remove_tree(path: Path) -> None:

@@ -19,6 +19,7 @@ import datetime as dt
 import fcntl
 import json
 import os
+import re
 import secrets
 from pathlib import Path
 from typing import Any, Iterable, TextIO
@@ -149,10 +150,7 @@ class RunStore:
         Returns the line written (without its newline)."""
         if self._out is None:
             self._out = open(self.dir / ROLLOUTS, "a", encoding="utf-8")
-        line = json.dumps(record, ensure_ascii=False, separators=(",", ":"))
-        # A name or text the policy made may hold lone surrogates (undecodable bytes):
-        # written as JSON escapes (\udcff), which json.loads reads back.
-        line = line.encode("utf-8", "backslashreplace").decode("utf-8")
+        line = record_line(record)
         self._out.write(line + "\n")
         self._out.flush()
         return line
@@ -163,7 +161,7 @@ class RunStore:
         tmp = path.with_suffix(".jsonl.tmp")
         with open(tmp, "w", encoding="utf-8") as fh:
             for record in records:
-                fh.write(json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n")
+                fh.write(record_line(record) + "\n")
             fh.flush()
             os.fsync(fh.fileno())
         if path.exists():
@@ -211,22 +209,71 @@ ROLLOUT_SELECT = """
     FROM (SELECT from_json(line, ?) AS r FROM ({source}))"""
 
 
+def record_line(record: dict[str, Any]) -> str:
+    """One rollouts.jsonl line. A name or text the policy made may hold lone surrogates
+    (bytes that did not decode): they are written as JSON escapes (\\udcff), which
+    json.loads reads back, so nothing the policy wrote is lost."""
+    line = json.dumps(record, ensure_ascii=False, separators=(",", ":"))
+    return line.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+#: A JSON escape of a UTF-16 surrogate: rollouts.jsonl writes a lone one (a byte the
+#: policy's text or file names could not decode) this way, and DuckDB's JSON reader
+#: refuses the whole statement over one.
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
+
+
+def _without_surrogates(value: Any) -> Any:
+    if isinstance(value, str):
+        return value.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
+    if isinstance(value, list):
+        return [_without_surrogates(v) for v in value]
+    if isinstance(value, dict):
+        return {_without_surrogates(k): _without_surrogates(v) for k, v in value.items()}
+    return value
+
+
+def table_line(line: str) -> str:
+    """A rollouts.jsonl line as the `rollouts` table stores it: lone surrogates, which the
+    file keeps as escapes so that nothing the policy wrote is lost, become U+FFFD."""
+    if not _SURROGATE_ESCAPE.search(line):
+        return line
+    return json.dumps(_without_surrogates(json.loads(line)), ensure_ascii=False,
+                      separators=(",", ":"))
+
+
 def insert_lines(con, lines: list[str]) -> None:
     """Append rollouts.jsonl lines to the `rollouts` table in one statement."""
     if lines:
         source = "SELECT unnest(?::VARCHAR[]) AS line"
         con.execute("INSERT INTO rollouts " + ROLLOUT_SELECT.format(source=source),
-                    [_LINE_STRUCTURE, lines])
+                    [_LINE_STRUCTURE, [table_line(line) for line in lines]])
 
 
 def reload_run(con, run_id: str, log: Path) -> None:
     """Make the table hold exactly the run's rollouts.jsonl (on resume and rescore); run it
     inside the caller's transaction."""
     con.execute("DELETE FROM rollouts WHERE run_id = ?", [run_id])
-    if log.exists() and log.stat().st_size:
-        source = "SELECT json AS line FROM read_ndjson_objects(?)"
-        con.execute("INSERT INTO rollouts " + ROLLOUT_SELECT.format(source=source),
-                    [_LINE_STRUCTURE, str(log)])
+    if not (log.exists() and log.stat().st_size):
+        return
+    if _has_surrogate_escape(log):  # rare: the lines go through Python
+        with open(log, encoding="utf-8") as fh:
+            insert_lines(con, [line for line in fh.read().splitlines() if line.strip()])
+        return
+    source = "SELECT json AS line FROM read_ndjson_objects(?)"
+    con.execute("INSERT INTO rollouts " + ROLLOUT_SELECT.format(source=source),
+                [_LINE_STRUCTURE, str(log)])
+
+
+def _has_surrogate_escape(path: Path, block: int = 1 << 20) -> bool:
+    pattern = re.compile(rb"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
+    tail = b""
+    with open(path, "rb") as fh:
+        while chunk := fh.read(block):
+            if pattern.search(tail + chunk):
+                return True
+            tail = chunk[-5:]
+    return False
 
 
 def set_advantages(con, run_id: str, advantages: dict[str, float | None]) -> None:

@@ -151,6 +151,14 @@ def too_large_reward(detail: str) -> dict:
         detail="submission too large", reason="submission_too_large")
 
 
+def unreadable_reward(detail: str) -> dict:
+    """The fail of a reply or submission rlforge could not take apart (an error raised
+    while handling the policy's own bytes): policy-made, so never `invalid`."""
+    return standalone.reward(
+        {"readable": component(0, 0, "medium", gate=True, detail=detail)},
+        detail="the policy's reply or submission could not be handled", reason="unreadable")
+
+
 def read_logged_result(logs_dir: Path) -> dict:
     """The reward a task's test.sh logged in `logs_dir` (a Harbor trial's verifier/
     directory): rlforge's detailed result (rlforge_result.json) when it is there, else

@@ -90,3 +90,51 @@ def test_a_sandbox_lost_after_its_command_started_is_the_commands_failure():
     [r] = results
     assert r.failure is None and r.exit_code == 137 and r.killed, r
     assert any("the command ended it" in note for note in r.notes), r.notes
+
+
+def _call(name, arguments, call_id="c1"):
+    return {"role": "assistant", "content": None, "tool_calls": [
+        {"id": call_id, "type": "function", "function": {"name": name, "arguments": arguments}}]}
+
+
+# Replies whose bytes the policy chose, in shapes no parser expects: each once raised
+# out of the environment (RecursionError from nested JSON, AttributeError from a tool
+# call that is not an object), which `rlforge run` recorded as an invalid rollout and the
+# Python API raised at the trainer.
+MALFORMED_REPLIES = {
+    "nested_arguments": _call("bash", "[" * 100_000 + "]" * 100_000),
+    "nested_object_arguments": _call("bash", '{"command": ' * 50_000),
+    "tool_calls_a_string": {"role": "assistant", "content": "", "tool_calls": "bash -c ls"},
+    "a_call_not_an_object": {"role": "assistant", "content": "", "tool_calls": [["bash", "ls"]]},
+    "function_not_an_object": {"role": "assistant", "content": "",
+                               "tool_calls": [{"id": "c1", "function": "bash"}]},
+    "content_an_object": {"role": "assistant", "content": {"text": ["ls"]}},
+}
+
+
+@pytest.mark.parametrize("reply", MALFORMED_REPLIES.values(), ids=MALFORMED_REPLIES)
+def test_a_reply_no_parser_expects_is_answered_or_failed_never_raised(tmp_path, reply):
+    from rlforge import envs
+    from test_run_support import SUBMIT, count_task
+
+    with envs.load(count_task(tmp_path / "tasks", "count")) as env:
+        env.reset()
+        _, reward, done, info = env.step(reply)
+        if not done:
+            _, reward, done, info = env.step(SUBMIT)
+        assert done and info["outcome"] == "fail" and reward == 0.0, info
+
+
+@pytest.mark.parametrize("submission", [
+    {"type": "workspace", "files": {"answer.txt": {"base64": "not base64 at all!"}}, "deleted": []},
+    {"type": "workspace", "files": {"answer.txt": 12}, "deleted": []},
+    {"type": "workspace", "files": [["answer.txt", "12"]], "deleted": "answer.txt"},
+    {"answer.txt": ["12"]},
+], ids=["bad_base64", "file_not_an_object", "files_a_list", "content_a_list"])
+def test_a_submission_no_parser_expects_is_its_fail(tmp_path, submission):
+    from rlforge import envs
+    from test_run_support import count_task
+
+    with envs.load(count_task(tmp_path / "tasks", "count")) as env:
+        reward = env.verify(submission)
+        assert reward["outcome"] == "fail" and reward["total"] == 0.0, reward
