@@ -56,9 +56,13 @@ from rlforge.errors import (
 
 logger = logging.getLogger("rlforge.policy")
 
+# How servers say a conversation outgrew the model: OpenAI and vLLM ("maximum context
+# length"), llama-cpp-python ("exceed context window"), llama.cpp's server ("exceeds the
+# available context size", type exceed_context_size_error), TGI ("... tokens ... must be
+# <= N"), Anthropic-style proxies ("prompt is too long").
 _CONTEXT_LENGTH = re.compile(
-    r"context[ _]length|context window|maximum context|too many tokens|prompt is too long",
-    re.I)
+    r"context[ _]length|context window|context[ _]size|maximum context|too many tokens|"
+    r"prompt is too long|tokens?\b[^.]{0,80}must be <=", re.I)
 _LOOPBACK = {"127.0.0.1", "localhost", "::1", "[::1]"}
 _ERROR_TEXT_LIMIT = 300
 

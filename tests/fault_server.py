@@ -14,6 +14,8 @@ written in it directly, comma-separated: `model="500,503,ok"`. Steps:
     500 | 502 | 503 | 400 | 404 | 408 | 409   that status with an OpenAI-style error body
     401                 401 whose message echoes the request's Authorization header
     context             400 "maximum context length" (the rollout's fault, not infra)
+    context_size        400 as llama.cpp's server words it ("exceeds the available context size")
+    context_tgi         422 as text-generation-inference words it ("... must be <= 2048")
     slow:SECS           a normal completion after SECS seconds (for client timeouts)
     truncated           200, body cut in half but framed consistently (Content-Length fits)
     invalid_json        200, body is not JSON
@@ -241,6 +243,14 @@ class _Connection(asyncio.Protocol):
         elif step == "context":
             self._send(400, _error("This model's maximum context length is 2048 tokens. "
                                    "However, you requested 4100 tokens.", "invalid_request_error"))
+        elif step == "context_size":  # llama.cpp's own server
+            self._send(400, _error("request (4479 tokens) exceeds the available context size "
+                                   "(4096 tokens), try increasing it", "exceed_context_size_error"))
+        elif step == "context_tgi":  # text-generation-inference
+            self._send(422, json.dumps({"error": "Input validation error: `inputs` tokens + "
+                                        "`max_new_tokens` must be <= 2048. Given: 2000 `inputs` "
+                                        "tokens and 100 `max_new_tokens`",
+                                        "error_type": "validation"}).encode())
         elif step.isdigit():
             self._send(int(step), _error(f"injected {step}", "server_error"))
         elif step == "truncated":

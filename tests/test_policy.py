@@ -150,8 +150,9 @@ def test_permanent_fault_is_not_retried(server, fault, error, kind, status):
     assert result.attempts == 1 and server.requests == 1
 
 
-def test_context_length_is_the_rollouts_fault_not_infra(server):
-    result = chat(config(server, "context"))
+@pytest.mark.parametrize("wording", ["context", "context_size", "context_tgi"])
+def test_context_length_is_the_rollouts_fault_not_infra(server, wording):
+    result = chat(config(server, wording))
     assert isinstance(result, PolicyContextLength) and isinstance(result, PolicyBadRequest)
     assert result.kind == "context_length" and result.infra is False
 

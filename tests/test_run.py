@@ -253,6 +253,26 @@ def test_context_overflow_is_the_policys_failure_not_infra(cli, tmp_path, fault)
     assert record["error"]["infra"] is False and data["infra_error_rate"] == 0.0
 
 
+@pytest.mark.parametrize("steps,outcome", [("tool,400,ok", "fail"), ("tool,400", "invalid")],
+                         ids=["endpoint-answers", "endpoint-broken"])
+def test_a_request_refused_after_the_policys_turns_is_its_fail_if_the_endpoint_answers(
+        cli, tmp_path, fault, steps, outcome):
+    """A 400 on a later turn is the conversation's (the policy's tool calls, its commands'
+    output: a server can refuse history it cannot parse) when the endpoint still answers the
+    episode's first request; only when it does not is it the endpoint's, and invalid."""
+    tasks = tmp_path / "tasks"
+    count_task(tasks, "count")
+    result, data = run_json(cli, tasks, "--base-url", fault.url, "--model", steps)
+    (record,) = rollouts_of(data["run_dir"])
+    assert record["outcome"] == outcome and record["error"]["type"] == "bad_request", record
+    if outcome == "fail":
+        assert record["ended_by"] == "request_refused" and record["error"]["infra"] is False
+        assert record["reward"]["outcome"] == "fail" and data["infra_error_rate"] == 0.0
+    else:
+        assert record["error"]["infra"] is True and data["infra_error_rate"] == 1.0
+    assert fault.requests == 3  # the episode's two requests and the probe
+
+
 def test_time_budget_ends_a_runaway_rollout_as_timeout(cli, tmp_path, fault):
     tasks = tmp_path / "tasks"
     label_task(tasks, "a", "billing")

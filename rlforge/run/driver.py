@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, Callable, Protocol
 
 from rlforge import db
-from rlforge.errors import PolicyContextLength, PolicyRequestError, UserError
+from rlforge.errors import PolicyBadRequest, PolicyContextLength, PolicyRequestError, UserError
 from rlforge.records import RolloutSummary
 from rlforge.run.environment import EnvOptions, Environment, InfraError
 from rlforge.run.schedule import Scheduler, WorkItem
@@ -103,6 +103,16 @@ class RolloutRunner:
         self.run_seed = run_seed
         self.time_budget = time_budget
 
+    async def _answers(self, messages: list[dict[str, Any]], seed: int,
+                       tools: list[dict[str, Any]] | None) -> bool:
+        """Whether the endpoint answers `messages` (one token asked) right now."""
+        try:
+            await self.client.chat(messages, seed=seed, tools=tools,
+                                   tool_choice="auto" if tools else None, max_tokens=1)
+        except PolicyRequestError:
+            return False
+        return True
+
     async def rollout(self, task: Task, sample: int) -> dict[str, Any]:
         """Run one rollout to its end and return its record (never raises for the
         rollout's own failures; see the module docstring)."""
@@ -121,6 +131,7 @@ class RolloutRunner:
             async with asyncio.timeout(budget) as deadline:
                 env.on_scoring = lambda: deadline.reschedule(None)  # verifying is not the policy's time
                 messages = await env.reset()
+                first = list(messages)
                 while not env.done:
                     usage["requests"] += 1
                     try:
@@ -131,6 +142,18 @@ class RolloutRunner:
                         _count_failure(usage, exc)
                         error = exc.record()
                         await env.finish(None, "context_length")
+                        break
+                    except PolicyBadRequest as exc:
+                        # Refused after the episode's first request was answered: what
+                        # changed since is what the policy added (its tool calls, the
+                        # output of its commands). If the endpoint still answers that first
+                        # request, the refusal is the policy's doing: the episode ends and
+                        # is scored, as at a context overflow. Otherwise it is the endpoint's.
+                        if usage["requests"] == 1 or not await self._answers(first, seed, tools):
+                            raise
+                        _count_failure(usage, exc)
+                        error = {**exc.record(), "infra": False}
+                        await env.finish(None, "request_refused")
                         break
                     usage["attempts"] += result.attempts
                     usage["policy_seconds"] += result.latency
