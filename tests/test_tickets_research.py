@@ -18,7 +18,7 @@ import pytest
 from paths import SAMPLE_DATA, SHARED_DATA
 from rlforge.tasks import kb_search
 from rlforge.tasks.learnability import measure
-from rlforge.tasks.tickets_reply import key_facts
+from rlforge.tasks.tickets_reply import PSEUDONYM, _forbidden_order, key_facts
 from rlforge.verify.standalone import contains, score_reply
 from test_run_support import SUBMIT, ScriptedPolicy, bash_call
 
@@ -229,6 +229,12 @@ def _check_reply_build(out: Path) -> int:
         for fact in ref["required"]:
             assert not contains(instruction, fact), (task.name, fact)
             assert any(contains(doc, fact) for doc in kb), (task.name, fact)
+            # a name the KB holds is another customer's (or an agent's sign-off): never one
+            # the policy could derive for this customer
+            assert not PSEUDONYM.fullmatch(fact), (task.name, fact)
+        # Another customer's ids go first onto the forbidden list, whatever cuts it.
+        kinds = [_forbidden_order(v)[0] for v in ref["forbidden"]]
+        assert kinds == sorted(kinds), task.name
         assert score_reply(ref, gold_of(task))["total"] == 1.0
         checks = json.loads((task / "tests" / "validation.json").read_text())
         names = {s["name"] for s in checks["adversarial"]}

@@ -11,8 +11,8 @@ earlier tickets most similar to the customer's message and `KB_OTHERS` others dr
 the seed, so searching, not listing, is how the policy finds its way.
 
 The required facts are the whole units of the real reply — template placeholders such as
-`{{Order Number}}`, pseudonymised values, ids, amounts, menu paths, links, quoted UI
-strings — and derivability is proven at build time: each fact occurs in the real reply,
+`{{Order Number}}`, ids, amounts, menu paths, links, quoted UI strings; never a
+pseudonymised value, which no file the policy sees lets it derive — and derivability is proven at build time: each fact occurs in the real reply,
 does not occur in the customer's own text (those are dropped from the list: echoing them
 proves nothing), and occurs in a file of the task's knowledge base; a ticket whose reply
 needs a fact the knowledge base lacks is dropped with that reason, as is one left with no
@@ -57,11 +57,12 @@ FACT_PATTERNS = [
     re.compile(r"(?<!\w)'[^'\n]{3,40}'(?!\w)|(?<!\w)\"[^\"\n]{3,40}\"(?!\w)"),  # quoted UI strings
 ]
 DISTINCT = FACT_PATTERNS[1:5]  # values specific to one ticket (not shared placeholders)
+PSEUDONYM = FACT_PATTERNS[1]
 MAX_FACTS = 6
 MIN_REPLY_WORDS = 12
 KB_RELEVANT = 12
 KB_OTHERS = 12
-MAX_FORBIDDEN = 60
+MAX_FORBIDDEN = 200
 MAX_DISTRACTORS = 200
 DISTRACTOR_ALLOWANCE = 5
 NEAR_DUPLICATE = THRESHOLD  # requests this alike (shingle Jaccard) are the same ticket again
@@ -154,6 +155,14 @@ def distractor_allowance(facts: list[str]) -> int:
 def distinctive(text: str) -> list[str]:
     """Values in a text specific to its ticket (pseudonyms, ids, amounts), for the forbidden list."""
     return sorted({m.group(0) for p in DISTINCT for m in p.finditer(text)})
+
+
+def _forbidden_order(value: str) -> tuple[int, str]:
+    """Which of the other customers' values the forbidden list keeps first, should it be
+    cut: their pseudonyms and ids, then ticket numbers, then amounts (a "$3" is the
+    likeliest to be some other reply's ordinary number)."""
+    kind = next(i for i, p in enumerate(DISTINCT) if p.search(value))
+    return ((0, 0, 1, 2)[kind], value)
 
 
 def forbiddable(gold: str, visible: str) -> Callable[[str], bool]:
@@ -304,7 +313,10 @@ class TicketReply(Generator):
         ticket_id, content_hash, subject, body, resolution, created_at, origin_name, category = row
         gold = resolution.strip()
         customer = f"{subject or ''}\n{body}"
-        candidates = key_facts(gold)
+        # A pseudonym (a name in the greeting, an agent's sign-off) stands for a value the
+        # policy cannot derive: the customer's message holds other tokens, and the only
+        # way to another is to copy another customer's, which is forbidden.
+        candidates = [f for f in key_facts(gold, limit=None) if not PSEUDONYM.fullmatch(f)][:MAX_FACTS]
         if not candidates:
             return "reply has no whole fact (id, code, menu path, command, URL, amount) to research"
         facts = [f for f in candidates if not contains(customer, f)]
@@ -347,8 +359,8 @@ class TicketReply(Generator):
         others_facts = distractors([origin.rows[i][4] for i in kb] + list(self.docs.values()),
                                    facts, gold, customer)
         may_forbid = forbiddable(gold, customer)
-        forbidden = sorted({v for i in kb for v in distinctive(origin.docs[i]) if may_forbid(v)})
-        forbidden = forbidden[:MAX_FORBIDDEN]
+        forbidden = sorted({v for i in kb for v in distinctive(origin.docs[i]) if may_forbid(v)},
+                           key=_forbidden_order)[:MAX_FORBIDDEN]
         max_words = max(60, n_words * 3)
         vocab = common_bigrams(origin.ranking, gold)
         min_common = round(0.5 * common_share(gold, vocab), 3)
