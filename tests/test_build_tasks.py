@@ -107,7 +107,7 @@ def test_validate_proves_gold_null_and_every_adversarial(cli, ticket_db, tmp_pat
     assert result.exit_code == 0, result.output
     data = json.loads(result.output)
     assert data["failed"] == 0 and data["tasks"] == 6
-    expected = {"tickets.triage@1": {"leak", "oracle", "null", "empty", "every_option",
+    expected = {"tickets.triage@1": {"leak", "oracle", "null", "empty", "undecodable_bytes", "every_option",
                                      "every_option_lines", "long_candidate_list", "echo_instruction"},
                 "tickets.reply@2": {"leak", "oracle", "null", "empty", "facts_only", "padded",
                                     "copies_other_ticket", "echo_instruction", "facts_repeated",

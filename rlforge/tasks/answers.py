@@ -3,12 +3,17 @@
 An answer task asks for one answer in `/app/answer.txt`. Its gold solution writes the
 reference answer there; its null submission writes nothing; its adversarial submissions
 are the cheap tricks a policy under RL finds first: an empty file, every option at once,
-the instruction echoed back, and a very long answer listing many candidates.
+the instruction echoed back, and a very long answer listing many candidates; and bytes no
+parser expects, which must be a fail like any wrong answer.
 """
 
 from __future__ import annotations
 
 from rlforge.tasks.spec import ANSWER_FILE, Submission
+
+
+#: Bytes no answer parser expects (an error raised on them was once an invalid rollout).
+UNDECODABLE = b"ANSWER: \x00\xff\xfe\xed\xa0\x80" + b"[" * 20_000 + b"\r\n\x1b[2J"
 
 
 def solve_script(answer_text: str) -> bytes:
@@ -29,7 +34,10 @@ def adversarial_answers(*, options: list[str], candidates: list[str]) -> list[Su
 
     Validation adds one more to every answer task: the rendered instruction echoed back.
     """
-    subs = [Submission("empty", {ANSWER_FILE: b""}, "an empty answer file")]
+    subs = [Submission("empty", {ANSWER_FILE: b""}, "an empty answer file"),
+            Submission("undecodable_bytes", {ANSWER_FILE: UNDECODABLE},
+                       "NUL, invalid UTF-8, an encoded surrogate and deep nesting: the "
+                       "answer's parser must fail it, never raise")]
     if options:
         subs.append(Submission("every_option", {ANSWER_FILE: ", ".join(options).encode()},
                                "every offered option at once"))

@@ -189,7 +189,10 @@ def _validation_payload(spec: TaskSpec) -> bytes:
     payload = {"adversarial": subs, "secret_strings": spec.secret_strings,
                "leak_allowed": spec.leak_allowed,
                "workspace_may_contain_answer": spec.evidence_in_workspace or spec.kind == "terminal"}
-    return (json.dumps(payload, indent=1, sort_keys=True, ensure_ascii=False) + "\n").encode()
+    # Bytes that are not UTF-8 were decoded to lone surrogates: written as JSON escapes
+    # (\udcff), which json.loads reads back to the same bytes.
+    return (json.dumps(payload, indent=1, sort_keys=True, ensure_ascii=False) + "\n").encode(
+        "utf-8", "backslashreplace")
 
 
 def build_tasks(con: duckdb.DuckDBPyConnection, opts: BuildOptions,
