@@ -15,7 +15,11 @@ For reply tasks built from a ticket export, scores with the task's own verifier
   customer's ticket, which the policy can copy) with this task's required facts appended
   (goal 0%), and apart from those a precedent's: one sharing much of the real reply's
   wording, as a help desk's macros do (the real reply itself shares 89-100% of its
-  4-grams with one in sample_data), so sending it again is the answer, not a copy.
+  4-grams with one in sample_data), so sending it again is the answer, not a copy;
+- **a knowledge-base reply with every fourth word dropped + the facts** (a red team's
+  attack: no 4-gram is copied, most word pairs are kept; goal 0%);
+- **a generic template + the facts**: one fixed, fluent support reply with the task's
+  required facts put in, never reading the ticket (goal 0%).
 
 Each figure is printed with the `focused` gate (distractor facts) and without it (the
 verifier before it), on the same tasks.
@@ -64,6 +68,17 @@ def _tasks(source: str, limit: int, work: Path) -> tuple[list[tuple[Path, dict]]
     return found, rows
 
 
+#: A reply any ticket could get, with the facts put in (`{facts}`).
+TEMPLATE = ("Thanks for the details. I've checked your account and made the change on our "
+            "side. Please sign in, then go to {facts} and set it up again from there. You'll "
+            "get an e-mail when it is done, and you can follow it from your account. Thanks "
+            "again,\nSupport")
+
+
+def _drop_every(text: str, n: int) -> str:
+    return " ".join(w for i, w in enumerate(text.split()) if i % n != n - 1)
+
+
 def _kb_replies(task: Path) -> list[str]:
     out = []
     for f in sorted((task / "environment" / "app" / "kb" / "tickets").glob("*.md")):
@@ -87,7 +102,8 @@ def measure(source: str, limit: int) -> dict:
         started = time.perf_counter()
         tasks, rows = _tasks(source, limit, Path(tmp))
         build_sec = time.perf_counter() - started
-        kinds = ("gold", "held_out", "kb_walk", "kb_reply", "kb_precedent")
+        kinds = ("gold", "held_out", "kb_walk", "kb_reply", "kb_precedent", "kb_dropped",
+                 "template")
         counts = {k: [0, 0, 0] for k in kinds}  # n, pass with the gate, pass without
         for task, ref in tasks:
             meta = tomllib.loads((task / "task.toml").read_text())["metadata"]["rlforge"]
@@ -112,6 +128,8 @@ def measure(source: str, limit: int) -> dict:
                 precedent = len(mine & _ngrams(words(reply), COPY_N)) > COPY_SHARE / 2 * len(mine)
                 tally("kb_precedent" if precedent else "kb_reply",
                       reply + "\n\n" + " ".join(ref["required"]))
+                tally("kb_dropped", _drop_every(reply, 4) + " " + " ".join(ref["required"]))
+            tally("template", TEMPLATE.format(facts=" and ".join(ref["required"])))
     return {"source": source, "tasks": len(tasks), "build_sec": round(build_sec, 1),
             **{k: {"n": n, "pass_with_focused": p / n if n else None,
                    "pass_without": q / n if n else None} for k, (n, p, q) in counts.items()}}
@@ -125,7 +143,8 @@ def main() -> None:
     for source in (["sample", "bitext"] if args.source == "both" else [args.source]):
         result = measure(source, args.limit)
         print(f"{source}: {result['tasks']} tasks (built in {result['build_sec']} s)")
-        for kind in ("gold", "held_out", "kb_walk", "kb_reply", "kb_precedent"):
+        for kind in ("gold", "held_out", "kb_walk", "kb_reply", "kb_precedent", "kb_dropped",
+                     "template"):
             r = result[kind]
             if r["n"]:
                 print(f"  {kind:12s} n={r['n']:5d}  pass with focused {r['pass_with_focused']:.1%}"
