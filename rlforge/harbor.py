@@ -42,7 +42,7 @@ from harbor.environments.base import BaseEnvironment, ExecResult
 from harbor.environments.capabilities import EnvironmentCapabilities
 
 from rlforge.sandbox import SandboxSpec, copy_tree, read_file, run
-from rlforge.sandbox.mounts import Mounts
+from rlforge.sandbox.mounts import Mounts, trusted_fields
 from rlforge.sandbox.spec import LOGS_MOUNT, TESTS_MOUNT, WORKSPACE_MOUNT
 from rlforge.verify.scorer import SOCKET_MOUNT, Scorer
 
@@ -154,7 +154,8 @@ class SandboxEnvironment(BaseEnvironment):
         variables = {**(self._merge_env(env) or {}), "RLFORGE_SANDBOXED": "1"}
         return SandboxSpec(**self._mounts.binds(READ_ONLY, trusted=trusted), env=variables,
                            cwd=cwd or self.task_env_config.workdir or WORKSPACE_MOUNT,
-                           timeout_sec=float(timeout_sec or DEFAULT_TIMEOUT_SEC), **self._fields)
+                           timeout_sec=float(timeout_sec or DEFAULT_TIMEOUT_SEC),
+                           **(trusted_fields(self._fields) if trusted else self._fields))
 
     async def exec(self, command: str, cwd: str | None = None, env: dict[str, str] | None = None,
                    timeout_sec: int | None = None, user: str | int | None = None) -> ExecResult:

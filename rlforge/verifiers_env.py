@@ -70,7 +70,7 @@ from verifiers.v1.tasksets.harbor.taskset import (
 from verifiers.v1.utils.compile import resolve_runtime_config
 
 from rlforge.sandbox import SandboxSpec, copy_tree, read_file, run
-from rlforge.sandbox.mounts import Mounts
+from rlforge.sandbox.mounts import Mounts, trusted_fields
 from rlforge.sandbox.spec import LOGS_MOUNT, TESTS_MOUNT, WORKSPACE_MOUNT
 from rlforge.verify.scorer import SOCKET_MOUNT, Scorer
 
@@ -191,7 +191,8 @@ class SandboxRuntime(Runtime):
         variables = {**self.process_env(env), "RLFORGE_SANDBOXED": "1"}
         variables.pop("PATH", None)
         return SandboxSpec(**self._mounts.binds(trusted=trusted), env=variables, cwd=WORKSPACE_MOUNT,
-                           timeout_sec=self.config.timeout_sec, **self._fields)
+                           timeout_sec=self.config.timeout_sec,
+                           **(trusted_fields(self._fields) if trusted else self._fields))
 
     async def run(self, argv: list[str], env: dict[str, str]) -> ProgramResult:
         """Run a command of the agent's (or of verifiers' own machinery) in a fresh sandbox

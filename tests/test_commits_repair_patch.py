@@ -11,6 +11,7 @@ from __future__ import annotations
 import difflib
 import os
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -209,3 +210,19 @@ def test_any_submitted_text_is_applied_or_refused_never_an_exception(tmp_path_fa
     (root / "x.py").write_text("a\n")
     ok, why = apply_patch(str(root), "".join(pieces))
     assert isinstance(ok, bool) and isinstance(why, str)
+
+
+def test_a_diff_cannot_cost_the_scorer_more_than_its_budget(tmp_path):
+    """A red team's diff: a file of one repeated line, and hunks of 30,000 context lines
+    that apply only at its end. Each position the search passes matches the first line,
+    so every one compared a 30,000-line block: hunks x 9e8 comparisons before any policy
+    code ran (over 212 s for 8 hunks under Harbor: a verifier timeout, no reward). The
+    budget now counts compared lines, so it is refused within the budget."""
+    (tmp_path / "big.txt").write_text("x\n" * 60_000 + "y\n")
+    hunk = "@@ -1,30001 +1,30001 @@\n" + " x\n" * 30_000 + " y\n"
+    diff = "--- a/big.txt\n+++ b/big.txt\n" + hunk * 8
+    started = time.perf_counter()
+    ok, why = apply_patch(tmp_path, diff)
+    assert time.perf_counter() - started < 10
+    assert not ok and "too long" in why
+    assert (tmp_path / "big.txt").read_text() == "x\n" * 60_000 + "y\n"

@@ -11,6 +11,7 @@ from __future__ import annotations
 import glob
 import json
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -235,3 +236,36 @@ def test_adversarial_trials_in_rlforges_sandbox_score_0_never_an_error(sample_ta
     seen = trial / "artifacts" / "app"
     assert not (seen / ".seen").exists() or not (seen / ".seen").read_bytes(), "the agent read /tests"
     assert not (seen / ".tests").exists(), "a process the agent left saw /tests"
+
+
+#: The answer file made a directory, then the agent's capped file system filled, a command
+#: at a time (each command's copy-out takes at most 20,000 entries), until creating a file
+#: fails: each once left the verifier with no reward (the answer's reader raised; the
+#: verifier's own sandbox could not start with the agent's /app in it).
+FILL = ("import os\nos.makedirs('/app/.fill', exist_ok=True)\nn = len(os.listdir('/app/.fill'))\n"
+        "for i in range(n, n + 19500):\n    try:\n        open(f'/app/.fill/{i}', 'w').close()\n"
+        "    except OSError:\n        break\n")
+FILL_AND_MKDIR = ["rm -rf /app/answer.txt; mkdir -p /app/answer.txt/x"] + \
+    [f"python3 -c {shlex.quote(FILL)}"] * 6
+
+
+@pytest.mark.slow
+@pytest.mark.sandbox
+@pytest.mark.parametrize("generator", ["tickets-triage", "logs-script"])
+def test_a_full_workspace_or_an_answer_directory_is_a_scored_0(sample_tasks, shared_cache,
+                                                               tmp_path, generator):
+    task = next(d for d in task_dirs(sample_tasks) if d.name.startswith(generator + "-"))
+    commands = tmp_path / "commands.json"
+    commands.write_text(json.dumps(FILL_AND_MKDIR))
+    env = harbor_env(shared_cache)
+    env.update(PYTHONPATH=f"{ROOT}:{ROOT / 'tests'}", RLFORGE_TEST_COMMANDS=str(commands))
+    trials = tmp_path / "trials"
+    done = subprocess.run([str(harbor()), "trial", "start", "-p", str(task), "-a",
+                           "harbor_agents:Commands", "-e", ENVIRONMENT, "--trials-dir", str(trials)],
+                          env=env, capture_output=True, text=True, timeout=1800)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    [trial] = [p for p in trials.iterdir() if (p / "result.json").is_file()]
+    result = json.loads((trial / "result.json").read_text())
+    assert result["exception_info"] is None, result["exception_info"]
+    assert result["verifier_result"]["rewards"]["reward"] == 0.0
+    assert len(os.listdir(trial / "artifacts" / "app" / ".fill")) > 90_000  # it was full

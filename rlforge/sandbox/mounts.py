@@ -12,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path, PurePosixPath
 from typing import Any, Iterable
 
-from rlforge.sandbox.spec import LOGS_MOUNT, TESTS_MOUNT, VENV_MOUNT, WORKSPACE_MOUNT
+from rlforge.sandbox.spec import LOGS_MOUNT, TESTS_MOUNT, VENV_MOUNT, WORKSPACE_MOUNT, SandboxSpec
 
 #: Paths the sandbox owns (the host's read-only system, its private /tmp, the prepared
 #: venv): nothing can be mounted there.
@@ -70,3 +70,16 @@ class Mounts:
     def host(self, path: str) -> Path | None:
         """The host directory mounted exactly at `path`, if any."""
         return self.dirs.get(path)
+
+
+def trusted_fields(fields: dict[str, Any]) -> dict[str, Any]:
+    """SandboxSpec fields for a trusted command (the verifier's test.sh), from the agent's:
+    its capped file system holds twice the agent's bytes and files, so a workspace the
+    agent's commands filled to their caps still goes in beside the verifier's logs, and the
+    scorer decides (a workspace too large for policy code's sandboxes is its fail); the
+    verifier's own sandbox never fails to start over what the agent left."""
+    out = dict(fields)
+    for name in ("workspace_mb", "workspace_inodes"):
+        base = out.get(name, SandboxSpec.__dataclass_fields__[name].default)
+        out[name] = 2 * int(base)
+    return out

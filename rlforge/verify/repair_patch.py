@@ -177,14 +177,17 @@ def _strip_prefix(files):
     return files
 
 
-SEARCH_BUDGET = 5_000_000  # line positions a whole diff may try while placing its hunks
+SEARCH_BUDGET = 5_000_000  # line comparisons a whole diff may make while placing its hunks
 
 
 def _find(lines, block, hint, budget):
     """Index where block occurs in lines, searching outward from hint; None if nowhere.
 
-    `budget` ([positions left]) bounds the search over the whole diff: a small diff of
-    many hunks that match nowhere in a huge file would otherwise cost hunks x lines.
+    `budget` ([comparisons left]) bounds the search over the whole diff: a small diff of
+    many hunks that match nowhere in a huge file would otherwise cost hunks x lines, and
+    a long hunk whose first line matches everywhere (a file of one repeated line) hunk
+    length x lines, so a position costs one comparison and a block compared there costs
+    its length.
     """
     n = len(block)
     if n == 0:
@@ -194,8 +197,10 @@ def _find(lines, block, hint, budget):
         for pos in (hint - delta, hint + delta) if delta else (hint,):
             if 0 <= pos <= len(lines) - n:
                 budget[0] -= 1
-                if lines[pos] == first and lines[pos:pos + n] == block:
-                    return pos
+                if lines[pos] == first:
+                    budget[0] -= n
+                    if lines[pos:pos + n] == block:
+                        return pos
         if budget[0] <= 0:
             raise PatchError("the diff's hunks take too long to place (too many hunks that "
                              "match nowhere near their line numbers)")

@@ -22,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import logging
 import shutil
 import tempfile
 from collections.abc import AsyncIterator, Mapping
@@ -38,6 +39,8 @@ SOCKET_MOUNT = "/run/rlforge-scorer"
 SOCKET_NAME = "scorer.sock"
 SCORER_ENV = standalone.SCORER_ENV
 REQUEST_LIMIT = 65536
+
+logger = logging.getLogger(__name__)
 
 
 class Scorer:
@@ -100,6 +103,9 @@ class Scorer:
             result = too_large_reward(f"the workspace does not fit the verifier's sandbox: {exc}")
         except SandboxBroken as exc:
             return {"error": str(exc)}
+        except Exception as exc:  # raised on what the agent left: its fail, never no reward
+            logger.exception("scoring %s raised; scored as the policy's fail", self.workspace)
+            result = standalone.unscorable_reward(f"{type(exc).__name__}: {exc}"[:300])
         self.results.append(result)
         return {"result": result}
 

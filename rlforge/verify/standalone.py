@@ -753,16 +753,28 @@ def score_script(ref, tests_dir, workspace=None, policy=None):
 
 # --- entry point ---------------------------------------------------------------------
 
+def unscorable_reward(detail):
+    """The fail of a submission whose scoring raised (a disk the policy's code filled, a
+    file it left that nothing can read): once the policy's work is in, a reward is always
+    written, and an error on it is the policy's, never a missing reward."""
+    return reward({"scorable": component(0, 0, "medium", gate=True, detail=detail)},
+                  detail="the submission could not be scored", reason="unscorable")
+
+
 def read_submission(path, limit=1_000_000):
     """The answer file as text (UTF-8 with replacement, universal newlines), links refused."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
     except OSError:
         return ""
-    with os.fdopen(fd, "r", encoding="utf-8", errors="replace") as fh:
-        if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):  # a directory, a FIFO, a device
+            os.close(fd)
             return ""
-        return fh.read(limit)
+        with os.fdopen(fd, "r", encoding="utf-8", errors="replace") as fh:
+            return fh.read(limit)
+    except OSError:
+        return ""
 
 
 def score(ref, tests_dir, workspace=None, policy=None):
@@ -881,11 +893,17 @@ def verifier_main(ref_path, logs_dir, score_here):
         if address:
             result = ask_scorer(address)
         else:
-            with open(ref_path, encoding="utf-8") as fh:
+            with open(ref_path, encoding="utf-8") as fh:  # unreadable: the task is broken
                 ref = json.load(fh)
             tests_dir = os.path.dirname(os.path.abspath(ref_path))
             protect_inputs(tests_dir)
-            result = score_here(ref, tests_dir)
+            try:
+                result = score_here(ref, tests_dir)
+            except SandboxBroken:
+                raise
+            except Exception as exc:  # raised on what the policy left: its fail, with a reward
+                sys.stderr.write(f"rlforge verifier: {type(exc).__name__}: {exc}\n")
+                result = unscorable_reward(f"{type(exc).__name__}: {exc}"[:300])
     except SandboxBroken as exc:
         sys.stderr.write(f"rlforge verifier: {exc}\n")
         return 2

@@ -138,3 +138,47 @@ def test_a_submission_no_parser_expects_is_its_fail(tmp_path, submission):
     with envs.load(count_task(tmp_path / "tasks", "count")) as env:
         reward = env.verify(submission)
         assert reward["outcome"] == "fail" and reward["total"] == 0.0, reward
+
+
+def test_an_answer_that_is_a_directory_is_a_fail(tmp_path):
+    """`mkdir /app/answer.txt` made every answer verifier raise IsADirectoryError: no reward
+    under Harbor, verifiers and test.sh as root (found by the red team on all three)."""
+    from rlforge.verify import standalone
+
+    ws = tmp_path / "app"
+    (ws / "answer.txt" / "x").mkdir(parents=True)
+    ref = {"verifier": "answer", "answer_kind": "label", "answer": "billing",
+           "labels": ["billing", "login"], "submission": "/app/answer.txt"}
+    result = standalone.score(ref, str(tmp_path), workspace=str(ws))
+    assert result["outcome"] == "fail" and result["total"] == 0.0, result
+
+
+def test_test_sh_writes_a_fail_when_scoring_raises_on_what_the_policy_left(tmp_path, monkeypatch):
+    """Whatever raises while scoring what the policy left (here: the disk its code filled,
+    ENOSPC, as under Docker) is its fail, and a reward is written: never a verifier that
+    exits with no reward."""
+    import errno
+    import json
+
+    from rlforge.verify import standalone
+
+    monkeypatch.setattr(standalone, "harden", lambda: None)  # it stops other processes
+    monkeypatch.setattr(standalone, "protect_inputs", lambda tests_dir: None)
+    monkeypatch.delenv(standalone.SCORER_ENV, raising=False)
+    (tmp_path / "tests").mkdir()
+    ref_path = tmp_path / "tests" / "reference.json"
+    ref_path.write_text(json.dumps({"verifier": "script"}))
+    logs = tmp_path / "logs"
+    logs.mkdir()
+
+    def disk_full(ref, tests_dir):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    assert standalone.verifier_main(str(ref_path), str(logs), disk_full) == 0
+    assert json.loads((logs / "reward.json").read_text())["reward"] == 0.0
+    detail = json.loads((logs / standalone.RESULT_NAME).read_text())
+    assert detail["outcome"] == "fail" and detail["reason"] == "unscorable"
+    # A reference that cannot be read is the task's fault: no reward, a traceback.
+    ref_path.write_text("{not json")
+    with pytest.raises(ValueError):
+        standalone.verifier_main(str(ref_path), str(logs), disk_full)
