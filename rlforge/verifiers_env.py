@@ -402,7 +402,11 @@ async def _grade_apart(task: HarborTask, agent_box: SandboxRuntime, trace: Any) 
         box.use_task(Path(task.data.task_dir))
         app = box.host_path(WORKSPACE_MOUNT)
         app.rmdir()
-        await asyncio.to_thread(copy_tree, agent_box.host_path(WORKSPACE_MOUNT), app)  # no links
+        try:
+            await asyncio.to_thread(copy_tree, agent_box.host_path(WORKSPACE_MOUNT), app)  # no links
+        except OSError:  # what the agent left cannot be copied (a path past PATH_MAX): its fail
+            trace.record_reward("reward", 0.0)
+            return
         await asyncio.to_thread(_open_tree, app)
         assert isinstance(task, RlforgeHarborTask)
         await task.stage_tests(box)

@@ -226,3 +226,15 @@ def test_a_diff_cannot_cost_the_scorer_more_than_its_budget(tmp_path):
     assert time.perf_counter() - started < 10
     assert not ok and "too long" in why
     assert (tmp_path / "big.txt").read_text() == "x\n" * 60_000 + "y\n"
+
+
+def test_insertions_cannot_cost_the_scorer_more_than_its_budget(tmp_path):
+    """Round two of the red team: hunks that remove nothing search nothing, but each splice
+    moved the whole file after it: 20,000 one-line insertions into a 4M-line file moved
+    8e10 lines (a 6 MB diff ran past Harbor's verifier timeout). Splices are budgeted too."""
+    (tmp_path / "big.txt").write_text("\n" * 4_000_000)
+    diff = "--- a/big.txt\n+++ b/big.txt\n" + "@@ -0,0 +1 @@\n+x\n" * 20_000
+    started = time.perf_counter()
+    ok, why = apply_patch(tmp_path, diff)
+    assert time.perf_counter() - started < 10
+    assert not ok and "too long" in why

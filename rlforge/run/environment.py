@@ -325,7 +325,18 @@ class Environment:
                 await self.finish(None, "max_turns")
 
     async def finish(self, text: str | None, ended_by: str) -> dict[str, Any]:
-        """End the episode now and score it (`text` is a single-turn task's reply)."""
+        """End the episode now and score it (`text` is a single-turn task's reply). Whatever
+        raises on what the policy left (a path past PATH_MAX, say) is its fail."""
+        try:
+            return await self._finish(text, ended_by)
+        except (InfraError, UserError):
+            raise
+        except Exception as exc:
+            self.done, self.ended_by = True, ended_by
+            self.reward = _unreadable(exc, "workspace")
+            return self.reward
+
+    async def _finish(self, text: str | None, ended_by: str) -> dict[str, Any]:
         self.done = True
         self.ended_by = ended_by
         if self.on_scoring is not None:

@@ -178,6 +178,7 @@ def _strip_prefix(files):
 
 
 SEARCH_BUDGET = 5_000_000  # line comparisons a whole diff may make while placing its hunks
+SPLICE_BUDGET = 2_000_000_000  # lines its splices may move (about a second of memmove)
 
 
 def _find(lines, block, hint, budget):
@@ -214,7 +215,7 @@ def apply_patch(root, text):
 
     Returns (True, summary) or (False, why it does not apply).
     """
-    budget = [SEARCH_BUDGET]
+    budget = [SEARCH_BUDGET, SPLICE_BUDGET]
     try:
         files = _strip_prefix(parse_patch(text))
         results = {}
@@ -251,6 +252,12 @@ def apply_patch(root, text):
                 pos = _find(lines, old_lines, hint, budget)
                 if pos is None:
                     raise PatchError(f"hunk {k} of {path} does not apply")
+                # A splice moves the lines after it: a diff of many hunks on a huge file
+                # (insertions, which search nothing) must not cost hunks x lines unbounded.
+                budget[1] -= len(lines) - pos
+                if budget[1] <= 0:
+                    raise PatchError("the diff's hunks take too long to apply (too many "
+                                     "hunks in too long a file)")
                 lines[pos:pos + len(old_lines)] = new_lines
                 offset += len(new_lines) - len(old_lines)
             if new is None:

@@ -273,6 +273,9 @@ def copied_share(text, sources):
     return len(grams & shown) / len(grams) if grams else 0.0
 
 
+REPLY_CHARS_PER_WORD = 40  # a reply longer than this many characters a word allowed is too long
+
+
 def score_reply(ref, submitted):
     """A customer reply: required facts (partial credit, each once), forbidden content,
     length, and four gates against stuffing: the share of fact text, how many of the
@@ -281,10 +284,16 @@ def score_reply(ref, submitted):
     pairs the company's other replies use (filler such as lorem ipsum, or common words
     strung together, are not)."""
     text = (submitted or "").strip()
-    tokens = words(text)
     comps = {}
-    n_words = len(text.split())
     lo, hi = ref.get("min_words", 15), ref.get("max_words", 400)
+    if len(text) > REPLY_CHARS_PER_WORD * hi:
+        # Far past the length allowed in any writing: failed before NFKC, which turns one
+        # character into up to 18 (U+FDFA) and would hand every gate millions of words.
+        comps["length"] = component(0, 0, "medium", gate=True,
+                                    detail=f"{len(text)} characters; at most {hi} words allowed")
+        return reward(comps, pass_threshold=ref.get("pass_threshold", 1.0), reason="length")
+    tokens = words(text)
+    n_words = len(text.split())
     comps["length"] = component(1 if lo <= n_words <= hi else 0, 0, "medium", gate=True,
                                 detail=f"{n_words} words; allowed {lo}-{hi}")
     leaked = [f for f in ref.get("forbidden", []) if _mentions_words(tokens, f)]

@@ -182,3 +182,33 @@ def test_test_sh_writes_a_fail_when_scoring_raises_on_what_the_policy_left(tmp_p
     ref_path.write_text("{not json")
     with pytest.raises(ValueError):
         standalone.verifier_main(str(ref_path), str(logs), disk_full)
+
+
+def test_a_workspace_no_copy_can_read_is_a_fail_when_the_episode_is_cut_short(tmp_path):
+    """A path past PATH_MAX in /app, then the episode ended by the driver (a context
+    overflow) rather than by a step: reading the workspace raised ENAMETOOLONG outside the
+    step's guard, and the rollout was invalid."""
+    from rlforge import envs
+    from test_run_support import bash_call, count_task
+
+    deep = "cd /app; n=$(printf 'd%.0s' $(seq 200)); for i in $(seq 25); do mkdir $n && cd $n; done; echo x > f"
+    with envs.load(count_task(tmp_path / "tasks", "count")) as env:
+        env.reset()
+        env.step(bash_call(deep))
+        reward = env._run(env._env.finish(None, "context_length"))
+        assert reward["outcome"] == "fail" and reward["total"] == 0.0, reward
+
+
+def test_a_reply_that_normalizes_to_millions_of_words_fails_at_once():
+    """U+FDFA is one character that NFKC turns into 18 (three words): a million of them, 3 MB,
+    made every reply gate walk three million words (43 s, past the verifier's timeout)."""
+    import time
+
+    from rlforge.verify import standalone
+
+    ref = {"verifier": "reply", "required": ["Settings > Billing"], "forbidden": ["INV-1"],
+           "min_words": 10, "max_words": 120, "submission": "/app/answer.txt"}
+    started = time.perf_counter()
+    result = standalone.score_reply(ref, "\ufdfa" * 1_000_000)
+    assert time.perf_counter() - started < 2
+    assert result["outcome"] == "fail" and result["reason"] == "length", result
