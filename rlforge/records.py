@@ -16,6 +16,26 @@ from typing import Any, Literal, TypedDict
 Outcome = Literal["pass", "fail", "timeout", "invalid"]
 
 
+def valid_utf8(value: Any) -> Any:
+    """`value` (a string, or lists and dicts of them) with every lone surrogate replaced as
+    a UTF-8 file read replaces undecodable bytes: what the policy wrote may carry one (a JSON
+    "\\ud800", a file name's byte that did not decode), and neither a record's reader nor
+    DuckDB takes it."""
+    if isinstance(value, str):
+        if value.isascii():
+            return value
+        try:
+            value.encode("utf-8")
+            return value
+        except UnicodeEncodeError:
+            return value.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
+    if isinstance(value, list):
+        return [valid_utf8(v) for v in value]
+    if isinstance(value, dict):
+        return {valid_utf8(k): valid_utf8(v) for k, v in value.items()}
+    return value
+
+
 class Reward(TypedDict, total=False):
     total: float
     outcome: str

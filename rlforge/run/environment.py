@@ -51,6 +51,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from rlforge.errors import RlforgeError, UserError
+from rlforge.records import valid_utf8
 from rlforge.run.submission import (SUBMISSION_CHARS, as_file, as_read, read_prefix,
                                     rebuild_workspace, score_read, score_text,
                                     workspace_changes)
@@ -172,28 +173,6 @@ class Command:
     tool_call_id: str | None = None
 
 
-def _valid_text(text: str) -> str:
-    """Text with any lone surrogate (a JSON answer may carry "\\ud800") replaced as the
-    verifier's UTF-8 file read would replace it, so records are valid UTF-8 and score alike."""
-    if text.isascii():
-        return text
-    try:
-        text.encode("utf-8")
-        return text
-    except UnicodeEncodeError:
-        return text.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
-
-
-def _valid(value: Any) -> Any:
-    if isinstance(value, str):
-        return _valid_text(value)
-    if isinstance(value, list):
-        return [_valid(v) for v in value]
-    if isinstance(value, dict):
-        return {_valid(k): _valid(v) for k, v in value.items()}
-    return value
-
-
 def _arguments(text: Any, key: str) -> str | None:
     """`key` of a tool call's JSON arguments when it is a non-blank string, else None.
     The arguments are the policy's bytes: nothing in them may raise (a RecursionError from
@@ -209,10 +188,10 @@ def _arguments(text: Any, key: str) -> str | None:
 def _assistant(message: dict[str, Any] | str) -> dict[str, Any]:
     """The policy's reply as it goes back into the conversation (content never null)."""
     if isinstance(message, str):
-        return {"role": "assistant", "content": _valid_text(message)}
-    out = {"role": "assistant", "content": _valid_text(message.get("content") or "")}
+        return {"role": "assistant", "content": valid_utf8(message)}
+    out = {"role": "assistant", "content": valid_utf8(message.get("content") or "")}
     if message.get("tool_calls"):
-        out["tool_calls"] = _valid(message["tool_calls"])
+        out["tool_calls"] = valid_utf8(message["tool_calls"])
     return out
 
 

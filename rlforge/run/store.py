@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any, Iterable, TextIO
 
 from rlforge.errors import UserError
+from rlforge.records import valid_utf8
 
 CONFIG = "config.json"
 ROLLOUTS = "rollouts.jsonl"
@@ -221,16 +222,7 @@ def record_line(record: dict[str, Any]) -> str:
 #: policy's text or file names could not decode) this way, and DuckDB's JSON reader
 #: refuses the whole statement over one.
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
-
-
-def _without_surrogates(value: Any) -> Any:
-    if isinstance(value, str):
-        return value.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
-    if isinstance(value, list):
-        return [_without_surrogates(v) for v in value]
-    if isinstance(value, dict):
-        return {_without_surrogates(k): _without_surrogates(v) for k, v in value.items()}
-    return value
+_SURROGATE_ESCAPE_BYTES = re.compile(_SURROGATE_ESCAPE.pattern.encode())
 
 
 def table_line(line: str) -> str:
@@ -238,7 +230,7 @@ def table_line(line: str) -> str:
     file keeps as escapes so that nothing the policy wrote is lost, become U+FFFD."""
     if not _SURROGATE_ESCAPE.search(line):
         return line
-    return json.dumps(_without_surrogates(json.loads(line)), ensure_ascii=False,
+    return json.dumps(valid_utf8(json.loads(line)), ensure_ascii=False,
                       separators=(",", ":"))
 
 
@@ -266,11 +258,10 @@ def reload_run(con, run_id: str, log: Path) -> None:
 
 
 def _has_surrogate_escape(path: Path, block: int = 1 << 20) -> bool:
-    pattern = re.compile(rb"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
     tail = b""
     with open(path, "rb") as fh:
         while chunk := fh.read(block):
-            if pattern.search(tail + chunk):
+            if _SURROGATE_ESCAPE_BYTES.search(tail + chunk):
                 return True
             tail = chunk[-5:]
     return False
