@@ -1,28 +1,26 @@
 """Does a tickets.reply task tell a reply to *this* ticket from one that is not?
 
 For reply tasks built from a ticket export, scores with the task's own verifier
-(`score_reply`, as every path does):
+(`score_reply`, as every path does). Which tickets raise the same issue is read from labels
+the product never sees (the sample's scenario tags, Bitext's intent), only to grade:
 
 - **gold**: the ticket's real resolution (must pass: the build proves it);
-- **held-out real replies**: the resolutions of *other* tickets of the export that hold
-  every required fact of the task (real replies to the same issue, written for another
-  customer; none is in the task's knowledge base's place of the target): the share that
-  passes is the verifier's false-reject side (goal >= 95%);
+- **same issue, held out**: the real reply of another ticket raising the same issue, one
+  the task's knowledge base does not hold, with this task's required facts appended (a
+  reply a person could have written for this customer): the share that passes is the
+  verifier's false-reject side (goal >= 95%);
+- **another issue's reply**: each knowledge-base reply written for another issue, with the
+  facts appended (goal 0%), and the same with every fourth word dropped so that no 4-gram
+  is copied (a red team's attack; goal 0%);
+- **a same issue's KB reply** reworded that way (reported, not a goal: adapting the reply
+  to the same issue is what research should find);
 - **knowledge-base walk**: a walk over the word pairs of the knowledge base's replies
-  holding every fact they hold, never reading the ticket (`kb_walk`, the attack the
-  `focused` gate is for; goal: 0% pass);
-- **a knowledge-base reply + the facts**: each reply the knowledge base holds (another
-  customer's ticket, which the policy can copy) with this task's required facts appended
-  (goal 0%), and apart from those a precedent's: one sharing much of the real reply's
-  wording, as a help desk's macros do (the real reply itself shares 89-100% of its
-  4-grams with one in sample_data), so sending it again is the answer, not a copy;
-- **a knowledge-base reply with every fourth word dropped + the facts** (a red team's
-  attack: no 4-gram is copied, most word pairs are kept; goal 0%);
+  holding every fact they hold, never reading the ticket (`kb_walk`; goal 0%);
 - **a generic template + the facts**: one fixed, fluent support reply with the task's
   required facts put in, never reading the ticket (goal 0%).
 
-Each figure is printed with the `focused` gate (distractor facts) and without it (the
-verifier before it), on the same tasks.
+Each figure is printed with the `on_topic` gate and without it (the verifier before it),
+on the same tasks.
 
     python benchmarks/reply_relevance.py [--source sample|bitext|both] [--limit 200]
 """
@@ -36,7 +34,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 #: What the gate measured here adds to a task's reference (`focused`).
-GATED = ("distractors", "max_distractors")
+GATED = ("topic",)
+PLANS = {"starter", "growth", "scale", "enterprise", "vip"}
 SOURCES = {
     "sample": (ROOT / "sample_data" / "tickets" / "tickets.csv", {}),
     "bitext": (ROOT.parent / "shared" / "data" / "tickets" / "bitext" /
@@ -44,9 +43,22 @@ SOURCES = {
 }
 
 
-def _tasks(source: str, limit: int, work: Path) -> tuple[list[tuple[Path, dict]], list[tuple]]:
-    """(task dir, reference) of up to `limit` reply tasks built from `source`, and the rows
-    (ticket_id, category, resolution) of every ticket of the export."""
+def _issues(source: str, rows: list[tuple]) -> dict[str, tuple]:
+    """The grading label of each ticket: the issue it raises."""
+    import csv
+
+    if source == "bitext":
+        return {t: (intent,) for t, intent, _ in rows}
+    path = SOURCES[source][0]
+    with path.open(newline="") as f:
+        tags = {r["id"]: tuple(x for x in r["tags"].split(", ") if x not in PLANS)
+                for r in csv.DictReader(f)}
+    return {t: tags.get(t.rsplit(":", 1)[-1], (category,)) for t, _, category in rows}
+
+
+def _tasks(source: str, limit: int, work: Path) -> tuple[list[tuple[Path, dict]], list[tuple], dict]:
+    """(task dir, reference) of up to `limit` reply tasks built from `source`, the rows
+    (ticket_id, resolution) of every ticket of the export, and each ticket's issue."""
     import json
 
     from rlforge import db
@@ -59,13 +71,14 @@ def _tasks(source: str, limit: int, work: Path) -> tuple[list[tuple[Path, dict]]
     out = work / f"{source}-tasks"
     build_tasks(con, BuildOptions(out=out, generators=["tickets.reply"], limit=limit, seed=0,
                                   validate=False))
-    rows = con.execute("SELECT ticket_id, category, resolution FROM tickets "
+    rows = con.execute("SELECT ticket_id, resolution, intent, category FROM tickets "
                        "WHERE resolution IS NOT NULL").fetchall()
     con.close()
+    issues = _issues(source, [(t, i, c) for t, _, i, c in rows])
     found = []
     for d in sorted(p for p in out.iterdir() if (p / "task.toml").is_file()):
         found.append((d, json.loads((d / "tests" / "reference.json").read_text())))
-    return found, rows
+    return found, [(t, r) for t, r, _, _ in rows], issues
 
 
 #: A reply any ticket could get, with the facts put in (`{facts}`).
@@ -79,11 +92,11 @@ def _drop_every(text: str, n: int) -> str:
     return " ".join(w for i, w in enumerate(text.split()) if i % n != n - 1)
 
 
-def _kb_replies(task: Path) -> list[str]:
+def _kb_tickets(task: Path) -> list[tuple[str, str]]:
+    """(file name, reply) of each knowledge-base ticket of a task."""
     out = []
     for f in sorted((task / "environment" / "app" / "kb" / "tickets").glob("*.md")):
-        text = f.read_text()
-        out.append(text.split("## Resolution sent", 1)[-1].strip())
+        out.append((f.name, f.read_text().split("## Resolution sent", 1)[-1].strip()))
     return out
 
 
@@ -92,46 +105,53 @@ def _gold(task: Path) -> str:
     return script.split("<<'RLFORGE_ANSWER_EOF'\n", 1)[1].rsplit("\nRLFORGE_ANSWER_EOF", 1)[0]
 
 
+KINDS = ("gold", "same_issue", "other_issue", "other_reworded", "same_kb_reworded",
+         "kb_walk", "template")
+
+
 def measure(source: str, limit: int) -> dict:
+    import random
     import tomllib
 
-    from rlforge.tasks.tickets_reply import kb_walk
-    from rlforge.verify.standalone import COPY_N, COPY_SHARE, _ngrams, contains, score_reply, words
+    from rlforge.tasks.tickets_reply import kb_name, kb_walk
+    from rlforge.verify.standalone import score_reply
 
     with tempfile.TemporaryDirectory() as tmp:
         started = time.perf_counter()
-        tasks, rows = _tasks(source, limit, Path(tmp))
+        tasks, rows, issues = _tasks(source, limit, Path(tmp))
         build_sec = time.perf_counter() - started
-        kinds = ("gold", "held_out", "kb_walk", "kb_reply", "kb_precedent", "kb_dropped",
-                 "template")
-        counts = {k: [0, 0, 0] for k in kinds}  # n, pass with the gate, pass without
+        by_name = {kb_name(t): t for t, _ in rows}
+        rng = random.Random(0)
+        counts = {k: [0, 0, 0] for k in KINDS}  # n, pass with the gate, pass without
         for task, ref in tasks:
             meta = tomllib.loads((task / "task.toml").read_text())["metadata"]["rlforge"]
             target = meta["source_keys"][0]
             old = {k: v for k, v in ref.items() if k not in GATED}
+            facts = " ".join(ref["required"])
 
             def tally(kind: str, text: str) -> None:
                 counts[kind][0] += 1
                 counts[kind][1] += score_reply(ref, text)["outcome"] == "pass"
                 counts[kind][2] += score_reply(old, text)["outcome"] == "pass"
 
-            gold = _gold(task)
-            tally("gold", gold)
-            same = [r for t, c, r in rows if t != target and r.strip() != gold.strip()
-                    and all(contains(r, f) for f in ref["required"])]
-            for reply in same[:5]:
-                tally("held_out", reply)
-            kb = _kb_replies(task)
-            tally("kb_walk", kb_walk(kb, ref["max_words"]))
-            mine = _ngrams(words(gold), COPY_N)
-            for reply in kb:  # a precedent shares much of the real reply's wording
-                precedent = len(mine & _ngrams(words(reply), COPY_N)) > COPY_SHARE / 2 * len(mine)
-                tally("kb_precedent" if precedent else "kb_reply",
-                      reply + "\n\n" + " ".join(ref["required"]))
-                tally("kb_dropped", _drop_every(reply, 4) + " " + " ".join(ref["required"]))
+            tally("gold", _gold(task))
+            kb = _kb_tickets(task)
+            held = {by_name[name] for name, _ in kb}
+            same = [r for t, r in rows if t != target and t not in held
+                    and issues[t] == issues[target]]
+            rng.shuffle(same)
+            for reply in same[:3]:
+                tally("same_issue", reply + "\n\n" + facts)
+            for name, reply in kb:
+                if issues[by_name[name]] == issues[target]:
+                    tally("same_kb_reworded", _drop_every(reply, 4) + "\n\n" + facts)
+                else:
+                    tally("other_issue", reply + "\n\n" + facts)
+                    tally("other_reworded", _drop_every(reply, 4) + "\n\n" + facts)
+            tally("kb_walk", kb_walk([r for _, r in kb], ref["max_words"]))
             tally("template", TEMPLATE.format(facts=" and ".join(ref["required"])))
     return {"source": source, "tasks": len(tasks), "build_sec": round(build_sec, 1),
-            **{k: {"n": n, "pass_with_focused": p / n if n else None,
+            **{k: {"n": n, "pass_with_gate": p / n if n else None,
                    "pass_without": q / n if n else None} for k, (n, p, q) in counts.items()}}
 
 
@@ -143,11 +163,10 @@ def main() -> None:
     for source in (["sample", "bitext"] if args.source == "both" else [args.source]):
         result = measure(source, args.limit)
         print(f"{source}: {result['tasks']} tasks (built in {result['build_sec']} s)")
-        for kind in ("gold", "held_out", "kb_walk", "kb_reply", "kb_precedent", "kb_dropped",
-                     "template"):
+        for kind in KINDS:
             r = result[kind]
             if r["n"]:
-                print(f"  {kind:12s} n={r['n']:5d}  pass with focused {r['pass_with_focused']:.1%}"
+                print(f"  {kind:12s} n={r['n']:5d}  pass with on_topic {r['pass_with_gate']:.1%}"
                       f"  without {r['pass_without']:.1%}")
 
 

@@ -19,13 +19,16 @@ needs a fact the knowledge base lacks is dropped with that reason, as is one lef
 fact to research. The reward is `score_reply`'s (see `rlforge.verify.standalone`): facts
 present (partial credit), distinctive values of the other customers in the knowledge base
 absent, a length window, and the gates against stuffing (fact share), copying (4-grams
-shared with the customer's message and every knowledge-base file) and filler (word pairs
-the company's replies use). A ticket whose real reply does not pass those gates itself is
+shared with the customer's message and every knowledge-base file), filler (word pairs
+the company's replies use) and answering another ticket (`on_topic`: the reply's content
+words stay closer to the real reply's than to a knowledge-base reply written for another
+issue, and share some with it). A ticket whose real reply does not pass those gates itself is
 dropped with the figure.
 """
 
 from __future__ import annotations
 
+import math
 import re
 from collections import Counter
 from pathlib import Path
@@ -37,7 +40,8 @@ from rlforge.tasks.registry import Generator, register
 from rlforge.tasks.splits import THRESHOLD, shingles
 from rlforge.tasks.spec import ANSWER_FILE, BuildContext, SourceRef, Submission, TaskSpec, stable_sample
 from rlforge.verify.standalone import (COPY_N, COPY_SHARE, _mentions_words, _ngrams, bigrams,
-                                       common_share, contains, words)
+                                       common_share, contains, cosine,
+                                       topic_terms, topic_vector, words)
 
 # A menu path: capitalised segments joined by '>'; a segment after the first may go on in
 # lower case ("Time zone", "Single sign-on") for up to three words, never into the sentence
@@ -69,6 +73,8 @@ NEAR_DUPLICATE = THRESHOLD  # requests this alike (shingle Jaccard) are the same
 COPY_MARGIN = 0.10     # the copy gate's allowance above the real reply's own share
 MAX_COPY_LIMIT = 0.60  # no task whose copy gate would need to be looser than this
 COMMON_BIGRAMS = 3000  # the most frequent word pairs of an origin's other replies
+TOPIC_TERMS = 1500     # the idf of this many of an origin's most frequent reply words
+SAME_ISSUE = 0.2       # a KB reply this alike the real reply (tf-idf cosine) may answer it too
 LOREM = ("Lorem ipsum dolor sit amet, consectetur adipiscing elit, sed do eiusmod tempor "
          "incididunt ut labore et dolore magna aliqua. Ut enim ad minim veniam, quis nostrud "
          "exercitation ullamco laboris nisi ut aliquip ex ea commodo consequat.")
@@ -219,6 +225,14 @@ class _Origin:
         self.index = kb_search.Index([kb_search.tokens(d) for d in self.docs])
         self.shingles = [shingles(f"{r[2] or ''}\n{r[3]}") for r in rows]
         self.ranking = bigram_ranking([r[4] for r in rows])[0]
+        df: Counter = Counter()
+        for r in rows:
+            df.update(set(topic_terms(r[4])))
+        n = len(rows)
+        # Smoothed so that a word in every reply still weighs something; words past the
+        # table are rarer than any in it and weigh as a word seen once.
+        self.idf = {t: round(math.log(1 + n / c), 4) for t, c in df.most_common(TOPIC_TERMS)}
+        self.default_idf = round(math.log(1 + n), 4)
         self._words: dict[int, list[str]] = {}
         self._reply_grams: dict[int, set] = {}
         self._doc_grams: dict[int, set] = {}
@@ -362,13 +376,29 @@ class TicketReply(Generator):
         forbidden = sorted({v for i in kb for v in distinctive(origin.docs[i]) if may_forbid(v)},
                            key=_forbidden_order)[:MAX_FORBIDDEN]
         max_words = max(60, n_words * 3)
+        # The replies of the KB written for another issue: the policy's reply must stay
+        # closer to the real reply's words than to theirs (`on_topic`).
+        drop = {w for f in facts for w in words(f)}
+        def vector(text: str) -> dict[str, float]:
+            return {t: round(x, 4) for t, x in
+                    topic_vector(text, origin.idf, origin.default_idf, drop).items()}
+
+        own = vector(gold)
+        theirs = {i: vector(origin.rows[i][4]) for i in kb}
+        apart = sorted(((cosine(own, theirs[i]), i) for i in kb), reverse=True)
+        off = [i for alike, i in apart if alike < SAME_ISSUE]
+        topic = {"idf": origin.idf, "default_idf": origin.default_idf, "reply": own,
+                 "others": [theirs[i] for i in off]}
+        if not own:
+            return "the reply has no words beyond its facts to tell what it answers"
         vocab = common_bigrams(origin.ranking, gold)
         min_common = round(0.5 * common_share(gold, vocab), 3)
         others = [i for i in kb if i not in precedents]
         nearest = next((origin.rows[i] for i in self.by_similarity(row, origin, others)),
                        origin.rows[others[0]] if others else None)
         adversarial = self._adversarial(gold, body, facts, forbidden, nearest, max_words,
-                                        [origin.rows[i][4] for i in kb], min_words)
+                                        [origin.rows[i][4] for i in kb], min_words,
+                                        origin.rows[off[0]][4] if off else None)
         workspace = {path: text.encode() for path, text in files.items()}
         workspace["kb/search.py"] = Path(kb_search.__file__).read_bytes()
         return TaskSpec(
@@ -384,7 +414,7 @@ class TicketReply(Generator):
                        "copy_sources": copy_sources, "common_bigrams": vocab,
                        "min_common_share": min_common, "max_copy_share": copy_limit,
                        "distractors": others_facts,
-                       "max_distractors": distractor_allowance(facts)},
+                       "max_distractors": distractor_allowance(facts), "topic": topic},
             solution_files={"solve.sh": solve_script(gold)},
             verifier="reply", kind="terminal", group_key=ticket_id,
             dedup_text=customer, time=created_at, null=null_submission(),
@@ -401,7 +431,8 @@ class TicketReply(Generator):
 
     @staticmethod
     def _adversarial(gold: str, body: str, facts: list[str], forbidden: list[str], nearest,
-                     max_words: int, kb_replies: list[str], min_words: int) -> list[Submission]:
+                     max_words: int, kb_replies: list[str], min_words: int,
+                     other_issue: str | None) -> list[Submission]:
         n_words = len(gold.split())
         padded = (gold + "\n\n") * (2 + max_words // max(1, n_words))
         subs = [
@@ -424,6 +455,12 @@ class TicketReply(Generator):
                                    {ANSWER_FILE: (nearest[4] + "\n\n" + " ".join(facts)).encode()},
                                    "the most similar earlier resolution, copied, with the facts "
                                    "appended"))
+        if other_issue is not None:
+            reworded = " ".join(w for i, w in enumerate(other_issue.split()) if i % 4 != 3)
+            subs.append(Submission("answers_another_issue",
+                                   {ANSWER_FILE: (reworded + "\n\n" + " ".join(facts)).encode()},
+                                   "the knowledge base's reply to the nearest other issue, every "
+                                   "fourth word dropped (no 4-gram copied), with the facts"))
         walk = kb_walk(kb_replies, max_words)
         if walk:
             subs.append(Submission("knowledge_base_walk", {ANSWER_FILE: walk.encode()},

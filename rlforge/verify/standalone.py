@@ -273,16 +273,64 @@ def copied_share(text, sources):
     return len(grams & shown) / len(grams) if grams else 0.0
 
 
+# Which ticket a reply answers. A reply's content words (not stop words, not the required
+# facts' words), weighted by tf-idf over the company's replies, are compared by cosine with
+# the real reply's and with each knowledge-base reply written for another issue (one whose
+# words the real reply shares little of). A reply to another ticket, whatever its wording,
+# stays closest to that ticket's; a fixed template shares almost nothing with any.
+TOPIC_STOP = frozenset("""
+a an the and or but if then else of to in on at by for with from as is are was were be been
+being this that these those it its you your we our us they them their he she his her me my
+not no yes do does did done have has had having can could will would shall should may might
+must so too very just also please thank thanks hello dear regards best kind sincerely team
+support there here what which who whom when where why how all any each some more most other
+such only own same than into over under again further once about above below out off during
+before after let get got going know like make made need want help""".split())
+TOPIC_MARGIN = 0.3   # a reply may be at most this much closer to another issue's reply
+TOPIC_FLOOR = 0.03   # and must share at least this much with the real reply
+
+
+def topic_terms(text, drop=()):
+    """The content words of a text: alphabetic, three letters or more, not stop words."""
+    return [w for w in words(text)
+            if len(w) > 2 and w.isalpha() and w not in TOPIC_STOP and w not in drop]
+
+
+def topic_vector(text, idf, default_idf, drop=()):
+    """A text's unit tf-idf vector ({term: weight}, log-scaled term counts)."""
+    counts = {}
+    for t in topic_terms(text, drop):
+        counts[t] = counts.get(t, 0) + 1
+    vec = {t: (1 + math.log(c)) * idf.get(t, default_idf) for t, c in counts.items()}
+    norm = math.sqrt(sum(x * x for x in vec.values())) or 1.0
+    return {t: x / norm for t, x in vec.items()}
+
+
+def cosine(a, b):
+    if len(a) > len(b):
+        a, b = b, a
+    return sum(x * b.get(t, 0.0) for t, x in a.items())
+
+
+def topic_scores(topic, text, facts):
+    """(cosine with the real reply, highest cosine with another issue's reply) of a reply."""
+    drop = {w for f in facts for w in words(f)}
+    mine = topic_vector(text, topic["idf"], topic["default_idf"], drop)
+    return (cosine(mine, topic["reply"]),
+            max((cosine(mine, other) for other in topic["others"]), default=0.0))
+
+
 REPLY_CHARS_PER_WORD = 40  # a reply longer than this many characters a word allowed is too long
 
 
 def score_reply(ref, submitted):
     """A customer reply: required facts (partial credit, each once), forbidden content,
-    length, and four gates against stuffing: the share of fact text, how many of the
+    length, and five gates against stuffing: the share of fact text, how many of the
     knowledge base's other facts it names (a listing of the knowledge base names many),
-    the share copied from what the policy was shown, and how many of its word pairs are
-    pairs the company's other replies use (filler such as lorem ipsum, or common words
-    strung together, are not)."""
+    the share copied from what the policy was shown, whether it answers this ticket and
+    not another (`on_topic`, `topic_scores`), and how many of its word pairs are pairs the
+    company's other replies use (filler such as lorem ipsum, or common words strung
+    together, are not)."""
     text = (submitted or "").strip()
     comps = {}
     lo, hi = ref.get("min_words", 15), ref.get("max_words", 400)
@@ -322,6 +370,15 @@ def score_reply(ref, submitted):
     comps["original"] = component(copied <= limit, 0, "medium", gate=True,
                                   detail=f"{copied:.0%} of its 4-grams were in what it was shown; "
                                          f"at most {limit:.0%}")
+    topic = ref.get("topic")
+    if topic:
+        own, other = topic_scores(topic, text, facts)
+        floor, margin = topic.get("floor", TOPIC_FLOOR), topic.get("margin", TOPIC_MARGIN)
+        comps["on_topic"] = component(own >= floor and own >= other - margin, 0, "medium",
+                                      gate=True,
+                                      detail=f"{own:.2f} alike the real reply's words (at least "
+                                             f"{floor:.2f}); {other:.2f} another issue's (at most "
+                                             f"{margin:.2f} more)")
     if ref.get("common_bigrams"):
         rate = common_share(text, ref["common_bigrams"])
         need = ref.get("min_common_share", 0.0)

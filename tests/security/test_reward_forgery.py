@@ -169,6 +169,41 @@ def test_reply_stuffing_and_copying_fail(sample_tasks):
                 _assert_fail(_verify(task, text), f"{task.name}: {name}")
 
 
+def _issues_of_sample_tickets() -> dict[str, tuple]:
+    """The issue each ticket of sample_data's CSV export raises (its scenario tags), a label
+    the verifier never sees: the test's ground truth."""
+    import csv
+
+    with (SAMPLE_DATA / "tickets" / "tickets.csv").open(newline="") as f:
+        return {r["id"]: tuple(t for t in r["tags"].split(", ")
+                               if t not in ("starter", "growth", "scale", "enterprise", "vip"))
+                for r in csv.DictReader(f)}
+
+
+def test_reply_to_another_issue_reworded_fails(sample_tasks):
+    """Class 4: a knowledge-base reply written for another issue, every fourth word dropped
+    (so no 4-gram is copied), with this task's facts appended, passed every gate in about
+    half of the sample's cases; it answers someone else's question."""
+    import tomllib
+
+    issues = _issues_of_sample_tickets()
+    tried = 0
+    for task in sample_tasks["tickets.reply"]:
+        meta = tomllib.loads((task / "task.toml").read_text())["metadata"]["rlforge"]
+        target = meta["source_keys"][0]
+        if not target.startswith("csv:"):
+            continue
+        facts = " ".join(_reference(task)["required"])
+        for f in sorted((task / "environment" / "app" / "kb" / "tickets").glob("csv_*.md")):
+            if issues[f.stem[4:]] == issues[target[4:]]:
+                continue
+            reply = f.read_text().split("## Resolution sent", 1)[1].split()
+            reworded = " ".join(w for i, w in enumerate(reply) if i % 4 != 3)
+            _assert_fail(_verify(task, f"{reworded}\n\n{facts}"), f"{task.name}: {f.name}")
+            tried += 1
+    assert tried >= 20
+
+
 def test_forbidden_content_survives_invisible_characters_and_punctuation():
     """Finding 6, the matching itself: NFKC, format characters removed, long notes by n-grams."""
     from rlforge.verify import standalone
