@@ -129,7 +129,8 @@ SETTINGS: list[Setting] = [
     Setting("run.max_tokens", 512, "max tokens per completion", int),
     Setting("run.request_timeout", 60.0, "seconds before a request times out", float),
     Setting("run.min_pass_rate", 0.0, "exit 3 when the pass rate is below this", float),
-    Setting("run.max_infra_error_rate", 1.0, "exit 4 when infra errors exceed this rate", float),
+    Setting("run.max_infra_error_rate", 0.2, "exit 4 when infra errors exceed this rate "
+            "(or no rollout is valid)", float),
     Setting("run.executor", "local", "where rollouts run: this machine, or a worker on every "
             "node of a Ray cluster (ray.address)", choices=tuple(BACKENDS)),
     Setting("run.runs_dir", "runs", "directory holding runs/<run_id>/"),

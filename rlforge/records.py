@@ -119,6 +119,7 @@ class RolloutSummary:
     error_type: str | None
     prompt_tokens: int
     completion_tokens: int
+    error_message: str | None = None  # the first line of an invalid rollout's error
 
     @classmethod
     def of(cls, record: RolloutRecord | dict[str, Any]) -> RolloutSummary:
@@ -128,7 +129,9 @@ class RolloutSummary:
                    record.get("split") or "", record["outcome"],
                    None if reward is None or record["outcome"] == "invalid" else reward["total"],
                    error.get("type") if error else None, record.get("prompt_tokens") or 0,
-                   record.get("completion_tokens") or 0)
+                   record.get("completion_tokens") or 0,
+                   str(error.get("message") or "").strip().split("\n", 1)[0][:300] or None
+                   if error and record["outcome"] == "invalid" else None)
 
     def to_dict(self) -> dict[str, Any]:
         return {"task_id": self.task_id, "sample": self.sample, "generator": self.generator,

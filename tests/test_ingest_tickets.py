@@ -137,10 +137,12 @@ def test_unreadable_file_fails_alone_and_writes_nothing(cli, query, name, proble
 
 
 def test_empty_file_is_read_as_zero_records(cli, query):
-    result = cli("ingest", "tickets", BAD / "empty.csv", "--no-redact", "--json")
+    result = cli("ingest", "tickets", BAD / "empty.csv", "--no-redact")
+    assert result.exit_code == 1 and "nothing loaded" in result.stderr  # unless asked for
+    result = cli("ingest", "tickets", BAD / "empty.csv", "--no-redact", "--json", "--allow-empty")
     assert result.exit_code == 0
     assert file_result(result)["n_read"] == 0
-    assert query("SELECT n_read, status FROM ingest_runs") == [(0, "ok")]
+    assert query("SELECT n_read, status FROM ingest_runs") == [(0, "ok")] * 2
 
 
 def test_same_id_with_different_content_is_quarantined_or_replaced(cli, query, tmp_path):

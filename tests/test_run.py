@@ -502,7 +502,8 @@ def test_a_build_manifest_lists_the_tasks_and_task_toml_is_read_on_first_use(cli
     first = discover_tasks(out)[0]
     toml = first.path / "task.toml"
     toml.write_text(toml.read_text().replace(first.task_id, "someone-else"))
-    result, data = run_json(cli, out, "--base-url", fault.url, "--model", "ok")
+    result, data = run_json(cli, out, "--base-url", fault.url, "--model", "ok",
+                            "--max-infra-error-rate", "1")
     assert result.exit_code == 0 and (data["rollouts"], data["invalid"]) == (4, 1), result.output
     (broken,) = [r for r in rollouts_of(data["run_dir"]) if r["outcome"] == "invalid"]
     assert broken["task_id"] == first.task_id and broken["error"]["type"] == "task"

@@ -120,17 +120,36 @@ def shown_path(path: str) -> str:
         return path
 
 
+ALLOW_EMPTY_HELP = "a file from which nothing loads is not an error"
+
+
+def nothing_loaded(r: IngestResult) -> str | None:
+    """Why an ingested file gave the database nothing, or None when it did (or held only
+    what was already stored): most often the wrong --format or --map."""
+    if r.status != "ok" or r.n_loaded or r.n_duplicates or r.n_known:
+        return None
+    if not r.n_read:
+        return (f"nothing loaded: no record read as {r.format or 'this format'} "
+                "(check --format and --map)")
+    top = max(r.quarantine_reasons.items(), key=lambda kv: kv[1], default=("", 0))[0]
+    return (f"nothing loaded: all {r.n_read:,} records read as {r.format or 'this format'} "
+            f"were quarantined" + (f" ({top})" if top else "") + " (check --format)")
+
+
 def report(results: list[IngestResult], *, as_json: bool, quiet: bool, noun: str = "records",
-           session: IngestSession | None = None) -> int:
+           session: IngestSession | None = None, allow_empty: bool = False) -> int:
     """Print the per-file summary (table, or JSON for CI), then one error line per failed file
-    (after its traceback when a bug failed it); return the exit code (1 if any failed)."""
+    (after its traceback when a bug failed it) and per file that loaded nothing (unless
+    `allow_empty`); return the exit code (1 if any)."""
     failed = [r for r in results if r.status != "ok"]
+    empty = [] if allow_empty else [(r, why) for r in results if (why := nothing_loaded(r))]
     totals = {k: sum(getattr(r, k) for r in results) for k in
               ("n_read", "n_loaded", "n_duplicates", "n_quarantined", "n_flagged")}
     redactions = merge_counts(*(r.redactions for r in results))
     if as_json:
         console.print_json(json.dumps({"files": [r.to_dict() for r in results], "totals": totals,
-                                       "redactions": redactions, "failed": len(failed)},
+                                       "redactions": redactions, "failed": len(failed),
+                                       "nothing_loaded": len(empty)},
                                       default=str))
     elif not quiet:
         # No vertical rules and short headers: with the file column it fits 80 columns.
@@ -168,10 +187,14 @@ def report(results: list[IngestResult], *, as_json: bool, quiet: bool, noun: str
         err_console.print("[bold red]error:[/] " + escape(f"{r.path}: {r.error}")
                           + (" (traceback above; please report it)" if r.traceback else ""),
                           highlight=False, soft_wrap=True)
+    for r, why in empty:
+        err_console.print("[bold red]error:[/] " + escape(f"{r.path}: {why}; --allow-empty "
+                                                          "accepts it"),
+                          highlight=False, soft_wrap=True)
     if session is not None and session.close_error:
         err_console.print(f"[yellow]warning:[/] {session.close_error}", highlight=False,
                           soft_wrap=True)
-    return 1 if failed else 0
+    return 1 if failed or empty else 0
 
 
 @app.command("tickets")
@@ -190,6 +213,7 @@ def tickets(
                                               "content: quarantine (default) or replace"),
     origin: Optional[str] = typer.Option(None, "--origin", help="namespace of ticket ids "
                                          "(default: the export family, e.g. zendesk)"),
+    allow_empty: bool = typer.Option(False, "--allow-empty", help=ALLOW_EMPTY_HELP),
     as_json: bool = typer.Option(False, "--json", help="machine-readable summary"),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="print errors only"),
 ) -> None:
@@ -214,7 +238,8 @@ def tickets(
     if not redact and not quiet and not as_json:
         console.print("[yellow]warning:[/] redaction is off (--no-redact): PII and secrets "
                       "were stored as they are")
-    code = report(results, as_json=as_json, quiet=quiet, noun="tickets", session=session)
+    code = report(results, as_json=as_json, quiet=quiet, noun="tickets", session=session,
+                  allow_empty=allow_empty)
     if code:
         raise typer.Exit(code)
 
@@ -227,6 +252,7 @@ def commits(
     rev: Optional[str] = typer.Option(None, "--rev", help="revision range in git rev-list "
                                       "syntax, e.g. 'main~300..main' (default: all refs)"),
     no_redact: bool = typer.Option(False, "--no-redact", help="store authors and messages as they are"),
+    allow_empty: bool = typer.Option(False, "--allow-empty", help=ALLOW_EMPTY_HELP),
     as_json: bool = typer.Option(False, "--json", help="machine-readable summary"),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="print errors only"),
 ) -> None:
@@ -245,6 +271,7 @@ def commits(
         link_new_records(session, cfg, quiet or as_json)
     finally:
         session.close()
-    code = report(results, as_json=as_json, quiet=quiet, noun="commits", session=session)
+    code = report(results, as_json=as_json, quiet=quiet, noun="commits", session=session,
+                  allow_empty=allow_empty)
     if code:
         raise typer.Exit(code)

@@ -12,7 +12,8 @@ from rich.table import Table
 
 from rlforge import db
 from rlforge.cli.common import console, state
-from rlforge.cli.ingest import link_new_records, make_redactor, parse_map, report, run_files
+from rlforge.cli.ingest import (ALLOW_EMPTY_HELP, link_new_records, make_redactor, parse_map,
+                                report, run_files)
 from rlforge.ingest.common import IngestSession
 
 
@@ -37,6 +38,7 @@ def ingest_logs(
     year: Optional[int] = typer.Option(
         None, "--year", min=1971, max=2100, help="year of times written without one (classic "
         "syslog, `[10.30 16:49:06]`); default: the year of each file's modification time"),
+    allow_empty: bool = typer.Option(False, "--allow-empty", help=ALLOW_EMPTY_HELP),
     as_json: bool = typer.Option(False, "--json", help="machine-readable summary"),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="print errors only"),
 ) -> None:
@@ -63,7 +65,8 @@ def ingest_logs(
     if not redact and not quiet and not as_json:
         console.print("[yellow]warning:[/] redaction is off (--no-redact): PII and secrets "
                       "were stored as they are")
-    code = report(results, as_json=as_json, quiet=quiet, noun="log records", session=session)
+    code = report(results, as_json=as_json, quiet=quiet, noun="log records", session=session,
+                  allow_empty=allow_empty)
     if code:
         raise typer.Exit(code)
 

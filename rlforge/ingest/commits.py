@@ -274,6 +274,7 @@ def ingest_repo(con: duckdb.DuckDBPyConnection, path: str | Path, *, rev: str = 
                 with scanning(con, "_files_df", fdf):
                     con.execute("INSERT INTO commit_files SELECT * FROM _files_df")
         fi.result.n_loaded = len(commits)
+        fi.result.n_known = len(known)
         fi.result.notes.append(f"{len(known):,} commits of this repository were already stored"
                                if known else f"HEAD {head[:12] if head else '(none)'}")
         if redactor is not None:

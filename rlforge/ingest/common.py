@@ -64,6 +64,7 @@ class IngestResult:
     n_duplicates: int = 0
     n_quarantined: int = 0
     n_flagged: int = 0
+    n_known: int = 0  # already stored before this run and skipped unread (commits)
     redactions: dict[str, int] = field(default_factory=dict)
     seconds: float = 0.0
     quarantine_reasons: dict[str, int] = field(default_factory=dict)

@@ -102,6 +102,11 @@ def _load_csv(con, path: Path, text_head: str, mapping: dict[str, str], fi: File
     if not columns:
         return
     m = tf.resolve_mapping(columns, mapping)
+    if not any(f in m for f in ("subject", "body", "resolution")):
+        shown = ", ".join(repr(c) for c in columns[:8]) + (", ..." if len(columns) > 8 else "")
+        raise InputFileError(str(path), f"read as CSV, no column holds a ticket's text (a "
+                             f"subject, body or resolution); its header is {shown}: is it "
+                             "another format (--format), or name the column (--map body=COLUMN)?")
     unmapped = [c for c in columns if c not in m.values()]
 
     def col(f: str, trim: bool = True) -> str:

@@ -164,6 +164,9 @@ def plan_run(cfg: Config, tasks_dir: Path, tasks: list[Task], run_id: str, *,
     policy = PolicyConfig.from_config(cfg)
     if policy.base_url:
         PolicyClient(policy, api_key="")  # a bad URL is a user error before anything starts
+        if not policy.model:
+            raise UserError(f"--base-url {policy.base_url} needs --model NAME (the model the "
+                            f"endpoint serves{_served(cfg, policy)})")
     quotas = cfg.get("run.generator_concurrency")
     try:
         quotas = {str(k): int(v) for k, v in quotas.items()}
@@ -190,6 +193,25 @@ def plan_run(cfg: Config, tasks_dir: Path, tasks: list[Task], run_id: str, *,
         "sandbox_workers": cfg.get("sandbox.workers"), "sandbox": sandbox_settings(cfg),
         "settings": settings,
     }
+
+
+def _served(cfg: Config, policy: Any) -> str:
+    """', it lists: a, b' when the endpoint answers GET /models quickly, else ''."""
+    from dataclasses import replace
+
+    from rlforge.policy import PolicyClient
+
+    async def ask() -> list[str]:
+        quick = replace(policy, request_timeout=5.0, max_retries=0)
+        key = cfg.env.get(policy.api_key_env) if policy.api_key_env else None
+        async with PolicyClient(quick, api_key=key or "") as client:
+            return await client.models()
+
+    try:
+        ids = asyncio.run(ask())
+    except Exception:  # noqa: BLE001 - only a hint for the error message
+        return ""
+    return f"; it lists: {', '.join(ids[:10])}" if ids else ""
 
 
 def judge_options(cfg: Config, tasks_dir: Path) -> dict[str, str]:
@@ -364,6 +386,11 @@ def finalize(db_path, store: RunStore, plan: dict[str, Any], facts: list[Rollout
     last `lines` of rollouts.jsonl not loaded yet, in the same transaction); the gate."""
     samples = plan["samples"]
     summary = stats.summarize((f.to_dict() for f in facts), samples)
+    lost = next((f for f in sorted(facts, key=lambda f: (f.task_id, f.sample))
+                 if f.outcome == "invalid"), None)
+    summary["first_error"] = (None if lost is None else
+                              {"task_id": lost.task_id, "sample": lost.sample,
+                               "type": lost.error_type, "message": lost.error_message})
     groups: dict[str, list[RolloutSummary]] = {}
     for f in facts:
         groups.setdefault(f.task_id, []).append(f)
@@ -403,20 +430,35 @@ def finalize(db_path, store: RunStore, plan: dict[str, Any], facts: list[Rollout
     finally:
         con.close()
     code, reason = gate(summary, plan["gates"]["min_pass_rate"],
-                        plan["gates"]["max_infra_error_rate"])
+                        plan["gates"]["max_infra_error_rate"], endpoint_of(plan))
     return RunReport(store.run_id, str(store.dir), summary, plan, exit_code=code, gate=reason,
                      calibration=calibration)
 
 
-def gate(summary: dict[str, Any], min_pass_rate: float, max_infra_error_rate: float
-         ) -> tuple[int, str]:
-    """(exit code, reason): 4 when infrastructure errors exceed their limit (checked first:
-    then the pass rate says little), 3 when the pass rate is below its minimum, else 0."""
+def endpoint_of(plan: dict[str, Any]) -> str:
+    """The policy a run talks to, as a person would name it."""
+    if plan.get("embedded"):
+        return "the embedded model"
+    policy = plan["policy"]
+    return f"{policy['base_url']} (model {policy['model']!r})"
+
+
+def gate(summary: dict[str, Any], min_pass_rate: float, max_infra_error_rate: float,
+         endpoint: str = "") -> tuple[int, str]:
+    """(exit code, reason): 4 when no rollout is valid or infrastructure errors exceed their
+    limit (checked first: then the pass rate says little), 3 when the pass rate is below its
+    minimum, else 0. The reason names the endpoint and the first error."""
     infra = summary["infra_error_rate"] or 0.0
-    if infra > max_infra_error_rate:
-        return 4, (f"infrastructure error rate {infra:.1%} is above --max-infra-error-rate "
-                   f"{max_infra_error_rate:.1%} ({summary['invalid']} invalid rollouts; see "
-                   "errors by type)")
+    none_valid = summary["rollouts"] > 0 and summary["valid"] == 0
+    if none_valid or infra > max_infra_error_rate:
+        first = summary.get("first_error") or {}
+        cause = (f"; first error ({first.get('task_id')}#{first.get('sample')}): "
+                 f"{first.get('type')}: {first.get('message') or 'no message'}" if first else "")
+        where = f" against {endpoint}" if endpoint else ""
+        what = (f"infrastructure error rate {infra:.1%} is above --max-infra-error-rate "
+                f"{max_infra_error_rate:.1%}" if infra > max_infra_error_rate else
+                "no rollout was valid")
+        return 4, f"{what}{where} ({summary['invalid']} invalid rollouts){cause}"
     rate = summary["pass_rate"]
     if min_pass_rate > 0 and (rate is None or rate < min_pass_rate):
         shown = "n/a (no valid rollout)" if rate is None else f"{rate:.1%}"
