@@ -50,6 +50,10 @@ def test_list_shows_every_generator_with_usable_rows(cli, ticket_db):
     # Every ticket whose category is a label seen at least 3 times in its help desk.
     assert 280 <= rows["tickets.triage"]["usable_rows"] <= 300
     assert rows["tickets.reply"]["usable_rows"] > 100
+    # A generator with nothing to read says why.
+    assert rows["tickets.reply"]["why_none"] is None
+    assert rows["commits.repair"]["why_none"] == "no commits yet: rlforge ingest commits"
+    assert rows["logs.script"]["why_none"] == "no log records yet: rlforge ingest logs"
 
 
 def test_unknown_generator_lists_the_valid_ones(cli, ticket_db, tmp_path):
@@ -154,6 +158,31 @@ def test_mix_quotas_and_limit():
     assert quotas(["a", "b", "c"], {}, 10) == {"a": 4, "b": 3, "c": 3}
     assert quotas(["a", "b"], {"a": 1}, 5) == {"a": 5}
     assert quotas(["a", "b"], {}, None) == {"a": None, "b": None}
+    # Usable rows cap a quota; what one cannot take goes to the others.
+    assert quotas(["a", "b", "c"], {}, 12, {"a": 0, "b": 2, "c": 50}) == {"a": 0, "b": 2, "c": 10}
+    assert quotas(["a", "b"], {"a": 3, "b": 1}, 10, {"a": 5, "b": 50}) == {"a": 5, "b": 5}
+    assert quotas(["a", "b"], {}, 10, {"a": 1, "b": 2}) == {"a": 1, "b": 2}
+
+
+def test_limit_goes_to_generators_that_can_emit(cli, ticket_db, tmp_path):
+    """A tickets-only database: the limit is not split over the five generators with
+    nothing to read, and what tickets.reply rejects goes to tickets.triage."""
+    result, report = build(cli, tmp_path / "o", "--limit", "12", "--no-validate")
+    assert result.exit_code == 0, result.output
+    assert report["emitted"] == 12
+    made = {g: s["emitted"] for g, s in report["per_generator"].items()}
+    assert made["tickets.triage"] + made["tickets.reply"] == 12
+    assert report["usable"]["commits.repair"] == 0
+    # Reply cannot make 150 (most tickets' facts are not in their knowledge base): the
+    # shortfall is triage's.
+    result, report = build(cli, tmp_path / "p", "--limit", "300", "--no-validate",
+                           "--generators", "tickets.reply,tickets.triage")
+    made = {g: s["emitted"] for g, s in report["per_generator"].items()}
+    assert made["tickets.reply"] < 150 and report["emitted"] == 300, made
+    # Asked for more than there is: built what there is, and said so.
+    result = cli("build-tasks", "--out", tmp_path / "q", "--limit", "5000", "--no-validate",
+                 "--generators", "tickets.triage")
+    assert result.exit_code == 0 and "--limit 5,000: built" in result.output
 
 
 def test_mix_through_the_cli(cli, ticket_db, tmp_path):

@@ -83,7 +83,8 @@ def build_tasks(
         counts = build_lib.available_counts(con)
         rows: list[dict[str, Any]] = [{"name": i.name, "version": i.version, "verifier": i.verifier,
                  "usable_rows": counts.get(n, 0), "description": i.description,
-                 "cannot_support": _unsupported(con, i)}
+                 "cannot_support": _unsupported(con, i),
+                 "why_none": None if counts.get(n, 0) else _why_none(con, i)}
                 for n, i in registry.registry().items()]
         if as_json:
             console.print_json(json.dumps(rows))
@@ -91,8 +92,8 @@ def build_tasks(
         t = Table("generator", "verifier", "usable rows", "description")
         for r in rows:
             skip = "".join(f"\nskips {k}: {v}" for k, v in r["cannot_support"].items())
-            t.add_row(f"{r['name']}@{r['version']}", r["verifier"], f"{r['usable_rows']:,}",
-                      r["description"] + skip)
+            t.add_row(f"{r['name']}@{r['version']}", r["verifier"], f"{r['usable_rows']:,}"
+                      + (f" ({r['why_none']})" if r["why_none"] else ""), r["description"] + skip)
         console.print(t)
         return
     if split_by not in ("hash", "time"):
@@ -163,6 +164,25 @@ def _check_judge(report, base_url: str | None, model: str | None, min_auc: float
             "weight": judge_lib.JUDGE_WEIGHT}
 
 
+#: what a source table holds, and the command that fills it
+INGEST_OF = {"tickets": ("tickets", "rlforge ingest tickets"),
+             "commits": ("commits", "rlforge ingest commits"),
+             "log_records": ("log records", "rlforge ingest logs")}
+
+
+def _why_none(con, info) -> str:
+    """Why a generator has no usable rows: an empty source table, or its screening."""
+    for table in getattr(info.factory, "sources", ()):
+        try:
+            n = con.execute(f"SELECT count(*) FROM {table}").fetchall()[0][0]
+        except duckdb.CatalogException:
+            n = 0
+        if not n:
+            what, how = INGEST_OF.get(table, (table, ""))
+            return f"no {what} yet" + (f": {how}" if how else "")
+    return "no row passes its screening: see `rlforge build-tasks` drops"
+
+
 def _unsupported(con, info) -> dict[str, str]:
     """Question families the generator says this database's fields cannot support."""
     skipped = getattr(info.factory(), "skipped", None)
@@ -210,6 +230,13 @@ def _print_build(report) -> None:
                   f"({report.version_hash[:12]}{', new' if report.new_version else ', unchanged'}"
                   f"{f', {report.retired:,} retired' if report.retired else ''})",
                   highlight=False)
+    if report.limit is not None and report.emitted < report.limit:
+        per = [f"{g} {s['emitted']:,}" + (f" (of {report.usable[g]:,} usable rows)"
+                                           if g in report.usable else "")
+               for g, s in report.per_generator.items()]
+        console.print(f"[yellow]--limit {report.limit:,}: built {report.emitted:,}[/] (the "
+                      "generators ran out of usable rows, or their tasks were dropped as "
+                      "above): " + ", ".join(per), highlight=False, soft_wrap=True)
     console.print(f"{report.emitted:,} tasks in {report.seconds:.1f}s"
                   + ("" if report.validated else " [yellow](not validated)[/]")
                   + f"; manifest: {report.out}/manifest.parquet")

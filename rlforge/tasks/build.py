@@ -103,6 +103,8 @@ class BuildReport:
     new_version: bool = False
     retired: int = 0  # tasks of the previous version retired by this one
     difficulty: dict[str, Any] = field(default_factory=dict)  # model, band, drops
+    limit: int | None = None  # --limit
+    usable: dict[str, int] = field(default_factory=dict)  # usable source rows per generator
 
     def to_dict(self) -> dict[str, Any]:
         return self.__dict__.copy()
@@ -125,12 +127,30 @@ def parse_mix(text: str | None) -> dict[str, float]:
     return mix
 
 
-def quotas(names: list[str], mix: dict[str, float], limit: int | None) -> dict[str, int | None]:
-    """Tasks per generator: the limit shared by weight (largest remainder), or no cap."""
+def quotas(names: list[str], mix: dict[str, float], limit: int | None,
+           available: dict[str, int] | None = None) -> dict[str, int | None]:
+    """Tasks per generator: the limit shared by weight (largest remainder), or no cap.
+
+    With `available` (usable source rows per generator), a generator gets no more than it
+    has rows for, one with none gets 0, and what they cannot take goes to the others by
+    weight, until every generator is full or the limit is shared."""
     weights = {n: mix.get(n, 1.0 if not mix else 0.0) for n in names}
     if limit is None:
         return {n: None for n in names if weights[n] > 0}
     out = difficulty.shares(limit, weights, "--mix gives every selected generator a weight of 0")
+    if available is not None:
+        room = {n: max(0, available.get(n, 0)) for n in names}
+        out = {n: 0 for n in names}
+        left = limit
+        while left > 0:
+            open_ = {n: w for n, w in weights.items() if w > 0 and out[n] < room[n]}
+            if not open_:
+                break
+            share = difficulty.shares(left, open_)
+            for n, k in share.items():
+                take = min(k, room[n] - out[n])
+                out[n] += take
+                left -= take
     return {n: q for n, q in out.items() if weights[n] > 0}
 
 
@@ -202,7 +222,9 @@ def build_tasks(con: duckdb.DuckDBPyConnection, opts: BuildOptions,
     infos = select_generators(con, opts)
     gen_mix, bins = difficulty.split_mix(opts.mix)
     sel = opts.selection if not bins else dataclasses.replace(opts.selection, bins=bins)
-    q = quotas([i.name for i in infos], gen_mix, opts.limit)
+    gens = {i.name: i for i in infos}
+    usable = _usable(con, opts, gens) if opts.limit is not None else None
+    q = quotas([i.name for i in infos], gen_mix, opts.limit, usable)
     # Selecting by difficulty needs the rendered ids: every generator yields all it can,
     # and the quotas are applied after the band.
     gen_q: dict[str, int | None] = {n: None for n in q} if sel.active else q
@@ -214,7 +236,7 @@ def build_tasks(con: duckdb.DuckDBPyConnection, opts: BuildOptions,
     area = BuildArea(opts.out, validation=validation_key(opts) if opts.validate else None)
     area.open(opts.force)  # the marker: a rerun after a crash knows this build
     try:
-        specs = _generate(con, opts, infos, gen_q, stats, drops, progress, learnability)
+        specs = _generate(con, opts, gens, gen_q, stats, drops, progress, learnability)
         unique, reused, continues = _render_all(specs, opts, renderer, previous,
                                                 area.validation, set(area.journal))
         if not continues:  # another dataset (another seed, other generators): no history
@@ -263,7 +285,7 @@ def build_tasks(con: duckdb.DuckDBPyConnection, opts: BuildOptions,
         rendered=sum(t.task_id not in reused for t in kept),
         reused=sum(t.task_id in reused for t in kept), version=version,
         version_hash=digest, new_version=new, retired=newly_retired,
-        difficulty=chosen_difficulty)
+        difficulty=chosen_difficulty, limit=opts.limit, usable=usable or {})
 
 
 def _select_difficulty(con, unique: dict[str, RenderedTask], sel: difficulty.Selection,
@@ -286,40 +308,78 @@ def _select_difficulty(con, unique: dict[str, RenderedTask], sel: difficulty.Sel
             "dropped": dict(why)}
 
 
-def _generate(con, opts: BuildOptions, infos: list[registry.GeneratorInfo],
+def _usable(con, opts: BuildOptions, gens: dict[str, registry.GeneratorInfo]) -> dict[str, int]:
+    """Source rows each generator can use (`available`), 0 where its tables are missing."""
+    out = {}
+    for name, info in gens.items():
+        try:
+            gen = instantiate(info, opts.generator_options.get(name, {}), opts)
+            out[name] = int(gen.available(con))
+        except duckdb.CatalogException:
+            out[name] = 0
+    return out
+
+
+def _generate(con, opts: BuildOptions, gens: dict[str, registry.GeneratorInfo],
               q: dict[str, int | None], stats: dict[str, Counter], drops: list[dict[str, str]],
               progress, learnability: dict[str, dict[str, dict[str, Any]]]) -> list[TaskSpec]:
     """Every selected generator's specs, exact duplicates dropped (and counted); the
-    learnability figures a generator measured go into `learnability` by its name."""
+    learnability figures a generator measured go into `learnability` by its name.
+
+    Under a limit, a generator that makes fewer specs than its quota (its rows rejected)
+    hands the shortfall to the generators after it; what is still short at the end goes
+    to the generators that filled their quota, last first, run again with a larger one."""
+    made: dict[str, list[TaskSpec]] = {}
+    rejections: dict[str, list[dict[str, str]]] = {}
+
+    def run(name: str, limit: int | None) -> None:
+        if limit == 0:  # no usable rows
+            made[name], rejections[name] = [], []
+            return
+        gen = instantiate(gens[name], opts.generator_options.get(name, {}), opts)
+        ctx = BuildContext(con, opts.seed, limit, opts.generator_options.get(name, {}))
+        try:
+            made[name] = list(gen.specs(ctx))
+        except duckdb.CatalogException:
+            made[name] = []  # its source tables do not exist in this database yet
+        if getattr(gen, "learnability", None):
+            learnability[name] = dict(gen.learnability)
+        rejections[name] = list(getattr(gen, "rejections", ()))
+        if progress:
+            progress(f"generated {name}", sum(len(v) for v in made.values()), None)
+
+    names = [n for n in gens if n in q]
+    short = 0
+    limits: dict[str, int | None] = {}
+    for name in names:
+        quota = q[name]
+        limits[name] = None if quota is None else quota + short
+        run(name, limits[name])
+        short = 0 if quota is None else max(0, (limits[name] or 0) - len(made[name]))
+    for name in reversed(names):  # a second round for what is still short
+        if short <= 0 or not limits[name] or len(made[name]) < (limits[name] or 0):
+            continue
+        before = len(made[name])
+        run(name, before + short)
+        short -= len(made[name]) - before
+
     specs: list[TaskSpec] = []
     seen: set[str] = set()
-    for info in infos:
-        if info.name not in q:
-            continue
-        gen = instantiate(info, opts.generator_options.get(info.name, {}), opts)
-        ctx = BuildContext(con, opts.seed, q[info.name], opts.generator_options.get(info.name, {}))
-        try:
-            produced = list(gen.specs(ctx))
-        except duckdb.CatalogException:
-            produced = []  # its source tables do not exist in this database yet
-        if getattr(gen, "learnability", None):
-            learnability[info.name] = dict(gen.learnability)
-        for rejected in getattr(gen, "rejections", ()):  # source rows a generator screened out
-            stats[info.name]["rejected"] += 1
-            drops.append({"generator": info.name, "source": rejected["source"], "task_id": "",
+    for name in names:
+        for rejected in rejections[name]:  # source rows a generator screened out
+            stats[name]["rejected"] += 1
+            drops.append({"generator": name, "source": rejected["source"], "task_id": "",
                           "reason": rejected["reason"]})
-        for spec in produced:
-            stats[info.name]["specs"] += 1
+        for spec in made[name]:
+            stats[name]["specs"] += 1
             key = exact_key(spec.dedup_text, spec.reference)
             if key in seen:
-                stats[info.name]["exact_duplicates"] += 1
-                drops.append({"generator": info.name, "source": ",".join(spec.source.keys),
+                stats[name]["exact_duplicates"] += 1
+                drops.append({"generator": name, "source": ",".join(spec.source.keys),
                               "task_id": "", "reason": "exact duplicate of another task"})
                 continue
             seen.add(key)
             specs.append(spec)
-        if progress:
-            progress(f"generated {info.name}", len(specs), None)
     return specs
 
 

@@ -24,6 +24,7 @@ import io
 import re
 import tokenize
 from pathlib import Path
+from typing import ClassVar
 
 from rlforge import execution
 from rlforge.config import Config, default_cache_dir
@@ -112,6 +113,8 @@ def _difficulty(lines: int) -> str:
           "parent commit, hidden fail-to-pass and pass-to-pass tests run in the sandbox.",
           verifier="repair")
 class CommitsRepair(Generator):
+    sources: ClassVar[tuple[str, ...]] = ("commits",)
+
     def __init__(self, build=None, **options) -> None:
         """`options` override the `tasks.repair.*` settings; `build` (build-tasks' options)
         gives the resolved config, the sandbox mode and the number of sandboxes."""

@@ -208,6 +208,8 @@ def _word(text: str, value: str) -> bool:
           "budget; answers computed in DuckDB and re-derived by the stated rule.",
           verifier="answer")
 class IncidentsDiagnose(Generator):
+    sources = ("tickets", "log_records")
+
     def __init__(self, context_tokens="8k", families=None, min_confidence: float = THRESHOLD,
                  inline: bool = True):
         """`context_tokens`: budgets (e.g. `8k,32k`), one task per budget; `families`:

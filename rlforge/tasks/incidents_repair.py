@@ -44,6 +44,8 @@ BORROWED_TEMPLATES = ["commits.repair/Dockerfile.j2", "commits.repair/test.sh.j2
           "excerpt), not the commit message; commits.repair's workspace and verifier.",
           verifier="repair")
 class IncidentsRepair(CommitsRepair):
+    sources = ("tickets", "commits")
+
     def __init__(self, build=None, min_confidence: float = THRESHOLD,
                  log_excerpt: int = EXCERPT_LINES, agent_messages: bool = False,
                  **options) -> None:

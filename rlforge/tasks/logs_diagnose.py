@@ -392,6 +392,8 @@ def field_support(con) -> dict[str, str]:
           "failing ids, new patterns, counts); answers computed in DuckDB and re-derived by the "
           "stated rule.", verifier="answer")
 class LogsDiagnose(Generator):
+    sources = ("log_records",)
+
     def __init__(self, window: int = 80, kinds=KINDS, families=None,
                  max_count_share: float = 0.3, context_tokens=None):
         self.window = int(window)

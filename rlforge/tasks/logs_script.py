@@ -243,6 +243,8 @@ def grep_script(fact: str, template: str | None) -> bytes:
 @register("logs.script", 2, "Write a script that prints a fact about a logs directory; run "
           "in the sandbox on the visible logs and on a held-back variant.", verifier="script")
 class LogsScript(Generator):
+    sources = ("log_records",)
+
     def __init__(self, window: int = 120, facts=FACTS, max_count_share: float = 0.3):
         self.window = int(window)
         self.facts = tuple(f for f in facts if f in FACTS)

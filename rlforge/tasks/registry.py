@@ -62,6 +62,8 @@ class Generator:
     version: ClassVar[int]
     description: ClassVar[str]
     verifier: ClassVar[str]
+    #: the tables its rows come from (`build-tasks --list` says which is empty)
+    sources: ClassVar[tuple[str, ...]] = ()
 
 
 _REGISTRY: dict[str, GeneratorInfo] = {}

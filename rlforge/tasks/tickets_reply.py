@@ -258,6 +258,8 @@ class _Origin:
           "(search tool, bash); graded on the real resolution's facts, forbidden content, "
           "length and anti-stuffing gates.", verifier="reply")
 class TicketReply(Generator):
+    sources = ("tickets",)
+
     def __init__(self, docs: str | None = None, kb_relevant: int = KB_RELEVANT,
                  kb_others: int = KB_OTHERS):
         self.docs = read_docs(docs)

@@ -85,6 +85,8 @@ def _label_sets(con, fields, min_per_label: int, refused: dict | None = None
           "priority (labels offered; normalised exact match; only fields whose labels a "
           "classifier learns from the text).", verifier="answer")
 class TicketTriage(Generator):
+    sources = ("tickets",)
+
     def __init__(self, fields=DEFAULT_FIELDS, min_per_label: int = 3, min_lift: float = MIN_LIFT,
                  field_names: dict[str, str] | None = None,
                  label_meanings: dict[str, dict[str, str]] | None = None):
