@@ -88,3 +88,23 @@ def test_reingesting_what_is_already_stored_is_not_empty(cli, tmp_path):
     subprocess.run([*git, "commit", "-qm", "first"], check=True)
     assert cli("ingest", "commits", repo).exit_code == 0
     assert cli("ingest", "commits", repo).exit_code == 0  # every commit already stored
+
+
+def test_long_work_in_a_pipe_prints_status_lines(cli, tmp_path, monkeypatch):
+    """In a pipe (a CI log) build-tasks and validate say what they are doing when a stage
+    starts and at a steady interval; before, build-tasks printed nothing until it ended."""
+    import rlforge.cli.common as common
+
+    monkeypatch.setattr(common, "STATUS_EVERY", 0.2)
+    assert cli("ingest", "tickets", SAMPLE_DATA / "tickets" / "tickets.csv").exit_code == 0
+    result = cli("build-tasks", "--out", tmp_path / "tasks", "--limit", "6",
+                 "--generators", "tickets.triage,tickets.reply")
+    assert result.exit_code == 0, result.output
+    lines = result.stderr.splitlines()
+    assert any(x.startswith("build-tasks: generating tickets.reply ") for x in lines)
+    assert any(x.startswith("build-tasks: validating ") and "/6" in x for x in lines)
+    assert "None" not in result.stderr
+    result = cli("validate", tmp_path / "tasks")
+    assert result.exit_code == 0
+    status = [x for x in result.stderr.splitlines() if x.startswith("validate: validating ")]
+    assert len(status) >= 2, result.stderr  # the start, then at least one 0.2 s tick

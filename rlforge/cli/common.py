@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+import contextlib
+import threading
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable, Iterator
 
 import typer
 from rich.console import Console
+from rich.progress import (BarColumn, Progress, ProgressColumn, SpinnerColumn, TaskID,
+                           TextColumn, TimeElapsedColumn)
+from rich.text import Text
 
 from rlforge.config import Config
 
@@ -87,3 +93,76 @@ def measured(db_path: Path, model: str | None, required: bool) -> dict:
             return {}  # several models and none chosen: rows carry no estimate
     finally:
         con.close()
+
+
+# --- progress of long work ----------------------------------------------------------------
+
+#: seconds between status lines when the output is not a terminal (a CI log)
+STATUS_EVERY = 15.0
+
+Update = Callable[[str, int, "int | None"], None]
+
+
+@contextlib.contextmanager
+def stage_progress(verb: str, quiet: bool) -> Iterator[Update | None]:
+    """A `progress(stage, done, total)` callback for long work, or None when `quiet`.
+
+    On a terminal: a bar per stage (a count alone while the total is unknown). Elsewhere
+    (a pipe, a CI log): one line on stderr when a stage starts and one every
+    `STATUS_EVERY` seconds with the current stage's count and the time so far."""
+    if quiet:
+        yield None
+        return
+    if err_console.is_terminal:
+        prog = Progress(SpinnerColumn(), TextColumn("[bold]{task.description}"), BarColumn(),
+                        _CountColumn(), TimeElapsedColumn(), console=err_console,
+                        transient=True)
+        ids: dict[str, TaskID] = {}
+
+        def update(stage: str, done: int, total: int | None) -> None:
+            if stage not in ids:
+                ids[stage] = prog.add_task(stage, total=total)
+            prog.update(ids[stage], completed=done, total=total)
+
+        with prog:
+            yield update
+        return
+    started = time.monotonic()
+    lock = threading.Lock()
+    current: list[Any] = []  # [stage, done, total]
+
+    def line() -> str:
+        stage, done, total = current
+        count = f"{done:,}/{total:,}" if total is not None else f"{done:,}"
+        return f"{verb}: {stage} {count}, {time.monotonic() - started:,.0f}s"
+
+    def say(stage: str, done: int, total: int | None) -> None:
+        with lock:
+            new = not current or current[0] != stage
+            current[:] = [stage, done, total]
+            if new:
+                err_console.print(line(), highlight=False, soft_wrap=True, markup=False)
+
+    stop = threading.Event()
+
+    def ticker() -> None:
+        while not stop.wait(STATUS_EVERY):
+            with lock:
+                if current:
+                    err_console.print(line(), highlight=False, soft_wrap=True, markup=False)
+
+    thread = threading.Thread(target=ticker, name=f"rlforge-{verb}-progress", daemon=True)
+    thread.start()
+    try:
+        yield say
+    finally:
+        stop.set()
+
+
+class _CountColumn(ProgressColumn):
+    """done/total, or done alone while the total is unknown (never "0/None")."""
+
+    def render(self, task) -> Text:
+        if task.total is None:
+            return Text(f"{int(task.completed):,}")
+        return Text(f"{int(task.completed):,}/{int(task.total):,}")

@@ -16,7 +16,7 @@ from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeEl
 from rich.table import Table
 
 from rlforge import db
-from rlforge.cli.common import console, err_console, state
+from rlforge.cli.common import console, err_console, stage_progress, state
 from rlforge.ingest.common import IngestResult, IngestSession, merge_counts
 from rlforge.ingest.ticket_formats import FORMATS as TICKET_FORMATS
 
@@ -58,7 +58,12 @@ def run_files(paths: Iterable[Path], one: Callable[[Path], IngestResult], *,
     paths = list(paths)
     results: list[IngestResult] = []
     if quiet or not console.is_terminal:
-        return [one(p) for p in paths]
+        with stage_progress(f"ingest {label}", quiet) as update:  # a line per file, then every 15 s
+            for i, p in enumerate(paths):
+                if update:
+                    update(f"reading {p}; files done", i, len(paths))
+                results.append(one(p))
+        return results
     columns = [SpinnerColumn(), TextColumn("[bold]{task.description}"), BarColumn(),
                TextColumn("{task.completed:.0f}/{task.total} files"),
                TextColumn("{task.fields[rows]:,} rows  {task.fields[rate]}"), TimeElapsedColumn()]

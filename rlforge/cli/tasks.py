@@ -11,31 +11,14 @@ from typing import Any, Callable, Optional
 
 import duckdb
 import typer
-from rich.progress import (BarColumn, Progress, SpinnerColumn, TaskID, TextColumn,
-                           TimeElapsedColumn)
 from rich.table import Table
 
 from rlforge import db, execution
 from rlforge.cli.common import (console, difficulty_model_option, difficulty_option,
-                                err_console, selection, state, unmeasured_option)
+                                err_console, selection, stage_progress, state,
+                                unmeasured_option)
 from rlforge.cli.ray import executor_option, ray_address_option
 from rlforge.errors import UserError
-
-
-def _progress(quiet: bool) -> tuple[Progress | None, Callable[[str, int, int | None], None] | None]:
-    if quiet or not console.is_terminal:
-        return None, None
-    prog = Progress(SpinnerColumn(), TextColumn("[bold]{task.description}"), BarColumn(),
-                    TextColumn("{task.completed}/{task.total}"), TimeElapsedColumn(),
-                    console=console, transient=True)
-    ids: dict[str, TaskID] = {}
-
-    def update(stage: str, done: int, total: int | None) -> None:
-        if stage not in ids:
-            ids[stage] = prog.add_task(stage, total=total)
-        prog.update(ids[stage], completed=done, total=total)
-
-    return prog, update
 
 
 def build_tasks(
@@ -121,13 +104,9 @@ def build_tasks(
         err_console.print("[bold yellow]warning:[/] --sandbox none: validation runs task scripts "
                           "WITHOUT isolation")
     con = db.connect(st.db_path)
-    prog, update = _progress(quiet or as_json)
     try:
-        if prog:
-            with prog:
-                report = build_lib.build_tasks(con, opts, update)
-        else:
-            report = build_lib.build_tasks(con, opts)
+        with stage_progress("build-tasks", quiet or as_json) as update:
+            report = build_lib.build_tasks(con, opts, update)
     except KeyboardInterrupt:
         err_console.print("build-tasks stopped; the tasks it finished are kept: run the same "
                           "command again to go on", soft_wrap=True)
@@ -269,23 +248,19 @@ def validate(
     settings = sandbox_settings(cfg, mode)
     if mode == "none":
         err_console.print("[bold yellow]warning:[/] --sandbox none: task scripts run WITHOUT isolation")
-    prog, update = _progress(quiet or as_json)
-    tick: Callable[[object], None] | None = None
-    if update is not None:
-        done = 0
+    with stage_progress("validate", quiet or as_json) as update:
+        tick: Callable[[object], None] | None = None
+        if update is not None:
+            done = 0
+            update("validating", 0, len(dirs))
 
-        def tick(_result: object) -> None:
-            nonlocal done
-            done += 1
-            update("validating", done, len(dirs))
-    if prog:
-        with prog:
-            results = asyncio.run(backend.validate(dirs, workers=cfg.get("sandbox.workers"),
-                                                   sandbox_mode=mode, progress=tick,
-                                                   settings=settings))
-    else:
+            def tick(_result: object) -> None:
+                nonlocal done
+                done += 1
+                update("validating", done, len(dirs))
         results = asyncio.run(backend.validate(dirs, workers=cfg.get("sandbox.workers"),
-                                               sandbox_mode=mode, settings=settings))
+                                               sandbox_mode=mode, progress=tick,
+                                               settings=settings))
     failed = [r for r in results if not r.ok]
     if as_json:
         console.print_json(json.dumps({"tasks": len(results), "passed": len(results) - len(failed),

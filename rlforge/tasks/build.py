@@ -337,16 +337,23 @@ def _generate(con, opts: BuildOptions, gens: dict[str, registry.GeneratorInfo],
             made[name], rejections[name] = [], []
             return
         gen = instantiate(gens[name], opts.generator_options.get(name, {}), opts)
-        ctx = BuildContext(con, opts.seed, limit, opts.generator_options.get(name, {}))
+        checking = (lambda done, total: progress(f"checking {name}", done, total)
+                    ) if progress else None
+        ctx = BuildContext(con, opts.seed, limit, opts.generator_options.get(name, {}),
+                           progress=checking)
+        made[name] = []
+        if progress:
+            progress(f"generating {name}", 0, limit)
         try:
-            made[name] = list(gen.specs(ctx))
+            for spec in gen.specs(ctx):
+                made[name].append(spec)
+                if progress:
+                    progress(f"generating {name}", len(made[name]), limit)
         except duckdb.CatalogException:
             made[name] = []  # its source tables do not exist in this database yet
         if getattr(gen, "learnability", None):
             learnability[name] = dict(gen.learnability)
         rejections[name] = list(getattr(gen, "rejections", ()))
-        if progress:
-            progress(f"generated {name}", sum(len(v) for v in made.values()), None)
 
     names = [n for n in gens if n in q]
     short = 0

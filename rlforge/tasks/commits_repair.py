@@ -175,6 +175,7 @@ class CommitsRepair(Generator):
                     break
                 done = await asyncio.gather(*(self._check_one(checker, row) for row in rows[i:i + batch]))
                 kept += [d for d in done if d is not None]
+                ctx.tick(min(i + batch, len(rows)), len(rows))
         finally:
             checker.close()
             await asyncio.to_thread(pool.close)

@@ -12,7 +12,7 @@ import datetime as dt
 import hashlib
 import random
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 import duckdb
 
@@ -83,6 +83,13 @@ class BuildContext:
     seed: int
     limit: int | None = None
     options: dict[str, Any] = field(default_factory=dict)
+    #: told (done, total) as a generator works through slow candidates (`tick`)
+    progress: Callable[[int, int | None], None] | None = field(default=None, repr=False)
+
+    def tick(self, done: int, total: int | None = None) -> None:
+        """Report how many candidates a slow generator has examined, of how many."""
+        if self.progress is not None:
+            self.progress(done, total)
 
     def rng(self, *keys: Any) -> random.Random:
         """A generator of random numbers for one item, fixed by the seed and the keys.
