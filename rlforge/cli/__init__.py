@@ -24,6 +24,20 @@ tune_environment()
 
 from rlforge.cli.common import State, console, err_console  # noqa: E402
 
+
+def _help_width() -> None:
+    """--help in a pipe (a CI log, `| less`): 120 columns, not rich's 80, which cut the
+    names of long flags; a terminal, COLUMNS or TERMINAL_WIDTH decide otherwise."""
+    import os
+
+    from typer import rich_utils
+
+    if not (sys.stdout.isatty() or os.environ.get("COLUMNS") or rich_utils.MAX_WIDTH):
+        rich_utils.MAX_WIDTH = 120
+
+
+_help_width()
+
 class RlforgeGroup(TyperGroup):
     """Turns rlforge errors into one clear line and an exit code, Ctrl-C into 130."""
 

@@ -42,6 +42,8 @@ def config_show(
         console.print_json(json.dumps({"settings": rows, "unknown_keys": unknown}, default=str))
         return
     table = Table("setting", "value", "source", "env var")
+    for column in table.columns:  # a narrow terminal wraps a long value, never cuts it
+        column.overflow = "fold"
     for r in rows:
         table.add_row(r["key"], json.dumps(r["value"]) if not isinstance(r["value"], str) else r["value"],
                       r["source"], r["env"])

@@ -10,15 +10,36 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 
 import typer
-from rich.console import Console
+from rich.console import Console, ConsoleDimensions
 from rich.progress import (BarColumn, Progress, ProgressColumn, SpinnerColumn, TaskID,
                            TextColumn, TimeElapsedColumn)
 from rich.text import Text
 
 from rlforge.config import Config
 
-console = Console()
-err_console = Console(stderr=True)
+#: how wide output to a pipe or a file (a CI log) is, when COLUMNS does not say: wide
+#: enough that tables keep paths, ids and headers whole (rich would squeeze them into 80)
+PIPE_WIDTH = 240
+
+
+class _Console(Console):
+    """A rich console that is `PIPE_WIDTH` wide when it writes to no terminal and COLUMNS
+    is unset; on a terminal, the terminal's width."""
+
+    @property
+    def size(self) -> ConsoleDimensions:
+        dims = Console.size.fget(self)  # type: ignore[attr-defined]
+        if self._width is None and not self.is_terminal and not self._environ.get("COLUMNS"):
+            return ConsoleDimensions(PIPE_WIDTH, dims.height)
+        return dims
+
+    @size.setter
+    def size(self, new_size: tuple[int, int]) -> None:
+        Console.size.fset(self, new_size)  # type: ignore[attr-defined]
+
+
+console = _Console()
+err_console = _Console(stderr=True)
 
 
 @dataclass

@@ -27,8 +27,8 @@ def build_tasks(
     generators: Optional[str] = typer.Option(None, "--generators", help="comma-separated names, "
                                              "e.g. tickets.triage,logs.diagnose (default: all)"),
     mix: Optional[str] = typer.Option(None, "--mix", help="weights per generator and per "
-                                      "difficulty bin, e.g. tickets.triage=3,logs.diagnose=1,"
-                                      "pass:0.2-0.5=1,pass:0.5-0.8=2"),
+                                      "difficulty bin, comma-separated, e.g. tickets.triage=3, "
+                                      "logs.diagnose=1, pass:0.2-0.5=1 (no spaces)"),
     limit: Optional[int] = typer.Option(None, "--limit", min=1, help="total tasks, shared by --mix"),
     seed: Optional[int] = typer.Option(None, "--seed", help="seed for sampling and rendering"),
     templates: Optional[Path] = typer.Option(None, "--templates", help="directory of templates "
@@ -174,8 +174,9 @@ def _unsupported(con, info) -> dict[str, str]:
 
 
 def _print_build(report) -> None:
-    t = Table("generator", "specs", "emitted", "dropped", "train", "val", "test",
-              title=f"build-tasks → {report.out}")
+    # The path goes on a line of its own: a table's title wraps at the table's width.
+    console.print(f"build-tasks → {report.out}", highlight=False, soft_wrap=True)
+    t = Table("generator", "specs", "emitted", "dropped", "train", "val", "test")
     for g, s in report.per_generator.items():
         t.add_row(g, f"{s['specs']:,}", f"{s['emitted']:,}", f"{s['dropped']:,}",
                   f"{s['split_train']:,}", f"{s['split_val']:,}", f"{s['split_test']:,}")
@@ -271,7 +272,8 @@ def validate(
         for r in results:
             by_gen.setdefault(r.generator, Counter())["ok" if r.ok else "failed"] += 1
         if not quiet:
-            t = Table("generator", "tasks", "passed", "failed", title=f"validate {tasks_dir}")
+            console.print(f"validate {tasks_dir}", highlight=False, soft_wrap=True)
+            t = Table("generator", "tasks", "passed", "failed")
             for g, c in sorted(by_gen.items()):
                 t.add_row(g, str(c["ok"] + c["failed"]), str(c["ok"]), str(c["failed"]))
             console.print(t)
