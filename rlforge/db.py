@@ -12,9 +12,11 @@ import hashlib
 import os
 import re
 import secrets
+import time
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 import duckdb
 
@@ -412,6 +414,24 @@ def connect(path: str | Path, read_only: bool = False) -> duckdb.DuckDBPyConnect
     if not read_only:
         migrate(con)
     return con
+
+
+def connect_when_free(path: str | Path, wait: float = 600.0,
+                      told: Callable[[str], None] | None = None) -> duckdb.DuckDBPyConnection:
+    """`connect`, waiting up to `wait` seconds (polling every 2 s) while another process
+    holds the database; `told` hears once who holds it."""
+    deadline = time.monotonic() + wait
+    said = False
+    while True:
+        try:
+            return connect(path)
+        except UserError as exc:
+            if "is in use" not in str(exc) or time.monotonic() > deadline:
+                raise
+            if told is not None and not said:
+                told(f"{exc}; waiting for it (up to {wait:.0f}s)")
+                said = True
+            time.sleep(2.0)
 
 
 def lock_holder(message: str) -> str | None:

@@ -108,3 +108,39 @@ def test_long_work_in_a_pipe_prints_status_lines(cli, tmp_path, monkeypatch):
     assert result.exit_code == 0
     status = [x for x in result.stderr.splitlines() if x.startswith("validate: validating ")]
     assert len(status) >= 2, result.stderr  # the start, then at least one 0.2 s tick
+
+
+def test_status_can_look_while_a_build_validates(tmp_path):
+    """build-tasks held the database for its whole run: `rlforge status` could not look.
+    Now it lets go while tasks are written and validated, and takes it back to record."""
+    import json
+    import os
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RLFORGE_")}
+    env.update(RLFORGE_DB=str(tmp_path / "rl.duckdb"), HOME=str(tmp_path))
+    rl = [sys.executable, "-m", "rlforge"]
+
+    def status() -> subprocess.CompletedProcess:
+        return subprocess.run([*rl, "status", "--json"], env=env, cwd=tmp_path,
+                              capture_output=True, text=True, timeout=60)
+
+    subprocess.run([*rl, "ingest", "tickets", SAMPLE_DATA / "tickets" / "tickets.csv"],
+                   env=env, cwd=tmp_path, check=True, capture_output=True)
+    build = subprocess.Popen([*rl, "build-tasks", "--out", tmp_path / "tasks", "--limit", "100",
+                              "--generators", "tickets.triage,tickets.reply"], env=env,
+                             cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             text=True)
+    looked = []
+    try:
+        for line in build.stderr:
+            if line.startswith("build-tasks: validating"):
+                break
+        while build.poll() is None:
+            result = status()
+            looked.append((result.returncode, build.poll() is None))
+    finally:
+        out, _ = build.communicate(timeout=600)
+    assert build.returncode == 0, out
+    assert (0, True) in looked, looked  # status answered while the build was still on
+    assert json.loads(status().stdout)["tables"]["tasks"] == 100

@@ -106,7 +106,11 @@ def build_tasks(
     con = db.connect(st.db_path)
     try:
         with stage_progress("build-tasks", quiet or as_json) as update:
-            report = build_lib.build_tasks(con, opts, update)
+            def told(line: str) -> None:
+                err_console.print(f"build-tasks: {line}", highlight=False, soft_wrap=True)
+
+            report = build_lib.build_tasks(
+                con, opts, update, reconnect=lambda: db.connect_when_free(st.db_path, told=told))
     except KeyboardInterrupt:
         err_console.print("build-tasks stopped; the tasks it finished are kept: run the same "
                           "command again to go on", soft_wrap=True)

@@ -216,9 +216,15 @@ def _validation_payload(spec: TaskSpec) -> bytes:
 
 
 def build_tasks(con: duckdb.DuckDBPyConnection, opts: BuildOptions,
-                progress: Callable[[str, int, int | None], None] | None = None) -> BuildReport:
-    """Build, split, render, validate and record tasks; see the module docstring."""
+                progress: Callable[[str, int, int | None], None] | None = None,
+                reconnect: Callable[[], duckdb.DuckDBPyConnection] | None = None) -> BuildReport:
+    """Build, split, render, validate and record tasks; see the module docstring.
+
+    With `reconnect`, `con` is closed once the specs are made, so that other processes
+    (`rlforge status`, an ingest) can use the database while the tasks are written and
+    validated, and `reconnect()` opens it again to record them (closed here after)."""
     started = time.perf_counter()
+    given = con
     infos = select_generators(con, opts)
     gen_mix, bins = difficulty.split_mix(opts.mix)
     sel = opts.selection if not bins else dataclasses.replace(opts.selection, bins=bins)
@@ -244,7 +250,11 @@ def build_tasks(con: duckdb.DuckDBPyConnection, opts: BuildOptions,
         chosen_difficulty = {}
         if sel.active:
             chosen_difficulty = _select_difficulty(con, unique, sel, q, stats, drops)
+        if reconnect is not None:
+            con.close()  # the database is free while the tasks are written and validated
         kept, failed = _write_and_validate(area, list(unique.values()), opts, progress, reused)
+        if reconnect is not None:
+            con = reconnect()
         for t, reason in failed:
             drops.append({"generator": t.spec.generator, "source": ",".join(t.spec.source.keys),
                           "task_id": t.task_id, "reason": reason})
@@ -269,6 +279,9 @@ def build_tasks(con: duckdb.DuckDBPyConnection, opts: BuildOptions,
     except BaseException:  # an error or Ctrl-C: temporaries go, finished tasks stay
         area.abandon()
         raise
+    finally:
+        if con is not given:
+            con.close()
     area.finish()
     return BuildReport(
         out=str(opts.out), build_id=build_id,
