@@ -164,6 +164,9 @@ SETTINGS: list[Setting] = [
             "variable holding the judge endpoint's API key (unset: none sent)"),
     Setting("links.key_patterns", [], "extra regexes finding ticket keys in commit messages; "
             "the first group is the ticket's id as exported, e.g. \"SUPPORT-([0-9]+)\"", list),
+    Setting("links.repos", {}, "repository (path or directory name) -> the ticket origin "
+            "whose numbers its commits use, e.g. { app = \"zendesk\" }: a bare \"#53\" there "
+            "is that help desk's ticket whenever it was committed, and no other origin's", dict),
     Setting("curriculum.stages", [], "the schedule of --difficulty auto: a list of "
             "{ until = MEAN_PASS_RATE, difficulty = \"LOW:HIGH\" }, the first stage whose until "
             "is above the model's latest mean pass rate applies (empty: rlforge's default, "

@@ -9,7 +9,9 @@ confidence is 1 - prod(1 - c) over its evidence. The evidence kinds:
   as a word, a numeric id only as `#10117` or after a word such as "ticket" or "issue",
   or a user pattern (`links.key_patterns`) whose first group is the key. A closing verb
   before it ("Fixes TB-1042") makes it surer; a commit made long before the ticket was
-  opened cannot fix it, and the evidence is discounted.
+  opened cannot fix it, and the evidence is discounted. A bare number is every issue
+  tracker's: it counts in full only when corroborated (`corroborated`: a repository
+  declared the help desk's in `links.repos`, or a commit near the ticket's time).
 - `ticket_url`: a URL in a commit's message whose path ends with the ticket's key.
 - `shared_id`: an identifier (a request or trace id, an error code, a host: a token
   with letters and digits, at least 8 characters, not a version, date or placeholder)
@@ -47,6 +49,9 @@ BURST_BUCKET = dt.timedelta(minutes=10)  # errors are counted per bucket of this
 BURST_LEAD = dt.timedelta(hours=2)  # a ticket opened this long after a burst began can report it
 SHARED_BEFORE = dt.timedelta(days=7)  # a shared id's records may precede the ticket this much
 SHARED_AFTER = dt.timedelta(days=2)  # or follow it (a retry the customer reports later)
+FIX_AFTER = dt.timedelta(days=14)  # a fix naming a ticket by number lands this soon after it
+OPEN_FIX = dt.timedelta(days=90)  # (after it was resolved, or opened if never resolved)
+UNCORROBORATED = 0.5  # a bare number neither near the ticket's time nor in a declared repo
 WINDOW_MARGIN = dt.timedelta(minutes=5)  # around the records the evidence points at
 _META_KEY = "links.last_ingest_run"
 
@@ -120,7 +125,9 @@ def identifiers(text: str) -> set[str]:
 # --- keys in commit messages --------------------------------------------------------------
 
 def key_references(message: str, patterns: Iterable[str] = ()) -> list[tuple[str, str, float]]:
-    """(kind, key, confidence) of every ticket reference in a commit message."""
+    """(kind, key, confidence) of every ticket reference in a commit message: `ticket_url`,
+    `ticket_key` (a key with its prefix, or a `links.key_patterns` match) or
+    `ticket_number` (a bare number, `#53` or "issue 53": linked only when corroborated)."""
     found: list[tuple[str, str, float]] = []
 
     def sure(start: int, base: float) -> float:
@@ -151,10 +158,10 @@ def key_references(message: str, patterns: Iterable[str] = ()) -> list[tuple[str
         squash = m.end() < subject_end and re.fullmatch(r"\)\s*", message[m.end():subject_end]) \
             and message[m.start() - 1:m.start()] == "("
         # "Subject (#3156)": the pull request a squash merge came from, not a ticket
-        found.append(("ticket_key", m.group(1), 0.3 if squash else sure(m.start(), 0.75)))
+        found.append(("ticket_number", m.group(1), 0.3 if squash else sure(m.start(), 0.75)))
     for m in _WORD_NUM.finditer(message):
         if outside(m) and not re.search(r"\b(?:pull|merge)\s*$", message[max(0, m.start() - 8):m.start()], re.I):
-            found.append(("ticket_key", m.group(1), 0.85))
+            found.append(("ticket_number", m.group(1), 0.85))
     for pattern in patterns:
         for m in re.finditer(pattern, message):
             if m.groups() and m.group(1):
@@ -178,7 +185,7 @@ class UpdateReport:
 
 
 def update(con: duckdb.DuckDBPyConnection, *, patterns: Iterable[str] = (),
-           full: bool = False) -> UpdateReport:
+           full: bool = False, repos: dict[str, str] | None = None) -> UpdateReport:
     """Link what the ingest runs since the last update added (all of it if `full`)."""
     ensure_table(con)
     row = con.execute("SELECT value FROM meta WHERE key = ?", [_META_KEY]).fetchall()
@@ -198,7 +205,7 @@ def update(con: duckdb.DuckDBPyConnection, *, patterns: Iterable[str] = (),
         _index_terms(con, fresh)
         affected = set(fresh) | _touched_tickets(con, by_source, patterns)
         if affected:
-            links = _links_for(con, affected, patterns)
+            links = _links_for(con, affected, patterns, repos or {})
             _store(con, affected, links)
             report.tickets_relinked = len(affected)
             report.links = len(links)
@@ -344,11 +351,36 @@ def names(text: str, service: str) -> bool:
                      text.lower()) is not None
 
 
-def _links_for(con, tickets: set[str], patterns: tuple[str, ...]) -> list[Link]:
+def declared_origin(repo: str, repos: dict[str, str]) -> str | None:
+    """The ticket origin `links.repos` declares a repository's (by path or directory name)."""
+    return repos.get(repo) or repos.get(repo.rstrip("/").rsplit("/", 1)[-1])
+
+
+def corroborated(repo: str, origin: str | None, when, t_open, t_resolved,
+                 repos: dict[str, str]) -> bool:
+    """Whether a bare ticket number in a commit can be that ticket's: the repository is
+    declared as its help desk's (`links.repos`), or the commit was made near the ticket's
+    time (from a day before it was opened to FIX_AFTER after it was resolved, or OPEN_FIX
+    after it was opened while unresolved). Elsewhere "#53" is as likely another tracker's."""
+    declared = declared_origin(repo, repos)
+    if declared is not None:
+        return declared == origin
+    if when is None or t_open is None:
+        return False
+    at = _utc(when)
+    end = t_resolved + FIX_AFTER if t_resolved is not None else t_open + OPEN_FIX
+    return t_open - dt.timedelta(days=1) <= at <= max(end, t_open)
+
+
+def _links_for(con, tickets: set[str], patterns: tuple[str, ...],
+               repos: dict[str, str] | None = None) -> list[Link]:
     links: dict[tuple[str, str], Link] = {}
+    repos = repos or {}
     chosen = sorted(tickets)
-    opened = dict(con.execute("SELECT ticket_id, created_at FROM tickets WHERE list_contains(?, ticket_id)",
-                              [chosen]).fetchall())
+    times = {tid: (created, resolved, origin) for tid, created, resolved, origin in con.execute(
+        "SELECT ticket_id, created_at, resolved_at, origin FROM tickets "
+        "WHERE list_contains(?, ticket_id)", [chosen]).fetchall()}
+    opened = {tid: t[0] for tid, t in times.items()}
     keys = _keys(con)
     # ticket keys in commit messages
     for repo, sha, message, when in con.execute(
@@ -356,12 +388,16 @@ def _links_for(con, tickets: set[str], patterns: tuple[str, ...]) -> list[Link]:
         for kind, key, conf in key_references(message or "", patterns):
             for tid in [t for t in keys.get(key, ()) if t in tickets]:
                 c = conf / len(keys[key])  # a key several tickets share says less
-                t_open = opened.get(tid)
+                t_open, t_resolved, origin = times.get(tid, (None, None, None))
                 if t_open is not None and when is not None and \
                         _utc(when) < t_open - dt.timedelta(days=1):
                     c *= 0.3  # committed before the ticket existed
+                elif kind == "ticket_number" and not corroborated(repo, origin, when, t_open,
+                                                                   t_resolved, repos):
+                    c *= UNCORROBORATED
                 lk = links.setdefault((tid, f"c:{repo}:{sha}"), Link(tid, "commit", repo=repo, sha=sha))
-                lk.evidence.append(Evidence(kind, key, c))
+                # a number is a key as far as the evidence says; it only needed corroborating
+                lk.evidence.append(Evidence("ticket_key" if kind == "ticket_number" else kind, key, c))
     # identifiers shared with log records; weaker the more tickets and records hold them
     rows = con.execute(f"""
         WITH mine AS (SELECT ticket_id, term FROM link_terms WHERE list_contains(?, ticket_id)),

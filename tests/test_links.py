@@ -191,3 +191,45 @@ def test_key_references_in_commit_messages():
     assert refs("Merge branch 'ann/PROJ-77-fix-login'") == [("ticket_key", "PROJ-77", 0.6)]
     assert not links.is_identifier("4.12.3") and not links.is_identifier("2024-09-17T14:05:02Z")
     assert not links.is_identifier("PHONE_43d714") and links.is_identifier("req_7Hk2pQ9xW3")
+
+
+def test_a_bare_number_in_an_unrelated_history_is_not_a_link(cli, tmp_path, db_path):
+    """A help desk numbers its tickets 1, 2, 3...; so does every issue tracker. "Fixes
+    #124" in a repository's history years from ticket 124 is another tracker's issue: it
+    linked at 0.85 before. Declared as the help desk's repository, it is that ticket's."""
+    tickets = _tickets(tmp_path / "t.csv", [
+        {"id": "53", "subject": "Cannot export", "created_at": "2024-05-02 10:00:00",
+         "description": "The export button does nothing."},
+        {"id": "124", "subject": "Login loop", "created_at": "2024-05-03 11:00:00",
+         "description": "After signing in I am sent back to the sign-in page."},
+        {"id": "125", "subject": "Slow reports", "created_at": "2024-05-04 12:00:00",
+         "description": "Reports take a minute to load."},
+    ])
+    assert cli("ingest", "tickets", tickets, "-q").exit_code == 0
+    repo = tmp_path / "parser-lib"
+    repo.mkdir()
+    _git(repo, "init", "-q", "-b", "main")
+    history = [("2020-07-15T10:00:00+00:00", "Handle unicode escapes\n\nCloses #53"),
+               ("2025-03-01T10:00:00+00:00", "Fix #124: crash when the input is empty"),
+               ("2021-01-10T10:00:00+00:00", "Speed up the tokenizer, see issue 125"),
+               # near ticket 125's time: corroborated by it
+               ("2024-05-05T09:00:00+00:00", "Cache report queries\n\nFixes #125")]
+    for i, (when, message) in enumerate(history):
+        (repo / "f.txt").write_text(f"{i}\n")
+        _git(repo, "add", "f.txt")
+        _git(repo, "commit", "-q", "-m", message, when=when)
+    assert cli("ingest", "commits", repo, "-q").exit_code == 0
+    con = db.connect(db_path)
+    above = _by_ticket(con, links.THRESHOLD)
+    con.close()
+    assert "csv:124" not in above and "csv:53" not in above
+    assert [r["target_kind"] for r in above["csv:125"]] == ["commit"]
+    # The repository declared as the help desk's: its numbers are its tickets', however
+    # long after (never before: a commit cannot fix a ticket not yet written).
+    (tmp_path / "rlforge.toml").write_text('[links]\nrepos = { "parser-lib" = "csv" }\n')
+    result = cli("--config", tmp_path / "rlforge.toml", "links", "--update", "--json")
+    assert result.exit_code == 0, result.output
+    con = db.connect(db_path)
+    above = _by_ticket(con, links.THRESHOLD)
+    con.close()
+    assert {"csv:124", "csv:125"} <= set(above) and "csv:53" not in above

@@ -106,7 +106,8 @@ def link_new_records(session: IngestSession, cfg, quiet: bool) -> None:
     from rlforge import links
 
     try:
-        done = links.update(session.con, patterns=cfg.get("links.key_patterns"))
+        done = links.update(session.con, patterns=cfg.get("links.key_patterns"),
+                            repos=cfg.get("links.repos"))
     except duckdb.Error as exc:
         err_console.print(f"[yellow]warning:[/] incident links not updated ({exc}); "
                           "run `rlforge links --update`")

@@ -34,7 +34,8 @@ def links_cmd(
     floor = links.THRESHOLD if min_confidence is None else min_confidence
     with contextlib.closing(db.connect(state(ctx).db_path, read_only=not update)) as con:
         if update:
-            done = links.update(con, patterns=cfg.get("links.key_patterns"), full=True)
+            done = links.update(con, patterns=cfg.get("links.key_patterns"), full=True,
+                                repos=cfg.get("links.repos"))
             if not as_json:
                 console.print(f"relinked {done.tickets_relinked} ticket(s): {done.links} link(s)")
         rows = links.links(con, floor, ticket)
