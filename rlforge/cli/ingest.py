@@ -34,18 +34,18 @@ def parse_map(pairs: list[str] | None) -> dict[str, str]:
     return out
 
 
-def make_redactor(con, enabled: bool, cfg=None):
+def make_redactor(con, enabled: bool, cfg=None, logs: bool = False):
     """The database's redactor (same key, same pseudonyms every run), or None if disabled;
-    `cfg` (a Config) supplies the `redaction.*` settings."""
+    `cfg` (a Config) supplies the `redaction.*` settings; `logs` sets it for ops logs."""
     if not enabled:
         return None
     from rlforge.ingest.redact import Redactor
 
     if cfg is None:
-        return Redactor(db.redaction_key(con))
+        return Redactor(db.redaction_key(con), logs=logs)
     return Redactor.configured(db.redaction_key(con), off=cfg.get("redaction.off"),
                                patterns=cfg.get("redaction.patterns"),
-                               regions=cfg.get("redaction.phone_regions"))
+                               regions=cfg.get("redaction.phone_regions"), logs=logs)
 
 
 def run_files(paths: Iterable[Path], one: Callable[[Path], IngestResult], *,

@@ -54,7 +54,7 @@ def ingest_logs(
     redact = cfg.get("redact", False if no_redact else None)
     session = IngestSession(st.db_path)
     try:
-        redactor = make_redactor(session.con, redact, cfg)
+        redactor = make_redactor(session.con, redact, cfg, logs=True)
         results = run_files(paths, lambda p: session.run("logs", p, lambda con, p: logs_lib.ingest_file(
             con, p, fmt=fmt, masks=masks, keys=keys, unparsed=unparsed, redactor=redactor,
             year=year)),

@@ -40,12 +40,13 @@ RAW_CAP = 64 * 1024  # bytes of raw text kept per quarantined record
 DATABASE_REDACTOR = "database"
 
 
-def resolve_redactor(con: duckdb.DuckDBPyConnection, redactor):
-    """The Redactor to use: the database's for DATABASE_REDACTOR, else what was passed."""
+def resolve_redactor(con: duckdb.DuckDBPyConnection, redactor, logs: bool = False):
+    """The Redactor to use: the database's for DATABASE_REDACTOR (`logs`: set for ops
+    logs), else what was passed."""
     if redactor == DATABASE_REDACTOR:
         from rlforge.ingest.redact import Redactor
 
-        return Redactor(db.redaction_key(con))
+        return Redactor(db.redaction_key(con), logs=logs)
     return redactor
 
 

@@ -547,7 +547,7 @@ def ingest_file(con: duckdb.DuckDBPyConnection, path: str | Path, *, fmt: str = 
     if not path.is_file():
         return IngestResult(SOURCE, source_path(path), status="failed",
                             error="no such file" if not path.exists() else "not a regular file")
-    redactor = resolve_redactor(con, redactor)
+    redactor = resolve_redactor(con, redactor, logs=True)
     before = dict(redactor.counts) if redactor is not None else {}
     with FileIngest(con, SOURCE, path, None if fmt == "auto" else fmt,
                     redact=redactor.redact_text if redactor is not None else None) as fi:

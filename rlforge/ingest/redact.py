@@ -578,7 +578,12 @@ def _placeholder_like(v: str) -> bool:
 _ASSIGN = re.compile(rf"(?P<key>{_KEY})(?P<sep>{_SEP})(?P<val>{_VALUE})")
 
 
-def _h_assign(tok: str) -> list[Span]:
+#: PAM's management groups, which follow a service name after ":" in PAM's log lines
+_PAM_TYPES = frozenset({"auth", "account", "password", "session", "chauthtok", "setcred",
+                        "authenticate", "acct_mgmt", "open_session", "close_session"})
+
+
+def _h_assign(tok: str, logs: bool = False) -> list[Span]:
     m = _ASSIGN.fullmatch(tok)
     if m is None:
         return []
@@ -594,10 +599,16 @@ def _h_assign(tok: str) -> list[Span]:
     if inner is not None:
         return [(start, start + len(val), inner, val)]
     low = key.lower()
+    if low in ("pwd", "oldpwd") and val[:1] in "/~":
+        return []  # the shell's working directory (sudo logs PWD=/home/ubuntu)
+    if ":" in sep and val.lower() in _PAM_TYPES:
+        return []  # PAM's service:type, as in pam_unix(chpasswd:chauthtok)
     if any(w in low for w in _PASSWORD_WORDS) or re.search(r"(?:^|[_.-])pass$", low):
         kind = "PASSWORD"
-        ok = len(val) >= 3 and not (":" in sep and sep.endswith(" ") and val.isalpha()
-                                    and val.islower())
+        # "password: required" (and in logs "chpasswd: pam_unix(...)"): a lower-case word
+        # after a label is prose
+        word = r"[a-z]+(?:_[a-z]+)*" if logs else r"[a-z]+"
+        ok = len(val) >= 3 and not (":" in sep and sep.endswith(" ") and re.fullmatch(word, val))
     else:
         kind = "AWS_SECRET_KEY" if "aws" in low and "secret" in low else "SECRET"
         ok = len(val) >= 8 and not val.isalpha() and not (val.isdigit() and len(val) < 12)
@@ -697,9 +708,13 @@ def _h_iban(tok: str) -> list[Span]:
     return _h_generic(tok)
 
 
-def _h_card(tok: str, context: bool = False) -> list[Span]:
+def _h_card(tok: str, context: bool = False, logs: bool = False) -> list[Span]:
     """A Luhn-valid number of 12 to 19 digits with a network's prefix and length, or of
-    any prefix after a card word ("card", "Karte", "carte", "kaart", "carta")."""
+    any prefix after a card word ("card", "Karte", "carte", "kaart", "carta"). In `logs`,
+    an unlabelled run of digits alone is a card only at 14-16 digits: 13 starting with 1
+    are a time in milliseconds, 17-19 a request or span id (one in ten passes Luhn)."""
+    if logs and tok.isdigit() and not 14 <= len(tok) <= 16:
+        return []
     groups = _SPLIT_CARD.split(tok)
     options = [tok]
     if len(groups) > 3:
@@ -753,13 +768,16 @@ def _h_phone_ctx(tok: str, regions: tuple[str, ...] = numbers.DEFAULT_REGIONS) -
 _EXTENSION = re.compile(r"(?:[ ]?(?:x|ext\.?|extension)[ ]?[0-9]{1,6})?")
 
 
-def _h_phone(tok: str, regions: tuple[str, ...] = numbers.DEFAULT_REGIONS) -> list[Span]:
+def _h_phone(tok: str, regions: tuple[str, ...] = numbers.DEFAULT_REGIONS,
+             bare_digits: bool = True) -> list[Span]:
     body = tok.rstrip("0123456789_" + string.ascii_letters)
     tail = tok[len(body):]
     lead = len(tail) - len(tail.lstrip("0123456789"))
     body, tail = body + tail[:lead], tail[lead:]
     if tail and not _EXTENSION.fullmatch(tail) and not _EXTENSION.fullmatch(tail.lstrip("0123456789")):
         return []  # glued to letters: an id or a hash
+    if not bare_digits and body.isdigit():
+        return []  # digits alone, unlabelled (in logs: a counter, not a phone)
     spans = _phone_span(body, 0, False, regions)
     if spans and spans[-1][1] == len(body) and tail:
         s, _, k, v = spans[-1]
@@ -887,8 +905,12 @@ class Redactor:
     """
 
     def __init__(self, key: bytes, kinds: Iterable[str] | None = None,
-                 patterns: dict[str, str] | None = None, regions: Iterable[str] | None = None):
+                 patterns: dict[str, str] | None = None, regions: Iterable[str] | None = None,
+                 logs: bool = False):
+        """`logs`: the text is ops logs, where a run of 10-11 digits with no separator and
+        no label is a counter, a sequence number or a Unix time, not a phone number."""
         self._key = bytes(key)
+        self.logs = logs
         self.kinds = frozenset(KINDS if kinds is None else kinds)
         for k in self.kinds - set(KINDS):
             raise UnknownName("redaction kind", k, list(KINDS))
@@ -897,6 +919,11 @@ class Redactor:
         if self._regions != numbers.DEFAULT_REGIONS:
             for name, fn in (("phone", _h_phone), ("phone_ctx", _h_phone_ctx)):
                 self._handlers[name] = functools.partial(fn, regions=self._regions)
+        if logs:
+            self._handlers["phone"] = functools.partial(_h_phone, regions=self._regions,
+                                                        bare_digits=False)
+            self._handlers["assign"] = functools.partial(_h_assign, logs=True)
+            self._handlers["card"] = functools.partial(_h_card, logs=True)
         extra = []
         for i, (kind, pattern) in enumerate((patterns or {}).items()):
             if not re.fullmatch(r"[A-Z][A-Z0-9_]*", kind):
@@ -923,13 +950,13 @@ class Redactor:
 
     @classmethod
     def configured(cls, key: bytes, off: Iterable[str] = (), patterns: dict[str, str] | None = None,
-                   regions: Iterable[str] | None = None) -> "Redactor":
+                   regions: Iterable[str] | None = None, logs: bool = False) -> "Redactor":
         """A redactor from the ``[redaction]`` settings of rlforge.toml: every kind but
         those `off`, the user's extra `patterns`, the phone `regions`."""
         off = {k.upper() for k in off}
         for k in off - set(KINDS):
             raise UnknownName("redaction kind", k, list(KINDS))
-        return cls(key, kinds=set(KINDS) - off, patterns=patterns, regions=regions)
+        return cls(key, kinds=set(KINDS) - off, patterns=patterns, regions=regions, logs=logs)
 
     def _placeholder(self, kind: str, value: str) -> str:
         mac = hmac.digest(self._key, f"{kind}\x00{value}".encode(), "sha256")
