@@ -437,8 +437,15 @@ def main(argv: list[str] | None = None) -> int:
     episode.add_argument("--api-key-var", default="OPENAI_API_KEY")
     episode.add_argument("--max-turns", type=int, default=30)
     args = parser.parse_args(argv)
-    names = [args.task] if args.command == "run" else None
-    tasks = list(RlforgeTaskset(RlforgeTasksetConfig(path=args.tasks, tasks=names)).load())
+    if args.command == "run":  # the task by its directory, or by the name `load` prints
+        tasks = [t for t in RlforgeTaskset(RlforgeTasksetConfig(path=args.tasks)).load()
+                 if args.task in (Path(t.data.task_dir).name, t.data.name)]
+        if not tasks:
+            print(f"error: no task {args.task!r} in {args.tasks}; `load` lists them (its name "
+                  "or its dir)", file=sys.stderr)
+            return 2
+    else:
+        tasks = list(RlforgeTaskset(RlforgeTasksetConfig(path=args.tasks)).load())
     if args.command == "load":
         print(json.dumps([{"name": t.data.name, "dir": Path(t.data.task_dir).name, "image": t.data.image,
                            "workdir": t.data.workdir, "network_allow": t.data.network_allow}

@@ -117,10 +117,11 @@ def test_templates_command(cli):
 def test_errors_are_one_line_with_exit_1(cli, tmp_path):
     path = tmp_path / "a.log"
     path.write_text("x\n")
+    # a bad --format is a bad flag: exit 2 before any file is read, as in export
     bad_format = cli("ingest", "logs", path, "--format", "xml")
-    assert bad_format.exit_code == 1 and "unknown log format 'xml'" in bad_format.output
+    assert bad_format.exit_code == 2 and "unknown log format 'xml'" in bad_format.output
     no_content = cli("ingest", "logs", path, "--format", "<Date> <Time>")
-    assert no_content.exit_code == 1 and "<Content>" in no_content.output
+    assert no_content.exit_code == 2 and "<Content>" in no_content.output
     missing = cli("ingest", "logs", tmp_path / "nope.log")
     assert missing.exit_code == 1 and "no such file" in missing.output
 

@@ -301,7 +301,7 @@ def test_a_plugin_ticket_format_is_detected_and_nothing_is_lost(site, tmp_path):
     # without plug-ins the format is unknown by name
     off = rlforge(["--db", str(tmp_path / "off.duckdb"), "ingest", "tickets", str(export),
                    "--format", "demo-lines"], site, tmp_path, RLFORGE_NO_PLUGINS="1")
-    assert off.returncode == 1 and "unknown ticket format 'demo-lines'" in off.stderr
+    assert off.returncode == 2 and "unknown ticket format 'demo-lines'" in off.stderr
 
 
 def test_a_plugin_log_format_is_detected_and_parsed(site, tmp_path):

@@ -286,6 +286,8 @@ def test_time_budget_ends_a_runaway_rollout_as_timeout(cli, tmp_path, fault):
         assert r["outcome"] == "timeout" and r["reward"]["total"] == 0.0
         assert r["error"] == {"type": "time_budget", "infra": False,
                               "message": "the rollout ran past its time budget of 0.5s"}
+        # the whole budget went waiting for the model: its time is the model's (was 0.0)
+        assert 0.45 <= r["policy_seconds"] <= r["seconds"], r
 
 
 # --- scheduling ----------------------------------------------------------------------------

@@ -370,7 +370,8 @@ def test_real_exports_that_make_no_task_print_every_drop_reason_with_counts(cli)
     for path in [*sorted((formats / "perceval_jira_rest").glob("jira_*.json")),
                  formats / "github_to_sqlite_issues" / "issues.json",
                  formats / "github_to_sqlite_issues" / "issue-comments.json"]:
-        assert cli("ingest", "tickets", path, "-q").exit_code == 0, path
+        # (a Jira comment page holds no issue: nothing loads from it, which it may)
+        assert cli("ingest", "tickets", path, "-q", "--allow-empty").exit_code == 0, path
     result = cli("build-tasks", "--out", "o", "--generators", "tickets.triage,tickets.reply")
     assert result.exit_code == 1
     text = " ".join(result.output.split())

@@ -26,6 +26,10 @@ def _print(report: dict, title: str) -> None:
         err_console.print(f"  skipped {n:,} × {reason}", highlight=False, soft_wrap=True)
     for f in report["files"]:
         console.print(f"  wrote {f}", highlight=False, soft_wrap=True)
+    for split, n in report["rows"].items():
+        if not n:
+            err_console.print(f"[yellow]note:[/] no {split} tasks: no {split} file written",
+                              highlight=False, soft_wrap=True)
 
 
 @app.command("tasks")

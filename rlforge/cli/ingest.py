@@ -17,6 +17,7 @@ from rich.table import Table
 
 from rlforge import db
 from rlforge.cli.common import console, err_console, stage_progress, state
+from rlforge.errors import UserError
 from rlforge.ingest.common import IngestResult, IngestSession, merge_counts
 from rlforge.ingest.ticket_formats import FORMATS as TICKET_FORMATS
 
@@ -66,9 +67,10 @@ def run_files(paths: Iterable[Path], one: Callable[[Path], IngestResult], *,
         return results
     columns = [SpinnerColumn(), TextColumn("[bold]{task.description}"), BarColumn(),
                TextColumn("{task.completed:.0f}/{task.total} files"),
-               TextColumn("{task.fields[rows]:,} rows  {task.fields[rate]}"), TimeElapsedColumn()]
+               TextColumn("{task.fields[rows]}  {task.fields[rate]}"), TimeElapsedColumn()]
     with Progress(*columns, console=console, transient=True) as progress:
-        task = progress.add_task(label, total=len(paths), rows=0, rate="")
+        # rows are counted as each file ends: nothing is claimed before the first does
+        task = progress.add_task(label, total=len(paths), rows="", rate="")
         started, rows, done = time.perf_counter(), 0, threading.Event()
 
         def poll() -> None:
@@ -91,7 +93,8 @@ def run_files(paths: Iterable[Path], one: Callable[[Path], IngestResult], *,
                 results.append(r)
                 rows += r.n_read
                 rate = rows / max(time.perf_counter() - started, 1e-9)
-                progress.update(task, completed=len(results), rows=rows, rate=f"{rate:,.0f} rows/s")
+                progress.update(task, completed=len(results), rows=f"{rows:,} rows",
+                                rate=f"{rate:,.0f} rows/s")
         finally:
             done.set()
             if watcher:
@@ -230,6 +233,13 @@ def tickets(
     cfg = st.config
     mapping = {**cfg.get("ingest.tickets.mapping"), **parse_map(map_)}
     fmt = cfg.get("ingest.tickets.format", fmt)
+    if fmt and fmt != "auto":  # a bad flag, before any file is read (exit 2, as export)
+        from rlforge.ingest import ticket_formats
+
+        try:
+            ticket_formats.get(fmt)
+        except UserError as exc:
+            raise typer.BadParameter(str(exc), param_hint="--format") from None
     conflict = cfg.get("ingest.tickets.on_conflict", on_conflict)
     redact = cfg.get("redact", False if no_redact else None)
     session = IngestSession(st.db_path)

@@ -14,6 +14,7 @@ from rlforge import db
 from rlforge.cli.common import console, state
 from rlforge.cli.ingest import (ALLOW_EMPTY_HELP, link_new_records, make_redactor, parse_map,
                                 report, run_files)
+from rlforge.errors import UserError
 from rlforge.ingest.common import IngestSession
 
 
@@ -51,6 +52,13 @@ def ingest_logs(
     masks = cfg.get("ingest.logs.masks", list(mask) if mask else None)
     keys = {**cfg.get("ingest.logs.keys"), **parse_map(key)}
     unparsed = cfg.get("ingest.logs.unparsed", unparsed)
+    if fmt and fmt != "auto":  # a bad flag, before any file is read (exit 2, as export)
+        from rlforge.ingest.logformats import make_format
+
+        try:
+            make_format(fmt, keys)
+        except UserError as exc:
+            raise typer.BadParameter(str(exc), param_hint="--format") from None
     redact = cfg.get("redact", False if no_redact else None)
     session = IngestSession(st.db_path)
     try:

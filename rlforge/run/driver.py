@@ -134,10 +134,14 @@ class RolloutRunner:
                 first = list(messages)
                 while not env.done:
                     usage["requests"] += 1
+                    asked_at = time.perf_counter()
                     try:
                         result = await self.client.chat(
                             messages, seed=seed, tools=tools,
                             tool_choice="auto" if tools else None)
+                    except asyncio.CancelledError:  # the budget ran out while it answered
+                        usage["policy_seconds"] += time.perf_counter() - asked_at
+                        raise
                     except PolicyContextLength as exc:
                         _count_failure(usage, exc)
                         error = exc.record()
@@ -207,6 +211,7 @@ class RolloutRunner:
 
 
 def _count_failure(usage: dict[str, Any], exc: PolicyRequestError) -> None:
+    """Adds a failed request's attempts and time (its latency) to the rollout's usage."""
     usage["attempts"] += exc.attempts
     usage["policy_seconds"] += exc.latency
 
