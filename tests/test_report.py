@@ -360,3 +360,21 @@ def test_component_means_say_how_many_rollouts_they_are_over(tmp_path):
     html = _components(data, {})
     assert "n = 3<" in html and "n = 1 of 3<" in html
     assert "over the 1 of 3 valid rollouts whose reward has it" in html
+
+
+def test_report_shows_each_task_its_family_and_the_runs_gates(cli, runs, tmp_path):
+    """Issue: no per-task view, no breakdown within a generator, no gates in the header."""
+    import tomllib
+
+    result = report(cli, runs, tmp_path / "r.html", runs["runs"]["policy-a"])
+    assert result.exit_code == 0, result.output
+    html = (tmp_path / "r.html").read_text()
+    assert "infra errors ≤ 0.2" in html and "turns" in html  # the gates and the loop
+    assert "By question family" in html
+    kinds = set()
+    for d in sorted(p for p in runs["tasks"].iterdir() if (p / "task.toml").is_file()):
+        rl = tomllib.loads((d / "task.toml").read_text())["metadata"]["rlforge"]
+        assert f"<code>{d.name}</code>" in html  # every task has its row
+        assert rl["source_keys"][0] in html  # with the rows it was built from
+        kinds |= {rl[k] for k in ("question_kind", "fact", "label_field") if k in rl}
+    assert kinds and all(f"<td>{k}</td>" in html for k in kinds), kinds

@@ -90,6 +90,83 @@ def breakdown(data: RunData) -> list[dict[str, Any]]:
     return rows
 
 
+#: the task.toml keys ([metadata.rlforge]) that name a task's question family
+FAMILY_KEYS = ("question_kind", "fact", "label_field")
+QUESTION_CHARS = 600
+
+
+@dataclass
+class TaskInfo:
+    """What the report shows of a task beside its rollouts, read from its directory (the
+    run's plan names it): "-" and empty when the directory has gone."""
+
+    family: str = "-"
+    question: str = ""
+    source: str = ""
+
+
+def task_infos(data: RunData) -> dict[str, TaskInfo]:
+    """Per task of the run: its question family, the start of its instruction, and the
+    source rows it was built from."""
+    import tomllib
+
+    out = {}
+    for task_id, path in data.plan.get("tasks") or []:
+        info = TaskInfo()
+        try:
+            meta = tomllib.loads((Path(path) / "task.toml").read_text(encoding="utf-8"))
+            rl = meta.get("metadata", {}).get("rlforge", {})
+            info.family = next((str(rl[k]) for k in FAMILY_KEYS if k in rl), "-")
+            info.source = f"{rl.get('source_table', '?')}: {', '.join(map(str, rl.get('source_keys', [])))}"
+            info.question = (Path(path) / "instruction.md").read_text(
+                encoding="utf-8", errors="replace")[:QUESTION_CHARS]
+        except (OSError, ValueError):
+            pass
+        out[task_id] = info
+    return out
+
+
+def family_breakdown(data: RunData, infos: dict[str, TaskInfo]) -> list[dict[str, Any]]:
+    """One row per (generator, question family), for the generators whose tasks have
+    families: tasks, rollouts, pass rate, mean reward, invalid."""
+    slices: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
+    for r in data.records:
+        info = infos.get(r["task_id"])
+        slices[(r["generator"], info.family if info else "-")].append(r)
+    with_families = {g for g, f in slices if f != "-"}
+    rows = []
+    for (gen, fam), members in sorted(slices.items()):
+        if gen not in with_families:
+            continue
+        tally = stats.Tally()
+        for r in members:
+            tally.add(r["outcome"], reward_of(r))
+        rows.append({"generator": gen, "family": fam, **tally.to_dict(),
+                     "tasks": len({r["task_id"] for r in members})})
+    return rows
+
+
+def task_rows(data: RunData, infos: dict[str, TaskInfo]) -> list[dict[str, Any]]:
+    """One row per task, hardest first: its samples, passes, mean reward, family, source
+    rows and question."""
+    by_task: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for r in data.records:
+        by_task[r["task_id"]].append(r)
+    rows = []
+    for task_id, members in by_task.items():
+        valid = [r for r in members if r["outcome"] != "invalid"]
+        rewards = [reward_of(r) or 0.0 for r in valid]
+        info = infos.get(task_id) or TaskInfo()
+        rows.append({"task": task_id, "gen": members[0]["generator"],
+                     "split": members[0].get("split") or "", "family": info.family,
+                     "samples": len(members), "valid": len(valid),
+                     "passes": sum(r["outcome"] == "pass" for r in valid),
+                     "mean": sum(rewards) / len(rewards) if rewards else None,
+                     "source": info.source, "question": info.question})
+    rows.sort(key=lambda t: (t["passes"] / t["valid"] if t["valid"] else 2.0, t["task"]))
+    return rows
+
+
 def pass_at_k_series(data: RunData) -> dict[str, list[tuple[int, float]]]:
     """pass@k for k = 1..samples: the whole run, then each generator."""
     out = {}

@@ -65,9 +65,21 @@ def _run_header(d: rd.RunData) -> str:
     endpoint = "embedded local model" if d.plan.get("embedded") else (policy.get("base_url") or "?")
     created = str(d.plan.get("created_at", ""))[:19].replace("T", " ")
     tasks = len({r["task_id"] for r in d.records})
+    settings = d.plan.get("settings") or {}
+
+    def setting(key: str) -> str:
+        return str(settings.get(key, {}).get("value", "–"))
+    gates = d.plan.get("gates") or {}
+    env = d.plan.get("env") or {}
     meta = [("model", model), ("endpoint", endpoint), ("created", created),
             ("tasks", f"{tasks:,} × {d.samples} samples"),
-            ("temperature", str((d.plan.get("settings") or {}).get("run.temperature", {}).get("value", "–"))),
+            ("temperature", setting("run.temperature")),
+            ("max tokens", setting("run.max_tokens")),
+            ("gates", f"pass rate ≥ {gates.get('min_pass_rate', '–')}, infra errors ≤ "
+                      f"{gates.get('max_infra_error_rate', '–')}"),
+            ("loop", f"{env.get('tool_protocol', '–')} tools, ≤ {env.get('max_turns', '–')} "
+                     f"turns, {d.plan.get('time_budget') or 'task'} s budget, "
+                     f"{d.plan.get('concurrency', '–')} in flight"),
             ("tasks dir", str(d.plan.get("tasks_dir", "")))]
     items = "".join(f"<span>{escape(k)} <b>{escape(v)}</b></span>" for k, v in meta)
     return (f'<header><h1>rlforge run report<small>{escape(d.run_id)}</small></h1>'
@@ -118,6 +130,45 @@ def _breakdown_table(d: rd.RunData) -> str:
     key = svg.legend(["pass", "fail", "timeout", "invalid"],
                      [svg.OUTCOME_COLORS[o] for o in ("pass", "fail", "timeout", "invalid")])
     return key + f"<table><thead>{head}</thead><tbody>{''.join(body)}</tbody></table>"
+
+
+def _families(rows: list[dict[str, Any]]) -> str:
+    head = ("<tr><th>generator</th><th>question family</th><th class=num>tasks</th>"
+            "<th class=num>rollouts</th><th>outcomes</th><th class=num>pass rate</th>"
+            "<th class=num>mean reward</th><th class=num>invalid</th></tr>")
+    body = "".join(
+        f'<tr><td>{escape(r["generator"])}</td><td>{escape(r["family"])}</td>'
+        f'<td class=num>{r["tasks"]:,}</td><td class=num>{r["rollouts"]:,}</td>'
+        f'<td>{svg.stacked_bar([(o, r[o], svg.OUTCOME_COLORS[o]) for o in ("pass", "fail", "timeout", "invalid")])}</td>'
+        f'<td class=num>{pct(r["pass_rate"])}</td><td class=num>{num(r["mean_reward"])}</td>'
+        f'<td class=num>{r["invalid"]:,}</td></tr>' for r in rows)
+    return f"<table><thead>{head}</thead><tbody>{body}</tbody></table>"
+
+
+#: tasks listed in the report's task view (hardest first)
+MAX_TASKS = 2000
+
+
+def _tasks(rows: list[dict[str, Any]]) -> str:
+    shown = rows[:MAX_TASKS]
+    head = ("<tr><th>task</th><th>generator</th><th>family</th><th>split</th>"
+            "<th class=num>passes / valid</th><th class=num>mean reward</th><th>source rows</th>"
+            "<th>question</th></tr>")
+    body = []
+    for t in shown:
+        lost = t["samples"] - t["valid"]
+        count = f'{t["passes"]:,} / {t["valid"]:,}' + (f" ({lost:,} invalid)" if lost else "")
+        first = t["question"].strip().splitlines()[0][:80] if t["question"].strip() else "–"
+        body.append(
+            f'<tr><td><code>{escape(t["task"])}</code></td><td>{escape(t["gen"])}</td>'
+            f'<td>{escape(t["family"])}</td><td>{escape(t["split"])}</td>'
+            f'<td class=num>{count}</td><td class=num>{num(t["mean"])}</td>'
+            f'<td class="muted">{escape(t["source"])}</td>'
+            f'<td><details><summary>{escape(first)}</summary>'
+            f'<pre>{escape(t["question"])}</pre></details></td></tr>')
+    note = "" if len(shown) == len(rows) else \
+        f'<p class="muted">The {len(shown):,} hardest of {len(rows):,} tasks.</p>'
+    return f"<table><thead>{head}</thead><tbody>{''.join(body)}</tbody></table>{note}"
 
 
 def _distribution_card(title: str, sub: str, per_gen: dict[str, list[float]],
@@ -239,10 +290,15 @@ def render_run(d: rd.RunData, max_rollouts: int = 5000) -> str:
     curve_key = svg.legend(list(series), ["#1f2430"] + [colors[g] for g in d.generators])
     rewards = svg.histogram([(g, vs, colors[g]) for g, vs in rd.rewards_by_generator(d).items()],
                             bins=20, lo=0.0, hi=1.0, x_label="total reward", label="reward distribution")
+    infos = rd.task_infos(d)
+    families = rd.family_breakdown(d, infos)
     body = [notice, _kpis(d),
             card("By generator and split", _breakdown_table(d),
                  "Pass rate and mean reward over valid rollouts; invalid ones (infrastructure "
                  "failures) are counted apart. pass@k is the unbiased estimator over tasks."),
+            card("By question family", _families(families),
+                 "Within each generator whose tasks ask different kinds of question (a log "
+                 "question's kind, a script's fact, a triage field).") if families else "",
             '<div class="grid2">',
             card("Reward distribution", gen_key + rewards, "Total reward of each valid rollout, "
                  "stacked by generator."),
@@ -269,6 +325,9 @@ def render_run(d: rd.RunData, max_rollouts: int = 5000) -> str:
             "</div>", '<div class="row-gap"></div>',
             card("Errors by type", _errors(d), "Infrastructure errors make a rollout invalid "
                  "(never counted against the policy); policy errors count as failures.")]
+    body.append(card("Tasks", _tasks(rd.task_rows(d, infos)),
+                     "Each task, hardest first: its samples, the rows it was built from and "
+                     "its question (click to read it)."))
     browser, script = _browser(d, max_rollouts)
     body.append(browser)
     return document(f"rlforge report · {d.run_id}", _run_header(d), "".join(body), script)
