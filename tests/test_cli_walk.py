@@ -88,35 +88,63 @@ def test_help_is_whole_in_a_pipe_and_a_terminal(tmp_path, path):
     assert_whole(in_terminal(tmp_path, *words, "--help"), None, f"{path} --help")
 
 
+def _git_repo(path: Path) -> Path:
+    path.mkdir()
+    git = ["git", "-C", str(path), "-c", "user.name=Dev", "-c", "user.email=dev@example.org"]
+    subprocess.run([*git, "init", "-q"], check=True)
+    for i, message in enumerate(["Initial import", "Fix the parser\n\nFixes #10003"]):
+        (path / "f.txt").write_text(f"{i}\n")
+        subprocess.run([*git, "add", "."], check=True)
+        subprocess.run([*git, "commit", "-qm", message], check=True)
+    return path
+
+
 def test_a_session_keeps_cells_and_paths_whole(tmp_path):
-    """The main job's commands over a project in a deep directory, as CI runs them."""
+    """The commands of the main job and after it, over a project in a deep directory, as
+    CI runs them (a pipe) and a few as a person sees them (a terminal). Left out: `ray
+    check` (starts a cluster) and `sandbox prepare-env` (builds a venv): their --help is
+    walked above. Long work (build-tasks, validate) says what it does on the way."""
     root = tmp_path / "company-wide-projects" / "support-and-operations-analytics"
     root.mkdir(parents=True)
     tasks, runs = root / "generated-harbor-tasks", root / "evaluation-runs"
     steps = [
+        ("init", root / "project-config"),
         ("ingest", "tickets", SAMPLE_DATA / "tickets" / "tickets.csv"),
         ("ingest", "logs", SAMPLE_DATA / "logs" / "billing-api.jsonl"),
+        ("ingest", "commits", _git_repo(root / "customer-facing-application")),
+        ("links",),
         ("status",),
         ("config", "show"),
+        ("sandbox", "check"),
+        ("sandbox", "run", "--", "echo", "hello"),
         ("build-tasks", "--list"),
         ("build-tasks", "--out", tasks, "--limit", "4", "--generators", "tickets.triage"),
         ("validate", tasks),
         ("templates",),
-        ("export", "tasks", tasks, "--format", "jsonl", "--out", root / "tasks.jsonl"),
+        ("export", "tasks", tasks, "--format", "jsonl", "--out", root / "tasks-export"),
     ]
     for step in steps:
-        assert_whole(in_pipe(root, *step), root, " ".join(map(str, step)) + " | cat")
+        out = in_pipe(root, *step)
+        assert_whole(out, root, " ".join(map(str, step)) + " | cat")
+        if step[0] in ("build-tasks", "validate") and "--list" not in step:
+            assert f"{step[0]}: " in out, out  # its status lines
     server = FaultServer().start()
-    try:  # two runs of the tasks against an endpoint on 127.0.0.1, then their report
+    try:  # two runs of the tasks against an endpoint on 127.0.0.1, then what reads them
         for name in ("baseline-evaluation-run", "candidate-evaluation-run"):
             step = ("run", tasks, "--base-url", server.url, "--model", "ok", "--samples", "2",
                     "--runs-dir", runs, "--run-id", name)
             assert_whole(in_pipe(root, *step), root, " ".join(map(str, step)) + " | cat")
     finally:
         server.stop()
-    for step in [("report", "baseline-evaluation-run", "--runs-dir", runs, "--out", root / "r.html"),
+    for step in [("rescore", "baseline-evaluation-run", "--runs-dir", runs),
+                 ("calibrate", "baseline-evaluation-run", "candidate-evaluation-run"),
+                 ("export", "rollouts", "baseline-evaluation-run", "--format", "sft",
+                  "--runs-dir", runs, "--out", root / "rollouts-export"),
+                 ("tasks", "diff", "1", "1", "--dir", tasks),
+                 ("report", "baseline-evaluation-run", "--runs-dir", runs, "--out", root / "r.html"),
                  ("report", "--compare", "baseline-evaluation-run", "candidate-evaluation-run",
                   "--runs-dir", runs, "--out", root / "c.html")]:
         assert_whole(in_pipe(root, *step), root, " ".join(map(str, step)) + " | cat")
-    for step in [("status",), ("build-tasks", "--list"), ("config", "show")]:
+    for step in [("status",), ("build-tasks", "--list"), ("config", "show"),
+                 ("links",), ("sandbox", "check")]:
         assert_whole(in_terminal(root, *step), None, " ".join(step))
