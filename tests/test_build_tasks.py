@@ -116,7 +116,8 @@ def test_validate_proves_gold_null_and_every_adversarial(cli, ticket_db, tmp_pat
                 "tickets.reply@2": {"leak", "oracle", "null", "empty", "facts_only", "padded",
                                     "copies_other_ticket", "echo_instruction", "facts_repeated",
                                     "lorem_and_facts", "customer_message_and_facts",
-                                    "knowledge_base_walk", "answers_another_issue"}}
+                                    "knowledge_base_walk", "answers_another_issue",
+                                    "walk_with_the_facts"}}
     # Made only where the ticket has what they need (a forbidden value).
     optional = {"tickets.triage@1": set(), "tickets.reply@2": {"forbidden_with_zero_width"}}
     for r in data["results"]:

@@ -20,7 +20,7 @@ fact to research. The reward is `score_reply`'s (see `rlforge.verify.standalone`
 present (partial credit), distinctive values of the other customers in the knowledge base
 absent, a length window, and the gates against stuffing (fact share), copying (4-grams
 shared with the customer's message and every knowledge-base file), filler (word pairs
-the company's replies use) and answering another ticket (`on_topic`: the reply's content
+the company's replies use, and its word triples: `phrased`) and answering another ticket (`on_topic`: the reply's content
 words stay closer to the real reply's than to a knowledge-base reply written for another
 issue, and share some with it). A ticket whose real reply does not pass those gates itself is
 dropped with the figure.
@@ -40,6 +40,7 @@ from rlforge.tasks.registry import Generator, register
 from rlforge.tasks.splits import THRESHOLD, shingles
 from rlforge.tasks.spec import ANSWER_FILE, BuildContext, SourceRef, Submission, TaskSpec, stable_sample
 from rlforge.verify.standalone import (COPY_N, COPY_SHARE, _mentions_words, _ngrams, bigrams,
+                                       trigrams,
                                        common_share, contains, cosine,
                                        topic_terms, topic_vector, words)
 
@@ -73,6 +74,8 @@ NEAR_DUPLICATE = THRESHOLD  # requests this alike (shingle Jaccard) are the same
 COPY_MARGIN = 0.10     # the copy gate's allowance above the real reply's own share
 MAX_COPY_LIMIT = 0.60  # no task whose copy gate would need to be looser than this
 COMMON_BIGRAMS = 3000  # the most frequent word pairs of an origin's other replies
+COMMON_TRIGRAMS = 3000  # and word triples
+TRIGRAM_FACTOR = 0.45  # a reply's share of them must be this much of the real reply's
 TOPIC_TERMS = 1500     # the idf of this many of an origin's most frequent reply words
 SAME_ISSUE = 0.2       # a KB reply this alike the real reply (tf-idf cosine) may answer it too
 LOREM = ("Lorem ipsum dolor sit amet, consectetur adipiscing elit, sed do eiusmod tempor "
@@ -90,15 +93,23 @@ def _pairs(text: str) -> set[str]:
     return set(bigrams(text))
 
 
-def bigram_ranking(replies: list[str]) -> tuple[list[tuple[str, int]], Counter]:
-    """Word pairs of a set of replies by how many replies hold them (ties by the pair)."""
-    counts = Counter(b for r in replies for b in _pairs(r))
+def _triples(text: str) -> set[str]:
+    return set(trigrams(text))
+
+
+def bigram_ranking(replies: list[str], n: int = 2) -> tuple[list[tuple[str, int]], Counter]:
+    """Word pairs (`n` = 3: triples) of a set of replies by how many replies hold them
+    (ties by the words)."""
+    grams = _triples if n == 3 else _pairs
+    counts = Counter(b for r in replies for b in grams(r))
     return sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])), counts
 
 
-def common_bigrams(ranking: list[tuple[str, int]], own: str, n: int = COMMON_BIGRAMS) -> list[str]:
-    """The `n` most frequent pairs of the other replies: those of `own` count once less."""
-    mine = _pairs(own)
+def common_bigrams(ranking: list[tuple[str, int]], own: str, n: int = COMMON_BIGRAMS,
+                   size: int = 2) -> list[str]:
+    """The `n` most frequent pairs (`size` 3: triples) of the other replies: those of `own`
+    count once less."""
+    mine = _triples(own) if size == 3 else _pairs(own)
     out: list[str] = []
     for b, c in ranking:  # most frequent first: stop at n
         if len(out) >= n:
@@ -225,6 +236,7 @@ class _Origin:
         self.index = kb_search.Index([kb_search.tokens(d) for d in self.docs])
         self.shingles = [shingles(f"{r[2] or ''}\n{r[3]}") for r in rows]
         self.ranking = bigram_ranking([r[4] for r in rows])[0]
+        self.triples = bigram_ranking([r[4] for r in rows], n=3)[0]
         df: Counter = Counter()
         for r in rows:
             df.update(set(topic_terms(r[4])))
@@ -395,6 +407,8 @@ class TicketReply(Generator):
             return "the reply has no words beyond its facts to tell what it answers"
         vocab = common_bigrams(origin.ranking, gold)
         min_common = round(0.5 * common_share(gold, vocab), 3)
+        phrases = common_bigrams(origin.triples, gold, COMMON_TRIGRAMS, size=3)
+        min_phrased = round(TRIGRAM_FACTOR * common_share(gold, phrases, n=3), 3)
         others = [i for i in kb if i not in precedents]
         nearest = next((origin.rows[i] for i in self.by_similarity(row, origin, others)),
                        origin.rows[others[0]] if others else None)
@@ -415,6 +429,7 @@ class TicketReply(Generator):
                        "submission": f"/app/{ANSWER_FILE}", "pass_threshold": 1.0,
                        "copy_sources": copy_sources, "common_bigrams": vocab,
                        "min_common_share": min_common, "max_copy_share": copy_limit,
+                       "common_trigrams": phrases, "min_trigram_share": min_phrased,
                        "distractors": others_facts,
                        "max_distractors": distractor_allowance(facts), "topic": topic},
             solution_files={"solve.sh": solve_script(gold)},
@@ -468,6 +483,11 @@ class TicketReply(Generator):
             subs.append(Submission("knowledge_base_walk", {ANSWER_FILE: walk.encode()},
                                    "every fact the knowledge base's replies hold, strung on "
                                    "their word pairs, never reading the ticket"))
+        walk = kb_walk(kb_replies, max(min_words + 10, 40), facts)
+        if walk:
+            subs.append(Submission("walk_with_the_facts", {ANSWER_FILE: walk.encode()},
+                                   "the task's own facts strung on the knowledge base's word "
+                                   "pairs: every pair one the company writes, no sentence"))
         hidden = [v for v in forbidden if len(v) >= 2 and not v.isspace()]
         if hidden:
             value = hidden[0]
@@ -478,13 +498,14 @@ class TicketReply(Generator):
         return subs
 
 
-def kb_walk(replies: list[str], max_words: int) -> str:
+def kb_walk(replies: list[str], max_words: int, facts: list[str] | None = None) -> str:
     """A reply written without reading the ticket: a walk over the word pairs of the
     knowledge base's replies (each pair one the company writes, no four words in a row
-    copied), with every menu path, link, quoted string and placeholder those replies hold,
-    until the length allows no more."""
+    copied), with `facts` strung in (by default every menu path, link, quoted string and
+    placeholder those replies hold), until the length allows no more."""
     # what can be forbidden (ids, pseudonyms, amounts: the other customers' own) it leaves
-    facts = sorted({f for r in replies for f in key_facts(r, limit=None) if not distinctive(f)})
+    if facts is None:
+        facts = sorted({f for r in replies for f in key_facts(r, limit=None) if not distinctive(f)})
     tokens = [[w for w in words(r) if w.isalpha()] for r in replies]
     grams = set().union(*(_ngrams(t, COPY_N) for t in tokens)) if tokens else set()
     follows: dict[str, list[str]] = {}

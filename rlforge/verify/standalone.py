@@ -257,11 +257,18 @@ def bigrams(text):
     return [f"{a} {b}" for a, b in zip(tokens, tokens[1:])]
 
 
-def common_share(text, common):
-    """The share of a text's word pairs that are in `common`."""
-    pairs = bigrams(text)
+def trigrams(text):
+    """Runs of three words of a text, as 'w1 w2 w3' strings."""
+    tokens = words(text)
+    return [" ".join(tokens[i:i + 3]) for i in range(len(tokens) - 2)]
+
+
+def common_share(text, common, n=2):
+    """The share of a text's word pairs that are in `common`; with `n` = 3, of its distinct
+    word triples (a phrase said again is said once)."""
+    grams = sorted(set(trigrams(text))) if n == 3 else bigrams(text)
     common = set(common)
-    return sum(1 for p in pairs if p in common) / len(pairs) if pairs else 0.0
+    return sum(1 for p in grams if p in common) / len(grams) if grams else 0.0
 
 
 def copied_share(text, sources):
@@ -325,12 +332,13 @@ REPLY_CHARS_PER_WORD = 40  # a reply longer than this many characters a word all
 
 def score_reply(ref, submitted):
     """A customer reply: required facts (partial credit, each once), forbidden content,
-    length, and five gates against stuffing: the share of fact text, how many of the
+    length, and six gates against stuffing: the share of fact text, how many of the
     knowledge base's other facts it names (a listing of the knowledge base names many),
     the share copied from what the policy was shown, whether it answers this ticket and
-    not another (`on_topic`, `topic_scores`), and how many of its word pairs are pairs the
+    not another (`on_topic`, `topic_scores`), how many of its word pairs are pairs the
     company's other replies use (filler such as lorem ipsum, or common words strung
-    together, are not)."""
+    together, are not), and how many of its word triples are the company's common
+    phrasing (`phrased`: word pairs strung into a walk are not)."""
     text = (submitted or "").strip()
     comps = {}
     lo, hi = ref.get("min_words", 15), ref.get("max_words", 400)
@@ -385,6 +393,14 @@ def score_reply(ref, submitted):
         comps["fluent"] = component(rate >= need, 0, "medium", gate=True,
                                     detail=f"{rate:.0%} of its word pairs are pairs the company's "
                                            f"replies use; at least {need:.0%}")
+    if ref.get("common_trigrams"):
+        # Word pairs can be strung into anything; runs of three the company writes cannot
+        # be, without copying: a walk over the knowledge base's pairs has few of them.
+        rate = common_share(text, ref["common_trigrams"], n=3)
+        need = ref.get("min_trigram_share", 0.0)
+        comps["phrased"] = component(rate >= need, 0, "medium", gate=True,
+                                     detail=f"{rate:.0%} of its word triples are the company's "
+                                            f"common phrasing; at least {need:.0%}")
     failed = [name for name, c in comps.items() if c["gate"] and c["value"] < 1]
     return reward(comps, pass_threshold=ref.get("pass_threshold", 1.0),
                   reason=failed[0] if failed else "")

@@ -204,6 +204,44 @@ def test_reply_to_another_issue_reworded_fails(sample_tasks):
     assert tried >= 20
 
 
+def _word_salad(kb_replies: list[str], facts: list[str], n_words: int, seed: int) -> str:
+    """A random walk over the word pairs of the knowledge base's replies, never four words
+    in a row as any of them has them, with the task's facts put in the middle."""
+    import random
+
+    from rlforge.verify.standalone import _ngrams, words
+
+    tokens = [[w for w in words(r) if w.isalpha()] for r in kb_replies]
+    shown = set().union(*(_ngrams(t, 4) for t in tokens))
+    follows: dict[str, list[str]] = {}
+    for t in tokens:
+        for a, b in zip(t, t[1:]):
+            follows.setdefault(a, []).append(b)
+    rng = random.Random(seed)
+    starts = [t[0] for t in tokens if t]
+    out = [rng.choice(starts)]
+    while len(out) < n_words:
+        nxt = [w for w in follows.get(out[-1], []) if tuple(out[-3:] + [w]) not in shown]
+        out.append(rng.choice(nxt) if nxt else rng.choice(starts))
+    mid = len(out) // 2
+    return " ".join(out[:mid] + [" and ".join(facts)] + out[mid:]).capitalize() + "."
+
+
+def test_word_salad_with_the_facts_fails(sample_tasks):
+    """Class 4 (red team, round 3): every word pair one the company writes, the facts put in,
+    no sentence at all, passed 60 of 60 sample reply tasks within 10 tries."""
+    tried = 0
+    for task in sample_tasks["tickets.reply"]:
+        ref = _reference(task)
+        kb = [f.read_text().split("## Resolution sent", 1)[1]
+              for f in sorted((task / "environment" / "app" / "kb" / "tickets").glob("*.md"))]
+        for seed in range(20):
+            salad = _word_salad(kb, ref["required"], max(ref["min_words"] + 10, 40), seed)
+            _assert_fail(_verify(task, salad), f"{task.name} seed {seed}")
+            tried += 1
+    assert tried >= 20
+
+
 def test_forbidden_content_survives_invisible_characters_and_punctuation():
     """Finding 6, the matching itself: NFKC, format characters removed, long notes by n-grams."""
     from rlforge.verify import standalone
