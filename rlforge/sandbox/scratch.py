@@ -218,7 +218,10 @@ def _mirror(src_fd: int, dst_fd: int, rel: str, job: _Job) -> None:
         name = entry.name
         path = f"{rel}/{name}" if rel else name
         old = existing.pop(name, None)
-        st = entry.stat(follow_symlinks=False)
+        try:
+            st = entry.stat(follow_symlinks=False)
+        except FileNotFoundError:
+            continue  # gone since listed: another run's copy-out renaming its temp file
         mode = st.st_mode
         if not stat.S_ISDIR(mode) and _same_kind(old, mode) \
                 and job.before.get(path) == (st.st_ino, st.st_ctime_ns):
@@ -263,7 +266,12 @@ def _mirror(src_fd: int, dst_fd: int, rel: str, job: _Job) -> None:
 
 
 def _copy_file(src_fd: int, dst_fd: int, name: str, path: str, st: os.stat_result, job: _Job) -> None:
-    src = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=src_fd)
+    try:
+        src = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC,
+                      dir_fd=src_fd)
+    except FileNotFoundError:  # gone since listed (a run sharing the host directory)
+        job.skipped.append((path, "gone while copied"))
+        return
     try:
         now = st
         if job.limits is not None:  # copy-out: still the regular file that was listed
