@@ -21,7 +21,7 @@ from typing import Callable
 import duckdb
 
 from rlforge import __version__
-from rlforge.errors import UserError
+from rlforge.errors import DatabaseInUse, UserError
 
 
 @dataclass(frozen=True)
@@ -405,8 +405,8 @@ def connect(path: str | Path, read_only: bool = False) -> duckdb.DuckDBPyConnect
     except duckdb.IOException as exc:
         holder = lock_holder(str(exc))
         if holder:
-            raise UserError(f"database {path} is in use: {holder}; run this again when it "
-                            "has finished") from None
+            raise DatabaseInUse(f"database {path} is in use: {holder}; run this again when "
+                                "it has finished") from None
         raise UserError(f"cannot open database {path}: {exc}") from None
     # No progress tracking by default (it costs ~15% on a large scan); the CLI turns it on
     # when it shows progress. DuckDB never prints its own bar.
@@ -425,8 +425,8 @@ def connect_when_free(path: str | Path, wait: float = 600.0,
     while True:
         try:
             return connect(path)
-        except UserError as exc:
-            if "is in use" not in str(exc) or time.monotonic() > deadline:
+        except DatabaseInUse as exc:
+            if time.monotonic() > deadline:
                 raise
             if told is not None and not said:
                 told(f"{exc}; waiting for it (up to {wait:.0f}s)")

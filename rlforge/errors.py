@@ -31,6 +31,11 @@ class InputFileError(UserError):
         super().__init__(f"{path}: {problem}")
 
 
+class DatabaseInUse(UserError):
+    """Another process holds the database file (DuckDB allows one writer, and no reader
+    beside it); the message says which process and since when."""
+
+
 class SandboxUnavailable(UserError):
     """The sandbox cannot be set up; untrusted code will not run."""
 

@@ -205,7 +205,7 @@ def update(con: duckdb.DuckDBPyConnection, *, patterns: Iterable[str] = (),
         _index_terms(con, fresh)
         affected = set(fresh) | _touched_tickets(con, by_source, patterns)
         if affected:
-            links = _links_for(con, affected, patterns, repos or {})
+            links = _links_for(con, affected, patterns, repos)
             _store(con, affected, links)
             report.tickets_relinked = len(affected)
             report.links = len(links)

@@ -910,7 +910,6 @@ class Redactor:
         """`logs`: the text is ops logs, where a run of 10-11 digits with no separator and
         no label is a counter, a sequence number or a Unix time, not a phone number."""
         self._key = bytes(key)
-        self.logs = logs
         self.kinds = frozenset(KINDS if kinds is None else kinds)
         for k in self.kinds - set(KINDS):
             raise UnknownName("redaction kind", k, list(KINDS))

@@ -40,9 +40,8 @@ from rlforge.tasks.registry import Generator, register
 from rlforge.tasks.splits import THRESHOLD, shingles
 from rlforge.tasks.spec import ANSWER_FILE, BuildContext, SourceRef, Submission, TaskSpec, stable_sample
 from rlforge.verify.standalone import (COPY_N, COPY_SHARE, _mentions_words, _ngrams, bigrams,
-                                       trigrams,
-                                       common_share, contains, cosine,
-                                       topic_terms, topic_vector, words)
+                                       common_share, contains, cosine, topic_terms,
+                                       topic_vector, trigrams, words)
 
 # A menu path: capitalised segments joined by '>'; a segment after the first may go on in
 # lower case ("Time zone", "Single sign-on") for up to three words, never into the sentence
@@ -97,10 +96,10 @@ def _triples(text: str) -> set[str]:
     return set(trigrams(text))
 
 
-def bigram_ranking(replies: list[str], n: int = 2) -> tuple[list[tuple[str, int]], Counter]:
-    """Word pairs (`n` = 3: triples) of a set of replies by how many replies hold them
+def bigram_ranking(replies: list[str], size: int = 2) -> tuple[list[tuple[str, int]], Counter]:
+    """Word pairs (`size` 3: triples) of a set of replies by how many replies hold them
     (ties by the words)."""
-    grams = _triples if n == 3 else _pairs
+    grams = _triples if size == 3 else _pairs
     counts = Counter(b for r in replies for b in grams(r))
     return sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])), counts
 
@@ -236,7 +235,7 @@ class _Origin:
         self.index = kb_search.Index([kb_search.tokens(d) for d in self.docs])
         self.shingles = [shingles(f"{r[2] or ''}\n{r[3]}") for r in rows]
         self.ranking = bigram_ranking([r[4] for r in rows])[0]
-        self.triples = bigram_ranking([r[4] for r in rows], n=3)[0]
+        self.triples = bigram_ranking([r[4] for r in rows], size=3)[0]
         df: Counter = Counter()
         for r in rows:
             df.update(set(topic_terms(r[4])))

@@ -266,7 +266,7 @@ def trigrams(text):
 def common_share(text, common, n=2):
     """The share of a text's word pairs that are in `common`; with `n` = 3, of its distinct
     word triples (a phrase said again is said once)."""
-    grams = sorted(set(trigrams(text))) if n == 3 else bigrams(text)
+    grams = set(trigrams(text)) if n == 3 else bigrams(text)
     common = set(common)
     return sum(1 for p in grams if p in common) / len(grams) if grams else 0.0
 
