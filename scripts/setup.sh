@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Set up rlforge on a Debian machine (idempotent): system packages, then a virtual
 # environment in .venv with rlforge and the extras the demo and the tests use.
-#   RLFORGE_EXTRAS   pip extras to install (default: dev,local,bench)
+#   RLFORGE_EXTRAS   pip extras to install (default: dev,bench)
 #   RLFORGE_BROWSER  1 to install Chromium too (the report test renders in it)
 #   RLFORGE_HARBOR   0 to skip .venv-harbor: Harbor and inspect_ai (the tests run real Harbor
 #                    trials, `harbor lint` and `inspect eval` on rlforge's tasks) in a venv
@@ -35,7 +35,7 @@ if [ ! -x .venv/bin/python ]; then
     echo "setup: creating .venv with $($PYTHON --version)"
     "$PYTHON" -m venv .venv
 fi
-extras="${RLFORGE_EXTRAS:-dev,local,bench}"
+extras="${RLFORGE_EXTRAS:-dev,bench}"
 echo "setup: installing rlforge[$extras] (llama-cpp-python compiles for ~8 minutes the first time)"
 # constraints.txt: the exact versions CI tests (pyproject.toml holds the ranges users get).
 # llama.cpp is compiled for a portable x86-64/ARM baseline, not for this machine's CPU:

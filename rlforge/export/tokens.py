@@ -63,7 +63,7 @@ def _gguf_counter(path: Path) -> Counter:
         from llama_cpp import Llama
     except ImportError:
         raise UserError("--tokenizer FILE.gguf needs llama-cpp-python: "
-                        "pip install 'rlforge[local]'") from None
+                        "pip install llama-cpp-python") from None
     from jinja2.sandbox import ImmutableSandboxedEnvironment
 
     with _quiet_stderr():  # llama.cpp logs its set-up on fd 2 even when not verbose

@@ -88,7 +88,8 @@ def measure(texts: list[str], labels: list[str], seed: int, folds: int = FOLDS,
         from sklearn.svm import LinearSVC
     except ImportError:
         raise UserError("tickets.triage measures whether labels are learnable with "
-                        "scikit-learn: pip install 'rlforge[learn]'") from None
+                        "scikit-learn, a dependency of rlforge missing here: "
+                        "pip install scikit-learn") from None
     texts, labels = _sample(texts, labels, seed, max_rows)
     counts = Counter(labels)
     k = max(2, min(folds, min(counts.values())))
