@@ -135,7 +135,7 @@ class NodeWorker:
                 await asyncio.to_thread(ensure_available)
         except UserError as exc:
             return {"error": str(exc)}
-        if spec["cache_dir"]:  # prepared_env_hook reads it through Config.load()
+        if spec["cache_dir"]:  # the driver's explicit cache_dir wins over this node's
             os.environ["RLFORGE_CACHE_DIR"] = spec["cache_dir"]
         self.cache_dir = default_cache_dir(Config.load(env=dict(os.environ)).settings())
         self.sandbox_mode = spec["sandbox_mode"]

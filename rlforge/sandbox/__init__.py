@@ -30,13 +30,13 @@ from rlforge.sandbox.runner import ensure_available, run
 from rlforge.sandbox.support import HostSupport
 from rlforge.sandbox.spec import (LOGS_MOUNT, TESTS_MOUNT, VENV_MOUNT, WORKSPACE_MOUNT,
                                   FailureReason, SandboxFailure, SandboxResult, SandboxSpec,
-                                  sandbox_settings, settings_or_configured, spec_from_settings,
+                                  sandbox_settings, settings_with_mode, spec_from_settings,
                                   spec_of)
 
 __all__ = [
     "Check", "CopyReport", "FailureReason", "HostSupport", "LOGS_MOUNT", "SandboxFailure",
     "SandboxPool", "SandboxResult", "SandboxSpec", "TESTS_MOUNT", "VENV_MOUNT",
     "WORKSPACE_MOUNT", "copy_tree", "default_workers", "ensure_available", "prepare_env",
-    "read_file", "run", "run_checks", "sandbox_settings", "settings_or_configured",
+    "read_file", "run", "run_checks", "sandbox_settings", "settings_with_mode",
     "spec_from_settings", "spec_of",
 ]

@@ -213,7 +213,7 @@ def sandbox_settings(sandbox: SandboxSettings, mode: str | None = None) -> dict[
     return out
 
 
-def settings_or_configured(settings: Mapping[str, Any] | None, mode: str | None) -> dict[str, Any]:
+def settings_with_mode(settings: Mapping[str, Any] | None, mode: str | None) -> dict[str, Any]:
     """`settings` (from `sandbox_settings`), or with None the built-in defaults (the
     caller resolved none); `mode`, when given, wins."""
     out = dict(settings or {})

@@ -21,7 +21,7 @@ from typing import Any, Callable
 from rlforge.config import Config, default_cache_dir
 from rlforge.errors import UnknownName, UserError
 from rlforge.sandbox import (WORKSPACE_MOUNT, SandboxPool, SandboxSpec, prepare_env,
-                             settings_or_configured, spec_of)
+                             settings_with_mode, spec_of)
 from rlforge.tasks.staging import check_task
 from rlforge.verify import repair_patch
 from rlforge.verify.boundary import (SandboxBroken, SandboxPolicy, TreeTooLarge, load_reference,
@@ -133,7 +133,7 @@ class TaskRunner:
         `cache_dir`: where that hook keeps prepared environments (None: the one the
         environment's RLFORGE_* variables and the defaults give, no config file read)."""
         self.pool = pool
-        self.settings = settings_or_configured(settings, sandbox_mode)
+        self.settings = settings_with_mode(settings, sandbox_mode)
         self.mode = self.settings["mode"]
         self.spec_hook = spec_hook or functools.partial(
             prepared_env_hook, cache_dir=cache_dir or default_cache_dir(Config().settings()))
