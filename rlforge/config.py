@@ -11,12 +11,14 @@ Secrets never live in the config file: a setting such as `run.api_key_env` holds
 
 from __future__ import annotations
 
+import copy
+import dataclasses
 import json
 import os
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable, Mapping, TypeVar, dataclass_transform
 
 from rlforge.errors import ConfigError
 from rlforge.execution import BACKENDS
@@ -283,6 +285,21 @@ class Config:
         """The resolved value of a setting."""
         return self.resolve(key, flag)[0]
 
+    def settings(self) -> "Settings":
+        """Every setting resolved once, as typed sections: what the CLI hands down."""
+        sections: dict[str, Any] = {}
+        sources: dict[str, str] = {}
+        for attr, cls in _SECTIONS.items():
+            values: dict[str, Any] = {}
+            given = set()
+            for name in _section_fields(cls):
+                key = _key(cls, name)
+                values[name], sources[key] = self.resolve(key)
+                if sources[key] != "default":
+                    given.add(name)
+            sections[attr] = cls(**values, given=frozenset(given))
+        return Settings(**sections, env=dict(self.env), sources=sources)
+
     def secret_from_env(self, name_key: str) -> str | None:
         """Read a secret from the environment variable whose *name* the setting holds."""
         var = self.get(name_key)
@@ -361,12 +378,245 @@ def render_default_file() -> str:
     return "\n".join(lines) + "\n"
 
 
-def default_cache_dir(cfg: Config) -> Path:
+def default_cache_dir(settings: "Settings") -> Path:
     """Where prepared environments live; outside /root so sandboxed code can use them."""
-    configured = cfg.get("cache_dir")
+    configured = settings.general.cache_dir
     if configured:
         return Path(configured)
-    xdg = cfg.env.get("XDG_CACHE_HOME")
+    xdg = settings.env.get("XDG_CACHE_HOME")
     if xdg:
         return Path(xdg) / "rlforge"
     return Path("/var/tmp/rlforge-cache")
+
+
+# --- typed sections ----------------------------------------------------------------------
+# One frozen dataclass per section of `SETTINGS`: its fields are the section's settings,
+# each `= TABLE`, which the table's default replaces; `Config.settings` fills them.
+
+_S = TypeVar("_S")
+#: A section field's default: the one `SETTINGS` declares for it.
+TABLE: Any = object()
+
+
+@dataclass_transform(frozen_default=True, kw_only_default=True)
+def _section(prefix: str) -> Callable[[type[_S]], type[_S]]:
+    """A frozen dataclass of the settings `<prefix>.<field>`, defaults from the table; a
+    field the table lacks (or a setting of the section left out) fails at import."""
+
+    def make(cls: type[_S]) -> type[_S]:
+        names = [n for n in cls.__annotations__ if n != "given"]
+        declared = {_join(prefix, n) for n in names}
+        table = {s.key for s in SETTINGS if s.key.rpartition(".")[0] == prefix}
+        if declared != table:
+            raise TypeError(f"section {prefix or '(top level)'} does not match SETTINGS: "
+                            f"{sorted(declared ^ table)}")
+        for name in names:
+            if cls.__dict__.get(name) is not TABLE:
+                raise TypeError(f"{cls.__name__}.{name}: the default is the table's (= TABLE)")
+            default = _BY_KEY[_join(prefix, name)].default
+            setattr(cls, name, field(default_factory=_copier(default))
+                    if isinstance(default, (list, dict)) else default)
+        cls.__annotations__["given"] = frozenset[str]
+        cls.prefix = prefix  # type: ignore[attr-defined]
+        return dataclass(frozen=True, kw_only=True)(cls)
+
+    return make
+
+
+def _copier(default: Any) -> Callable[[], Any]:
+    return lambda: copy.deepcopy(default)
+
+
+def _join(prefix: str, name: str) -> str:
+    return f"{prefix}.{name}" if prefix else name
+
+
+def _key(cls: type, name: str) -> str:
+    return _join(cls.prefix, name)  # type: ignore[attr-defined]
+
+
+def _section_fields(cls: type) -> list[str]:
+    return [f.name for f in dataclasses.fields(cls) if f.name != "given"]
+
+
+class _Given:
+    #: The fields set by a flag, an `RLFORGE_*` variable or rlforge.toml (not defaults).
+    given: frozenset[str] = frozenset()
+
+
+@_section("")
+class GeneralSettings(_Given):
+    """The database, the cache of prepared environments, redaction on or off."""
+
+    db: str = TABLE
+    cache_dir: str = TABLE
+    redact: bool = TABLE
+
+
+@_section("redaction")
+class RedactionSettings(_Given):
+    off: list[str] = TABLE
+    patterns: dict[str, str] = TABLE
+    phone_regions: list[str] = TABLE
+
+
+@_section("ingest.tickets")
+class TicketIngestSettings(_Given):
+    format: str = TABLE
+    mapping: dict[str, str] = TABLE
+    on_conflict: str = TABLE
+
+
+@_section("ingest.commits")
+class CommitIngestSettings(_Given):
+    rev: str = TABLE
+
+
+@_section("ingest.logs")
+class LogIngestSettings(_Given):
+    format: str = TABLE
+    masks: list[str] = TABLE
+    keys: dict[str, str] = TABLE
+    unparsed: str = TABLE
+
+
+@_section("sandbox")
+class SandboxSettings(_Given):
+    """The mode and limits of every sandbox (`rlforge.sandbox.sandbox_settings`)."""
+
+    mode: str = TABLE
+    workers: int = TABLE
+    timeout: float = TABLE
+    memory_mb: int = TABLE
+    cpus: float = TABLE
+    max_processes: int = TABLE
+    output_limit: int = TABLE
+    tmp_mb: int = TABLE
+    tmp_inodes: int = TABLE
+    workspace_mb: int = TABLE
+    workspace_inodes: int = TABLE
+    copy_file_mb: int = TABLE
+    copy_total_mb: int = TABLE
+    copy_files: int = TABLE
+    host_uid: int = TABLE
+    host_uids: int = TABLE
+
+
+@_section("tasks")
+class TaskSettings(_Given):
+    out: str = TABLE
+    seed: int = TABLE
+    templates: str = TABLE
+    generator_options: dict[str, dict[str, Any]] = TABLE
+    executor: str = TABLE
+
+
+@_section("tasks.repair")
+class RepairSettings(_Given):
+    """commits.repair's selection and test settings (`rlforge.tasks.repair.options`)."""
+
+    last: int = TABLE
+    max_files: int = TABLE
+    max_lines: int = TABLE
+    language: str = TABLE
+    file_hints: bool = TABLE
+    p2p_scope: str = TABLE
+    max_p2p: int = TABLE
+    per_test_timeout: float = TABLE
+    repos: dict[str, dict[str, Any]] = TABLE
+
+
+@_section("run")
+class RunSettings(_Given):
+    """The policy, sampling, loop and gate settings of `rlforge run`."""
+
+    base_url: str = TABLE
+    model: str = TABLE
+    api_key_env: str = TABLE
+    samples: int = TABLE
+    concurrency: int = TABLE
+    temperature: float = TABLE
+    max_tokens: int = TABLE
+    request_timeout: float = TABLE
+    min_pass_rate: float = TABLE
+    max_infra_error_rate: float = TABLE
+    executor: str = TABLE
+    runs_dir: str = TABLE
+    top_p: float = TABLE
+    stop: list[str] = TABLE
+    extra_body: dict[str, Any] = TABLE
+    request_concurrency: int = TABLE
+    max_retries: int = TABLE
+    retry_budget: float = TABLE
+    seed: int = TABLE
+    max_turns: int = TABLE
+    command_timeout: float = TABLE
+    observation_chars: int = TABLE
+    time_budget: float = TABLE
+    generator_concurrency: dict[str, int] = TABLE
+    tool_protocol: str = TABLE
+    judge: bool = TABLE
+    judge_api_key_env: str = TABLE
+
+
+@_section("links")
+class LinkSettings(_Given):
+    key_patterns: list[str] = TABLE
+    repos: dict[str, str] = TABLE
+
+
+@_section("curriculum")
+class CurriculumSettings(_Given):
+    stages: list[dict[str, Any]] = TABLE
+
+
+@_section("ray")
+class RaySettings(_Given):
+    address: str = TABLE
+    task_files: str = TABLE
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Every setting, resolved once (`Config.settings`), by section; the CLI makes it and
+    hands each layer the section it needs. `env` is the environment it was resolved in:
+    secrets are read from it by name (`secret`), never stored; `sources` says where each
+    dotted key's value came from (flag, env VAR, file PATH, default)."""
+
+    general: GeneralSettings = field(default_factory=GeneralSettings)
+    redaction: RedactionSettings = field(default_factory=RedactionSettings)
+    tickets: TicketIngestSettings = field(default_factory=TicketIngestSettings)
+    commits: CommitIngestSettings = field(default_factory=CommitIngestSettings)
+    logs: LogIngestSettings = field(default_factory=LogIngestSettings)
+    sandbox: SandboxSettings = field(default_factory=SandboxSettings)
+    tasks: TaskSettings = field(default_factory=TaskSettings)
+    repair: RepairSettings = field(default_factory=RepairSettings)
+    run: RunSettings = field(default_factory=RunSettings)
+    links: LinkSettings = field(default_factory=LinkSettings)
+    curriculum: CurriculumSettings = field(default_factory=CurriculumSettings)
+    ray: RaySettings = field(default_factory=RaySettings)
+    env: Mapping[str, str] = field(default_factory=dict)
+    sources: Mapping[str, str] = field(default_factory=dict)
+
+    def secret(self, name: str) -> str | None:
+        """The secret in the environment variable called `name` (None: unset or no name)."""
+        return self.env.get(name) if name else None
+
+    def record(self) -> dict[str, dict[str, Any]]:
+        """Every setting's value and source, by dotted key (a run's plan keeps it)."""
+        out = {}
+        for attr, cls in _SECTIONS.items():
+            section = getattr(self, attr)
+            for name in _section_fields(cls):
+                key = _key(cls, name)
+                out[key] = {"value": getattr(section, name),
+                            "source": self.sources.get(key, "default")}
+        return {s.key: out[s.key] for s in SETTINGS}
+
+
+#: Settings' attribute of each section.
+_SECTIONS: dict[str, type] = {
+    "general": GeneralSettings, "redaction": RedactionSettings, "tickets": TicketIngestSettings,
+    "commits": CommitIngestSettings, "logs": LogIngestSettings, "sandbox": SandboxSettings,
+    "tasks": TaskSettings, "repair": RepairSettings, "run": RunSettings, "links": LinkSettings,
+    "curriculum": CurriculumSettings, "ray": RaySettings}

@@ -22,6 +22,10 @@ Actions are OpenAI-style assistant messages (`{"role": "assistant", "content": .
 holds the `bash` and `submit` tool definitions; each `bash` call runs in the task's
 sandbox and its output comes back as a `tool` message. The reward is 0.0 until the
 episode ends, then the verifier's total. Async trainers use `areset`, `astep`, `averify`.
+
+This module is an entry point, as the CLI is: given no configuration, `load` resolves the
+flag-less one (RLFORGE_* env > rlforge.toml > default) once and hands its typed settings
+down; nothing below it reads the configuration again.
 """
 
 from __future__ import annotations
@@ -32,8 +36,9 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from rlforge.config import Config
-from rlforge.run.environment import EnvOptions, Environment
+from rlforge.config import Config, default_cache_dir
+from rlforge.records import EnvOptions
+from rlforge.run.environment import Environment
 from rlforge.run.tasks import Task, load_task
 from rlforge.sandbox import SandboxPool, sandbox_settings
 from rlforge.tasks.staging import check_whole
@@ -53,29 +58,29 @@ def load(task_dir: str | Path, *, config: Config | None = None,
             resolved configuration (flag-less: RLFORGE_* env > rlforge.toml > default).
         sandbox: "bwrap" (default) or "none" (no isolation; only if you mean it).
     """
-    cfg = config or Config.load()
-    options = EnvOptions(tool_protocol=cfg.get("run.tool_protocol"),
-                         max_turns=max(1, cfg.get("run.max_turns")),
-                         command_timeout=cfg.get("run.command_timeout"),
-                         observation_chars=max(200, cfg.get("run.observation_chars")),
-                         sandbox_mode=cfg.get("sandbox.mode", sandbox))
+    settings = (config or Config.load()).settings()
+    sandbox_given = sandbox_settings(settings.sandbox, sandbox)
+    options = EnvOptions.from_settings(settings.run, sandbox_given["mode"])
     task = load_task(task_dir)  # refuses a task that is not whole
     check_whole(task_dir)  # and one a build-tasks has not published yet
-    return TaskEnv(task, options, sandbox_settings(cfg, sandbox))
+    return TaskEnv(task, options, sandbox_given, default_cache_dir(settings))
 
 
 class TaskEnv:
     """One task's environment; see the module docstring. Close it (or use `with`)."""
 
-    def __init__(self, task: Task, options: EnvOptions, settings: dict[str, Any] | None = None):
-        """`settings`: the user's sandbox settings (`rlforge.sandbox.sandbox_settings`);
-        None reads them from the flag-less configuration."""
+    def __init__(self, task: Task, options: EnvOptions, settings: dict[str, Any] | None = None,
+                 cache_dir: Path | None = None):
+        """`settings`, `cache_dir`: the user's sandbox settings
+        (`rlforge.sandbox.sandbox_settings`) and cache of prepared environments, as
+        `rlforge.verify.runner.TaskRunner` takes them."""
         self.task = task
         self.options = options
         self._scratch = Path(tempfile.mkdtemp(prefix="rlforge-env-"))
         self._pool = SandboxPool(2)
         self._env = Environment(task, options,
-                                TaskRunner(self._pool, options.sandbox_mode, None, settings),
+                                TaskRunner(self._pool, options.sandbox_mode, None, settings,
+                                           cache_dir),
                                 self._scratch)
         self._loop: asyncio.AbstractEventLoop | None = None
 

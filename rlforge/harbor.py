@@ -106,10 +106,13 @@ class SandboxEnvironment(BaseEnvironment):
             fields["cpus"] = float(cpus)
         toml = Path(self.environment_dir).parent / "task.toml"
         if toml.is_file():
+            from rlforge.config import Config, default_cache_dir
             from rlforge.verify.runner import prepared_env_hook
 
             meta = tomllib.loads(toml.read_text(encoding="utf-8"))
-            fields.update(prepared_env_hook(toml.parent, meta))
+            # an entry point (Harbor loads it): the flag-less configuration's cache
+            cache_dir = default_cache_dir(Config.load().settings())
+            fields.update(prepared_env_hook(toml.parent, meta, cache_dir))
         return fields
 
     # --- where a path lives on the host ----------------------------------------------

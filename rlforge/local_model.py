@@ -119,7 +119,7 @@ class LocalModel:
         return "auto" if self.chat_format == "chatml-function-calling" else "forced"
 
     def policy_overrides(self) -> dict[str, Any]:
-        """Fields for `PolicyConfig` / `PolicyConfig.from_config(cfg, **...)`.
+        """Fields for `PolicyConfig` / `PolicyConfig.from_settings(run, **...)`.
 
         No API key is sent to the local server, and one request at a time is what it serves.
         """

@@ -40,7 +40,7 @@ from urllib.parse import urlsplit
 import aiohttp
 
 from rlforge import __version__
-from rlforge.config import Config
+from rlforge.config import RunSettings, Settings
 from rlforge.errors import (
     ConfigError,
     PolicyAuthError,
@@ -65,6 +65,7 @@ _CONTEXT_LENGTH = re.compile(
     r"prompt is too long|tokens?\b[^.]{0,80}must be <=", re.I)
 _LOOPBACK = {"127.0.0.1", "localhost", "::1", "[::1]"}
 _ERROR_TEXT_LIMIT = 300
+_RUN = RunSettings()  # the defaults of the `run.*` settings
 
 
 @dataclass(frozen=True)
@@ -76,39 +77,38 @@ class PolicyConfig:
     """
 
     base_url: str
-    model: str = ""
-    api_key_env: str = "OPENAI_API_KEY"
-    temperature: float | None = 0.0
+    model: str = _RUN.model
+    api_key_env: str = _RUN.api_key_env
+    temperature: float | None = _RUN.temperature
     top_p: float | None = None
-    max_tokens: int | None = 512
+    max_tokens: int | None = _RUN.max_tokens
     stop: tuple[str, ...] = ()
     extra_body: dict[str, Any] = field(default_factory=dict)
-    request_timeout: float = 60.0
-    concurrency: int = 8
-    max_retries: int = 4
+    request_timeout: float = _RUN.request_timeout
+    concurrency: int = _RUN.concurrency
+    max_retries: int = _RUN.max_retries
     backoff_base: float = 0.5
     backoff_max: float = 30.0
     max_retry_after: float = 120.0
-    retry_budget: float = 0.2
+    retry_budget: float = _RUN.retry_budget
 
     @classmethod
-    def from_config(cls, cfg: Config, **overrides: Any) -> "PolicyConfig":
-        """The policy settings resolved from `run.*` (flag > env > rlforge.toml > default)."""
-        top_p = cfg.get("run.top_p")
-        concurrency = cfg.get("run.request_concurrency") or cfg.get("run.concurrency")
-        values = dict(
-            base_url=cfg.get("run.base_url"),
-            model=cfg.get("run.model"),
-            api_key_env=cfg.get("run.api_key_env"),
-            temperature=cfg.get("run.temperature"),
-            top_p=None if top_p >= 1.0 else top_p,
-            max_tokens=cfg.get("run.max_tokens"),
-            stop=tuple(cfg.get("run.stop")),
-            extra_body=dict(cfg.get("run.extra_body")),
-            request_timeout=cfg.get("run.request_timeout"),
-            concurrency=concurrency,
-            max_retries=cfg.get("run.max_retries"),
-            retry_budget=cfg.get("run.retry_budget"),
+    def from_settings(cls, run: RunSettings, **overrides: Any) -> "PolicyConfig":
+        """The policy of the `run.*` settings (`top_p` 1.0 is not sent; `concurrency` is
+        `run.request_concurrency`, else `run.concurrency`), `overrides` on top."""
+        values: dict[str, Any] = dict(
+            base_url=run.base_url,
+            model=run.model,
+            api_key_env=run.api_key_env,
+            temperature=run.temperature,
+            top_p=None if run.top_p >= 1.0 else run.top_p,
+            max_tokens=run.max_tokens,
+            stop=tuple(run.stop),
+            extra_body=dict(run.extra_body),
+            request_timeout=run.request_timeout,
+            concurrency=run.request_concurrency or run.concurrency,
+            max_retries=run.max_retries,
+            retry_budget=run.retry_budget,
         )
         values.update(overrides)
         return cls(**values)
@@ -283,12 +283,11 @@ class PolicyClient:
         self.stats = PolicyStats()
 
     @classmethod
-    def from_config(cls, cfg: Config, **overrides: Any) -> "PolicyClient":
-        """A client from the resolved `run.*` settings; the key from the env variable
-        named by `run.api_key_env` (or by an `api_key_env` override: "" sends no key)."""
-        policy = PolicyConfig.from_config(cfg, **overrides)
-        key = cfg.env.get(policy.api_key_env) if policy.api_key_env else None
-        return cls(policy, api_key=key or "")
+    def from_settings(cls, settings: Settings, **overrides: Any) -> "PolicyClient":
+        """A client from the `run.*` settings; the key from the env variable named by
+        `run.api_key_env` (or by an `api_key_env` override: "" sends no key)."""
+        policy = PolicyConfig.from_settings(settings.run, **overrides)
+        return cls(policy, api_key=settings.secret(policy.api_key_env) or "")
 
     def __repr__(self) -> str:
         auth = f"key from ${self.config.api_key_env}" if self._key else "no key"

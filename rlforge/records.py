@@ -1,17 +1,22 @@
 """The records a run writes, as types: what export, report and trainers read.
 
-- `RunPlan`: a run's frozen plan, `runs/<run_id>/config.json`;
+- `RunPlan`: a run's frozen plan, `runs/<run_id>/config.json`, with the loop's options
+  (`EnvOptions`) and gates (`Gates`);
 - `RolloutRecord`: one line of `runs/<run_id>/rollouts.jsonl` (and a `rollouts` row);
 - `RolloutSummary`: what statistics need of a rollout, kept in memory for a whole run.
 
-The files are JSON, so the first two are `TypedDict`s: they say what a reader may rely
-on without copying each line into an object. This module imports nothing of rlforge.
+The plan is read once per run, so it is a frozen dataclass (`RunPlan.from_dict`,
+`to_dict` its stored form). Rollout lines are many and JSON, so `RolloutRecord` is a
+`TypedDict`: it says what a reader may rely on without copying each line into an object.
+This module imports only `rlforge.config` (for the settings' defaults).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Literal, TypedDict
+
+from rlforge.config import RunSettings, SandboxSettings
 
 Outcome = Literal["pass", "fail", "timeout", "invalid"]
 
@@ -81,9 +86,43 @@ class RolloutRecord(TypedDict, total=False):
     submission: dict[str, Any] | None
 
 
-class RunPlan(TypedDict, total=False):
+@dataclass(frozen=True)
+class EnvOptions:
+    """How the loop runs (the `run.*` settings of the same names, `sandbox.mode`)."""
+
+    tool_protocol: str = RunSettings().tool_protocol  # auto | tools | text
+    max_turns: int = RunSettings().max_turns
+    command_timeout: float = RunSettings().command_timeout
+    observation_chars: int = RunSettings().observation_chars
+    sandbox_mode: str = SandboxSettings().mode
+    # the reply judge the tasks were built with (TASKS_DIR/judge.json), "" for none; its
+    # API key is read from the environment variable named here, never stored
+    judge_base_url: str = ""
+    judge_model: str = ""
+    judge_api_key_env: str = ""
+
+    @classmethod
+    def from_settings(cls, run: RunSettings, sandbox_mode: str, **judge: str) -> EnvOptions:
+        """The loop of the `run.*` settings (at least one turn, 200 characters of output
+        shown), in `sandbox_mode`, with `judge` (the `judge_*` fields) when given."""
+        return cls(tool_protocol=run.tool_protocol, max_turns=max(1, run.max_turns),
+                   command_timeout=run.command_timeout,
+                   observation_chars=max(200, run.observation_chars),
+                   sandbox_mode=sandbox_mode, **judge)
+
+
+@dataclass(frozen=True)
+class Gates:
+    """A run's CI gate: exit 3 below `min_pass_rate`, 4 above `max_infra_error_rate`."""
+
+    min_pass_rate: float
+    max_infra_error_rate: float
+
+
+@dataclass(frozen=True, kw_only=True)
+class RunPlan:
     """A run's frozen plan (`rlforge.run.session.plan_run`); no secrets, only the API
-    key's name."""
+    key's name. `to_dict` is what config.json and the `runs` row hold."""
 
     schema: int
     run_id: str
@@ -97,13 +136,41 @@ class RunPlan(TypedDict, total=False):
     concurrency: int
     generator_concurrency: dict[str, int]
     time_budget: float
-    env: dict[str, Any]  # rlforge.run.environment.EnvOptions as a dict
+    env: EnvOptions
     policy: dict[str, Any]  # rlforge.policy.PolicyConfig.record()
     embedded: bool
-    gates: dict[str, float]
+    gates: Gates
     sandbox_workers: int
-    sandbox: dict[str, Any]  # rlforge.sandbox.sandbox_settings
+    # rlforge.sandbox.sandbox_settings (a plan from before they were kept ran with the
+    # built-in defaults)
+    sandbox: dict[str, Any] = field(default_factory=dict)
     settings: dict[str, dict[str, Any]]
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> RunPlan:
+        """The plan stored in config.json."""
+        return cls(**{**data, "env": EnvOptions(**data["env"]), "gates": Gates(**data["gates"])})
+
+    def to_dict(self) -> dict[str, Any]:
+        """The stored form: JSON-ready, keys in field order."""
+        return asdict(self)
+
+    def with_overrides(self, concurrency: int | None = None,
+                       min_pass_rate: float | None = None,
+                       max_infra_error_rate: float | None = None) -> RunPlan:
+        """The plan with what may change on a resume or rescore (None: unchanged)."""
+        gates = Gates(self.gates.min_pass_rate if min_pass_rate is None else min_pass_rate,
+                      self.gates.max_infra_error_rate if max_infra_error_rate is None
+                      else max_infra_error_rate)
+        return replace(self, gates=gates, concurrency=self.concurrency if concurrency is None
+                       else concurrency)
+
+    @property
+    def endpoint(self) -> str:
+        """The policy the run talks to, as a person would name it."""
+        if self.embedded:
+            return "the embedded model"
+        return f"{self.policy['base_url']} (model {self.policy['model']!r})"
 
 
 @dataclass(slots=True)

@@ -163,10 +163,13 @@ class SandboxRuntime(Runtime):
 
     def use_task(self, task_dir: Path) -> None:
         """Sandbox fields the task asks for in [metadata.rlforge]: its prepared venv."""
+        from rlforge.config import Config, default_cache_dir
         from rlforge.verify.runner import prepared_env_hook
 
         meta = tomllib.loads((task_dir / "task.toml").read_text(encoding="utf-8"))
-        self._fields.update(prepared_env_hook(task_dir, meta))
+        # an entry point (verifiers loads it): the flag-less configuration's cache
+        cache_dir = default_cache_dir(Config.load().settings())
+        self._fields.update(prepared_env_hook(task_dir, meta, cache_dir))
 
     # --- files -----------------------------------------------------------------------
 

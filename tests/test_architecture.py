@@ -131,9 +131,10 @@ def test_rlforge_has_no_import_cycle():
 
 def test_records_module_stands_alone():
     """Export, report and trainers read run records from a module that imports nothing of
-    rlforge, so reading them never drags in the run loop."""
+    rlforge but the settings' table (for the plan's defaults), so reading them never drags
+    in the run loop."""
     graph = import_graph()
-    assert graph["rlforge.records"] == set()
+    assert graph["rlforge.records"] == {"rlforge.config"}
     for reader in ("rlforge.export.rollouts", "rlforge.report.data"):
         assert "rlforge.records" in graph[reader]
         assert "rlforge.run.driver" not in graph[reader]
@@ -152,3 +153,29 @@ def test_the_import_reader_sees_every_kind_of_import(source, expected):
 def test_cycle_finder_finds_a_cycle_through_a_function_level_import():
     assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
     assert cycles({"a": {"b"}, "b": set()}) == []
+
+
+#: Entry points, which resolve the configuration once and hand typed settings down: the
+#: CLI, the Python API (`rlforge.envs`), the Harbor and verifiers adapters (loaded by
+#: those tools, with no CLI in front), and the resolver itself.
+LOADS_CONFIG = ("rlforge.cli", "rlforge.envs", "rlforge.harbor", "rlforge.verifiers_env",
+                "rlforge.config")
+#: Still reading the file themselves, until the backends take typed settings (issue 34).
+LOADS_CONFIG_PENDING = ("rlforge.executors.backend", "rlforge.executors.worker",
+                        "rlforge.tasks.build", "rlforge.tasks.commits_repair")
+
+
+def test_only_entry_points_load_the_configuration():
+    """Below the entry points, code takes the settings it is handed (`Config.settings`):
+    a module calling `Config.load` would ignore `--config` and the CLI's flags."""
+    wrong = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        name = module_name(path)
+        if _under(name, LOADS_CONFIG + LOADS_CONFIG_PENDING):
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                    and node.func.attr == "load" and isinstance(node.func.value, ast.Name)
+                    and node.func.value.id == "Config"):
+                wrong.append(f"{name}:{node.lineno}")
+    assert not wrong, "pass typed settings down instead of Config.load():\n" + "\n".join(wrong)

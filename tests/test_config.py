@@ -96,3 +96,36 @@ def test_config_show_warns_about_unknown_keys(cli, tmp_path):
     result = cli("config", "show")
     assert result.exit_code == 0
     assert "unknown key 'run.concurency'" in result.output
+
+
+def test_every_setting_is_one_field_of_one_typed_section():
+    from dataclasses import fields
+
+    from rlforge.config import Settings
+
+    sections = [f.name for f in fields(Settings) if f.name not in ("env", "sources")]
+    keys = []
+    for name in sections:
+        cls = type(getattr(Settings(), name))
+        keys += [(f"{cls.prefix}." if cls.prefix else "") + f.name
+                 for f in fields(cls) if f.name != "given"]
+    assert sorted(keys) == sorted(s.key for s in SETTINGS)  # each key once, no other field
+    defaults = Settings()
+    for s in SETTINGS:
+        prefix, _, leaf = s.key.rpartition(".")
+        section = next(getattr(defaults, n) for n in sections
+                       if type(getattr(defaults, n)).prefix == prefix)
+        assert getattr(section, leaf) == s.default, s.key
+
+
+def test_typed_settings_hold_the_resolved_values_and_their_sources(tmp_path):
+    (tmp_path / "rlforge.toml").write_text('[sandbox]\nmemory_mb = 512\n[tasks.repair]\nlast = 7\n')
+    cfg = Config.load(env={"RLFORGE_RUN_SAMPLES": "4"}).with_flags(run__model="m")
+    settings = cfg.settings()
+    assert (settings.run.samples, settings.run.model, settings.run.seed) == (4, "m", 0)
+    assert (settings.sandbox.memory_mb, settings.repair.last) == (512, 7)
+    assert settings.run.given == {"samples", "model"} and settings.sandbox.given == {"memory_mb"}
+    assert settings.record()["run.samples"] == {"value": 4, "source": "env RLFORGE_RUN_SAMPLES"}
+    assert list(settings.record()) == [s.key for s in SETTINGS]
+    for s in SETTINGS:
+        assert settings.record()[s.key]["value"] == cfg.get(s.key)

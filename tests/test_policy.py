@@ -269,7 +269,7 @@ def test_api_key_never_appears_in_reprs_logs_or_errors(server, monkeypatch, capl
     texts: list[str] = []
 
     async def go():
-        client = PolicyClient.from_config(cfg, max_retries=1, backoff_base=0.01,
+        client = PolicyClient.from_settings(cfg.settings(), max_retries=1, backoff_base=0.01,
                                           request_timeout=0.5)
         texts.extend([repr(client), str(client), repr(client.config), str(client.config.record()),
                       repr(vars(client).get("_key"))])
@@ -346,7 +346,7 @@ def test_an_empty_key_variable_override_sends_no_key(server):
     cfg = Config.load(env={"OPENAI_API_KEY": FAKE_KEY, "RLFORGE_RUN_BASE_URL": server.url})
 
     async def go(**overrides):
-        async with PolicyClient.from_config(cfg, model="ok", **overrides) as client:
+        async with PolicyClient.from_settings(cfg.settings(), model="ok", **overrides) as client:
             await client.chat(HI)
 
     asyncio.run(go())
@@ -366,11 +366,11 @@ def test_config_from_the_resolver():
     cfg = Config.load(env={"RLFORGE_RUN_BASE_URL": "http://127.0.0.1:9/v1",
                            "RLFORGE_RUN_MODEL": "m", "RLFORGE_RUN_CONCURRENCY": "32",
                            "RLFORGE_RUN_TOP_P": "0.95", "RLFORGE_RUN_STOP": '["</answer>"]'})
-    policy = PolicyConfig.from_config(cfg)
+    policy = PolicyConfig.from_settings(cfg.settings().run)
     assert policy.concurrency == 32 and policy.top_p == 0.95 and policy.stop == ("</answer>",)
-    assert PolicyConfig.from_config(Config.load(env={})).top_p is None  # 1.0 is not sent
-    assert PolicyConfig.from_config(
-        cfg.with_flags(run__request_concurrency=4)).concurrency == 4
+    assert PolicyConfig.from_settings(Config.load(env={}).settings().run).top_p is None  # 1.0 is not sent
+    assert PolicyConfig.from_settings(
+        cfg.with_flags(run__request_concurrency=4).settings().run).concurrency == 4
 
 
 @pytest.mark.parametrize("url, root", [

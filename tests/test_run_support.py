@@ -38,8 +38,10 @@ MARKER = re.compile(r"\[script:([\w.-]+)\]")
 def make_task(root: Path, name: str, *, instruction: str, reference: dict[str, Any],
               kind: str = "answer", generator: str = "test.answer",
               workspace: dict[str, bytes] | None = None, solution: bytes | None = None,
-              split: str = "train", agent_timeout: float = 60.0) -> Path:
-    """Render one task directory into `root`; returns its path."""
+              split: str = "train", agent_timeout: float = 60.0,
+              metadata: dict[str, Any] | None = None) -> Path:
+    """Render one task directory into `root` (`metadata`: more [metadata.rlforge] keys);
+    returns its path."""
     templates = root.parent / f"{root.name}-templates"
     templates.mkdir(parents=True, exist_ok=True)
     (templates / "instruction.md.j2").write_text("{{ text }}\n")
@@ -49,7 +51,7 @@ def make_task(root: Path, name: str, *, instruction: str, reference: dict[str, A
         reference=reference, verifier=reference["verifier"], group_key=name, dedup_text=name,
         solution_files={"solve.sh": solution or b"#!/bin/bash\ntrue\n"},
         null=Submission("null"), adversarial=[], workspace=workspace or {}, kind=kind,
-        agent_timeout_sec=agent_timeout)
+        agent_timeout_sec=agent_timeout, extra_metadata=metadata or {})
     rendered = render_task(spec, Renderer(templates), seed=0, split=split)
     root.mkdir(parents=True, exist_ok=True)
     return write_task(rendered, root)

@@ -13,7 +13,7 @@ import pytest
 from rlforge.config import Config
 from rlforge.errors import SandboxUnavailable, UserError
 from rlforge.sandbox import (FailureReason, SandboxSpec, read_file, run, run_checks,
-                             spec_from_config)
+                             spec_from_settings)
 from rlforge.sandbox import runner, seccomp
 
 pytestmark = pytest.mark.sandbox
@@ -122,14 +122,14 @@ def test_mode_none_runs_on_the_host_and_warns_every_time(dirs, capsys):
     assert capsys.readouterr().err.count("WITHOUT isolation") == 2
 
 
-def test_spec_from_config_uses_settings_and_lets_given_values_win(monkeypatch):
+def test_spec_from_settings_uses_settings_and_lets_given_values_win(monkeypatch):
     monkeypatch.setenv("RLFORGE_SANDBOX_TIMEOUT", "7.5")
     monkeypatch.setenv("RLFORGE_SANDBOX_MEMORY_MB", "0")
-    cfg = Config.load()
-    spec = spec_from_config(cfg, max_processes=None)
+    cfg = Config.load().settings().sandbox
+    spec = spec_from_settings(cfg, max_processes=None)
     assert (spec.timeout_sec, spec.memory_mb, spec.max_processes, spec.mode) == (7.5, None, 128, "bwrap")
-    assert spec_from_config(cfg, timeout_sec=2, memory_mb=64).memory_mb == 64
-    assert spec_from_config(cfg, timeout_sec=2).cpu_limit == 2
+    assert spec_from_settings(cfg, timeout_sec=2, memory_mb=64).memory_mb == 64
+    assert spec_from_settings(cfg, timeout_sec=2).cpu_limit == 2
 
 
 def test_missing_bubblewrap_is_refused_with_the_fix(monkeypatch, tmp_path):

@@ -52,7 +52,7 @@ def test_only_the_settings_a_user_gave_are_carried_and_the_rest_are_the_specs_ow
     from rlforge.config import SETTINGS, Config
     from rlforge.sandbox import SandboxSpec, sandbox_settings, spec_of
 
-    assert sandbox_settings(Config.load()) == {"mode": "bwrap"}
+    assert sandbox_settings(Config.load().settings().sandbox) == {"mode": "bwrap"}
     defaults = SandboxSpec()
     for s in SETTINGS:  # so leaving a default out applies the very same value
         name = {"sandbox.timeout": "timeout_sec"}.get(s.key, s.key.removeprefix("sandbox."))
@@ -60,7 +60,7 @@ def test_only_the_settings_a_user_gave_are_carried_and_the_rest_are_the_specs_ow
             assert getattr(defaults, name) == s.default, s.key
     monkeypatch.setenv("RLFORGE_SANDBOX_CPUS", "0")
     monkeypatch.setenv("RLFORGE_SANDBOX_COPY_FILES", "9")
-    given = sandbox_settings(Config.load(), "none")
+    given = sandbox_settings(Config.load().settings().sandbox, "none")
     assert given == {"mode": "none", "cpus": None, "copy_files": 9}
     # a task's own request, under the user's settings, under the run's own fields
     spec = spec_of({"memory_mb": 2048, "copy_files": 1}, given, copy_files=3)
@@ -112,10 +112,26 @@ def test_validate_runs_solve_sh_and_the_verifier_under_the_configured_limits(cli
     assert result.exit_code == 0, result.output
 
 
+def test_config_file_names_the_cache_prepared_environments_are_built_in(cli, tmp_path,
+                                                                        monkeypatch):
+    # conftest names a cache in the environment, which would win over the file
+    monkeypatch.delenv("RLFORGE_CACHE_DIR")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))  # the default, if it leaked
+    cache = tmp_path / "from-config"
+    config = tmp_path / "conf" / "cache.toml"
+    config.parent.mkdir()
+    config.write_text(f"cache_dir = {json.dumps(str(cache))}\n")
+    task = count_task(tmp_path / "tasks", "venv", metadata={"env_requirements": []})
+    result = cli("--config", config, "validate", task, "--json")
+    assert result.exit_code == 0, result.output
+    assert [p.name for p in (cache / "envs").iterdir() if p.is_dir()], "no venv in cache_dir"
+    assert not (tmp_path / "xdg").exists()
+
+
 @pytest.mark.slow  # a prepared environment with pytest, built once per session
 def test_repair_checks_run_the_tests_under_the_configured_limits(tmp_path, shared_cache):
     from rlforge.config import Config
-    from rlforge.sandbox import SandboxPool, prepare_env, spec_from_config
+    from rlforge.sandbox import SandboxPool, prepare_env, spec_from_settings
     from rlforge.tasks.commits_repair import CommitsRepair
     from rlforge.tasks.build import BuildOptions
     from rlforge.tasks.repair.checks import Checker, write_tree
@@ -143,7 +159,7 @@ def test_repair_checks_run_the_tests_under_the_configured_limits(tmp_path, share
 
     run = asyncio.run(check())
     assert run["outcomes"] == {"test_limits.py::test_limits": "passed"}, run
-    assert spec_from_config(cfg).memory_mb == 300
+    assert spec_from_settings(cfg.settings().sandbox).memory_mb == 300
 
 
 # --- 2. a workspace the policy grew past the cap is its own fail --------------------------------

@@ -97,8 +97,9 @@ def run(
     if cfg.get("sandbox.mode") == "none":
         err_console.print("[bold yellow]warning:[/] --sandbox none: the policy's commands and "
                           "the verifiers run WITHOUT isolation")
+    settings = cfg.settings()
     progress = Progress()
-    backend = execution.choose(cfg.get("run.executor"), cfg)
+    backend = execution.choose(settings.run.executor, cfg)
     if resume:
         changed = [name for name, value in (
             ("TASKS_DIR", tasks_dir), ("--base-url", base_url), ("--model", model),
@@ -114,8 +115,8 @@ def run(
             raise UserError(f"--resume continues the run as it was planned; drop "
                             f"{', '.join(changed)} (only --concurrency and the gates may change)")
         name = resume
-        call = lambda: resume_run(cfg, resume, concurrency=concurrency,  # noqa: E731
-                                  min_pass_rate=min_pass_rate,
+        call = lambda: resume_run(settings, resume,  # noqa: E731
+                                  concurrency=concurrency, min_pass_rate=min_pass_rate,
                                   max_infra_error_rate=max_infra_error_rate, progress=progress,
                                   backend=backend)
     else:
@@ -127,7 +128,7 @@ def run(
         name = run_id or new_run_id()
         gens = [g.strip() for g in generators.split(",") if g.strip()] if generators else None
         chosen = selection(cfg, difficulty, difficulty_model, unmeasured)
-        call = lambda: start(cfg, tasks_dir, run_id=name, generators=gens,  # noqa: E731
+        call = lambda: start(settings, tasks_dir, run_id=name, generators=gens,  # noqa: E731
                              split=split, limit=limit, progress=progress, backend=backend,
                              difficulty_selection=chosen)
     report = _with_live_view(call, progress, name, quiet or as_json, "run")
@@ -152,8 +153,10 @@ def rescore(
 
     cfg = state(ctx).config
     cfg.with_flags(run__runs_dir=str(runs_dir) if runs_dir else None)
+    settings = cfg.settings()
     progress = Progress()
-    report = _with_live_view(lambda: rescore_run(cfg, run_id, min_pass_rate=min_pass_rate,
+    report = _with_live_view(lambda: rescore_run(settings, run_id,
+                                                 min_pass_rate=min_pass_rate,
                                                  max_infra_error_rate=max_infra_error_rate,
                                                  progress=progress),
                              progress, run_id, quiet or as_json, "rescore")

@@ -14,7 +14,7 @@ from rich.table import Table
 from rlforge.cli.common import console, err_console, state
 from rlforge.config import default_cache_dir
 from rlforge.errors import SandboxUnavailable, UserError
-from rlforge.sandbox import prepare_env, run, run_checks, spec_from_config
+from rlforge.sandbox import prepare_env, run, run_checks, spec_from_settings
 
 sandbox_app = typer.Typer(help="Run untrusted code under bubblewrap, and prove it is contained.",
                           no_args_is_help=True)
@@ -80,8 +80,8 @@ def run_command(
         if path is not None and not path.is_dir():
             raise UserError(f"{name} {path}: not a directory")
     cfg = state(ctx).config
-    spec = spec_from_config(
-        cfg, mode=cfg.get("sandbox.mode", sandbox), timeout_sec=timeout, memory_mb=memory, cpus=cpus,
+    spec = spec_from_settings(
+        cfg.settings().sandbox, mode=cfg.get("sandbox.mode", sandbox), timeout_sec=timeout, memory_mb=memory, cpus=cpus,
         workspace=workspace and workspace.resolve(), tests=tests and tests.resolve(),
         logs=logs and logs.resolve(), venv=venv and venv.resolve(), env=_env_pairs(env))
     result = run(cmd, spec)
@@ -116,7 +116,7 @@ def prepare_env_command(
             raise UserError(f"{requirements_file}: no such file")
         reqs += [line.strip() for line in requirements_file.read_text().splitlines()
                  if line.strip() and not line.lstrip().startswith("#")]
-    path = prepare_env(reqs, default_cache_dir(state(ctx).config))
+    path = prepare_env(reqs, default_cache_dir(state(ctx).config.settings()))
     console.print(str(path), highlight=False, soft_wrap=True)
 
 

@@ -250,7 +250,7 @@ def validate(
     if not dirs:
         raise UserError(f"{tasks_dir}: no task directories (folders with a task.toml) found")
     mode = cfg.get("sandbox.mode", sandbox)
-    settings = sandbox_settings(cfg, mode)
+    settings = sandbox_settings(cfg.settings().sandbox, mode)
     if mode == "none":
         err_console.print("[bold yellow]warning:[/] --sandbox none: task scripts run WITHOUT isolation")
     with stage_progress("validate", quiet or as_json) as update:

@@ -7,11 +7,10 @@ import tempfile
 from pathlib import Path
 from typing import Any, Callable
 
-from rlforge.config import Config
+from rlforge.config import Config, default_cache_dir
 from rlforge.records import RolloutSummary
 from rlforge.run.driver import RolloutRunner, drive
-from rlforge.run.environment import EnvOptions
-from rlforge.run.session import Session, plan_sandbox, sandbox_needed, spec_hook_for
+from rlforge.run.session import Session, sandbox_needed, spec_hook_for
 from rlforge.sandbox import SandboxPool
 from rlforge.tasks.repair.checks import Checker
 from rlforge.verify.runner import TaskRunner
@@ -21,9 +20,12 @@ from rlforge.verify.validate import ValidationResult, validate_many
 class LocalBackend:
     name = "local"
 
+    def __init__(self, cache_dir: Path | None = None):
+        self.cache_dir = cache_dir  # prepared environments (None: TaskRunner's default)
+
     @classmethod
     def from_config(cls, cfg: Config | None) -> LocalBackend:
-        return cls()
+        return cls(default_cache_dir(cfg.settings()) if cfg is not None else None)
 
     def preflight(self, session: Session) -> None:
         """Refuse (one clear error) when rollouts need a sandbox this host cannot make."""
@@ -39,15 +41,15 @@ class LocalBackend:
         scratch = Path(tempfile.mkdtemp(prefix="rlforge-run-"))
         try:
             async with PolicyClient(session.policy, api_key=session.api_key) as client, \
-                    SandboxPool(plan["sandbox_workers"]) as pool:
+                    SandboxPool(plan.sandbox_workers) as pool:
                 runner = RolloutRunner(
-                    client, EnvOptions(**plan["env"]),
-                    TaskRunner(pool, plan["env"]["sandbox_mode"], spec_hook_for(session.tasks),
-                               plan_sandbox(plan)), scratch,
-                    run_id=plan["run_id"], run_seed=plan["seed"], time_budget=plan["time_budget"])
+                    client, plan.env,
+                    TaskRunner(pool, plan.env.sandbox_mode, spec_hook_for(session.tasks),
+                               plan.sandbox, self.cache_dir), scratch,
+                    run_id=plan.run_id, run_seed=plan.seed, time_budget=plan.time_budget)
                 return await drive(session.tasks, session.items, runner, session.store,
                                    session.sink, session.progress, concurrency=session.concurrency,
-                                   quotas=plan["generator_concurrency"])
+                                   quotas=plan.generator_concurrency)
         finally:
             shutil.rmtree(scratch, ignore_errors=True)
 
@@ -58,7 +60,8 @@ class LocalBackend:
                        settings: dict[str, Any] | None = None) -> list[ValidationResult]:
         return await validate_many(task_dirs, workers=workers, sandbox_mode=sandbox_mode,
                                    spec_hook=spec_hook, progress=progress,
-                                   concurrency=concurrency, settings=settings)
+                                   concurrency=concurrency, settings=settings,
+                                   cache_dir=self.cache_dir)
 
     async def repair_checker(self, con, opts, *, workers: int, sandbox_mode: str,
                              cache_dir: Path, settings: dict[str, Any] | None) -> Checker:

@@ -212,7 +212,7 @@ async def start_workers(ray, *, sandbox_workers: int, sandbox_mode: str, needs_s
     """One `NodeWorker` per node, started and checked; a UserError naming the node if any
     cannot serve (another rlforge version, no sandbox, did not start). `sandbox`: the
     driver's sandbox settings (`rlforge.sandbox.sandbox_settings`) for every sandbox of
-    the workers; None: each node's own flag-less configuration."""
+    the workers; None: the built-in defaults."""
     from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
     from rlforge.executors.worker import NodeWorker

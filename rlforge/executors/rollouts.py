@@ -23,6 +23,7 @@ import asyncio
 import logging
 import math
 import os
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -33,7 +34,7 @@ from rlforge.executors.cluster import (RayOptions, TaskFiles, Worker, close_work
 from rlforge.executors.dispatch import Dispatcher, capacities
 from rlforge.records import RolloutSummary
 from rlforge.run.driver import drive
-from rlforge.run.session import Session, plan_sandbox, sandbox_needed, spec_hook_for
+from rlforge.run.session import Session, sandbox_needed, spec_hook_for
 from rlforge.run.tasks import Task
 
 logger = logging.getLogger("rlforge.executors")
@@ -84,15 +85,15 @@ async def ray_session(options: RayOptions, session: Session) -> list[RolloutSumm
     used = sorted({item.task for item in items})
     with connected(options.address) as ray:
         workers = await start_workers(
-            ray, sandbox_workers=plan["sandbox_workers"], sandbox_mode=plan["env"]["sandbox_mode"],
+            ray, sandbox_workers=plan.sandbox_workers, sandbox_mode=plan.env.sandbox_mode,
             needs_sandbox=sandbox_needed(tasks, items, plan), cache_dir=options.cache_dir,
             probe=probe_files([Path(os.path.abspath(tasks[i].path)) for i in used]),
-            task_files=options.task_files, sandbox=plan_sandbox(plan))
+            task_files=options.task_files, sandbox=plan.sandbox)
         dispatcher = None
         try:
-            check_endpoint_reachable(ray, workers, policy.base_url, plan["embedded"])
-            run = {"run_id": plan["run_id"], "seed": plan["seed"],
-                   "time_budget": plan["time_budget"], "env": plan["env"]}
+            check_endpoint_reachable(ray, workers, policy.base_url, plan.embedded)
+            run = {"run_id": plan.run_id, "seed": plan.seed,
+                   "time_budget": plan.time_budget, "env": asdict(plan.env)}
             requests = capacities(workers, policy.concurrency)
             slots = capacities(workers, concurrency)
             hook = spec_hook_for(tasks)
@@ -114,7 +115,7 @@ async def ray_session(options: RayOptions, session: Session) -> list[RolloutSumm
                                                                         options.task_files))
             return await drive(tasks, items, runner, session.store, session.sink,
                                session.progress, concurrency=sum(room(slots).values()),
-                               quotas=plan["generator_concurrency"])
+                               quotas=plan.generator_concurrency)
         finally:
             if dispatcher is not None:
                 await dispatcher.close()

@@ -135,13 +135,14 @@ class NodeWorker:
                 await asyncio.to_thread(ensure_available)
         except UserError as exc:
             return {"error": str(exc)}
-        if spec["cache_dir"]:  # prepared_env_hook reads it through Config.load()
+        if spec["cache_dir"]:  # the driver's explicit cache_dir wins over this node's
             os.environ["RLFORGE_CACHE_DIR"] = spec["cache_dir"]
-        self.cache_dir = default_cache_dir(Config.load(env=dict(os.environ)))
+        self.cache_dir = default_cache_dir(Config.load(env=dict(os.environ)).settings())
         self.sandbox_mode = spec["sandbox_mode"]
         self.sandbox = spec.get("sandbox")
         self.pool = SandboxPool(spec["sandbox_workers"])
-        self.task_runner = TaskRunner(self.pool, self.sandbox_mode, None, self.sandbox)
+        self.task_runner = TaskRunner(self.pool, self.sandbox_mode, None, self.sandbox,
+                                      self.cache_dir)
         self.scratch = Path(tempfile.mkdtemp(prefix="rlforge-ray-"))
         sees = _sees(spec["probe"])
         self.use_paths = sees and spec.get("task_files", "auto") != "ship"
@@ -154,7 +155,8 @@ class NodeWorker:
         from rlforge.verify.runner import TaskRunner
 
         assert self.pool is not None, "hello() opens the pool first"
-        self.task_runner = TaskRunner(self.pool, self.sandbox_mode, hook, self.sandbox)
+        self.task_runner = TaskRunner(self.pool, self.sandbox_mode, hook, self.sandbox,
+                                      self.cache_dir)
 
     async def open_run(self, run: dict[str, Any], policy: dict[str, Any], api_key: str,
                        slots: int) -> None:
@@ -164,7 +166,7 @@ class NodeWorker:
         freed slot starts the next rollout without a round trip to the driver."""
         from rlforge.policy import PolicyClient, PolicyConfig
         from rlforge.run.driver import RolloutRunner
-        from rlforge.run.environment import EnvOptions
+        from rlforge.records import EnvOptions
 
         assert self.task_runner is not None and self.scratch is not None, "hello() comes first"
         self.client = PolicyClient(PolicyConfig(**{**policy, "stop": tuple(policy["stop"])}),

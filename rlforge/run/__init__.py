@@ -17,8 +17,9 @@ The modules, in the order a run meets them:
   the CI gate; `rescore`: `rlforge rescore`.
 """
 
+from rlforge.records import EnvOptions
 from rlforge.run.driver import Progress, RolloutRunner, sample_seed
-from rlforge.run.environment import EnvOptions, Environment, InfraError
+from rlforge.run.environment import Environment, InfraError
 from rlforge.run.rescore import rescore
 from rlforge.run.session import RunReport, gate, resume, start
 from rlforge.run.tasks import Task, discover_tasks, load_task

@@ -51,7 +51,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from rlforge.errors import RlforgeError, UserError
-from rlforge.records import valid_utf8
+from rlforge.records import EnvOptions, valid_utf8
 from rlforge.run.submission import (SUBMISSION_CHARS, as_file, as_read, read_prefix,
                                     rebuild_workspace, score_read, score_text,
                                     workspace_changes)
@@ -148,22 +148,6 @@ def describe_result(result: SandboxResult, limit: int, timeout: float) -> tuple[
 
 
 # --- the environment -------------------------------------------------------------------
-
-@dataclass(frozen=True)
-class EnvOptions:
-    """How the loop runs (the `run.*` settings of the same names)."""
-
-    tool_protocol: str = "auto"  # auto | tools | text
-    max_turns: int = 20
-    command_timeout: float = 30.0
-    observation_chars: int = 4000
-    sandbox_mode: str = "bwrap"
-    # the reply judge the tasks were built with (TASKS_DIR/judge.json), "" for none; its
-    # API key is read from the environment variable named here, never stored
-    judge_base_url: str = ""
-    judge_model: str = ""
-    judge_api_key_env: str = ""
-
 
 @dataclass
 class Command:

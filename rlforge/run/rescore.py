@@ -19,17 +19,17 @@ from pathlib import Path
 from typing import Any
 
 from rlforge import db
-from rlforge.config import Config
+from rlforge.config import Settings, default_cache_dir
 from rlforge.errors import UserError
-from rlforge.records import RolloutSummary
+from rlforge.records import RolloutSummary, RunPlan
 from rlforge.run.driver import Progress
-from rlforge.run.environment import EnvOptions, Environment, InfraError
-from rlforge.run.session import RunReport, finalize, plan_sandbox, with_overrides
+from rlforge.run.environment import Environment, InfraError
+from rlforge.run.session import RunReport, finalize
 from rlforge.run.store import ROLLOUTS, RunStore, reload_run, utc_now
 from rlforge.run.tasks import Task, load_task
 
 
-def rescore(cfg: Config, run_id: str, *, min_pass_rate: float | None = None,
+def rescore(settings: Settings, run_id: str, *, min_pass_rate: float | None = None,
             max_infra_error_rate: float | None = None,
             progress: Progress | None = None) -> RunReport:
     """Run the verifiers again on every stored submission (the model is not called).
@@ -38,17 +38,18 @@ def rescore(cfg: Config, run_id: str, *, min_pass_rate: float | None = None,
     keep their outcome. The previous log is kept as `rollouts.before-rescore-<time>.jsonl`.
     """
     started = time.perf_counter()
-    store = RunStore.open(cfg.get("run.runs_dir"), run_id)
+    store = RunStore.open(settings.run.runs_dir, run_id)
     store.lock()
     try:
-        plan = with_overrides(store.read_config(), None, min_pass_rate, max_infra_error_rate)
+        plan = RunPlan.from_dict(store.read_config()).with_overrides(
+            None, min_pass_rate, max_infra_error_rate)
         records = store.read_rollouts(repair=True)
         progress = progress or Progress()
         progress.total = len(records)
-        counts = asyncio.run(_rescore_all(plan, records, progress))
+        counts = asyncio.run(_rescore_all(plan, records, progress, default_cache_dir(settings)))
         stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%S")
         store.rewrite_rollouts(records, keep_previous=f"rollouts.before-rescore-{stamp}.jsonl")
-        db_path = cfg.get("db")
+        db_path = settings.general.db
         con = db.connect(db_path)
         try:
             con.execute("BEGIN")
@@ -57,7 +58,7 @@ def rescore(cfg: Config, run_id: str, *, min_pass_rate: float | None = None,
         finally:
             con.close()
         report = finalize(db_path, store, plan, [RolloutSummary.of(r) for r in records],
-                          status="finished" if len(records) == len(plan["tasks"]) * plan["samples"]
+                          status="finished" if len(records) == len(plan.tasks) * plan.samples
                           else "running")
         report.rescored = counts
         report.session_rollouts = counts["rescored"]
@@ -67,19 +68,19 @@ def rescore(cfg: Config, run_id: str, *, min_pass_rate: float | None = None,
         store.close()
 
 
-async def _rescore_all(plan: dict[str, Any], records: list[dict[str, Any]],
-                       progress: Progress) -> dict[str, int]:
+async def _rescore_all(plan: RunPlan, records: list[dict[str, Any]], progress: Progress,
+                       cache_dir: Path) -> dict[str, int]:
     from rlforge.sandbox import SandboxPool
     from rlforge.verify.runner import TaskRunner
 
-    paths = dict((task_id, path) for task_id, path in plan["tasks"])
+    paths = dict((task_id, path) for task_id, path in plan.tasks)
     tasks: dict[str, Task | None] = {}
     counts = {"rescored": 0, "changed": 0, "no_submission": 0, "incomplete_submission": 0,
               "task_missing": 0}
     scratch = Path(tempfile.mkdtemp(prefix="rlforge-rescore-"))
     try:
-        async with SandboxPool(plan["sandbox_workers"]) as pool:
-            runner = TaskRunner(pool, plan["env"]["sandbox_mode"], None, plan_sandbox(plan))
+        async with SandboxPool(plan.sandbox_workers) as pool:
+            runner = TaskRunner(pool, plan.env.sandbox_mode, None, plan.sandbox, cache_dir)
             limit = asyncio.Semaphore(pool.workers * 2)
 
             async def one(record: dict[str, Any]) -> None:
@@ -112,8 +113,8 @@ async def _rescore_all(plan: dict[str, Any], records: list[dict[str, Any]],
     return counts
 
 
-async def _rescore_one(record, task: Task, plan, runner, scratch: Path) -> None:
-    env = Environment(task, EnvOptions(**plan["env"]), runner, scratch)
+async def _rescore_one(record, task: Task, plan: RunPlan, runner, scratch: Path) -> None:
+    env = Environment(task, plan.env, runner, scratch)
     previous = {"outcome": record["outcome"], "total": (record.get("reward") or {}).get("total")}
     error = record.get("error")
     if error and error.get("infra"):  # a verifier or sandbox failure: scored afresh now

@@ -23,13 +23,12 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
 
-from rlforge import __version__, db, difficulty, execution, stats
-from rlforge.config import Config
+from rlforge import __version__, db, difficulty, stats
+from rlforge.config import RunSettings, Settings
 from rlforge.errors import ConfigError, UserError
 from rlforge.execution import Backend
-from rlforge.records import RolloutSummary
+from rlforge.records import EnvOptions, Gates, RolloutSummary, RunPlan
 from rlforge.run.driver import Progress, TableSink
-from rlforge.run.environment import EnvOptions
 from rlforge.run.schedule import WorkItem, prior_seconds
 from rlforge.run.store import (ROLLOUTS, RunStore, insert_lines, new_run_id, reload_run,
                                set_advantages, upsert_run, utc_now)
@@ -45,7 +44,7 @@ class Session:
     (`rlforge.execution`): the plan, where records go, the tasks and the missing (task,
     sample) items; the policy fields are set once the endpoint is up."""
 
-    plan: dict[str, Any]
+    plan: RunPlan
     store: RunStore
     tasks: list[Task]
     items: list[WorkItem]
@@ -63,7 +62,7 @@ class RunReport:
     run_id: str
     run_dir: str
     summary: dict[str, Any]
-    plan: dict[str, Any] = field(repr=False)
+    plan: RunPlan = field(repr=False)
     session_rollouts: int = 0
     seconds: float = 0.0
     exit_code: int = 0
@@ -73,18 +72,18 @@ class RunReport:
     calibration: dict[str, Any] = field(default_factory=dict)  # difficulty.Calibration
 
     def to_dict(self) -> dict[str, Any]:
-        policy = self.plan["policy"]
+        plan, policy = self.plan, self.plan.policy
         out = {
-            "run_id": self.run_id, "run_dir": self.run_dir, "tasks_dir": self.plan["tasks_dir"],
+            "run_id": self.run_id, "run_dir": self.run_dir, "tasks_dir": plan.tasks_dir,
             "model": policy["model"], "base_url": policy["base_url"],
-            "embedded": self.plan["embedded"], "samples": self.plan["samples"],
-            "planned": len(self.plan["tasks"]) * self.plan["samples"],
+            "embedded": plan.embedded, "samples": plan.samples,
+            "planned": len(plan.tasks) * plan.samples,
             **self.summary,
             "session": {"rollouts": self.session_rollouts, "seconds": round(self.seconds, 3),
                         "rollouts_per_s": round(self.session_rollouts / self.seconds, 3)
                         if self.seconds > 0 else None},
-            "gate": {"min_pass_rate": self.plan["gates"]["min_pass_rate"],
-                     "max_infra_error_rate": self.plan["gates"]["max_infra_error_rate"],
+            "gate": {"min_pass_rate": plan.gates.min_pass_rate,
+                     "max_infra_error_rate": plan.gates.max_infra_error_rate,
                      "exit_code": self.exit_code, "reason": self.gate},
         }
         if self.notice:
@@ -149,53 +148,44 @@ def select_by_difficulty(db_path, tasks: list[Task], sel: difficulty.Selection
                   "unmeasured": sel.unmeasured, "dropped": dict(dropped)}
 
 
-def plan_run(cfg: Config, tasks_dir: Path, tasks: list[Task], run_id: str, *,
-             selection: dict[str, Any]) -> dict[str, Any]:
-    """The frozen configuration of a new run (JSON-ready, no secrets)."""
+def plan_run(settings: Settings, tasks_dir: Path, tasks: list[Task], run_id: str, *,
+             selection: dict[str, Any]) -> RunPlan:
+    """The frozen configuration of a new run (no secrets)."""
     from rlforge.policy import PolicyClient, PolicyConfig
     from rlforge.sandbox import sandbox_settings
 
-    samples = cfg.get("run.samples")
-    if samples < 1:
-        raise ConfigError(f"run.samples must be at least 1, got {samples}")
-    concurrency = cfg.get("run.concurrency")
-    if concurrency < 1:
-        raise ConfigError(f"run.concurrency must be at least 1, got {concurrency}")
-    policy = PolicyConfig.from_config(cfg)
+    run = settings.run
+    if run.samples < 1:
+        raise ConfigError(f"run.samples must be at least 1, got {run.samples}")
+    if run.concurrency < 1:
+        raise ConfigError(f"run.concurrency must be at least 1, got {run.concurrency}")
+    policy = PolicyConfig.from_settings(run)
     if policy.base_url:
         PolicyClient(policy, api_key="")  # a bad URL is a user error before anything starts
         if not policy.model:
             raise UserError(f"--base-url {policy.base_url} needs --model NAME (the model the "
-                            f"endpoint serves{_served(cfg, policy)})")
-    quotas = cfg.get("run.generator_concurrency")
+                            f"endpoint serves{_served(settings, policy)})")
     try:
-        quotas = {str(k): int(v) for k, v in quotas.items()}
+        quotas = {str(k): int(v) for k, v in run.generator_concurrency.items()}
     except (TypeError, ValueError):
         raise ConfigError("run.generator_concurrency must map generator names to integers, "
                           "e.g. { \"commits.repair\" = 4 }") from None
-    env = EnvOptions(tool_protocol=cfg.get("run.tool_protocol"),
-                     max_turns=max(1, cfg.get("run.max_turns")),
-                     command_timeout=cfg.get("run.command_timeout"),
-                     observation_chars=max(200, cfg.get("run.observation_chars")),
-                     sandbox_mode=cfg.get("sandbox.mode"), **judge_options(cfg, tasks_dir))
-    settings = {row["key"]: {"value": row["value"], "source": row["source"]}
-                for row in cfg.explain() if not row["key"].endswith("(secret)")}
-    return {
-        "schema": PLAN_SCHEMA, "run_id": run_id, "created_at": utc_now(),
-        "rlforge_version": __version__, "tasks_dir": str(tasks_dir.resolve()),
-        "tasks": [[t.task_id, os.path.abspath(t.path)] for t in tasks],
-        "selection": selection, "samples": samples, "seed": cfg.get("run.seed"),
-        "concurrency": concurrency, "generator_concurrency": quotas,
-        "time_budget": cfg.get("run.time_budget"), "env": asdict(env),
-        "policy": policy.record(), "embedded": not policy.base_url,
-        "gates": {"min_pass_rate": cfg.get("run.min_pass_rate"),
-                  "max_infra_error_rate": cfg.get("run.max_infra_error_rate")},
-        "sandbox_workers": cfg.get("sandbox.workers"), "sandbox": sandbox_settings(cfg),
-        "settings": settings,
-    }
+    env = EnvOptions.from_settings(run, settings.sandbox.mode, **judge_options(run, tasks_dir))
+    return RunPlan(
+        schema=PLAN_SCHEMA, run_id=run_id, created_at=utc_now(),
+        rlforge_version=__version__, tasks_dir=str(tasks_dir.resolve()),
+        tasks=[[t.task_id, os.path.abspath(t.path)] for t in tasks],
+        selection=selection, samples=run.samples, seed=run.seed,
+        concurrency=run.concurrency, generator_concurrency=quotas,
+        time_budget=run.time_budget, env=env,
+        policy=policy.record(), embedded=not policy.base_url,
+        gates=Gates(run.min_pass_rate, run.max_infra_error_rate),
+        sandbox_workers=settings.sandbox.workers, sandbox=sandbox_settings(settings.sandbox),
+        settings=settings.record(),
+    )
 
 
-def _served(cfg: Config, policy: Any) -> str:
+def _served(settings: Settings, policy: Any) -> str:
     """', it lists: a, b' when the endpoint answers GET /models quickly, else ''."""
     from dataclasses import replace
 
@@ -203,8 +193,7 @@ def _served(cfg: Config, policy: Any) -> str:
 
     async def ask() -> list[str]:
         quick = replace(policy, request_timeout=5.0, max_retries=0)
-        key = cfg.env.get(policy.api_key_env) if policy.api_key_env else None
-        async with PolicyClient(quick, api_key=key or "") as client:
+        async with PolicyClient(quick, api_key=settings.secret(policy.api_key_env) or "") as client:
             return await client.models()
 
     try:
@@ -214,17 +203,17 @@ def _served(cfg: Config, policy: Any) -> str:
     return f"; it lists: {', '.join(ids[:10])}" if ids else ""
 
 
-def judge_options(cfg: Config, tasks_dir: Path) -> dict[str, str]:
+def judge_options(run: RunSettings, tasks_dir: Path) -> dict[str, str]:
     """The EnvOptions of the reply judge the tasks were built with, when `run.judge`."""
     from rlforge.tasks.judge import JUDGE_FILE
 
     path = Path(tasks_dir) / JUDGE_FILE
-    if not cfg.get("run.judge") or not path.is_file():
+    if not run.judge or not path.is_file():
         return {}
     try:
         judge = json.loads(path.read_text())
         return {"judge_base_url": str(judge["base_url"]), "judge_model": str(judge["model"]),
-                "judge_api_key_env": cfg.get("run.judge_api_key_env")}
+                "judge_api_key_env": run.judge_api_key_env}
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise UserError(f"{path}: not a judge build-tasks checked ({exc}); rebuild with "
                         f"--judge-base-url/--judge-model or run with --no-judge") from None
@@ -238,61 +227,49 @@ def work_items(tasks: list[Task], samples: int, done: set[tuple[str, int]]) -> l
 
 # --- running -----------------------------------------------------------------------------
 
-def start(cfg: Config, tasks_dir: Path, *, run_id: str | None = None,
+def start(settings: Settings, tasks_dir: Path, *, backend: Backend, run_id: str | None = None,
           generators: list[str] | None = None, split: str | None = None,
           limit: int | None = None, progress: Progress | None = None,
-          backend: Backend | None = None,
           difficulty_selection: difficulty.Selection | None = None) -> RunReport:
     """Plan and execute a new run over the tasks in `tasks_dir`; see the module docstring.
-    `backend`: where the rollouts play (None: `run.executor`'s); `difficulty_selection`:
-    only the tasks whose measured pass rate it keeps (`rlforge.difficulty`)."""
+    `backend`: where the rollouts play; `difficulty_selection`: only the tasks whose
+    measured pass rate it keeps (`rlforge.difficulty`)."""
     found = discover_tasks(tasks_dir)
     chosen: dict[str, Any] = {}
     if difficulty_selection is not None and difficulty_selection.active:
-        found, chosen = select_by_difficulty(cfg.get("db"), found, difficulty_selection)
+        found, chosen = select_by_difficulty(settings.general.db, found, difficulty_selection)
     tasks = select_tasks(found, generators=generators, split=split, limit=limit)
     run_id = run_id or new_run_id()
-    plan = plan_run(cfg, tasks_dir, tasks, run_id,
+    plan = plan_run(settings, tasks_dir, tasks, run_id,
                     selection={"generators": generators, "split": split, "limit": limit,
                                **({"difficulty": chosen} if chosen else {})})
-    store = RunStore.create(cfg.get("run.runs_dir"), run_id)
+    store = RunStore.create(settings.run.runs_dir, run_id)
     try:
-        store.write_config(plan)
-        return _execute(cfg, store, plan, tasks, [], progress or Progress(), backend)
+        store.write_config(plan.to_dict())
+        return _execute(settings, store, plan, tasks, [], progress or Progress(), backend)
     finally:
         store.close()
 
 
-def resume(cfg: Config, run_id: str, *, concurrency: int | None = None,
+def resume(settings: Settings, run_id: str, *, backend: Backend, concurrency: int | None = None,
            min_pass_rate: float | None = None, max_infra_error_rate: float | None = None,
-           progress: Progress | None = None, backend: Backend | None = None) -> RunReport:
+           progress: Progress | None = None) -> RunReport:
     """Finish an interrupted run: every rollout stored is kept, each missing one runs."""
-    store = RunStore.open(cfg.get("run.runs_dir"), run_id)
+    store = RunStore.open(settings.run.runs_dir, run_id)
     store.lock()
     try:
-        plan = with_overrides(store.read_config(), concurrency, min_pass_rate,
-                              max_infra_error_rate)
+        plan = RunPlan.from_dict(store.read_config()).with_overrides(
+            concurrency, min_pass_rate, max_infra_error_rate)
         records = store.read_rollouts(repair=True)
         tasks = _plan_tasks(plan)
-        return _execute(cfg, store, plan, tasks, records, progress or Progress(), backend)
+        return _execute(settings, store, plan, tasks, records, progress or Progress(), backend)
     finally:
         store.close()
 
 
-def with_overrides(plan: dict[str, Any], concurrency, min_pass_rate, max_infra) -> dict:
-    """The frozen plan with what may change on a resume or rescore (None: unchanged)."""
-    if concurrency is not None:
-        plan["concurrency"] = concurrency
-    if min_pass_rate is not None:
-        plan["gates"]["min_pass_rate"] = min_pass_rate
-    if max_infra is not None:
-        plan["gates"]["max_infra_error_rate"] = max_infra
-    return plan
-
-
-def _plan_tasks(plan: dict[str, Any]) -> list[Task]:
+def _plan_tasks(plan: RunPlan) -> list[Task]:
     tasks = []
-    for task_id, path in plan["tasks"]:
+    for task_id, path in plan.tasks:
         task = load_task(path)
         if task.task_id != task_id:
             raise UserError(f"{path} now holds task {task.task_id}, not {task_id}; the run's "
@@ -301,18 +278,17 @@ def _plan_tasks(plan: dict[str, Any]) -> list[Task]:
     return tasks
 
 
-def _execute(cfg: Config, store: RunStore, plan: dict[str, Any], tasks: list[Task],
-             records: list[dict[str, Any]], progress: Progress,
-             backend: Backend | None) -> RunReport:
+def _execute(settings: Settings, store: RunStore, plan: RunPlan, tasks: list[Task],
+             records: list[dict[str, Any]], progress: Progress, backend: Backend) -> RunReport:
     started = time.perf_counter()
-    db_path = cfg.get("db")
+    db_path = settings.general.db
     done = {(r["task_id"], r["sample"]) for r in records}
     if len(done) != len(records):
         raise UserError(f"{store.dir}/rollouts.jsonl holds the same rollout twice; "
                         "the run log was edited by hand")
-    items = work_items(tasks, plan["samples"], done)
+    items = work_items(tasks, plan.samples, done)
     facts = [RolloutSummary.of(r) for r in records]
-    progress.total = len(tasks) * plan["samples"]
+    progress.total = len(tasks) * plan.samples
     progress.done = progress.resumed = len(records)
     for fact in facts:
         progress.outcomes[fact.outcome] += 1
@@ -329,10 +305,9 @@ def _execute(cfg: Config, store: RunStore, plan: dict[str, Any], tasks: list[Tas
     notice = ""
     sink = TableSink(db_path)
     if items:
-        backend = backend or execution.choose(cfg.get("run.executor"), cfg)
         session = Session(plan, store, tasks, items, sink, progress)
         backend.preflight(session)
-        with _policy(cfg, plan) as (session.policy, session.api_key, notice, session.concurrency):
+        with _policy(settings, plan) as (session.policy, session.api_key, notice, session.concurrency):
             progress.started = time.monotonic()
             facts += asyncio.run(backend.rollouts(session))
     report = finalize(db_path, store, plan, facts, status="finished", lines=sink.lines)
@@ -342,35 +317,28 @@ def _execute(cfg: Config, store: RunStore, plan: dict[str, Any], tasks: list[Tas
     return report
 
 
-def sandbox_needed(tasks: list[Task], items: list[WorkItem], plan: dict[str, Any]) -> bool:
+def sandbox_needed(tasks: list[Task], items: list[WorkItem], plan: RunPlan) -> bool:
     """Whether these rollouts run anything under bubblewrap (commands, sandboxed verifiers)."""
-    return plan["env"]["sandbox_mode"] == "bwrap" and any(
+    return plan.env.sandbox_mode == "bwrap" and any(
         tasks[i.task].kind == "terminal" or not kinds.get(tasks[i.task].verifier).in_process
         for i in items)
 
 
 @contextlib.contextmanager
-def _policy(cfg: Config, plan: dict[str, Any]) -> Iterator[tuple[Any, str, str, int]]:
+def _policy(settings: Settings, plan: RunPlan) -> Iterator[tuple[Any, str, str, int]]:
     """(policy config, API key, notice, rollout concurrency): the configured endpoint, or
     the embedded local model, started here and stopped on the way out."""
     from rlforge.policy import PolicyConfig
 
-    policy = PolicyConfig(**{**plan["policy"], "stop": tuple(plan["policy"]["stop"])})
-    if not plan["embedded"]:
-        key = cfg.env.get(policy.api_key_env) if policy.api_key_env else None
-        yield policy, key or "", "", plan["concurrency"]
+    policy = PolicyConfig(**{**plan.policy, "stop": tuple(plan.policy["stop"])})
+    if not plan.embedded:
+        yield policy, settings.secret(policy.api_key_env) or "", "", plan.concurrency
         return
     from rlforge.local_model import NOTICE, LocalModel
 
     with LocalModel() as local:
         policy = PolicyConfig(**{**asdict(policy), **local.policy_overrides()})
         yield policy, "", NOTICE, 1
-
-
-def plan_sandbox(plan: dict[str, Any]) -> dict[str, Any]:
-    """The sandbox settings a run was planned with (a plan from before they were kept ran
-    with the built-in defaults)."""
-    return plan.get("sandbox", {})
 
 
 def spec_hook_for(tasks: list[Task]):
@@ -380,11 +348,11 @@ def spec_hook_for(tasks: list[Task]):
 
 # --- results -----------------------------------------------------------------------------
 
-def finalize(db_path, store: RunStore, plan: dict[str, Any], facts: list[RolloutSummary], *,
+def finalize(db_path, store: RunStore, plan: RunPlan, facts: list[RolloutSummary], *,
              status: str, lines: list[str] | None = None) -> RunReport:
     """Summary, pass@k, per-group advantages; summary.json, groups.jsonl, the DB (with the
     last `lines` of rollouts.jsonl not loaded yet, in the same transaction); the gate."""
-    samples = plan["samples"]
+    samples = plan.samples
     summary = stats.summarize((f.to_dict() for f in facts), samples)
     lost = next((f for f in sorted(facts, key=lambda f: (f.task_id, f.sample))
                  if f.outcome == "invalid"), None)
@@ -410,7 +378,7 @@ def finalize(db_path, store: RunStore, plan: dict[str, Any], facts: list[Rollout
             "pass_at_k": {str(k): round(stats.pass_at_k(len(valid), passes, k), 6)
                           for k in range(1, len(valid) + 1)},
             "advantages": {str(f.sample): advantages[f"{task_id}#{f.sample}"] for f in members}})
-    summary["complete"] = len(facts) == len(plan["tasks"]) * samples
+    summary["complete"] = len(facts) == len(plan.tasks) * samples
     store.write_summary(summary, group_rows)
     try:
         con = db.connect(db_path)
@@ -429,18 +397,10 @@ def finalize(db_path, store: RunStore, plan: dict[str, Any], facts: list[Rollout
         con.execute("COMMIT")
     finally:
         con.close()
-    code, reason = gate(summary, plan["gates"]["min_pass_rate"],
-                        plan["gates"]["max_infra_error_rate"], endpoint_of(plan))
+    code, reason = gate(summary, plan.gates.min_pass_rate, plan.gates.max_infra_error_rate,
+                        plan.endpoint)
     return RunReport(store.run_id, str(store.dir), summary, plan, exit_code=code, gate=reason,
                      calibration=calibration)
-
-
-def endpoint_of(plan: dict[str, Any]) -> str:
-    """The policy a run talks to, as a person would name it."""
-    if plan.get("embedded"):
-        return "the embedded model"
-    policy = plan["policy"]
-    return f"{policy['base_url']} (model {policy['model']!r})"
 
 
 def gate(summary: dict[str, Any], min_pass_rate: float, max_infra_error_rate: float,
@@ -466,22 +426,22 @@ def gate(summary: dict[str, Any], min_pass_rate: float, max_infra_error_rate: fl
     return 0, ""
 
 
-def _record_run(con, store: RunStore, plan: dict[str, Any], facts: list[RolloutSummary], *,
+def _record_run(con, store: RunStore, plan: RunPlan, facts: list[RolloutSummary], *,
                 status: str, summary: dict[str, Any] | None = None) -> None:
     existing = con.execute("SELECT created_at FROM runs WHERE run_id = ?",
                            [store.run_id]).fetchall()
     summary = summary or {}
     upsert_run(con, {
         "run_id": store.run_id, "status": status,
-        "created_at": existing[0][0] if existing else _naive(plan["created_at"]),
-        "updated_at": db.now(), "tasks_dir": plan["tasks_dir"],
-        "run_dir": str(store.dir.resolve()), "base_url": plan["policy"]["base_url"],
-        "model": plan["policy"]["model"], "embedded": plan["embedded"],
-        "samples": plan["samples"], "tasks": len(plan["tasks"]),
-        "planned": len(plan["tasks"]) * plan["samples"], "rollouts": len(facts),
+        "created_at": existing[0][0] if existing else _naive(plan.created_at),
+        "updated_at": db.now(), "tasks_dir": plan.tasks_dir,
+        "run_dir": str(store.dir.resolve()), "base_url": plan.policy["base_url"],
+        "model": plan.policy["model"], "embedded": plan.embedded,
+        "samples": plan.samples, "tasks": len(plan.tasks),
+        "planned": len(plan.tasks) * plan.samples, "rollouts": len(facts),
         "pass_rate": summary.get("pass_rate"), "mean_reward": summary.get("mean_reward"),
         "infra_error_rate": summary.get("infra_error_rate"),
-        "pass_at_k": summary.get("pass_at_k"), "summary": summary or None, "config": plan,
+        "pass_at_k": summary.get("pass_at_k"), "summary": summary or None, "config": plan.to_dict(),
         "rlforge_version": __version__})
 
 

@@ -11,7 +11,7 @@ The API other modules use:
     from rlforge.sandbox import SandboxSpec, run, SandboxPool, prepare_env, read_file
 
     spec = SandboxSpec(workspace=ws, tests=task / "tests", logs=logs, timeout_sec=120,
-                       venv=prepare_env(["pytest==8.3.3"], default_cache_dir(cfg)))
+                       venv=prepare_env(["pytest==8.3.3"], default_cache_dir(settings)))
     result = run(["bash", "/tests/test.sh"], spec)       # or: await pool.run(...)
     if result.failure:          # the sandbox broke: an infrastructure error
         ...
@@ -30,13 +30,13 @@ from rlforge.sandbox.runner import ensure_available, run
 from rlforge.sandbox.support import HostSupport
 from rlforge.sandbox.spec import (LOGS_MOUNT, TESTS_MOUNT, VENV_MOUNT, WORKSPACE_MOUNT,
                                   FailureReason, SandboxFailure, SandboxResult, SandboxSpec,
-                                  sandbox_settings, settings_or_configured, spec_from_config,
+                                  sandbox_settings, settings_with_mode, spec_from_settings,
                                   spec_of)
 
 __all__ = [
     "Check", "CopyReport", "FailureReason", "HostSupport", "LOGS_MOUNT", "SandboxFailure",
     "SandboxPool", "SandboxResult", "SandboxSpec", "TESTS_MOUNT", "VENV_MOUNT",
     "WORKSPACE_MOUNT", "copy_tree", "default_workers", "ensure_available", "prepare_env",
-    "read_file", "run", "run_checks", "sandbox_settings", "settings_or_configured",
-    "spec_from_config", "spec_of",
+    "read_file", "run", "run_checks", "sandbox_settings", "settings_with_mode",
+    "spec_from_settings", "spec_of",
 ]

@@ -11,13 +11,11 @@ import math
 import signal
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import Any, Mapping
 
-from rlforge.errors import UserError
+from rlforge.config import SandboxSettings
+from rlforge.errors import ConfigError, UserError
 from rlforge.sandbox.files import CopyLimits
-
-if TYPE_CHECKING:
-    from rlforge.config import Config
 
 # Where things appear inside the sandbox (Harbor's paths).
 WORKSPACE_MOUNT = "/app"
@@ -27,10 +25,8 @@ VENV_MOUNT = "/opt/venv"
 
 #: The uid and gid sandboxed code runs as (the conventional `nobody`).
 SANDBOX_UID = 65534
-#: As root, the first of the unprivileged host uids sandboxes run as (`sandbox.host_uid`),
-#: and how many there are (`sandbox.host_uids`): one per sandbox running at once.
-HOST_UID = 2_147_000_000
-HOST_UIDS = 64
+#: The `sandbox.*` settings at their defaults: a spec's own defaults.
+_DEFAULT = SandboxSettings()
 
 #: Environment every sandboxed command gets; nothing else from the host enters.
 BASE_ENV: Mapping[str, str] = {
@@ -104,24 +100,24 @@ class SandboxSpec:
     rw_binds: Mapping[str, Path] = field(default_factory=dict)
     env: Mapping[str, str] = field(default_factory=dict)
     cwd: str | None = None
-    timeout_sec: float = 60.0
+    timeout_sec: float = _DEFAULT.timeout
     cpu_sec: int | None = None
-    memory_mb: int | None = 1024
-    cpus: float | None = 1.0
-    max_processes: int = 128
+    memory_mb: int | None = _DEFAULT.memory_mb
+    cpus: float | None = _DEFAULT.cpus
+    max_processes: int = _DEFAULT.max_processes
     file_size_mb: int = 256
     open_files: int = 1024
-    tmp_mb: int = 256
-    tmp_inodes: int = 50_000
-    workspace_mb: int = 1024
-    workspace_inodes: int = 100_000
-    copy_file_mb: int = 16
-    copy_total_mb: int = 256
-    copy_files: int = 20_000
-    host_uid: int = HOST_UID
-    host_uids: int = HOST_UIDS
-    output_limit: int = 1_000_000
-    mode: str = "bwrap"
+    tmp_mb: int = _DEFAULT.tmp_mb
+    tmp_inodes: int = _DEFAULT.tmp_inodes
+    workspace_mb: int = _DEFAULT.workspace_mb
+    workspace_inodes: int = _DEFAULT.workspace_inodes
+    copy_file_mb: int = _DEFAULT.copy_file_mb
+    copy_total_mb: int = _DEFAULT.copy_total_mb
+    copy_files: int = _DEFAULT.copy_files
+    host_uid: int = _DEFAULT.host_uid
+    host_uids: int = _DEFAULT.host_uids
+    output_limit: int = _DEFAULT.output_limit
+    mode: str = _DEFAULT.mode
 
     def __post_init__(self) -> None:
         if self.mode not in _MODES:
@@ -199,30 +195,28 @@ CONFIGURED = ("memory_mb", "cpus", "max_processes", "output_limit", "tmp_mb", "t
 _UNLIMITED_AT_ZERO = ("memory_mb", "cpus")
 
 
-def sandbox_settings(cfg: "Config", mode: str | None = None) -> dict[str, Any]:
-    """The spec fields the user set in the `sandbox.*` settings: the mode (always; `mode`
-    is its flag) and each limit given by a flag, an `RLFORGE_SANDBOX_*` variable or
+def sandbox_settings(sandbox: SandboxSettings, mode: str | None = None) -> dict[str, Any]:
+    """The spec fields the user set in the `sandbox.*` settings: the mode (always; `mode`,
+    when given, wins) and each limit given by a flag, an `RLFORGE_SANDBOX_*` variable or
     rlforge.toml. A limit left at its default is left out, so that what a task asks for
     itself (its [environment] memory_mb, a larger /tmp) comes before the built-in default,
     which is `SandboxSpec`'s own. JSON-ready: a run's plan keeps it, Ray workers get it.
     Every spec of untrusted code is built from it by `spec_of`.
     """
-    out: dict[str, Any] = {"mode": cfg.get("sandbox.mode", mode)}
+    if mode is not None and mode not in _MODES:
+        raise ConfigError(f"sandbox.mode from flag: {mode!r} is not one of {', '.join(_MODES)}")
+    out: dict[str, Any] = {"mode": mode if mode is not None else sandbox.mode}
     for key, name in (("timeout", "timeout_sec"), *((n, n) for n in CONFIGURED)):
-        value, source = cfg.resolve(f"sandbox.{key}")
-        if source != "default":
+        if key in sandbox.given:
+            value = getattr(sandbox, key)
             out[name] = None if name in _UNLIMITED_AT_ZERO and value <= 0 else value
     return out
 
 
-def settings_or_configured(settings: Mapping[str, Any] | None, mode: str | None) -> dict[str, Any]:
-    """`settings` (from `sandbox_settings`), or with None those of the flag-less
-    configuration (RLFORGE_* env > rlforge.toml > default); `mode`, when given, wins."""
-    if settings is None:
-        from rlforge.config import Config
-
-        settings = sandbox_settings(Config.load())
-    out = dict(settings)
+def settings_with_mode(settings: Mapping[str, Any] | None, mode: str | None) -> dict[str, Any]:
+    """`settings` (from `sandbox_settings`), or with None the built-in defaults (the
+    caller resolved none); `mode`, when given, wins."""
+    out = dict(settings or {})
     if mode is not None:
         out["mode"] = mode
     out.setdefault("mode", "bwrap")
@@ -240,15 +234,16 @@ def spec_of(*layers: Mapping[str, Any], **fields: Any) -> SandboxSpec:
     return SandboxSpec(**merged)
 
 
-def spec_from_config(cfg: "Config", **fields: Any) -> SandboxSpec:
+def spec_from_settings(sandbox: SandboxSettings, **fields: Any) -> SandboxSpec:
     """A spec whose mode and limits default to the `sandbox.*` settings.
 
     Args:
-        cfg: The resolved configuration.
+        sandbox: The resolved `sandbox.*` settings.
         **fields: Any `SandboxSpec` field; a value of None means "not given" and leaves the
             configured default in place (so CLI flags can be passed straight through).
     """
-    return spec_of(sandbox_settings(cfg), **{k: v for k, v in fields.items() if v is not None})
+    return spec_of(sandbox_settings(sandbox),
+                   **{k: v for k, v in fields.items() if v is not None})
 
 
 class FailureReason(str, enum.Enum):

@@ -434,7 +434,7 @@ def _render_all(specs: list[TaskSpec], opts: BuildOptions, renderer: Renderer,
 def _sandbox_settings(opts: BuildOptions) -> dict[str, Any]:
     """The user's sandbox settings validation runs under (from `opts.config`, else the
     flag-less configuration)."""
-    return sandbox_settings(opts.config or Config.load(), opts.sandbox_mode)
+    return sandbox_settings((opts.config or Config.load()).settings().sandbox, opts.sandbox_mode)
 
 
 def validation_key(opts: BuildOptions) -> str:

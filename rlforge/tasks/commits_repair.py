@@ -119,11 +119,13 @@ class CommitsRepair(Generator):
         """`options` override the `tasks.repair.*` settings; `build` (build-tasks' options)
         gives the resolved config, the sandbox mode and the number of sandboxes."""
         self.config = (build.config if build is not None else None) or Config.load()
-        self.sandbox_mode = build.sandbox_mode if build is not None else self.config.get("sandbox.mode")
-        self.sandbox = sandbox_settings(self.config, self.sandbox_mode)  # limits of the checks
-        self.workers = build.workers if build is not None else self.config.get("sandbox.workers")
+        settings = self.config.settings()
+        self.sandbox_mode = build.sandbox_mode if build is not None else settings.sandbox.mode
+        self.sandbox = sandbox_settings(settings.sandbox, self.sandbox_mode)  # limits of the checks
+        self.workers = build.workers if build is not None else settings.sandbox.workers
+        self.cache_dir = default_cache_dir(settings)
         self.backend = getattr(build, "backend", None)  # where checks run (None: local)
-        self.opts = RepairOptions.resolve(options, self.config)
+        self.opts = RepairOptions.resolve(options, settings.repair)
         self.rejections: list[dict[str, str]] = []
 
     def _window(self, con) -> list[CommitRow]:
@@ -165,7 +167,7 @@ class CommitsRepair(Generator):
         backend = self.backend or execution.choose("local", self.config)
         checker = await backend.repair_checker(
             ctx.con, self.opts, workers=self.workers, sandbox_mode=self.sandbox_mode,
-            cache_dir=default_cache_dir(self.config), settings=self.sandbox)
+            cache_dir=self.cache_dir, settings=self.sandbox)
         pool = checker.pool
         batch = max(1, pool.workers // 2)  # a commit keeps two sandboxes busy (parent, fix)
         kept: list[tuple] = []
@@ -220,7 +222,7 @@ class CommitsRepair(Generator):
         if not requirements or any("/" in r or r.startswith(".") for r in requirements):
             return list(requirements)
         try:
-            venv = prepare_env(requirements, default_cache_dir(self.config), pip_args=pip_args)
+            venv = prepare_env(requirements, self.cache_dir, pip_args=pip_args)
         except UserError:
             return list(requirements)
         return installed_versions(venv) or list(requirements)

@@ -18,9 +18,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
+from rlforge.config import Config, default_cache_dir
 from rlforge.errors import UnknownName, UserError
 from rlforge.sandbox import (WORKSPACE_MOUNT, SandboxPool, SandboxSpec, prepare_env,
-                             settings_or_configured, spec_of)
+                             settings_with_mode, spec_of)
 from rlforge.tasks.staging import check_task
 from rlforge.verify import repair_patch
 from rlforge.verify.boundary import (SandboxBroken, SandboxPolicy, TreeTooLarge, load_reference,
@@ -99,16 +100,15 @@ def _prepared_env(requirements: tuple[str, ...], pip_args: tuple[str, ...], cach
     return prepare_env(list(requirements), cache_dir, pip_args=list(pip_args))
 
 
-def prepared_env_hook(task_dir: Path, meta: dict) -> dict:
+def prepared_env_hook(task_dir: Path, meta: dict, cache_dir: Path) -> dict:
     """Sandbox fields a task asks for in [metadata.rlforge]: `env_requirements` (and
-    `env_pip_args`) get the prepared venv at /opt/venv, built once and cached;
-    `sandbox_tmp_mb` a larger /tmp."""
+    `env_pip_args`) get the prepared venv at /opt/venv, built once and cached in
+    `cache_dir` (`rlforge.config.default_cache_dir`); `sandbox_tmp_mb` a larger /tmp."""
     rl = meta.get("metadata", {}).get("rlforge", {})
     fields: dict[str, Any] = {}
     if "env_requirements" in rl:
-        from rlforge.config import Config, default_cache_dir
         fields["venv"] = _prepared_env(tuple(rl["env_requirements"]), tuple(rl.get("env_pip_args", ())),
-                                       default_cache_dir(Config.load()))
+                                       Path(cache_dir))
     if rl.get("sandbox_tmp_mb"):
         fields["tmp_mb"] = int(rl["sandbox_tmp_mb"])
     return fields
@@ -126,14 +126,17 @@ class TaskRunner:
 
     def __init__(self, pool: SandboxPool, sandbox_mode: str | None = "bwrap",
                  spec_hook: Callable[[Path, dict], dict] | None = None,
-                 settings: dict[str, Any] | None = None):
-        """`settings`: the user's sandbox settings (`rlforge.sandbox.sandbox_settings`);
-        None reads them from the flag-less configuration. `sandbox_mode`, unless None,
-        wins over theirs."""
+                 settings: dict[str, Any] | None = None, cache_dir: Path | None = None):
+        """`settings`: the user's sandbox settings (`rlforge.sandbox.sandbox_settings`;
+        None: the built-in defaults). `sandbox_mode`, unless None, wins over theirs.
+        `spec_hook` (None: `prepared_env_hook`) gives a task's own sandbox fields;
+        `cache_dir`: where that hook keeps prepared environments (None: the one the
+        environment's RLFORGE_* variables and the defaults give, no config file read)."""
         self.pool = pool
-        self.settings = settings_or_configured(settings, sandbox_mode)
+        self.settings = settings_with_mode(settings, sandbox_mode)
         self.mode = self.settings["mode"]
-        self.spec_hook = spec_hook or prepared_env_hook
+        self.spec_hook = spec_hook or functools.partial(
+            prepared_env_hook, cache_dir=cache_dir or default_cache_dir(Config().settings()))
 
     def _fields(self, task_dir: Path, meta: dict) -> dict[str, Any]:
         """SandboxSpec fields every sandbox of this task gets: what the task asks for (its

@@ -144,15 +144,17 @@ def _why(reward: dict | None) -> str:
 async def validate_many(task_dirs: list[Path], *, workers: int = 0, sandbox_mode: str = "bwrap",
                         spec_hook=None, progress: Callable[[ValidationResult], None] | None = None,
                         concurrency: int | None = None,
-                        settings: dict[str, Any] | None = None) -> list[ValidationResult]:
+                        settings: dict[str, Any] | None = None,
+                        cache_dir: Path | None = None) -> list[ValidationResult]:
     """Validate tasks concurrently through one sandbox pool on this machine; results in
-    input order. `settings`: the user's sandbox settings (None: the flag-less
-    configuration's). Other backends (`rlforge.execution`) run `validate_task` elsewhere.
+    input order. `settings`, `cache_dir`: the user's sandbox settings and cache of prepared
+    environments (`TaskRunner`'s). Other backends (`rlforge.execution`) run
+    `validate_task` elsewhere.
     """
     scratch_root = Path(tempfile.mkdtemp(prefix="rlforge-validate-"))
     try:
         async with SandboxPool(workers) as pool:
-            runner = TaskRunner(pool, sandbox_mode, spec_hook, settings)
+            runner = TaskRunner(pool, sandbox_mode, spec_hook, settings, cache_dir)
             limit = asyncio.Semaphore(concurrency or pool.workers * 2)
 
             async def one(d: Path) -> ValidationResult:

@@ -592,10 +592,11 @@ def _task_venv(task: Path) -> Path:
     """The prepared environment a repair task's tests run with (built by its build)."""
     import tomllib
 
+    from rlforge.config import Config, default_cache_dir
     from rlforge.verify.runner import prepared_env_hook
 
     meta = tomllib.loads((task / "task.toml").read_text())
-    return prepared_env_hook(task, meta)["venv"]
+    return prepared_env_hook(task, meta, default_cache_dir(Config.load().settings()))["venv"]
 
 
 def _write_files(files: dict[str, str]) -> str:

@@ -32,7 +32,7 @@ from typing import AbstractSet, Any, Awaitable, Callable, cast
 
 from rlforge import db
 from rlforge.errors import UserError
-from rlforge.sandbox import prepare_env, read_file, settings_or_configured, spec_of
+from rlforge.sandbox import prepare_env, read_file, settings_with_mode, spec_of
 from rlforge.sandbox.envs import SYSTEM_PYTHON
 from rlforge.tasks.repair.gitrepo import CommitSnapshot
 from rlforge.tasks.repair.options import RepairOptions, RepoSettings
@@ -134,8 +134,8 @@ class EnvCache:
 
 class Checker:
     """Runs the build-time check of commits through one sandbox pool, under the user's
-    sandbox `settings` (`rlforge.sandbox.sandbox_settings`; None: the flag-less
-    configuration's), keeping verdicts in `repair_checks` (`con`).
+    sandbox `settings` (`rlforge.sandbox.sandbox_settings`; None: the built-in
+    defaults), keeping verdicts in `repair_checks` (`con`).
 
     `sandboxed`, when given, replaces `run_check` (the part that runs code): a backend
     that runs it elsewhere passes its own, and `on_close` to end what it started."""
@@ -147,7 +147,7 @@ class Checker:
         self.con, self.opts, self.pool = con, opts, pool
         self._sandboxed = sandboxed or self.run_check
         self._on_close = on_close
-        self.settings = settings_or_configured(settings, sandbox_mode)
+        self.settings = settings_with_mode(settings, sandbox_mode)
         self.mode = self.settings["mode"]
         self.envs = EnvCache(cache_dir)
         self.scratch = Path(tempfile.mkdtemp(prefix="rlforge-repair-"))

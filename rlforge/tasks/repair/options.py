@@ -25,7 +25,7 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from rlforge.config import Config
+from rlforge.config import RepairSettings
 from rlforge.errors import UnknownName, UserError
 
 RESULT_FORMATS = ("pytest-junit",)
@@ -50,18 +50,21 @@ class RepoSettings:
     collect_timeout: float = 120.0
 
 
+_DEFAULT = RepairSettings()  # the `tasks.repair.*` settings at their defaults
+
+
 @dataclass
 class RepairOptions:
     """Everything that decides which commits become tasks and how they are checked."""
 
-    last: int = 300
-    max_files: int = 10
-    max_lines: int = 400
-    language: str = "python"
-    file_hints: bool = False
-    p2p_scope: str = "suite"
-    max_p2p: int = 0  # 0: every pass-to-pass test
-    per_test_timeout: float = 15.0
+    last: int = _DEFAULT.last
+    max_files: int = _DEFAULT.max_files
+    max_lines: int = _DEFAULT.max_lines
+    language: str = _DEFAULT.language
+    file_hints: bool = _DEFAULT.file_hints
+    p2p_scope: str = _DEFAULT.p2p_scope
+    max_p2p: int = _DEFAULT.max_p2p  # 0: every pass-to-pass test
+    per_test_timeout: float = _DEFAULT.per_test_timeout
     collect_timeout: float = 120.0
     run_budget_sec: float = 600.0
     runs: int = 2
@@ -71,17 +74,12 @@ class RepairOptions:
     repo_settings: dict[str, dict] = field(default_factory=dict)
 
     @classmethod
-    def resolve(cls, overrides: dict[str, Any] | None = None, cfg: Config | None = None) -> "RepairOptions":
-        """Options from the config (env > file > default), then `overrides` on top."""
-        cfg = cfg or Config.load()
-        opts = cls(last=cfg.get("tasks.repair.last"), max_files=cfg.get("tasks.repair.max_files"),
-                   max_lines=cfg.get("tasks.repair.max_lines"),
-                   language=cfg.get("tasks.repair.language"),
-                   file_hints=cfg.get("tasks.repair.file_hints"),
-                   p2p_scope=cfg.get("tasks.repair.p2p_scope"),
-                   max_p2p=cfg.get("tasks.repair.max_p2p"),
-                   per_test_timeout=cfg.get("tasks.repair.per_test_timeout"),
-                   repo_settings=dict(cfg.get("tasks.repair.repos")))
+    def resolve(cls, overrides: dict[str, Any] | None, repair: RepairSettings) -> "RepairOptions":
+        """Options from the `tasks.repair.*` settings, then `overrides` on top."""
+        opts = cls(last=repair.last, max_files=repair.max_files, max_lines=repair.max_lines,
+                   language=repair.language, file_hints=repair.file_hints,
+                   p2p_scope=repair.p2p_scope, max_p2p=repair.max_p2p,
+                   per_test_timeout=repair.per_test_timeout, repo_settings=dict(repair.repos))
         known = {f.name for f in fields(cls)}
         for key, value in (overrides or {}).items():
             if key not in known:
