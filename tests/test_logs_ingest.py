@@ -18,7 +18,7 @@ from rlforge.ingest import logs
 from rlforge.ingest.logformats import reader as log_reader
 from rlforge.ingest.logformats import records as log_records
 from rlforge.ingest.common import DATABASE_REDACTOR, resolve_redactor
-from rlforge.ingest.redact import Redactor
+from rlforge.ingest.redaction.redactor import Redactor
 
 from paths import SHARED_DATA
 

@@ -536,7 +536,7 @@ def ingest_file(con: duckdb.DuckDBPyConnection, path: str | Path, *, fmt: str = 
         masks: regexes whose matches are parameters (`<*>`) before template mining.
         keys: JSON-lines key mapping (role -> key), e.g. {"message": "event"}.
         unparsed: what to do with a line no format matches: quarantine, or message-only.
-        redactor: a `redact.Redactor`; by default the database's own; None stores text as it is.
+        redactor: a `Redactor` (`rlforge.ingest.redaction.redactor`); by default the database's own; None stores text as it is.
         year: the year of times written without one (classic syslog); by default the year
             of the file's modification time. The summary says which was used.
     """

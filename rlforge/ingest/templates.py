@@ -52,7 +52,7 @@ from typing import Iterable, Sequence
 import polars as pl
 
 from rlforge.errors import UserError
-from rlforge.ingest.redact import PLACEHOLDER
+from rlforge.ingest.redaction.rules import PLACEHOLDER
 
 WILDCARD = "<*>"
 
