@@ -23,7 +23,7 @@ IN_PROCESS = """
 import json, sys, time
 from rlforge import db
 from rlforge.ingest import commits
-from rlforge.ingest.redact import Redactor
+from rlforge.ingest.redaction.redactor import Redactor
 con = db.connect(sys.argv[2])
 t = time.perf_counter()
 r = commits.ingest_repo(con, sys.argv[1], redactor=Redactor(db.redaction_key(con)))

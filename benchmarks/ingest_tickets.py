@@ -35,7 +35,7 @@ REDACT_SHARE = """
 import json, sys, time
 from rlforge import db
 from rlforge.ingest import tickets
-from rlforge.ingest.redact import Redactor
+from rlforge.ingest.redaction.redactor import Redactor
 
 class Timed(Redactor):
     spent = 0.0

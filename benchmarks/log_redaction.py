@@ -41,7 +41,7 @@ def lines_of(path: Path) -> list[str]:
 
 
 def main() -> None:
-    from rlforge.ingest.redact import Redactor
+    from rlforge.ingest.redaction.redactor import Redactor
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--examples", type=int, default=5)

@@ -30,7 +30,7 @@ from pathlib import Path
 
 import polars as pl
 
-from rlforge.ingest.redact import Redactor
+from rlforge.ingest.redaction.redactor import Redactor
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT.parent / "shared" / "data"

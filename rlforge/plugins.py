@@ -26,7 +26,8 @@ from rlforge.errors import UserError
 GROUPS = {
     "rlforge.generators": "task generators (`rlforge.tasks.registry.register`)",
     "rlforge.verifiers": "verifier kinds (`rlforge.verify.kinds.register_kind`)",
-    "rlforge.log_formats": "log formats (`rlforge.ingest.logformats.register_log_format`)",
+    "rlforge.log_formats": "log formats "
+                           "(`rlforge.ingest.logformats.registry.register_log_format`)",
     "rlforge.ticket_formats": "ticket export formats "
                               "(`rlforge.ingest.ticket_formats.register_format`)",
 }

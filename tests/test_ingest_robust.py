@@ -23,7 +23,8 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from rlforge.ingest import logformats as lf
+from rlforge.ingest.logformats import reader as log_reader
+from rlforge.ingest.logformats import records as log_records
 
 APP = "<Date> <Time> <Level> <Component>: <Content>"
 
@@ -299,7 +300,7 @@ def test_log_lines_are_split_at_line_ends_only(cli, query, tmp_path):
 @pytest.fixture
 def small_line_limit(monkeypatch):
     """A 1 MiB line limit, so that a file of a few MB exercises what a 64 MiB one would."""
-    monkeypatch.setattr(lf, "MAX_LINE_BYTES", 1 << 20)
+    monkeypatch.setattr(log_reader, "MAX_LINE_BYTES", 1 << 20)
     return 1 << 20
 
 
@@ -537,7 +538,7 @@ def test_an_unexpected_error_fails_its_file_with_a_traceback_and_the_others_load
         return call
 
     monkeypatch.setattr(tf, "iter_jsonl_records", buggy(tf.iter_jsonl_records, "BUG"))
-    monkeypatch.setattr(lf, "assemble", buggy(lf.assemble, "BUG"))
+    monkeypatch.setattr(log_records, "assemble", buggy(log_records.assemble, "BUG"))
     monkeypatch.setattr(commits_lib, "repo_root", buggy(commits_lib.repo_root, "buggy"))
     bad = tmp_path / "bad.jsonl"
     bad.write_text(json.dumps({"id": 1, "subject": "fine"}) + "\n" +

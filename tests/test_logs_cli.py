@@ -157,7 +157,7 @@ def test_format_help_names_every_built_in_log_format():
     import re
 
     from rlforge.cli.logs import ingest_logs
-    from rlforge.ingest.logformats import NAMED_FORMATS
+    from rlforge.ingest.logformats.registry import NAMED_FORMATS
 
     help_text = inspect.signature(ingest_logs).parameters["fmt"].default.help
     missing = [n for n in NAMED_FORMATS if not re.search(rf"(?<![\w-]){re.escape(n)}\b", help_text)]

@@ -14,14 +14,22 @@ from hypothesis import strategies as st
 
 from paths import SHARED_DATA
 from rlforge.errors import UserError
-from rlforge.ingest import logformats as lf
+from rlforge.ingest.logformats.access import AccessFormat
+from rlforge.ingest.logformats.base import LogFormat
+from rlforge.ingest.logformats.header import HeaderFormat
+from rlforge.ingest.logformats.jsonl import JsonFormat
+from rlforge.ingest.logformats.levels import normalise_level
+from rlforge.ingest.logformats.plain import PlainFormat
+from rlforge.ingest.logformats.registry import detect, make_format
+from rlforge.ingest.logformats.syslog import SyslogFormat
+from rlforge.ingest.logformats.timestamps import TimeParser
 from rlforge.ingest import logs
 
 FORMATS = SHARED_DATA / "formats"
 HINT = dt.datetime(2026, 6, 1)
 
 
-def parse(fmt: lf.LogFormat, lines: list[str]) -> pl.DataFrame:
+def parse(fmt: LogFormat, lines: list[str]) -> pl.DataFrame:
     series = pl.Series(lines, dtype=pl.String)
     fmt.prepare(series, HINT)
     return fmt.parse(series)
@@ -40,7 +48,7 @@ HDFS = "<Date> <Time> <Pid> <Level> <Component>: <Content>"
 
 
 def test_header_format_fields_roles_and_broken_lines():
-    f = lf.HeaderFormat(HDFS)
+    f = HeaderFormat(HDFS)
     out = parse(f, [
         "081109 203615 148 INFO dfs.DataNode$PacketResponder: PacketResponder 1 terminating",
         "081109 203807 222 WARN dfs.FSNamesystem:   BLOCK* ask 10.0.0.1:50010 to delete",
@@ -65,11 +73,11 @@ def test_header_format_fields_roles_and_broken_lines():
 ])
 def test_bad_header_formats_are_user_errors(spec, problem):
     with pytest.raises(UserError, match=re.escape(problem)):
-        lf.HeaderFormat(spec)
+        HeaderFormat(spec)
 
 
 def test_regex_fragments_optional_groups_and_literal_brackets():
-    f = lf.HeaderFormat(r"<Label> <Component>(\[<PID>\])?: <Content>")
+    f = HeaderFormat(r"<Label> <Component>(\[<PID>\])?: <Content>")
     out = parse(f, ["- crond(pam_unix)[2915]: session closed for user root",
                     "- kernel: eth0: link up", "- sshd[]: empty pid"])
     assert out["component"].to_list() == ["crond(pam_unix)", "kernel", "sshd"]
@@ -80,7 +88,7 @@ def test_regex_fragments_optional_groups_and_literal_brackets():
 
 def _exact(spec: str, lines: list[str]) -> pl.DataFrame:
     return pl.Series(lines, dtype=pl.String).str.extract_groups(
-        lf.HeaderFormat(spec).exact).struct.unnest()
+        HeaderFormat(spec).exact).struct.unnest()
 
 
 @pytest.mark.parametrize("spec", [
@@ -96,7 +104,7 @@ def test_fast_paths_give_exactly_the_fields_of_the_pattern(spec, parts):
     """The token plan and the fast pattern are shortcuts: same fields as the plain
     Loghub-convention pattern on every line, or they leave the line to it."""
     line = " ".join(parts)
-    f = lf.HeaderFormat(spec)
+    f = HeaderFormat(spec)
     got = f._fields(pl.Series([line]))
     want = _exact(spec, [line])
     for name in f.names:
@@ -106,7 +114,7 @@ def test_fast_paths_give_exactly_the_fields_of_the_pattern(spec, parts):
 # --- syslog ------------------------------------------------------------------------------
 
 def test_syslog_rfc3164_and_5424():
-    out = parse(lf.SyslogFormat(), [
+    out = parse(SyslogFormat(), [
         "Nov  3 09:23:38 veridian automount[7998]: lookup(file): lookup for foobar failed",
         "<34>Oct 11 22:14:15 mymachine su: 'su root' failed for lonvick on /dev/pts/8",
         "Nov  3 09:23:38 veridian lookup for opt failed",
@@ -133,7 +141,7 @@ def test_syslog_rfc3164_and_5424():
 # --- access logs ---------------------------------------------------------------------------
 
 def test_access_combined_common_extra_fields_and_broken_lines():
-    out = parse(lf.AccessFormat(), [
+    out = parse(AccessFormat(), [
         '203.0.113.9 - alice [10/Oct/2023:13:55:36 -0700] "GET /a.gif HTTP/1.1" 200 2326 '
         '"http://example.com/start" "Mozilla/5.0 (X11)"',
         '198.51.100.4 - - [10/Oct/2023:13:55:37 -0700] "POST /login HTTP/1.1" 503 -',
@@ -154,7 +162,7 @@ def test_access_combined_common_extra_fields_and_broken_lines():
 # --- JSON lines --------------------------------------------------------------------------
 
 def test_jsonl_keys_found_levels_and_broken_lines():
-    f = lf.JsonFormat()
+    f = JsonFormat()
     out = parse(f, [
         '{"time":1731391316698,"level":30,"msg":"incoming request","hostname":"web-1","name":"api"}',
         '{"time":1731391316999,"level":50,"msg":"request failed","hostname":"web-1","name":"api"}',
@@ -172,12 +180,12 @@ def test_jsonl_keys_found_levels_and_broken_lines():
 
 
 def test_jsonl_key_mapping_and_nested_keys():
-    f = lf.JsonFormat({"message": "event", "level": "log.severity", "ts": "at"})
+    f = JsonFormat({"message": "event", "level": "log.severity", "ts": "at"})
     out = parse(f, ['{"at":"2024-05-01T10:00:00Z","event":"disk full","log":{"severity":"WARNING"}}'])
     assert (out["message"][0], out["level"][0]) == ("disk full", "warn")
     assert out["ts"][0] == dt.datetime(2024, 5, 1, 10)
     with pytest.raises(UserError, match="unknown log key role"):
-        lf.JsonFormat({"colour": "x"})
+        JsonFormat({"colour": "x"})
 
 
 # --- container logs ----------------------------------------------------------------------
@@ -207,7 +215,7 @@ def test_cri_partial_and_full_lines(tmp_path):
                     "2024-03-01T10:00:00.000000002Z stdout F second half\n"
                     "2024-03-01T10:00:01Z stderr F WARN low disk\n")
     df = logs.read_log(path)
-    assert lf.detect(path.read_text().splitlines()).name == "cri"
+    assert detect(path.read_text().splitlines()).name == "cri"
     assert df["message"].to_list() == ["first half second half", "WARN low disk"]
     assert df["level"].to_list() == [None, "warn"]
 
@@ -215,7 +223,7 @@ def test_cri_partial_and_full_lines(tmp_path):
 # --- plain text and detection --------------------------------------------------------------
 
 def test_plain_lines_pick_up_leading_time_and_level():
-    out = parse(lf.PlainFormat(), ["no time here", "WARN disk 91% full", "plain words"])
+    out = parse(PlainFormat(), ["no time here", "WARN disk 91% full", "plain words"])
     assert out["ok"].to_list() == [True, True, True]  # no times: every line is a record
     assert out["level"].to_list() == [None, "warn", None]
     assert out["ts"].to_list() == [None, None, None]
@@ -229,7 +237,7 @@ def test_plain_timestamped_lines_with_a_layout_and_continuations(tmp_path):
                     "2024-02-03 04:05:07 Started in 3 s\n"
                     "wrapped text without a time\n")
     df = logs.read_log(path)
-    assert lf.detect(path.read_text().splitlines()).name == "plain"
+    assert detect(path.read_text().splitlines()).name == "plain"
     assert df["n_lines"].to_list() == [3, 2]
     first = df.row(0, named=True)
     assert (first["level"], first["component"], first["ts"]) == \
@@ -250,12 +258,12 @@ def test_plain_timestamped_lines_with_a_layout_and_continuations(tmp_path):
     ([], "plain"),
 ])
 def test_detection(lines, name):
-    assert lf.detect(lines).name == name
+    assert detect(lines).name == name
 
 
 def test_unknown_format_name_lists_the_valid_ones():
     with pytest.raises(UserError, match="valid: auto, jsonl, syslog"):
-        lf.make_format("xml")
+        make_format("xml")
 
 
 # --- time and level --------------------------------------------------------------------
@@ -274,13 +282,13 @@ def test_unknown_format_name_lists_the_valid_ones():
     (["not a time at all"], None),
 ])
 def test_time_layouts(texts, expected):
-    times = lf.TimeParser(HINT)
+    times = TimeParser(HINT)
     times.choose(pl.Series(texts))
     assert times.parse(pl.Series(texts))[0] == expected
 
 
 def test_a_second_time_layout_later_in_the_file_is_learnt():
-    times = lf.TimeParser(HINT)
+    times = TimeParser(HINT)
     times.choose(pl.Series(["Jan  1 02:21:38"]))
     got = times.parse(pl.Series(["Jan  2 02:21:38", "2022-06-09T14:44:11-06:00"]))
     assert got.to_list() == [dt.datetime(2026, 1, 2, 2, 21, 38), dt.datetime(2022, 6, 9, 20, 44, 11)]
@@ -292,7 +300,7 @@ def test_a_second_time_layout_later_in_the_file_is_learnt():
     ("[DEBUG]", "debug"), ("whatever", None), (None, None),
 ])
 def test_levels(raw, level):
-    assert lf.normalise_level(pl.Series([raw], dtype=pl.String))[0] == level
+    assert normalise_level(pl.Series([raw], dtype=pl.String))[0] == level
 
 
 # --- the real specimens --------------------------------------------------------------------

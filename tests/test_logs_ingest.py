@@ -14,10 +14,11 @@ import polars as pl
 import pytest
 
 from rlforge import db
-from rlforge.ingest import logformats as lf
 from rlforge.ingest import logs
+from rlforge.ingest.logformats import reader as log_reader
+from rlforge.ingest.logformats import records as log_records
 from rlforge.ingest.common import DATABASE_REDACTOR, resolve_redactor
-from rlforge.ingest.redact import Redactor
+from rlforge.ingest.redaction.redactor import Redactor
 
 from paths import SHARED_DATA
 
@@ -66,7 +67,7 @@ def test_stack_traces_join_the_record_before_them(con, tmp_path):
 
 @pytest.mark.parametrize("chunk", [40, 97, 1 << 20])
 def test_chunk_boundaries_do_not_change_records(con, tmp_path, monkeypatch, chunk):
-    monkeypatch.setattr(lf, "CHUNK_BYTES", chunk)
+    monkeypatch.setattr(log_reader, "CHUNK_BYTES", chunk)
     path = tmp_path / "app.log"
     path.write_text(JAVA_LOG * 3)
     r = logs.ingest_file(con, path, fmt=APP)
@@ -88,7 +89,7 @@ def test_read_buffers_are_used_again_only_once_nothing_reads_them(tmp_path, monk
     path = tmp_path / "blocks.log"
     path.write_text(text, encoding="utf-8")
     reused = []  # per block: read into a buffer read into before?
-    take = lf._BufferPool.take
+    take = log_reader._BufferPool.take
 
     def recording(pool):
         before = {id(b) for b in pool.buffers}  # alive, held by the pool: ids are unique
@@ -104,10 +105,10 @@ def test_read_buffers_are_used_again_only_once_nothing_reads_them(tmp_path, monk
             time.sleep(0.002)
             self.inner.update(data)
 
-    monkeypatch.setattr(lf._BufferPool, "take", recording)
+    monkeypatch.setattr(log_reader._BufferPool, "take", recording)
     hasher = logs._BackgroundHash()
     hasher._hash = slow = SlowSha256()
-    kept = [block.lines for block in lf.iter_line_blocks(path, chunk_bytes=8192, hasher=hasher)]
+    kept = [block.lines for block in log_reader.iter_line_blocks(path, chunk_bytes=8192, hasher=hasher)]
     hasher.close()
     assert pl.concat(kept).to_list() == lines
     assert slow.inner.hexdigest() == db.sha256_file(path)
@@ -174,7 +175,7 @@ def test_a_file_that_breaks_after_some_chunks_leaves_nothing_and_no_thread(con, 
                                                                            monkeypatch):
     # chunks are parsed on a background thread, one ahead of the insert: an error there
     # must still fail the file as a whole, and the thread must not outlive the ingest
-    monkeypatch.setattr(lf, "CHUNK_BYTES", 4096)
+    monkeypatch.setattr(log_reader, "CHUNK_BYTES", 4096)
     broken = tmp_path / "long.log.gz"
     broken.write_bytes(gzip.compress((JAVA_LOG * 400).encode())[:-40])
     bad = logs.ingest_file(con, broken, fmt=APP)
@@ -291,7 +292,7 @@ def test_redaction_happens_before_anything_is_written(con, tmp_path):
 def _stored_users(con, tmp_path, monkeypatch, users: list[str]) -> list[str]:
     """Ingest one line per user name (its address in the header's User field) in chunks of
     ~25 lines, redacting; the stored User field of each line, in line order."""
-    monkeypatch.setattr(lf, "CHUNK_BYTES", 2048)
+    monkeypatch.setattr(log_reader, "CHUNK_BYTES", 2048)
     fmt = "<Date> <Time> <User> <Level> <Component>: <Content>"
     path = tmp_path / "users.log"
     path.write_text("".join(f"2024-05-01 10:00:{i % 60:02d},{i:03d} {u}@example.com "
@@ -370,8 +371,8 @@ def test_read_log_is_the_parse_face_without_a_database(tmp_path):
 
 def test_a_record_longer_than_the_limit_is_cut_and_stays_one_record(con, tmp_path,
                                                                      monkeypatch):
-    monkeypatch.setattr(lf, "CHUNK_BYTES", 64)
-    monkeypatch.setattr(lf, "MAX_RECORD_LINES", 4)
+    monkeypatch.setattr(log_reader, "CHUNK_BYTES", 64)
+    monkeypatch.setattr(log_records, "MAX_RECORD_LINES", 4)
     path = tmp_path / "long.log"
     trace = "".join(f"\tat frame.number{i}(F.java:{i})\n" for i in range(12))
     path.write_text("2024-05-01 10:00:00,001 ERROR a.B: boom\n" + trace +
@@ -413,7 +414,7 @@ def test_template_counts_and_times_agree_with_the_stored_records(con, tmp_path, 
     halves = [tmp_path / "first.log", tmp_path / "second.log"]
     halves[0].write_text("".join(lines[:1000]))
     halves[1].write_text("".join(lines[1000:]))
-    monkeypatch.setattr(lf, "CHUNK_BYTES", 3_000)  # ~100 chunks per file
+    monkeypatch.setattr(log_reader, "CHUNK_BYTES", 3_000)  # ~100 chunks per file
     for path in (*halves, halves[0]):
         r = logs.ingest_file(con, path, fmt=spec["log_format"], masks=spec["regex"])
         assert r.status == "ok" and r.reconciles

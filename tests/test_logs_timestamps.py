@@ -15,7 +15,7 @@ import os
 import pytest
 
 from rlforge import db
-from rlforge.ingest import logformats as lf
+from rlforge.ingest.logformats.records import TIME_UNPARSED
 from rlforge.ingest import logs
 
 HEALTHAPP = r"<Time>\|<Component>\|<Pid>\|<Content>"
@@ -92,10 +92,10 @@ def test_a_time_that_does_not_parse_is_flagged_with_a_reason(tmp_path):
              HEALTHAPP_LINES[1]]
     r = logs.ingest_file(con, _write(tmp_path / "h.log", lines), fmt=HEALTHAPP)
     got = _times(con, "h.log")
-    assert [f for _, f in got] == [None, lf.TIME_UNPARSED, None]
+    assert [f for _, f in got] == [None, TIME_UNPARSED, None]
     assert got[1][0] is None and got[0][0] is not None
     assert r.n_flagged == 1
-    note = next(n for n in r.notes if lf.TIME_UNPARSED in n)
+    note = next(n for n in r.notes if TIME_UNPARSED in n)
     assert note.startswith("1 record(s) have a time field that parses to no time")
     assert "'20171299-22:15:29:615'" in note
 

@@ -119,7 +119,8 @@ LOGFMT = '''
 
 import polars as pl
 
-from rlforge.ingest.logformats import LogFormat, LogFormatInfo, finish_frame, register_log_format
+from rlforge.ingest.logformats.base import LogFormat, finish_frame
+from rlforge.ingest.logformats.registry import LogFormatInfo, register_log_format
 
 PATTERN = (r"^(?P<ts_text>\\d{4}-\\d\\d-\\d\\d \\d\\d:\\d\\d:\\d\\d) ~ (?P<lvl>[A-Z]+) ~ "
            r"(?P<component>[\\w.-]+) ~ (?P<message>.*)$")

@@ -13,7 +13,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from rlforge.errors import UnknownName
-from rlforge.ingest.redact import KINDS, PLACEHOLDER, Redactor
+from rlforge.ingest.redaction.redactor import KINDS, Redactor
+from rlforge.ingest.redaction.rules import PLACEHOLDER
 
 KEY = bytes(range(32))
 _spec = importlib.util.spec_from_file_location(

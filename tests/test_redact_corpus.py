@@ -14,7 +14,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from rlforge.ingest.redact import KINDS, Redactor
+from rlforge.ingest.redaction.redactor import KINDS, Redactor
 
 SHARED_DATA = Path(__file__).resolve().parent.parent.parent / "shared" / "data"
 CORPUS_DIR = Path(__file__).parent / "redaction_corpus"

@@ -40,7 +40,7 @@ def make_redactor(con, enabled: bool, cfg=None, logs: bool = False):
     `cfg` (a Config) supplies the `redaction.*` settings; `logs` sets it for ops logs."""
     if not enabled:
         return None
-    from rlforge.ingest.redact import Redactor
+    from rlforge.ingest.redaction.redactor import Redactor
 
     if cfg is None:
         return Redactor(db.redaction_key(con), logs=logs)

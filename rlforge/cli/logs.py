@@ -53,7 +53,7 @@ def ingest_logs(
     keys = {**cfg.get("ingest.logs.keys"), **parse_map(key)}
     unparsed = cfg.get("ingest.logs.unparsed", unparsed)
     if fmt and fmt != "auto":  # a bad flag, before any file is read (exit 2, as export)
-        from rlforge.ingest.logformats import make_format
+        from rlforge.ingest.logformats.registry import make_format
 
         try:
             make_format(fmt, keys)
@@ -88,15 +88,15 @@ def templates(
     as_json: bool = typer.Option(False, "--json", help="machine-readable output"),
 ) -> None:
     """List the mined log templates: counts, first and last seen, an example."""
-    from rlforge.ingest import logformats as lf
+    from rlforge.ingest.logformats.levels import LEVELS, normalise_level
     from rlforge.ingest import templates as tm
 
     if level is not None:
         import polars as pl
 
-        norm = lf.normalise_level(pl.Series([level]))[0]
+        norm = normalise_level(pl.Series([level]))[0]
         if norm is None:
-            raise typer.BadParameter(f"{level!r} is not a level; valid: {', '.join(lf.LEVELS)}",
+            raise typer.BadParameter(f"{level!r} is not a level; valid: {', '.join(LEVELS)}",
                                      param_hint="--level")
         level = norm
     con = db.connect(state(ctx).db_path, read_only=True)

@@ -44,7 +44,7 @@ def resolve_redactor(con: duckdb.DuckDBPyConnection, redactor, logs: bool = Fals
     """The Redactor to use: the database's for DATABASE_REDACTOR (`logs`: set for ops
     logs), else what was passed."""
     if redactor == DATABASE_REDACTOR:
-        from rlforge.ingest.redact import Redactor
+        from rlforge.ingest.redaction.redactor import Redactor
 
         return Redactor(db.redaction_key(con), logs=logs)
     return redactor

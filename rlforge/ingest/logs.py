@@ -37,8 +37,14 @@ import polars as pl
 
 from rlforge import db
 from rlforge.errors import UserError
-from rlforge.ingest import logformats as lf
 from rlforge.ingest import templates as tm
+from rlforge.ingest.logformats import reader as log_reader
+from rlforge.ingest.logformats import records as log_records
+from rlforge.ingest.logformats.base import LogFormat
+from rlforge.ingest.logformats.header import HeaderFormat
+from rlforge.ingest.logformats.reader import sample_lines
+from rlforge.ingest.logformats.records import RECORD_COLUMNS, TIME_UNPARSED, iter_chunks
+from rlforge.ingest.logformats.registry import detect, make_format
 from rlforge.ingest.common import (DATABASE_REDACTOR, RAW_CAP, FileIngest, IngestResult,
                                    ingest_guarded, resolve_redactor, source_path,
                                    store_quarantine)
@@ -49,12 +55,12 @@ UNPARSED = ("quarantine", "message-only")
 
 
 def resolve_format(path: str | Path, spec: str = "auto",
-                   keys: dict[str, str] | None = None, year: int | None = None) -> lf.LogFormat:
+                   keys: dict[str, str] | None = None, year: int | None = None) -> LogFormat:
     """The format of a file (detected from its first lines when `spec` is auto), prepared
     on that sample (time layout, JSON keys). Times written without a year get `year`, else
     the year of the file's modification time."""
-    sample = lf.sample_lines(path)
-    fmt = lf.detect(sample.to_list(), keys) if spec == "auto" else lf.make_format(spec, keys)
+    sample = sample_lines(path)
+    fmt = detect(sample.to_list(), keys) if spec == "auto" else make_format(spec, keys)
     fmt.year = year
     mtime = dt.datetime.fromtimestamp(os.path.getmtime(path), dt.timezone.utc)
     fmt.prepare(sample, mtime.replace(tzinfo=None))
@@ -67,13 +73,13 @@ def read_log(path: str | Path, fmt: str = "auto", keys: dict[str, str] | None = 
     unparsed lines come back with `ok` false and only `message` (the raw text)."""
     parser = resolve_format(path, fmt, keys, year)
     frames = []
-    for chunk in lf.iter_chunks(path, parser, newline=line_endings(read_head(path))):
+    for chunk in iter_chunks(path, parser, newline=line_endings(read_head(path))):
         frames.append(chunk.records.with_columns(pl.lit(True).alias("ok")))
         if chunk.unparsed.height:
             frames.append(_message_only(chunk.unparsed, chunk.records)
                           .with_columns(pl.lit(False).alias("ok")))
     if not frames:
-        return pl.DataFrame(schema={c: pl.String for c in lf.RECORD_COLUMNS} | {"ok": pl.Boolean})
+        return pl.DataFrame(schema={c: pl.String for c in RECORD_COLUMNS} | {"ok": pl.Boolean})
     return pl.concat(frames, how="vertical_relaxed").sort("line_no")
 
 
@@ -526,24 +532,24 @@ def ingest_file(con: duckdb.DuckDBPyConnection, path: str | Path, *, fmt: str = 
     """Ingest one log file as one transaction; see the module docstring.
 
     Args:
-        fmt: `auto`, a format name (`lf.NAMED_FORMATS`) or a header format string.
+        fmt: `auto`, a format name (`logformats.registry.log_formats`) or a header format string.
         masks: regexes whose matches are parameters (`<*>`) before template mining.
         keys: JSON-lines key mapping (role -> key), e.g. {"message": "event"}.
         unparsed: what to do with a line no format matches: quarantine, or message-only.
-        redactor: a `redact.Redactor`; by default the database's own; None stores text as it is.
+        redactor: a `Redactor` (`rlforge.ingest.redaction.redactor`); by default the database's own; None stores text as it is.
         year: the year of times written without one (classic syslog); by default the year
             of the file's modification time. The summary says which was used.
     """
     path = Path(path)
     masks = list(masks)
-    lf.Masks(masks)
+    tm.Masks(masks)
     if unparsed not in UNPARSED:
         raise UserError(f"unknown value {unparsed!r} for unparsed lines; valid: "
                         f"{', '.join(UNPARSED)}")
     if fmt != "auto" and "<" not in fmt:
-        lf.make_format(fmt, keys)  # an unknown name is the user's error, not the file's
+        make_format(fmt, keys)  # an unknown name is the user's error, not the file's
     elif "<" in fmt:
-        lf.HeaderFormat(fmt)
+        HeaderFormat(fmt)
     if not path.is_file():
         return IngestResult(SOURCE, source_path(path), status="failed",
                             error="no such file" if not path.exists() else "not a regular file")
@@ -579,7 +585,7 @@ def ingest_file(con: duckdb.DuckDBPyConnection, path: str | Path, *, fmt: str = 
             store = _ChunkStore(con, writer, fi, book, masks, redactor, parser.time_fields,
                                 earlier)
             lines_read = skipped = 0
-            chunks = _Prefetch(lf.iter_chunks(path, parser, hasher=hasher,
+            chunks = _Prefetch(iter_chunks(path, parser, hasher=hasher,
                                               newline=r.line_endings))
             for chunk in chunks:
                 lines_read += chunk.lines
@@ -621,7 +627,7 @@ def ingest_file(con: duckdb.DuckDBPyConnection, path: str | Path, *, fmt: str = 
         elif r.line_endings == "CR":
             r.notes.append("lines end in CR only (no LF): split at CR")
         if skipped:
-            r.notes.append(f"{skipped:,} continuation line(s) past the {lf.MAX_RECORD_LINES:,}-line "
+            r.notes.append(f"{skipped:,} continuation line(s) past the {log_records.MAX_RECORD_LINES:,}-line "
                            "maximum of a record were left out of it (the record is flagged "
                            "truncated)")
         if book.merges:
@@ -633,7 +639,7 @@ def ingest_file(con: duckdb.DuckDBPyConnection, path: str | Path, *, fmt: str = 
     return fi.result
 
 
-def _time_notes(con, run_id: int, parser: lf.LogFormat) -> list[str]:
+def _time_notes(con, run_id: int, parser: LogFormat) -> list[str]:
     """What the summary says about times and levels: records whose time field parsed to
     no time (flagged `time_unparsed`, with an example), where the year of times written
     without one came from, and a level field that holds no levels."""
@@ -641,13 +647,13 @@ def _time_notes(con, run_id: int, parser: lf.LogFormat) -> list[str]:
     times = parser.times
     bad = con.execute(
         "SELECT count(*), min(ts_text) FROM log_records WHERE ingest_run = ? AND flag = ?",
-        [run_id, lf.TIME_UNPARSED]).fetchall()[0]
+        [run_id, TIME_UNPARSED]).fetchall()[0]
     if bad[0]:
         layouts = ("no layout was recognised in the sample" if times is None or not
                    (times.chosen or times.epoch) else "it fits none of the layouts the file's "
                    "other times are in")
         notes.append(f"{bad[0]:,} record(s) have a time field that parses to no time, "
-                     f"flagged {lf.TIME_UNPARSED} (e.g. {bad[1]!r}: {layouts})")
+                     f"flagged {TIME_UNPARSED} (e.g. {bad[1]!r}: {layouts})")
     source = times.year_source if times is not None else None
     if times is not None and source is not None:
         first = con.execute("SELECT min(year(ts)), max(year(ts)) FROM log_records "
@@ -662,7 +668,7 @@ def _time_notes(con, run_id: int, parser: lf.LogFormat) -> list[str]:
     return notes
 
 
-def _quarantine(con, fi: FileIngest, unparsed: pl.DataFrame, parser: lf.LogFormat,
+def _quarantine(con, fi: FileIngest, unparsed: pl.DataFrame, parser: LogFormat,
                 redactor) -> None:
     """Set unparsed records aside in bulk (raw text redacted and capped); those this file
     set aside in an earlier ingest are not stored again and count as duplicates."""
@@ -678,7 +684,7 @@ def _quarantine(con, fi: FileIngest, unparsed: pl.DataFrame, parser: lf.LogForma
         reasons = pl.select(pl.when(long).then(pl.format(
             "record too long: {} bytes, over the maximum of {} (the record is this one "
             "entry, its text kept to the maximum); " + reason, unparsed["length"],
-            pl.lit(str(lf.MAX_LINE_BYTES)))).otherwise(reasons)).to_series()
+            pl.lit(str(log_reader.MAX_LINE_BYTES)))).otherwise(reasons)).to_series()
     frame = pl.DataFrame({
         "ingest_run": pl.Series([fi.result.run_id] * unparsed.height, dtype=pl.Int64),
         "source": SOURCE, "file": fi.path, "record_no": unparsed["line_no"], "raw": raw,

@@ -51,7 +51,8 @@ from typing import Iterable, Sequence
 
 import polars as pl
 
-from rlforge.ingest.redact import PLACEHOLDER
+from rlforge.errors import UserError
+from rlforge.ingest.redaction.rules import PLACEHOLDER
 
 WILDCARD = "<*>"
 
@@ -136,6 +137,20 @@ def _rust_regex_ok(pattern: str) -> bool:
         return True
     except Exception:  # polars raises ComputeError for syntax its regex engine lacks
         return False
+
+
+@dataclass
+class Masks:
+    """The masking regexes applied to messages before mining (from flags or config)."""
+
+    patterns: list[str] = field(default_factory=list)
+
+    def __post_init__(self):
+        for p in self.patterns:
+            try:
+                re.compile(p)
+            except re.error as exc:
+                raise UserError(f"mask {p!r} is not a valid regular expression: {exc}") from None
 
 
 def apply_masks(contents: pl.Series, masks: Sequence[str]) -> pl.Series:

@@ -524,7 +524,7 @@ class SourceLines:
 
     def _read(self, run: int) -> list[str] | None:
         from rlforge import db
-        from rlforge.ingest import logformats as lf
+        from rlforge.ingest.logformats.reader import iter_line_blocks
         from rlforge.ingest.logs import line_endings, read_head
 
         row = self.con.execute("SELECT path, sha256 FROM ingest_runs WHERE run_id = ?",
@@ -536,7 +536,7 @@ class SourceLines:
             if db.sha256_file(path) != row[1]:
                 return None
             lines: list[str] = []
-            for block in lf.iter_line_blocks(path, newline=line_endings(read_head(path))):
+            for block in iter_line_blocks(path, newline=line_endings(read_head(path))):
                 lines.extend(block.lines.to_list())
                 if len(lines) > SOURCE_CACHE_LINES:
                     return None

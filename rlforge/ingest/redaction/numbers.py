@@ -1,9 +1,16 @@
-"""Numbers that identify a person: phones (via `phonenumbers`), national ids with their
-checksums, dates of birth, MAC addresses, passports and bank accounts.
+"""Numbers that identify a person: phones (via `phonenumbers`), cards, IBANs, national
+ids with their checksums, dates of birth, passports and bank accounts.
 
-Each function judges one candidate string and returns the normalised value (the text
-the placeholder's keyed hash is taken of) or None: phones become E.164, ids lose their
-separators and are upper-cased, dates become ISO ``YYYY-MM-DD``.
+The value functions (`phone_e164`, `national_id`, `birth_date`) judge one candidate
+string and return the normalised value (the text the placeholder's keyed hash is taken
+of) or None: phones become E.164, ids lose their separators and are upper-cased, dates
+become ISO ``YYYY-MM-DD``. The detectors after them (`DETECTORS`) find these numbers in
+a rule's token: a digit run is a card only if Luhn-valid *and* of a known network prefix
+and length (a 15-digit order number starting with 1 is not a card); phone numbers need a
+``+country`` code, the North-American ``(555) 201-4567`` shapes or a ``phone:``/``tel``/
+``mobile`` label (bare digit runs are ids and timestamps); digits glued to ``_``, ``-``
+or ``.`` (``blk_-1608999687919862906``, ``2005-06-03-15.42.50``) are never numbers of
+interest.
 """
 
 from __future__ import annotations
@@ -11,8 +18,11 @@ from __future__ import annotations
 import datetime as dt
 import functools
 import re
+import string
 
-from rlforge.ingest.redaction.words import MONTHS
+from rlforge.ingest.redaction.rules import CARD, DATE, ID_CTX, ID_VALUE, PHONE_NUM, Detector, Span
+from rlforge.ingest.redaction.secrets import generic_token
+from rlforge.ingest.redaction.words import ID_WORDS, MONTHS
 
 DEFAULT_REGIONS: tuple[str, ...] = ("US", "GB", "DE", "FR", "NL", "IT")
 
@@ -218,10 +228,228 @@ def birth_date(text: str, month_first: bool = False) -> str | None:
         return None
 
 
-def mac_address(text: str) -> str | None:
-    """Six bytes as ``aa:bb:cc:dd:ee:ff``, ``AA-BB-..`` or ``aabb.ccdd.eeff``: the 12 hex
-    digits, lower-case; None for the all-zero and broadcast addresses."""
-    h = re.sub(r"[:.-]", "", text).lower()
-    if len(h) != 12 or h in ("000000000000", "ffffffffffff"):
-        return None
-    return h
+# --- detectors: the findings in a rule's token ------------------------------------------
+
+_IBAN_LENGTHS = dict(
+    AD=24, AE=23, AL=28, AT=20, AZ=28, BA=20, BE=16, BG=22, BH=22, BR=29, BY=28, CH=21,
+    CR=22, CY=28, CZ=24, DE=22, DK=18, DO=28, EE=20, EG=29, ES=24, FI=18, FO=18, FR=27,
+    GB=22, GE=22, GI=23, GL=18, GR=27, GT=28, HR=21, HU=28, IE=22, IL=23, IQ=23, IS=26,
+    IT=27, JO=30, KW=30, KZ=20, LB=28, LC=32, LI=21, LT=20, LU=20, LV=21, MC=27, MD=24,
+    ME=22, MK=19, MR=27, MT=31, MU=30, NL=18, NO=15, PK=24, PL=28, PS=29, PT=25, QA=29,
+    RO=24, RS=22, SA=24, SC=31, SE=24, SI=19, SK=24, SM=27, ST=25, SV=28, TL=23, TN=24,
+    TR=26, UA=29, VA=22, VG=24, XK=20,
+)
+_SPLIT_CARD = re.compile(r"[ -]")
+_PHONE_PART = re.compile(r"[ .-]?(?:\([0-9]{1,5}\)|[0-9]+)")  # whole groups: never half a run
+_PUNCT_OUT = str.maketrans("", "", " .-()+")  # phone punctuation out, digits stay
+
+
+def _luhn(digits: str) -> bool:
+    total = 0
+    for i, ch in enumerate(reversed(digits)):
+        d = ord(ch) - 48
+        if i % 2:
+            d = d * 2 - 9 if d > 4 else d * 2
+        total += d
+    return total % 10 == 0
+
+
+def _card_network(d: str) -> bool:
+    """A known card network's prefix (IIN) and length; order numbers rarely have both."""
+    n, p2, p3, p4 = len(d), int(d[:2]), int(d[:3]), int(d[:4])
+    if d[0] == "4":
+        return n in (13, 16, 19)
+    if 51 <= p2 <= 55 or 2221 <= p4 <= 2720:
+        return n == 16
+    if p2 in (34, 37):
+        return n == 15
+    if p4 == 6011 or 644 <= p3 <= 649 or p2 == 65 or p2 == 62 or 3528 <= p4 <= 3589:
+        return 16 <= n <= 19
+    if 300 <= p3 <= 305 or p2 in (36, 38, 39):
+        return 14 <= n <= 19
+    if p4 in (2131, 1800):
+        return n == 15  # JCB's older 15-digit numbers
+    if p2 == 50 or 56 <= p2 <= 58 or p4 in (6304, 6759, 6761, 6762, 6763):
+        return 12 <= n <= 19  # Maestro
+    return False
+
+
+def _iban_ok(compact: str) -> bool:
+    if _IBAN_LENGTHS.get(compact[:2]) != len(compact):
+        return False
+    moved = compact[4:] + compact[:4]
+    return int("".join(str(int(c, 36)) for c in moved)) % 97 == 1
+
+
+
+_ID_KIND = {w.replace("'", ""): k for w, k in ID_WORDS.items()}
+_ID_CTX_RX = re.compile(ID_CTX.replace(f"[ \\t]+{ID_VALUE}", f"[ \\t]+(?P<v>{ID_VALUE})"))
+assert "(?P<v>" in _ID_CTX_RX.pattern
+
+
+def _h_id_ctx(tok: str) -> list[Span]:
+    low = tok.lower()
+    hint = next((k for w, k in sorted(_ID_KIND.items(), key=lambda x: -len(x[0]))
+                 if low.startswith(w)), None)
+    m = _ID_CTX_RX.fullmatch(tok)
+    if m is None:  # cannot happen: the rule's own expression
+        return []
+    value, start = m["v"], m.start("v")
+    # the value may have taken words after the id: try the longest group prefix first
+    groups = re.split(r"(?<=[A-Za-z0-9])(?=[ .-])", value)
+    # groups after the first hold digits or are one letter (a NINO's suffix): never words
+    ok = 1
+    while ok < len(groups) and (any(c.isdigit() for c in groups[ok])
+                                or re.fullmatch(r"[ .-][A-Za-z]", groups[ok])):
+        ok += 1
+    for n in range(ok, 0, -1):
+        cand = "".join(groups[:n])
+        found = national_id(cand, hint)
+        if found is not None:
+            kind, norm = found
+            return [(start, start + len(cand), kind, norm)]
+    return []
+
+
+def _h_dob_ctx(tok: str) -> list[Span]:
+    m = re.search(rf"(?:{DATE})$", tok)
+    if m is None:
+        return []
+    for date in (m.group(), re.sub(r"[0-9]+$", lambda d: d.group()[:4], m.group())):
+        iso = birth_date(date, month_first="/" in date and "born" in tok.lower())
+        if iso is not None:
+            return [(m.start(), m.start() + len(date), "DOB", iso)]
+    return []
+
+
+def _h_order_ctx(tok: str) -> list[Span]:
+    return []  # an order, invoice or ticket number: kept even when Luhn-valid
+
+
+def _h_card_ctx(tok: str) -> list[Span]:
+    m = re.search(rf"(?:{CARD})$", tok)
+    if m is None:
+        return []
+    spans = _h_card(m.group(), context=True)
+    return [(m.start() + s, m.start() + e, k, v) for s, e, k, v in spans]
+
+
+def _h_natid(tok: str) -> list[Span]:
+    found = national_id(tok)
+    return [(0, len(tok), found[0], found[1])] if found else []
+
+
+def _h_iban(tok: str) -> list[Span]:
+    need = _IBAN_LENGTHS.get(tok[:2])
+    if need is None:
+        return generic_token(tok)
+    taken, end = 0, 0
+    for end, c in enumerate(tok, 1):
+        taken += c != " "
+        if taken == need:
+            break
+    compact = tok[:end].replace(" ", "")
+    if taken == need and _iban_ok(compact):
+        return [(0, end, "IBAN", compact)]
+    return generic_token(tok)
+
+
+def _h_card(tok: str, context: bool = False, logs: bool = False) -> list[Span]:
+    """A Luhn-valid number of 12 to 19 digits with a network's prefix and length, or of
+    any prefix after a card word ("card", "Karte", "carte", "kaart", "carta"). In `logs`,
+    an unlabelled run of digits alone is a card only at 14-16 digits: 13 starting with 1
+    are a time in milliseconds, 17-19 a request or span id (one in ten passes Luhn)."""
+    if logs and tok.isdigit() and not 14 <= len(tok) <= 16:
+        return []
+    groups = _SPLIT_CARD.split(tok)
+    options = [tok]
+    if len(groups) > 3:
+        options.append(tok[: len(tok) - len(groups[-1]) - 1])
+    for opt in options:
+        d = opt.replace(" ", "").replace("-", "")
+        if 12 <= len(d) <= 19 and (context or _card_network(d)) and _luhn(d):
+            return [(0, len(opt), "CARD", d)]
+    return _h_phone(tok) if tok.startswith("00") and tok.isdigit() else []  # 00 + country
+
+
+def _phone_span(tok: str, start: int, labelled: bool,
+                regions: tuple[str, ...] = DEFAULT_REGIONS) -> list[Span]:
+    """The longest prefix of the number (whole groups) that `phonenumbers` reads as a
+    phone number, as its E.164 form (so every way of writing it hashes alike)."""
+    plus = tok[start] == "+"
+    parts: list[str] = []
+    digits = 0
+    for part in _PHONE_PART.finditer(tok, start + plus):  # at most 15 digits: E.164's limit
+        digits += len(part.group().translate(_PUNCT_OUT))
+        if digits > 15 or part.start() != start + plus + sum(len(x) for x in parts):
+            break
+        parts.append(part.group())
+    while parts:
+        num = ("+" if plus else "") + "".join(parts)
+        e164 = phone_e164(num, regions, labelled or bool(_NANP.fullmatch(num)))
+        if e164 is not None:
+            return [(start, start + len(num), "PHONE", e164)]
+        if len(num.translate(_PUNCT_OUT)) < 7:
+            return []
+        parts.pop()
+    return []
+
+
+_PHONE_NUM_RX = re.compile(rf"(?:^|(?<=[ \t:=]))(?:{PHONE_NUM})(?=$|[ ,\t])")
+
+
+def _h_phone_ctx(tok: str, regions: tuple[str, ...] = DEFAULT_REGIONS) -> list[Span]:
+    spans = []
+    for m in _PHONE_NUM_RX.finditer(tok):
+        number = m.group()
+        ext = re.search(r"[ ]?(?:x|ext\.?|extension)[ ]?[0-9]{1,6}$", number)
+        body = number[:ext.start()] if ext else number
+        found = _phone_span(body, 0, True, regions)
+        if found and ext and found[-1][1] == len(body):
+            found[-1] = (0, len(number), "PHONE", found[-1][3])
+        spans += [(m.start() + s, m.start() + e, k, v) for s, e, k, v in found]
+    return spans
+
+
+_EXTENSION = re.compile(r"(?:[ ]?(?:x|ext\.?|extension)[ ]?[0-9]{1,6})?")
+
+
+def _h_phone(tok: str, regions: tuple[str, ...] = DEFAULT_REGIONS,
+             bare_digits: bool = True) -> list[Span]:
+    body = tok.rstrip("0123456789_" + string.ascii_letters)
+    tail = tok[len(body):]
+    lead = len(tail) - len(tail.lstrip("0123456789"))
+    body, tail = body + tail[:lead], tail[lead:]
+    if tail and not _EXTENSION.fullmatch(tail) and not _EXTENSION.fullmatch(tail.lstrip("0123456789")):
+        return []  # glued to letters: an id or a hash
+    if not bare_digits and body.isdigit():
+        return []  # digits alone, unlabelled (in logs: a counter, not a phone)
+    spans = _phone_span(body, 0, False, regions)
+    if spans and spans[-1][1] == len(body) and tail:
+        s, _, k, v = spans[-1]
+        spans[-1] = (s, len(tok), k, v)  # the extension goes with the number
+    return spans
+
+
+_NANP = re.compile(r"(?:1[ .-]?)?(?:\([2-9][0-9]{2}\)[ .-]?|[2-9][0-9]{2}[ .-])[0-9]{3}[ .-][0-9]{4}")
+
+
+DETECTORS: dict[str, Detector] = {
+    "id_ctx": _h_id_ctx, "dob_ctx": _h_dob_ctx, "order_ctx": _h_order_ctx,
+    "card_ctx": _h_card_ctx, "natid": _h_natid, "iban": _h_iban, "card": _h_card,
+    "phone_ctx": _h_phone_ctx, "phone": _h_phone,
+}
+
+
+def detectors(regions: tuple[str, ...] = DEFAULT_REGIONS, logs: bool = False) -> dict[str, Detector]:
+    """The detectors, with phone numbers read for `regions`. In `logs` mode (ops logs) a
+    run of digits alone is a counter, a sequence number or a Unix time, never a phone,
+    and a card only at 14-16 digits."""
+    found = dict(DETECTORS)
+    if regions != DEFAULT_REGIONS:
+        for name, fn in (("phone", _h_phone), ("phone_ctx", _h_phone_ctx)):
+            found[name] = functools.partial(fn, regions=regions)
+    if logs:
+        found["phone"] = functools.partial(_h_phone, regions=regions, bare_digits=False)
+        found["card"] = functools.partial(_h_card, logs=True)
+    return found

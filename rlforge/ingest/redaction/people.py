@@ -21,6 +21,7 @@ import re
 from pathlib import Path
 
 from rlforge.ingest.redaction import numbers
+from rlforge.ingest.redaction.rules import Span
 from rlforge.ingest.redaction.words import (BUSINESS_WORDS, CLOSINGS, GREETINGS, NOT_NAMES, PARTICLES, PERSON_CUES,
                                             SAINTS,
                                             STREET_ENDINGS, STREET_WORDS_AFTER, STREET_WORDS_BEFORE,
@@ -325,9 +326,6 @@ def _names(run: str, toks: list[_Tok], skip: set[int], names: frozenset[str],
             out.append((start, end))
         i = end + 1
     return out
-
-
-Span = tuple[int, int, str, str]
 
 
 def _signature_phones(run: str, toks: list[_Tok], found: list[tuple[int, int]], leads: set[int],

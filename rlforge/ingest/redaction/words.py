@@ -1,8 +1,8 @@
 """Context words of the six supported locales (en_US, en_GB, de_DE, fr_FR, nl_NL, it_IT).
 
 Plain vocabulary, written from each language's ordinary usage; the regular expressions in
-`rlforge.ingest.redact` are built from these lists (case-insensitively), and the
-judging functions in `people` and `numbers` read them as sets.
+`rules` and `people` are built from these lists (case-insensitively), and the judging
+functions in `people` and `numbers` read them as sets.
 """
 
 from __future__ import annotations

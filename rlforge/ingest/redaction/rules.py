@@ -1,0 +1,180 @@
+"""The candidate rules: one regular expression per rule, in priority order, that finds
+what may be a finding; its detector (`secrets`, `numbers`, `network`) then judges it.
+
+Every expression is written so that Rust's `regex` (polars) and Python's `re` read it the
+same way (ASCII classes, no lookaround, no ``\\b``, no ``(?i)``). A rule consumes the
+character before its token (its `prefix`, standing in for a lookbehind) and takes its
+token greedily to its natural end (standing in for a lookahead).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Callable, Iterable
+
+from rlforge.ingest.redaction.words import (CARD_WORDS, CHANGE_VERBS, DOB_WORDS, ID_WORDS,
+                                            KEY_WORDS, ORDER_WORDS, PASSWORD_LINKS,
+                                            PASSWORD_WORDS, PHONE_WORDS, VERSION_WORDS,
+                                            phrases_rx)
+
+PLACEHOLDER = r"<[A-Z][A-Z0-9_]*_[0-9a-f]{6}>"
+
+
+def _ci(word: str) -> str:
+    """A case-insensitive literal that Rust and Python read alike (no ``(?i)``)."""
+    return "".join(f"[{c.upper()}{c.lower()}]" if c.isalpha() else re.escape(c) for c in word)
+
+
+def _any(*words: str) -> str:
+    return "(?:" + "|".join(_ci(w) for w in words) + ")"
+
+
+# What may stand before a token (the consumed "lookbehind"), per family.
+_P_WORD = r"[^A-Za-z0-9_]"
+_P_TOK = r"[^A-Za-z0-9_-]"
+_P_KEY = r"[^A-Za-z0-9_.-]"
+_P_NUM = r"[^A-Za-z0-9_./\\-]"
+_P_PHONE = r"[^A-Za-z0-9_./:+\\-]"  # not after ":" (a time: 16:14:04.307 28601)
+_P_V4 = r"[^A-Za-z0-9_.~-]"
+_P_V6 = r"[^A-Za-z0-9_:.-]"
+_P_GEN = r"[^A-Za-z0-9+/_-]"
+
+_KEYTAG = r"(?:[A-Z0-9]+ ){0,3}PRIVATE KEY(?: BLOCK)?"
+_PEM = (rf"-----BEGIN {_KEYTAG}-----(?:[A-Za-z0-9+/=:,. \t\r\n\\-]*?-----END {_KEYTAG}-----"
+        r"|(?:(?:\r?\n|\\n)[A-Za-z0-9+/=]+)*|(?:[ \t]+[A-Za-z0-9+/=]{20,})+)")
+_URL_CRED = r"[A-Za-z][A-Za-z0-9+.-]*://[^ \t\r\n/?#@:'\"<>]*:[^ \t\r\n/?#'\"<>]+@"
+PASSWORD_KEYS = ("password", "passwd", "passphrase", "pwd")
+_SECRET_WORDS = ("secret", "token", "apikey", "api_key", "api-key", "accesskey", "access_key",
+                 "access-key", "accountkey", "credential", "credentials", "privatekey",
+                 "private_key")
+ASSIGN_KEY = (rf"(?:[A-Za-z0-9_.-]*{_any(*PASSWORD_KEYS, *_SECRET_WORDS)}(?:[_.-]?{_ci('key')})?"
+        rf"|(?:[A-Za-z0-9_.-]*[_.-])?{_ci('pass')})")
+ASSIGN_SEP = r"[\"']?[ \t]*(?:=>|:=|=|:)[ \t]*"
+ASSIGN_VALUE = (r"\"[^\"\r\n]+\"|'[^'\r\n]+'"
+          r"|[^ \t\r\n\"'<>,;&=:(){}\[\]`][^ \t\r\n\"'<>,;&(){}\[\]`]*")
+_AUTH = rf"(?:{_ci('bearer')}|Basic|Token)[ \t]+[A-Za-z0-9._~+/-]+=*"
+_G = r"[0-9A-Fa-f]{1,4}"
+_IPV6 = rf"(?:{_G}(?::{_G}){{7}}|(?:{_G}(?::{_G}){{0,6}})?::(?:{_G}(?::{_G}){{0,6}})?)[0-9A-Za-z_.:]*"
+# A dotted quad after a version word ("fixed in 6.13.10.180", "SDK 4.2.1.7", "v1.2.3.4") is
+# taken with the word, and so judged a version; so is one followed by "/" (a path segment).
+_IPV4 = (rf"(?:{phrases_rx(*VERSION_WORDS)}\.?[ :]*)?[0-9]+(?:\.[0-9]+){{3,}}/?")
+_PHONE_GROUP = r"(?:[ .-]?(?:\([0-9]{1,4}\)|[0-9]{1,5}))"
+_PHONE = (rf"(?:\+|00)[1-9][0-9]{{0,2}}(?:[ ]?\(0\))?{_PHONE_GROUP}{{1,6}}"
+          r"|(?:1[ .-]?)?(?:\([2-9][0-9]{2}\)[ .-]?|[2-9][0-9]{2}[ .-])[0-9]{3}[ .-][0-9]{4,}"
+          rf"|\(0[0-9]{{1,4}}\){_PHONE_GROUP}{{1,5}}|0[1-9][0-9]{{0,4}}{_PHONE_GROUP}{{1,5}}"
+          r"|[1-9][0-9]{9,10}")
+# an extension, and what else is glued on (a number glued to letters is an id, not a phone)
+_PHONE = f"(?:{_PHONE})(?:[ ]?(?:x|ext\\.?|extension)[ ]?[0-9]{{1,6}})?[A-Za-z0-9_]*"
+_PHONE_LINKS = phrases_rx("me", "us", "on", "at", "is", "ist", "au", "op", "al", "unter", "via",
+                        "oder", "or", "ou", "of", "oppure", "mobil", "mobile")
+PHONE_NUM = (rf"\+?(?:\([0-9]{{1,5}}\)|[0-9]{{1,5}}){_PHONE_GROUP}{{1,6}}"
+              r"(?:[ ]?(?:x|ext\.?|extension)[ ]?[0-9]{1,6})?")
+# A labelled number, or a labelled list of two: "call me on X or Y", "unter X oder mobil Y".
+_PHONE_CTX = (rf"{phrases_rx(*PHONE_WORDS)}\.?(?:[ ]?(?:{_ci('number')}|{_ci('nummer')}|[Nn]o\.?|#))?"
+              rf"(?:[ \t]+{_PHONE_LINKS})*[ \t]*(?:[:=][ \t]*)?[ \t]*{PHONE_NUM}"
+              rf"(?:,?[ \t]+{phrases_rx('or', 'oder', 'ou', 'of', 'oppure', 'o', 'and', 'und', 'et', 'en', 'e')}"
+              rf"(?:[ \t]+{_PHONE_LINKS})*[ \t]+{PHONE_NUM})?")
+CARD = (r"[0-9]{4}(?:[ -][0-9]{4}){2,3}(?:[ -][0-9]{1,4})?|[0-9]{4}[ -][0-9]{6}[ -][0-9]{4,5}"
+         r"|[0-9]{12,}")
+_GAP = r"(?:[ \t]+[A-Za-zÀ-ÖØ-öø-ÿ'’]+){0,%d}?"  # a few plain words between a cue and a value
+_CARD_CTX = rf"{phrases_rx(*CARD_WORDS)}{_GAP % 6}[ \t]*[:#]?[ \t]*(?:{CARD})"
+_NUMBER_WORD = rf"(?:[ \t]*{phrases_rx('number', 'nummer', 'numéro', 'numero', 'no', 'nr', 'n°', 'id', '#')}\.?)?"
+_ORDER_CTX = (rf"{phrases_rx(*ORDER_WORDS)}{_GAP % 3}{_NUMBER_WORD}"
+              r"[ \t]*[:#]?[ \t]*[0-9]{6,}")
+_PW_VALUE = r"[^ \t\r\n]+"
+_KEY_VALUE = r"[A-Za-z0-9_+/=.][A-Za-z0-9_+/=.-]*"  # never "-----BEGIN": a PEM block is its own
+ID_VALUE = r"[A-Za-z0-9]+(?:[ .-][A-Za-z0-9]+){0,6}"
+_LINK = rf"(?:[ \t]*[:=]|[ \t]+{phrases_rx(*PASSWORD_LINKS)})"  # ":", "is", "ist", "est", "è"...
+
+
+def _cued(words: Iterable[str], gap: int, link: str, value: str, after: str = "") -> str:
+    """A cue word, up to `gap` plain words, a link and the value: "my password is now X"."""
+    return rf"{phrases_rx(*words)}{after}{_GAP % gap}{link}[ \t]+{value}"
+
+
+_PW_PROSE = _cued(PASSWORD_WORDS, 4, _LINK, _PW_VALUE)
+_PW_CHANGE = _cued(CHANGE_VERBS, 3, rf"[ \t]+{phrases_rx('to', 'in', 'auf', 'en', 'pour', 'naar', 'a')}",
+                   _PW_VALUE)
+_KEY_PROSE = _cued(KEY_WORDS, 5, _LINK + "?", _KEY_VALUE)
+ID_CTX = _cued(ID_WORDS, 3, _LINK + "?", ID_VALUE, after=_NUMBER_WORD)
+DATE = (r"[0-9]{1,4}[./-][0-9]{1,2}[./-][0-9]+|[0-9]{1,2}\.?[ ][A-Za-zäéû]+\.?[ ][0-9]+"
+         r"|[A-Za-z]+\.?[ ][0-9]{1,2}(?:st|nd|rd|th)?,?[ ][0-9]+")
+_DOB_CTX = (rf"{phrases_rx(*DOB_WORDS)}{_GAP % 3}(?:[ \t]*[:=]|[ \t]+{phrases_rx('is', 'ist', 'am', 'le', 'op', 'il', 'on', 'est', 'è')})?"
+            rf"[ \t]*(?:{DATE})")
+_MAC = (r"[0-9A-Fa-f]{2}(?:[:-][0-9A-Fa-f]{2}){5}[0-9A-Za-z:.-]*"
+        r"|[0-9A-Fa-f]{4}\.[0-9A-Fa-f]{4}\.[0-9A-Fa-f]{4}[0-9A-Za-z.]*")
+_NATID = (r"[0-9]{3}-[0-9]{2}-[0-9]{4}[0-9-]*"
+          r"|[A-Z]{6}[0-9LMNPQRSTUV]{2}[A-Z][0-9LMNPQRSTUV]{2}[A-Z][0-9LMNPQRSTUV]{3}[A-Z][A-Za-z0-9]*"
+          r"|[A-Z]{2}(?: ?[0-9]{2}){3} ?[A-Z][A-Za-z0-9]*|[A-Z]{2} [0-9]{6} [A-Z][A-Za-z0-9]*"
+          r"|[0-9]{2} ?[0-9]{6} ?[A-Z] ?[0-9]{3}[0-9A-Za-z]*")
+_URL_TOKEN = r"[A-Za-z][A-Za-z0-9+.-]*://[A-Za-z0-9_.~%-]{16,}@"
+# A whole run holding an upper-case letter and a digit; each part's class excludes what
+# follows it, so Python's backtracking stays linear on long runs.
+_GENERIC = (r"(?:[a-z0-9+/_-]*[A-Z][A-Za-z+/_-]*[0-9]|[a-z+/_-]*[0-9][a-z0-9+/_-]*[A-Z])"
+            r"[A-Za-z0-9+/_-]*=*")
+
+
+@dataclass(frozen=True)
+class Rule:
+    name: str
+    kinds: tuple[str, ...]
+    prefix: str | None  # class of the consumed character before the token, or None
+    token: str
+
+
+# Priority order: at one start position the first rule that matches wins.
+RULES: tuple[Rule, ...] = (
+    Rule("placeholder", (), None, PLACEHOLDER),
+    Rule("private_key", ("PRIVATE_KEY",), None, _PEM),
+    Rule("url_cred", ("PASSWORD",), r"[^A-Za-z0-9+.-]", _URL_CRED),
+    Rule("url_token", ("TOKEN", "GITHUB_TOKEN", "GITLAB_TOKEN", "API_KEY"), r"[^A-Za-z0-9+.-]",
+          _URL_TOKEN),
+    Rule("assign", ("PASSWORD", "SECRET", "AWS_SECRET_KEY"), _P_KEY,
+         ASSIGN_KEY + ASSIGN_SEP + f"(?:{ASSIGN_VALUE})"),
+    Rule("auth", ("SECRET", "PASSWORD"), _P_WORD, _AUTH),
+    Rule("pw_prose", ("PASSWORD",), _P_WORD, _PW_PROSE),
+    Rule("pw_change", ("PASSWORD",), _P_WORD, _PW_CHANGE),
+    Rule("key_prose", ("API_KEY",), _P_WORD, _KEY_PROSE),
+    Rule("id_ctx", ("SSN", "NATIONAL_ID", "PASSPORT", "ACCOUNT"), _P_WORD, ID_CTX),
+    Rule("dob_ctx", ("DOB",), _P_WORD, _DOB_CTX),
+    Rule("order_ctx", ("CARD",), _P_WORD, _ORDER_CTX),
+    Rule("card_ctx", ("CARD",), _P_WORD, _CARD_CTX),
+    Rule("slack_hook", ("SLACK_TOKEN",), None, r"https://hooks\.slack\.com/services/[A-Za-z0-9_/]+"),
+    Rule("jwt", ("JWT",), _P_TOK, r"eyJ[A-Za-z0-9_-]+\.ey[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*"),
+    Rule("github", ("GITHUB_TOKEN",), _P_TOK, r"gh[pousr]_[A-Za-z0-9_]+|github_pat_[A-Za-z0-9_]+"),
+    Rule("gitlab", ("GITLAB_TOKEN",), _P_TOK,
+          r"gl(?:pat|dt|rt|cbt|ptt|soat|ft|imt|oas|agent)-[A-Za-z0-9_-]+"),
+    Rule("slack", ("SLACK_TOKEN",), _P_TOK, r"xox[abposre]-[A-Za-z0-9-]+|xapp-[A-Za-z0-9-]+"),
+    Rule("stripe", ("STRIPE_KEY",), _P_TOK, r"(?:sk|rk)_(?:live|test)_[A-Za-z0-9]+|whsec_[A-Za-z0-9]+"),
+    Rule("openai", ("OPENAI_KEY", "API_KEY"), _P_TOK, r"sk-[A-Za-z0-9_-]+"),
+    Rule("aws_id", ("AWS_ACCESS_KEY",), _P_TOK,
+          r"(?:AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AIPA|ANPA|ANVA|AROA|APKA|ASCA)[A-Z0-9]+"),
+    Rule("gcp", ("GCP_API_KEY",), _P_TOK, r"AIza[A-Za-z0-9_-]+"),
+    Rule("api_key", ("API_KEY",), _P_TOK,
+          r"hf_[A-Za-z0-9]+|npm_[A-Za-z0-9]+|pypi-[A-Za-z0-9_-]+|SG\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+"
+          r"|ya29\.[A-Za-z0-9_-]+|shp(?:at|ca|pa|ss)_[A-Fa-f0-9]+|dop_v1_[a-f0-9]+"
+          r"|sq0(?:atp|csp)-[A-Za-z0-9_-]+|SK[0-9a-fA-F]+|key-[A-Za-z0-9]+"),
+    Rule("email", ("EMAIL",), r"[^A-Za-z0-9._%+-]",
+          r"[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}"),
+    Rule("iban", ("IBAN",), r"[^A-Za-z0-9]", r"[A-Z]{2}[0-9]{2}(?: ?[A-Z0-9]){11,32}"),
+    Rule("natid", ("SSN", "NATIONAL_ID"), _P_TOK, _NATID),
+    Rule("mac", ("MAC",), r"[^A-Za-z0-9_:.-]", _MAC),
+    Rule("card", ("CARD",), _P_NUM, CARD),
+    Rule("phone_ctx", ("PHONE",), _P_WORD, _PHONE_CTX),
+    Rule("phone", ("PHONE",), _P_PHONE, _PHONE),
+    Rule("ipv6", ("IPV6",), _P_V6, _IPV6),
+    Rule("ipv4", ("IPV4",), _P_V4, _IPV4),
+    Rule("generic", ("TOKEN",), _P_GEN, _GENERIC),
+)
+
+
+Span = tuple[int, int, str, str]  # start, end (in the token), kind, normalised value
+
+
+def whole(tok: str, kind: str) -> list[Span]:
+    return [(0, len(tok), kind, tok)]
+
+
+
+Detector = Callable[[str], list[Span]]  # a rule's judge: the findings in its token
