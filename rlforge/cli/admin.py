@@ -10,8 +10,7 @@ from rich import box
 from rich.table import Table
 
 from rlforge import db
-from rlforge.cli.common import console, state
-from rlforge.cli.ingest import shown_path
+from rlforge.cli.common import console, shown_path, state
 from rlforge.config import CONFIG_FILE, render_default_file
 from rlforge.errors import UserError
 

@@ -54,6 +54,15 @@ class State:
         return Path(self.config.get("db"))
 
 
+def shown_path(path: str) -> str:
+    """A stored (absolute) path as the table shows it: relative to the working directory
+    when it lies under it, so the column stays narrow in an 80-column CI log."""
+    try:
+        return str(Path(path).relative_to(Path.cwd()))
+    except ValueError:
+        return path
+
+
 def state(ctx: typer.Context) -> State:
     """The State the root callback stored (commands call this first)."""
     return ctx.find_root().obj
