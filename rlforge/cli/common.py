@@ -97,34 +97,6 @@ def selection(cfg, band: str | None, model: str | None, unmeasured: str | None):
     return difficulty.make_selection(band, model, unmeasured, schedule=stages)
 
 
-def measured(db_path: Path, model: str | None, required: bool) -> dict:
-    """The latest pass-rate estimates of `model` (or of the only model calibrated) in the
-    database, for rows' metadata; empty when there is no database or calibration, unless
-    `required` (a selection by difficulty needs them)."""
-    from rlforge import db, difficulty
-    from rlforge.errors import UserError
-
-    if not db_path.exists():
-        if required:
-            raise UserError(f"--difficulty reads the pass rates in the database, and {db_path} "
-                            "does not exist; pass --db or calibrate first (`rlforge calibrate`)")
-        return {}
-    con = db.connect(db_path, read_only=True)
-    try:
-        has_table = con.execute("SELECT count(*) FROM information_schema.tables "
-                                "WHERE table_name = 'task_stats'").fetchall()[0][0]
-        if not has_table:
-            return {}
-        try:
-            return difficulty.latest(con, model)[1]
-        except UserError:
-            if required:
-                raise
-            return {}  # several models and none chosen: rows carry no estimate
-    finally:
-        con.close()
-
-
 # --- progress of long work ----------------------------------------------------------------
 
 #: seconds between status lines when the output is not a terminal (a CI log)
