@@ -49,7 +49,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from rlforge import db  # noqa: E402
-from rlforge.cli.ingest import make_redactor  # noqa: E402
+from rlforge.ingest.load import make_redactor  # noqa: E402
 from rlforge.config import setting  # noqa: E402
 from rlforge.ingest import logs  # noqa: E402
 from rlforge.ingest import templates as tm  # noqa: E402

@@ -45,7 +45,7 @@ RLFORGE = r"""
 import json, resource, sys, time
 import rlforge.cli  # first: the process tuning an `rlforge ingest` command runs with
 from rlforge import db
-from rlforge.cli.ingest import make_redactor
+from rlforge.ingest.load import make_redactor
 from rlforge.config import setting
 from rlforge.ingest import logs
 spec, path, dbfile = json.loads(sys.argv[1]), sys.argv[2], sys.argv[3]

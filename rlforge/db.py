@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
+import json
 import os
 import re
 import secrets
@@ -16,7 +17,7 @@ import time
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
 import duckdb
 
@@ -542,11 +543,6 @@ def next_run_id(con: duckdb.DuckDBPyConnection) -> int:
     return con.execute("SELECT nextval('ingest_run_seq')").fetchall()[0][0]
 
 
-TABLES_FOR_STATUS = ["tickets", "ticket_messages", "commits", "commit_files", "log_records",
-                     "log_messages", "log_templates", "template_merges", "quarantine",
-                     "ingest_runs"]
-
-
 def table_counts(con: duckdb.DuckDBPyConnection) -> dict[str, int]:
     """Row counts of every user table that exists (the status view)."""
     existing = [r[0] for r in con.execute(
@@ -556,3 +552,25 @@ def table_counts(con: duckdb.DuckDBPyConnection) -> dict[str, int]:
     return {t: con.execute(f'SELECT count(*) FROM "{t}"').fetchall()[0][0]
             for t in existing if t not in skip}
 
+
+def status(con: duckdb.DuckDBPyConnection, recent: int = 10) -> dict[str, Any]:
+    """`rlforge status`: the schema version, row counts per table, redactions per kind over
+    every ingest, and the `recent` latest ingest runs."""
+    rows = con.execute(
+        "SELECT run_id, source, path, format, status, n_read, n_loaded, n_duplicates, "
+        "n_quarantined, finished_at FROM ingest_runs ORDER BY run_id DESC LIMIT ?", [recent]
+    ).fetchall()
+    cols = ["run_id", "source", "path", "format", "status", "read", "loaded", "duplicates",
+            "quarantined", "finished_at"]
+    return {"schema_version": schema_version(con), "tables": table_counts(con),
+            "redactions": redaction_counts(con),
+            "recent_ingests": [dict(zip(cols, r)) for r in rows]}
+
+
+def redaction_counts(con: duckdb.DuckDBPyConnection) -> dict[str, int]:
+    """Redactions per kind over every ingest run, most first (occurrences, not values)."""
+    total: dict[str, int] = {}
+    for (raw,) in con.execute("SELECT redactions FROM ingest_runs WHERE redactions IS NOT NULL").fetchall():
+        for kind, n in (json.loads(raw) if isinstance(raw, str) else raw or {}).items():
+            total[kind] = total.get(kind, 0) + int(n)
+    return dict(sorted(total.items(), key=lambda kv: (-kv[1], kv[0])))

@@ -416,6 +416,31 @@ def latest(con, model: str | None = None) -> tuple[str | None, dict[str, Estimat
                    for r in rows}
 
 
+def measured(db_path: Path, model: str | None, required: bool) -> dict[str, Estimate]:
+    """The latest pass-rate estimates of `model` (or of the only model calibrated) in the
+    database at `db_path`, for rows' metadata; empty when there is no database or
+    calibration, unless `required` (a selection by difficulty needs them)."""
+    if not db_path.exists():
+        if required:
+            raise UserError(f"--difficulty reads the pass rates in the database, and {db_path} "
+                            "does not exist; pass --db or calibrate first (`rlforge calibrate`)")
+        return {}
+    con = db.connect(db_path, read_only=True)
+    try:
+        has_table = con.execute("SELECT count(*) FROM information_schema.tables "
+                                "WHERE table_name = 'task_stats'").fetchall()[0][0]
+        if not has_table:
+            return {}
+        try:
+            return latest(con, model)[1]
+        except UserError:
+            if required:
+                raise
+            return {}  # several models and none chosen: rows carry no estimate
+    finally:
+        con.close()
+
+
 def latest_for_tasks(con, task_ids: set[str]) -> dict[str, dict[str, dict[str, Any]]]:
     """task id -> model -> the latest estimate, for the given tasks."""
     if not task_ids:

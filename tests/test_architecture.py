@@ -131,13 +131,23 @@ def test_rlforge_has_no_import_cycle():
 
 def test_records_module_stands_alone():
     """Export, report and trainers read run records from a module that imports nothing of
-    rlforge but the settings' table (for the plan's defaults), so reading them never drags
-    in the run loop."""
+    rlforge but the settings' table (for the plan's defaults), and runs through the run
+    store, so reading them never drags in the run loop."""
     graph = import_graph()
     assert graph["rlforge.records"] == {"rlforge.config"}
     for reader in ("rlforge.export.rollouts", "rlforge.report.data"):
         assert "rlforge.records" in graph[reader]
+        assert "rlforge.run.store" in graph[reader]
         assert "rlforge.run.driver" not in graph[reader]
+
+
+def test_the_report_reads_runs_from_the_store_not_export():
+    """export/ writes trainer datasets and reward files; the report reads runs through
+    `rlforge.run.store`, not through an exporter."""
+    graph = import_graph()
+    wrong = sorted(f"{a} -> {b}" for a, targets in graph.items() if _under(a, ("rlforge.report",))
+                   for b in targets if _under(b, ("rlforge.export",)))
+    assert not wrong, "read runs with rlforge.run.store:\n" + "\n".join(wrong)
 
 
 @pytest.mark.parametrize("source, expected", [

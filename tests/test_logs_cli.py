@@ -156,7 +156,7 @@ def test_format_help_names_every_built_in_log_format():
     import inspect
     import re
 
-    from rlforge.cli.logs import ingest_logs
+    from rlforge.cli.ingest import ingest_logs
     from rlforge.ingest.logformats.registry import NAMED_FORMATS
 
     help_text = inspect.signature(ingest_logs).parameters["fmt"].default.help

@@ -10,8 +10,7 @@ from rich import box
 from rich.table import Table
 
 from rlforge import db
-from rlforge.cli.common import console, state
-from rlforge.cli.ingest import shown_path
+from rlforge.cli.common import console, shown_path, state
 from rlforge.config import CONFIG_FILE, render_default_file
 from rlforge.errors import UserError
 
@@ -60,22 +59,15 @@ def status(
     """Row counts per table and the most recent ingests."""
     path = state(ctx).db_path
     con = db.connect(path, read_only=True)
-    counts = db.table_counts(con)
-    runs = con.execute(
-        "SELECT run_id, source, path, format, status, n_read, n_loaded, n_duplicates, "
-        "n_quarantined, finished_at FROM ingest_runs ORDER BY run_id DESC LIMIT ?", [recent]
-    ).fetchall()
-    cols = ["run_id", "source", "path", "format", "status", "read", "loaded", "duplicates",
-            "quarantined", "finished_at"]
-    recent_rows = [dict(zip(cols, r)) for r in runs]
-    version = db.schema_version(con)
-    redacted = redaction_counts(con)
+    try:
+        d = db.status(con, recent)
+    finally:
+        con.close()
     if as_json:
-        console.print_json(json.dumps({"db": str(path), "schema_version": version,
-                                       "tables": counts, "redactions": redacted,
-                                       "recent_ingests": recent_rows},
-                                      default=str))
+        console.print_json(json.dumps({"db": str(path), **d}, default=str))
         return
+    counts, recent_rows, version, redacted = (d["tables"], d["recent_ingests"],
+                                              d["schema_version"], d["redactions"])
     console.print(f"[bold]{path}[/] (schema version {version})")
     t = Table("table", "rows")
     for name, n in counts.items():
@@ -101,15 +93,6 @@ def status(
         for kind, n in redacted.items():
             k.add_row(kind, f"{n:,}")
         console.print(k)
-
-
-def redaction_counts(con) -> dict[str, int]:
-    """Redactions per kind over every ingest run, most first (occurrences, not values)."""
-    total: dict[str, int] = {}
-    for (raw,) in con.execute("SELECT redactions FROM ingest_runs WHERE redactions IS NOT NULL").fetchall():
-        for kind, n in (json.loads(raw) if isinstance(raw, str) else raw or {}).items():
-            total[kind] = total.get(kind, 0) + int(n)
-    return dict(sorted(total.items(), key=lambda kv: (-kv[1], kv[0])))
 
 
 def register(app: typer.Typer) -> None:

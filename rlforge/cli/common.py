@@ -54,6 +54,15 @@ class State:
         return Path(self.config.get("db"))
 
 
+def shown_path(path: str) -> str:
+    """A stored (absolute) path as the table shows it: relative to the working directory
+    when it lies under it, so the column stays narrow in an 80-column CI log."""
+    try:
+        return str(Path(path).relative_to(Path.cwd()))
+    except ValueError:
+        return path
+
+
 def state(ctx: typer.Context) -> State:
     """The State the root callback stored (commands call this first)."""
     return ctx.find_root().obj
@@ -86,34 +95,6 @@ def selection(cfg, band: str | None, model: str | None, unmeasured: str | None):
 
     stages = cfg.get("curriculum.stages") or None
     return difficulty.make_selection(band, model, unmeasured, schedule=stages)
-
-
-def measured(db_path: Path, model: str | None, required: bool) -> dict:
-    """The latest pass-rate estimates of `model` (or of the only model calibrated) in the
-    database, for rows' metadata; empty when there is no database or calibration, unless
-    `required` (a selection by difficulty needs them)."""
-    from rlforge import db, difficulty
-    from rlforge.errors import UserError
-
-    if not db_path.exists():
-        if required:
-            raise UserError(f"--difficulty reads the pass rates in the database, and {db_path} "
-                            "does not exist; pass --db or calibrate first (`rlforge calibrate`)")
-        return {}
-    con = db.connect(db_path, read_only=True)
-    try:
-        has_table = con.execute("SELECT count(*) FROM information_schema.tables "
-                                "WHERE table_name = 'task_stats'").fetchall()[0][0]
-        if not has_table:
-            return {}
-        try:
-            return difficulty.latest(con, model)[1]
-        except UserError:
-            if required:
-                raise
-            return {}  # several models and none chosen: rows carry no estimate
-    finally:
-        con.close()
 
 
 # --- progress of long work ----------------------------------------------------------------

@@ -10,7 +10,7 @@ import typer
 from rich.table import Table
 
 from rlforge.cli.common import (console, difficulty_model_option, difficulty_option,
-                                err_console, measured, selection, state, unmeasured_option)
+                                err_console, selection, state, unmeasured_option)
 
 app = typer.Typer(help="Write tasks and rollouts as datasets trainers read (veRL, TRL, "
                   "Hugging Face, JSONL; SFT, DPO, GRPO).", no_args_is_help=True)
@@ -56,6 +56,7 @@ def tasks(
     quiet: bool = typer.Option(False, "--quiet", "-q", help="print errors only"),
 ) -> None:
     """Export task directories as a trainer's dataset (veRL parquet, TRL, JSONL, HF folder)."""
+    from rlforge.difficulty import measured
     from rlforge.export.tasks import TASK_FORMATS, export_tasks, parse_splits
 
     if fmt not in TASK_FORMATS:

@@ -1,4 +1,5 @@
-"""`rlforge build-tasks` and `rlforge validate`: Harbor task directories, proven before use."""
+"""`rlforge build-tasks`, `rlforge validate` and `rlforge tasks diff`: Harbor task directories,
+proven before use, and what changed between two versions of a dataset."""
 
 from __future__ import annotations
 
@@ -7,9 +8,8 @@ import datetime as dt
 import json
 from collections import Counter
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Callable, Optional
 
-import duckdb
 import typer
 from rich.table import Table
 
@@ -19,6 +19,9 @@ from rlforge.cli.common import (console, difficulty_model_option, difficulty_opt
                                 unmeasured_option)
 from rlforge.cli.ray import executor_option, ray_address_option
 from rlforge.errors import UserError
+
+
+tasks_app = typer.Typer(help="Dataset versions of a build-tasks output.", no_args_is_help=True)
 
 
 def build_tasks(
@@ -57,18 +60,15 @@ def build_tasks(
 ) -> None:
     """Generate Harbor task directories from the store, validate them, write a manifest."""
     from rlforge.tasks import build as build_lib
-    from rlforge.tasks import registry
 
     st = state(ctx)
     cfg = st.config
     if list_:
         con = db.connect(st.db_path)
-        counts = build_lib.available_counts(con)
-        rows: list[dict[str, Any]] = [{"name": i.name, "version": i.version, "verifier": i.verifier,
-                 "usable_rows": counts.get(n, 0), "description": i.description,
-                 "cannot_support": _unsupported(con, i),
-                 "why_none": None if counts.get(n, 0) else _why_none(con, i)}
-                for n, i in registry.registry().items()]
+        try:
+            rows = build_lib.list_generators(con)
+        finally:
+            con.close()
         if as_json:
             console.print_json(json.dumps(rows))
             return
@@ -145,36 +145,6 @@ def _check_judge(report, base_url: str | None, model: str | None, min_auc: float
                                    min_auc)
     return {**result.to_dict(), "summary": result.summary(), "model": model,
             "weight": judge_lib.JUDGE_WEIGHT}
-
-
-#: what a source table holds, and the command that fills it
-INGEST_OF = {"tickets": ("tickets", "rlforge ingest tickets"),
-             "commits": ("commits", "rlforge ingest commits"),
-             "log_records": ("log records", "rlforge ingest logs")}
-
-
-def _why_none(con, info) -> str:
-    """Why a generator has no usable rows: an empty source table, or its screening."""
-    for table in getattr(info.factory, "sources", ()):
-        try:
-            n = con.execute(f"SELECT count(*) FROM {table}").fetchall()[0][0]
-        except duckdb.CatalogException:
-            n = 0
-        if not n:
-            what, how = INGEST_OF.get(table, (table, ""))
-            return f"no {what} yet" + (f": {how}" if how else "")
-    return "no row passes its screening: see `rlforge build-tasks` drops"
-
-
-def _unsupported(con, info) -> dict[str, str]:
-    """Question families the generator says this database's fields cannot support."""
-    skipped = getattr(info.factory(), "skipped", None)
-    if skipped is None:
-        return {}
-    try:
-        return dict(skipped(con))
-    except duckdb.CatalogException:
-        return {}  # its source tables do not exist yet
 
 
 def _print_build(report) -> None:
@@ -289,6 +259,46 @@ def validate(
         raise typer.Exit(1)
 
 
+@tasks_app.command("diff")
+def diff(
+    ctx: typer.Context,
+    v1: str = typer.Argument(..., help="a version of --dir: its number (3 or v3) or "
+                             "content-hash prefix; or a build directory or manifest file"),
+    v2: str = typer.Argument(..., help="the later version, named the same way"),
+    tasks_dir: Optional[Path] = typer.Option(None, "--dir", help="the build-tasks output "
+                                             "holding the versions (default: tasks.out)"),
+    as_json: bool = typer.Option(False, "--json", help="machine-readable result"),
+) -> None:
+    """List the tasks added, removed and changed from dataset version V1 to V2."""
+    from rlforge.tasks.versions import diff_versions
+
+    st = state(ctx)
+    where = Path(st.config.get("tasks.out", str(tasks_dir) if tasks_dir else None))
+    con = db.connect(st.db_path, read_only=True)
+    try:
+        d = diff_versions(con, where, v1, v2)
+    finally:
+        con.close()
+    if as_json:
+        console.print_json(json.dumps(d))
+        return
+    console.print(f"{d['from']['name']} ({d['from']['tasks']} tasks) → {d['to']['name']} "
+                  f"({d['to']['tasks']} tasks): {len(d['added'])} added, "
+                  f"{len(d['removed'])} removed, {len(d['changed'])} changed, "
+                  f"{d['unchanged']} unchanged", highlight=False)
+    for row in d["added"]:
+        console.print(f"+ {row['task_id']}  {row['generator']}  {','.join(row['source_keys'])}",
+                      highlight=False, soft_wrap=True)
+    for row in d["removed"]:
+        console.print(f"- {row['task_id']}  {row['generator']}  {','.join(row['source_keys'])}",
+                      highlight=False, soft_wrap=True)
+    for row in d["changed"]:
+        console.print(f"~ {row['old_id']} → {row['new_id']}  {row['generator']}  "
+                      f"{','.join(row['source_keys'])} ({row['why']})", highlight=False,
+                      soft_wrap=True)
+
+
 def register(app: typer.Typer) -> None:
     app.command("build-tasks")(build_tasks)
     app.command("validate")(validate)
+    app.add_typer(tasks_app, name="tasks")

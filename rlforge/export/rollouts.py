@@ -32,12 +32,11 @@ from typing import Any
 
 import pyarrow as pa
 
-from rlforge import stats
 from rlforge.errors import UserError
 from rlforge.export.tasks import ExportReport, _prepare_out, _write_parquet
 from rlforge.records import RolloutSummary
 from rlforge.run.environment import BASH_TOOL, SUBMIT_TOOL
-from rlforge.run.store import CONFIG, RunStore
+from rlforge.run.store import load_rollouts, open_run, with_advantages
 
 ROLLOUT_FORMATS = ("sft", "dpo", "grpo")
 TOOLS = [BASH_TOOL, SUBMIT_TOOL]  # what `rlforge run` offers a multi-turn policy
@@ -82,35 +81,6 @@ class RolloutExportReport(ExportReport):
     def to_dict(self) -> dict[str, Any]:
         return {"run_id": self.run_id, **super().to_dict(), "rollouts": self.rollouts,
                 "excluded_invalid": self.excluded_invalid}
-
-
-def open_run(run: str | Path, runs_dir: str | Path) -> RunStore:
-    """A run by id (under `runs_dir`) or by the path of its directory."""
-    path = Path(run)
-    if (path / CONFIG).is_file():
-        return RunStore(path)
-    return RunStore.open(runs_dir, str(run))
-
-
-def load_rollouts(store: RunStore) -> list[dict[str, Any]]:
-    """The run's rollout records, one per (task, sample): the last written wins."""
-    latest: dict[str, dict[str, Any]] = {}
-    for record in store.read_rollouts():
-        latest[record["rollout_id"]] = record
-    return sorted(latest.values(), key=lambda r: (r["task_id"], r["sample"]))
-
-
-def with_advantages(records: list[dict[str, Any]]) -> dict[str, float | None]:
-    """Each rollout's GRPO advantage within its task's group, as `rlforge run` computes it."""
-    groups: dict[str, list[dict[str, Any]]] = {}
-    for r in records:
-        groups.setdefault(r["task_id"], []).append(r)
-    out: dict[str, float | None] = {}
-    for members in groups.values():
-        values = stats.group_advantages([RolloutSummary.of(r).reward for r in members])
-        for r, a in zip(members, values):
-            out[r["rollout_id"]] = None if a is None else round(a, 6)
-    return out
 
 
 def _message(m: dict[str, Any]) -> dict[str, Any]:

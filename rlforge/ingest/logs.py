@@ -30,7 +30,7 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Iterable
 
 import duckdb
 import polars as pl
@@ -46,8 +46,7 @@ from rlforge.ingest.logformats.reader import sample_lines
 from rlforge.ingest.logformats.records import RECORD_COLUMNS, TIME_UNPARSED, iter_chunks
 from rlforge.ingest.logformats.registry import detect, make_format
 from rlforge.ingest.common import (DATABASE_REDACTOR, RAW_CAP, FileIngest, IngestResult,
-                                   ingest_guarded, resolve_redactor, source_path,
-                                   store_quarantine)
+                                   resolve_redactor, source_path, store_quarantine)
 from rlforge.ingest.textfile import file_encoding, is_gzip, line_endings, read_head
 
 SOURCE = "logs"
@@ -712,10 +711,3 @@ def _drop_copy(con, r: IngestResult, first_message_id: int, original: str) -> No
     r.quarantine_reasons, r.redactions = {}, {}
     r.notes.append(f"the same content as {original}, stored before: every record is a "
                    "duplicate")
-
-
-def ingest_logs(con: duckdb.DuckDBPyConnection, paths: Iterable[str | Path],
-                **kwargs: Any) -> list[IngestResult]:
-    """Ingest several log files, each as its own transaction (see `ingest_file`)."""
-    return [ingest_guarded(con, SOURCE, p, lambda con, p: ingest_file(con, p, **kwargs))
-            for p in paths]

@@ -30,7 +30,7 @@ import polars as pl
 from rlforge import db
 from rlforge.errors import InputFileError
 from rlforge.ingest import ticket_formats as tf
-from rlforge.ingest.common import (DATABASE_REDACTOR, FileIngest, IngestResult, ingest_guarded,
+from rlforge.ingest.common import (DATABASE_REDACTOR, FileIngest, IngestResult,
                                    resolve_redactor, source_path)
 from rlforge.ingest.textfile import (NUL_REPLACEMENT, check_not_binary, decode, file_encoding,
                                      is_gzip, line_endings, read_all, read_head,
@@ -400,12 +400,6 @@ def _decide_after_insert(con, fi: FileIngest, on_conflict: str) -> None:
 
 # --- the face every source shares -----------------------------------------------------
 
-def detect_format(path: str | Path) -> str:
-    """The export format of a file, from its content."""
-    head, _ = decode(read_head(path))
-    return tf.detect(head)
-
-
 def ingest_file(con: duckdb.DuckDBPyConnection, path: str | Path, *, fmt: str = "auto",
                 mapping: dict[str, str] | None = None, redactor=DATABASE_REDACTOR,
                 on_conflict: str = "quarantine", origin: str | None = None) -> IngestResult:
@@ -535,10 +529,3 @@ def _as_duckdb_reads(path: Path):
 
 def _first_line(exc: Exception) -> str:
     return str(exc).strip().split("\n", 1)[0]
-
-
-def ingest_tickets(con: duckdb.DuckDBPyConnection, paths: Iterable[str | Path], **kwargs: Any
-                   ) -> list[IngestResult]:
-    """Ingest several exports; a file that fails does not stop the others."""
-    return [ingest_guarded(con, SOURCE, p, lambda con, p: ingest_file(con, p, **kwargs))
-            for p in paths]

@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from rlforge import difficulty, stats
-from rlforge.export.rollouts import load_rollouts, open_run, with_advantages
 from rlforge.records import RolloutSummary
+from rlforge.run.store import load_rollouts, open_run, with_advantages
 
 MAX_MESSAGE_CHARS = 20_000
 

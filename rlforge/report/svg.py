@@ -17,7 +17,6 @@ PALETTE = ("#4f6bed", "#e8833a", "#2fa58a", "#c94f7c", "#8a63d2", "#d4a72c", "#3
 OUTCOME_COLORS = {"pass": "#2fa58a", "fail": "#d9534f", "timeout": "#e8a33a",
                   "invalid": "#8a94a6"}
 AXIS = "#6b7280"
-GRID = "#e5e7eb"
 
 
 def color(i: int) -> str:

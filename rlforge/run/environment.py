@@ -573,10 +573,3 @@ def remove_tree(path: Path) -> None:
         subprocess.run(["rm", "-rf", "--one-file-system", "--", str(path)], check=False,
                        stdin=subprocess.DEVNULL, capture_output=True)
 
-
-def outcome_of(reward: dict[str, Any] | None) -> str:
-    """pass or fail from a reward (None, no reward: invalid)."""
-    if reward is None:
-        return "invalid"
-    return "pass" if reward.get("outcome") == "pass" else "fail"
-

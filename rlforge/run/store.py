@@ -11,6 +11,9 @@ rollouts.jsonl is the record of truth: the DuckDB tables are loaded from it (in 
 while the run goes, and in full on `--resume` and `rescore`; DuckDB parses the lines), so
 a run killed at any moment loses at most the rollouts in flight. A line cut short by the
 kill is dropped when the run is resumed, and that rollout runs again.
+
+Export and the report read a finished run through `open_run`, `load_rollouts` and
+`with_advantages`, so every reader sees the same records and advantages.
 """
 
 from __future__ import annotations
@@ -24,8 +27,9 @@ import secrets
 from pathlib import Path
 from typing import Any, Iterable, TextIO
 
+from rlforge import stats
 from rlforge.errors import UserError
-from rlforge.records import valid_utf8
+from rlforge.records import RolloutSummary, valid_utf8
 
 CONFIG = "config.json"
 ROLLOUTS = "rollouts.jsonl"
@@ -173,6 +177,37 @@ class RunStore:
         _atomic_write(self.dir / SUMMARY, json.dumps(summary, indent=1) + "\n")
         _atomic_write(self.dir / GROUPS, "".join(json.dumps(g, separators=(",", ":")) + "\n"
                                                   for g in groups))
+
+
+# --- reading a run (export, report) ------------------------------------------------------
+
+def open_run(run: str | Path, runs_dir: str | Path) -> RunStore:
+    """A run by id (under `runs_dir`) or by the path of its directory."""
+    path = Path(run)
+    if (path / CONFIG).is_file():
+        return RunStore(path)
+    return RunStore.open(runs_dir, str(run))
+
+
+def load_rollouts(store: RunStore) -> list[dict[str, Any]]:
+    """The run's rollout records, one per (task, sample): the last written wins."""
+    latest: dict[str, dict[str, Any]] = {}
+    for record in store.read_rollouts():
+        latest[record["rollout_id"]] = record
+    return sorted(latest.values(), key=lambda r: (r["task_id"], r["sample"]))
+
+
+def with_advantages(records: list[dict[str, Any]]) -> dict[str, float | None]:
+    """Each rollout's GRPO advantage within its task's group, as `rlforge run` computes it."""
+    groups: dict[str, list[dict[str, Any]]] = {}
+    for r in records:
+        groups.setdefault(r["task_id"], []).append(r)
+    out: dict[str, float | None] = {}
+    for members in groups.values():
+        values = stats.group_advantages([RolloutSummary.of(r).reward for r in members])
+        for r, a in zip(members, values):
+            out[r["rollout_id"]] = None if a is None else round(a, 6)
+    return out
 
 
 def _atomic_write(path: Path, text: str) -> None:

@@ -177,7 +177,7 @@ def instantiate(info: registry.GeneratorInfo, options: dict[str, Any],
 
 
 def available_counts(con) -> dict[str, int]:
-    """How many source rows each registered generator can use now (for `--list`)."""
+    """How many source rows each registered generator can use now."""
     out = {}
     for name, info in registry.registry().items():
         try:
@@ -185,6 +185,47 @@ def available_counts(con) -> dict[str, int]:
         except duckdb.CatalogException:
             out[name] = 0  # its source tables do not exist yet
     return out
+
+
+def list_generators(con) -> list[dict[str, Any]]:
+    """`build-tasks --list`: each registered generator, the source rows it can use now,
+    the question families this database cannot support, and why it has no rows."""
+    counts = available_counts(con)
+    return [{"name": i.name, "version": i.version, "verifier": i.verifier,
+             "usable_rows": counts.get(n, 0), "description": i.description,
+             "cannot_support": _unsupported(con, i),
+             "why_none": None if counts.get(n, 0) else _why_none(con, i)}
+            for n, i in registry.registry().items()]
+
+
+#: what a source table holds, and the command that fills it
+INGEST_OF = {"tickets": ("tickets", "rlforge ingest tickets"),
+             "commits": ("commits", "rlforge ingest commits"),
+             "log_records": ("log records", "rlforge ingest logs")}
+
+
+def _why_none(con, info) -> str:
+    """Why a generator has no usable rows: an empty source table, or its screening."""
+    for table in getattr(info.factory, "sources", ()):
+        try:
+            n = con.execute(f"SELECT count(*) FROM {table}").fetchall()[0][0]
+        except duckdb.CatalogException:
+            n = 0
+        if not n:
+            what, how = INGEST_OF.get(table, (table, ""))
+            return f"no {what} yet" + (f": {how}" if how else "")
+    return "no row passes its screening: see `rlforge build-tasks` drops"
+
+
+def _unsupported(con, info) -> dict[str, str]:
+    """Question families the generator says this database's fields cannot support."""
+    skipped = getattr(info.factory(), "skipped", None)
+    if skipped is None:
+        return {}
+    try:
+        return dict(skipped(con))
+    except duckdb.CatalogException:
+        return {}  # its source tables do not exist yet
 
 
 def _assign_splits(specs: list[TaskSpec], opts: BuildOptions) -> list[str]:
