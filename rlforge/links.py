@@ -42,7 +42,7 @@ import duckdb
 
 from rlforge import db
 from rlforge.ingest.common import service_name
-from rlforge.tasks.logs_common import ERROR_LEVELS
+from rlforge.ingest.logformats.levels import ERROR_LEVELS
 
 THRESHOLD = 0.7  # links at or above it are shown and used by the incident generators
 BURST_BUCKET = dt.timedelta(minutes=10)  # errors are counted per bucket of this width

@@ -22,9 +22,7 @@ from typing import Any
 import duckdb
 
 from rlforge.ingest.common import service_name  # noqa: F401  (re-exported for the log generators)
-
-ERROR_LEVELS = ("error", "fatal")
-FAILURE_LEVELS = ("warn", "error", "fatal")
+from rlforge.ingest.logformats.levels import ERROR_LEVELS, FAILURE_LEVELS
 
 
 @dataclass(frozen=True)

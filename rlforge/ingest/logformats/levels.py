@@ -7,6 +7,9 @@ from __future__ import annotations
 import polars as pl
 
 LEVELS = ("trace", "debug", "info", "notice", "warn", "error", "fatal")
+#: The levels of a record that failed, and of one that warned of failure or failed.
+ERROR_LEVELS = ("error", "fatal")
+FAILURE_LEVELS = ("warn", "error", "fatal")
 _LEVEL_WORDS = {
     "trace": "trace", "trc": "trace", "vrb": "trace", "verbose": "trace", "v": "trace",
     "finest": "trace", "finer": "trace",
