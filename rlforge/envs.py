@@ -32,7 +32,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from rlforge.config import Config
+from rlforge.config import Config, default_cache_dir
 from rlforge.run.environment import EnvOptions, Environment
 from rlforge.run.tasks import Task, load_task
 from rlforge.sandbox import SandboxPool, sandbox_settings
@@ -61,21 +61,23 @@ def load(task_dir: str | Path, *, config: Config | None = None,
                          sandbox_mode=cfg.get("sandbox.mode", sandbox))
     task = load_task(task_dir)  # refuses a task that is not whole
     check_whole(task_dir)  # and one a build-tasks has not published yet
-    return TaskEnv(task, options, sandbox_settings(cfg, sandbox))
+    return TaskEnv(task, options, sandbox_settings(cfg, sandbox), default_cache_dir(cfg))
 
 
 class TaskEnv:
     """One task's environment; see the module docstring. Close it (or use `with`)."""
 
-    def __init__(self, task: Task, options: EnvOptions, settings: dict[str, Any] | None = None):
+    def __init__(self, task: Task, options: EnvOptions, settings: dict[str, Any] | None = None,
+                 cache_dir: Path | None = None):
         """`settings`: the user's sandbox settings (`rlforge.sandbox.sandbox_settings`);
-        None reads them from the flag-less configuration."""
+        None reads them from the flag-less configuration. `cache_dir`: where the task's
+        prepared environment is built (None: the flag-less configuration's)."""
         self.task = task
         self.options = options
         self._scratch = Path(tempfile.mkdtemp(prefix="rlforge-env-"))
         self._pool = SandboxPool(2)
         self._env = Environment(task, options,
-                                TaskRunner(self._pool, options.sandbox_mode, None, settings),
+                                TaskRunner(self._pool, options.sandbox_mode, settings, cache_dir),
                                 self._scratch)
         self._loop: asyncio.AbstractEventLoop | None = None
 

@@ -98,7 +98,7 @@ def run(
         err_console.print("[bold yellow]warning:[/] --sandbox none: the policy's commands and "
                           "the verifiers run WITHOUT isolation")
     progress = Progress()
-    backend = execution.choose(cfg.get("run.executor"), cfg)
+    backend = execution.choose(cfg, "run.executor")
     if resume:
         changed = [name for name, value in (
             ("TASKS_DIR", tasks_dir), ("--base-url", base_url), ("--model", model),

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from rlforge import db
-from rlforge.config import Config
+from rlforge.config import Config, default_cache_dir
 from rlforge.errors import UserError
 from rlforge.records import RolloutSummary
 from rlforge.run.driver import Progress
@@ -45,7 +45,7 @@ def rescore(cfg: Config, run_id: str, *, min_pass_rate: float | None = None,
         records = store.read_rollouts(repair=True)
         progress = progress or Progress()
         progress.total = len(records)
-        counts = asyncio.run(_rescore_all(plan, records, progress))
+        counts = asyncio.run(_rescore_all(plan, records, progress, default_cache_dir(cfg)))
         stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%S")
         store.rewrite_rollouts(records, keep_previous=f"rollouts.before-rescore-{stamp}.jsonl")
         db_path = cfg.get("db")
@@ -68,7 +68,7 @@ def rescore(cfg: Config, run_id: str, *, min_pass_rate: float | None = None,
 
 
 async def _rescore_all(plan: dict[str, Any], records: list[dict[str, Any]],
-                       progress: Progress) -> dict[str, int]:
+                       progress: Progress, cache_dir: Path) -> dict[str, int]:
     from rlforge.sandbox import SandboxPool
     from rlforge.verify.runner import TaskRunner
 
@@ -79,7 +79,7 @@ async def _rescore_all(plan: dict[str, Any], records: list[dict[str, Any]],
     scratch = Path(tempfile.mkdtemp(prefix="rlforge-rescore-"))
     try:
         async with SandboxPool(plan["sandbox_workers"]) as pool:
-            runner = TaskRunner(pool, plan["env"]["sandbox_mode"], None, plan_sandbox(plan))
+            runner = TaskRunner(pool, plan["env"]["sandbox_mode"], plan_sandbox(plan), cache_dir)
             limit = asyncio.Semaphore(pool.workers * 2)
 
             async def one(record: dict[str, Any]) -> None:

@@ -21,12 +21,11 @@ import os
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Iterator, Protocol
 
-from rlforge import __version__, db, difficulty, execution, stats
+from rlforge import __version__, db, difficulty, stats
 from rlforge.config import Config
 from rlforge.errors import ConfigError, UserError
-from rlforge.execution import Backend
 from rlforge.records import RolloutSummary
 from rlforge.run.driver import Progress, TableSink
 from rlforge.run.environment import EnvOptions
@@ -41,8 +40,8 @@ PLAN_SCHEMA = 1
 
 @dataclass
 class Session:
-    """The rollouts one `rlforge run` (or resume) plays, handed to its backend
-    (`rlforge.execution`): the plan, where records go, the tasks and the missing (task,
+    """The rollouts one `rlforge run` (or resume) plays, handed to its `RolloutBackend`:
+    the plan, where records go, the tasks and the missing (task,
     sample) items; the policy fields are set once the endpoint is up."""
 
     plan: dict[str, Any]
@@ -54,6 +53,17 @@ class Session:
     policy: Any = None  # rlforge.policy.PolicyConfig
     api_key: str = ""
     concurrency: int = 1  # rollouts in flight in the whole run
+
+
+class RolloutBackend(Protocol):
+    """Where a session's rollouts play: an `rlforge.execution` backend, chosen by the CLI
+    (or the caller of `start` / `resume`) and handed down."""
+
+    def preflight(self, session: Session) -> None:
+        """Refuse (a UserError) before anything starts when the session cannot run here."""
+
+    async def rollouts(self, session: Session) -> list[RolloutSummary]:
+        """Play the session's work items; the summaries of the rollouts played."""
 
 
 @dataclass
@@ -238,13 +248,12 @@ def work_items(tasks: list[Task], samples: int, done: set[tuple[str, int]]) -> l
 
 # --- running -----------------------------------------------------------------------------
 
-def start(cfg: Config, tasks_dir: Path, *, run_id: str | None = None,
+def start(cfg: Config, tasks_dir: Path, *, backend: RolloutBackend, run_id: str | None = None,
           generators: list[str] | None = None, split: str | None = None,
           limit: int | None = None, progress: Progress | None = None,
-          backend: Backend | None = None,
           difficulty_selection: difficulty.Selection | None = None) -> RunReport:
     """Plan and execute a new run over the tasks in `tasks_dir`; see the module docstring.
-    `backend`: where the rollouts play (None: `run.executor`'s); `difficulty_selection`:
+    `backend`: where the rollouts play; `difficulty_selection`:
     only the tasks whose measured pass rate it keeps (`rlforge.difficulty`)."""
     found = discover_tasks(tasks_dir)
     chosen: dict[str, Any] = {}
@@ -263,10 +272,12 @@ def start(cfg: Config, tasks_dir: Path, *, run_id: str | None = None,
         store.close()
 
 
-def resume(cfg: Config, run_id: str, *, concurrency: int | None = None,
-           min_pass_rate: float | None = None, max_infra_error_rate: float | None = None,
-           progress: Progress | None = None, backend: Backend | None = None) -> RunReport:
-    """Finish an interrupted run: every rollout stored is kept, each missing one runs."""
+def resume(cfg: Config, run_id: str, *, backend: RolloutBackend,
+           concurrency: int | None = None, min_pass_rate: float | None = None,
+           max_infra_error_rate: float | None = None,
+           progress: Progress | None = None) -> RunReport:
+    """Finish an interrupted run: every rollout stored is kept, each missing one runs
+    (on `backend`)."""
     store = RunStore.open(cfg.get("run.runs_dir"), run_id)
     store.lock()
     try:
@@ -303,7 +314,7 @@ def _plan_tasks(plan: dict[str, Any]) -> list[Task]:
 
 def _execute(cfg: Config, store: RunStore, plan: dict[str, Any], tasks: list[Task],
              records: list[dict[str, Any]], progress: Progress,
-             backend: Backend | None) -> RunReport:
+             backend: RolloutBackend) -> RunReport:
     started = time.perf_counter()
     db_path = cfg.get("db")
     done = {(r["task_id"], r["sample"]) for r in records}
@@ -329,7 +340,6 @@ def _execute(cfg: Config, store: RunStore, plan: dict[str, Any], tasks: list[Tas
     notice = ""
     sink = TableSink(db_path)
     if items:
-        backend = backend or execution.choose(cfg.get("run.executor"), cfg)
         session = Session(plan, store, tasks, items, sink, progress)
         backend.preflight(session)
         with _policy(cfg, plan) as (session.policy, session.api_key, notice, session.concurrency):
@@ -371,11 +381,6 @@ def plan_sandbox(plan: dict[str, Any]) -> dict[str, Any]:
     """The sandbox settings a run was planned with (a plan from before they were kept ran
     with the built-in defaults)."""
     return plan.get("sandbox", {})
-
-
-def spec_hook_for(tasks: list[Task]):
-    """The sandbox hook the tasks' generators need (e.g. a prepared venv), if any."""
-    return None
 
 
 # --- results -----------------------------------------------------------------------------

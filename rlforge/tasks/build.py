@@ -44,22 +44,28 @@ import time
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Protocol
 
 import duckdb
 import polars as pl
 
-from rlforge import __version__, db, difficulty, execution
+from rlforge import __version__, db, difficulty
 from rlforge.config import Config
 from rlforge.errors import UserError
 from rlforge.sandbox import sandbox_settings
 from rlforge.tasks import registry
 from rlforge.tasks.render import PACKAGE_ROOT, Renderer, RenderedTask, render_task
+from rlforge.tasks.repair.checks import CheckerBackend
 from rlforge.tasks.spec import BuildContext, TaskSpec
 from rlforge.tasks.splits import exact_key, hash_split, near_duplicate_groups, time_split
 from rlforge.tasks import versions
 from rlforge.tasks.staging import BuildArea, task_digest
-from rlforge.verify.validate import VALIDATION_FILE, ValidationResult
+from rlforge.verify.validate import VALIDATION_FILE, ValidationBackend, ValidationResult
+
+
+class BuildBackend(ValidationBackend, CheckerBackend, Protocol):
+    """Where build-tasks' sandboxed work runs (an `rlforge.execution` backend, chosen by
+    the CLI): the validation of its tasks and the commits.repair checks."""
 
 
 @dataclass
@@ -78,9 +84,9 @@ class BuildOptions:
     workers: int = 0
     generator_options: dict[str, dict[str, Any]] = field(default_factory=dict)
     force: bool = False
-    config: Any = None  # the resolved rlforge Config (None: flag-less Config.load())
-    backend: Any = None  # rlforge.execution.Backend of the checks and validation (None: local)
     selection: difficulty.Selection = field(default_factory=difficulty.Selection)
+    config: Config = field(kw_only=True)  # the resolved configuration
+    backend: BuildBackend = field(kw_only=True)  # where the checks and validation run
 
 
 @dataclass
@@ -432,9 +438,8 @@ def _render_all(specs: list[TaskSpec], opts: BuildOptions, renderer: Renderer,
 
 
 def _sandbox_settings(opts: BuildOptions) -> dict[str, Any]:
-    """The user's sandbox settings validation runs under (from `opts.config`, else the
-    flag-less configuration)."""
-    return sandbox_settings(opts.config or Config.load(), opts.sandbox_mode)
+    """The user's sandbox settings validation runs under."""
+    return sandbox_settings(opts.config, opts.sandbox_mode)
 
 
 def validation_key(opts: BuildOptions) -> str:
@@ -496,10 +501,9 @@ def _write_and_validate(area: BuildArea, tasks: list[RenderedTask], opts: BuildO
             if progress:
                 progress("validating", sum(p.task_id in verdicts for p in pending), len(pending))
 
-        backend = opts.backend or execution.choose("local", opts.config)
-        results = asyncio.run(backend.validate(list(map(Path, by_path)), workers=opts.workers,
-                                               sandbox_mode=opts.sandbox_mode, progress=settle,
-                                               settings=_sandbox_settings(opts)))
+        results = asyncio.run(opts.backend.validate(list(map(Path, by_path)), workers=opts.workers,
+                                                    sandbox_mode=opts.sandbox_mode, progress=settle,
+                                                    settings=_sandbox_settings(opts)))
         for r in results:
             settle(r)
         for t in pending:

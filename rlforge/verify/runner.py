@@ -16,7 +16,7 @@ import tempfile
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from rlforge.errors import UnknownName, UserError
 from rlforge.sandbox import (WORKSPACE_MOUNT, SandboxPool, SandboxSpec, prepare_env,
@@ -99,16 +99,18 @@ def _prepared_env(requirements: tuple[str, ...], pip_args: tuple[str, ...], cach
     return prepare_env(list(requirements), cache_dir, pip_args=list(pip_args))
 
 
-def prepared_env_hook(task_dir: Path, meta: dict) -> dict:
+def prepared_env_hook(task_dir: Path, meta: dict, cache_dir: Path | None = None) -> dict:
     """Sandbox fields a task asks for in [metadata.rlforge]: `env_requirements` (and
-    `env_pip_args`) get the prepared venv at /opt/venv, built once and cached;
-    `sandbox_tmp_mb` a larger /tmp."""
+    `env_pip_args`) get the prepared venv at /opt/venv, built once into `cache_dir` (None:
+    the flag-less configuration's); `sandbox_tmp_mb` a larger /tmp."""
     rl = meta.get("metadata", {}).get("rlforge", {})
     fields: dict[str, Any] = {}
     if "env_requirements" in rl:
-        from rlforge.config import Config, default_cache_dir
+        if cache_dir is None:
+            from rlforge.config import Config, default_cache_dir
+            cache_dir = default_cache_dir(Config.load())
         fields["venv"] = _prepared_env(tuple(rl["env_requirements"]), tuple(rl.get("env_pip_args", ())),
-                                       default_cache_dir(Config.load()))
+                                       cache_dir)
     if rl.get("sandbox_tmp_mb"):
         fields["tmp_mb"] = int(rl["sandbox_tmp_mb"])
     return fields
@@ -125,20 +127,21 @@ class TaskRunner:
     """
 
     def __init__(self, pool: SandboxPool, sandbox_mode: str | None = "bwrap",
-                 spec_hook: Callable[[Path, dict], dict] | None = None,
-                 settings: dict[str, Any] | None = None):
+                 settings: dict[str, Any] | None = None, cache_dir: Path | None = None):
         """`settings`: the user's sandbox settings (`rlforge.sandbox.sandbox_settings`);
         None reads them from the flag-less configuration. `sandbox_mode`, unless None,
-        wins over theirs."""
+        wins over theirs. `cache_dir`: where the tasks' prepared environments are built
+        (`rlforge.config.default_cache_dir` of the caller's configuration; None: the
+        flag-less configuration's)."""
         self.pool = pool
         self.settings = settings_or_configured(settings, sandbox_mode)
         self.mode = self.settings["mode"]
-        self.spec_hook = spec_hook or prepared_env_hook
+        self.cache_dir = cache_dir
 
     def _fields(self, task_dir: Path, meta: dict) -> dict[str, Any]:
         """SandboxSpec fields every sandbox of this task gets: what the task asks for (its
         venv, /tmp size, [environment] memory_mb), under the user's sandbox settings."""
-        asked = dict(self.spec_hook(task_dir, meta))
+        asked = prepared_env_hook(task_dir, meta, self.cache_dir)
         memory = meta.get("environment", {}).get("memory_mb")
         if memory and "memory_mb" not in asked:
             asked["memory_mb"] = int(memory)
