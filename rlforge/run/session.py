@@ -41,8 +41,8 @@ PLAN_SCHEMA = 1
 @dataclass
 class Session:
     """The rollouts one `rlforge run` (or resume) plays, handed to its `RolloutBackend`:
-    the plan, where records go, the tasks and the missing (task,
-    sample) items; the policy fields are set once the endpoint is up."""
+    the plan, where records go, the tasks and the missing (task, sample) items; the
+    policy fields are set once the endpoint is up."""
 
     plan: dict[str, Any]
     store: RunStore

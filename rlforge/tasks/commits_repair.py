@@ -121,12 +121,12 @@ class CommitsRepair(Generator):
         rows for `build-tasks --list`) the settings are the flag-less configuration's."""
         self.build = build
         self.opts = RepairOptions.resolve(options, build.config if build is not None else None)
+        self.rejections: list[dict[str, str]] = []
 
     @property
     def sandbox(self) -> dict[str, Any]:
         """The sandbox settings the checks run under: build-tasks' mode, the user's limits."""
         return sandbox_settings(self.build.config, self.build.sandbox_mode)
-        self.rejections: list[dict[str, str]] = []
 
     def _window(self, con) -> list[CommitRow]:
         """The commits considered, newest first (a variant may narrow them, rejecting the

@@ -301,7 +301,6 @@ class CheckerBackend(Protocol):
         and then its `pool`."""
 
 
-
 def report_checks(tree: Path, files: dict[str, bytes]) -> tuple[str, dict]:
     """Make the literal asserts of every test in the test `files` (path -> their bytes in
     `tree`) report their values as they run (the asserts themselves unchanged); (builtin
