@@ -66,6 +66,8 @@ def _tasks(source: str, limit: int, work: Path) -> tuple[list[tuple[Path, dict]]
     import json
 
     from rlforge import db
+    from rlforge.config import Config
+    from rlforge.execution.local import LocalBackend
     from rlforge.ingest import tickets
     from rlforge.tasks.build import BuildOptions, build_tasks
 
@@ -73,8 +75,10 @@ def _tasks(source: str, limit: int, work: Path) -> tuple[list[tuple[Path, dict]]
     con = db.connect(work / f"{source}.duckdb")
     tickets.ingest_file(con, path, mapping=mapping)
     out = work / f"{source}-tasks"
+    cfg = Config.load()
     build_tasks(con, BuildOptions(out=out, generators=["tickets.reply"], limit=limit, seed=0,
-                                  validate=False))
+                                  validate=False, config=cfg,
+                                  backend=LocalBackend.from_config(cfg)))
     rows = con.execute("SELECT ticket_id, resolution, intent, category FROM tickets "
                        "WHERE resolution IS NOT NULL ORDER BY ticket_id").fetchall()
     con.close()

@@ -21,7 +21,6 @@ from pathlib import Path
 from typing import Any, Callable, Mapping, TypeVar, dataclass_transform
 
 from rlforge.errors import ConfigError
-from rlforge.execution import BACKENDS
 
 CONFIG_FILE = "rlforge.toml"
 
@@ -100,8 +99,8 @@ SETTINGS: list[Setting] = [
     Setting("tasks.generator_options", {}, "per-generator options, e.g. "
             "{ \"tickets.triage\" = { fields = [\"category\"] } }", dict),
     Setting("tasks.executor", "local", "where build-tasks and validate run their sandboxed "
-            "checks: this machine, or a worker on every node of a Ray cluster (ray.address)",
-            choices=tuple(BACKENDS)),
+            "checks: local (this machine) or ray (a worker on every node of a Ray cluster, "
+            "ray.address)"),
     Setting("tasks.repair.last", 300, "commits.repair: most recent commits per repository "
             "considered (0 = all)", int),
     Setting("tasks.repair.max_files", 10, "commits.repair: most files a commit may change", int),
@@ -133,8 +132,8 @@ SETTINGS: list[Setting] = [
     Setting("run.min_pass_rate", 0.0, "exit 3 when the pass rate is below this", float),
     Setting("run.max_infra_error_rate", 0.2, "exit 4 when infra errors exceed this rate "
             "(or no rollout is valid)", float),
-    Setting("run.executor", "local", "where rollouts run: this machine, or a worker on every "
-            "node of a Ray cluster (ray.address)", choices=tuple(BACKENDS)),
+    Setting("run.executor", "local", "where rollouts run: local (this machine) or ray (a "
+            "worker on every node of a Ray cluster, ray.address)"),
     Setting("run.runs_dir", "runs", "directory holding runs/<run_id>/"),
     Setting("run.top_p", 1.0, "nucleus sampling mass (1.0 = not sent)", float),
     Setting("run.stop", [], "stop sequences sent with every chat request", list),

@@ -71,16 +71,15 @@ class TaskEnv:
 
     def __init__(self, task: Task, options: EnvOptions, settings: dict[str, Any] | None = None,
                  cache_dir: Path | None = None):
-        """`settings`, `cache_dir`: the user's sandbox settings
-        (`rlforge.sandbox.sandbox_settings`) and cache of prepared environments, as
-        `rlforge.verify.runner.TaskRunner` takes them."""
+        """`settings`: the user's sandbox settings (`rlforge.sandbox.sandbox_settings`;
+        None: the built-in defaults). `cache_dir`: where the task's prepared environment is
+        built (None: the flag-less configuration's)."""
         self.task = task
         self.options = options
         self._scratch = Path(tempfile.mkdtemp(prefix="rlforge-env-"))
         self._pool = SandboxPool(2)
         self._env = Environment(task, options,
-                                TaskRunner(self._pool, options.sandbox_mode, None, settings,
-                                           cache_dir),
+                                TaskRunner(self._pool, options.sandbox_mode, settings, cache_dir),
                                 self._scratch)
         self._loop: asyncio.AbstractEventLoop | None = None
 

@@ -1,8 +1,10 @@
 """The import structure the README's architecture section describes, checked.
 
-Every import in rlforge counts — at module level or inside a function — except those
-under `if TYPE_CHECKING:` (types only, never run). A function-level import still makes
-one module need the other; hiding a cycle inside a function does not remove it.
+Every import in rlforge counts — at module level or inside a function. A function-level
+import still makes one module need the other; hiding a cycle inside a function does not
+remove it. Imports under `if TYPE_CHECKING:` (types only, never run) are left out of the
+run-time graph and counted in the type-only one: a module that names another's types
+still depends on it, so those must not close a circle either.
 """
 
 from __future__ import annotations
@@ -16,11 +18,11 @@ from paths import ROOT
 
 PACKAGE = ROOT / "rlforge"
 
-#: Layers that must not reach a backend implementation: they are handed one
-#: (`rlforge.execution`) and never pick one themselves.
+#: Layers that must not reach a backend implementation: they are handed a backend (one
+#: of `rlforge.execution.BACKENDS`) and never pick one themselves.
 NO_BACKEND_IMPORTS = ("rlforge.run", "rlforge.verify", "rlforge.tasks", "rlforge.sandbox",
-                      "rlforge.ingest")
-BACKEND_IMPLEMENTATIONS = ("rlforge.executors", "rlforge.execution.local")
+                      "rlforge.ingest", "rlforge.config")
+BACKEND_IMPLEMENTATIONS = ("rlforge.execution",)
 
 
 def module_name(path: Path) -> str:
@@ -33,13 +35,15 @@ def _is_type_checking(test: ast.expr) -> bool:
         isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
 
 
-def imported_names(tree: ast.AST, name: str, is_package: bool) -> list[str]:
-    """Every name the module imports at run time, absolute."""
+def imported_names(tree: ast.AST, name: str, is_package: bool,
+                   type_only: bool = False) -> list[str]:
+    """Every name the module imports at run time, absolute; with `type_only`, those
+    under `if TYPE_CHECKING:` too."""
     package = name if is_package else name.rpartition(".")[0]
     found: list[str] = []
 
     def visit(node: ast.AST) -> None:
-        if isinstance(node, ast.If) and _is_type_checking(node.test):
+        if isinstance(node, ast.If) and _is_type_checking(node.test) and not type_only:
             for child in node.orelse:
                 visit(child)
             return
@@ -58,17 +62,18 @@ def imported_names(tree: ast.AST, name: str, is_package: bool) -> list[str]:
     return found
 
 
-def import_graph() -> dict[str, set[str]]:
+def import_graph(type_only: bool = False) -> dict[str, set[str]]:
     """rlforge module -> the rlforge modules it imports (a package's name stands for its
-    `__init__`). `from pkg import name` needs the module `pkg.name` when there is one,
-    else `pkg` itself; that Python runs a package's `__init__` before any module in it is
-    not counted (every module would then need its own package)."""
+    `__init__`); with `type_only`, counting the imports under `if TYPE_CHECKING:` too.
+    `from pkg import name` needs the module `pkg.name` when there is one, else `pkg`
+    itself; that Python runs a package's `__init__` before any module in it is not
+    counted (every module would then need its own package)."""
     files = {module_name(p): p for p in PACKAGE.rglob("*.py")}
     graph: dict[str, set[str]] = {}
     for name, path in files.items():
         edges = set()
         for target in imported_names(ast.parse(path.read_text(encoding="utf-8")), name,
-                                     path.name == "__init__.py"):
+                                     path.name == "__init__.py", type_only):
             while target and target not in files:  # `from pkg import func` -> pkg
                 target = target.rpartition(".")[0]
             if target and target != name:
@@ -116,17 +121,24 @@ def _under(name: str, prefixes: tuple[str, ...]) -> bool:
     return any(name == p or name.startswith(p + ".") for p in prefixes)
 
 
-def test_no_module_of_run_verify_tasks_imports_a_backend():
-    graph = import_graph()
+def test_no_module_of_run_verify_tasks_config_reaches_the_execution_package():
+    graph = import_graph(type_only=True)
     wrong = sorted(f"{a} -> {b}" for a, targets in graph.items() if _under(a, NO_BACKEND_IMPORTS)
                    for b in targets if _under(b, BACKEND_IMPLEMENTATIONS))
-    assert not wrong, "choose a backend with rlforge.execution.choose and pass it in:\n" + \
-        "\n".join(wrong)
+    assert not wrong, ("the CLI or rlforge.envs chooses a backend (rlforge.execution.choose) "
+                       "and hands it down as a `Backend` argument, typed with the protocol "
+                       "under `if TYPE_CHECKING:` at most:\n" + "\n".join(wrong))
 
 
 def test_rlforge_has_no_import_cycle():
     found = cycles(import_graph())
     assert not found, "import cycles:\n" + "\n".join(" <-> ".join(c) for c in found)
+
+
+def test_rlforge_has_no_import_cycle_counting_type_only_imports():
+    found = cycles(import_graph(type_only=True))
+    assert not found, "import cycles through type-only imports:\n" + \
+        "\n".join(" <-> ".join(c) for c in found)
 
 
 def test_records_module_stands_alone():
@@ -160,6 +172,12 @@ def test_the_import_reader_sees_every_kind_of_import(source, expected):
     assert imported_names(ast.parse(source), "p.m", False) == expected
 
 
+def test_the_type_only_reader_also_sees_type_checking_imports():
+    source = "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import x\nelse:\n    import y\n"
+    assert imported_names(ast.parse(source), "p.m", False, type_only=True) == \
+        ["typing.TYPE_CHECKING", "x", "y"]
+
+
 def test_cycle_finder_finds_a_cycle_through_a_function_level_import():
     assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
     assert cycles({"a": {"b"}, "b": set()}) == []
@@ -167,12 +185,10 @@ def test_cycle_finder_finds_a_cycle_through_a_function_level_import():
 
 #: Entry points, which resolve the configuration once and hand typed settings down: the
 #: CLI, the Python API (`rlforge.envs`), the Harbor and verifiers adapters (loaded by
-#: those tools, with no CLI in front), and the resolver itself.
+#: those tools, with no CLI in front), the resolver itself, and the Ray worker, an actor
+#: on another node whose cache directory (unless the driver set one) is that node's own.
 LOADS_CONFIG = ("rlforge.cli", "rlforge.envs", "rlforge.harbor", "rlforge.verifiers_env",
-                "rlforge.config")
-#: Still reading the file themselves, until the backends take typed settings (issue 34).
-LOADS_CONFIG_PENDING = ("rlforge.executors.backend", "rlforge.executors.worker",
-                        "rlforge.tasks.build", "rlforge.tasks.commits_repair")
+                "rlforge.config", "rlforge.execution.ray.worker")
 
 
 def test_only_entry_points_load_the_configuration():
@@ -181,7 +197,7 @@ def test_only_entry_points_load_the_configuration():
     wrong = []
     for path in sorted(PACKAGE.rglob("*.py")):
         name = module_name(path)
-        if _under(name, LOADS_CONFIG + LOADS_CONFIG_PENDING):
+        if _under(name, LOADS_CONFIG):
             continue
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)

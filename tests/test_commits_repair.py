@@ -30,11 +30,12 @@ from rlforge import db
 from rlforge.config import Config
 from rlforge.errors import UserError
 from rlforge.ingest.commits import ingest_repo
-from rlforge.tasks.build import BuildOptions, build_tasks
+from rlforge.tasks.build import build_tasks
 from rlforge.tasks.commits_repair import distinctive_lines
 from rlforge.tasks.repair.gitrepo import CommitSnapshot
 from rlforge.tasks.repair.score import score_patch, score_workspace, workspace_diff
 from rlforge.verify.validate import validate_many
+from builds import build_options
 from paths import ROOT
 
 pytestmark = [pytest.mark.slow, pytest.mark.sandbox]
@@ -226,8 +227,8 @@ REPAIR_OPTIONS = {"repo_settings": {"calc": {"collect_timeout": 4, "per_test_tim
 
 
 def _build(con, out: Path, validate: bool, **options) -> object:
-    opts = BuildOptions(out=out, generators=["commits.repair"], seed=7, validate=validate,
-                        generator_options={"commits.repair": {**REPAIR_OPTIONS, **options}})
+    opts = build_options(out=out, generators=["commits.repair"], seed=7, validate=validate,
+                         generator_options={"commits.repair": {**REPAIR_OPTIONS, **options}})
     return build_tasks(con, opts)
 
 
@@ -453,7 +454,7 @@ def test_a_config_given_to_build_tasks_reaches_the_generator(calc, tmp_path):
     bad = tmp_path / "elsewhere.toml"
     bad.write_text('[tasks.repair]\nlanguage = "cobol"\n')
     con = db.connect(tmp_path / "rlforge.duckdb")
-    opts = BuildOptions(out=tmp_path / "t", generators=["commits.repair"], config=Config.load(bad))
+    opts = build_options(out=tmp_path / "t", generators=["commits.repair"], config=Config.load(bad))
     with pytest.raises(UserError, match="unknown commits.repair language 'cobol'; valid: python"):
         build_tasks(con, opts)
 
@@ -466,8 +467,8 @@ def test_dura_fix_commits_become_tasks_with_the_promised_tests(tmp_path, monkeyp
                     str(tmp_path / "dura")], check=True, capture_output=True)
     con = db.connect(tmp_path / "rlforge.duckdb")
     ingest_repo(con, tmp_path / "dura")
-    opts = BuildOptions(out=tmp_path / "tasks", generators=["commits.repair"], validate=False,
-                        generator_options={"commits.repair": {"per_test_timeout": 3.0}})
+    opts = build_options(out=tmp_path / "tasks", generators=["commits.repair"], validate=False,
+                         generator_options={"commits.repair": {"per_test_timeout": 3.0}})
     build_tasks(con, opts)
     rows = con.execute("SELECT c.subject, r.status, r.reason, r.fail_to_pass FROM repair_checks r "
                        "JOIN commits c USING (repo, sha)").fetchall()

@@ -129,3 +129,37 @@ def test_typed_settings_hold_the_resolved_values_and_their_sources(tmp_path):
     assert list(settings.record()) == [s.key for s in SETTINGS]
     for s in SETTINGS:
         assert settings.record()[s.key]["value"] == cfg.get(s.key)
+# --- executors: named in the config, known to rlforge.execution ----------------------------
+
+def test_executor_settings_name_every_backend():
+    from rlforge.execution import BACKENDS
+
+    for key in ("run.executor", "tasks.executor"):
+        help_text = next(s.help for s in SETTINGS if s.key == key)
+        assert all(name in help_text for name in BACKENDS), (key, help_text)
+
+
+def test_an_unknown_executor_is_refused_where_it_came_from(tmp_path):
+    from rlforge.execution import choose
+
+    env = {"RLFORGE_RUN_EXECUTOR": "nope"}
+    with pytest.raises(ConfigError) as caught:
+        choose(Config.load(env=env), "run.executor")
+    assert str(caught.value) == ("run.executor from RLFORGE_RUN_EXECUTOR: 'nope' is not one of "
+                                 "local, ray")
+    (tmp_path / "rlforge.toml").write_text('[tasks]\nexecutor = "spark"\n')
+    with pytest.raises(ConfigError, match="tasks.executor from rlforge.toml: 'spark' is not "
+                                          "one of local, ray"):
+        choose(Config.load(env={}), "tasks.executor")
+
+
+@pytest.mark.parametrize("command", ["run", "validate"])
+def test_a_command_given_an_unknown_executor_fails_in_one_line(cli, tmp_path, command):
+    from test_run_support import label_task
+
+    label_task(tmp_path / "tasks", "a", "billing")
+    result = cli(command, tmp_path / "tasks", "--executor", "nope")
+    setting = "run.executor" if command == "run" else "tasks.executor"
+    assert result.exit_code == 1, result.output
+    assert f"{setting} from flag: 'nope' is not one of local, ray" in result.stderr
+    assert "Traceback" not in result.output

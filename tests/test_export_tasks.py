@@ -23,6 +23,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from builds import build_options
 from paths import SAMPLE_DATA
 from rlforge import db
 from rlforge.export import trl_reward
@@ -30,7 +31,7 @@ from rlforge.ingest import tickets
 from rlforge.ingest.commits import ingest_repo
 from rlforge.run.environment import EnvOptions, Environment
 from rlforge.run.tasks import load_task
-from rlforge.tasks.build import BuildOptions, build_tasks
+from rlforge.tasks.build import build_tasks
 
 datasets = pytest.importorskip("datasets")
 
@@ -51,8 +52,8 @@ def build_sample_tasks(root: Path, limit: int = 40) -> Path:
         tickets.ingest_file(con, TICKETS / "jira_export.csv", mapping={"category": "Component/s"})
         # Single-turn tasks only: tickets.reply is multi-turn (the policy searches a
         # knowledge base), so text trainers skip it like any sandboxed task.
-        build_tasks(con, BuildOptions(out=root / "tasks", generators=["tickets.triage"],
-                                      limit=limit, seed=7, validate=False))
+        build_tasks(con, build_options(out=root / "tasks", generators=["tickets.triage"],
+                                       limit=limit, seed=7, validate=False))
     finally:
         con.close()
     return root / "tasks"
@@ -289,8 +290,8 @@ def _mixed_tasks(root: Path, tasks_dir: Path, shared_cache: Path) -> Path:
         con = db.connect(root / "rlforge.duckdb")
         try:
             ingest_repo(con, root / "dura")
-            build_tasks(con, BuildOptions(out=root / "repair", generators=["commits.repair"],
-                                          limit=1, validate=False))
+            build_tasks(con, build_options(out=root / "repair", generators=["commits.repair"],
+                                           limit=1, validate=False))
         finally:
             con.close()
     shutil.copytree(tasks_dir, root / "tasks")

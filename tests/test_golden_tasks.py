@@ -11,10 +11,11 @@ import os
 import shutil
 from pathlib import Path
 
+from builds import build_options
 from paths import SAMPLE_DATA
 from rlforge import db
 from rlforge.ingest import tickets
-from rlforge.tasks.build import BuildOptions, build_tasks
+from rlforge.tasks.build import build_tasks
 
 GOLDEN = Path(__file__).parent / "golden" / "tasks"
 GENERATORS = ["tickets.triage", "tickets.reply"]
@@ -34,8 +35,8 @@ def test_rendered_tasks_match_the_golden_files(tmp_path):
     db.meta_set(con, "redaction_key", "5a" * 32)  # fixed, so pseudonyms are the same every run
     tickets.ingest_file(con, SAMPLE_DATA / "tickets" / "tickets.csv")
     out = tmp_path / "tasks"
-    build_tasks(con, BuildOptions(out=out, generators=GENERATORS, mix={g: 1 for g in GENERATORS},
-                                  limit=4, seed=0, validate=False))
+    build_tasks(con, build_options(out=out, generators=GENERATORS, mix={g: 1 for g in GENERATORS},
+                                   limit=4, seed=0, validate=False))
     for copy in out.rglob("rlforge_verify.py"):
         assert copy.read_bytes() == VERIFIER.read_bytes()
     got = _files(out)

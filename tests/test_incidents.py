@@ -19,8 +19,9 @@ from pathlib import Path
 
 import pytest
 
+from builds import build_options
 from rlforge import db, links
-from rlforge.tasks.build import BuildOptions, build_tasks
+from rlforge.tasks.build import build_tasks
 from rlforge.tasks.incidents_diagnose import IncidentsDiagnose, KINDS, read_shown, stated_answer
 from rlforge.tasks.logs_common import render_sections
 from rlforge.tasks.spec import BuildContext
@@ -210,7 +211,7 @@ def test_diagnose_answers_each_family_by_its_rule(company):
 def test_diagnose_tasks_validate_at_two_budgets(company):
     con = db.connect(company["db"])
     out = company["root"] / "tasks"
-    report = build_tasks(con, BuildOptions(
+    report = build_tasks(con, build_options(
         out=out, generators=["incidents.diagnose"], seed=5, validate=True,
         generator_options={"incidents.diagnose": {"context_tokens": "8k,16k"}}))
     con.close()
@@ -257,7 +258,7 @@ def test_read_shown_keeps_each_file_apart():
 def test_repair_task_is_the_ticket_not_the_commit_message(company):
     con = db.connect(company["db"])
     out = company["root"] / "tasks"
-    report = build_tasks(con, BuildOptions(
+    report = build_tasks(con, build_options(
         out=out, generators=["incidents.repair"], seed=5, validate=True,
         generator_options={"incidents.repair": {
             "repo_settings": {"shop": {"collect_timeout": 20, "per_test_timeout": 10}}}}))

@@ -13,10 +13,11 @@ from pathlib import Path
 
 import pytest
 
+from builds import build_options
 from paths import SAMPLE_DATA, SHARED_DATA
 from rlforge import db
 from rlforge.ingest import logs
-from rlforge.tasks.build import BuildOptions, build_tasks
+from rlforge.tasks.build import build_tasks
 from rlforge.tasks.logs_common import ShownRecord, parse_shown, pattern_regex
 from rlforge.tasks.logs_diagnose import COUNTING, LogsDiagnose, stated_answer
 
@@ -90,9 +91,9 @@ def _window(instruction: str) -> str:
 
 
 def _build(con, out, **options):
-    return build_tasks(con, BuildOptions(out=out, generators=["logs.diagnose"], seed=0,
-                                         validate=False,
-                                         generator_options={"logs.diagnose": options}))
+    return build_tasks(con, build_options(out=out, generators=["logs.diagnose"], seed=0,
+                                          validate=False,
+                                          generator_options={"logs.diagnose": options}))
 
 
 def _tasks(out):
@@ -224,7 +225,7 @@ def test_long_context_builds_meet_32k_and_128k_on_the_sample_logs(tmp_path):
         if path.is_file() and path.suffix not in (".py", ".md") and path.name != "incident.json":
             logs.ingest_file(con, path, year=2024)
     out = tmp_path / "long"
-    report = build_tasks(con, BuildOptions(
+    report = build_tasks(con, build_options(
         out=out, generators=["logs.diagnose"], seed=0, validate=True, limit=8,
         generator_options={"logs.diagnose": {"context_tokens": "32k,128k"}}))
     assert not [d for d in report.drops if "validation" in d["reason"]], report.drops

@@ -9,6 +9,7 @@ import tomllib
 
 import pytest
 
+from builds import build_options
 from paths import SAMPLE_DATA, SHARED_DATA
 from rlforge import db
 from rlforge.ingest import logs
@@ -167,15 +168,15 @@ def test_script_held_back_logs_are_rotated_compressed_and_padded(tmp_path, cli):
     oldest part gzip-compressed, fields padded; read properly it gives the reference
     answer, read the way `grep` reads it (compressed files skipped) it does not; the grep
     one-liner and the fixed answer score 0 in validation."""
-    from rlforge.tasks.build import BuildOptions, build_tasks
+    from rlforge.tasks.build import build_tasks
 
     con = db.connect(tmp_path / "s.duckdb")
     for path in sorted(LOGS.iterdir()):
         if path.is_file() and path.suffix not in (".py", ".md") and path.name != "incident.json":
             logs.ingest_file(con, path, year=2024)
     out = tmp_path / "out"
-    report = build_tasks(con, BuildOptions(out=out, generators=["logs.script"], seed=0,
-                                           validate=True, limit=4))
+    report = build_tasks(con, build_options(out=out, generators=["logs.script"], seed=0,
+                                            validate=True, limit=4))
     assert report.emitted == 4, report.drops
     padded = 0
     for d in (p for p in out.iterdir() if p.is_dir()):
@@ -207,7 +208,7 @@ def test_diagnose_workspace_keeps_source_lines_unless_the_file_changed(tmp_path)
     since (its sha256), the rendered window is written instead, and the task says so."""
     import shutil
 
-    from rlforge.tasks.build import BuildOptions, build_tasks
+    from rlforge.tasks.build import build_tasks
 
     src = tmp_path / "edge-access.log"
     shutil.copy(LOGS / "edge-access.log", src)
@@ -215,8 +216,8 @@ def test_diagnose_workspace_keeps_source_lines_unless_the_file_changed(tmp_path)
     logs.ingest_file(con, src)
 
     def build(out):
-        build_tasks(con, BuildOptions(out=out, generators=["logs.diagnose"], seed=0,
-                                      validate=False, limit=3))
+        build_tasks(con, build_options(out=out, generators=["logs.diagnose"], seed=0,
+                                       validate=False, limit=3))
         for d in (p for p in out.iterdir() if p.is_dir()):
             meta = tomllib.loads((d / "task.toml").read_text())["metadata"]["rlforge"]
             yield meta, (d / "environment" / "app" / "logs" / "edge-access.log").read_text(), \

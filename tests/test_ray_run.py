@@ -217,8 +217,8 @@ def test_concurrency_below_the_number_of_nodes_still_holds(cli, tmp_path, two_no
 
 
 def test_capacities_share_exactly_by_sandboxes():
-    from rlforge.executors.cluster import Worker
-    from rlforge.executors.dispatch import capacities
+    from rlforge.execution.ray.cluster import Worker
+    from rlforge.execution.ray.dispatch import capacities
 
     a, b, c = (Worker(None, f"n{i}", "h", sandboxes, 1, True) for i, sandboxes in
                enumerate((4, 4, 8)))
@@ -241,7 +241,7 @@ def test_two_nodes_share_the_rollouts_with_task_directories_shipped(cli, tmp_pat
     cluster, _ = two_nodes
     monkeypatch.setenv("RLFORGE_RAY_ADDRESS", cluster.address)
     monkeypatch.setenv("RLFORGE_RAY_TASK_FILES", "ship")
-    caplog.set_level(logging.INFO, logger="rlforge.executors")
+    caplog.set_level(logging.INFO, logger="rlforge.execution.ray")
     _, local, ray = on_both_executors(cli, mixed_tasks(tmp_path / "tasks"), seeded_policy(0.05),
                                       "--samples", "3", "--seed", "2", "--concurrency", "4")
     assert [content(r) for r in ray] == [content(r) for r in local]
@@ -289,7 +289,7 @@ def test_a_worker_of_another_rlforge_version_refuses_to_serve():
     import asyncio
 
     from rlforge import __version__
-    from rlforge.executors.worker import NodeWorker
+    from rlforge.execution.ray.worker import NodeWorker
 
     answer = asyncio.run(NodeWorker().hello({
         "version": "0.0.0-elsewhere", "sandbox_workers": 1, "sandbox_mode": "none",
@@ -301,9 +301,9 @@ def test_a_worker_of_another_rlforge_version_refuses_to_serve():
 def test_a_task_too_big_to_ship_is_an_invalid_rollout_that_says_why(tmp_path, ray_head, fault):
     import asyncio
 
-    from rlforge.executors.cluster import TaskFiles, close_workers, connected, start_workers
-    from rlforge.executors.dispatch import Dispatcher
-    from rlforge.executors.rollouts import RayRolloutRunner
+    from rlforge.execution.ray.cluster import TaskFiles, close_workers, connected, start_workers
+    from rlforge.execution.ray.dispatch import Dispatcher
+    from rlforge.execution.ray.rollouts import RayRolloutRunner
     from rlforge.run import EnvOptions, load_task
 
     task = load_task(label_task(tmp_path / "tasks", "a", "billing"))

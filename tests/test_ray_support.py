@@ -31,7 +31,7 @@ from pathlib import Path
 
 import pytest
 
-from rlforge.executors.cluster import INSTALL_HINT, LOOPBACK_ENV
+from rlforge.execution.ray.cluster import INSTALL_HINT, LOOPBACK_ENV
 
 pytestmark = pytest.mark.ray
 
@@ -255,7 +255,7 @@ def test_the_test_head_listens_on_loopback_only_and_refuses_a_client_without_the
 def test_the_private_instance_and_its_workers_listen_on_loopback_only(ray_extra, tmp_path):
     import asyncio
 
-    from rlforge.executors.cluster import close_workers, connected, start_workers
+    from rlforge.execution.ray.cluster import close_workers, connected, start_workers
 
     async def workers_up(ray):
         workers = await start_workers(ray, sandbox_workers=1, sandbox_mode="none",

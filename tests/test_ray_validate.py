@@ -36,7 +36,7 @@ def validate_json(cli, tasks: Path, *args: str) -> dict:
 def test_validate_on_ray_gives_the_local_results_by_path_and_shipped(cli, tmp_path, ray_head,
                                                                      monkeypatch,  # noqa: F811
                                                                      caplog):
-    caplog.set_level(logging.INFO, logger="rlforge.executors")
+    caplog.set_level(logging.INFO, logger="rlforge.execution.ray")
     tasks = built_tasks(tmp_path, limit=6)
     count_task(tasks, "count")
     label_task(tasks, "oracle-is-a-no-op", "billing")  # its solve.sh writes nothing: fails
@@ -55,8 +55,8 @@ def test_validate_on_ray_gives_the_local_results_by_path_and_shipped(cli, tmp_pa
 def test_a_directory_that_is_no_task_fails_the_same_way_on_ray(tmp_path, ray_head):  # noqa: F811
     import asyncio
 
-    from rlforge.executors.backend import RayBackend
-    from rlforge.executors.cluster import RayOptions
+    from rlforge.execution.ray.backend import RayBackend
+    from rlforge.execution.ray.cluster import RayOptions
     from rlforge.verify.validate import validate_many
 
     label_task(tmp_path / "tasks", "a", "billing")
@@ -77,7 +77,7 @@ def per_node(caplog, what: str) -> int:
 def test_build_tasks_on_ray_checks_and_validates_commits_like_a_local_build(cli, tmp_path,
                                                                            ray_head,  # noqa: F811
                                                                            caplog):
-    caplog.set_level(logging.INFO, logger="rlforge.executors")
+    caplog.set_level(logging.INFO, logger="rlforge.execution.ray")
     expect = build_calc(tmp_path / "calc")
     (tmp_path / "rlforge.toml").write_text(
         '[tasks.generator_options."commits.repair".repo_settings.calc]\n'

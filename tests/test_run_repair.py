@@ -10,10 +10,11 @@ from pathlib import Path
 
 import pytest
 
+from builds import build_options
 from paths import SAMPLE_DATA
 from rlforge import db, envs
 from rlforge.ingest.commits import ingest_repo
-from rlforge.tasks.build import BuildOptions, build_tasks
+from rlforge.tasks.build import build_tasks
 from test_run import alternate, rollouts_of, run_json
 from test_run_support import SUBMIT, ScriptedPolicy, bash_call
 
@@ -30,8 +31,8 @@ def repair_task(tmp_path_factory, shared_cache) -> Path:
         con = db.connect(root / "rlforge.duckdb")
         try:
             ingest_repo(con, root / "dura")
-            build_tasks(con, BuildOptions(out=root / "tasks", generators=["commits.repair"],
-                                          limit=1, validate=False))
+            build_tasks(con, build_options(out=root / "tasks", generators=["commits.repair"],
+                                           limit=1, validate=False))
         finally:
             con.close()
     [task] = [p for p in (root / "tasks").iterdir() if (p / "task.toml").is_file()]

@@ -25,10 +25,11 @@ from typing import Any
 
 import pytest
 
+from builds import build_options
 from paths import SAMPLE_DATA
 from rlforge import db
 from rlforge.ingest import tickets
-from rlforge.tasks.build import BuildOptions, build_tasks
+from rlforge.tasks.build import build_tasks
 from rlforge.tasks.render import Renderer, render_task, write_task
 from rlforge.tasks.spec import SourceRef, Submission, TaskSpec
 
@@ -102,8 +103,8 @@ def built_tasks(tmp_path: Path, limit: int = 6, generators=("tickets.triage", "t
     tickets.ingest_file(con, base / "zendesk_export.json",
                         mapping={"category": "custom_fields.360041872211"})
     out = tmp_path / "built"
-    build_tasks(con, BuildOptions(out=out, generators=list(generators), limit=limit, seed=seed,
-                                  validate=False))
+    build_tasks(con, build_options(out=out, generators=list(generators), limit=limit, seed=seed,
+                                   validate=False))
     con.close()
     return out
 

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+from builds import build_options
 from test_run import rollouts_of, run_json
 from test_run_support import SUBMIT, ScriptedPolicy, bash_call, count_task, make_task, script_task
 
@@ -133,14 +134,13 @@ def test_repair_checks_run_the_tests_under_the_configured_limits(tmp_path, share
     from rlforge.config import Config
     from rlforge.sandbox import SandboxPool, prepare_env, spec_from_settings
     from rlforge.tasks.commits_repair import CommitsRepair
-    from rlforge.tasks.build import BuildOptions
     from rlforge.tasks.repair.checks import Checker, write_tree
     from rlforge.tasks.repair.options import RepoSettings
 
     config = tmp_path / "conf.toml"
     config.write_text("[sandbox]\nmemory_mb = 300\nmax_processes = 77\n")
     cfg = Config.load(config)
-    generator = CommitsRepair(BuildOptions(out=tmp_path / "out", config=cfg))
+    generator = CommitsRepair(build_options(out=tmp_path / "out", config=cfg))
     tree = tmp_path / "tree"
     write_tree(tree, {"test_limits.py": (
         "def test_limits():\n"
@@ -150,8 +150,8 @@ def test_repair_checks_run_the_tests_under_the_configured_limits(tmp_path, share
 
     async def check():
         async with SandboxPool(1) as pool:
-            checker = Checker(None, generator.opts, pool, shared_cache, generator.sandbox_mode,
-                              generator.sandbox)
+            checker = Checker(None, generator.opts, pool, shared_cache,
+                              generator.build.sandbox_mode, generator.sandbox)
             try:
                 return await checker._run(tree, venv, RepoSettings(), None, tmp_path)
             finally:
@@ -166,7 +166,7 @@ def test_repair_checks_run_the_tests_under_the_configured_limits(tmp_path, share
 
 def _episode(task_dir: Path, replies: list, scratch: Path, workspace_mb: int) -> dict:
     """Play `replies` in a real Environment whose sandboxes have a `workspace_mb` file
-    system (set the way a task's own sandbox fields are); the episode's info."""
+    system (set the way the user's sandbox settings are); the episode's info."""
     from rlforge.run.environment import EnvOptions, Environment
     from rlforge.run.tasks import load_task
     from rlforge.sandbox import SandboxPool
@@ -174,7 +174,7 @@ def _episode(task_dir: Path, replies: list, scratch: Path, workspace_mb: int) ->
 
     async def play() -> dict:
         async with SandboxPool(1) as pool:
-            runner = TaskRunner(pool, "bwrap", lambda task_dir, meta: {"workspace_mb": workspace_mb})
+            runner = TaskRunner(pool, "bwrap", {"workspace_mb": workspace_mb})
             env = Environment(load_task(task_dir), EnvOptions(), runner, scratch)
             try:
                 await env.reset()
@@ -272,7 +272,7 @@ def test_a_submission_too_large_for_the_verifiers_sandbox_is_its_fail(tmp_path):
 
     async def score() -> dict:
         async with SandboxPool(1) as pool:
-            runner = TaskRunner(pool, "bwrap", lambda task_dir, meta: {"workspace_inodes": 400})
+            runner = TaskRunner(pool, "bwrap", {"workspace_inodes": 400})
             env = Environment(task, EnvOptions(), runner, tmp_path)
             try:
                 files = {f"pad/d{i}/f.txt": "" for i in range(600)}

@@ -38,7 +38,7 @@ def check(
     as_json: bool = typer.Option(False, "--json", help="machine-readable output"),
 ) -> None:
     """Start an rlforge worker on every Ray node, as a run would, and show what each offers."""
-    from rlforge.executors.cluster import RayOptions, describe_cluster
+    from rlforge.execution.ray.cluster import RayOptions, describe_cluster
 
     cfg = state(ctx).config
     cfg.with_flags(ray__address=ray_address, sandbox__mode=sandbox)

@@ -99,7 +99,7 @@ def run(
                           "the verifiers run WITHOUT isolation")
     settings = cfg.settings()
     progress = Progress()
-    backend = execution.choose(settings.run.executor, cfg)
+    backend = execution.choose(cfg, "run.executor")
     if resume:
         changed = [name for name, value in (
             ("TASKS_DIR", tasks_dir), ("--base-url", base_url), ("--model", model),

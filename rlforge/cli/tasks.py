@@ -66,7 +66,7 @@ def build_tasks(
     if list_:
         con = db.connect(st.db_path)
         try:
-            rows = build_lib.list_generators(con)
+            rows = build_lib.list_generators(con, cfg.settings())
         finally:
             con.close()
         if as_json:
@@ -98,7 +98,7 @@ def build_tasks(
         validate=not no_validate, split_by=split_by, cutoff=when, sandbox_mode=mode,
         workers=cfg.get("sandbox.workers"), force=force,
         generator_options=cfg.get("tasks.generator_options"), config=cfg,
-        backend=execution.choose(cfg.get("tasks.executor"), cfg),
+        backend=execution.choose(cfg, "tasks.executor"),
         selection=selection(cfg, difficulty, difficulty_model, unmeasured))
     if mode == "none" and opts.validate:
         err_console.print("[bold yellow]warning:[/] --sandbox none: validation runs task scripts "
@@ -211,7 +211,7 @@ def validate(
 
     cfg = state(ctx).config
     cfg.with_flags(tasks__executor=executor, ray__address=ray_address)
-    backend = execution.choose(cfg.get("tasks.executor"), cfg)
+    backend = execution.choose(cfg, "tasks.executor")
     if not tasks_dir.is_dir():
         raise UserError(f"{tasks_dir}: no such directory")
     check_whole(tasks_dir)

@@ -10,7 +10,7 @@ from typing import Any, Callable
 from rlforge.config import Config, default_cache_dir
 from rlforge.records import RolloutSummary
 from rlforge.run.driver import RolloutRunner, drive
-from rlforge.run.session import Session, sandbox_needed, spec_hook_for
+from rlforge.run.session import Session, sandbox_needed
 from rlforge.sandbox import SandboxPool
 from rlforge.tasks.repair.checks import Checker
 from rlforge.verify.runner import TaskRunner
@@ -18,14 +18,17 @@ from rlforge.verify.validate import ValidationResult, validate_many
 
 
 class LocalBackend:
+    """See the module docstring. `cache_dir`: where the tasks' prepared environments are
+    built (the command's `cache_dir`)."""
+
     name = "local"
 
-    def __init__(self, cache_dir: Path | None = None):
-        self.cache_dir = cache_dir  # prepared environments (None: TaskRunner's default)
+    def __init__(self, cache_dir: Path):
+        self.cache_dir = cache_dir
 
     @classmethod
-    def from_config(cls, cfg: Config | None) -> LocalBackend:
-        return cls(default_cache_dir(cfg.settings()) if cfg is not None else None)
+    def from_config(cls, cfg: Config) -> LocalBackend:
+        return cls(default_cache_dir(cfg.settings()))
 
     def preflight(self, session: Session) -> None:
         """Refuse (one clear error) when rollouts need a sandbox this host cannot make."""
@@ -44,9 +47,9 @@ class LocalBackend:
                     SandboxPool(plan.sandbox_workers) as pool:
                 runner = RolloutRunner(
                     client, plan.env,
-                    TaskRunner(pool, plan.env.sandbox_mode, spec_hook_for(session.tasks),
-                               plan.sandbox, self.cache_dir), scratch,
-                    run_id=plan.run_id, run_seed=plan.seed, time_budget=plan.time_budget)
+                    TaskRunner(pool, plan.env.sandbox_mode, plan.sandbox, self.cache_dir),
+                    scratch, run_id=plan.run_id, run_seed=plan.seed,
+                    time_budget=plan.time_budget)
                 return await drive(session.tasks, session.items, runner, session.store,
                                    session.sink, session.progress, concurrency=session.concurrency,
                                    quotas=plan.generator_concurrency)
@@ -54,14 +57,13 @@ class LocalBackend:
             shutil.rmtree(scratch, ignore_errors=True)
 
     async def validate(self, task_dirs: list[Path], *, workers: int = 0,
-                       sandbox_mode: str = "bwrap", spec_hook: Callable | None = None,
+                       sandbox_mode: str = "bwrap",
                        progress: Callable[[ValidationResult], None] | None = None,
                        concurrency: int | None = None,
                        settings: dict[str, Any] | None = None) -> list[ValidationResult]:
         return await validate_many(task_dirs, workers=workers, sandbox_mode=sandbox_mode,
-                                   spec_hook=spec_hook, progress=progress,
-                                   concurrency=concurrency, settings=settings,
-                                   cache_dir=self.cache_dir)
+                                   progress=progress, concurrency=concurrency,
+                                   settings=settings, cache_dir=self.cache_dir)
 
     async def repair_checker(self, con, opts, *, workers: int, sandbox_mode: str,
                              cache_dir: Path, settings: dict[str, Any] | None) -> Checker:

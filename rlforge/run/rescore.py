@@ -80,7 +80,7 @@ async def _rescore_all(plan: RunPlan, records: list[dict[str, Any]], progress: P
     scratch = Path(tempfile.mkdtemp(prefix="rlforge-rescore-"))
     try:
         async with SandboxPool(plan.sandbox_workers) as pool:
-            runner = TaskRunner(pool, plan.env.sandbox_mode, None, plan.sandbox, cache_dir)
+            runner = TaskRunner(pool, plan.env.sandbox_mode, plan.sandbox, cache_dir)
             limit = asyncio.Semaphore(pool.workers * 2)
 
             async def one(record: dict[str, Any]) -> None:

@@ -21,12 +21,11 @@ import os
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Iterator, Protocol
 
 from rlforge import __version__, db, difficulty, stats
 from rlforge.config import RunSettings, Settings
 from rlforge.errors import ConfigError, UserError
-from rlforge.execution import Backend
 from rlforge.records import EnvOptions, Gates, RolloutSummary, RunPlan
 from rlforge.run.driver import Progress, TableSink
 from rlforge.run.schedule import WorkItem, prior_seconds
@@ -40,9 +39,9 @@ PLAN_SCHEMA = 1
 
 @dataclass
 class Session:
-    """The rollouts one `rlforge run` (or resume) plays, handed to its backend
-    (`rlforge.execution`): the plan, where records go, the tasks and the missing (task,
-    sample) items; the policy fields are set once the endpoint is up."""
+    """The rollouts one `rlforge run` (or resume) plays, handed to its `RolloutBackend`:
+    the plan, where records go, the tasks and the missing (task, sample) items; the
+    policy fields are set once the endpoint is up."""
 
     plan: RunPlan
     store: RunStore
@@ -53,6 +52,17 @@ class Session:
     policy: Any = None  # rlforge.policy.PolicyConfig
     api_key: str = ""
     concurrency: int = 1  # rollouts in flight in the whole run
+
+
+class RolloutBackend(Protocol):
+    """Where a session's rollouts play: an `rlforge.execution` backend, chosen by the CLI
+    (or the caller of `start` / `resume`) and handed down."""
+
+    def preflight(self, session: Session) -> None:
+        """Refuse (a UserError) before anything starts when the session cannot run here."""
+
+    async def rollouts(self, session: Session) -> list[RolloutSummary]:
+        """Play the session's work items; the summaries of the rollouts played."""
 
 
 @dataclass
@@ -227,7 +237,8 @@ def work_items(tasks: list[Task], samples: int, done: set[tuple[str, int]]) -> l
 
 # --- running -----------------------------------------------------------------------------
 
-def start(settings: Settings, tasks_dir: Path, *, backend: Backend, run_id: str | None = None,
+def start(settings: Settings, tasks_dir: Path, *, backend: RolloutBackend,
+          run_id: str | None = None,
           generators: list[str] | None = None, split: str | None = None,
           limit: int | None = None, progress: Progress | None = None,
           difficulty_selection: difficulty.Selection | None = None) -> RunReport:
@@ -251,7 +262,8 @@ def start(settings: Settings, tasks_dir: Path, *, backend: Backend, run_id: str 
         store.close()
 
 
-def resume(settings: Settings, run_id: str, *, backend: Backend, concurrency: int | None = None,
+def resume(settings: Settings, run_id: str, *, backend: RolloutBackend,
+           concurrency: int | None = None,
            min_pass_rate: float | None = None, max_infra_error_rate: float | None = None,
            progress: Progress | None = None) -> RunReport:
     """Finish an interrupted run: every rollout stored is kept, each missing one runs."""
@@ -279,7 +291,8 @@ def _plan_tasks(plan: RunPlan) -> list[Task]:
 
 
 def _execute(settings: Settings, store: RunStore, plan: RunPlan, tasks: list[Task],
-             records: list[dict[str, Any]], progress: Progress, backend: Backend) -> RunReport:
+             records: list[dict[str, Any]], progress: Progress,
+             backend: RolloutBackend) -> RunReport:
     started = time.perf_counter()
     db_path = settings.general.db
     done = {(r["task_id"], r["sample"]) for r in records}
@@ -341,9 +354,6 @@ def _policy(settings: Settings, plan: RunPlan) -> Iterator[tuple[Any, str, str, 
         yield policy, "", NOTICE, 1
 
 
-def spec_hook_for(tasks: list[Task]):
-    """The sandbox hook the tasks' generators need (e.g. a prepared venv), if any."""
-    return None
 
 
 # --- results -----------------------------------------------------------------------------

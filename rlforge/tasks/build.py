@@ -44,22 +44,28 @@ import time
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Protocol
 
 import duckdb
 import polars as pl
 
-from rlforge import __version__, db, difficulty, execution
-from rlforge.config import Config
+from rlforge import __version__, db, difficulty
+from rlforge.config import Config, Settings
 from rlforge.errors import UserError
 from rlforge.sandbox import sandbox_settings
 from rlforge.tasks import registry
 from rlforge.tasks.render import PACKAGE_ROOT, Renderer, RenderedTask, render_task
+from rlforge.tasks.repair.checks import CheckerBackend
 from rlforge.tasks.spec import BuildContext, TaskSpec
 from rlforge.tasks.splits import exact_key, hash_split, near_duplicate_groups, time_split
 from rlforge.tasks import versions
 from rlforge.tasks.staging import BuildArea, task_digest
-from rlforge.verify.validate import VALIDATION_FILE, ValidationResult
+from rlforge.verify.validate import VALIDATION_FILE, ValidationBackend, ValidationResult
+
+
+class BuildBackend(ValidationBackend, CheckerBackend, Protocol):
+    """Where build-tasks' sandboxed work runs (an `rlforge.execution` backend, chosen by
+    the CLI): the validation of its tasks and the commits.repair checks."""
 
 
 @dataclass
@@ -78,9 +84,9 @@ class BuildOptions:
     workers: int = 0
     generator_options: dict[str, dict[str, Any]] = field(default_factory=dict)
     force: bool = False
-    config: Any = None  # the resolved rlforge Config (None: flag-less Config.load())
-    backend: Any = None  # rlforge.execution.Backend of the checks and validation (None: local)
     selection: difficulty.Selection = field(default_factory=difficulty.Selection)
+    config: Config = field(kw_only=True)  # the resolved configuration
+    backend: BuildBackend = field(kw_only=True)  # where the checks and validation run
 
 
 @dataclass
@@ -176,24 +182,33 @@ def instantiate(info: registry.GeneratorInfo, options: dict[str, Any],
         raise UserError(f"options for generator {info.name}: {exc}") from None
 
 
-def available_counts(con) -> dict[str, int]:
-    """How many source rows each registered generator can use now."""
+def _listed(info: registry.GeneratorInfo, settings: Settings | None):
+    """A generator made to count rows, not to build: with the user's settings of its
+    source where it takes them (commits.repair's `repair`)."""
+    if settings is not None and "repair" in inspect.signature(info.factory).parameters:
+        return info.factory(repair=settings.repair)
+    return info.factory()
+
+
+def available_counts(con, settings: Settings | None = None) -> dict[str, int]:
+    """How many source rows each registered generator can use now (under `settings`;
+    None: the defaults)."""
     out = {}
     for name, info in registry.registry().items():
         try:
-            out[name] = int(info.factory().available(con))
+            out[name] = int(_listed(info, settings).available(con))
         except duckdb.CatalogException:
             out[name] = 0  # its source tables do not exist yet
     return out
 
 
-def list_generators(con) -> list[dict[str, Any]]:
+def list_generators(con, settings: Settings | None = None) -> list[dict[str, Any]]:
     """`build-tasks --list`: each registered generator, the source rows it can use now,
     the question families this database cannot support, and why it has no rows."""
-    counts = available_counts(con)
+    counts = available_counts(con, settings)
     return [{"name": i.name, "version": i.version, "verifier": i.verifier,
              "usable_rows": counts.get(n, 0), "description": i.description,
-             "cannot_support": _unsupported(con, i),
+             "cannot_support": _unsupported(con, i, settings),
              "why_none": None if counts.get(n, 0) else _why_none(con, i)}
             for n, i in registry.registry().items()]
 
@@ -217,9 +232,9 @@ def _why_none(con, info) -> str:
     return "no row passes its screening: see `rlforge build-tasks` drops"
 
 
-def _unsupported(con, info) -> dict[str, str]:
+def _unsupported(con, info, settings: Settings | None) -> dict[str, str]:
     """Question families the generator says this database's fields cannot support."""
-    skipped = getattr(info.factory(), "skipped", None)
+    skipped = getattr(_listed(info, settings), "skipped", None)
     if skipped is None:
         return {}
     try:
@@ -473,9 +488,8 @@ def _render_all(specs: list[TaskSpec], opts: BuildOptions, renderer: Renderer,
 
 
 def _sandbox_settings(opts: BuildOptions) -> dict[str, Any]:
-    """The user's sandbox settings validation runs under (from `opts.config`, else the
-    flag-less configuration)."""
-    return sandbox_settings((opts.config or Config.load()).settings().sandbox, opts.sandbox_mode)
+    """The user's sandbox settings validation runs under."""
+    return sandbox_settings(opts.config.settings().sandbox, opts.sandbox_mode)
 
 
 def validation_key(opts: BuildOptions) -> str:
@@ -537,10 +551,9 @@ def _write_and_validate(area: BuildArea, tasks: list[RenderedTask], opts: BuildO
             if progress:
                 progress("validating", sum(p.task_id in verdicts for p in pending), len(pending))
 
-        backend = opts.backend or execution.choose("local", opts.config)
-        results = asyncio.run(backend.validate(list(map(Path, by_path)), workers=opts.workers,
-                                               sandbox_mode=opts.sandbox_mode, progress=settle,
-                                               settings=_sandbox_settings(opts)))
+        results = asyncio.run(opts.backend.validate(list(map(Path, by_path)), workers=opts.workers,
+                                                    sandbox_mode=opts.sandbox_mode, progress=settle,
+                                                    settings=_sandbox_settings(opts)))
         for r in results:
             settle(r)
         for t in pending:

@@ -24,10 +24,9 @@ import io
 import re
 import tokenize
 from pathlib import Path
-from typing import ClassVar
+from typing import Any, ClassVar
 
-from rlforge import execution
-from rlforge.config import Config, default_cache_dir
+from rlforge.config import RepairSettings, default_cache_dir
 from rlforge.errors import UserError
 from rlforge.ingest.commits import TEST_DIR, TEST_FILE
 from rlforge.sandbox import sandbox_settings
@@ -115,18 +114,21 @@ def _difficulty(lines: int) -> str:
 class CommitsRepair(Generator):
     sources: ClassVar[tuple[str, ...]] = ("commits",)
 
-    def __init__(self, build=None, **options) -> None:
-        """`options` override the `tasks.repair.*` settings; `build` (build-tasks' options)
-        gives the resolved config, the sandbox mode and the number of sandboxes."""
-        self.config = (build.config if build is not None else None) or Config.load()
-        settings = self.config.settings()
-        self.sandbox_mode = build.sandbox_mode if build is not None else settings.sandbox.mode
-        self.sandbox = sandbox_settings(settings.sandbox, self.sandbox_mode)  # limits of the checks
-        self.workers = build.workers if build is not None else settings.sandbox.workers
-        self.cache_dir = default_cache_dir(settings)
-        self.backend = getattr(build, "backend", None)  # where checks run (None: local)
-        self.opts = RepairOptions.resolve(options, settings.repair)
+    def __init__(self, build=None, repair: RepairSettings | None = None, **options) -> None:
+        """`options` override the `tasks.repair.*` settings; `build` (build-tasks' options,
+        which checking commits needs) gives the resolved config, the sandbox mode, the
+        number of sandboxes and the backend the checks run on. Without it (counting usable
+        rows for `build-tasks --list`) the settings are `repair` (None: the defaults)."""
+        self.build = build
+        if build is not None:
+            repair = build.config.settings().repair
+        self.opts = RepairOptions.resolve(options, repair or RepairSettings())
         self.rejections: list[dict[str, str]] = []
+
+    @property
+    def sandbox(self) -> dict[str, Any]:
+        """The sandbox settings the checks run under: build-tasks' mode, the user's limits."""
+        return sandbox_settings(self.build.config.settings().sandbox, self.build.sandbox_mode)
 
     def _window(self, con) -> list[CommitRow]:
         """The commits considered, newest first (a variant may narrow them, rejecting the
@@ -164,10 +166,11 @@ class CommitsRepair(Generator):
 
     async def _check_all(self, ctx: BuildContext, rows: list[CommitRow]) -> list[tuple]:
         """Check candidates in order until the quota is met; the kept ones, in that order."""
-        backend = self.backend or execution.choose("local", self.config)
-        checker = await backend.repair_checker(
-            ctx.con, self.opts, workers=self.workers, sandbox_mode=self.sandbox_mode,
-            cache_dir=self.cache_dir, settings=self.sandbox)
+        build = self.build
+        assert build is not None, "commits are checked in a build, with build-tasks' options"
+        checker = await build.backend.repair_checker(
+            ctx.con, self.opts, workers=build.workers, sandbox_mode=build.sandbox_mode,
+            cache_dir=default_cache_dir(build.config.settings()), settings=self.sandbox)
         pool = checker.pool
         batch = max(1, pool.workers // 2)  # a commit keeps two sandboxes busy (parent, fix)
         kept: list[tuple] = []
@@ -222,7 +225,8 @@ class CommitsRepair(Generator):
         if not requirements or any("/" in r or r.startswith(".") for r in requirements):
             return list(requirements)
         try:
-            venv = prepare_env(requirements, self.cache_dir, pip_args=pip_args)
+            venv = prepare_env(requirements, default_cache_dir(self.build.config.settings()),
+                              pip_args=pip_args)
         except UserError:
             return list(requirements)
         return installed_versions(venv) or list(requirements)

@@ -16,7 +16,7 @@ import tempfile
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from rlforge.config import Config, default_cache_dir
 from rlforge.errors import UnknownName, UserError
@@ -125,23 +125,21 @@ class TaskRunner:
     """
 
     def __init__(self, pool: SandboxPool, sandbox_mode: str | None = "bwrap",
-                 spec_hook: Callable[[Path, dict], dict] | None = None,
                  settings: dict[str, Any] | None = None, cache_dir: Path | None = None):
         """`settings`: the user's sandbox settings (`rlforge.sandbox.sandbox_settings`;
         None: the built-in defaults). `sandbox_mode`, unless None, wins over theirs.
-        `spec_hook` (None: `prepared_env_hook`) gives a task's own sandbox fields;
-        `cache_dir`: where that hook keeps prepared environments (None: the one the
+        `cache_dir`: where the tasks' prepared environments are built
+        (`rlforge.config.default_cache_dir` of the caller's settings; None: the one the
         environment's RLFORGE_* variables and the defaults give, no config file read)."""
         self.pool = pool
         self.settings = settings_with_mode(settings, sandbox_mode)
         self.mode = self.settings["mode"]
-        self.spec_hook = spec_hook or functools.partial(
-            prepared_env_hook, cache_dir=cache_dir or default_cache_dir(Config().settings()))
+        self.cache_dir = cache_dir or default_cache_dir(Config().settings())
 
     def _fields(self, task_dir: Path, meta: dict) -> dict[str, Any]:
         """SandboxSpec fields every sandbox of this task gets: what the task asks for (its
         venv, /tmp size, [environment] memory_mb), under the user's sandbox settings."""
-        asked = dict(self.spec_hook(task_dir, meta))
+        asked = prepared_env_hook(task_dir, meta, self.cache_dir)
         memory = meta.get("environment", {}).get("memory_mb")
         if memory and "memory_mb" not in asked:
             asked["memory_mb"] = int(memory)

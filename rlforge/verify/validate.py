@@ -21,7 +21,7 @@ import shutil
 import tempfile
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Protocol
 
 from rlforge.errors import UserError
 from rlforge.sandbox import SandboxPool
@@ -139,20 +139,32 @@ def _why(reward: dict | None) -> str:
     return ", ".join(parts)
 
 
+class ValidationBackend(Protocol):
+    """Where tasks are validated: an `rlforge.execution` backend, chosen by the CLI and
+    handed down."""
+
+    async def validate(self, task_dirs: list[Path], *, workers: int = 0,
+                       sandbox_mode: str = "bwrap",
+                       progress: Callable[[ValidationResult], None] | None = None,
+                       concurrency: int | None = None,
+                       settings: dict[str, Any] | None = None) -> list[ValidationResult]:
+        """`validate_task` on each task; results in input order, with the caller's paths."""
+
+
 async def validate_many(task_dirs: list[Path], *, workers: int = 0, sandbox_mode: str = "bwrap",
-                        spec_hook=None, progress: Callable[[ValidationResult], None] | None = None,
+                        progress: Callable[[ValidationResult], None] | None = None,
                         concurrency: int | None = None,
                         settings: dict[str, Any] | None = None,
                         cache_dir: Path | None = None) -> list[ValidationResult]:
     """Validate tasks concurrently through one sandbox pool on this machine; results in
-    input order. `settings`, `cache_dir`: the user's sandbox settings and cache of prepared
-    environments (`TaskRunner`'s). Other backends (`rlforge.execution`) run
+    input order. `settings`, `cache_dir`: the user's sandbox settings and where prepared
+    environments are built (`TaskRunner`'s). Other backends (`rlforge.execution`) run
     `validate_task` elsewhere.
     """
     scratch_root = Path(tempfile.mkdtemp(prefix="rlforge-validate-"))
     try:
         async with SandboxPool(workers) as pool:
-            runner = TaskRunner(pool, sandbox_mode, spec_hook, settings, cache_dir)
+            runner = TaskRunner(pool, sandbox_mode, settings, cache_dir)
             limit = asyncio.Semaphore(concurrency or pool.workers * 2)
 
             async def one(d: Path) -> ValidationResult:

@@ -28,7 +28,7 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import AbstractSet, Any, Awaitable, Callable, cast
+from typing import AbstractSet, Any, Awaitable, Callable, Protocol, cast
 
 from rlforge import db
 from rlforge.errors import UserError
@@ -289,6 +289,16 @@ class Checker:
         except (OSError, ValueError):
             return (f"the test runner gave no results (exit {result.exit_code}"
                     f"{', timed out' if result.timed_out else ''}): {result.stderr_text.strip()[-300:]}")
+
+
+class CheckerBackend(Protocol):
+    """Where the build-time checks of commits run: an `rlforge.execution` backend, chosen
+    by the CLI and handed down through build-tasks' options."""
+
+    async def repair_checker(self, con, opts: RepairOptions, *, workers: int, sandbox_mode: str,
+                             cache_dir: Path, settings: dict[str, Any] | None) -> Checker:
+        """A `Checker` whose sandboxed runs happen on this backend; the caller closes it,
+        and then its `pool`."""
 
 
 def report_checks(tree: Path, files: dict[str, bytes]) -> tuple[str, dict]:

@@ -51,7 +51,7 @@ from typing import Any, Iterator
 from rlforge import __version__
 from rlforge.errors import UserError
 
-logger = logging.getLogger("rlforge.executors")
+logger = logging.getLogger("rlforge.execution.ray")
 
 LOOPBACK_ENV = "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"
 INSTALL_HINT = "pip install 'rlforge[ray]'"
@@ -215,7 +215,7 @@ async def start_workers(ray, *, sandbox_workers: int, sandbox_mode: str, needs_s
     the workers; None: the built-in defaults."""
     from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-    from rlforge.executors.worker import NodeWorker
+    from rlforge.execution.ray.worker import NodeWorker
 
     nodes = worker_nodes(ray)
     if not nodes:

@@ -21,16 +21,16 @@ import os
 from pathlib import Path
 from typing import Any, Callable
 
-from rlforge.executors.cluster import (RayOptions, TaskFiles, close_workers, connected,
+from rlforge.execution.ray.cluster import (RayOptions, TaskFiles, close_workers, connected,
                                        kill_workers, probe_files, start_workers)
-from rlforge.executors.dispatch import Dispatcher, capacities
+from rlforge.execution.ray.dispatch import Dispatcher, capacities
 from rlforge.tasks.repair.checks import Checker
 
-logger = logging.getLogger("rlforge.executors")
+logger = logging.getLogger("rlforge.execution.ray")
 
 
 async def validate_on_ray(task_dirs: list[Path], options: RayOptions, *, workers: int = 0,
-                          sandbox_mode: str = "bwrap", spec_hook=None,
+                          sandbox_mode: str = "bwrap",
                           progress: Callable | None = None,
                           concurrency: int | None = None,
                           settings: dict[str, Any] | None = None) -> list:
@@ -43,8 +43,6 @@ async def validate_on_ray(task_dirs: list[Path], options: RayOptions, *, workers
                                     sandbox=settings)
         dispatcher = None
         try:
-            if spec_hook is not None:
-                await asyncio.gather(*(w.handle.set_spec_hook.remote(spec_hook) for w in nodes))
             total = concurrency or 2 * sum(w.sandboxes for w in nodes)
             dispatcher = Dispatcher(nodes, "validate", capacities(nodes, total))
             files = TaskFiles.for_workers(ray, nodes, options.task_files)

@@ -43,7 +43,7 @@ if TYPE_CHECKING:
     from rlforge.tasks.repair.checks import Checker
     from rlforge.verify.runner import TaskRunner
 
-logger = logging.getLogger("rlforge.executors")
+logger = logging.getLogger("rlforge.execution.ray")
 
 TASK_CACHE = 4096  # Task objects (files read once) kept per worker
 UNPACKED_BYTES = 4 * 1024 ** 3  # shipped copies kept on a node's disk (packed size) before eviction
@@ -94,7 +94,7 @@ def _sees(probe: list[tuple[str, str]]) -> bool:
 
 
 class NodeWorker:
-    """See the module docstring. Created by `rlforge.executors.cluster.start_workers`."""
+    """See the module docstring. Created by `rlforge.execution.ray.cluster.start_workers`."""
 
     def __init__(self) -> None:
         self.pool: SandboxPool | None = None
@@ -135,28 +135,18 @@ class NodeWorker:
                 await asyncio.to_thread(ensure_available)
         except UserError as exc:
             return {"error": str(exc)}
-        if spec["cache_dir"]:  # the driver's explicit cache_dir wins over this node's
-            os.environ["RLFORGE_CACHE_DIR"] = spec["cache_dir"]
-        self.cache_dir = default_cache_dir(Config.load(env=dict(os.environ)).settings())
+        # the driver's cache_dir when it set one, else this node's own configuration's
+        self.cache_dir = (Path(spec["cache_dir"]) if spec["cache_dir"]
+                          else default_cache_dir(Config.load().settings()))
         self.sandbox_mode = spec["sandbox_mode"]
         self.sandbox = spec.get("sandbox")
         self.pool = SandboxPool(spec["sandbox_workers"])
-        self.task_runner = TaskRunner(self.pool, self.sandbox_mode, None, self.sandbox,
-                                      self.cache_dir)
+        self.task_runner = TaskRunner(self.pool, self.sandbox_mode, self.sandbox, self.cache_dir)
         self.scratch = Path(tempfile.mkdtemp(prefix="rlforge-ray-"))
         sees = _sees(spec["probe"])
         self.use_paths = sees and spec.get("task_files", "auto") != "ship"
         return {"sandboxes": self.pool.workers, "cpus": len(os.sched_getaffinity(0)),
                 "sees_tasks": sees, "pid": os.getpid()}
-
-    async def set_spec_hook(self, hook) -> None:
-        """Sandbox fields per task (e.g. a prepared venv) from the driver's code, carried by
-        Ray's pickling; None keeps the default, `prepared_env_hook`."""
-        from rlforge.verify.runner import TaskRunner
-
-        assert self.pool is not None, "hello() opens the pool first"
-        self.task_runner = TaskRunner(self.pool, self.sandbox_mode, hook, self.sandbox,
-                                      self.cache_dir)
 
     async def open_run(self, run: dict[str, Any], policy: dict[str, Any], api_key: str,
                        slots: int) -> None:
@@ -337,7 +327,7 @@ class NodeWorker:
 
 
 def unpack_task(data: bytes, dest: Path) -> Path:
-    """Unpack `rlforge.executors.cluster.pack_task` bytes into the new directory `dest`
+    """Unpack `rlforge.execution.ray.cluster.pack_task` bytes into the new directory `dest`
     (nothing lands outside it)."""
     dest.mkdir(parents=True)
     with tarfile.open(fileobj=io.BytesIO(data), mode="r:gz") as tar:

@@ -22,10 +22,10 @@ import logging
 from typing import Any, Callable
 
 from rlforge.errors import UserError
-from rlforge.executors.cluster import Worker, first_line
-from rlforge.executors.worker import WorkerFailure
+from rlforge.execution.ray.cluster import Worker, first_line
+from rlforge.execution.ray.worker import WorkerFailure
 
-logger = logging.getLogger("rlforge.executors")
+logger = logging.getLogger("rlforge.execution.ray")
 
 
 class WorkersLost(UserError):

@@ -7,6 +7,7 @@ that keeps that node's sandbox pool, its prepared environments and its copies of
 directories — while the driver (the `rlforge` process) keeps everything that is written:
 the scheduler, the single append-only rollouts.jsonl, DuckDB, resume and rescore.
 
+- `backend`: `RayBackend`, the `ray` row of `rlforge.execution.BACKENDS`;
 - `cluster`: connecting (a private loopback-only instance, or a cluster's address), one
   worker per node, and how task directories reach them (a shared path, or a copy through
   Ray's object store);
@@ -19,5 +20,5 @@ the scheduler, the single append-only rollouts.jsonl, DuckDB, resume and rescore
   fail-to-pass / pass-to-pass check on Ray.
 
 Ray is an optional dependency (`pip install 'rlforge[ray]'`); nothing here is imported
-unless an executor asks for Ray.
+unless a command's executor is `ray`.
 """

@@ -7,9 +7,9 @@ from pathlib import Path
 from typing import Any, Callable
 
 from rlforge.config import Config
-from rlforge.executors.cluster import RayOptions
-from rlforge.executors.rollouts import ray_session
-from rlforge.executors.validation import start_ray_checker, validate_on_ray
+from rlforge.execution.ray.cluster import RayOptions
+from rlforge.execution.ray.rollouts import ray_session
+from rlforge.execution.ray.validation import start_ray_checker, validate_on_ray
 from rlforge.records import RolloutSummary
 from rlforge.run.session import Session
 from rlforge.tasks.repair.checks import Checker
@@ -22,8 +22,8 @@ class RayBackend:
         self.options = options
 
     @classmethod
-    def from_config(cls, cfg: Config | None) -> RayBackend:
-        return cls(RayOptions.from_config(cfg or Config.load()))
+    def from_config(cls, cfg: Config) -> RayBackend:
+        return cls(RayOptions.from_config(cfg))
 
     def preflight(self, session: Session) -> None:
         """Nothing here: each worker checks its node's sandboxes as it starts."""
@@ -32,13 +32,12 @@ class RayBackend:
         return await ray_session(self.options, session)
 
     async def validate(self, task_dirs: list[Path], *, workers: int = 0,
-                       sandbox_mode: str = "bwrap", spec_hook: Callable | None = None,
-                       progress: Callable | None = None, concurrency: int | None = None,
+                       sandbox_mode: str = "bwrap", progress: Callable | None = None,
+                       concurrency: int | None = None,
                        settings: dict[str, Any] | None = None) -> list:
         return await validate_on_ray(task_dirs, self.options, workers=workers,
-                                     sandbox_mode=sandbox_mode, spec_hook=spec_hook,
-                                     progress=progress, concurrency=concurrency,
-                                     settings=settings)
+                                     sandbox_mode=sandbox_mode, progress=progress,
+                                     concurrency=concurrency, settings=settings)
 
     async def repair_checker(self, con, opts, *, workers: int, sandbox_mode: str,
                              cache_dir: Path, settings: dict[str, Any] | None) -> Checker:

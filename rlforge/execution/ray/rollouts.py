@@ -29,15 +29,15 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from rlforge.errors import UserError
-from rlforge.executors.cluster import (RayOptions, TaskFiles, Worker, close_workers, connected,
+from rlforge.execution.ray.cluster import (RayOptions, TaskFiles, Worker, close_workers, connected,
                                        probe_files, start_workers)
-from rlforge.executors.dispatch import Dispatcher, capacities
+from rlforge.execution.ray.dispatch import Dispatcher, capacities
 from rlforge.records import RolloutSummary
 from rlforge.run.driver import drive
-from rlforge.run.session import Session, sandbox_needed, spec_hook_for
+from rlforge.run.session import Session, sandbox_needed
 from rlforge.run.tasks import Task
 
-logger = logging.getLogger("rlforge.executors")
+logger = logging.getLogger("rlforge.execution.ray")
 
 #: Rollouts handed to the workers beyond those playing, as a share of run.concurrency: they
 #: wait in the worker, so a finished rollout's slot is refilled without a driver round trip.
@@ -96,8 +96,6 @@ async def ray_session(options: RayOptions, session: Session) -> list[RolloutSumm
                    "time_budget": plan.time_budget, "env": asdict(plan.env)}
             requests = capacities(workers, policy.concurrency)
             slots = capacities(workers, concurrency)
-            hook = spec_hook_for(tasks)
-            await asyncio.gather(*(w.handle.set_spec_hook.remote(hook) for w in workers))
             await asyncio.gather(*(w.handle.open_run.remote(
                 run, {**policy.record(), "concurrency": max(1, requests[w])}, session.api_key,
                 slots[w])
