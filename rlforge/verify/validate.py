@@ -28,8 +28,6 @@ from rlforge.sandbox import SandboxPool
 from rlforge.verify import kinds
 from rlforge.verify.runner import TaskRunner, fresh_workspace, load_task
 
-VERIFIER_FILE = "rlforge_verify.py"
-
 VALIDATION_FILE = "validation.json"
 
 

@@ -209,7 +209,7 @@ def _word_salad(kb_replies: list[str], facts: list[str], n_words: int, seed: int
     in a row as any of them has them, with the task's facts put in the middle."""
     import random
 
-    from rlforge.verify.standalone import _ngrams, words
+    from rlforge.verify.standalone.replies import _ngrams, words
 
     tokens = [[w for w in words(r) if w.isalpha()] for r in kb_replies]
     shown = set().union(*(_ngrams(t, 4) for t in tokens))
@@ -244,16 +244,16 @@ def test_word_salad_with_the_facts_fails(sample_tasks):
 
 def test_forbidden_content_survives_invisible_characters_and_punctuation():
     """Finding 6, the matching itself: NFKC, format characters removed, long notes by n-grams."""
-    from rlforge.verify import standalone
+    from rlforge.verify.standalone import replies
 
     ref = {"verifier": "reply", "required": [], "min_words": 1, "max_words": 400,
            "forbidden": ["<PERSON_3f9a1c>", "FR-1083",
                          "Internal: customer is on the legacy plan. Do not offer the discount."]}
     for text in ("Hello <PERSON_3f9\u200ba1c>, thanks", "see F\u200bR-1083", "see ＦＲ－１０８３",
                  "the customer is on the legacy plan Do not offer the discount today"):
-        got = standalone.score_reply(ref, text)
+        got = replies.score_reply(ref, text)
         assert got["components"]["no_forbidden_content"]["value"] == 0, text
-    assert standalone.score_reply(ref, "Thanks, your refund is on its way.")["components"][
+    assert replies.score_reply(ref, "Thanks, your refund is on its way.")["components"][
         "no_forbidden_content"]["value"] == 1
 
 
@@ -261,17 +261,17 @@ def test_a_time_with_another_utc_offset_is_not_the_logs_time():
     """A wrong instant written with an offset used to score: the offset was stripped and
     the digits compared. Now only the logs' own time (or Z, +00:00) is read; a minute
     question takes a correct time to the second."""
-    from rlforge.verify import standalone
+    from rlforge.verify.standalone import answers
 
     second = {"answer": "2024-05-14 09:02:51", "answer_kind": "timestamp", "tolerance_sec": 0}
     minute = {"answer": "2024-07-30 14:21", "answer_kind": "timestamp", "tolerance_sec": 0}
-    got = {a: standalone.score_answer(second, a)["total"] for a in (
+    got = {a: answers.score_answer(second, a)["total"] for a in (
         "2024-05-14 09:02:51", "2024-05-14T09:02:51Z", "2024-05-14T09:02:51+00:00",
         "2024-05-14T09:02:51+02:00", "2024-05-14T11:02:51+02:00", "2024-05-14 09:02")}
     assert got == {"2024-05-14 09:02:51": 1.0, "2024-05-14T09:02:51Z": 1.0,
                    "2024-05-14T09:02:51+00:00": 1.0, "2024-05-14T09:02:51+02:00": 0.0,
                    "2024-05-14T11:02:51+02:00": 0.0, "2024-05-14 09:02": 0.0}
-    assert [standalone.score_answer(minute, a)["total"] for a in (
+    assert [answers.score_answer(minute, a)["total"] for a in (
         "2024-07-30 14:21", "2024-07-30 14:21:31", "2024-07-30 14:22:00", "2024-07-30 14:20:59",
         "2024-07-30T14:21+01:00")] == [1.0, 1.0, 0.0, 0.0, 0.0]
 
@@ -379,7 +379,7 @@ atexit.register(_fifo)
 
 def test_canaries_hide_among_real_tests(tmp_path):
     """Finding 2: the canary sat last in its file with a hex name; now neither tells it."""
-    from rlforge.verify import repair_standalone
+    from rlforge.verify.standalone import canaries
 
     body = "".join(f"\n\ndef test_parse_{w}_value():\n    assert 1\n" for w in
                    ("header", "body", "query", "cookie", "path"))
@@ -388,10 +388,10 @@ def test_canaries_hide_among_real_tests(tmp_path):
         tree = tmp_path / f"t{trial}"
         (tree / "tests").mkdir(parents=True)
         (tree / "tests" / "test_p.py").write_text("import os\n" + body)
-        ids = repair_standalone.add_canaries(str(tree), ["tests/test_p.py::test_parse_body_value"])
+        ids = canaries.add_canaries(str(tree), ["tests/test_p.py::test_parse_body_value"])
         assert ids, "no canary planted"
         text = (tree / "tests" / "test_p.py").read_text()
-        order = repair_standalone._test_names(text)
+        order = canaries._test_names(text)
         for i in ids:
             name = i.split("::")[-1]
             names.append(name)
