@@ -18,8 +18,8 @@ import pytest
 
 from rlforge.sandbox import SandboxSpec, prepare_env, run
 from rlforge.tasks.repair.checks import write_tree
-from rlforge.verify.standalone import asserts, canaries, plugin, task_files, testrun
-from rlforge.verify.standalone.canaries import add_canaries
+from rlforge.verify.standalone import asserts, plugin, task_files, testrun
+from rlforge.verify.standalone.canaries import CANARIES, add_canaries
 from rlforge.verify.standalone.policy_code import LocalPolicy
 from rlforge.verify.standalone.protect import copy_workspace
 from rlforge.verify.standalone.testrun import bind_python
@@ -186,7 +186,7 @@ def test_exit_at_import_leaves_every_wanted_test_missing(tmp_path, venv, exit_co
 def test_canaries_are_collected_and_fail(tmp_path, venv):
     root = tree(tmp_path / "t", {"tests/test_c.py": "class TestA:\n    def test_x(self):\n        assert True\n"})
     canaries = add_canaries(str(root), ["tests/test_c.py::TestA::test_x"])
-    assert len(canaries) == canaries.CANARIES
+    assert len(canaries) == CANARIES
     assert all(c.startswith("tests/test_c.py::test_") and c != "tests/test_c.py::test_" for c in canaries)
     res = run_tests(str(root), pytest_cmd(venv), ["tests/test_c.py::TestA::test_x", *canaries],
                     per_test_timeout=5, collect_timeout=30, budget_sec=60)
