@@ -783,6 +783,8 @@ def test_harbor_planted_verifier_modules_are_never_imported(sample_tasks, tmp_pa
     triage = _one(sample_tasks, "tickets.triage")
     wrong = next(x for x in _reference(triage)["labels"] if x != _reference(triage)["answer"])
     agent = _plant_verifier_modules() + _write_files({"answer.txt": f"ANSWER: {wrong}"})
+    for trial in ("answer", "repair"):
+        (tmp_path / trial).mkdir()
     got = _harbor_trial(triage, tmp_path / "answer", agent, env={"PYTHONPATH": "/app/pp"})
     assert got and float(got) == 0.0, got
     assert (tmp_path / "answer" / "app" / "rlforge_rewards.py").read_text() == FORGED_MODULE
