@@ -224,7 +224,7 @@ def run_tests(tree, command, ids=None, *, paths=None, per_test_timeout=30.0,
 
     ids: the test ids to run, or None for every test collected from `paths` (test files;
     None: the whole suite). The run goes through `policy` (default: this machine, see
-    rlforge_verify.LocalPolicy). A test still running after `per_test_timeout` seconds is
+    policy_code.LocalPolicy). A test still running after `per_test_timeout` seconds is
     killed with its session and marked `timeout`; the session is run again without it.
     check_name: the builtin that checked asserts call (`externalize_checks`); what each
     test sent through it is returned as checks {id: {index: encoded value}}, the first
