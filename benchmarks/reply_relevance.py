@@ -122,7 +122,7 @@ def measure(source: str, limit: int) -> dict:
     import tomllib
 
     from rlforge.tasks.tickets_reply import kb_name, kb_walk
-    from rlforge.verify.standalone import score_reply
+    from rlforge.verify.standalone.replies import score_reply
 
     with tempfile.TemporaryDirectory() as tmp:
         started = time.perf_counter()

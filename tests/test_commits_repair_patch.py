@@ -19,7 +19,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from rlforge.tasks.repair.score import workspace_diff
-from rlforge.verify.repair_patch import apply_patch, parse_patch, split_lines
+from rlforge.verify.standalone.patch import apply_patch, parse_patch, split_lines
 
 GIT_ENV = {"PATH": os.environ["PATH"], "HOME": os.devnull, "GIT_CONFIG_NOSYSTEM": "1",
            "GIT_CONFIG_GLOBAL": os.devnull, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com",

@@ -17,10 +17,12 @@ from pathlib import Path
 import pytest
 
 from rlforge.sandbox import SandboxSpec, prepare_env, run
-from rlforge.tasks.repair.checks import verifier_files, write_tree
-from rlforge.verify import repair_standalone
-from rlforge.verify.repair_standalone import add_canaries, bind_python, copy_workspace
-from rlforge.verify.standalone import LocalPolicy
+from rlforge.tasks.repair.checks import write_tree
+from rlforge.verify.standalone import asserts, plugin, task_files, testrun
+from rlforge.verify.standalone.canaries import CANARIES, add_canaries
+from rlforge.verify.standalone.policy_code import LocalPolicy
+from rlforge.verify.standalone.protect import copy_workspace
+from rlforge.verify.standalone.testrun import bind_python
 
 # The runner's own logic, on this host: policy code as this process's uid (as root it would
 # drop to uid 65534, which cannot reach pytest's temporary directories).
@@ -29,7 +31,7 @@ HOST = LocalPolicy(drop=False)
 
 def run_tests(tree, command, ids=None, **kw):
     kw.setdefault("policy", HOST)
-    return repair_standalone.run_tests(tree, command, ids, **kw)
+    return testrun.run_tests(tree, command, ids, **kw)
 
 pytestmark = pytest.mark.sandbox
 
@@ -184,7 +186,7 @@ def test_exit_at_import_leaves_every_wanted_test_missing(tmp_path, venv, exit_co
 def test_canaries_are_collected_and_fail(tmp_path, venv):
     root = tree(tmp_path / "t", {"tests/test_c.py": "class TestA:\n    def test_x(self):\n        assert True\n"})
     canaries = add_canaries(str(root), ["tests/test_c.py::TestA::test_x"])
-    assert len(canaries) == repair_standalone.CANARIES
+    assert len(canaries) == CANARIES
     assert all(c.startswith("tests/test_c.py::test_") and c != "tests/test_c.py::test_" for c in canaries)
     res = run_tests(str(root), pytest_cmd(venv), ["tests/test_c.py::TestA::test_x", *canaries],
                     per_test_timeout=5, collect_timeout=30, budget_sec=60)
@@ -275,13 +277,13 @@ def test_nothing_the_tests_start_outlives_the_run_in_the_sandbox(tmp_path, venv)
     probe = textwrap.dedent("""
         import json, os, sys
         sys.path.insert(0, "/tests")
-        import rlforge_repair as r, rlforge_verify as v
+        import rlforge_testrun as r
         res = r.run_tests("/app", ["python", "-m", "pytest"], None,
                           per_test_timeout=20, collect_timeout=60, budget_sec=120)
         others = [p for p in os.listdir("/proc") if p.isdigit() and int(p) not in (1, os.getpid())]
         print(json.dumps({"outcomes": res["outcomes"], "others": others}))
         """)
-    write_tree(runner, {**verifier_files(), "probe.py": probe.encode()})
+    write_tree(runner, {**task_files("repair"), "probe.py": probe.encode()})
     result = run(["/opt/venv/bin/python", "/tests/probe.py"],
                  SandboxSpec(workspace=ws, tests=runner, venv=venv, timeout_sec=120,
                              env={"RLFORGE_SANDBOXED": "1"}))
@@ -333,7 +335,7 @@ class TestArea:
 
 
 def test_checked_asserts_are_rewritten_in_place_and_keep_lines():
-    text, plan = repair_standalone.externalize_checks(
+    text, plan = asserts.externalize_checks(
         CHECKED.encode(), {"test_area", "test_early", "TestArea::test_method"}, "_chk")
     out = text.decode()
     assert out.count("\n") == CHECKED.count("\n")
@@ -353,7 +355,7 @@ def test_only_equality_and_membership_with_a_real_literal_count_as_checked():
     ids = [f"t.py::test_{k}" for k in ("eq", "in", "ne", "lt", "zero", "contains")]
     # NaN passes !=, infinity passes <, 0 is a guess, and a value listing every candidate
     # holds any literal: none of them hides the answer
-    assert repair_standalone.checked_fail_to_pass({"t.py": source.encode()}, ids) == ids[:2]
+    assert asserts.checked_fail_to_pass({"t.py": source.encode()}, ids) == ids[:2]
 
 
 def test_a_literal_the_policy_has_seen_does_not_make_a_test_checked():
@@ -362,31 +364,31 @@ def test_a_literal_the_policy_has_seen_does_not_make_a_test_checked():
     ids = ["t.py::test_old", "t.py::test_new"]
     workspace = {"t.py": b"def test_old():\n    assert f(1) == 'seen'\n"}
     # test_old's answer is in the policy's own copy of the file: a forger could send it
-    assert repair_standalone.checked_fail_to_pass({"t.py": hidden.encode()}, ids, workspace) == ids[1:]
-    assert repair_standalone.checked_fail_to_pass({"t.py": hidden.encode()}, ids, {}) == ids
+    assert asserts.checked_fail_to_pass({"t.py": hidden.encode()}, ids, workspace) == ids[1:]
+    assert asserts.checked_fail_to_pass({"t.py": hidden.encode()}, ids, {}) == ids
     broken = {"t.py": b"def test_old(:\n    'seen'\n"}  # does not parse: its text counts
-    assert repair_standalone.checked_fail_to_pass({"t.py": hidden.encode()}, ids, broken) == ids[1:]
+    assert asserts.checked_fail_to_pass({"t.py": hidden.encode()}, ids, broken) == ids[1:]
 
 
 @pytest.mark.parametrize("value", [None, True, 3, -2**70, 2.5, float("inf"), 1 + 2j, "é\u2028", b"\0x",
                                    [1, (2, "a")], {1, 2}, frozenset({3}), {"k": [None]}])
 def test_checked_values_round_trip(value):
-    sent = json.loads(json.dumps(repair_standalone._encode(value)))
-    back = repair_standalone._decode(sent)
+    sent = json.loads(json.dumps(plugin.encode_value(value)))
+    back = plugin.decode_value(sent)
     assert back == value and type(back) is type(value)
 
 
 def test_a_reported_pass_needs_every_checked_assert_to_hold():
     plan = {0: {"file": "t.py", "test": "test_a", "op": "Eq", "literal": "6", "literal_left": False},
             1: {"file": "t.py", "test": "test_a", "op": "Lt", "literal": "10", "literal_left": True}}
-    enc = repair_standalone._encode
+    enc = plugin.encode_value
     cases = {"t.py::test_a[x]": {0: enc(6), 1: enc(11)},  # holds: 6 == 6, 10 < 11
              "t.py::test_a[y]": {0: enc(7), 1: enc(11)},  # 7 != 6
              "t.py::test_a[z]": {0: enc(6)},  # the second assert never ran
              "t.py::test_a[w]": {0: ["f", "six"], 1: enc(11)},  # not a value
              "t.py::test_a[v]": {0: enc("6"), 1: enc(11)}}  # "6" != 6
     outcomes = {k: "passed" for k in cases} | {"t.py::test_b": "passed"}
-    out, why = repair_standalone.apply_checks(outcomes, cases, plan)
+    out, why = asserts.apply_checks(outcomes, cases, plan)
     assert out == {"t.py::test_a[x]": "passed", "t.py::test_a[y]": "failed", "t.py::test_a[z]": "failed",
                    "t.py::test_a[w]": "failed", "t.py::test_a[v]": "failed", "t.py::test_b": "passed"}
     assert why["t.py::test_a[z]"] == "a checked assert did not run"
@@ -401,11 +403,11 @@ def test_a_forged_pass_of_a_checked_test_is_caught(tmp_path, venv, impl, expecte
                                  "tests/test_a.py": CHECKED})
     (root / "lib.py").write_text((root / "lib.py").read_text() + FORGE_FROM_SOURCE)
     path = root / "tests" / "test_a.py"
-    text, plan = repair_standalone.externalize_checks(path.read_bytes(), {"test_area"}, "_rlforge_chk")
+    text, plan = asserts.externalize_checks(path.read_bytes(), {"test_area"}, "_rlforge_chk")
     path.write_bytes(text)
     plan = {i: {**p, "file": "tests/test_a.py"} for i, p in plan.items()}
     res = run_tests(str(root), pytest_cmd(venv), ["tests/test_a.py::test_area"], per_test_timeout=10,
                     collect_timeout=30, budget_sec=60, check_name="_rlforge_chk")
     assert res["outcomes"]["tests/test_a.py::test_area"] == "passed"  # the forgery worked in pytest
-    out, _ = repair_standalone.apply_checks(res["outcomes"], res["checks"], plan)
+    out, _ = asserts.apply_checks(res["outcomes"], res["checks"], plan)
     assert out["tests/test_a.py::test_area"] == expected

@@ -7,6 +7,7 @@ here as a diff to review. Regenerate with: UPDATE_GOLDEN=1 pytest tests/test_gol
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 from pathlib import Path
@@ -16,18 +17,17 @@ from paths import SAMPLE_DATA
 from rlforge import db
 from rlforge.ingest import tickets
 from rlforge.tasks.build import build_tasks
+from rlforge.verify import standalone
 
 GOLDEN = Path(__file__).parent / "golden" / "tasks"
 GENERATORS = ["tickets.triage", "tickets.reply"]
 
 
-VERIFIER = Path(__file__).parent.parent / "rlforge" / "verify" / "standalone.py"
-
-
 def _files(root: Path) -> dict[str, bytes]:
-    """Every file but the manifest and the verifier (a verbatim copy, checked separately)."""
+    """Every file but the manifest and the verifier's (verbatim copies, checked separately)."""
     return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*"))
-            if p.is_file() and p.name not in ("manifest.parquet", "rlforge_verify.py")}
+            if p.is_file() and p.name != "manifest.parquet"
+            and not (p.parent.name == "tests" and p.name.startswith(standalone.PREFIX))}
 
 
 def test_rendered_tasks_match_the_golden_files(tmp_path):
@@ -37,8 +37,10 @@ def test_rendered_tasks_match_the_golden_files(tmp_path):
     out = tmp_path / "tasks"
     build_tasks(con, build_options(out=out, generators=GENERATORS, mix={g: 1 for g in GENERATORS},
                                    limit=4, seed=0, validate=False))
-    for copy in out.rglob("rlforge_verify.py"):
-        assert copy.read_bytes() == VERIFIER.read_bytes()
+    for tests in out.glob("*/tests"):
+        carried = {p.name: p.read_bytes() for p in tests.glob(standalone.PREFIX + "*.py")}
+        kind = json.loads((tests / "reference.json").read_text())["verifier"]
+        assert carried == standalone.task_files(kind), f"{tests.parent.name} carries other files"
     got = _files(out)
     if os.environ.get("UPDATE_GOLDEN") == "1":
         shutil.rmtree(GOLDEN, ignore_errors=True)

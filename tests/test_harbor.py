@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from paths import ROOT, SAMPLE_DATA
-from rlforge.verify import standalone
+from rlforge.verify.standalone import rewards
 from rlforge.verify.boundary import read_logged_result
 
 HARBOR_VENV = ROOT / ".venv-harbor"
@@ -99,16 +99,16 @@ def task_dirs(tasks: Path) -> list[Path]:
 
 
 def test_reward_json_is_harbors_flat_map_and_the_detail_sits_beside_it(tmp_path):
-    comps = {"valid_format": standalone.component(1, 0, "medium", gate=True),
-             "correct": standalone.component(0.5, 1.0), "reward": standalone.component(1, 0)}
-    result = standalone.reward(comps)
-    standalone.write_reward(result, str(tmp_path))
+    comps = {"valid_format": rewards.component(1, 0, "medium", gate=True),
+             "correct": rewards.component(0.5, 1.0), "reward": rewards.component(1, 0)}
+    result = rewards.reward(comps)
+    rewards.write_reward(result, str(tmp_path))
     flat = json.loads((tmp_path / "reward.json").read_text())
     assert flat == {"reward": 0.5, "correct": 0.5, "valid_format": 1.0, "component_reward": 1.0}
     assert all(type(v) is float for v in flat.values())  # what Harbor's parser accepts
     assert (tmp_path / "reward.txt").read_text() == "0.5\n"
     assert read_logged_result(tmp_path) == json.loads(json.dumps(result))
-    (tmp_path / standalone.RESULT_NAME).unlink()  # a trial of another verifier: reward.json only
+    (tmp_path / rewards.RESULT_NAME).unlink()  # a trial of another verifier: reward.json only
     assert read_logged_result(tmp_path)["components"]["correct"]["value"] == 0.5
 
 

@@ -75,7 +75,7 @@ KIND = '''
 import os
 
 from rlforge.verify.kinds import VerifierKind, register_kind
-from rlforge.verify.standalone import read_submission
+from rlforge.verify.standalone.verify import read_submission
 
 
 def score_text(ref, text):

@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 from rlforge.run import load_task
 from rlforge.run.submission import as_file, score_text
 from rlforge.sandbox import SandboxPool, SandboxSpec
-from rlforge.verify.standalone import REWARD_PREFIX
+from rlforge.verify.standalone.rewards import REWARD_PREFIX
 from rlforge.verify.runner import fresh_workspace
 from test_run_support import built_tasks
 

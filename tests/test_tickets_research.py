@@ -19,7 +19,7 @@ from paths import SAMPLE_DATA, SHARED_DATA
 from rlforge.tasks import kb_search
 from rlforge.tasks.learnability import measure
 from rlforge.tasks.tickets_reply import PSEUDONYM, _forbidden_order, key_facts
-from rlforge.verify.standalone import contains, score_reply
+from rlforge.verify.standalone.replies import contains, score_reply
 from test_run_support import SUBMIT, ScriptedPolicy, bash_call
 
 BITEXT = SHARED_DATA / "tickets" / "bitext" / "bitext_customer_support_sample.csv"

@@ -1,8 +1,8 @@
 """An inspect_ai evaluation of rlforge's tasks, scored by each task's own verifier.
 
 `rlforge export tasks DIR --format jsonl --out OUT` copies this file into OUT as
-`rlforge_inspect.py`, with `rlforge_reward.py` and `rlforge_verify.py` beside it, so it
-runs where only inspect_ai is installed:
+`rlforge_inspect.py`, with `rlforge_reward.py` and the text verifier's `rlforge_*.py` beside
+it, so it runs where only inspect_ai is installed:
 
     inspect eval OUT/rlforge_inspect.py --model openai/MODEL [-T split=val]
 

@@ -11,37 +11,38 @@ entry points, one per trainer:
   `reward_funcs`; each dataset column arrives as a keyword argument.
 
 This file needs nothing but the standard library. `rlforge export tasks --format verl`
-copies it next to the parquet files as `rlforge_reward.py`, with the verifier beside it as
-`rlforge_verify.py`, so veRL's workers can load it by path without rlforge installed.
+copies it next to the parquet files as `rlforge_reward.py`, with the text verifier's files
+beside it (`rlforge_answers.py`, `rlforge_replies.py` and what they import, as a task's
+tests/ carries them), so veRL's workers can load it by path without rlforge installed.
 Only verifiers that score a single piece of text can run here (`TEXT_VERIFIERS`); tasks
 whose verifier runs code in a sandbox are not exported for these trainers.
 """
 
 from __future__ import annotations
 
-import importlib.util
+import importlib
 import io
 import json
 import os
+import sys
+
+# Verifier kinds that score one text answer in-process (no sandbox, no workspace), and the
+# verifier modules that score them (rlforge.verify.standalone).
+TEXT_VERIFIERS = ("answer", "reply")
+TEXT_MODULES = ("answers", "replies")
 
 
 def _load_verifier():
-    """The verifier copied beside this file, else rlforge's own (the same source)."""
+    """{module: the verifier module}: the copies beside this file (their directory put
+    first on the path, so they import each other), else rlforge's own (the same source)."""
     here = os.path.dirname(os.path.abspath(__file__))
-    sibling = os.path.join(here, "rlforge_verify.py")
-    if os.path.isfile(sibling):
-        spec = importlib.util.spec_from_file_location("rlforge_verify", sibling)
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-        return module
-    from rlforge.verify import standalone
-    return standalone
+    if all(os.path.isfile(os.path.join(here, f"rlforge_{m}.py")) for m in TEXT_MODULES):
+        sys.path.insert(0, here)
+        return {m: importlib.import_module(f"rlforge_{m}") for m in TEXT_MODULES}
+    return {m: importlib.import_module(f"rlforge.verify.standalone.{m}") for m in TEXT_MODULES}
 
 
 _verify = _load_verifier()
-
-# Verifier kinds that score one text answer in-process (no sandbox, no workspace).
-TEXT_VERIFIERS = ("answer", "reply")
 
 
 def completion_text(completion):
@@ -81,9 +82,9 @@ def score_completion(reference, completion):
     text = as_read(completion_text(completion))
     kind = ref.get("verifier")
     if kind == "answer":
-        return _verify.score_answer(ref, text)
+        return _verify["answers"].score_answer(ref, text)
     if kind == "reply":
-        return _verify.score_reply(ref, text)
+        return _verify["replies"].score_reply(ref, text)
     raise ValueError(f"verifier {kind!r} cannot score a text completion; "
                      f"only {', '.join(TEXT_VERIFIERS)} can")
 

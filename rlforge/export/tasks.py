@@ -4,13 +4,14 @@ Four formats, each a directory of files named by split (`train`, `val`, `test`):
 
 - `verl`: veRL's RL parquet schema (`data_source`, `prompt` as chat messages, `ability`,
   `reward_model {style, ground_truth}`, `extra_info` with the task id and lineage), plus
-  `rlforge_reward.py` and `rlforge_verify.py` for veRL's `custom_reward_function.path`;
+  `rlforge_reward.py` and the text verifier's `rlforge_*.py` for veRL's
+  `custom_reward_function.path`;
 - `trl`: a conversational prompt dataset for TRL's `GRPOTrainer` (column `prompt`), whose
   `rlforge_reference` column feeds `rlforge.export.trl_reward`;
 - `jsonl`: one JSON object per task with everything (instruction, prompt, reference,
   lineage), for `jq` and custom loaders, plus `target` (the reference as a JSON string)
   for inspect_ai, and `rlforge_inspect.py` (an inspect_ai task and scorer) with
-  `rlforge_reward.py` and `rlforge_verify.py`: `inspect eval OUT/rlforge_inspect.py`;
+  `rlforge_reward.py` and the text verifier's files: `inspect eval OUT/rlforge_inspect.py`;
 - `hf`: a Hugging Face dataset folder (`README.md` with the split configuration and
   `data/<split>-00000-of-00001.parquet`), loadable with `datasets.load_dataset(PATH)`.
 
@@ -46,7 +47,7 @@ from rlforge.errors import UserError
 from rlforge.export import reward_fn
 from rlforge.run.environment import SINGLE_TURN_SYSTEM
 from rlforge.run.tasks import Task, discover_tasks
-from rlforge.tasks.render import VERIFIER_NAME, VERIFIER_SOURCE
+from rlforge.verify import standalone
 
 TASK_FORMATS = ("verl", "trl", "jsonl", "hf")
 SPLITS = ("train", "val", "test")
@@ -339,10 +340,11 @@ def export_tasks(tasks_dir: Path, fmt: str, out: Path, splits: list[str] | None 
         (out / "README.md").write_text(_hf_card({s: n for s, n in report.rows.items() if n}), encoding="utf-8")
         report.files.append(str(out / "README.md"))
     if fmt in ("verl", "jsonl"):  # what veRL's workers and `inspect eval` load by path
-        copies = {REWARD_FILE: Path(reward_fn.__file__), VERIFIER_NAME: VERIFIER_SOURCE}
+        copies = {REWARD_FILE: Path(reward_fn.__file__).read_bytes(),
+                  **standalone.files_of(*reward_fn.TEXT_MODULES)}
         if fmt == "jsonl":
-            copies[INSPECT_FILE] = Path(reward_fn.__file__).with_name("inspect_task.py")
-        for name, source in copies.items():
-            shutil.copyfile(source, out / name)
+            copies[INSPECT_FILE] = Path(reward_fn.__file__).with_name("inspect_task.py").read_bytes()
+        for name, data in copies.items():
+            (out / name).write_bytes(data)
             report.files.append(str(out / name))
     return report

@@ -498,8 +498,9 @@ def validation_key(opts: BuildOptions) -> str:
     sandbox limits the user set."""
     h = hashlib.sha256()
     for package in ("verify", "sandbox"):
-        for path in sorted((PACKAGE_ROOT / package).glob("*.py")):
-            h.update(path.name.encode() + b"\0" + path.read_bytes())
+        for path in sorted((PACKAGE_ROOT / package).rglob("*.py")):  # the verifier's files too
+            rel = path.relative_to(PACKAGE_ROOT / package).as_posix()
+            h.update(rel.encode() + b"\0" + path.read_bytes())
     limits = {k: v for k, v in _sandbox_settings(opts).items() if k != "mode"}
     limits_part = f", limits {json.dumps(limits, sort_keys=True)}" if limits else ""
     return f"rlforge {__version__}, sandbox {opts.sandbox_mode}{limits_part}, checks {h.hexdigest()[:16]}"

@@ -9,7 +9,7 @@ commit's source diff. A commit becomes a task only when the build-time check (se
 run twice in the sandbox. Every commit in the window that does not become a task is
 reported in `self.rejections` with its reason, and build-tasks records it in `task_drops`.
 
-The verifier (`rlforge/verify/repair_standalone.py`, copied into tests/) runs the
+The verifier (`rlforge/verify/standalone/repair.py`, copied into tests/) runs the
 fail-to-pass and pass-to-pass tests in the task's prepared environment; validation adds
 the adversarial submissions of `rlforge.tasks.repair.adversarial`.
 """
@@ -34,12 +34,12 @@ from rlforge.sandbox.envs import env_key, installed_versions, prepare_env
 from rlforge.tasks.registry import Generator, register
 from rlforge.tasks.repair import envs, gitrepo
 from rlforge.tasks.repair.adversarial import repair_adversarials
-from rlforge.tasks.repair.checks import Checker, CheckResult, system_python_version, verifier_files
+from rlforge.tasks.repair.checks import Checker, CheckResult, system_python_version
 from rlforge.tasks.repair.options import RepairOptions, RepoSettings
 from rlforge.tasks.repair.select import CommitRow, screen, window
 from rlforge.tasks.spec import BuildContext, SourceRef, Submission, TaskSpec, stable_sample
-from rlforge.verify.repair_standalone import (SUBMISSION_PATCH, checked_fail_to_pass, is_protected,
-                                              top_level_modules)
+from rlforge.verify.standalone.asserts import checked_fail_to_pass
+from rlforge.verify.standalone.protect import SUBMISSION_PATCH, is_protected, top_level_modules
 
 PROTECTED = {
     "patterns": ["(?i)" + TEST_DIR.pattern, TEST_FILE.pattern],
@@ -276,8 +276,7 @@ class CommitsRepair(Generator):
             dedup_text=row.message, time=row.committed_at,
             null=Submission("null", {}, "the starting workspace, unchanged"),
             adversarial=adversarial, workspace=workspace,
-            tests_data={**{k: v for k, v in verifier_files().items() if k != "rlforge_verify.py"},
-                        **{f"hidden/{p}": d for p, d in snap.hidden.items()}},
+            tests_data={f"hidden/{p}": d for p, d in snap.hidden.items()},
             category="code-repair", difficulty=_difficulty(sum(
                 1 for line in snap.gold_diff.splitlines() if line[:1] in "+-" and line[:3] not in ("+++", "---"))),
             keywords=["code-repair", o.language, repo_name],

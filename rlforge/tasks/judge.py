@@ -183,7 +183,7 @@ def check_build(out: Path, judge: Judge, seed: int, min_auc: float = MIN_AUC) ->
 
 def judge_component(value: float, detail: str = "") -> dict[str, Any]:
     """The named `judge` reward component (not a gate; weight `JUDGE_WEIGHT`)."""
-    from rlforge.verify.standalone import component
+    from rlforge.verify.standalone.rewards import component
 
     return component(value, JUDGE_WEIGHT, "fine", detail=detail or f"judge score {value:.2f}")
 
@@ -192,7 +192,7 @@ def with_judge(components: dict[str, dict], judge: Judge, customer: str, reply: 
                pass_threshold: float = 1.0) -> tuple[dict[str, dict], float, bool]:
     """`components` of a scored reply plus the judge's, the new total, and whether it
     passes — decided by the components without the judge (host side)."""
-    from rlforge.verify.standalone import total_of
+    from rlforge.verify.standalone.rewards import total_of
 
     passed = total_of(components) >= pass_threshold - 1e-9
     merged = {**components, "judge": judge_component(judge.score(customer, reply))}

@@ -101,7 +101,7 @@ def _patterns(con, records) -> dict[str, str]:
 
 def _distinct_options(options: list[str]) -> bool:
     """Options the answer checker can tell apart (it ignores case, spacing, end punctuation)."""
-    from rlforge.verify.standalone import normalize
+    from rlforge.verify.standalone.answers import normalize
 
     return len({normalize(o) for o in options}) == len(options)
 

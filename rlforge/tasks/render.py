@@ -6,7 +6,7 @@ Layout (Harbor's):
       task.toml          [task] [metadata] [metadata.rlforge] [verifier] [agent] [environment]
       instruction.md     what the policy sees
       environment/       Dockerfile + app/ (the starting workspace, copied to /app)
-      tests/             test.sh, rlforge_verify.py, reference.json, verifier data
+      tests/             test.sh, the verifier's rlforge_*.py, reference.json, verifier data
       solution/          solve.sh (the gold solution)
 
 Templates are Jinja2 with StrictUndefined, looked up first in the user's `--templates`
@@ -33,10 +33,9 @@ import jinja2
 from rlforge import __version__
 from rlforge.errors import UserError
 from rlforge.tasks.spec import TaskSpec
+from rlforge.verify import standalone
 
 PACKAGE_ROOT = Path(__file__).resolve().parent.parent
-VERIFIER_SOURCE = PACKAGE_ROOT / "verify" / "standalone.py"
-VERIFIER_NAME = "rlforge_verify.py"
 
 
 def builtin_templates() -> Path:
@@ -119,7 +118,8 @@ class Renderer:
             for name in sorted(templates):
                 source, _, _ = loader.get_source(self.env, name)
                 h.update(name.encode() + b"\0" + source.encode() + b"\0")
-            h.update(VERIFIER_SOURCE.read_bytes())
+            for verifier_name, data in sorted(standalone.all_files().items()):
+                h.update(verifier_name.encode() + b"\0" + data)
             self._hashes[key] = h.hexdigest()[:16]
         return self._hashes[key]
 
@@ -150,7 +150,7 @@ def render_task(spec: TaskSpec, renderer: Renderer, *, seed: int, split: str) ->
         "instruction.md": renderer.render(names["instruction"], ctx).encode(),
         "environment/Dockerfile": renderer.render(names["dockerfile"], ctx).encode(),
         "tests/test.sh": renderer.render(names["test"], ctx).encode(),
-        f"tests/{VERIFIER_NAME}": VERIFIER_SOURCE.read_bytes(),
+        **{f"tests/{name}": data for name, data in standalone.task_files(spec.verifier).items()},
         "tests/reference.json": (json.dumps(spec.reference, indent=1, sort_keys=True,
                                             ensure_ascii=False) + "\n").encode(),
     }

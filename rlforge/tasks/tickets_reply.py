@@ -16,7 +16,7 @@ pseudonymised value, which no file the policy sees lets it derive — and deriva
 does not occur in the customer's own text (those are dropped from the list: echoing them
 proves nothing), and occurs in a file of the task's knowledge base; a ticket whose reply
 needs a fact the knowledge base lacks is dropped with that reason, as is one left with no
-fact to research. The reward is `score_reply`'s (see `rlforge.verify.standalone`): facts
+fact to research. The reward is `score_reply`'s (see `rlforge.verify.standalone.replies`): facts
 present (partial credit), distinctive values of the other customers in the knowledge base
 absent, a length window, and the gates against stuffing (fact share), copying (4-grams
 shared with the customer's message and every knowledge-base file), filler (word pairs
@@ -39,9 +39,9 @@ from rlforge.tasks.answers import null_submission, solve_script
 from rlforge.tasks.registry import Generator, register
 from rlforge.tasks.splits import THRESHOLD, shingles
 from rlforge.tasks.spec import ANSWER_FILE, BuildContext, SourceRef, Submission, TaskSpec, stable_sample
-from rlforge.verify.standalone import (COPY_N, COPY_SHARE, _mentions_words, _ngrams, bigrams,
-                                       common_share, contains, cosine, topic_terms,
-                                       topic_vector, trigrams, words)
+from rlforge.verify.standalone.replies import (COPY_N, COPY_SHARE, _mentions_words, _ngrams,
+                                               bigrams, common_share, contains, cosine,
+                                               topic_terms, topic_vector, trigrams, words)
 
 # A menu path: capitalised segments joined by '>'; a segment after the first may go on in
 # lower case ("Time zone", "Single sign-on") for up to three words, never into the sentence

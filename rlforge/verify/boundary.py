@@ -27,8 +27,10 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from rlforge.sandbox import FailureReason, SandboxPool, SandboxResult, spec_of
-from rlforge.verify import kinds, repair_standalone, standalone
-from rlforge.verify.standalone import RESULT_NAME, Ran, SandboxBroken, component
+from rlforge.verify import kinds
+from rlforge.verify.standalone.policy_code import Ran, SandboxBroken
+from rlforge.verify.standalone.rewards import RESULT_NAME, component, reward
+from rlforge.verify.standalone.testrun import python_site_dirs
 
 VENV_PYTHON = "/opt/venv/bin/python"
 
@@ -97,7 +99,7 @@ class SandboxPolicy:
     def site_dirs(self) -> list[str]:
         """site-packages of the venv the tests run with, read on the host."""
         venv = self.fields.get("venv")
-        return repair_standalone._site_dirs(str(Path(venv) / "bin" / "python")) if venv else []
+        return python_site_dirs(str(Path(venv) / "bin" / "python")) if venv else []
 
     def start(self, argv, tree, data=None, env=None, timeout=30.0, log=None) -> _SandboxHandle:
         data = data or {}
@@ -139,14 +141,14 @@ def score_tree(tests: Path, reference: dict, workspace: Path, policy: SandboxPol
 
 def bad_path_reward(detail: str) -> dict:
     """The fail of a submission naming a file outside the workspace (refused, not written)."""
-    return standalone.reward(
+    return reward(
         {"submission_paths": component(0, 0, "medium", gate=True, detail=detail)},
         detail="a submitted path leaves the workspace", reason="bad_submission_path")
 
 
 def too_large_reward(detail: str) -> dict:
     """The fail of a submission over a cap (copy-out, or the sandbox's file system)."""
-    return standalone.reward(
+    return reward(
         {"submission_size": component(0, 0, "medium", gate=True, detail=detail)},
         detail="submission too large", reason="submission_too_large")
 
@@ -154,7 +156,7 @@ def too_large_reward(detail: str) -> dict:
 def unreadable_reward(detail: str) -> dict:
     """The fail of a reply or submission rlforge could not take apart (an error raised
     while handling the policy's own bytes): policy-made, so never `invalid`."""
-    return standalone.reward(
+    return reward(
         {"readable": component(0, 0, "medium", gate=True, detail=detail)},
         detail="the policy's reply or submission could not be handled", reason="unreadable")
 

@@ -26,7 +26,7 @@ from typing import Any, Callable
 
 from rlforge import plugins
 from rlforge.errors import UnknownName, UserError
-from rlforge.verify import repair_standalone, standalone
+from rlforge.verify.standalone import answers, repair, replies, verify
 
 ENTRY_POINT_GROUP = "rlforge.verifiers"
 SUBMISSIONS = ("text", "patch", "workspace")
@@ -66,16 +66,16 @@ def register_kind(kind: VerifierKind) -> VerifierKind:
 
 for _kind in (
     VerifierKind("answer", 1, "one short answer (a label, number, time, set or exact text) "
-                 "compared with the reference", standalone.score, "text",
-                 standalone.score_answer),
+                 "compared with the reference", verify.score, "text",
+                 answers.score_answer),
     VerifierKind("reply", 1, "a reply to a customer: the facts it must convey present, "
-                 "forbidden content absent, length bounded", standalone.score, "text",
-                 standalone.score_reply),
+                 "forbidden content absent, length bounded", verify.score, "text",
+                 replies.score_reply),
     VerifierKind("script", 1, "a script the verifier runs on the visible and held-back data "
                  "in the sandbox; its output compared with each case's answer",
-                 standalone.score, "workspace"),
+                 verify.score, "workspace"),
     VerifierKind("repair", 1, "the workspace's code: hidden fail-to-pass and pass-to-pass "
-                 "tests run in the sandbox", repair_standalone.score_repair, "patch"),
+                 "tests run in the sandbox", repair.score_repair, "patch"),
 ):
     register_kind(_kind)
 

@@ -23,7 +23,7 @@ from rlforge.errors import UnknownName, UserError
 from rlforge.sandbox import (WORKSPACE_MOUNT, SandboxPool, SandboxSpec, prepare_env,
                              settings_with_mode, spec_of)
 from rlforge.tasks.staging import check_task
-from rlforge.verify import repair_patch
+from rlforge.verify.standalone import patch
 from rlforge.verify.boundary import (SandboxBroken, SandboxPolicy, TreeTooLarge, load_reference,
                                      score_workspace)
 
@@ -58,7 +58,7 @@ def submission_path(path: str) -> str:
     """The workspace-relative path a submitted file names: relative, or absolute under
     /app; `BadSubmissionPath` for anything that would leave the workspace."""
     rel = path[len(WORKSPACE_MOUNT) + 1:] if path.startswith(WORKSPACE_MOUNT + "/") else path
-    safe = repair_patch._safe_rel(rel) if isinstance(rel, str) else None
+    safe = patch._safe_rel(rel) if isinstance(rel, str) else None
     if safe is None:
         raise BadSubmissionPath(f"{path!r} is not a path inside the workspace "
                                 f"(give it relative to {WORKSPACE_MOUNT}, without '..')")
@@ -87,7 +87,7 @@ def fresh_workspace(task_dir: Path, root: Path, files: dict[str, bytes] | None =
     if app.is_dir():
         shutil.copytree(app, ws, dirs_exist_ok=True, symlinks=True)
     for rel, data in named.items():
-        repair_patch.write_file(str(ws), rel, data)
+        patch.write_file(str(ws), rel, data)
     ws.chmod(0o777)
     for p in ws.rglob("*"):
         if not p.is_symlink():

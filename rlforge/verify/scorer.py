@@ -30,14 +30,14 @@ from pathlib import Path
 from typing import Any
 
 from rlforge.sandbox import SandboxPool
-from rlforge.verify import standalone
+from rlforge.verify.standalone import entry, rewards
 from rlforge.verify.boundary import (SandboxBroken, SandboxPolicy, TreeTooLarge, score_tree,
                                      too_large_reward)
 
 #: Where the scorer's socket appears inside the trusted sandbox, and the variable naming it.
 SOCKET_MOUNT = "/run/rlforge-scorer"
 SOCKET_NAME = "scorer.sock"
-SCORER_ENV = standalone.SCORER_ENV
+SCORER_ENV = entry.SCORER_ENV
 REQUEST_LIMIT = 65536
 
 logger = logging.getLogger(__name__)
@@ -105,7 +105,7 @@ class Scorer:
             return {"error": str(exc)}
         except Exception as exc:  # raised on what the agent left: its fail, never no reward
             logger.exception("scoring %s raised; scored as the policy's fail", self.workspace)
-            result = standalone.unscorable_reward(f"{type(exc).__name__}: {exc}"[:300])
+            result = rewards.unscorable_reward(f"{type(exc).__name__}: {exc}"[:300])
         self.results.append(result)
         return {"result": result}
 

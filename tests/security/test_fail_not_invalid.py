@@ -143,13 +143,13 @@ def test_a_submission_no_parser_expects_is_its_fail(tmp_path, submission):
 def test_an_answer_that_is_a_directory_is_a_fail(tmp_path):
     """`mkdir /app/answer.txt` made every answer verifier raise IsADirectoryError: no reward
     under Harbor, verifiers and test.sh as root (found by the red team on all three)."""
-    from rlforge.verify import standalone
+    from rlforge.verify.standalone import verify
 
     ws = tmp_path / "app"
     (ws / "answer.txt" / "x").mkdir(parents=True)
     ref = {"verifier": "answer", "answer_kind": "label", "answer": "billing",
            "labels": ["billing", "login"], "submission": "/app/answer.txt"}
-    result = standalone.score(ref, str(tmp_path), workspace=str(ws))
+    result = verify.score(ref, str(tmp_path), workspace=str(ws))
     assert result["outcome"] == "fail" and result["total"] == 0.0, result
 
 
@@ -160,11 +160,12 @@ def test_test_sh_writes_a_fail_when_scoring_raises_on_what_the_policy_left(tmp_p
     import errno
     import json
 
-    from rlforge.verify import standalone
+    from rlforge.verify.standalone import entry
+    from rlforge.verify.standalone.rewards import RESULT_NAME
 
-    monkeypatch.setattr(standalone, "harden", lambda: None)  # it stops other processes
-    monkeypatch.setattr(standalone, "protect_inputs", lambda tests_dir: None)
-    monkeypatch.delenv(standalone.SCORER_ENV, raising=False)
+    monkeypatch.setattr(entry, "harden", lambda: None)  # it stops other processes
+    monkeypatch.setattr(entry, "protect_inputs", lambda tests_dir: None)
+    monkeypatch.delenv(entry.SCORER_ENV, raising=False)
     (tmp_path / "tests").mkdir()
     ref_path = tmp_path / "tests" / "reference.json"
     ref_path.write_text(json.dumps({"verifier": "script"}))
@@ -174,14 +175,14 @@ def test_test_sh_writes_a_fail_when_scoring_raises_on_what_the_policy_left(tmp_p
     def disk_full(ref, tests_dir):
         raise OSError(errno.ENOSPC, "No space left on device")
 
-    assert standalone.verifier_main(str(ref_path), str(logs), disk_full) == 0
+    assert entry.verifier_main(str(ref_path), str(logs), disk_full) == 0
     assert json.loads((logs / "reward.json").read_text())["reward"] == 0.0
-    detail = json.loads((logs / standalone.RESULT_NAME).read_text())
+    detail = json.loads((logs / RESULT_NAME).read_text())
     assert detail["outcome"] == "fail" and detail["reason"] == "unscorable"
     # A reference that cannot be read is the task's fault: no reward, a traceback.
     ref_path.write_text("{not json")
     with pytest.raises(ValueError):
-        standalone.verifier_main(str(ref_path), str(logs), disk_full)
+        entry.verifier_main(str(ref_path), str(logs), disk_full)
 
 
 def test_a_workspace_no_copy_can_read_is_a_fail_when_the_episode_is_cut_short(tmp_path):
@@ -204,11 +205,11 @@ def test_a_reply_that_normalizes_to_millions_of_words_fails_at_once():
     made every reply gate walk three million words (43 s, past the verifier's timeout)."""
     import time
 
-    from rlforge.verify import standalone
+    from rlforge.verify.standalone import replies
 
     ref = {"verifier": "reply", "required": ["Settings > Billing"], "forbidden": ["INV-1"],
            "min_words": 10, "max_words": 120, "submission": "/app/answer.txt"}
     started = time.perf_counter()
-    result = standalone.score_reply(ref, "\ufdfa" * 1_000_000)
+    result = replies.score_reply(ref, "\ufdfa" * 1_000_000)
     assert time.perf_counter() - started < 2
     assert result["outcome"] == "fail" and result["reason"] == "length", result

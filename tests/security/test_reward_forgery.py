@@ -209,7 +209,7 @@ def _word_salad(kb_replies: list[str], facts: list[str], n_words: int, seed: int
     in a row as any of them has them, with the task's facts put in the middle."""
     import random
 
-    from rlforge.verify.standalone import _ngrams, words
+    from rlforge.verify.standalone.replies import _ngrams, words
 
     tokens = [[w for w in words(r) if w.isalpha()] for r in kb_replies]
     shown = set().union(*(_ngrams(t, 4) for t in tokens))
@@ -244,16 +244,16 @@ def test_word_salad_with_the_facts_fails(sample_tasks):
 
 def test_forbidden_content_survives_invisible_characters_and_punctuation():
     """Finding 6, the matching itself: NFKC, format characters removed, long notes by n-grams."""
-    from rlforge.verify import standalone
+    from rlforge.verify.standalone import replies
 
     ref = {"verifier": "reply", "required": [], "min_words": 1, "max_words": 400,
            "forbidden": ["<PERSON_3f9a1c>", "FR-1083",
                          "Internal: customer is on the legacy plan. Do not offer the discount."]}
     for text in ("Hello <PERSON_3f9\u200ba1c>, thanks", "see F\u200bR-1083", "see ＦＲ－１０８３",
                  "the customer is on the legacy plan Do not offer the discount today"):
-        got = standalone.score_reply(ref, text)
+        got = replies.score_reply(ref, text)
         assert got["components"]["no_forbidden_content"]["value"] == 0, text
-    assert standalone.score_reply(ref, "Thanks, your refund is on its way.")["components"][
+    assert replies.score_reply(ref, "Thanks, your refund is on its way.")["components"][
         "no_forbidden_content"]["value"] == 1
 
 
@@ -261,17 +261,17 @@ def test_a_time_with_another_utc_offset_is_not_the_logs_time():
     """A wrong instant written with an offset used to score: the offset was stripped and
     the digits compared. Now only the logs' own time (or Z, +00:00) is read; a minute
     question takes a correct time to the second."""
-    from rlforge.verify import standalone
+    from rlforge.verify.standalone import answers
 
     second = {"answer": "2024-05-14 09:02:51", "answer_kind": "timestamp", "tolerance_sec": 0}
     minute = {"answer": "2024-07-30 14:21", "answer_kind": "timestamp", "tolerance_sec": 0}
-    got = {a: standalone.score_answer(second, a)["total"] for a in (
+    got = {a: answers.score_answer(second, a)["total"] for a in (
         "2024-05-14 09:02:51", "2024-05-14T09:02:51Z", "2024-05-14T09:02:51+00:00",
         "2024-05-14T09:02:51+02:00", "2024-05-14T11:02:51+02:00", "2024-05-14 09:02")}
     assert got == {"2024-05-14 09:02:51": 1.0, "2024-05-14T09:02:51Z": 1.0,
                    "2024-05-14T09:02:51+00:00": 1.0, "2024-05-14T09:02:51+02:00": 0.0,
                    "2024-05-14T11:02:51+02:00": 0.0, "2024-05-14 09:02": 0.0}
-    assert [standalone.score_answer(minute, a)["total"] for a in (
+    assert [answers.score_answer(minute, a)["total"] for a in (
         "2024-07-30 14:21", "2024-07-30 14:21:31", "2024-07-30 14:22:00", "2024-07-30 14:20:59",
         "2024-07-30T14:21+01:00")] == [1.0, 1.0, 0.0, 0.0, 0.0]
 
@@ -379,7 +379,7 @@ atexit.register(_fifo)
 
 def test_canaries_hide_among_real_tests(tmp_path):
     """Finding 2: the canary sat last in its file with a hex name; now neither tells it."""
-    from rlforge.verify import repair_standalone
+    from rlforge.verify.standalone import canaries
 
     body = "".join(f"\n\ndef test_parse_{w}_value():\n    assert 1\n" for w in
                    ("header", "body", "query", "cookie", "path"))
@@ -388,10 +388,10 @@ def test_canaries_hide_among_real_tests(tmp_path):
         tree = tmp_path / f"t{trial}"
         (tree / "tests").mkdir(parents=True)
         (tree / "tests" / "test_p.py").write_text("import os\n" + body)
-        ids = repair_standalone.add_canaries(str(tree), ["tests/test_p.py::test_parse_body_value"])
+        ids = canaries.add_canaries(str(tree), ["tests/test_p.py::test_parse_body_value"])
         assert ids, "no canary planted"
         text = (tree / "tests" / "test_p.py").read_text()
-        order = repair_standalone._test_names(text)
+        order = canaries._test_names(text)
         for i in ids:
             name = i.split("::")[-1]
             names.append(name)
@@ -507,10 +507,11 @@ def test_validate_runs_every_attack_and_none_scores(sample_tasks):
 # --- tests/test.sh the way Harbor runs it ---------------------------------------------------
 
 def _harbor_trial(task: Path, tmp: Path, agent: str, after_sec: float = 1.5,
-                  venv: Path | None = None) -> str:
+                  venv: Path | None = None, env: dict[str, str] | None = None) -> str:
     """Play a Harbor trial: the agent's commands run as root in a container of their own
     (here: bubblewrap as real root, a pid namespace, the host's system read-only); its
     processes stay; then tests/ is uploaded and test.sh runs as root in the same container.
+    `env`: variables the container sets for both (as an image's ENV would).
     Returns reward.txt as the host reads it `after_sec` after test.sh ended."""
     if os.geteuid() != 0:
         pytest.skip("emulating Harbor's root container needs root")
@@ -523,7 +524,7 @@ def _harbor_trial(task: Path, tmp: Path, agent: str, after_sec: float = 1.5,
               "while [ ! -e /ctl/go ]; do sleep 0.05; done; "
               "bash /tests/test.sh >/ctl/test.out 2>&1; echo $? > /ctl/rc; "
               "while [ ! -e /ctl/stop ]; do sleep 0.05; done")
-    env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": "/root", "LANG": "C.UTF-8"}
+    env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": "/root", "LANG": "C.UTF-8", **(env or {})}
     proc = subprocess.Popen(["bwrap", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-net",
                              "--die-with-parent", "--tmpfs", "/", "--ro-bind", "/usr", "/usr",
                              "--ro-bind", "/etc", "/etc", "--symlink", "usr/bin", "/bin",
@@ -744,6 +745,54 @@ def test_harbor_pth_in_user_site_cannot_rewrite_the_reward(sample_tasks, tmp_pat
     agent = ("site=$(python3 -c 'import site; print(site.getusersitepackages())')\n"
              f"mkdir -p \"$site\" && echo \"{payload}\" > \"$site/zz_forge.pth\"\n")
     got = _harbor_trial(task, tmp_path, agent)
+    assert got and float(got) == 0.0, got
+
+
+# A module the agent names like one of the verifier's: imported, it would write a reward of
+# 1 and end the verifier before it scores.
+FORGED_MODULE = """import os
+os.makedirs("/logs/verifier", exist_ok=True)
+open("/logs/verifier/reward.txt", "w").write("1.0")
+open("/logs/verifier/reward.json", "w").write('{"reward": 1.0}')
+os._exit(0)
+"""
+
+
+def _plant_verifier_modules() -> str:
+    """Agent commands that plant every verifier module's name, as copied into tests/
+    (rlforge_rewards.py, ...) and as in rlforge (rewards.py, ...), where the agent can write
+    and Python might look: /app (test.sh's working directory), /app/pp (on the container's
+    PYTHONPATH) and root's user site-packages."""
+    from rlforge.verify import standalone
+
+    modules = standalone.closure("verify", "repair")
+    names = [standalone.copied_name(m) for m in modules] + [f"{m}.py" for m in modules]
+    writes = "".join(f"  printf '%s\\n' \"$FORGED\" > \"$d/{name}\"\n" for name in names)
+    return (f"FORGED=$(cat <<'RLFORGE_FORGED_EOF'\n{FORGED_MODULE}RLFORGE_FORGED_EOF\n)\n"
+            "site=$(python3 -c 'import site; print(site.getusersitepackages())')\n"
+            "for d in /app /app/pp \"$site\"; do\n  mkdir -p \"$d\"\n" + writes + "done\n"
+            # the control: imported, a planted module forges the reward (test.sh must replace it)
+            "(cd /tmp && PYTHONPATH=/app/pp python3 -c 'import rlforge_rewards')\n"
+            "cp /logs/verifier/reward.txt /ctl/forged.txt\n")
+
+
+def test_harbor_planted_verifier_modules_are_never_imported(sample_tasks, tmp_path):
+    """The verifier's files import each other by plain names (rlforge_rewards, ...). The
+    same names planted where the agent can write (the working directory, a PYTHONPATH
+    directory, the user's site-packages) are never imported: test.sh runs the entry with
+    -I and the entry puts tests/ first. A wrong answer and a broken repair still score 0."""
+    triage = _one(sample_tasks, "tickets.triage")
+    wrong = next(x for x in _reference(triage)["labels"] if x != _reference(triage)["answer"])
+    agent = _plant_verifier_modules() + _write_files({"answer.txt": f"ANSWER: {wrong}"})
+    for trial in ("answer", "repair"):
+        (tmp_path / trial).mkdir()
+    got = _harbor_trial(triage, tmp_path / "answer", agent, env={"PYTHONPATH": "/app/pp"})
+    assert got and float(got) == 0.0, got
+    assert (tmp_path / "answer" / "app" / "rlforge_rewards.py").read_text() == FORGED_MODULE
+    assert (tmp_path / "answer" / "ctl" / "forged.txt").read_text() == "1.0"  # the control
+    repair = _one(sample_tasks, "commits.repair")
+    got = _harbor_trial(repair, tmp_path / "repair", _plant_verifier_modules(),
+                        venv=_task_venv(repair), env={"PYTHONPATH": "/app/pp"})
     assert got and float(got) == 0.0, got
 
 

@@ -7,5 +7,6 @@
 - `adversarial`: submissions that must score 0;
 - `score`: scoring a workspace or a diff, the API `rlforge run` calls.
 
-The verifier itself is `rlforge/verify/repair_standalone.py` (standard library only).
+The verifier itself is `rlforge/verify/standalone/repair.py` and the modules it imports
+(standard library only).
 """

@@ -41,7 +41,7 @@ import re
 from collections.abc import Sequence
 
 from rlforge.tasks.spec import Submission
-from rlforge.verify.repair_standalone import SUBMISSION_PATCH
+from rlforge.verify.standalone.protect import SUBMISSION_PATCH
 
 FORCE_PASS_HOOK = '''
 

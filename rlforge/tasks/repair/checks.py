@@ -36,7 +36,7 @@ from rlforge.sandbox import prepare_env, read_file, settings_with_mode, spec_of
 from rlforge.sandbox.envs import SYSTEM_PYTHON
 from rlforge.tasks.repair.gitrepo import CommitSnapshot
 from rlforge.tasks.repair.options import RepairOptions, RepoSettings
-from rlforge.verify import repair_patch, repair_standalone, standalone
+from rlforge.verify.standalone import asserts, protect, task_files
 
 CHECK_VERSION = 3  # 2: pytest run with autoload off, -c config, FIFO reports; 3: literal
 #                    asserts report their values (hidden ones at the parent, all with the fix)
@@ -102,13 +102,6 @@ def apply_gold(tree: Path, diff: str) -> str | None:
     if proc.returncode != 0:
         return proc.stderr.decode(errors="replace").strip()[:300] or f"git apply exited {proc.returncode}"
     return None
-
-
-def verifier_files() -> dict[str, bytes]:
-    """The stdlib verifier files every task (and every build-time run) gets in /tests."""
-    return {"rlforge_repair.py": Path(repair_standalone.__file__).read_bytes(),
-            "rlforge_repair_patch.py": Path(repair_patch.__file__).read_bytes(),
-            "rlforge_verify.py": Path(standalone.__file__).read_bytes()}
 
 
 class EnvCache:
@@ -253,7 +246,7 @@ class Checker:
         # No failure: every run returned its report (a dict).
         result = classify(cast("list[dict]", parent), cast("list[dict]", fixed), snap, rules,
                           self.opts.max_p2p)
-        result.held_at_parent = repair_standalone.held_lines(
+        result.held_at_parent = asserts.held_lines(
             plan, cast("dict", parent[0]).get("checks", {}), result.fail_to_pass)
         result.p2p_checks = passed_in_every(fixed_plan, cast("list[dict]", fixed),
                                             result.pass_to_pass)
@@ -272,7 +265,7 @@ class Checker:
                 "collect_timeout": settings.collect_timeout, "budget_sec": self.opts.run_budget_sec,
                 "pythonpath": list(settings.pythonpath or ()), "env": dict(settings.env),
                 "check_name": check_name}
-        files = {**verifier_files(), "run.json": json.dumps(spec).encode()}
+        files = {**task_files("repair"), "run.json": json.dumps(spec).encode()}
         write_tree(runner, files)
         tests = "/tests" if sandboxed else str(runner)
         out = "/logs/verifier" if sandboxed else str(logs)
@@ -308,8 +301,8 @@ def report_checks(tree: Path, files: dict[str, bytes]) -> tuple[str, dict]:
     name = "_rlforge_check_" + os.urandom(6).hex()
     plan: dict[int, dict] = {}
     for rel in sorted(p for p in files if p.endswith(".py")):
-        text, found = repair_standalone.externalize_checks(
-            files[rel], repair_standalone.test_keys(files[rel]), name, start=len(plan),
+        text, found = asserts.externalize_checks(
+            files[rel], asserts.test_keys(files[rel]), name, start=len(plan),
             keep_assert=True)
         if found:
             (tree / rel).write_bytes(text)
@@ -319,13 +312,13 @@ def report_checks(tree: Path, files: dict[str, bytes]) -> tuple[str, dict]:
 
 def is_test_file(path: str, rules: dict) -> bool:
     """A Python file of the repository's tests (where pass-to-pass tests live)."""
-    return path.endswith(".py") and repair_standalone.is_protected(path, rules) \
-        and path.rsplit("/", 1)[-1] not in repair_standalone.ALWAYS_NAMES
+    return path.endswith(".py") and protect.is_protected(path, rules) \
+        and path.rsplit("/", 1)[-1] not in protect.ALWAYS_NAMES
 
 
 def passed_in_every(plan: dict, runs: list[dict], ids: list[str]) -> dict[str, list[int]]:
     """{test id: lines}: the checked asserts of `ids` that passed in every one of `runs`."""
-    per_run = [repair_standalone.held_lines(plan, r.get("checks", {}), ids) for r in runs]
+    per_run = [asserts.held_lines(plan, r.get("checks", {}), ids) for r in runs]
     out = {}
     for nodeid in ids:
         lines = set(per_run[0].get(nodeid, [])) if per_run else set()
@@ -351,7 +344,7 @@ def classify(parent: list[dict], fixed: list[dict], snap: CommitSnapshot, rules:
         return CheckResult(REJECTED, "hang with the fix", "the test run with the fix never finished "
                            "collecting or ran out of time", gold_seconds=gold_seconds)
     ids = sorted({i for r in parent + fixed for i in r["outcomes"]
-                  if repair_standalone.is_protected(i.split("::", 1)[0], rules)})
+                  if protect.is_protected(i.split("::", 1)[0], rules)})
     flaky = [i for i in ids if len({_passed(r, i) for r in parent}) > 1
              or len({_passed(r, i) for r in fixed}) > 1]
     steady = [i for i in ids if i not in set(flaky)]

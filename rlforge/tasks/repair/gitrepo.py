@@ -15,7 +15,7 @@ import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from rlforge.verify.repair_standalone import is_protected, skipped_path
+from rlforge.verify.standalone.protect import is_protected, skipped_path
 
 REGULAR = ("100644", "100755")
 _CONFIG = ("-c", "core.quotepath=false", "-c", "diff.noprefix=false", "-c", "diff.mnemonicPrefix=false",

@@ -23,8 +23,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from rlforge.sandbox import SandboxPool, copy_tree
-from rlforge.verify.repair_patch import split_lines
-from rlforge.verify.repair_standalone import SUBMISSION_PATCH, skipped_path
+from rlforge.verify.standalone.patch import split_lines
+from rlforge.verify.standalone.protect import SUBMISSION_PATCH, skipped_path
 from rlforge.verify.runner import TaskRunner, fresh_workspace, load_task
 
 

@@ -1,7 +1,7 @@
 """Unified diffs applied to a directory tree, standard library only.
 
 Part of the repair verifier: copied into each `commits.repair` task as
-`tests/rlforge_repair_patch.py`, next to `rlforge_repair.py`, which applies a submitted diff
+`tests/rlforge_patch.py`, next to `rlforge_repair.py`, which applies a submitted diff
 (`/app/.rlforge/submission.diff`) with `apply_patch` before it runs any test. git is not
 needed (Harbor's images may not have it). What `git diff` and `diff -u` write is applied
 exactly, hunks may have moved (they are searched for outward from their line), and what

@@ -1,0 +1,165 @@
+"""Canary tests planted among the real ones: each must fail, or the results cannot be trusted."""
+
+from __future__ import annotations
+
+import os
+import re
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING or __package__:  # rlforge.verify.standalone.canaries
+    from .asserts import is_tolerant, keys_by_file
+else:  # tests/rlforge_canaries.py: its siblings by their copied names
+    from rlforge_asserts import is_tolerant, keys_by_file
+
+CANARIES = 3
+
+
+def _test_names(tree_text):
+    return re.findall(r"^\s*(?:async\s+)?def\s+(test\w*)\s*\(", tree_text, re.M)
+
+
+def _value_literals(node):
+    """The literals of an expected value that each change it when changed: the value itself,
+    the elements of a list, tuple, set or dict, a negated number; never a literal inside a
+    call or another expression."""
+    import ast
+
+    if isinstance(node, ast.Constant):
+        return [node]
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        return _value_literals(node.operand)
+    if isinstance(node, (ast.List, ast.Tuple, ast.Set)):
+        return [c for e in node.elts for c in _value_literals(e)]
+    if isinstance(node, ast.Dict):
+        return [c for e in node.values if e is not None for c in _value_literals(e)]
+    return []  # a call (approx tolerates small changes), a name, an expression
+
+
+def _mutant(raw, node, rng):
+    """The source of test function `node` with one literal of one of its top-level
+    `assert X == Y` statements changed (in the expected side, Y, where it has one), so it
+    fails where the original passes; None when it has no such assert."""
+    import ast
+
+    sites = []
+    for stmt in node.body:
+        test = stmt.test if isinstance(stmt, ast.Assert) else None
+        if not isinstance(test, ast.Compare) or len(test.ops) != 1 or not isinstance(test.ops[0], ast.Eq):
+            continue
+        if is_tolerant(test):
+            continue  # approx(1e9) == 1000000003.5 still holds
+        # The expected value: never the inputs on the left, whose change may not change the
+        # result (percent(0, 5) == 0.0 holds for any 5), and only literals that are the value
+        # itself or an element of it: one inside a call may not count (max(3, 10), round(x, 2)).
+        found = _value_literals(test.comparators[0])
+        sites.extend(n for n in found if type(n.value) in (int, float, str)
+                     and n.lineno == n.end_lineno)
+    lines = raw.splitlines(keepends=True)
+    rng.shuffle(sites)
+    for const in sites:
+        line = lines[const.lineno - 1]
+        old = line[const.col_offset:const.end_col_offset].decode("utf-8", "surrogateescape")
+        if isinstance(const.value, bool) or not old:
+            continue
+        # Mutants scatter on both sides of the original (longer and shorter, larger and
+        # smaller), so the original is not the extreme one among its copies.
+        if type(const.value) is float and re.fullmatch(r"\d+\.\d*", old):
+            new = repr(round(const.value + rng.choice((-1, 1)) * rng.randrange(1, 10) + 0.5, 6))
+            new = new if not new.startswith("-") else repr(const.value + 1.5)
+        elif type(const.value) is int and old.isdigit():
+            step = rng.randrange(1, max(10, const.value))
+            value = const.value + rng.choice((-1, 1)) * step
+            new = str(value if value >= 0 else const.value + step)
+        elif type(const.value) is str and old[0] in "'\"" and len(old) >= 2 and old[-1] == old[0] \
+                and old[-2:-1] != old[0] and "\\" not in old:
+            inner, letters = old[1:-1], "abcdefghijklmnopqrstuvwxyz"
+            if inner and rng.random() < 0.5:
+                i = rng.randrange(len(inner))
+                inner = inner[:i] + inner[i + 1:] if rng.random() < 0.5 else \
+                    inner[:i] + rng.choice([c for c in letters if c != inner[i]]) + inner[i + 1:]
+            else:
+                inner += "".join(rng.choice(letters) for _ in range(rng.randrange(1, 4)))
+            new = old[0] + inner + old[-1]
+        else:
+            continue
+        if ast.literal_eval(new) == const.value:  # a float too large to move by a few units
+            continue
+        body = lines[node.lineno - 1:node.end_lineno]
+        at = const.lineno - node.lineno
+        body[at] = line[:const.col_offset] + new.encode() + line[const.end_col_offset:]
+        return b"".join(body).decode("utf-8", "surrogateescape")
+    return None
+
+
+def add_canaries(tree, fail_to_pass, count=CANARIES, rng=None):
+    """Plant `count` tests that must fail among the tests of the fail-to-pass files.
+
+    A canary is a copy of one of the file's own tests with one literal of one `assert
+    X == Y` changed, so it reads like the tests around it; it goes before a random
+    top-level definition of the file (not always at its end) and is named with words of
+    the file's test names. Code that reports every test passed, or spares the last or
+    the odd-named test of a file, reports a canary passed; to spare a canary, code must
+    spare its original too, which fails the fix. Files without such a test get a small
+    synthetic canary. Returns their ids (empty when no file fits).
+    """
+    import ast
+    import random as _random
+
+    rng = rng or _random.SystemRandom()
+    files = sorted({i.split("::", 1)[0] for i in fail_to_pass
+                    if i.split("::", 1)[0].endswith(".py")})
+    files = [f for f in files if os.path.isfile(os.path.join(tree, f))
+             and not os.path.islink(os.path.join(tree, f))]
+    ids = []
+    for _ in range(count if files else 0):
+        rel = rng.choice(files)
+        path = os.path.join(tree, rel)
+        with open(path, "rb") as fh:
+            raw = fh.read()
+        text = raw.decode("utf-8", "surrogateescape")
+        try:
+            body = ast.parse(raw).body
+        except (SyntaxError, ValueError):
+            body = []
+        starts = [min([n.lineno] + [d.lineno for d in getattr(n, "decorator_list", [])])
+                  for n in body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))]
+        existing = set(_test_names(text))
+        words = sorted({w for n in existing for w in n.split("_")[1:] if w.isidentifier()}) or \
+            ["value", "result", "case", "check", "input", "output"]
+        for _attempt in range(50):
+            name = "test_" + "_".join(rng.sample(words, min(len(words), rng.choice((1, 2, 2, 3)))))
+            if name not in existing and f"{rel}::{name}" not in ids:
+                break
+        else:
+            name = "test_" + "_".join(rng.sample(words, 1)) + f"_{rng.randrange(2, 99)}"
+        # Never a canary planted before (mutating one can give back its original's literal),
+        # and never a fail-to-pass test: its copy would show the literals its checked
+        # asserts hold back, all but the one changed.
+        planted = {i.split("::", 1)[1] for i in ids if i.split("::", 1)[0] == rel}
+        checked = keys_by_file(fail_to_pass).get(rel, set())
+        originals = [n for n in body if isinstance(n, ast.FunctionDef) and n.name.startswith("test")
+                     and n.name not in planted | checked and not n.decorator_list and n.lineno > 0]
+        rng.shuffle(originals)
+        source = None
+        for node in originals:
+            clone = _mutant(raw, node, rng)
+            if clone is not None:
+                source = re.sub(rf"^(\s*def\s+){re.escape(node.name)}\b", rf"\g<1>{name}", clone, count=1)
+                break
+        if source is None:
+            a = rng.randrange(2, 10_000)
+            var = rng.choice(("expected", "want", "result", "value", "got"))
+            source = f"def {name}():\n    {var} = {a}\n    assert {var} == {a + rng.randrange(1, 1000)}\n"
+        lines = text.splitlines(keepends=True)
+        at = rng.choice(starts + [len(lines) + 1]) if starts else len(lines) + 1
+        if lines and not lines[-1].endswith("\n"):
+            lines[-1] += "\n"
+        if at > len(lines):  # at the end: the blank lines a definition has before it
+            source = "\n\n" + source.rstrip("\n") + "\n"
+        else:  # before a definition, which keeps the blank lines it had
+            source = source.rstrip("\n") + "\n\n\n"
+        lines.insert(at - 1, source)
+        with open(path, "wb") as fh:
+            fh.write("".join(lines).encode("utf-8", "surrogateescape"))
+        ids.append(f"{rel}::{name}")
+    return ids
