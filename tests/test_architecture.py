@@ -22,6 +22,21 @@ NO_BACKEND_IMPORTS = ("rlforge.run", "rlforge.verify", "rlforge.tasks", "rlforge
                       "rlforge.ingest")
 BACKEND_IMPLEMENTATIONS = ("rlforge.executors", "rlforge.execution.local")
 
+#: What `rlforge.taskdir` may import of rlforge: it sits below every layer that reads tasks.
+TASKDIR_MAY_IMPORT = ("rlforge.taskdir", "rlforge.errors", "rlforge.records")
+#: The build machinery: what writes task directories. Everyone else reads them through
+#: `rlforge.taskdir`.
+BUILD_MACHINERY = ("rlforge.tasks.build", "rlforge.tasks.render", "rlforge.tasks.staging")
+TASK_READERS = ("rlforge.run", "rlforge.verify", "rlforge.sandbox", "rlforge.execution",
+                "rlforge.executors", "rlforge.export", "rlforge.report", "rlforge.harbor",
+                "rlforge.verifiers_env", "rlforge.envs")
+#: Reader -> build-machinery edges still allowed, each with why; remove one when its
+#: reason goes.
+KNOWN_BUILD_IMPORTS = {
+    ("rlforge.export.tasks", "rlforge.tasks.render"):
+        "copies the standalone verifier, whose source render names (VERIFIER_SOURCE)",
+}
+
 
 def module_name(path: Path) -> str:
     parts = path.relative_to(ROOT).with_suffix("").parts
@@ -127,6 +142,31 @@ def test_no_module_of_run_verify_tasks_imports_a_backend():
 def test_rlforge_has_no_import_cycle():
     found = cycles(import_graph())
     assert not found, "import cycles:\n" + "\n".join(" <-> ".join(c) for c in found)
+
+
+def test_taskdir_sits_below_every_reader():
+    graph = import_graph()
+    wrong = sorted(f"{a} -> {b}" for a, targets in graph.items() if _under(a, ("rlforge.taskdir",))
+                   for b in targets if b.startswith("rlforge") and not _under(b, TASKDIR_MAY_IMPORT))
+    assert not wrong, "rlforge.taskdir imports only errors and records of rlforge:\n" + \
+        "\n".join(wrong)
+
+
+def test_verify_imports_nothing_from_tasks():
+    graph = import_graph()
+    wrong = sorted(f"{a} -> {b}" for a, targets in graph.items() if _under(a, ("rlforge.verify",))
+                   for b in targets if _under(b, ("rlforge.tasks",)))
+    assert not wrong, "verify sits below the generators:\n" + "\n".join(wrong)
+
+
+def test_task_readers_do_not_import_the_build_machinery():
+    graph = import_graph()
+    wrong = sorted(f"{a} -> {b}" for a, targets in graph.items() if _under(a, TASK_READERS)
+                   for b in targets if _under(b, BUILD_MACHINERY)
+                   and (a, b) not in KNOWN_BUILD_IMPORTS)
+    assert not wrong, "read task directories through rlforge.taskdir:\n" + "\n".join(wrong)
+    stale = [edge for edge in KNOWN_BUILD_IMPORTS if edge[1] not in graph.get(edge[0], ())]
+    assert not stale, f"no longer imported; drop from KNOWN_BUILD_IMPORTS: {stale}"
 
 
 def test_records_module_stands_alone():

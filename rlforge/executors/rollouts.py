@@ -34,7 +34,7 @@ from rlforge.executors.dispatch import Dispatcher, capacities
 from rlforge.records import RolloutSummary
 from rlforge.run.driver import drive
 from rlforge.run.session import Session, plan_sandbox, sandbox_needed, spec_hook_for
-from rlforge.run.tasks import Task
+from rlforge.taskdir import Task
 
 logger = logging.getLogger("rlforge.executors")
 
