@@ -9,15 +9,15 @@ the standard library, `rlforge.sandbox` and `rlforge.taskdir` are used, so rlfor
 dependencies are not needed in that environment.
 
 What a container would be is here a set of host directories, each bound into a fresh
-sandbox for every command Harbor runs: the task's starting workspace (`rlforge.taskdir.WORKSPACE`,
-which its Dockerfile copies to /app) at /app, Harbor's log directories under /logs, and
-whatever Harbor uploads (/tests, /solution, ...) at the path it names. The Dockerfile is
-not built: the sandbox gives the host's system read-only, Debian's python3 on PATH, and
-for a task that names its Python requirements (`[metadata.rlforge] env_requirements`) the
-venv rlforge prepares for it at /opt/venv, as `rlforge run` does. Every command runs as
-the sandbox's unprivileged user, with no network (tasks ask for `network_mode =
-"no-network"`), the task's memory and CPUs, and the process tree killed when the command
-ends, so nothing an agent starts outlives its command.
+sandbox for every command Harbor runs: the task's starting workspace
+(`rlforge.taskdir.WORKSPACE`, which its Dockerfile copies to /app) at /app, Harbor's log
+directories under /logs, and whatever Harbor uploads (/tests, /solution, ...) at the path
+it names. The Dockerfile is not built: the sandbox gives the host's system read-only,
+Debian's python3 on PATH, and for a task that names its Python requirements
+(`[metadata.rlforge] env_requirements`) the venv rlforge prepares for it at /opt/venv, as
+`rlforge run` does. Every command runs as the sandbox's unprivileged user, with no network
+(tasks ask for `network_mode = "no-network"`), the task's memory and CPUs, and the process
+tree killed when the command ends, so nothing an agent starts outlives its command.
 
 The trust boundary: the agent's commands never see /tests or /logs/verifier. Harbor's own
 commands (as root) and those it runs once it has uploaded /tests (the verifier's: in

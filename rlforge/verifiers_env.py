@@ -14,8 +14,8 @@ What it adds to verifiers, each a subclass of verifiers' own:
 - `RlforgeHarborTask` (`HarborTask`): stages the task's starting workspace
   (`rlforge.taskdir.WORKSPACE`) at /app (what the Dockerfile's `COPY app/ /app/` does;
   verifiers stages `environment/` only for a task with a pullable image) and the task's
-  tests at /tests. Scoring is verifiers' own:
-  `bash /tests/test.sh` in the runtime, then its parser reads `/logs/verifier/reward.json`.
+  tests at /tests. Scoring is verifiers' own: `bash /tests/test.sh` in the runtime, then
+  its parser reads `/logs/verifier/reward.json`.
 - `SandboxRuntime` (`Runtime`): a box made of host directories, each bound into a fresh
   sandbox for every command, as in `rlforge.harbor`: /app, /logs/verifier, /tests (read
   only) and whatever is written elsewhere. No network, the task's memory and CPUs, its

@@ -25,8 +25,8 @@ from typing import Any, Callable
 
 from rlforge.errors import UserError
 from rlforge.sandbox import SandboxPool
-from rlforge.verify import kinds
 from rlforge.taskdir import INSTRUCTION, TESTS, WORKSPACE, load_task
+from rlforge.verify import kinds
 from rlforge.verify.runner import TaskRunner, fresh_workspace
 
 #: In the task's tests/: the adversarial submissions and secrets validation checks it with.
