@@ -49,7 +49,8 @@ def build(out: Path, limit: int, generators: str) -> None:
 
 async def time_tasks(dirs: list[Path], repeat: int) -> dict[str, list[float]]:
     from rlforge.sandbox import SandboxPool
-    from rlforge.verify.runner import TaskRunner, fresh_workspace, load_task
+    from rlforge.taskdir import load_task
+    from rlforge.verify.runner import TaskRunner, fresh_workspace
 
     out: dict[str, list[float]] = {}
     scratch = Path(tempfile.mkdtemp(prefix="verify-bench-"))
@@ -57,7 +58,7 @@ async def time_tasks(dirs: list[Path], repeat: int) -> dict[str, list[float]]:
         async with SandboxPool(2) as pool:
             runner = TaskRunner(pool)
             for d in dirs:
-                meta = load_task(d)
+                meta = load_task(d).meta
                 gold = fresh_workspace(d, scratch)
                 why = await runner.run_solution(d, meta, gold)
                 if why:

@@ -44,6 +44,7 @@ from typing import Any, Iterable
 
 from rlforge import db
 from rlforge.errors import UserError
+from rlforge.taskdir import MANIFEST
 
 Z95 = 1.959963984540054  # the standard normal's 97.5% quantile
 METHOD = "wilson95"
@@ -458,9 +459,6 @@ def latest_for_tasks(con, task_ids: set[str]) -> dict[str, dict[str, dict[str, A
 
 
 # --- the manifest ------------------------------------------------------------------------
-
-MANIFEST = "manifest.parquet"
-
 
 def tasks_dir_ids(tasks_dir: str | Path) -> set[str]:
     """The task ids a build's manifest lists (empty without one)."""

@@ -39,9 +39,8 @@ from typing import Any
 from rlforge.config import Config, default_cache_dir
 from rlforge.records import EnvOptions
 from rlforge.run.environment import Environment
-from rlforge.run.tasks import Task, load_task
 from rlforge.sandbox import SandboxPool, sandbox_settings
-from rlforge.tasks.staging import check_whole
+from rlforge.taskdir import Task, check_whole, load_task
 from rlforge.verify.runner import TaskRunner
 
 __all__ = ["TaskEnv", "load"]

@@ -5,19 +5,19 @@ tasks without Docker.
 
 Harbor (>= 0.26, Python >= 3.12) imports this class by its path; rlforge must be importable
 in Harbor's Python (`pip install rlforge` there, or `PYTHONPATH` set to a checkout). Only
-the standard library and `rlforge.sandbox` are used, so rlforge's own dependencies are not
-needed in that environment.
+the standard library, `rlforge.sandbox` and `rlforge.taskdir` are used, so rlforge's own
+dependencies are not needed in that environment.
 
 What a container would be is here a set of host directories, each bound into a fresh
-sandbox for every command Harbor runs: the task's starting workspace (`environment/app`,
-which its Dockerfile copies to /app) at /app, Harbor's log directories under /logs, and
-whatever Harbor uploads (/tests, /solution, ...) at the path it names. The Dockerfile is
-not built: the sandbox gives the host's system read-only, Debian's python3 on PATH, and
-for a task that names its Python requirements (`[metadata.rlforge] env_requirements`) the
-venv rlforge prepares for it at /opt/venv, as `rlforge run` does. Every command runs as
-the sandbox's unprivileged user, with no network (tasks ask for `network_mode =
-"no-network"`), the task's memory and CPUs, and the process tree killed when the command
-ends, so nothing an agent starts outlives its command.
+sandbox for every command Harbor runs: the task's starting workspace
+(`rlforge.taskdir.WORKSPACE`, which its Dockerfile copies to /app) at /app, Harbor's log
+directories under /logs, and whatever Harbor uploads (/tests, /solution, ...) at the path
+it names. The Dockerfile is not built: the sandbox gives the host's system read-only,
+Debian's python3 on PATH, and for a task that names its Python requirements
+(`[metadata.rlforge] env_requirements`) the venv rlforge prepares for it at /opt/venv, as
+`rlforge run` does. Every command runs as the sandbox's unprivileged user, with no network
+(tasks ask for `network_mode = "no-network"`), the task's memory and CPUs, and the process
+tree killed when the command ends, so nothing an agent starts outlives its command.
 
 The trust boundary: the agent's commands never see /tests or /logs/verifier. Harbor's own
 commands (as root) and those it runs once it has uploaded /tests (the verifier's: in
@@ -34,7 +34,6 @@ import asyncio
 import dataclasses
 import shutil
 import tempfile
-import tomllib
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -44,6 +43,7 @@ from harbor.environments.capabilities import EnvironmentCapabilities
 from rlforge.sandbox import SandboxSpec, copy_tree, read_file, run
 from rlforge.sandbox.mounts import Mounts, trusted_fields
 from rlforge.sandbox.spec import LOGS_MOUNT, TESTS_MOUNT, WORKSPACE_MOUNT
+from rlforge.taskdir import TASK_TOML, WORKSPACE, read_task_toml
 from rlforge.verify.scorer import SOCKET_MOUNT, Scorer
 
 TYPE = "rlforge-sandbox"
@@ -81,7 +81,7 @@ class SandboxEnvironment(BaseEnvironment):
     async def start(self, force_build: bool) -> None:
         self._root = Path(tempfile.mkdtemp(prefix="rlforge-harbor-"))
         self._root.chmod(0o755)
-        app = Path(self.environment_dir) / "app"
+        app = self._task_dir / WORKSPACE
         self._mounts = Mounts(self._root)
         workspace = self._mounts.add(WORKSPACE_MOUNT)
         if app.is_dir():
@@ -104,16 +104,20 @@ class SandboxEnvironment(BaseEnvironment):
         cpus = self._effective_cpus
         if cpus:
             fields["cpus"] = float(cpus)
-        toml = Path(self.environment_dir).parent / "task.toml"
-        if toml.is_file():
+        if (self._task_dir / TASK_TOML).is_file():
             from rlforge.config import Config, default_cache_dir
             from rlforge.verify.runner import prepared_env_hook
 
-            meta = tomllib.loads(toml.read_text(encoding="utf-8"))
             # an entry point (Harbor loads it): the flag-less configuration's cache
             cache_dir = default_cache_dir(Config.load().settings())
-            fields.update(prepared_env_hook(toml.parent, meta, cache_dir))
+            fields.update(prepared_env_hook(self._task_dir, read_task_toml(self._task_dir),
+                                            cache_dir))
         return fields
+
+    @property
+    def _task_dir(self) -> Path:
+        """The task directory Harbor took the environment from."""
+        return Path(self.environment_dir).parent
 
     # --- where a path lives on the host ----------------------------------------------
 

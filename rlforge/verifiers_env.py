@@ -11,10 +11,11 @@ What it adds to verifiers, each a subclass of verifiers' own:
 - `RlforgeTaskset` (`HarborTaskset`): reads a local directory of tasks (`rlforge
   build-tasks --out`) instead of a Harbor Hub download; every task goes through verifiers'
   own `parse_task`, with `ignore_dockerfile` (the Dockerfile only copies the workspace).
-- `RlforgeHarborTask` (`HarborTask`): stages `environment/app` at /app (what the
-  Dockerfile's `COPY app/ /app/` does; verifiers stages `environment/` only for a task
-  with a pullable image) and the task's tests at /tests. Scoring is verifiers' own:
-  `bash /tests/test.sh` in the runtime, then its parser reads `/logs/verifier/reward.json`.
+- `RlforgeHarborTask` (`HarborTask`): stages the task's starting workspace
+  (`rlforge.taskdir.WORKSPACE`) at /app (what the Dockerfile's `COPY app/ /app/` does;
+  verifiers stages `environment/` only for a task with a pullable image) and the task's
+  tests at /tests. Scoring is verifiers' own: `bash /tests/test.sh` in the runtime, then
+  its parser reads `/logs/verifier/reward.json`.
 - `SandboxRuntime` (`Runtime`): a box made of host directories, each bound into a fresh
   sandbox for every command, as in `rlforge.harbor`: /app, /logs/verifier, /tests (read
   only) and whatever is written elsewhere. No network, the task's memory and CPUs, its
@@ -43,7 +44,6 @@ import shutil
 import sys
 import tempfile
 import threading
-import tomllib
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path, PurePosixPath
@@ -72,6 +72,7 @@ from verifiers.v1.utils.compile import resolve_runtime_config
 from rlforge.sandbox import SandboxSpec, copy_tree, read_file, run
 from rlforge.sandbox.mounts import Mounts, trusted_fields
 from rlforge.sandbox.spec import LOGS_MOUNT, TESTS_MOUNT, WORKSPACE_MOUNT
+from rlforge.taskdir import TESTS, WORKSPACE, read_task_toml, task_dirs
 from rlforge.verify.scorer import SOCKET_MOUNT, Scorer
 
 __all__ = ["RlforgeHarborTask", "RlforgeTaskset", "RlforgeTasksetConfig", "SandboxBashHarness",
@@ -166,10 +167,9 @@ class SandboxRuntime(Runtime):
         from rlforge.config import Config, default_cache_dir
         from rlforge.verify.runner import prepared_env_hook
 
-        meta = tomllib.loads((task_dir / "task.toml").read_text(encoding="utf-8"))
         # an entry point (verifiers loads it): the flag-less configuration's cache
         cache_dir = default_cache_dir(Config.load().settings())
-        self._fields.update(prepared_env_hook(task_dir, meta, cache_dir))
+        self._fields.update(prepared_env_hook(task_dir, read_task_toml(task_dir), cache_dir))
 
     # --- files -----------------------------------------------------------------------
 
@@ -232,14 +232,14 @@ class SandboxRuntime(Runtime):
 
 
 class RlforgeHarborTask(HarborTask):
-    """verifiers' Harbor task with the workspace (`environment/app`) staged at /app."""
+    """verifiers' Harbor task with the starting workspace staged at /app."""
 
     async def setup(self, runtime: Runtime) -> None:
         await super().setup(runtime)
         sandbox = _sandbox(runtime)
         task_dir = Path(self.data.task_dir)
         sandbox.use_task(task_dir)
-        app = task_dir / "environment" / "app"
+        app = task_dir / WORKSPACE
         if app.is_dir():
             sandbox.stage(app, WORKSPACE_MOUNT)
 
@@ -252,7 +252,7 @@ class RlforgeHarborTask(HarborTask):
         shutil.rmtree(logs)  # whatever stood there (no agent command can write it)
         logs.mkdir()
         logs.chmod(0o777)
-        sandbox.stage(Path(self.data.task_dir) / "tests", TESTS_MOUNT, replace=True)
+        sandbox.stage(Path(self.data.task_dir) / TESTS, TESTS_MOUNT, replace=True)
 
     async def finalize(self, trace: Any, runtime: Runtime, sidecars: Any = None) -> None:
         """Nothing to collect: the one artifact of rlforge's tasks, /app, goes to the
@@ -299,7 +299,7 @@ class RlforgeTasksetConfig(HarborConfig):
     path: Path = Path("tasks")
     """A directory of task directories (`rlforge build-tasks --out`)."""
     ignore_dockerfile: bool = True
-    """rlforge's Dockerfiles only copy `environment/app`, which the task stages itself."""
+    """rlforge's Dockerfiles only copy the starting workspace, which the task stages itself."""
 
 
 class RlforgeTaskset(HarborTaskset):
@@ -311,10 +311,10 @@ class RlforgeTaskset(HarborTaskset):
     def load(self) -> Iterator[HarborTask]:
         config = self.config
         assert isinstance(config, RlforgeTasksetConfig)
-        dirs = [p.parent for p in sorted(config.path.expanduser().glob("*/task.toml"))
-                if config.tasks is None or p.parent.name in config.tasks]
+        dirs = [d for d in task_dirs(config.path.expanduser())
+                if config.tasks is None or d.name in config.tasks]
         if not dirs:
-            raise ValueError(f"no tasks (*/task.toml) in {config.path}")
+            raise ValueError(f"no tasks named {', '.join(config.tasks or ())} in {config.path}")
         for idx, task_dir in enumerate(dirs):
             yield RlforgeHarborTask(parse_task(task_dir, idx, config), config.task)
 

@@ -24,6 +24,15 @@ NO_BACKEND_IMPORTS = ("rlforge.run", "rlforge.verify", "rlforge.tasks", "rlforge
                       "rlforge.ingest", "rlforge.config")
 BACKEND_IMPLEMENTATIONS = ("rlforge.execution",)
 
+#: What `rlforge.taskdir` may import of rlforge: it sits below every layer that reads tasks.
+TASKDIR_MAY_IMPORT = ("rlforge.taskdir", "rlforge.errors", "rlforge.records")
+#: The build machinery: what writes task directories. Everyone else reads them through
+#: `rlforge.taskdir`.
+BUILD_MACHINERY = ("rlforge.tasks.build", "rlforge.tasks.render", "rlforge.tasks.staging")
+TASK_READERS = ("rlforge.run", "rlforge.verify", "rlforge.sandbox", "rlforge.execution",
+                "rlforge.export", "rlforge.report", "rlforge.harbor", "rlforge.verifiers_env",
+                "rlforge.envs")
+
 
 def module_name(path: Path) -> str:
     parts = path.relative_to(ROOT).with_suffix("").parts
@@ -139,6 +148,26 @@ def test_rlforge_has_no_import_cycle_counting_type_only_imports():
     found = cycles(import_graph(type_only=True))
     assert not found, "import cycles through type-only imports:\n" + \
         "\n".join(" <-> ".join(c) for c in found)
+def test_taskdir_sits_below_every_reader():
+    graph = import_graph()
+    wrong = sorted(f"{a} -> {b}" for a, targets in graph.items() if _under(a, ("rlforge.taskdir",))
+                   for b in targets if b.startswith("rlforge") and not _under(b, TASKDIR_MAY_IMPORT))
+    assert not wrong, "rlforge.taskdir imports only errors and records of rlforge:\n" + \
+        "\n".join(wrong)
+
+
+def test_verify_imports_nothing_from_tasks():
+    graph = import_graph()
+    wrong = sorted(f"{a} -> {b}" for a, targets in graph.items() if _under(a, ("rlforge.verify",))
+                   for b in targets if _under(b, ("rlforge.tasks",)))
+    assert not wrong, "verify sits below the generators:\n" + "\n".join(wrong)
+
+
+def test_task_readers_do_not_import_the_build_machinery():
+    graph = import_graph()
+    wrong = sorted(f"{a} -> {b}" for a, targets in graph.items() if _under(a, TASK_READERS)
+                   for b in targets if _under(b, BUILD_MACHINERY))
+    assert not wrong, "read task directories through rlforge.taskdir:\n" + "\n".join(wrong)
 
 
 def test_records_module_stands_alone():

@@ -24,8 +24,8 @@ from fault_server import FaultServer
 from paths import ROOT
 from rlforge import envs
 from rlforge.errors import UserError
-from rlforge.run import discover_tasks, load_task
-from rlforge.tasks.staging import BuildArea, find_incomplete_tasks, work_area
+from rlforge.taskdir import discover_tasks, find_incomplete_tasks, load_task
+from rlforge.tasks.staging import BuildArea, work_area
 from rlforge.verify.validate import validate_many
 from test_build_tasks import ticket_db, tree_digest  # noqa: F401  (a fixture, a helper)
 from test_run_support import built_tasks, label_task

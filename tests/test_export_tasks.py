@@ -30,7 +30,7 @@ from rlforge.export import trl_reward
 from rlforge.ingest import tickets
 from rlforge.ingest.commits import ingest_repo
 from rlforge.run.environment import EnvOptions, Environment
-from rlforge.run.tasks import load_task
+from rlforge.taskdir import load_task
 from rlforge.tasks.build import build_tasks
 
 datasets = pytest.importorskip("datasets")

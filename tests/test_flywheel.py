@@ -269,7 +269,7 @@ def test_incremental_build_renders_only_new_and_changed_tasks_and_diff_is_exact(
                  "WHERE out_dir = ? ORDER BY version", [str(out.resolve())]) == [(1, len(m1), len(m1), 0),
                                          (2, len(m2), len(new_ids), len(kept_ids))]
     assert {p.name for p in out.iterdir()} == set(m2) | {"manifest.parquet"}
-    from rlforge.run.tasks import discover_tasks
+    from rlforge.taskdir import discover_tasks
     assert {t.task_id for t in discover_tasks(out)} == set(m2)
 
 

@@ -304,7 +304,8 @@ def test_a_task_too_big_to_ship_is_an_invalid_rollout_that_says_why(tmp_path, ra
     from rlforge.execution.ray.cluster import TaskFiles, close_workers, connected, start_workers
     from rlforge.execution.ray.dispatch import Dispatcher
     from rlforge.execution.ray.rollouts import RayRolloutRunner
-    from rlforge.run import EnvOptions, load_task
+    from rlforge.run import EnvOptions
+    from rlforge.taskdir import load_task
 
     task = load_task(label_task(tmp_path / "tasks", "a", "billing"))
 

@@ -418,7 +418,7 @@ def test_commands_and_file_names_with_lone_surrogates_never_stop_the_run(cli, tm
 
 
 def test_limit_takes_tasks_from_every_generator_in_turn(tmp_path):
-    from rlforge.run import discover_tasks
+    from rlforge.taskdir import discover_tasks
     from rlforge.run.session import select_tasks
 
     tasks = tmp_path / "tasks"
@@ -483,7 +483,7 @@ def test_a_build_manifest_lists_the_tasks_and_task_toml_is_read_on_first_use(cli
                                                                             fault):
     import shutil
 
-    from rlforge.run import discover_tasks, load_task
+    from rlforge.taskdir import discover_tasks, load_task
     from test_run_support import built_tasks
 
     out = built_tasks(tmp_path, limit=4)

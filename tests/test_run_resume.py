@@ -129,7 +129,8 @@ def test_rollouts_reach_the_table_in_batches_while_the_run_goes(tmp_path, fault,
 
     from rlforge import db
     from rlforge.policy import PolicyClient, PolicyConfig
-    from rlforge.run import EnvOptions, Progress, RolloutRunner, discover_tasks
+    from rlforge.run import EnvOptions, Progress, RolloutRunner
+    from rlforge.taskdir import discover_tasks
     from rlforge.run.driver import TableSink, drive
     from rlforge.run.schedule import WorkItem
     from rlforge.run.store import RunStore

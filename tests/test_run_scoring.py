@@ -18,7 +18,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from rlforge.run import load_task
+from rlforge.taskdir import load_task
 from rlforge.run.submission import as_file, score_text
 from rlforge.sandbox import SandboxPool, SandboxSpec
 from rlforge.verify.standalone.rewards import REWARD_PREFIX

@@ -219,7 +219,7 @@ class ScriptedPolicy:
 # --- the helpers' own tests ----------------------------------------------------------------
 
 def test_made_tasks_are_real_task_directories(tmp_path):
-    from rlforge.run import load_task
+    from rlforge.taskdir import load_task
 
     task = load_task(count_task(tmp_path / "tasks", "count"))
     assert (task.kind, task.verifier, task.generator, task.generator_version) == \
@@ -255,7 +255,7 @@ def test_fast_task_toml_reader_agrees_with_tomllib(tmp_path):
     from hypothesis import given, settings
     from hypothesis import strategies as st
 
-    from rlforge.run.tasks import read_toml
+    from rlforge.taskdir import read_toml
     from rlforge.tasks.render import toml_value
 
     for path in built_tasks(tmp_path, limit=6).glob("*/task.toml"):

@@ -168,7 +168,7 @@ def _episode(task_dir: Path, replies: list, scratch: Path, workspace_mb: int) ->
     """Play `replies` in a real Environment whose sandboxes have a `workspace_mb` file
     system (set the way the user's sandbox settings are); the episode's info."""
     from rlforge.run.environment import EnvOptions, Environment
-    from rlforge.run.tasks import load_task
+    from rlforge.taskdir import load_task
     from rlforge.sandbox import SandboxPool
     from rlforge.verify.runner import TaskRunner
 
@@ -264,7 +264,7 @@ def test_a_submission_too_large_for_the_verifiers_sandbox_is_its_fail(tmp_path):
     # task was validated, so 600 directories under a 400-inode file system are the
     # submission's doing: a fail, never invalid.
     from rlforge.run.environment import EnvOptions, Environment
-    from rlforge.run.tasks import load_task
+    from rlforge.taskdir import load_task
     from rlforge.sandbox import SandboxPool
     from rlforge.verify.runner import TaskRunner
 

@@ -122,7 +122,7 @@ def run(
     else:
         if tasks_dir is None:
             raise UserError("give a directory of tasks (rlforge run TASKS_DIR) or --resume RUN_ID")
-        from rlforge.tasks.staging import check_whole
+        from rlforge.taskdir import check_whole
 
         check_whole(tasks_dir)
         name = run_id or new_run_id()

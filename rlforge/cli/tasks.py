@@ -207,18 +207,12 @@ def validate(
 ) -> None:
     """Prove tasks: gold solution scores 1, null and adversarial submissions score 0, no leaks."""
     from rlforge.sandbox import sandbox_settings
-    from rlforge.tasks.staging import check_whole
+    from rlforge.taskdir import task_dirs
 
     cfg = state(ctx).config
     cfg.with_flags(tasks__executor=executor, ray__address=ray_address)
     backend = execution.choose(cfg, "tasks.executor")
-    if not tasks_dir.is_dir():
-        raise UserError(f"{tasks_dir}: no such directory")
-    check_whole(tasks_dir)
-    dirs = [tasks_dir] if (tasks_dir / "task.toml").is_file() else \
-        sorted(p for p in tasks_dir.iterdir() if (p / "task.toml").is_file())
-    if not dirs:
-        raise UserError(f"{tasks_dir}: no task directories (folders with a task.toml) found")
+    dirs = task_dirs(tasks_dir)
     mode = cfg.get("sandbox.mode", sandbox)
     settings = sandbox_settings(cfg.settings().sandbox, mode)
     if mode == "none":

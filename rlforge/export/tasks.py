@@ -46,8 +46,8 @@ from rlforge import difficulty
 from rlforge.errors import UserError
 from rlforge.export import reward_fn
 from rlforge.run.environment import SINGLE_TURN_SYSTEM
-from rlforge.run.tasks import Task, discover_tasks
-from rlforge.verify import standalone
+from rlforge.taskdir import Task, discover_tasks
+from rlforge.verify import kinds, standalone
 
 TASK_FORMATS = ("verl", "trl", "jsonl", "hf")
 SPLITS = ("train", "val", "test")
@@ -100,7 +100,7 @@ HF_SCHEMA = pa.schema([
 
 def scores_text(task: Task) -> bool:
     """Whether a trainer can score this task from one completion, in-process."""
-    return task.in_process and task.verifier in reward_fn.TEXT_VERIFIERS and task.kind == "answer"
+    return kinds.scored_in_process(task) and task.verifier in reward_fn.TEXT_VERIFIERS and task.kind == "answer"
 
 
 def lineage(task: Task) -> dict[str, Any]:

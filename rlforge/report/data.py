@@ -17,6 +17,7 @@ from typing import Any
 from rlforge import difficulty, stats
 from rlforge.records import RolloutSummary
 from rlforge.run.store import load_rollouts, open_run, with_advantages
+from rlforge.taskdir import INSTRUCTION, TASK_TOML
 
 MAX_MESSAGE_CHARS = 20_000
 
@@ -114,11 +115,11 @@ def task_infos(data: RunData) -> dict[str, TaskInfo]:
     for task_id, path in data.plan.get("tasks") or []:
         info = TaskInfo()
         try:
-            meta = tomllib.loads((Path(path) / "task.toml").read_text(encoding="utf-8"))
+            meta = tomllib.loads((Path(path) / TASK_TOML).read_text(encoding="utf-8"))
             rl = meta.get("metadata", {}).get("rlforge", {})
             info.family = next((str(rl[k]) for k in FAMILY_KEYS if k in rl), "-")
             info.source = f"{rl.get('source_table', '?')}: {', '.join(map(str, rl.get('source_keys', [])))}"
-            info.question = (Path(path) / "instruction.md").read_text(
+            info.question = (Path(path) / INSTRUCTION).read_text(
                 encoding="utf-8", errors="replace")[:QUESTION_CHARS]
         except (OSError, ValueError):
             pass

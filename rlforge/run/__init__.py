@@ -2,7 +2,6 @@
 
 The modules, in the order a run meets them:
 
-- `tasks`: task directories as a run sees them (`load_task`, `discover_tasks`);
 - `environment`: the loop around one task — reset, the policy's turns, commands in the
   sandbox, the submission, the verifier (`Environment`; `rlforge.envs` wraps it for
   trainers, so both walk the same code);
@@ -22,8 +21,6 @@ from rlforge.run.driver import Progress, RolloutRunner, sample_seed
 from rlforge.run.environment import Environment, InfraError
 from rlforge.run.rescore import rescore
 from rlforge.run.session import RunReport, gate, resume, start
-from rlforge.run.tasks import Task, discover_tasks, load_task
 
 __all__ = ["EnvOptions", "Environment", "InfraError", "Progress", "RolloutRunner", "RunReport",
-           "Task", "discover_tasks", "gate", "load_task", "rescore", "resume", "sample_seed",
-           "start"]
+           "gate", "rescore", "resume", "sample_seed", "start"]

@@ -25,7 +25,8 @@ from rlforge.records import RolloutSummary
 from rlforge.run.environment import EnvOptions, Environment, InfraError
 from rlforge.run.schedule import Scheduler, WorkItem
 from rlforge.run.store import RunStore, insert_lines, utc_now
-from rlforge.run.tasks import Task
+from rlforge.taskdir import Task
+from rlforge.verify import kinds
 from rlforge.verify.runner import TaskRunner
 
 logger = logging.getLogger("rlforge.run")
@@ -203,7 +204,7 @@ class RolloutRunner:
             "turns": env.turns, "commands": len(env.steps), **usage,
             "seconds": round(time.perf_counter() - clock, 6),
             "started_at": started_at, "finished_at": utc_now(),
-            "scored_by": (("in_process" if task.in_process else "sandbox")
+            "scored_by": (("in_process" if kinds.scored_in_process(task) else "sandbox")
                           if reward is not None and outcome != "timeout" else None),
             "finish_reason": finish_reason,
             "messages": env.messages, "steps": env.steps, "submission": env.submission,

@@ -55,8 +55,8 @@ from rlforge.records import EnvOptions, valid_utf8
 from rlforge.run.submission import (SUBMISSION_CHARS, as_file, as_read, read_prefix,
                                     rebuild_workspace, score_read, score_text,
                                     workspace_changes)
-from rlforge.run.tasks import Task
 from rlforge.sandbox import FailureReason, SandboxResult, SandboxSpec
+from rlforge.taskdir import WORKSPACE, Task
 from rlforge.verify import kinds
 from rlforge.verify.boundary import bad_path_reward, too_large_reward, unreadable_reward
 from rlforge.verify.runner import BadSubmissionPath, TaskRunner, fresh_workspace
@@ -309,7 +309,7 @@ class Environment:
             assert ws is not None, "a multi-turn episode has its workspace from reset()"
             caps = self._spec().copy_limits
             submission = await asyncio.to_thread(
-                workspace_changes, self.task.path / "environment" / "app", ws, caps=caps)
+                workspace_changes, self.task.path / WORKSPACE, ws, caps=caps)
             self.submission = submission
             too_large = submission.get("error") and submission.get("detail") or self._too_large
             if too_large:  # the policy's own doing: a fail, never scored further
@@ -352,7 +352,7 @@ class Environment:
         if isinstance(submission, dict) and submission.get("type") == "text":
             submission = submission.get("text", "")
         if submission is None or isinstance(submission, str):
-            if self.task.in_process:
+            if kinds.scored_in_process(self.task):
                 return await self._judged(score_text(self.task, submission),
                                          as_read(as_file(submission)))
             files = {self.task.answer_file: {"base64": base64.b64encode(as_file(submission)).decode()}}
@@ -509,7 +509,7 @@ class Environment:
         """The verifier's reward for `ws`; `by_policy`: the policy's commands wrote it, so
         a workspace too large for the verifier's sandbox is its fail, not infra."""
         task = self.task
-        if task.in_process:
+        if kinds.scored_in_process(task):
             try:  # 1M characters take at most 4 bytes each
                 data = read_prefix(ws, task.answer_file, 4 * SUBMISSION_CHARS + 4)
             except OSError:

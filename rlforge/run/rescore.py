@@ -26,7 +26,8 @@ from rlforge.run.driver import Progress
 from rlforge.run.environment import Environment, InfraError
 from rlforge.run.session import RunReport, finalize
 from rlforge.run.store import ROLLOUTS, RunStore, reload_run, utc_now
-from rlforge.run.tasks import Task, load_task
+from rlforge.taskdir import Task, load_task
+from rlforge.verify import kinds
 
 
 def rescore(settings: Settings, run_id: str, *, min_pass_rate: float | None = None,
@@ -122,7 +123,7 @@ async def _rescore_one(record, task: Task, plan: RunPlan, runner, scratch: Path)
     try:
         reward = await env.verify(record["submission"])
         outcome = "pass" if reward.get("outcome") == "pass" else "fail"
-        scored_by = "in_process" if task.in_process else "sandbox"
+        scored_by = "in_process" if kinds.scored_in_process(task) else "sandbox"
     except InfraError as exc:
         reward, outcome, error, scored_by = None, "invalid", exc.record(), None
     finally:

@@ -31,7 +31,7 @@ from rlforge.run.driver import Progress, TableSink
 from rlforge.run.schedule import WorkItem, prior_seconds
 from rlforge.run.store import (ROLLOUTS, RunStore, insert_lines, new_run_id, reload_run,
                                set_advantages, upsert_run, utc_now)
-from rlforge.run.tasks import Task, discover_tasks, load_task
+from rlforge.taskdir import Task, discover_tasks, load_task
 from rlforge.verify import kinds
 
 PLAN_SCHEMA = 1

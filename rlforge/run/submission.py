@@ -17,9 +17,9 @@ import stat
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from rlforge.run.tasks import Task
 from rlforge.errors import SubmissionTooLarge
 from rlforge.sandbox.files import CopyLimits, iter_files
+from rlforge.taskdir import Task
 from rlforge.verify import kinds
 from rlforge.verify.runner import fresh_workspace, remove_submitted
 

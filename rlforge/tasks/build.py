@@ -53,6 +53,7 @@ from rlforge import __version__, db, difficulty
 from rlforge.config import Config, Settings
 from rlforge.errors import UserError
 from rlforge.sandbox import sandbox_settings
+from rlforge.taskdir import TASK_TOML
 from rlforge.tasks import registry
 from rlforge.tasks.render import PACKAGE_ROOT, Renderer, RenderedTask, render_task
 from rlforge.tasks.repair.checks import CheckerBackend
@@ -518,7 +519,7 @@ def _write_and_validate(area: BuildArea, tasks: list[RenderedTask], opts: BuildO
     verdicts: dict[str, str | None] = {}  # task id -> None (kept) or why it was dropped
     for t in tasks:
         if t.task_id in reused:
-            area.adopt(t.task_id, t.files["task.toml"])  # the previous build's task
+            area.adopt(t.task_id, t.files[TASK_TOML])  # the previous build's task
             verdicts[t.task_id] = None
     digests = {t.task_id: task_digest(t.files) for t in tasks if t.task_id not in verdicts}
     pending: list[RenderedTask] = []

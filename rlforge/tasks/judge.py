@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from rlforge.errors import UserError
+from rlforge.taskdir import INSTRUCTION, SOLVE_SCRIPT, TASK_TOML
 
 MIN_AUC = 0.8        # gold replies must outrank shuffled ones at least this often
 JUDGE_WEIGHT = 0.25  # the judge component's weight (key_facts weighs 1.0)
@@ -156,15 +157,15 @@ def check(score: Callable[[str, str], float], pairs: Sequence[tuple[str, str]], 
 def reply_pairs(out: Path) -> list[tuple[str, str]]:
     """(what the policy was shown, gold reply) of every reply task under `out`."""
     pairs = []
-    for task in sorted(p for p in out.iterdir() if (p / "task.toml").is_file()):
-        script = task / "solution" / "solve.sh"
-        if 'verifier = "reply"' not in (task / "task.toml").read_text() or not script.is_file():
+    for task in sorted(p for p in out.iterdir() if (p / TASK_TOML).is_file()):
+        script = task / SOLVE_SCRIPT
+        if 'verifier = "reply"' not in (task / TASK_TOML).read_text() or not script.is_file():
             continue
         text = script.read_text()
         if "<<'RLFORGE_ANSWER_EOF'\n" not in text:
             continue
         gold = text.split("<<'RLFORGE_ANSWER_EOF'\n", 1)[1].rsplit("\nRLFORGE_ANSWER_EOF", 1)[0]
-        pairs.append(((task / "instruction.md").read_text(), gold))
+        pairs.append(((task / INSTRUCTION).read_text(), gold))
     return pairs
 
 

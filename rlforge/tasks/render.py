@@ -1,13 +1,5 @@
-"""Render a `TaskSpec` into a Harbor task directory, byte-identically for the same inputs.
-
-Layout (Harbor's):
-
-    <task_id>/
-      task.toml          [task] [metadata] [metadata.rlforge] [verifier] [agent] [environment]
-      instruction.md     what the policy sees
-      environment/       Dockerfile + app/ (the starting workspace, copied to /app)
-      tests/             test.sh, the verifier's rlforge_*.py, reference.json, verifier data
-      solution/          solve.sh (the gold solution)
+"""Render a `TaskSpec` into a Harbor task directory, byte-identically for the same inputs;
+its layout is `rlforge.taskdir`'s.
 
 Templates are Jinja2 with StrictUndefined, looked up first in the user's `--templates`
 directory, then in rlforge's own `rlforge/templates/` (package data, found through
@@ -32,6 +24,8 @@ import jinja2
 
 from rlforge import __version__
 from rlforge.errors import UserError
+from rlforge.taskdir import (DOCKERFILE, EXECUTABLE, INSTRUCTION, REFERENCE, SOLUTION, TASK_TOML,
+                             TEST_SCRIPT, TESTS, WORKSPACE)
 from rlforge.tasks.spec import TaskSpec
 from rlforge.verify import standalone
 
@@ -147,19 +141,19 @@ def render_task(spec: TaskSpec, renderer: Renderer, *, seed: int, split: str) ->
              "task": renderer.resolve(gen, "task.toml")}
     ctx = {**spec.context, "spec": spec, "answer_file": f"/app/{'answer.txt'}"}
     files: dict[str, bytes] = {
-        "instruction.md": renderer.render(names["instruction"], ctx).encode(),
-        "environment/Dockerfile": renderer.render(names["dockerfile"], ctx).encode(),
-        "tests/test.sh": renderer.render(names["test"], ctx).encode(),
-        **{f"tests/{name}": data for name, data in standalone.task_files(spec.verifier).items()},
-        "tests/reference.json": (json.dumps(spec.reference, indent=1, sort_keys=True,
+        INSTRUCTION: renderer.render(names["instruction"], ctx).encode(),
+        DOCKERFILE: renderer.render(names["dockerfile"], ctx).encode(),
+        TEST_SCRIPT: renderer.render(names["test"], ctx).encode(),
+        **{f"{TESTS}/{name}": data for name, data in standalone.task_files(spec.verifier).items()},
+        REFERENCE: (json.dumps(spec.reference, indent=1, sort_keys=True,
                                             ensure_ascii=False) + "\n").encode(),
     }
     for rel, data in spec.workspace.items():
-        files[f"environment/app/{rel}"] = data
+        files[f"{WORKSPACE}/{rel}"] = data
     for rel, data in spec.tests_data.items():
-        files[f"tests/{rel}"] = data
+        files[f"{TESTS}/{rel}"] = data
     for rel, data in spec.solution_files.items():
-        files[f"solution/{rel}"] = data
+        files[f"{SOLUTION}/{rel}"] = data
     h = hashlib.sha256(f"{gen}@{spec.version}".encode())
     for rel in sorted(files):
         h.update(rel.encode() + b"\0" + hashlib.sha256(files[rel]).digest())
@@ -174,12 +168,9 @@ def render_task(spec: TaskSpec, renderer: Renderer, *, seed: int, split: str) ->
         **({"source_time": spec.time.isoformat()} if spec.time else {}),
         **spec.extra_metadata,
     }
-    files["task.toml"] = renderer.render(names["task"], {**ctx, "task_id": task_id,
+    files[TASK_TOML] = renderer.render(names["task"], {**ctx, "task_id": task_id,
                                                          "rlforge": meta}).encode()
     return RenderedTask(task_id, files, spec, split, template_hash)
-
-
-EXECUTABLE = ("tests/test.sh", "solution/solve.sh")
 
 
 def write_task(task: RenderedTask, out_dir: Path) -> Path:

@@ -36,22 +36,15 @@ import threading
 import uuid
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, TextIO
+from typing import Callable, TextIO
 
 from rlforge import __version__
 from rlforge.errors import UserError
+from rlforge.taskdir import MANIFEST, TASK_TOML, WORK_SUFFIX
+from rlforge.tasks.render import RenderedTask, write_task
 
-if TYPE_CHECKING:  # `validate` and `run` import this module for its check: keep it light
-    from rlforge.tasks.render import RenderedTask
-
-MANIFEST = "manifest.parquet"
-WORK_SUFFIX = ".rlforge-build"
 MARKER = "build.json"
 JOURNAL = "journal.jsonl"
-# What every task holds, whatever its generator (rlforge.tasks.render writes them all; a
-# directory is "environment/"): a folder with some of these, but not all, is a task cut
-# short, by a crash of an rlforge older than this protocol or an interrupted copy.
-TASK_PARTS = ("task.toml", "instruction.md", "environment/", "tests/test.sh", "solution/solve.sh")
 
 
 def work_area(out: Path) -> Path:
@@ -77,93 +70,6 @@ class Settled:
     validation: str | None  # the settings it was validated under; None: not validated
     ok: bool
     reason: str = ""
-
-
-@dataclass
-class IncompleteTask:
-    """An entry that `validate` and `run` refuse: not a whole task."""
-
-    name: str
-    reason: str
-    missing: tuple[str, ...] = ()  # the parts it lacks (none: it is refused for `reason`)
-
-
-def missing_parts(task_dir: str | Path) -> list[str]:
-    """The parts of `TASK_PARTS` that `task_dir` lacks (all of them: it is no task)."""
-    return [part for part in TASK_PARTS
-            if not (os.path.isdir if part.endswith("/") else os.path.isfile)(
-                os.path.join(task_dir, part))]
-
-
-def _not_whole(task_dir: str | Path, missing: list[str] | tuple[str, ...]) -> UserError:
-    return UserError(f"{task_dir} is not a whole task: missing {', '.join(missing)}; rebuild "
-                     "it with `rlforge build-tasks` or remove it")
-
-
-def check_task(task_dir: str | Path) -> None:
-    """Raise a `UserError` naming what a task directory lacks, if it is not whole."""
-    missing = missing_parts(task_dir)
-    if missing:
-        raise _not_whole(task_dir, missing)
-
-
-def find_incomplete_tasks(path: str | Path) -> list[IncompleteTask]:
-    """The entries of a task directory, or a directory of tasks, that are not whole tasks.
-
-    A build publishes a task only by renaming it into place once it is whole, so anything
-    inside a build's work area (its temporaries and its not yet published tree) is not a
-    task to use. A task directory, or a folder in a directory of tasks that holds any of
-    `TASK_PARTS`, must hold them all; a folder with none of them is not a task and is left
-    alone.
-
-    Args:
-        path: what `rlforge validate` or `rlforge run` was given.
-
-    Returns:
-        One entry per problem, named as the user would look for it; empty when all is whole.
-    """
-    path = Path(path)
-    real = Path(os.path.realpath(path))
-    for p in (real, *real.parents):
-        if p.name.startswith(".") and p.name.endswith(WORK_SUFFIX):
-            return [IncompleteTask(str(path), f"it lies in {p}, the work area of an unfinished "
-                                   "build-tasks; rerun that build-tasks to finish it")]
-    if not path.is_dir():
-        return []
-    if (path / "task.toml").is_file():
-        missing = missing_parts(path)
-        return [IncompleteTask(str(path), f"missing {', '.join(missing)}", tuple(missing))] \
-            if missing else []
-    problems = []
-    for entry in sorted(os.scandir(path), key=lambda e: e.name):
-        if not entry.is_dir() or not _holds_a_part(entry.path):
-            continue
-        missing = missing_parts(entry.path)
-        if missing:
-            problems.append(IncompleteTask(entry.name, f"missing {', '.join(missing)}",
-                                           tuple(missing)))
-    return problems
-
-
-def _holds_a_part(folder: str) -> bool:
-    """Whether a folder holds anything of a task (a part, or the folder a part goes in)."""
-    return any(os.path.lexists(os.path.join(folder, part.split("/")[0])) for part in TASK_PARTS)
-
-
-def check_whole(path: str | Path) -> None:
-    """Raise a `UserError` naming the entries of `path` that are not whole tasks, and what
-    each lacks (one line, as every `UserError`)."""
-    problems = find_incomplete_tasks(path)
-    if not problems:
-        return
-    if problems[0].name == str(path):  # `path` itself: a task, or inside a work area
-        if problems[0].missing:
-            raise _not_whole(path, problems[0].missing)
-        raise UserError(f"{path}: {problems[0].reason}")
-    shown = "; ".join(f"{p.name} ({p.reason})" for p in problems[:5])
-    more = f" (and {len(problems) - 5} more)" if len(problems) > 5 else ""
-    raise UserError(f"{path} holds {len(problems)} task(s) that are not whole: {shown}{more}; "
-                    "rebuild them with `rlforge build-tasks` or remove them")
 
 
 class BuildArea:
@@ -320,7 +226,7 @@ class BuildArea:
         staged = self.tmp / task_id
         _remove(staged)
         shutil.copytree(self.out / task_id, staged, copy_function=_link_or_copy)
-        toml = staged / "task.toml"
+        toml = staged / TASK_TOML
         if toml.read_bytes() != task_toml:
             toml.unlink()  # a link to the published build's file: never written through
             toml.write_bytes(task_toml)
@@ -329,8 +235,6 @@ class BuildArea:
 
     def stage(self, task: RenderedTask) -> Path:
         """Write a task into tmp/ (not yet part of the build); its path there."""
-        from rlforge.tasks.render import write_task
-
         return write_task(task, self.tmp)
 
     def promote(self, task_id: str, digest: str, validated: bool) -> None:

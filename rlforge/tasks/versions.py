@@ -29,8 +29,8 @@ from pathlib import Path
 from typing import Any
 
 from rlforge.errors import UserError
+from rlforge.taskdir import MANIFEST
 
-MANIFEST = "manifest.parquet"
 SNAPSHOT_FIELDS = ("task_id", "generator", "version", "split", "source_table", "source_keys",
                    "content_hashes", "template_hash")
 

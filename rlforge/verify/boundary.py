@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from rlforge.sandbox import FailureReason, SandboxPool, SandboxResult, spec_of
+from rlforge.taskdir import REFERENCE, TESTS
 from rlforge.verify import kinds
 from rlforge.verify.standalone.policy_code import Ran, SandboxBroken
 from rlforge.verify.standalone.rewards import RESULT_NAME, component, reward
@@ -131,7 +132,7 @@ def score_workspace(task_dir: Path, reference: dict, workspace: Path,
                     policy: SandboxPolicy) -> dict:
     """Score the submission in `workspace` with the task's own verifier functions, policy
     code in the sandbox; the reward (raises `SandboxBroken` when a sandbox cannot start)."""
-    return score_tree(task_dir / "tests", reference, workspace, policy)
+    return score_tree(task_dir / TESTS, reference, workspace, policy)
 
 
 def score_tree(tests: Path, reference: dict, workspace: Path, policy: SandboxPolicy) -> dict:
@@ -185,7 +186,7 @@ def read_logged_result(logs_dir: Path) -> dict:
 
 def load_reference(task_dir: Path) -> dict:
     """tests/reference.json of a task (read on the host; never shown to policy code)."""
-    return json.loads((task_dir / "tests" / "reference.json").read_text(encoding="utf-8"))
+    return json.loads((task_dir / REFERENCE).read_text(encoding="utf-8"))
 
 
 __all__ = ["SandboxBroken", "SandboxPolicy", "TreeTooLarge", "load_reference", "read_logged_result",

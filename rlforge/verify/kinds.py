@@ -26,6 +26,7 @@ from typing import Any, Callable
 
 from rlforge import plugins
 from rlforge.errors import UnknownName, UserError
+from rlforge.taskdir import Task
 from rlforge.verify.standalone import answers, repair, replies, verify
 
 ENTRY_POINT_GROUP = "rlforge.verifiers"
@@ -92,3 +93,8 @@ def get(name: str) -> VerifierKind:
     if found is None:
         raise UnknownName("verifier kind", name, list(kinds()))
     return found
+
+
+def scored_in_process(task: Task) -> bool:
+    """Whether `task` is scored from its reference data and one text (no sandbox needed)."""
+    return get(task.verifier).in_process and bool(task.reference)

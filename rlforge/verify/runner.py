@@ -13,7 +13,6 @@ import asyncio
 import functools
 import shutil
 import tempfile
-import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -22,7 +21,7 @@ from rlforge.config import Config, default_cache_dir
 from rlforge.errors import UnknownName, UserError
 from rlforge.sandbox import (WORKSPACE_MOUNT, SandboxPool, SandboxSpec, prepare_env,
                              settings_with_mode, spec_of)
-from rlforge.tasks.staging import check_task
+from rlforge.taskdir import SOLUTION, WORKSPACE
 from rlforge.verify.standalone import patch
 from rlforge.verify.boundary import (SandboxBroken, SandboxPolicy, TreeTooLarge, load_reference,
                                      score_workspace)
@@ -38,15 +37,6 @@ class VerifierRun:
     error: str | None = None
     stdout: str = ""
     too_large: str | None = None
-
-
-def load_task(task_dir: Path) -> dict[str, Any]:
-    """task.toml as a dict; a clear error when the directory is not a task, or not whole."""
-    toml_path = task_dir / "task.toml"
-    if not toml_path.is_file():
-        raise UserError(f"{task_dir}: not a task directory (no task.toml)")
-    check_task(task_dir)
-    return tomllib.loads(toml_path.read_text(encoding="utf-8"))
 
 
 class BadSubmissionPath(UserError):
@@ -78,12 +68,12 @@ def remove_submitted(ws: Path, path: str) -> None:
 
 
 def fresh_workspace(task_dir: Path, root: Path, files: dict[str, bytes] | None = None) -> Path:
-    """A new copy of the task's starting workspace (environment/app), plus submitted files,
+    """A new copy of the task's starting workspace (`WORKSPACE`), plus submitted files,
     each written inside it whatever links stand on its way (`submission_path` says which
     paths are refused)."""
     named = {submission_path(rel): data for rel, data in (files or {}).items()}
     ws = Path(tempfile.mkdtemp(prefix="ws-", dir=root))
-    app = task_dir / "environment" / "app"
+    app = task_dir / WORKSPACE
     if app.is_dir():
         shutil.copytree(app, ws, dirs_exist_ok=True, symlinks=True)
     for rel, data in named.items():
@@ -154,7 +144,7 @@ class TaskRunner:
         """Run solution/solve.sh in the workspace; an error message if it failed."""
         timeout = float(meta.get("agent", {}).get("timeout_sec", 120))
         spec = self.spec(task_dir, meta, workspace=ws, timeout_sec=timeout,
-                          ro_binds={"/solution": task_dir / "solution"})
+                          ro_binds={"/solution": task_dir / SOLUTION})
         result = await self.pool.run(["bash", "/solution/solve.sh"], spec)
         if result.failure or result.timed_out or result.exit_code != 0:
             return (str(result.failure) if result.failure else

@@ -25,9 +25,11 @@ from typing import Any, Callable, Protocol
 
 from rlforge.errors import UserError
 from rlforge.sandbox import SandboxPool
+from rlforge.taskdir import INSTRUCTION, TESTS, WORKSPACE, load_task
 from rlforge.verify import kinds
-from rlforge.verify.runner import TaskRunner, fresh_workspace, load_task
+from rlforge.verify.runner import TaskRunner, fresh_workspace
 
+#: In the task's tests/: the adversarial submissions and secrets validation checks it with.
 VALIDATION_FILE = "validation.json"
 
 
@@ -58,14 +60,14 @@ def leak_check(task_dir: Path, validation: dict) -> str | None:
     secrets = [s for s in validation.get("secret_strings", []) if s and len(s.strip()) >= 2]
     if not secrets:
         return None
-    instruction = (task_dir / "instruction.md").read_text(encoding="utf-8", errors="replace")
+    instruction = (task_dir / INSTRUCTION).read_text(encoding="utf-8", errors="replace")
     for allowed in sorted(validation.get("leak_allowed", []), key=len, reverse=True):
         if allowed:
             instruction = instruction.replace(allowed, " ")
     for s in secrets:
         if _mentions(instruction, s):
             return f"the reference answer {s.strip()[:60]!r} appears in the instruction"
-    app = task_dir / "environment" / "app"
+    app = task_dir / WORKSPACE
     if app.is_dir() and not validation.get("workspace_may_contain_answer", False):
         for p in sorted(app.rglob("*")):
             if p.is_file() and p.stat().st_size < 5_000_000:
@@ -85,11 +87,11 @@ def _mentions(text: str, secret: str) -> bool:
 async def validate_task(task_dir: Path, runner: TaskRunner, scratch_root: Path) -> ValidationResult:
     """Run every check of one task; see the module docstring."""
     task_dir = Path(task_dir)
-    meta = load_task(task_dir)
+    meta = load_task(task_dir).meta
     rl = meta.get("metadata", {}).get("rlforge", {})
     result = ValidationResult(rl.get("task_id", task_dir.name), str(task_dir),
                               rl.get("generator", "?"), ok=True)
-    vpath = task_dir / "tests" / VALIDATION_FILE
+    vpath = task_dir / TESTS / VALIDATION_FILE
     validation = json.loads(vpath.read_text()) if vpath.is_file() else {}
     scratch = Path(tempfile.mkdtemp(prefix="validate-", dir=scratch_root))
     try:
@@ -105,7 +107,7 @@ async def validate_task(task_dir: Path, runner: TaskRunner, scratch_root: Path) 
             {"name": s["name"], "files": s["files"]} for s in validation.get("adversarial", [])]
         kind = kinds.kinds().get(rl.get("verifier", ""))
         if kind is not None and kind.submission == "text":  # the instruction echoed back
-            instruction = (task_dir / "instruction.md").read_text(encoding="utf-8", errors="surrogateescape")
+            instruction = (task_dir / INSTRUCTION).read_text(encoding="utf-8", errors="surrogateescape")
             subs.append({"name": "echo_instruction", "files": {"answer.txt": instruction}})
         runs = {}
         for sub in subs:

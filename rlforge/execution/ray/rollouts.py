@@ -35,7 +35,7 @@ from rlforge.execution.ray.dispatch import Dispatcher, capacities
 from rlforge.records import RolloutSummary
 from rlforge.run.driver import drive
 from rlforge.run.session import Session, sandbox_needed
-from rlforge.run.tasks import Task
+from rlforge.taskdir import Task
 
 logger = logging.getLogger("rlforge.execution.ray")
 

@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 
 from rlforge import __version__
 from rlforge.errors import UserError
-from rlforge.run.tasks import Task
+from rlforge.taskdir import Task
 
 if TYPE_CHECKING:
     from rlforge.policy import PolicyClient

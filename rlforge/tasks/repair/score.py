@@ -23,9 +23,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from rlforge.sandbox import SandboxPool, copy_tree
+from rlforge.taskdir import WORKSPACE, load_task
+from rlforge.verify.runner import TaskRunner, fresh_workspace
 from rlforge.verify.standalone.patch import split_lines
 from rlforge.verify.standalone.protect import SUBMISSION_PATCH, skipped_path
-from rlforge.verify.runner import TaskRunner, fresh_workspace, load_task
 
 
 @dataclass
@@ -65,7 +66,7 @@ def workspace_diff(task_dir: str | Path, workspace: str | Path) -> str:
     `workspace`; symlinks, bytecode and .rlforge/ are left out, binary files and files over
     DIFF_FILE_BYTES named only, the whole cut at DIFF_CHARS (the workspace is the policy's:
     its size must not decide rlforge's memory)."""
-    base = _regular_files(Path(task_dir) / "environment" / "app")
+    base = _regular_files(Path(task_dir) / WORKSPACE)
     now = _regular_files(Path(workspace))
     chunks, size = [], 0
     for rel in sorted(set(base) | set(now)):
@@ -101,7 +102,7 @@ def workspace_diff(task_dir: str | Path, workspace: str | Path) -> str:
 
 async def _verify(task_dir: Path, ws: Path, scratch: Path, runner: TaskRunner | None,
                   sandbox_mode: str) -> tuple[dict | None, str | None]:
-    meta = load_task(task_dir)
+    meta = load_task(task_dir).meta
     if runner is not None:
         run = await runner.verify(task_dir, meta, ws, scratch)
     else:

@@ -1,8 +1,7 @@
-"""Task directories as a run sees them: the metadata it schedules by, files read lazily.
+"""A task directory as one typed record (`Task`), loaded one way (`load_task`) and found
+one way under a root (`task_dirs`, `discover_tasks`).
 
-A task is a Harbor directory (`task.toml`, `instruction.md`, `environment/`, `tests/test.sh`,
-`solution/solve.sh`: one without all of them is refused, see `rlforge.tasks.staging`);
-`[metadata.rlforge]` in task.toml says which generator made it, how it is verified
+`[metadata.rlforge]` in task.toml says which generator made the task, how it is verified
 (`verifier`), whether it is single-turn (`kind = "answer"`) or multi-turn
 (`kind = "terminal"`), and its split. Directories made by other tools work too: missing
 fields fall back to a script verifier, single turn, no split.
@@ -12,93 +11,23 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
 from rlforge.errors import UserError
-from rlforge.tasks.staging import check_task, check_whole
-from rlforge.verify import kinds
-
-_TABLE = re.compile(r"\[([A-Za-z0-9_-]+(?:\.[A-Za-z0-9_-]+)*)\]")
-
-
-class _NotFlat(Exception):
-    pass
-
-
-def read_toml(text: str) -> dict[str, Any]:
-    """Parse TOML; the flat files rlforge renders take a fast path, anything else tomllib.
-
-    A run reads every task's task.toml before it starts, and tomllib spends ~0.3 ms on one.
-    The files rlforge writes hold only `[table]` headers and `key = value` lines whose
-    values are JSON-compatible scalars or arrays (see `rlforge.tasks.render.toml_value`);
-    those lines are parsed with `json.loads` (~8x faster). The first line outside that
-    subset (comments after values, inline tables, dates, multi-line values, dotted or
-    quoted keys, repeated keys or tables, ...) sends the whole file to tomllib.
-    """
-    try:
-        return _read_flat_toml(text)
-    except _NotFlat:
-        return tomllib.loads(text)
-
-
-def _read_flat_toml(text: str) -> dict[str, Any]:
-    root: dict[str, Any] = {}
-    table = root
-    tables: set[str] = set()
-    slots: list[tuple[dict, str]] = []
-    raw: list[str] = []
-    for line in text.split("\n"):
-        if not line or line[0] == "#":
-            continue
-        if line[0] == "[":
-            found = _TABLE.fullmatch(line)
-            if not found or found.group(1) in tables:
-                raise _NotFlat
-            tables.add(found.group(1))
-            table = root
-            for part in found.group(1).split("."):
-                table = table.setdefault(part, {})
-                if not isinstance(table, dict):
-                    raise _NotFlat
-            continue
-        key, sep, value = line.partition(" = ")
-        if not sep or key in table or not (key.isascii() and key.replace("-", "_").isidentifier()):
-            raise _NotFlat
-        table[key] = None  # taken (a repeated key is not flat)
-        slots.append((table, key))
-        raw.append(value)
-    joined = "[" + ",".join(raw) + "]"
-    try:  # every value at once: one JSON array
-        values = json.loads(joined)
-    except ValueError:
-        raise _NotFlat from None
-    if len(values) != len(slots):  # a value held a top-level comma, e.g. `1, 2`
-        raise _NotFlat
-    if ("{" in joined or "null" in joined) and not _toml_compatible(values):
-        raise _NotFlat
-    for (table, key), value in zip(slots, values):
-        table[key] = value
-    return root
-
-
-def _toml_compatible(value: Any) -> bool:
-    """A JSON value that means the same written as TOML (no objects, no null)."""
-    if isinstance(value, list):
-        return all(_toml_compatible(v) for v in value)
-    return value is not None and not isinstance(value, dict)
-
+from rlforge.taskdir.check import check_task, check_whole
+from rlforge.taskdir.fasttoml import read_toml
+from rlforge.taskdir.layout import INSTRUCTION, MANIFEST, REFERENCE, TASK_TOML
 
 DEFAULT_AGENT_TIMEOUT = 120.0
-MANIFEST = "manifest.parquet"
 
 
 @dataclass
 class Task:
-    """A Harbor task directory as a rollout needs it; files are read on first use.
+    """A task directory as a run, validation and the exports need it; files are read on
+    first use.
 
     `meta` is task.toml. Tasks listed by a build's manifest start without it and read it
     the first time it is needed, so a run over many tasks does not parse every task.toml
@@ -123,7 +52,7 @@ class Task:
     def meta(self) -> dict[str, Any]:
         """task.toml as a dict."""
         if self._meta is None:
-            meta = _read_task_toml(self.path)
+            meta = read_task_toml(self.path)
             listed = meta.get("metadata", {}).get("rlforge", {}).get("task_id") or self.path.name
             if listed != self.task_id:
                 raise UserError(f"{self.path} holds task {listed}, not {self.task_id}; the task "
@@ -145,7 +74,7 @@ class Task:
             return True
         line = f"\ntask_id = {json.dumps(self.task_id)}\n".encode()
         try:
-            with open(os.path.join(self.path, "task.toml"), "rb") as fh:
+            with open(os.path.join(self.path, TASK_TOML), "rb") as fh:
                 self._listed = line in fh.read()
         except OSError:
             return False
@@ -156,10 +85,10 @@ class Task:
         """instruction.md: what the policy sees."""
         if self._instruction is None:
             try:
-                with open(os.path.join(self.path, "instruction.md"), "rb") as fh:
+                with open(os.path.join(self.path, INSTRUCTION), "rb") as fh:
                     self._instruction = fh.read().decode("utf-8")
             except (OSError, UnicodeDecodeError) as exc:
-                raise UserError(f"{self.path}: cannot read instruction.md ({exc})") from None
+                raise UserError(f"{self.path}: cannot read {INSTRUCTION} ({exc})") from None
         return self._instruction
 
     @property
@@ -167,18 +96,13 @@ class Task:
         """tests/reference.json (empty when the task has none)."""
         if self._reference is None:
             try:
-                with open(os.path.join(self.path, "tests", "reference.json"), "rb") as fh:
+                with open(os.path.join(self.path, REFERENCE), "rb") as fh:
                     self._reference = json.loads(fh.read())
             except FileNotFoundError:
                 self._reference = {}
             except (OSError, ValueError) as exc:
-                raise UserError(f"{self.path}: cannot read tests/reference.json ({exc})") from None
+                raise UserError(f"{self.path}: cannot read {REFERENCE} ({exc})") from None
         return self._reference
-
-    @property
-    def in_process(self) -> bool:
-        """Scored from reference data by string comparison (no sandbox needed)."""
-        return kinds.get(self.verifier).in_process and bool(self.reference)
 
     @property
     def answer_file(self) -> str:
@@ -208,24 +132,30 @@ class Task:
         self._listed = False
 
 
-def _read_task_toml(path: Path) -> dict[str, Any]:
-    toml_path = os.path.join(path, "task.toml")
+def read_task_toml(task_dir: str | Path) -> dict[str, Any]:
+    """A task directory's task.toml; a `UserError` when there is none or it is not TOML."""
+    toml_path = os.path.join(task_dir, TASK_TOML)
     try:
         with open(toml_path, "rb") as fh:
             return read_toml(fh.read().decode("utf-8"))
     except (FileNotFoundError, NotADirectoryError):
-        raise UserError(f"{path}: not a task directory (no task.toml)") from None
+        raise UserError(f"{task_dir}: not a task directory (no {TASK_TOML})") from None
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise UserError(f"{toml_path}: not valid TOML ({exc})") from None
 
 
 def load_task(task_dir: str | Path) -> Task:
-    """Read a task directory's task.toml; a UserError if it is not a task, or not whole."""
+    """A task directory as a `Task`, task.toml read.
+
+    Raises:
+        UserError: it is not a task (no task.toml, or not TOML), or not whole (a part
+            missing: one a crashed build-tasks cut short).
+    """
     path = Path(task_dir)
-    meta = _read_task_toml(path)
+    meta = read_task_toml(path)
     rl = meta.get("metadata", {}).get("rlforge", {})
     name, _, version = str(rl.get("generator", "unknown")).partition("@")
-    check_task(path)  # every part there: not one a crashed build-tasks cut short
+    check_task(path)
     return Task(
         path=path, task_id=str(rl.get("task_id") or path.name), generator=name,
         generator_version=int(version) if version.isdigit() else None,
@@ -233,33 +163,42 @@ def load_task(task_dir: str | Path) -> Task:
         split=str(rl.get("split", "")), _meta=meta)
 
 
-def discover_tasks(tasks_dir: str | Path) -> list[Task]:
-    """The task at `tasks_dir`, or every task directory directly inside it, by task id.
+def task_dirs(root: str | Path) -> list[Path]:
+    """The task at `root`, or every task directory directly inside it (a folder with a
+    task.toml), by name.
 
-    A directory written by `rlforge build-tasks` lists its tasks in manifest.parquet; when
-    the manifest names exactly the directories present, the tasks are taken from it and
-    each task.toml is read later, on first use. Otherwise every task.toml is read now.
-    Either way a task that is not whole (see `rlforge.tasks.staging.TASK_PARTS`) is refused.
+    Raises:
+        UserError: `root` is no directory, holds no task, or holds one that is not whole
+            (`check_whole`).
+    """
+    root = Path(root)
+    if not root.is_dir():
+        raise UserError(f"{root}: no such directory; give a task directory or a directory "
+                        "of tasks (`rlforge build-tasks --out DIR`)")
+    check_whole(root)  # no task cut short, none in a build's work area: refused, named
+    if (root / TASK_TOML).is_file():
+        return [root]
+    dirs = sorted(p for p in root.iterdir() if (p / TASK_TOML).is_file())
+    if not dirs:
+        raise UserError(f"{root}: no task directories (folders with a {TASK_TOML}) found")
+    return dirs
+
+
+def discover_tasks(tasks_dir: str | Path) -> list[Task]:
+    """The tasks of `task_dirs(tasks_dir)`, loaded; task ids must be unique.
+
+    A directory written by `rlforge build-tasks` lists its tasks in its manifest; when the
+    manifest names exactly the directories present, the tasks are taken from it and each
+    task.toml is read later, on first use. Otherwise every task.toml is read now.
     """
     root = Path(tasks_dir)
-    if not root.is_dir():
-        raise UserError(f"{root}: no such directory; give a directory of tasks "
-                        "(`rlforge build-tasks --out DIR`)")
-    check_whole(root)  # no task cut short, none in a build's work area: refused, named
-    if (root / "task.toml").is_file():
+    dirs = task_dirs(root)
+    if dirs[0] == root:
         return [load_task(root)]
-    entries = sorted((e for e in os.scandir(root) if e.is_dir()), key=lambda e: e.name)
-    tasks = _from_manifest(root, [e.name for e in entries])
+    names = sorted(e.name for e in os.scandir(root) if e.is_dir())
+    tasks = _from_manifest(root, names)
     if tasks is None:
-        tasks = []
-        for entry in entries:
-            try:
-                tasks.append(load_task(entry.path))
-            except UserError:
-                if os.path.exists(os.path.join(entry.path, "task.toml")):
-                    raise  # a task, but a broken one
-    if not tasks:
-        raise UserError(f"{root}: no task directories (folders with a task.toml) found")
+        tasks = [load_task(d) for d in dirs]
     seen: dict[str, Path] = {}
     for t in tasks:
         if t.task_id in seen:
