@@ -170,6 +170,53 @@ def test_task_readers_do_not_import_the_build_machinery():
     assert not wrong, "read task directories through rlforge.taskdir:\n" + "\n".join(wrong)
 
 
+#: The layers of rlforge, top first. A module imports only from its own layer or one below
+#: (type-only imports included); the longest matching prefix places a module.
+LAYERS: list[tuple[str, tuple[str, ...]]] = [
+    ("entry points", ("rlforge.__main__", "rlforge.cli")),
+    ("APIs and readers", ("rlforge.envs", "rlforge.harbor", "rlforge.verifiers_env",
+                          "rlforge.export", "rlforge.report")),
+    ("backends", ("rlforge.execution",)),
+    ("runs", ("rlforge.run",)),
+    ("the build", ("rlforge.tasks",)),
+    ("links and ingest's workflow", ("rlforge.links", "rlforge.ingest.load")),
+    ("verifiers", ("rlforge.verify",)),
+    ("sources and services", ("rlforge.ingest", "rlforge.sandbox", "rlforge.policy",
+                              "rlforge.local_model", "rlforge.difficulty", "rlforge.stats")),
+    ("records", ("rlforge.taskdir", "rlforge.records", "rlforge.db", "rlforge.config",
+                 "rlforge.plugins")),
+    ("the base", ("rlforge.errors", "rlforge")),
+]
+
+
+def layer_of(name: str) -> int:
+    """The index in LAYERS of the longest prefix that places `name`."""
+    best, rank = -1, -1
+    for i, (_, prefixes) in enumerate(LAYERS):
+        for prefix in prefixes:
+            if _under(name, (prefix,)) and len(prefix) > best:
+                best, rank = len(prefix), i
+    return rank
+
+
+def test_every_module_has_a_layer():
+    assert [m for m in import_graph() if layer_of(m) < 0] == []
+
+
+def test_no_module_imports_from_a_layer_above_its_own():
+    graph = import_graph(type_only=True)
+    wrong = sorted(f"{a} ({LAYERS[layer_of(a)][0]}) -> {b} ({LAYERS[layer_of(b)][0]})"
+                   for a, targets in graph.items() for b in targets
+                   if layer_of(b) < layer_of(a))
+    assert not wrong, "imports up the layers:\n" + "\n".join(wrong)
+
+
+def test_the_layer_rule_sees_an_upward_import():
+    assert layer_of("rlforge.verify.runner") > layer_of("rlforge.tasks.staging")
+    assert layer_of("rlforge.ingest.load") < layer_of("rlforge.ingest.tickets")
+    assert layer_of("rlforge") == len(LAYERS) - 1
+
+
 def test_records_module_stands_alone():
     """Export, report and trainers read run records from a module that imports nothing of
     rlforge but the settings' table (for the plan's defaults), and runs through the run
