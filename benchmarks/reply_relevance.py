@@ -121,7 +121,7 @@ def measure(source: str, limit: int) -> dict:
     import random
     import tomllib
 
-    from rlforge.tasks.tickets_reply import kb_name, kb_walk
+    from rlforge.tasks.generators.tickets_reply import kb_name, kb_walk
     from rlforge.verify.standalone.replies import score_reply
 
     with tempfile.TemporaryDirectory() as tmp:

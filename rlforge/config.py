@@ -512,7 +512,7 @@ class TaskSettings(_Given):
 
 @_section("tasks.repair")
 class RepairSettings(_Given):
-    """commits.repair's selection and test settings (`rlforge.tasks.repair.options`)."""
+    """commits.repair's selection and test settings (`rlforge.tasks.generators.repair.options`)."""
 
     last: int = TABLE
     max_files: int = TABLE

@@ -268,7 +268,7 @@ def test_reply_never_forbids_what_the_gold_reply_says_in_another_spelling():
     # are the same item to the verifier (compared as words), and so are "$3" and a step
     # numbered "3.": a value the gold reply or the customer's message holds in any
     # spelling is never forbidden (the gold reply would fail its own task).
-    from rlforge.tasks.tickets_reply import forbiddable
+    from rlforge.tasks.generators.tickets_reply import forbiddable
 
     may_forbid = forbiddable("You can reach us on live chat.\n3. Open the Help page.",
                              "Where can I talk to someone? Ticket INV-2024-00017")

@@ -31,9 +31,9 @@ from rlforge.config import Config
 from rlforge.errors import UserError
 from rlforge.ingest.commits import ingest_repo
 from rlforge.tasks.build import build_tasks
-from rlforge.tasks.commits_repair import distinctive_lines
-from rlforge.tasks.repair.gitrepo import CommitSnapshot
-from rlforge.tasks.repair.score import score_patch, score_workspace, workspace_diff
+from rlforge.tasks.generators.commits_repair import distinctive_lines
+from rlforge.tasks.generators.repair.gitrepo import CommitSnapshot
+from rlforge.tasks.generators.repair.score import score_patch, score_workspace, workspace_diff
 from rlforge.verify.validate import validate_many
 from builds import build_options
 from paths import ROOT

@@ -18,7 +18,7 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from rlforge.tasks.repair.score import workspace_diff
+from rlforge.tasks.generators.repair.score import workspace_diff
 from rlforge.verify.standalone.patch import apply_patch, parse_patch, split_lines
 
 GIT_ENV = {"PATH": os.environ["PATH"], "HOME": os.devnull, "GIT_CONFIG_NOSYSTEM": "1",

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from rlforge.sandbox import SandboxSpec, prepare_env, run
-from rlforge.tasks.repair.checks import write_tree
+from rlforge.tasks.generators.repair.checks import write_tree
 from rlforge.verify.standalone import asserts, plugin, task_files, testrun
 from rlforge.verify.standalone.canaries import CANARIES, add_canaries
 from rlforge.verify.standalone.policy_code import LocalPolicy
@@ -397,7 +397,7 @@ def test_a_reported_pass_needs_every_checked_assert_to_hold():
 @pytest.mark.parametrize("impl, expected", [("a * b", "passed"), ("a + b + 1", "failed")])
 def test_a_forged_pass_of_a_checked_test_is_caught(tmp_path, venv, impl, expected):
     """lib.py reports every test passed when imported: the checked values still decide."""
-    from rlforge.tasks.repair.adversarial import FORGE_FROM_SOURCE
+    from rlforge.tasks.generators.repair.adversarial import FORGE_FROM_SOURCE
 
     root = tree(tmp_path / "t", {"lib.py": f"def area(a, b):\n    return {impl}\n",
                                  "tests/test_a.py": CHECKED})

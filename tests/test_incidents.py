@@ -22,8 +22,8 @@ import pytest
 from builds import build_options
 from rlforge import db, links
 from rlforge.tasks.build import build_tasks
-from rlforge.tasks.incidents_diagnose import IncidentsDiagnose, KINDS, read_shown, stated_answer
-from rlforge.tasks.logs_common import render_sections
+from rlforge.tasks.generators.incidents_diagnose import IncidentsDiagnose, KINDS, read_shown, stated_answer
+from rlforge.tasks.generators.logs_common import render_sections
 from rlforge.tasks.spec import BuildContext
 from rlforge.verify.validate import validate_many
 from test_commits_repair import PYPROJECT as CALC_PYPROJECT
@@ -239,7 +239,7 @@ def test_diagnose_tasks_validate_at_two_budgets(company):
 
 
 def test_read_shown_keeps_each_file_apart():
-    from rlforge.tasks.logs_common import Record
+    from rlforge.tasks.generators.logs_common import Record
 
     a = [Record(1, DAY + dt.timedelta(seconds=s), "h1", None, "error", f"x{s}", None, 1) for s in (0, 30, 60)]
     b = [Record(1, DAY + dt.timedelta(seconds=s), "h2", None, "error", f"y{s}", None, 2) for s in (10, 20, 30)]
@@ -292,8 +292,8 @@ def test_repair_task_is_the_ticket_not_the_commit_message(company):
 def test_repair_shows_the_customer_before_the_fix_not_the_agents(company):
     """The conversation a repair task shows: the customer's messages written before the
     commit; the agents' public replies of that time only when asked; never a private note."""
-    from rlforge.tasks.incidents_repair import IncidentsRepair
-    from rlforge.tasks.repair.select import window
+    from rlforge.tasks.generators.incidents_repair import IncidentsRepair
+    from rlforge.tasks.generators.repair.select import window
 
     con = db.connect(company["db"])
     con.execute("""INSERT INTO ticket_messages VALUES

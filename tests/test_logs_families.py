@@ -18,8 +18,8 @@ from paths import SAMPLE_DATA, SHARED_DATA
 from rlforge import db
 from rlforge.ingest import logs
 from rlforge.tasks.build import build_tasks
-from rlforge.tasks.logs_common import ShownRecord, parse_shown, pattern_regex
-from rlforge.tasks.logs_diagnose import COUNTING, LogsDiagnose, stated_answer
+from rlforge.tasks.generators.logs_common import ShownRecord, parse_shown, pattern_regex
+from rlforge.tasks.generators.logs_diagnose import COUNTING, LogsDiagnose, stated_answer
 
 LOGHUB = SHARED_DATA / "loghub"
 COUNT_CAP = 0.3
@@ -218,7 +218,7 @@ def _holds_source(source: list[str], text: str) -> bool:
 def test_long_context_builds_meet_32k_and_128k_on_the_sample_logs(tmp_path):
     import polars as pl
 
-    from rlforge.tasks.logs_common import approx_tokens, render, window_records, window_stats
+    from rlforge.tasks.generators.logs_common import approx_tokens, render, window_records, window_stats
 
     con = db.connect(tmp_path / "s.duckdb")
     for path in sorted((SAMPLE_DATA / "logs").iterdir()):

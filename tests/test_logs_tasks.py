@@ -13,8 +13,8 @@ from builds import build_options
 from paths import SAMPLE_DATA, SHARED_DATA
 from rlforge import db
 from rlforge.ingest import logs
-from rlforge.tasks.logs_common import Record, ids_in, pattern_regex, render, service_name
-from rlforge.tasks.logs_script import fact_value
+from rlforge.tasks.generators.logs_common import Record, ids_in, pattern_regex, render, service_name
+from rlforge.tasks.generators.logs_script import fact_value
 
 LOGS = SAMPLE_DATA / "logs"
 

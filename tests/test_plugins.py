@@ -27,7 +27,7 @@ pytestmark = pytest.mark.slow
 GENERATOR = '''
 """A demo generator: count the words of a ticket's subject."""
 
-from rlforge.tasks.answers import adversarial_answers, null_submission, solve_script
+from rlforge.tasks.generators.answers import adversarial_answers, null_submission, solve_script
 from rlforge.tasks.registry import register
 from rlforge.tasks.spec import SourceRef, TaskSpec, stable_sample
 

@@ -133,9 +133,9 @@ def test_config_file_names_the_cache_prepared_environments_are_built_in(cli, tmp
 def test_repair_checks_run_the_tests_under_the_configured_limits(tmp_path, shared_cache):
     from rlforge.config import Config
     from rlforge.sandbox import SandboxPool, prepare_env, spec_from_settings
-    from rlforge.tasks.commits_repair import CommitsRepair
-    from rlforge.tasks.repair.checks import Checker, write_tree
-    from rlforge.tasks.repair.options import RepoSettings
+    from rlforge.tasks.generators.commits_repair import CommitsRepair
+    from rlforge.tasks.generators.repair.checks import Checker, write_tree
+    from rlforge.tasks.generators.repair.options import RepoSettings
 
     config = tmp_path / "conf.toml"
     config.write_text("[sandbox]\nmemory_mb = 300\nmax_processes = 77\n")

@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 
 from paths import SAMPLE_DATA, SHARED_DATA
-from rlforge.tasks import kb_search
-from rlforge.tasks.learnability import measure
-from rlforge.tasks.tickets_reply import PSEUDONYM, _forbidden_order, key_facts
+from rlforge.tasks.generators import kb_search
+from rlforge.tasks.generators.learnability import measure
+from rlforge.tasks.generators.tickets_reply import PSEUDONYM, _forbidden_order, key_facts
 from rlforge.verify.standalone.replies import contains, score_reply
 from test_run_support import SUBMIT, ScriptedPolicy, bash_call
 

@@ -12,7 +12,7 @@ from rlforge.records import RolloutSummary
 from rlforge.run.driver import RolloutRunner, drive
 from rlforge.run.session import Session, sandbox_needed
 from rlforge.sandbox import SandboxPool
-from rlforge.tasks.repair.checks import Checker
+from rlforge.tasks.generators.repair.checks import Checker
 from rlforge.verify.runner import TaskRunner
 from rlforge.verify.validate import ValidationResult, validate_many
 

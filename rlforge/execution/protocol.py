@@ -2,7 +2,7 @@
 
 Each layer that runs sandboxed work states what it needs of a backend, next to the code
 that calls it: `rlforge.run.session.RolloutBackend` (rollouts), `rlforge.verify.validate.
-ValidationBackend` (task validation), `rlforge.tasks.repair.checks.CheckerBackend` (the
+ValidationBackend` (task validation), `rlforge.tasks.generators.repair.checks.CheckerBackend` (the
 commits.repair build-time checks). A backend of `rlforge.execution.BACKENDS` does all
 three; those layers never import this package.
 """
@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Protocol
 
 from rlforge.run.session import RolloutBackend
-from rlforge.tasks.repair.checks import CheckerBackend
+from rlforge.tasks.generators.repair.checks import CheckerBackend
 from rlforge.verify.validate import ValidationBackend
 
 

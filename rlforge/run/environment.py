@@ -316,7 +316,7 @@ class Environment:
                 self.reward = too_large_reward(too_large)
                 return self.reward
             if kinds.get(self.task.verifier).submission == "patch":  # as trainers read it
-                from rlforge.tasks.repair.score import workspace_diff
+                from rlforge.tasks.generators.repair.score import workspace_diff
 
                 submission["diff"] = await asyncio.to_thread(workspace_diff, self.task.path, ws)
             # Once the policy's commands ran, the workspace is theirs: if it no longer fits

@@ -56,7 +56,7 @@ from rlforge.sandbox import sandbox_settings
 from rlforge.taskdir import TASK_TOML
 from rlforge.tasks import registry
 from rlforge.tasks.render import PACKAGE_ROOT, Renderer, RenderedTask, render_task
-from rlforge.tasks.repair.checks import CheckerBackend
+from rlforge.tasks.generators.repair.checks import CheckerBackend
 from rlforge.tasks.spec import BuildContext, TaskSpec
 from rlforge.tasks.splits import exact_key, hash_split, near_duplicate_groups, time_split
 from rlforge.tasks import versions

@@ -1,6 +1,6 @@
 """The generator registry: data, versioned ids, and a clear error for unknown names.
 
-A generator is one module under `rlforge/tasks/` whose class is decorated with
+A generator is one module under `rlforge/tasks/generators/` whose class is decorated with
 `@register(name, version, description)`. Third parties add theirs through the
 `rlforge.generators` entry-point group (the entry point names a module or a class; importing
 it registers it; see `rlforge.plugins` for what happens when one is broken), with their
@@ -20,10 +20,9 @@ from typing import Any, Callable, ClassVar
 from rlforge import plugins
 from rlforge.errors import UnknownName, UserError
 
-BUILTIN_MODULES = ("rlforge.tasks.tickets_triage", "rlforge.tasks.tickets_reply",
-                   "rlforge.tasks.logs_diagnose", "rlforge.tasks.logs_script",
-                   "rlforge.tasks.commits_repair", "rlforge.tasks.incidents_repair",
-                   "rlforge.tasks.incidents_diagnose")
+BUILTIN_MODULES = tuple(f"rlforge.tasks.generators.{name}" for name in (
+    "tickets_triage", "tickets_reply", "logs_diagnose", "logs_script", "commits_repair",
+    "incidents_repair", "incidents_diagnose"))
 ENTRY_POINT_GROUP = "rlforge.generators"
 
 

@@ -407,7 +407,7 @@ def test_repair_forgery_that_spares_recognisable_canaries_fails(sample_tasks):
     task = _one(sample_tasks, "commits.repair")
     module = _source_module(task)
     source = (task / "environment" / "app" / module).read_text()
-    from rlforge.tasks.repair.adversarial import SPARING_FORGE
+    from rlforge.tasks.generators.repair.adversarial import SPARING_FORGE
 
     _assert_fail(_verify(task, {module: source + SPARING_FORGE}), "sparing forge")
 
@@ -619,7 +619,7 @@ def test_harbor_repair_gold_passes_and_forgeries_fail(sample_tasks, tmp_path):
     assert float(_harbor_trial(task, tmp_path / "gold", gold, venv=venv)) == 1.0
     module = _source_module(task)
     source = (task / "environment" / "app" / module).read_text()
-    from rlforge.tasks.repair.adversarial import FORGE_FROM_SOURCE, PLANT_REWARD
+    from rlforge.tasks.generators.repair.adversarial import FORGE_FROM_SOURCE, PLANT_REWARD
 
     attacks = {"pytest.py": {"pytest.py": FORGE_JUNIT + "\n_forge()\nsys.exit(0)\n"},
                "import-time forgery": {module: source + FORGE_FROM_SOURCE},

@@ -12,7 +12,7 @@ from rlforge.execution.ray.rollouts import ray_session
 from rlforge.execution.ray.validation import start_ray_checker, validate_on_ray
 from rlforge.records import RolloutSummary
 from rlforge.run.session import Session
-from rlforge.tasks.repair.checks import Checker
+from rlforge.tasks.generators.repair.checks import Checker
 
 
 class RayBackend:

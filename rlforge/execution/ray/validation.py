@@ -24,7 +24,7 @@ from typing import Any, Callable
 from rlforge.execution.ray.cluster import (RayOptions, TaskFiles, close_workers, connected,
                                        kill_workers, probe_files, start_workers)
 from rlforge.execution.ray.dispatch import Dispatcher, capacities
-from rlforge.tasks.repair.checks import Checker
+from rlforge.tasks.generators.repair.checks import Checker
 
 logger = logging.getLogger("rlforge.execution.ray")
 

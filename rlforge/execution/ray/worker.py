@@ -40,7 +40,7 @@ if TYPE_CHECKING:
     from rlforge.policy import PolicyClient
     from rlforge.run.driver import RolloutRunner
     from rlforge.sandbox import SandboxPool
-    from rlforge.tasks.repair.checks import Checker
+    from rlforge.tasks.generators.repair.checks import Checker
     from rlforge.verify.runner import TaskRunner
 
 logger = logging.getLogger("rlforge.execution.ray")
@@ -169,7 +169,7 @@ class NodeWorker:
 
     async def open_repair(self, opts: Any) -> None:
         """Hold a commits.repair `Checker` on this node's pool and cache directory."""
-        from rlforge.tasks.repair.checks import Checker
+        from rlforge.tasks.generators.repair.checks import Checker
 
         assert self.cache_dir is not None, "hello() comes first"
         self.checker = Checker(None, opts, self.pool, self.cache_dir, self.sandbox_mode,

@@ -34,8 +34,8 @@ from rlforge import db
 from rlforge.errors import UserError
 from rlforge.sandbox import prepare_env, read_file, settings_with_mode, spec_of
 from rlforge.sandbox.envs import SYSTEM_PYTHON
-from rlforge.tasks.repair.gitrepo import CommitSnapshot
-from rlforge.tasks.repair.options import RepairOptions, RepoSettings
+from rlforge.tasks.generators.repair.gitrepo import CommitSnapshot
+from rlforge.tasks.generators.repair.options import RepairOptions, RepoSettings
 from rlforge.verify.standalone import asserts, protect, task_files
 
 CHECK_VERSION = 3  # 2: pytest run with autoload off, -c config, FIFO reports; 3: literal

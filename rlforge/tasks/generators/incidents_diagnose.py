@@ -38,10 +38,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from rlforge.links import BURST_LEAD, THRESHOLD, identifiers, names
-from rlforge.tasks.answers import adversarial_answers, null_submission, solve_script
-from rlforge.tasks.incidents import (Ticket, conversation, evidence_kinds, failures, linked,
+from rlforge.tasks.generators.answers import adversarial_answers, null_submission, solve_script
+from rlforge.tasks.generators.incidents import (Ticket, conversation, evidence_kinds, failures, linked,
                                      with_fields)
-from rlforge.tasks.logs_common import (ERROR_LEVELS, FAILURE_LEVELS, ORDER_RULE, SECTION_HEAD,
+from rlforge.tasks.generators.logs_common import (ERROR_LEVELS, FAILURE_LEVELS, ORDER_RULE, SECTION_HEAD,
                                        TOKENIZER_NOTE, Record, ShownRecord, SourceLines,
                                        WindowStats, _field, approx_tokens, error_burst_start,
                                        fmt_time, grow_fleet, grow_window, parse_shown,

@@ -34,9 +34,10 @@ from collections import Counter
 from pathlib import Path
 from typing import Callable
 
-from rlforge.tasks import kb_search
-from rlforge.tasks.answers import null_submission, solve_script
+from rlforge.tasks.generators import kb_search
+from rlforge.tasks.generators.answers import null_submission, solve_script
 from rlforge.tasks.registry import Generator, register
+from rlforge.tasks.render import builtin_templates
 from rlforge.tasks.splits import THRESHOLD, shingles
 from rlforge.tasks.spec import ANSWER_FILE, BuildContext, SourceRef, Submission, TaskSpec, stable_sample
 from rlforge.verify.standalone.replies import (COPY_N, COPY_SHARE, _mentions_words, _ngrams,
@@ -84,8 +85,7 @@ SEARCH_COMMAND = "python3 /app/kb/search.py"
 # The fixed wording of the instruction (the template without its variables): a fact it
 # holds ("Help" in "help desk") would be given away, so it is never a required fact.
 INSTRUCTION_TEXT = re.sub(r"\{\{.*?\}\}|\{%.*?%\}", " ", (
-    Path(__file__).resolve().parent.parent / "templates" / "tickets.reply" / "instruction.md.j2"
-).read_text(encoding="utf-8"))
+    builtin_templates() / "tickets.reply" / "instruction.md.j2").read_text(encoding="utf-8"))
 
 
 def _pairs(text: str) -> set[str]:

@@ -4,7 +4,7 @@ The label set is every value the field takes among tickets of the same origin (o
 desk), listed in the instruction; the answer is the ticket's own label, compared after
 normalisation (case, spaces, underscores). A field is used only where it is a real label
 set (2 to 60 values, each seen on at least `min_per_label` tickets) and only where it can
-be learned: before any of its tasks is emitted, `rlforge.tasks.learnability` cross-validates
+be learned: before any of its tasks is emitted, `rlforge.tasks.generators.learnability` cross-validates
 a text classifier on the field against the majority-label and shuffled-label baselines, and
 every candidate of a field that does not beat them by `min_lift` is dropped with a reason
 that carries the figures (the figures of an emitted field go into each task's metadata).
@@ -23,8 +23,8 @@ from __future__ import annotations
 import re
 from collections import defaultdict
 
-from rlforge.tasks.answers import adversarial_answers, null_submission, solve_script
-from rlforge.tasks.learnability import MIN_LIFT, Learnability, measure
+from rlforge.tasks.generators.answers import adversarial_answers, null_submission, solve_script
+from rlforge.tasks.generators.learnability import MIN_LIFT, Learnability, measure
 from rlforge.tasks.registry import Generator, register
 from rlforge.tasks.spec import BuildContext, SourceRef, TaskSpec, stable_sample
 

@@ -1,7 +1,7 @@
 """What the incident generators share: linked tickets and what a policy may read of them.
 
-`incidents.repair` (rlforge.tasks.incidents_repair) and `incidents.diagnose`
-(rlforge.tasks.incidents_diagnose) start from the links `rlforge.links` stores: a ticket
+`incidents.repair` (rlforge.tasks.generators.incidents_repair) and `incidents.diagnose`
+(rlforge.tasks.generators.incidents_diagnose) start from the links `rlforge.links` stores: a ticket
 joined to the commit that fixed it, or to the log windows that show it, at or above a
 confidence (`rlforge.links.THRESHOLD` by default). A policy sees the ticket as stored
 (redacted at ingest): its subject, the customer's opening message and the conversation's
@@ -21,7 +21,7 @@ from typing import Any, Callable
 import duckdb
 
 from rlforge import links as linkstore
-from rlforge.tasks.logs_common import FAILURE_LEVELS, Record
+from rlforge.tasks.generators.logs_common import FAILURE_LEVELS, Record
 
 
 @dataclass

@@ -45,8 +45,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from rlforge.tasks.answers import adversarial_answers, null_submission, solve_script
-from rlforge.tasks.logs_common import (ERROR_LEVELS, FAILURE_LEVELS, PATTERN_RULE, Record,
+from rlforge.tasks.generators.answers import adversarial_answers, null_submission, solve_script
+from rlforge.tasks.generators.logs_common import (ERROR_LEVELS, FAILURE_LEVELS, PATTERN_RULE, Record,
                                        ShownRecord, WindowStats, error_burst_start, fmt_time,
                                        ids_in, longest_gap, incident_group, minute_of_peak, parse_shown,
                                        pattern_regex, render, service_name, shown_time,

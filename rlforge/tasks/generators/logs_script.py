@@ -29,7 +29,7 @@ import hashlib
 import re
 from collections import Counter
 
-from rlforge.tasks.logs_common import (ERROR_LEVELS, PATTERN_RULE, Record, WindowStats,
+from rlforge.tasks.generators.logs_common import (ERROR_LEVELS, PATTERN_RULE, Record, WindowStats,
                                        incident_group, minute_of_peak, parse_shown, pattern_regex,
                                        render, service_name, shown_time, span_sections,
                                        templates_of, window_stats)

@@ -26,12 +26,12 @@ from __future__ import annotations
 import datetime as dt
 
 from rlforge.links import THRESHOLD
-from rlforge.tasks.commits_repair import CommitsRepair, problem_statement
-from rlforge.tasks.incidents import (Message, Ticket, conversation, evidence_kinds, failures,
+from rlforge.tasks.generators.commits_repair import CommitsRepair, problem_statement
+from rlforge.tasks.generators.incidents import (Message, Ticket, conversation, evidence_kinds, failures,
                                      linked, shares_run)
-from rlforge.tasks.logs_common import render
+from rlforge.tasks.generators.logs_common import render
 from rlforge.tasks.registry import register
-from rlforge.tasks.repair.select import CommitRow
+from rlforge.tasks.generators.repair.select import CommitRow
 from rlforge.tasks.spec import SourceRef
 
 LEAK_WORDS = 8  # this many consecutive words of the commit message in the ticket: a leak

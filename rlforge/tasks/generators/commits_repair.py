@@ -5,13 +5,13 @@ answer. The task's workspace is the repository at the commit's parent (files onl
 history); the commit's test changes are hidden in the task's tests/; the instruction is the
 commit message (no file or line hints unless `file_hints`); the gold solution is the
 commit's source diff. A commit becomes a task only when the build-time check (see
-`rlforge.tasks.repair.checks`) finds tests that fail at the parent and pass with the fix,
+`rlforge.tasks.generators.repair.checks`) finds tests that fail at the parent and pass with the fix,
 run twice in the sandbox. Every commit in the window that does not become a task is
 reported in `self.rejections` with its reason, and build-tasks records it in `task_drops`.
 
 The verifier (`rlforge/verify/standalone/repair.py`, copied into tests/) runs the
 fail-to-pass and pass-to-pass tests in the task's prepared environment; validation adds
-the adversarial submissions of `rlforge.tasks.repair.adversarial`.
+the adversarial submissions of `rlforge.tasks.generators.repair.adversarial`.
 """
 
 from __future__ import annotations
@@ -32,11 +32,11 @@ from rlforge.ingest.commits import TEST_DIR, TEST_FILE
 from rlforge.sandbox import sandbox_settings
 from rlforge.sandbox.envs import env_key, installed_versions, prepare_env
 from rlforge.tasks.registry import Generator, register
-from rlforge.tasks.repair import envs, gitrepo
-from rlforge.tasks.repair.adversarial import repair_adversarials
-from rlforge.tasks.repair.checks import Checker, CheckResult, system_python_version
-from rlforge.tasks.repair.options import RepairOptions, RepoSettings
-from rlforge.tasks.repair.select import CommitRow, screen, window
+from rlforge.tasks.generators.repair import envs, gitrepo
+from rlforge.tasks.generators.repair.adversarial import repair_adversarials
+from rlforge.tasks.generators.repair.checks import Checker, CheckResult, system_python_version
+from rlforge.tasks.generators.repair.options import RepairOptions, RepoSettings
+from rlforge.tasks.generators.repair.select import CommitRow, screen, window
 from rlforge.tasks.spec import BuildContext, SourceRef, Submission, TaskSpec, stable_sample
 from rlforge.verify.standalone.asserts import checked_fail_to_pass
 from rlforge.verify.standalone.protect import SUBMISSION_PATCH, is_protected, top_level_modules
