@@ -347,6 +347,19 @@ def measure(rows: Iterable[tuple[str, str, str, str, str]]) -> list[Estimate]:
     return out
 
 
+def calibrate_runs(db_path: Path, run_ids: list[str],
+                   band: Band = Band(*DEFAULT_BAND)) -> Calibration:
+    """`calibrate` in one transaction of the database at `db_path` (`rlforge calibrate`)."""
+    con = db.connect(db_path)
+    try:
+        con.execute("BEGIN")
+        cal = calibrate(con, run_ids, band)
+        con.execute("COMMIT")
+        return cal
+    finally:
+        con.close()
+
+
 def calibrate(con, run_ids: list[str], band: Band = Band(*DEFAULT_BAND),
               update_manifests: bool = True) -> Calibration:
     """Estimate every task's pass rate per model from the rollouts of `run_ids`, pooled;

@@ -13,6 +13,7 @@ import typer
 from rich.console import Console, ConsoleDimensions
 from rich.progress import (BarColumn, Progress, ProgressColumn, SpinnerColumn, TaskID,
                            TextColumn, TimeElapsedColumn)
+from rich.table import Table
 from rich.text import Text
 
 from rlforge.config import Config
@@ -168,3 +169,16 @@ class _CountColumn(ProgressColumn):
         if task.total is None:
             return Text(f"{int(task.completed):,}")
         return Text(f"{int(task.completed):,}/{int(task.total):,}")
+
+
+def print_shares(cal: dict) -> None:
+    """The saturated / dead / in-band table of a calibration, per model and generator."""
+    for model, per_gen in cal["shares"].items():
+        t = Table("generator", "tasks", "saturated", "dead", f"in band {cal['band']}",
+                  title=f"difficulty of {model} ({cal['method']}, runs {', '.join(cal['runs'])})")
+        for gen, s in per_gen.items():
+            t.add_row(gen, f"{s['tasks']:,}", f"{s['saturated_share']:.0%} ({s['saturated']})",
+                      f"{s['dead_share']:.0%} ({s['dead']})",
+                      f"{s['in_band_share']:.0%} ({s['in_band']})",
+                      style="bold" if gen == "all" else None)
+        console.print(t)

@@ -5,23 +5,7 @@ from __future__ import annotations
 import json
 
 import typer
-from rich.table import Table
-
-from rlforge import db
-from rlforge.cli.common import console, state
-
-
-def print_shares(cal: dict) -> None:
-    """The saturated / dead / in-band table of a calibration, per model and generator."""
-    for model, per_gen in cal["shares"].items():
-        t = Table("generator", "tasks", "saturated", "dead", f"in band {cal['band']}",
-                  title=f"difficulty of {model} ({cal['method']}, runs {', '.join(cal['runs'])})")
-        for gen, s in per_gen.items():
-            t.add_row(gen, f"{s['tasks']:,}", f"{s['saturated_share']:.0%} ({s['saturated']})",
-                      f"{s['dead_share']:.0%} ({s['dead']})",
-                      f"{s['in_band_share']:.0%} ({s['in_band']})",
-                      style="bold" if gen == "all" else None)
-        console.print(t)
+from rlforge.cli.common import console, print_shares, state
 
 
 def calibrate(
@@ -35,13 +19,7 @@ def calibrate(
     from rlforge import difficulty
 
     chosen = difficulty.parse_band(band, "--band")
-    con = db.connect(state(ctx).db_path)
-    try:
-        con.execute("BEGIN")
-        cal = difficulty.calibrate(con, run_ids, chosen).to_dict()
-        con.execute("COMMIT")
-    finally:
-        con.close()
+    cal = difficulty.calibrate_runs(state(ctx).db_path, run_ids, chosen).to_dict()
     if as_json:
         console.print_json(json.dumps(cal))
     elif not quiet:

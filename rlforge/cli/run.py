@@ -15,7 +15,8 @@ from rich.text import Text
 
 from rlforge import execution
 from rlforge.cli.common import (console, difficulty_model_option, difficulty_option,
-                                err_console, selection, state, unmeasured_option)
+                                err_console, print_shares, selection, state,
+                                unmeasured_option)
 from rlforge.cli.ray import executor_option, ray_address_option
 from rlforge.errors import GateFailed, UserError
 
@@ -122,9 +123,6 @@ def run(
     else:
         if tasks_dir is None:
             raise UserError("give a directory of tasks (rlforge run TASKS_DIR) or --resume RUN_ID")
-        from rlforge.taskdir import check_whole
-
-        check_whole(tasks_dir)
         name = run_id or new_run_id()
         gens = [g.strip() for g in generators.split(",") if g.strip()] if generators else None
         chosen = selection(cfg, difficulty, difficulty_model, unmeasured)
@@ -296,8 +294,6 @@ def _print_summary(d: dict[str, Any]) -> None:
     console.print(f"rollouts: {d['run_dir']}/rollouts.jsonl and the `rollouts` table "
                   f"(run_id = '{d['run_id']}')", highlight=False, soft_wrap=True)
     if d.get("calibration"):
-        from rlforge.cli.flywheel import print_shares
-
         print_shares(d["calibration"])
 
 
