@@ -64,7 +64,7 @@ class RolloutRecord(TypedDict, total=False):
     sample: int
     seed: int
     generator: str
-    generator_version: int
+    generator_version: int | None  # None: a task rlforge did not build
     split: str
     kind: str  # "answer" (one reply) or "terminal" (commands in a sandbox)
     verifier: str
@@ -76,6 +76,9 @@ class RolloutRecord(TypedDict, total=False):
     commands: int
     prompt_tokens: int
     completion_tokens: int
+    requests: int  # to the policy's endpoint, and attempts counting retries
+    attempts: int
+    policy_seconds: float  # waiting for the policy
     seconds: float
     started_at: str
     finished_at: str

@@ -17,11 +17,11 @@ import time
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Protocol
+from typing import Any, Callable, Protocol, cast
 
 from rlforge import db
 from rlforge.errors import PolicyBadRequest, PolicyContextLength, PolicyRequestError, UserError
-from rlforge.records import RolloutSummary
+from rlforge.records import Outcome, Reward, RolloutError, RolloutRecord, RolloutSummary
 from rlforge.run.environment import EnvOptions, Environment, InfraError
 from rlforge.run.schedule import Scheduler, WorkItem
 from rlforge.run.store import RunStore, insert_lines, utc_now
@@ -114,7 +114,7 @@ class RolloutRunner:
             return False
         return True
 
-    async def rollout(self, task: Task, sample: int) -> dict[str, Any]:
+    async def rollout(self, task: Task, sample: int) -> RolloutRecord:
         """Run one rollout to its end and return its record (never raises for the
         rollout's own failures; see the module docstring)."""
         seed = sample_seed(self.run_seed, task.task_id, sample)
@@ -123,7 +123,7 @@ class RolloutRunner:
         usage = {"prompt_tokens": 0, "completion_tokens": 0, "requests": 0, "attempts": 0,
                  "policy_seconds": 0.0}
         error: dict[str, Any] | None = None
-        outcome: str | None = None
+        outcome: Outcome | None = None
         finish_reason = None
         tools = env.tools
         budget = self.time_budget
@@ -199,9 +199,15 @@ class RolloutRunner:
             "sample": sample, "seed": seed, "generator": task.generator,
             "generator_version": task.generator_version, "split": task.split,
             "kind": task.kind, "verifier": task.verifier,
-            "outcome": outcome, "reward": reward, "error": error,
+            # the dicts the environment and the policy client build have these shapes
+            "outcome": outcome, "reward": cast("Reward | None", reward),
+            "error": cast("RolloutError | None", error),
             "ended_by": env.ended_by or ("time_budget" if outcome == "timeout" else "error"),
-            "turns": env.turns, "commands": len(env.steps), **usage,
+            "turns": env.turns, "commands": len(env.steps),
+            "prompt_tokens": int(usage["prompt_tokens"]),
+            "completion_tokens": int(usage["completion_tokens"]),
+            "requests": int(usage["requests"]), "attempts": int(usage["attempts"]),
+            "policy_seconds": usage["policy_seconds"],
             "seconds": round(time.perf_counter() - clock, 6),
             "started_at": started_at, "finished_at": utc_now(),
             "scored_by": (("in_process" if kinds.scored_in_process(task) else "sandbox")
@@ -273,13 +279,13 @@ class Rollouts(Protocol):
     """What `drive` plays rollouts with: a `RolloutRunner`, or the Ray executor's runner
     that hands them to workers."""
 
-    async def rollout(self, task: Task, sample: int) -> dict[str, Any]: ...
+    async def rollout(self, task: Task, sample: int) -> RolloutRecord: ...
 
 
 async def drive(tasks: list[Task], items: list[WorkItem], runner: Rollouts,
                 store: RunStore, sink: TableSink | None, progress: Progress, *,
                 concurrency: int, quotas: dict[str, int] | None = None,
-                on_record: Callable[[dict[str, Any], RolloutSummary], None] | None = None) -> list[RolloutSummary]:
+                on_record: Callable[[RolloutRecord, RolloutSummary], None] | None = None) -> list[RolloutSummary]:
     """Run `items` on `concurrency` workers; every record is stored as it ends.
 
     Returns the facts of the rollouts run (in finishing order). When all went well the

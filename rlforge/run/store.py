@@ -29,7 +29,7 @@ from typing import Any, Iterable, TextIO
 
 from rlforge import stats
 from rlforge.errors import UserError
-from rlforge.records import RolloutSummary, valid_utf8
+from rlforge.records import RolloutRecord, RolloutSummary, valid_utf8
 
 CONFIG = "config.json"
 ROLLOUTS = "rollouts.jsonl"
@@ -149,7 +149,7 @@ class RunStore:
                                 "(move the line away to recover)") from None
         return records
 
-    def append(self, record: dict[str, Any]) -> str:
+    def append(self, record: RolloutRecord | dict[str, Any]) -> str:
         """Append one rollout and flush it to the OS (no fsync: a process kill loses
         nothing written; a machine crash may lose the last lines, which resume reruns).
         Returns the line written (without its newline)."""
@@ -245,7 +245,7 @@ ROLLOUT_SELECT = """
     FROM (SELECT from_json(line, ?) AS r FROM ({source}))"""
 
 
-def record_line(record: dict[str, Any]) -> str:
+def record_line(record: RolloutRecord | dict[str, Any]) -> str:
     """One rollouts.jsonl line. A name or text the policy made may hold lone surrogates
     (bytes that did not decode): they are written as JSON escapes (\\udcff), which
     json.loads reads back, so nothing the policy wrote is lost."""

@@ -25,14 +25,13 @@ import math
 import os
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any
 from urllib.parse import urlsplit
 
 from rlforge.errors import UserError
 from rlforge.execution.ray.cluster import (RayOptions, TaskFiles, Worker, close_workers, connected,
                                        probe_files, start_workers)
 from rlforge.execution.ray.dispatch import Dispatcher, capacities
-from rlforge.records import RolloutSummary
+from rlforge.records import RolloutRecord, RolloutSummary
 from rlforge.run.driver import drive
 from rlforge.run.session import Session, sandbox_needed
 from rlforge.taskdir import Task
@@ -58,7 +57,7 @@ class RayRolloutRunner:
         self.dispatcher = dispatcher
         self.files = files
 
-    async def rollout(self, task: Task, sample: int) -> dict[str, Any]:
+    async def rollout(self, task: Task, sample: int) -> RolloutRecord:
         path = os.path.abspath(task.path)
         fields = (task.task_id, path, task.generator, task.generator_version, task.verifier,
                   task.kind, task.split)

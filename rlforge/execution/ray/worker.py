@@ -39,6 +39,7 @@ from rlforge.taskdir import Task
 if TYPE_CHECKING:
     from rlforge.policy import PolicyClient
     from rlforge.run.driver import RolloutRunner
+    from rlforge.records import RolloutRecord
     from rlforge.sandbox import SandboxPool
     from rlforge.tasks.generators.repair.checks import Checker
     from rlforge.verify.runner import TaskRunner
@@ -204,7 +205,7 @@ class NodeWorker:
         self._outbox.setdefault(kind, []).append((key, result))
         self._ready.setdefault(kind, asyncio.Event()).set()
 
-    async def _rollout(self, payload) -> dict[str, Any]:
+    async def _rollout(self, payload) -> RolloutRecord:
         fields, files, sample = payload
         directory, problem = await self._task_dir(fields[1], files)
         try:
