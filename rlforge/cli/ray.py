@@ -42,7 +42,7 @@ def check(
 
     cfg = state(ctx).config
     cfg.with_flags(ray__address=ray_address, sandbox__mode=sandbox)
-    nodes = describe_cluster(RayOptions.from_config(cfg), sandbox_workers=cfg.get("sandbox.workers"),
+    nodes = describe_cluster(RayOptions.from_settings(cfg.settings()), sandbox_workers=cfg.get("sandbox.workers"),
                              sandbox_mode=cfg.get("sandbox.mode"), tasks_dir=tasks_dir)
     if as_json:
         console.print_json(json.dumps({"nodes": nodes}))

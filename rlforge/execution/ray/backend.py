@@ -23,7 +23,7 @@ class RayBackend:
 
     @classmethod
     def from_config(cls, cfg: Config) -> RayBackend:
-        return cls(RayOptions.from_config(cfg))
+        return cls(RayOptions.from_settings(cfg.settings()))
 
     def preflight(self, session: Session) -> None:
         """Nothing here: each worker checks its node's sandboxes as it starts."""

@@ -46,10 +46,13 @@ import tarfile
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator
+from typing import TYPE_CHECKING, Any, Iterator
 
 from rlforge import __version__
 from rlforge.errors import UserError
+
+if TYPE_CHECKING:
+    from rlforge.config import Settings
 
 logger = logging.getLogger("rlforge.execution.ray")
 
@@ -71,10 +74,11 @@ class RayOptions:
     cache_dir: str | None = None  # the driver's cache_dir when set explicitly, else per node
 
     @classmethod
-    def from_config(cls, cfg) -> "RayOptions":
-        value, source = cfg.resolve("cache_dir")
-        return cls(cfg.get("ray.address"), cfg.get("ray.task_files"),
-                   str(Path(value).resolve()) if value and source != "default" else None)
+    def from_settings(cls, settings: Settings) -> "RayOptions":
+        cache_dir = settings.general.cache_dir
+        explicit = "cache_dir" in settings.general.given
+        return cls(settings.ray.address, settings.ray.task_files,
+                   str(Path(cache_dir).resolve()) if cache_dir and explicit else None)
 
 
 # --- connecting --------------------------------------------------------------------------
