@@ -190,11 +190,13 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
 
 
 def layer_of(name: str) -> int:
-    """The index in LAYERS of the longest prefix that places `name`."""
+    """The index in LAYERS of the longest prefix that places `name` (`rlforge` itself
+    places only the package's `__init__`); -1 for a module no layer names."""
     best, rank = -1, -1
     for i, (_, prefixes) in enumerate(LAYERS):
         for prefix in prefixes:
-            if _under(name, (prefix,)) and len(prefix) > best:
+            placed = name == prefix or (prefix != "rlforge" and name.startswith(prefix + "."))
+            if placed and len(prefix) > best:
                 best, rank = len(prefix), i
     return rank
 
@@ -215,6 +217,7 @@ def test_the_layer_rule_sees_an_upward_import():
     assert layer_of("rlforge.verify.runner") > layer_of("rlforge.tasks.staging")
     assert layer_of("rlforge.ingest.load") < layer_of("rlforge.ingest.tickets")
     assert layer_of("rlforge") == len(LAYERS) - 1
+    assert layer_of("rlforge.somewhere_new") == -1
 
 
 def test_records_module_stands_alone():
