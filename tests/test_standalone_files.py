@@ -9,9 +9,12 @@ files a task carries import with nothing else on the path, and never rlforge.
 from __future__ import annotations
 
 import ast
+import importlib.util
 import json
+import py_compile
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -64,14 +67,51 @@ def test_a_tasks_files_import_on_their_own(tmp_path, kind, entry):
     out = subprocess.run([sys.executable, "-I", "-c", probe, str(tests / standalone.copied_name(entry))],
                          cwd=tmp_path, capture_output=True, text=True, check=True).stdout
     loaded = json.loads(out)
-    assert loaded == sorted(n.removesuffix(".py") for n in files if n != standalone.copied_name(entry))
+    run_by_path = (standalone.copied_name(entry), standalone.copied_name(standalone.LOADER))
+    assert loaded == sorted(n.removesuffix(".py") for n in files if n not in run_by_path)
+
+
+@pytest.mark.parametrize("kind, entry", [("answer", "verify"), ("repair", "repair")])
+def test_nothing_planted_beside_the_entry_stands_in_for_a_module(tmp_path, kind, entry):
+    """A policy that wrote into tests/ before the tests were copied in (one container for
+    agent and verifier) could leave a `json.py` there, or bytecode for a sibling in
+    `__pycache__`, which Python takes without checking it against the source. The entry
+    loads neither: its siblings come from their source, and its directory is off the path."""
+    tests = tmp_path / "tests"
+    (tests / "__pycache__").mkdir(parents=True)
+    files = standalone.task_files(kind)
+    for name, data in files.items():
+        (tests / name).write_bytes(data)
+    marker = tmp_path / "planted-ran"
+    forged = f"open({str(marker)!r}, 'a').write(__name__ + '\\n')\n"
+    for stdlib in ("json", "typing", "tempfile", "shutil", "signal", "subprocess", "re"):
+        (tests / f"{stdlib}.py").write_text(forged)
+    source = tmp_path / "forged.py"
+    source.write_text(forged)
+    for name in files:  # bytecode of the forgery under every sibling's name
+        module = name.removesuffix(".py")
+        py_compile.compile(str(source), cfile=importlib.util.cache_from_source(str(tests / name)),
+                           invalidation_mode=py_compile.PycInvalidationMode.UNCHECKED_HASH)
+        assert Path(importlib.util.cache_from_source(str(tests / name))).is_file(), module
+    probe = ("import json, runpy, sys; runpy.run_path(sys.argv[1], run_name='probe'); "
+             "print(json.dumps(sorted(m for m in sys.modules if m.startswith('rlforge'))))")
+    ran = subprocess.run([sys.executable, "-I", "-c", probe,
+                          str(tests / standalone.copied_name(entry))],
+                         cwd=tmp_path, capture_output=True, text=True)
+    assert not marker.exists(), f"planted modules ran: {marker.read_text().split()}"
+    assert ran.returncode == 0, ran.stderr
+    # the control: with tests/ first on the path, as before, the forgeries are what loads
+    control = ("import sys; sys.path.insert(0, sys.argv[1]); import rlforge_rewards, json")
+    subprocess.run([sys.executable, "-I", "-c", control, str(tests)], cwd=tmp_path, check=True)
+    assert set(marker.read_text().split()) == {"rlforge_rewards", "json"}
 
 
 def test_every_kind_carries_only_what_its_entry_imports():
     assert set(standalone.task_files("repair")) == {
         standalone.copied_name(m) for m in ("repair", "entry", "rewards", "policy_code", "patch",
-                                            "protect", "testrun", "plugin", "asserts", "canaries")}
+                                            "protect", "testrun", "plugin", "asserts", "canaries",
+                                            "siblings")}
     for kind in ("answer", "reply", "script", "some.plugin.kind"):
         assert set(standalone.task_files(kind)) == {
             standalone.copied_name(m) for m in ("verify", "entry", "rewards", "policy_code",
-                                                "answers", "replies", "script")}
+                                                "answers", "replies", "script", "siblings")}

@@ -762,17 +762,31 @@ def _plant_verifier_modules() -> str:
     """Agent commands that plant every verifier module's name, as copied into tests/
     (rlforge_rewards.py, ...) and as in rlforge (rewards.py, ...), where the agent can write
     and Python might look: /app (test.sh's working directory), /app/pp (on the container's
-    PYTHONPATH) and root's user site-packages."""
+    PYTHONPATH), root's user site-packages, and /tests itself, which the tests are copied
+    into afterwards (one container for agent and verifier): there also standard-library
+    names the verifier imports (json.py, ...) and, in __pycache__, bytecode of the forgery
+    under every copied module's name (unchecked: Python would not compare it with the
+    source copied in later)."""
     from rlforge.verify import standalone
 
-    modules = standalone.closure("verify", "repair")
+    modules = standalone.closure("verify", "repair", standalone.LOADER)
     names = [standalone.copied_name(m) for m in modules] + [f"{m}.py" for m in modules]
+    stdlib = [f"{m}.py" for m in ("json", "typing", "tempfile", "shutil", "signal",
+                                  "subprocess", "re", "runpy")]
     writes = "".join(f"  printf '%s\\n' \"$FORGED\" > \"$d/{name}\"\n" for name in names)
+    in_tests = "".join(f"printf '%s\\n' \"$FORGED\" > /tests/{name}\n" for name in stdlib)
+    bytecode = ("printf '%s\\n' \"$FORGED\" > /tmp/forged.py\n"
+                "(cd /tmp && python3 -I -c 'import importlib.util as u, py_compile as c, sys\n"
+                "for m in sys.argv[1:]:\n"
+                "    c.compile(\"/tmp/forged.py\", cfile=u.cache_from_source(\"/tests/\" + m),\n"
+                "              invalidation_mode=c.PycInvalidationMode.UNCHECKED_HASH)' "
+                + " ".join(standalone.copied_name(m) for m in modules) + ")\n")
     return (f"FORGED=$(cat <<'RLFORGE_FORGED_EOF'\n{FORGED_MODULE}RLFORGE_FORGED_EOF\n)\n"
             "site=$(python3 -c 'import site; print(site.getusersitepackages())')\n"
-            "for d in /app /app/pp \"$site\"; do\n  mkdir -p \"$d\"\n" + writes + "done\n"
+            "for d in /app /app/pp \"$site\" /tests; do\n  mkdir -p \"$d\"\n" + writes + "done\n"
+            + in_tests + bytecode
             # the control: imported, a planted module forges the reward (test.sh must replace it)
-            "(cd /tmp && PYTHONPATH=/app/pp python3 -c 'import rlforge_rewards')\n"
+            + "(cd /tmp && PYTHONPATH=/app/pp python3 -c 'import rlforge_rewards')\n"
             "cp /logs/verifier/reward.txt /ctl/forged.txt\n")
 
 

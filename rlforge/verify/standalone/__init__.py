@@ -19,6 +19,7 @@ give the same reward.
     plugin       the pytest plugin inside the test process, and what it sends
     asserts      checked asserts: the literals stay here, the values come out
     canaries     planted tests that must fail
+    siblings     how an entry in tests/ loads the others: from their source, only
 
 One file, two names. A module is copied into tests/ as `rlforge_<module>.py` and there
 imports its siblings by those names; inside rlforge it imports them relatively. Each
@@ -33,9 +34,10 @@ package (mypy reads the first branch):
 So rlforge never imports a `rlforge_*` name (nothing on its path or in its working
 directory can stand in for a module), and a task never imports rlforge. test.sh runs an
 entry as `python3 -I /tests/rlforge_<entry>.py`: -I keeps PYTHONPATH, the user's
-site-packages and the current directory (the policy's /app) off the path, and the entry
-then puts its own directory first, so every sibling is the copy beside it, ahead of
-anything installed. `plugin` imports no sibling: it is copied alone, under a random name,
+site-packages and the current directory (the policy's /app) off the path. The entry's own
+directory stays off it too: the entry first runs `siblings` by path, which loads exactly
+the `rlforge_*` names from their source beside it (never from bytecode), so nothing else
+in tests/ (a planted `json.py`, a `__pycache__`) can stand in for a module. `plugin` imports no sibling: it is copied alone, under a random name,
 into the test process, where the policy's tree is on the path.
 
 A task carries exactly its entry and the modules that entry imports (`task_files`), all
@@ -53,6 +55,8 @@ PREFIX = "rlforge_"
 #: The entry a task of each verifier kind runs; every other kind (plug-ins too) runs `verify`.
 ENTRIES = {"repair": "repair"}
 DEFAULT_ENTRY = "verify"
+#: What an entry runs by path before importing any sibling (see `siblings`).
+LOADER = "siblings"
 
 
 def copied_name(module: str) -> str:
@@ -89,11 +93,11 @@ def files_of(*modules: str) -> dict[str, bytes]:
 
 
 def task_files(verifier: str) -> dict[str, bytes]:
-    """What a task of verifier kind `verifier` carries in tests/: its entry and the modules
-    the entry imports, {file name: bytes}."""
-    return files_of(ENTRIES.get(verifier, DEFAULT_ENTRY))
+    """What a task of verifier kind `verifier` carries in tests/: its entry, the modules
+    the entry imports and the loader it runs first (`siblings`), {file name: bytes}."""
+    return files_of(ENTRIES.get(verifier, DEFAULT_ENTRY), LOADER)
 
 
 def all_files() -> dict[str, bytes]:
     """Every module a task may carry (what a task's template hash covers)."""
-    return files_of(DEFAULT_ENTRY, *sorted(set(ENTRIES.values())))
+    return files_of(DEFAULT_ENTRY, *sorted(set(ENTRIES.values())), LOADER)

@@ -47,8 +47,11 @@ if TYPE_CHECKING or __package__:  # rlforge.verify.standalone.repair
                           touched_protected, tree_hashes)
     from .rewards import component, reward
     from .testrun import environment_site_dirs, run_tests
-else:  # tests/rlforge_repair.py, run as python3 -I: the copies beside it first
-    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+else:  # tests/rlforge_repair.py, run as python3 -I: its siblings from their source beside it
+    import runpy
+
+    runpy.run_path(os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "rlforge_siblings.py"))["install"](__file__)
     from rlforge_asserts import apply_checks, externalize_checks, keys_by_file
     from rlforge_canaries import add_canaries
     from rlforge_entry import verifier_main

@@ -19,8 +19,11 @@ if TYPE_CHECKING or __package__:  # rlforge.verify.standalone.verify
     from .policy_code import LocalPolicy
     from .replies import score_reply
     from .script import score_script
-else:  # tests/rlforge_verify.py, run as python3 -I: the copies beside it first
-    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+else:  # tests/rlforge_verify.py, run as python3 -I: its siblings from their source beside it
+    import runpy
+
+    runpy.run_path(os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "rlforge_siblings.py"))["install"](__file__)
     from rlforge_answers import score_answer
     from rlforge_entry import verifier_main
     from rlforge_policy_code import LocalPolicy
