@@ -41,6 +41,7 @@ from typing import Any, Iterable
 import duckdb
 
 from rlforge import db
+from rlforge.config import LinkSettings
 from rlforge.ingest.common import service_name
 from rlforge.ingest.logformats.levels import ERROR_LEVELS
 
@@ -473,6 +474,19 @@ def _store(con, tickets: set[str], links: list[Link]) -> None:
     except Exception:
         con.execute("ROLLBACK")
         raise
+
+
+def shown(db_path, min_confidence: float = THRESHOLD, ticket_id: str | None = None, *,
+          relink: LinkSettings | None = None) -> tuple[UpdateReport | None, list[dict[str, Any]]]:
+    """`rlforge links`: the stored links (`links`), after relinking every ticket when
+    `relink` gives the settings to do it with (`update(full=True)`)."""
+    con = db.connect(db_path, read_only=relink is None)
+    try:
+        done = None if relink is None else update(con, patterns=relink.key_patterns, full=True,
+                                                 repos=relink.repos)
+        return done, links(con, min_confidence, ticket_id)
+    finally:
+        con.close()
 
 
 def links(con: duckdb.DuckDBPyConnection, min_confidence: float = THRESHOLD,

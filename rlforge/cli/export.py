@@ -56,7 +56,6 @@ def tasks(
     quiet: bool = typer.Option(False, "--quiet", "-q", help="print errors only"),
 ) -> None:
     """Export task directories as a trainer's dataset (veRL parquet, TRL, JSONL, HF folder)."""
-    from rlforge.difficulty import measured
     from rlforge.export.tasks import TASK_FORMATS, export_tasks, parse_splits
 
     if fmt not in TASK_FORMATS:
@@ -65,9 +64,9 @@ def tasks(
         raise typer.BadParameter("give --max-prompt-length too", param_hint="--filter-overlong")
     st = state(ctx)
     chosen = selection(st.config, difficulty, difficulty_model, unmeasured)
-    estimates = measured(st.db_path, difficulty_model, required=chosen.active)
     report = export_tasks(tasks_dir, fmt, out, parse_splits(split), force=force,
-                          estimates=estimates, selection=chosen, tokenizer=tokenizer,
+                          selection=chosen, db_path=st.db_path, model=difficulty_model,
+                          tokenizer=tokenizer,
                           max_prompt_length=max_prompt_length,
                           filter_overlong=filter_overlong).to_dict()
     tokens = report.get("prompt_tokens", {})

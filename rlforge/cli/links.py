@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import json
 from typing import Optional
 
@@ -10,7 +9,6 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from rlforge import db
 from rlforge.cli.common import console, state
 
 
@@ -30,15 +28,12 @@ def links_cmd(
     show it, each with its evidence (ticket keys, URLs, shared ids, bursts) and confidence."""
     from rlforge import links
 
-    cfg = state(ctx).config
+    st = state(ctx)
     floor = links.THRESHOLD if min_confidence is None else min_confidence
-    with contextlib.closing(db.connect(state(ctx).db_path, read_only=not update)) as con:
-        if update:
-            done = links.update(con, patterns=cfg.get("links.key_patterns"), full=True,
-                                repos=cfg.get("links.repos"))
-            if not as_json:
-                console.print(f"relinked {done.tickets_relinked} ticket(s): {done.links} link(s)")
-        rows = links.links(con, floor, ticket)
+    done, rows = links.shown(st.db_path, floor, ticket,
+                             relink=st.config.settings().links if update else None)
+    if done is not None and not as_json:
+        console.print(f"relinked {done.tickets_relinked} ticket(s): {done.links} link(s)")
     if as_json:
         print(json.dumps(rows, default=str, indent=1))
         return

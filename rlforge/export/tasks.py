@@ -264,8 +264,8 @@ def _count_prompts(by_split: dict[str, list[Task]], report: ExportReport, tokeni
 
 
 def export_tasks(tasks_dir: Path, fmt: str, out: Path, splits: list[str] | None = None,
-                 force: bool = False, estimates: dict[str, difficulty.Estimate] | None = None,
-                 selection: difficulty.Selection | None = None, *,
+                 force: bool = False, selection: difficulty.Selection | None = None, *,
+                 db_path: Path | None = None, model: str | None = None,
                  tokenizer: str | None = None, max_prompt_length: int | None = None,
                  filter_overlong: bool = False) -> ExportReport:
     """Write the tasks in `tasks_dir` of the given splits to `out` in format `fmt`.
@@ -276,9 +276,9 @@ def export_tasks(tasks_dir: Path, fmt: str, out: Path, splits: list[str] | None 
         out: the directory to write (created; must be empty unless `force`).
         splits: the splits to export (default: train).
         force: replace the contents of a non-empty `out`.
-        estimates: task id -> its latest measured pass rate (`difficulty.latest`), written
-            into every row.
-        selection: keep only the tasks it selects by those estimates.
+        selection: keep only the tasks it selects by their measured pass rates.
+        db_path, model: where those rates are (`rlforge calibrate`), and whose (None: the
+            only model calibrated); each task's latest one is written into its row.
         tokenizer: `verl`/`trl`: count prompt tokens with this tokenizer (a Hugging Face
             name or directory, or a .gguf file); default: the documented approximation.
         max_prompt_length: `verl`/`trl`: report the rows whose prompt has more tokens.
@@ -292,7 +292,10 @@ def export_tasks(tasks_dir: Path, fmt: str, out: Path, splits: list[str] | None 
     splits = splits or ["train"]
     tasks = sorted(discover_tasks(tasks_dir), key=lambda t: t.task_id)
     report = ExportReport(format=fmt, out=str(out))
-    estimates = estimates or {}
+    active = selection is not None and selection.active
+    if active and db_path is None:
+        raise UserError("a selection by difficulty reads the measured pass rates: give db_path")
+    estimates = difficulty.measured(db_path, model, required=active) if db_path else {}
     if selection is not None and selection.active:
         tasks, dropped = difficulty.select(tasks, lambda t: t.task_id, lambda t: t.generator,
                                            estimates, selection)
