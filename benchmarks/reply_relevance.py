@@ -9,6 +9,10 @@ the product never sees (the sample's scenario tags, Bitext's intent), only to gr
   the task's knowledge base does not hold, with this task's required facts appended (a
   reply a person could have written for this customer): the share that passes is the
   verifier's false-reject side (goal >= 95%);
+- **the same, its customer's values removed**: that reply with the values specific to its
+  own ticket (what `distinctive` finds: pseudonyms, ids, amounts) taken out, as a person
+  writing to this customer would; another customer's order number is forbidden content,
+  rightly, so the raw row counts some fair rejections as false ones;
 - **another issue's reply**: each knowledge-base reply written for another issue, with the
   facts appended (goal 0%), and the same with every fourth word dropped so that no 4-gram
   is copied (a red team's attack; goal 0%);
@@ -113,7 +117,16 @@ def _gold(task: Path) -> str:
     return script.split("<<'RLFORGE_ANSWER_EOF'\n", 1)[1].rsplit("\nRLFORGE_ANSWER_EOF", 1)[0]
 
 
-KINDS = ("gold", "same_issue", "other_issue", "other_reworded", "same_kb_reworded",
+def _cleaned(reply: str) -> str:
+    """A reply without the values specific to its own ticket."""
+    from rlforge.tasks.generators.tickets_reply import distinctive
+
+    for value in sorted(distinctive(reply), key=len, reverse=True):
+        reply = reply.replace(value, "")
+    return reply
+
+
+KINDS = ("gold", "same_issue", "same_cleaned", "other_issue", "other_reworded", "same_kb_reworded",
          "kb_walk", "walk_facts", "template")
 
 
@@ -150,6 +163,7 @@ def measure(source: str, limit: int) -> dict:
             rng.shuffle(same)
             for reply in same[:3]:
                 tally("same_issue", reply + "\n\n" + facts)
+                tally("same_cleaned", _cleaned(reply) + "\n\n" + facts)
             for name, reply in kb:
                 if issues[by_name[name]] == issues[target]:
                     tally("same_kb_reworded", _drop_every(reply, 4) + "\n\n" + facts)
@@ -176,7 +190,7 @@ def main() -> None:
         for kind in KINDS:
             r = result[kind]
             if r["n"]:
-                print(f"  {kind:12s} n={r['n']:5d}  pass with them {r['pass_with_gate']:.1%}"
+                print(f"  {kind:16s} n={r['n']:5d}  pass with them {r['pass_with_gate']:.1%}"
                       f"  without {r['pass_without']:.1%}")
 
 

@@ -18,12 +18,15 @@ proves nothing), and occurs in a file of the task's knowledge base; a ticket who
 needs a fact the knowledge base lacks is dropped with that reason, as is one left with no
 fact to research. The reward is `score_reply`'s (see `rlforge.verify.standalone.replies`): facts
 present (partial credit), distinctive values of the other customers in the knowledge base
-absent, a length window, and the gates against stuffing (fact share), copying (4-grams
-shared with the customer's message and every knowledge-base file), filler (word pairs
-the company's replies use, and its word triples: `phrased`) and answering another ticket (`on_topic`: the reply's content
-words stay closer to the real reply's than to a knowledge-base reply written for another
-issue, and share some with it). A ticket whose real reply does not pass those gates itself is
-dropped with the figure.
+absent (never an ordinary one- or two-digit number, which any numbered step holds), a
+length window, and the gates against stuffing (fact share), naming the facts only other
+issues' replies hold (`focused`), copying (4-grams only one of the texts shown holds: the
+customer's message and the knowledge-base files that are no precedent; wording two of
+them share is the house's), filler (word pairs the company's replies use, and its word
+triples: `phrased`) and answering another ticket (`on_topic`: the reply's content words
+stay closer to the real reply's, or to a knowledge-base reply alike it, than to a
+knowledge-base reply written for another issue, and share some with them). A ticket whose
+real reply does not pass those gates itself is dropped with the figure.
 """
 
 from __future__ import annotations
@@ -41,7 +44,8 @@ from rlforge.tasks.render import builtin_templates
 from rlforge.tasks.splits import THRESHOLD, shingles
 from rlforge.tasks.spec import ANSWER_FILE, BuildContext, SourceRef, Submission, TaskSpec, stable_sample
 from rlforge.verify.standalone.replies import (COPY_N, COPY_SHARE, _mentions_words, _ngrams,
-                                               bigrams, common_share, contains, cosine,
+                                               bigrams, common_share, contains, copied_share,
+                                               cosine,
                                                topic_terms, topic_vector, trigrams, words)
 
 # A menu path: capitalised segments joined by '>'; a segment after the first may go on in
@@ -182,10 +186,19 @@ def _forbidden_order(value: str) -> tuple[int, str]:
 
 
 def forbiddable(gold: str, visible: str) -> Callable[[str], bool]:
-    """Whether a value may be forbidden in the reply to a ticket: neither its gold reply nor
-    the ticket itself holds it, compared exactly as the verifier compares (words, so "$3"
+    """Whether a value may be forbidden in the reply to a ticket: no ordinary number, and
+    neither its gold reply nor the ticket itself holds it, compared exactly as the verifier compares (words, so "$3"
     is held by a reply with a step "3.", and "{{Live Chat}}" by one saying "live chat")."""
-    return lambda value: bool(value) and not contains(gold, value) and not contains(visible, value)
+    return lambda value: (bool(value) and not _ordinary_number(value)
+                          and not contains(gold, value) and not contains(visible, value))
+
+
+def _ordinary_number(value: str) -> bool:
+    """Whether a value is, as the verifier compares words, a number of one or two digits
+    ("$3" is the word "3"): any reply's step "3." or "2 days" holds it, so forbidding it
+    would fail replies for their numbering, and leaking it tells nothing."""
+    found = words(value)
+    return bool(found) and all(w.isdigit() and len(w) <= 2 for w in found)
 
 
 def kb_document(row) -> str:
@@ -246,7 +259,6 @@ class _Origin:
         self.default_idf = round(math.log(1 + n), 4)
         self._words: dict[int, list[str]] = {}
         self._reply_grams: dict[int, set] = {}
-        self._doc_grams: dict[int, set] = {}
 
     # The verifier's word lists and 4-grams of a ticket, computed once per build.
     def words(self, i: int) -> list[str]:
@@ -258,11 +270,6 @@ class _Origin:
         if i not in self._reply_grams:
             self._reply_grams[i] = _ngrams(words(self.rows[i][4]), COPY_N)
         return self._reply_grams[i]
-
-    def doc_grams(self, i: int) -> set:
-        if i not in self._doc_grams:
-            self._doc_grams[i] = _ngrams(self.words(i), COPY_N)
-        return self._doc_grams[i]
 
 
 @register("tickets.reply", 2, "Answer a customer by researching earlier resolved tickets "
@@ -376,34 +383,36 @@ class TicketReply(Generator):
         # with its knowledge base: the copy gate sits COPY_MARGIN above that share (never
         # below the verifier's default), and a ticket whose real reply already needs more
         # than MAX_COPY_LIMIT is too close to its KB to tell copying from answering.
-        shown = _ngrams(words(customer), COPY_N).union(
-            *(origin.doc_grams(i) for i in kb if i not in precedents))
-        own_copy = len(mine & shown) / len(mine) if mine else 0.0  # copied_share, cached
+        own_copy = copied_share(gold, copy_sources)
         copy_limit = round(max(COPY_SHARE, own_copy + COPY_MARGIN), 2)
         if copy_limit > MAX_COPY_LIMIT:
             return (f"the real reply repeats its knowledge base ({own_copy:.0%} of its 4-grams; "
                     f"at most {MAX_COPY_LIMIT - COPY_MARGIN:.0%} can be told from copying)")
-        others_facts = distractors([origin.rows[i][4] for i in kb] + list(self.docs.values()),
-                                   facts, gold, customer)
-        may_forbid = forbiddable(gold, customer)
-        forbidden = sorted({v for i in kb for v in distinctive(origin.docs[i]) if may_forbid(v)},
-                           key=_forbidden_order)[:MAX_FORBIDDEN]
-        max_words = max(60, n_words * 3)
         # The replies of the KB written for another issue: the policy's reply must stay
-        # closer to the real reply's words than to theirs (`on_topic`).
+        # closer to the real reply's words, or to a KB reply alike them, than to theirs
+        # (`on_topic`).
         drop = {w for f in facts for w in words(f)}
         def vector(text: str) -> dict[str, float]:
             return {t: round(x, 4) for t, x in
                     topic_vector(text, origin.idf, origin.default_idf, drop).items()}
 
         own = vector(gold)
-        theirs = {i: vector(origin.rows[i][4]) for i in kb}
-        apart = sorted(((cosine(own, theirs[i]), i) for i in kb), reverse=True)
-        off = [i for alike, i in apart if alike < SAME_ISSUE]
-        topic = {"idf": origin.idf, "default_idf": origin.default_idf, "reply": own,
-                 "others": [theirs[i] for i in off]}
         if not own:
             return "the reply has no words beyond its facts to tell what it answers"
+        theirs = {i: vector(origin.rows[i][4]) for i in kb}
+        apart = sorted(((cosine(own, theirs[i]), i) for i in kb), reverse=True)
+        alike = [i for near, i in apart if near >= SAME_ISSUE]
+        off = [i for near, i in apart if near < SAME_ISSUE]
+        topic = {"idf": origin.idf, "default_idf": origin.default_idf, "reply": own,
+                 "alike": [theirs[i] for i in alike], "others": [theirs[i] for i in off]}
+        # What the replies to this issue name (their menu paths, steps, placeholders) a
+        # reply to it may name too; the facts only other issues' replies hold it may not.
+        others_facts = distractors([origin.rows[i][4] for i in off] + list(self.docs.values()),
+                                   facts, gold, customer)
+        may_forbid = forbiddable(gold, customer)
+        forbidden = sorted({v for i in kb for v in distinctive(origin.docs[i]) if may_forbid(v)},
+                           key=_forbidden_order)[:MAX_FORBIDDEN]
+        max_words = max(60, n_words * 3)
         vocab = common_bigrams(origin.ranking, gold)
         min_common = round(0.5 * common_share(gold, vocab), 3)
         phrases = common_bigrams(origin.triples, gold, COMMON_TRIGRAMS, size=3)
