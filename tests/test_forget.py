@@ -177,6 +177,9 @@ def test_forget_a_customer_leaves_no_text_or_pseudonym(proj):
     assert dry.returncode == 0, dry.stderr
     planned = json.loads(dry.stdout)
     assert planned["matched"] and planned["dry_run"] and planned["counts"]["tickets"] >= 1
+    whys = {t["why"] for t in planned["tasks"]}
+    assert whys == {"built from", "holds a copy"}  # their tasks, and a knowledge base of theirs
+    assert planned["counts"]["rollouts"] >= 2 and planned["counts"]["run_file_lines"] >= 2
     assert _in_database(db, pseudonym), "a dry run changed the database"
 
     done = _forget(proj, email)

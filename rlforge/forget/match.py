@@ -4,7 +4,8 @@ whose copies go with them.
 A key is a ticket id, a pseudonym, or an e-mail or name as the customer wrote it. An
 e-mail or name becomes the pseudonym ingest made of it (`Redactor.pseudonym`, keyed by
 the database's own key); its clear value is also looked for, case-insensitively and as a
-whole word, in case the redaction missed it somewhere. Neither leaves the process.
+whole word, in case the redaction missed it somewhere (a name of one word only as its
+pseudonym). Neither leaves the process.
 """
 
 from __future__ import annotations
@@ -105,7 +106,10 @@ def resolve_key(con: duckdb.DuckDBPyConnection, text: str, kind: str = "auto") -
             return Key("ticket", ticket_ids=[value] if value in ids else ids)
     chosen = kind if kind in ("email", "name") else ("email" if "@" in value else "name")
     placeholder_kind = "EMAIL" if chosen == "email" else "PERSON"
-    terms = [Term(value, fold=True, replacement=f"<{placeholder_kind}_forgotten>")]
+    # The clear value too, where the redaction missed it: an e-mail, or a name of two
+    # words or more (one word in any case would be every "Will" and "will").
+    terms = [Term(value, fold=True, replacement=f"<{placeholder_kind}_forgotten>")] \
+        if chosen == "email" or len(value.split()) > 1 else []
     key_hex = db.meta_get(con, "redaction_key")
     if key_hex is not None:  # (none: nothing was ever redacted, no pseudonym to look for)
         pseudonym = Redactor(bytes.fromhex(key_hex), kinds=()).pseudonym(placeholder_kind, value)
