@@ -24,6 +24,8 @@ from pathlib import Path
 
 import duckdb
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from paths import ROOT, SAMPLE_DATA
@@ -230,6 +232,26 @@ def test_forget_is_idempotent(proj):
     unknown = _forget(proj, "nobody-at-all@example.invalid")
     assert unknown.returncode == 0 and "nothing matched" in unknown.stdout
     assert _state(proj) == state
+    log = _forget(proj, "--log")
+    assert log.returncode == 0 and len(log.stdout.splitlines()) == 1
+    assert "key: email" in log.stdout and "tickets 1" in log.stdout
+    assert email not in log.stdout and _pseudonym(proj, email) not in log.stdout
+
+
+@settings(max_examples=300, deadline=None)
+@given(value=st.text(alphabet="aAbZ09_.@ -ëß+(", min_size=1, max_size=8),
+       text=st.text(alphabet="aAbZ09_.@ -ëß+(\n", max_size=30), fold=st.booleans())
+def test_a_term_matches_alike_in_duckdb_and_python(value, text, fold):
+    """What finds a key in the database (RE2) and in files (Python) agree."""
+    from rlforge.forget.match import Term
+
+    term = Term(value, fold=fold)
+    in_python = re.search(term.py(), text) is not None
+    in_duckdb = _MEMORY.execute("SELECT regexp_matches(?, ?)", [text, term.re2()]).fetchall()[0][0]
+    assert in_python == in_duckdb
+
+
+_MEMORY = duckdb.connect()
 
 
 @pytest.mark.parametrize("step", ["db", "files"])
