@@ -363,6 +363,29 @@ MIGRATIONS: list[Migration] = [
         -- {pass-to-pass id: lines of its literal asserts the fix passed in every run}
         ALTER TABLE repair_checks ADD COLUMN p2p_checks VARCHAR;
     """),
+    Migration("0010_forget", """
+        CREATE TABLE exports (                -- an `rlforge export` written (rlforge/forget.py)
+            kind VARCHAR NOT NULL,            -- tasks | rollouts
+            format VARCHAR,
+            out VARCHAR NOT NULL,             -- the export's directory (resolved)
+            source VARCHAR,                   -- the tasks directory or the run it read
+            task_ids VARCHAR[],               -- the tasks whose rows (or rollouts) it holds
+            files VARCHAR[],
+            written_at TIMESTAMP,
+            stale_since TIMESTAMP,            -- a forget removed some of its tasks: write it again
+            stale_forget VARCHAR              -- that forget's id
+        );
+        CREATE TABLE forget_log (             -- one deletion request (`rlforge forget`)
+            forget_id VARCHAR PRIMARY KEY,
+            key_kind VARCHAR,                 -- ticket | pseudonym | email | name (never the key)
+            status VARCHAR,                   -- pending: the files still to do | done
+            requested_at TIMESTAMP,
+            finished_at TIMESTAMP,
+            counts JSON,                      -- rows and files removed, per table and kind
+            pending JSON,                     -- the file work left (ids and paths); NULL when done
+            rlforge_version VARCHAR
+        );
+    """),
 ]
 
 
@@ -529,6 +552,23 @@ def redaction_key(con: duckdb.DuckDBPyConnection) -> bytes:
         value = secrets.token_hex(32)
         meta_set(con, "redaction_key", value)
     return bytes.fromhex(value)
+
+
+def record_export(path: str | Path, kind: str, fmt: str, out: str | Path, source: str | Path,
+                  task_ids: list[str], files: list[str]) -> bool:
+    """Record an export written to `out` in the `exports` table of the database at `path`,
+    so that `rlforge forget` can list it for regeneration when it removes one of its tasks.
+    A database that does not exist is not created for it (False: nothing recorded)."""
+    if not Path(path).is_file():
+        return False
+    con = connect_when_free(path, wait=60.0)
+    try:
+        con.execute("INSERT INTO exports VALUES (?, ?, ?, ?, ?, ?, ?, NULL, NULL)",
+                    [kind, fmt, str(Path(out).resolve()), str(Path(source).resolve()),
+                     sorted(set(task_ids)), list(files), now()])
+    finally:
+        con.close()
+    return True
 
 
 def sha256_file(path: str | Path, chunk: int = 1 << 20) -> str:

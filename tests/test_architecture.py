@@ -175,7 +175,7 @@ def test_task_readers_do_not_import_the_build_machinery():
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("entry points", ("rlforge.__main__", "rlforge.cli")),
     ("APIs and readers", ("rlforge.envs", "rlforge.harbor", "rlforge.verifiers_env",
-                          "rlforge.export", "rlforge.report")),
+                          "rlforge.export", "rlforge.report", "rlforge.forget")),
     ("backends", ("rlforge.execution",)),
     ("runs", ("rlforge.run",)),
     ("the build", ("rlforge.tasks",)),

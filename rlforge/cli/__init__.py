@@ -90,7 +90,8 @@ def _register() -> None:
 
     admin.register(app)
     app.add_typer(ingest.app, name="ingest")
-    for optional in ("sandbox", "tasks", "run", "export", "report", "templates", "links", "ray", "flywheel"):
+    for optional in ("sandbox", "tasks", "run", "export", "report", "templates", "links", "ray",
+                     "flywheel", "forget"):
         try:
             module = __import__(f"rlforge.cli.{optional}", fromlist=["register"])
         except ModuleNotFoundError as exc:

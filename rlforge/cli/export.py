@@ -112,7 +112,8 @@ def rollouts(
     cfg = state(ctx).config
     where = cfg.get("run.runs_dir", str(runs_dir) if runs_dir else None)
     report = export_rollouts(run_id, fmt, out, runs_dir=where, splits=parse_splits(split),
-                             force=force, max_pairs_per_task=max_pairs).to_dict()
+                             force=force, max_pairs_per_task=max_pairs,
+                             db_path=state(ctx).db_path).to_dict()
     if as_json:
         console.print_json(json.dumps(report))
     elif not quiet:

@@ -32,6 +32,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from rlforge import db
 from rlforge.errors import UserError
 from rlforge.export.tasks import ExportReport, _prepare_out, _write_parquet
 from rlforge.records import RolloutSummary
@@ -203,7 +204,8 @@ def _as_built(schema: pa.Schema) -> pa.Schema:
 
 def export_rollouts(run: str | Path, fmt: str, out: Path, *, runs_dir: str | Path = "runs",
                     splits: list[str] | None = None, force: bool = False,
-                    max_pairs_per_task: int | None = None) -> RolloutExportReport:
+                    max_pairs_per_task: int | None = None,
+                    db_path: Path | None = None) -> RolloutExportReport:
     """Write a run's rollouts as an SFT, DPO or GRPO dataset.
 
     Args:
@@ -214,6 +216,7 @@ def export_rollouts(run: str | Path, fmt: str, out: Path, *, runs_dir: str | Pat
         splits: the task splits to export (default: all).
         force: replace the contents of a non-empty `out`.
         max_pairs_per_task: DPO only: pairs kept per task (default: its sample count).
+        db_path: record the export in this database (`exports`), for `rlforge forget`.
 
     Returns:
         Rows per split, the rollouts read, the invalid ones left out, other skips.
@@ -247,4 +250,8 @@ def export_rollouts(run: str | Path, fmt: str, out: Path, *, runs_dir: str | Pat
             path = out / f"{split}.parquet"
             _write_parquet(chosen, _as_built(schema), path, cast_to=schema)
             report.files.append(str(path))
+    if db_path is not None:
+        db.record_export(db_path, "rollouts", fmt, out, store.dir,
+                         [r["task_id"] for r in valid if (r.get("split") or "") in wanted],
+                         report.files)
     return report

@@ -42,7 +42,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from rlforge import difficulty
+from rlforge import db, difficulty
 from rlforge.errors import UserError
 from rlforge.export import reward_fn
 from rlforge.run.environment import SINGLE_TURN_SYSTEM
@@ -278,7 +278,8 @@ def export_tasks(tasks_dir: Path, fmt: str, out: Path, splits: list[str] | None 
         force: replace the contents of a non-empty `out`.
         selection: keep only the tasks it selects by their measured pass rates.
         db_path, model: where those rates are (`rlforge calibrate`), and whose (None: the
-            only model calibrated); each task's latest one is written into its row.
+            only model calibrated); each task's latest one is written into its row. The
+            export is recorded in that database (`exports`) for `rlforge forget`.
         tokenizer: `verl`/`trl`: count prompt tokens with this tokenizer (a Hugging Face
             name or directory, or a .gguf file); default: the documented approximation.
         max_prompt_length: `verl`/`trl`: report the rows whose prompt has more tokens.
@@ -350,4 +351,7 @@ def export_tasks(tasks_dir: Path, fmt: str, out: Path, splits: list[str] | None 
         for name, data in copies.items():
             (out / name).write_bytes(data)
             report.files.append(str(out / name))
+    if db_path is not None:  # so that `rlforge forget` can say it needs writing again
+        db.record_export(db_path, "tasks", fmt, out, tasks_dir,
+                         [t.task_id for chosen in by_split.values() for t in chosen], report.files)
     return report
