@@ -228,6 +228,17 @@ def _core(token: str) -> tuple[str, str, str]:
     return token[:start], token[start:end], token[end:]
 
 
+def _collapse_joined(token: str) -> str:
+    """A list written without spaces (`id-<*>,id-<*>`) as its first item."""
+    parts = token.split(",")
+    out = [parts[0]]
+    for part in parts[1:]:
+        if part == out[-1] and WILDCARD in part:
+            continue
+        out.append(part)
+    return ",".join(out)
+
+
 def collapse_lists(text: str) -> str:
     """A list of like values (`id-<*>, id-<*>, id-<*>`, `[n<*> n<*>]`) as one token: a run of
     tokens with one core holding a parameter, each but the last ending in a separator, or
@@ -235,7 +246,8 @@ def collapse_lists(text: str) -> str:
     A list's length is data, not text of the logging statement."""
     if text.count(WILDCARD) < 2:
         return text
-    toks = text.split(" ")
+    toks = [_collapse_joined(t) if "," in t and t.count(WILDCARD) > 1 else t
+            for t in text.split(" ")]
     out: list[str] = []
     i = 0
     while i < len(toks):
@@ -456,9 +468,9 @@ def _order_like(tpl: Msg, like: Msg) -> Msg:
 def extends(general: Msg, specific: Msg) -> bool:
     """Whether `specific` is a message of `general` with 1..MAX_OPTIONAL more key=value
     fields whose values are parameters at its end (both in key order): a field a statement
-    appends on some calls only. When `general` itself ends in fields, the message writes
-    a list of fields, and another set of keys is another statement (as another order of
-    the same keys is not, see `field_order`)."""
+    appends on some calls only. When `general` itself ends in two or more fields, the
+    message writes a list of fields, and another set of keys is another statement (as
+    another order of the same keys is not, see `field_order`)."""
     extra = len(specific) - len(general)
     if not 0 < extra <= MAX_OPTIONAL:
         return False
@@ -467,7 +479,7 @@ def extends(general: Msg, specific: Msg) -> bool:
         start -= 1
     if len(specific) - start < extra or not _subsumes(general[:start], specific[:start]):
         return False
-    if len(general) > start:  # a list of fields and one more: another set of fields
+    if len(general) > start + 1:  # a list of fields and one more: another set of fields
         return False
     if all(g == WILDCARD for g in general[:start]) and start:
         return False
