@@ -42,7 +42,8 @@ def mine(messages: list[str], masks=()) -> list[str]:
     ("GET https://shop.example.com/cart?id=9 done", "GET <*> done"),
     ("Resolved MSRA-SA-41.fareast.corp.microsoft.com to x", "Resolved <*> to x"),
     ("chip FF:F2:9F:16:E2:EA changed", "chip <*> changed"),
-    ("status=M Thu Aug 4 12:34:56 PDT 2005", "status=M <*> PDT <*>"),
+    ("status=M Thu Aug 4 12:34:56 PDT 2005", "status=M <*>"),  # the zone is part of the stamp
+    ("at Sun Jul  3 10:05:25 PM UTC 2005", "at <*>"),
     ("delete blk_11 blk_22 blk_33 7", "delete <*>"),
     ("uses ssh2 and eth0 via alt0", "uses ssh2 and eth0 via alt0"),  # one digit: a name
     ("user <EMAIL_3f9a1c> logged in", "user <*> logged in"),  # redaction placeholder

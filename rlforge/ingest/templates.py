@@ -157,19 +157,44 @@ def apply_masks(contents: pl.Series, masks: Sequence[str]) -> pl.Series:
     """Replace every match of each mask regex with `<*>` (in order)."""
     out = contents
     for mask in masks:
+        # a mask of the value after a key (`=\d+`) leaves the key=value shape in place
+        sub = "=" + WILDCARD if re.match(r"\\?=", mask) else WILDCARD
         if _rust_regex_ok(mask):
-            out = out.str.replace_all(mask, WILDCARD)
+            out = out.str.replace_all(mask, sub, literal=False)
         else:  # look-around or back-references: Python's engine, per distinct value
             rx = re.compile(mask)
-            out = out.map_elements(functools.partial(rx.sub, WILDCARD), return_dtype=pl.String)
+            out = out.map_elements(functools.partial(rx.sub, sub), return_dtype=pl.String)
     return out
+
+
+_MONTH = (r"(?i:jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec|january|february|march"
+          r"|april|june|july|august|september|october|november|december)")
+_CLOCK = r"[0-9]{1,2}:[0-9]{2}(?::[0-9]{2})?(?:[.,][0-9]+)?"
+# Parts of human-readable time stamps that the word rules would keep as text: a month name
+# between digits inside a token (`03/Jul/2005:10:05:25`), AM/PM after a clock time, and a
+# time zone name after one (`10:05:25 UTC`, `10:05 PM CEST`).
+_STAMP_MONTH = r"([0-9][/.-])" + _MONTH + r"([/.-][0-9])"
+_STAMP_MERIDIEM = r"(?-u:\b)" + _CLOCK + r" ?(?i:[ap]\.?m\.?)(?-u:\b)"
+_STAMP_ZONE = (r"(?-u:\b)(" + _CLOCK + r"(?: ?(?i:[ap]\.?m\.?))?) (?:UTC|GMT|Z|[A-Z]{1,4}T)"
+               r"(?-u:\b)")
+
+
+def _stamps(text: pl.Series) -> pl.Series:
+    return (text.str.replace_all(_STAMP_MONTH, "${1}" + WILDCARD + "${2}")
+            .str.replace_all(_STAMP_ZONE, "${1}")
+            .str.replace_all(_STAMP_MERIDIEM, WILDCARD))
 
 
 def normalise(contents: pl.Series, masks: Sequence[str] = ()) -> pl.Series:
     """Masked, normalised token text of each message (first line only), tokens joined by
-    one space. This is what the miner groups on."""
+    one space. This is what the miner groups on.
+
+    Whitespace runs become one space before the masks run, so that a mask sees the same
+    text however a message was padded; lists of like values become one token
+    (`collapse_lists`)."""
     first = contents.fill_null("").str.splitn("\n", 2).struct.field("field_0")
-    masked = apply_masks(first.str.replace_all(PLACEHOLDER, WILDCARD), masks)
+    spaced = first.str.replace_all(r"\s+", " ").str.strip_chars(" ")
+    masked = apply_masks(_stamps(spaced.str.replace_all(PLACEHOLDER, WILDCARD)), masks)
     tokens = masked.str.replace_all(r"\s+", " ").str.strip_chars(" ").str.split(" ")
     e = pl.element()
     var_token = _VAR_TOKEN + ("|" + _EMPTY if SETTINGS.empty_brackets else "")
@@ -184,7 +209,66 @@ def normalise(contents: pl.Series, masks: Sequence[str] = ()) -> pl.Series:
     frame = pl.DataFrame({"t": tokens}).select(
         pl.col("t").list.eval(norm).list.join(" ").str.replace_all(_W + "(?: " + _W + ")+",
                                                                     WILDCARD))
-    return frame["t"]
+    text = frame["t"]
+    distinct = text.unique()
+    return text.replace_strict(distinct, [collapse_lists(t) for t in distinct.to_list()],
+                               return_dtype=pl.String)
+
+
+_OPENERS = "([{"
+_CLOSERS = ")]},;"
+
+
+def _core(token: str) -> tuple[str, str, str]:
+    """(opening brackets, core, closing brackets and separators) of a token."""
+    start = len(token) - len(token.lstrip(_OPENERS))
+    end = len(token.rstrip(_CLOSERS))
+    if end <= start:
+        return token, "", ""
+    return token[:start], token[start:end], token[end:]
+
+
+def _collapse_joined(token: str) -> str:
+    """A list written without spaces (`id-<*>,id-<*>`) as its first item."""
+    parts = token.split(",")
+    out = [parts[0]]
+    for part in parts[1:]:
+        if part == out[-1] and WILDCARD in part:
+            continue
+        out.append(part)
+    return ",".join(out)
+
+
+def collapse_lists(text: str) -> str:
+    """A list of like values (`id-<*>, id-<*>, id-<*>`, `[n<*> n<*>]`) as one token: a run of
+    tokens with one core holding a parameter, each but the last ending in a separator, or
+    none of them, becomes the first one's opening, the core and the last one's closing.
+    A list's length is data, not text of the logging statement."""
+    if text.count(WILDCARD) < 2:
+        return text
+    toks = [_collapse_joined(t) if "," in t and t.count(WILDCARD) > 1 else t
+            for t in text.split(" ")]
+    out: list[str] = []
+    i = 0
+    while i < len(toks):
+        head, core, _ = _core(toks[i])
+        j = i + 1
+        if WILDCARD in core:
+            seps = toks[i][len(head) + len(core):] != ""
+            while j < len(toks):
+                h, c, tail = _core(toks[j - 1])
+                nh, nc, ntail = _core(toks[j])
+                if nc != core or nh or (h and j - 1 != i):
+                    break
+                if seps != (tail[-1:] in (",", ";")) or (tail and not seps):
+                    break
+                j += 1
+        if j - i > 1:
+            out.append(head + core + _core(toks[j - 1])[2])
+        else:
+            out.append(toks[i])
+        i = j
+    return " ".join(out)
 
 
 def split_tokens(text: str) -> tuple[str, ...]:
@@ -323,6 +407,116 @@ def mask_values(msg: Msg, keys: set[str] | frozenset[str]) -> Msg:
     return tuple(out)
 
 
+# --- fields: their order, and fields present on some calls only -----------------------
+
+MAX_OPTIONAL = 3  # trailing key=value fields a message may carry beyond its template's
+
+
+def _field(token: str) -> tuple[str, str, str] | None:
+    """(key, key=value text, separator after it) of a plain key=value token: one that
+    opens with its key and closes with nothing but a `,` or `;`."""
+    kv = _kv(token)
+    if kv is None or not token[:1].isalpha() and token[:1] != "_" or kv[2] not in ("", ",", ";"):
+        return None
+    return kv[0], token[:len(token) - len(kv[2])], kv[2]
+
+
+def _field_runs(msg: Msg) -> list[tuple[int, int]]:
+    """(start, end) of each run of two or more consecutive key=value tokens."""
+    runs, i = [], 0
+    while i < len(msg):
+        j = i
+        while j < len(msg) and _field(msg[j]) is not None:
+            j += 1
+        if j - i > 1:
+            runs.append((i, j))
+        i = max(j, i + 1)
+    return runs
+
+
+def field_order(msg: Msg) -> Msg:
+    """The message with each run of key=value fields in key order (separators stay where
+    they were): the order a statement writes its fields in is not its text, when the same
+    statement can write them in any order (a map's iteration order)."""
+    runs = _field_runs(msg)
+    if not runs:
+        return msg
+    out = list(msg)
+    for i, j in runs:
+        fields = [_field(t) for t in msg[i:j]]
+        ordered = sorted(fields, key=lambda f: f[0])  # type: ignore[index]
+        for k, (f, pos) in enumerate(zip(ordered, fields)):
+            out[i + k] = f[1] + pos[2]  # type: ignore[index]
+    return tuple(out)
+
+
+def _order_like(tpl: Msg, like: Msg) -> Msg:
+    """A template mined in key order (`field_order`) with its fields put back in the order
+    of `like`, one of its messages as it was written."""
+    out = list(tpl)
+    for i, j in _field_runs(like):
+        fields = [_field(t) for t in like[i:j]]
+        mined = [_field(t) for t in tpl[i:j]]
+        if any(f is None for f in mined):
+            continue
+        order = sorted(range(j - i), key=lambda k: fields[k][0])  # type: ignore[index]
+        for r, k in enumerate(order):
+            out[i + k] = mined[r][1] + fields[k][2]  # type: ignore[index]
+    return tuple(out)
+
+
+def extends(general: Msg, specific: Msg) -> bool:
+    """Whether `specific` is a message of `general` with 1..MAX_OPTIONAL more key=value
+    fields whose values are parameters at its end (both in key order): a field a statement
+    appends on some calls only. When `general` itself ends in two or more fields, the
+    message writes a list of fields, and another set of keys is another statement (as
+    another order of the same keys is not, see `field_order`)."""
+    extra = len(specific) - len(general)
+    if not 0 < extra <= MAX_OPTIONAL:
+        return False
+    start = len(specific)
+    while start and _field(specific[start - 1]) is not None:
+        start -= 1
+    if len(specific) - start < extra or not _subsumes(general[:start], specific[:start]):
+        return False
+    if len(general) > start + 1:  # a list of fields and one more: another set of fields
+        return False
+    if all(g == WILDCARD for g in general[:start]) and start:
+        return False
+    have = collections.Counter(_field(t)[1] for t in specific[start:])  # type: ignore[index]
+    for t in general[start:]:
+        f = _field(t)
+        if f is None or have[f[1]] == 0:
+            return False
+        have[f[1]] -= 1
+    left = list(have.elements())
+    return all(_kv(t)[1] == WILDCARD for t in left)  # type: ignore[index]
+
+
+def _optional_homes(templates: Iterable[Msg]) -> dict[Msg, Msg]:
+    """Each template that another one `extends` into (the most specific such, following
+    chains): the template of the same statement without its optional fields."""
+    by_len: dict[int, list[tuple[Msg, Msg]]] = collections.defaultdict(list)
+    for t in templates:
+        by_len[len(t)].append((field_order(t), t))
+    home: dict[Msg, Msg] = {}
+    for length in sorted(by_len):
+        for ordered, t in by_len[length]:
+            if not t or _field(t[-1]) is None:
+                continue
+            best = None
+            for k in range(1, MAX_OPTIONAL + 1):
+                for g_ordered, g in by_len.get(length - k, ()):
+                    if extends(g_ordered, ordered):
+                        cand = (g.count(WILDCARD), g)
+                        best = cand if best is None or cand < best else best
+                if best is not None:
+                    break
+            if best is not None:
+                home[t] = home.get(best[1], best[1])
+    return home
+
+
 def _values_seen(final: list[tuple[Msg, list[Msg]]]) -> set[str]:
     """Plain words that filled a parameter position (one with `split_max_values` or more
     values) of a mined template: words known to be data."""
@@ -397,11 +591,20 @@ def cluster(msgs: Iterable[Msg], keys: set[str] | None = None,
         new_keys, kv_values = variable_keys(msgs)
         keys |= new_keys
         values |= kv_values
-    seen: dict[Msg, Msg] = {m: mask_values(m, keys) for m in msgs}
+    masked = {m: mask_values(m, keys) for m in msgs}
+    # mined with fields in key order; a template is written back in the order of the most
+    # general message written that way (an existing template, when one is among them)
+    seen: dict[Msg, Msg] = {m: field_order(v) for m, v in masked.items()}
+    written: dict[Msg, Msg] = {}
+    for m, v in masked.items():
+        o = seen[m]
+        if o not in written or (v.count(WILDCARD), written[o]) > (written[o].count(WILDCARD), v):
+            written[o] = v
     by_len: dict[int, set[Msg]] = collections.defaultdict(set)
     for m in seen.values():
         by_len[len(m)].add(m)
     result: dict[Msg, Msg] = {}
+    like: dict[Msg, Msg] = {}
     mined: list[list[tuple[Msg, list[Msg]]]] = []
     for length, group in by_len.items():
         if length == 0:
@@ -414,9 +617,16 @@ def cluster(msgs: Iterable[Msg], keys: set[str] | None = None,
     for final in mined:
         for tpl, part in _merge_alone(final, values):
             real = _template_of(part) if len(part) > 1 else tpl
+            like.setdefault(real, written[max(part, key=lambda m: (m.count(WILDCARD), m))])
             for m in part:
                 result[m] = real
-    return {m: result[masked] for m, masked in seen.items()}
+    home = _optional_homes(set(result.values()))
+    out = {}
+    for m, o in seen.items():
+        tpl = result[o]
+        tpl = home.get(tpl, tpl)
+        out[m] = _order_like(tpl, like[tpl]) if tpl in like else tpl
+    return out
 
 
 def _cluster_length(ordered: list[Msg]) -> list[tuple[Msg, list[Msg]]]:
@@ -460,6 +670,7 @@ class TemplateMiner:
         self.templates: dict[str, Msg] = {}
         self.retired: dict[str, Msg] = {}  # merged into a more general template
         self._index: dict[tuple[int, str], set[str]] = collections.defaultdict(set)
+        self._by_len: dict[int, set[str]] = collections.defaultdict(set)
         self._memo: dict[str, str] = {}
         self.keys: set[str] = set()  # keys whose values are parameters (key=value)
         self.values: set[str] = set()  # words seen as data
@@ -477,6 +688,7 @@ class TemplateMiner:
             self.templates[tid] = tokens
             first = tokens[0] if tokens else ""
             self._index[(len(tokens), first)].add(tid)
+            self._by_len[len(tokens)].add(tid)
         return tid
 
     def _remove(self, tid: str) -> None:
@@ -484,6 +696,7 @@ class TemplateMiner:
         self.retired[tid] = tokens
         first = tokens[0] if tokens else ""
         self._index[(len(tokens), first)].discard(tid)
+        self._by_len[len(tokens)].discard(tid)
 
     def match(self, msg: Msg) -> str | None:
         """The most specific known template matching a normalised message, if any."""
@@ -496,7 +709,23 @@ class TemplateMiner:
                     candidate = (tpl.count(WILDCARD), tid)
                     if best is None or candidate < best:
                         best = candidate
+        if best is None and msg and _field(msg[-1]) is not None:
+            return self._match_fields(msg)
         return best[1] if best is not None else None
+
+    def _match_fields(self, msg: Msg) -> str | None:
+        """A template of the message's statement written with its fields in another order,
+        or without optional trailing fields (see `cluster`); the most specific."""
+        ordered = field_order(msg)
+        for extra in range(0, MAX_OPTIONAL + 1):
+            found = []
+            for tid in self._by_len.get(len(msg) - extra, ()):
+                tpl = field_order(self.templates[tid])
+                if (_subsumes(tpl, ordered) if extra == 0 else extends(tpl, ordered)):
+                    found.append((tpl.count(WILDCARD), tid))
+            if found:
+                return min(found)[1]
+        return None
 
     def assign(self, texts: Sequence[str]) -> tuple[list[str], MinerUpdate]:
         """Template id for each distinct normalised text; mines what nothing matches."""
@@ -523,7 +752,8 @@ class TemplateMiner:
 
     def _mine(self, unmatched: dict[Msg, list[int]], ids: list, texts: Sequence[str],
               update: MinerUpdate) -> None:
-        lengths = {len(m) for m in unmatched}
+        # templates with optional fields the new messages lack may join theirs
+        lengths = {len(m) + k for m in unmatched for k in range(MAX_OPTIONAL + 1)}
         existing = {tokens: tid for tid, tokens in self.templates.items() if len(tokens) in lengths}
         mapping = cluster(list(unmatched) + list(existing), self.keys, self.values)
         # Existing templates whose cluster template differs have generalised: merge them

@@ -1,0 +1,139 @@
+"""One logging statement stays one template when its calls differ the way statements of
+other systems do: padded whitespace, optional trailing fields, lists of any length,
+embedded time stamps, fields in another order. The lines are made up here."""
+
+from __future__ import annotations
+
+import random
+
+import polars as pl
+import pytest
+
+from rlforge import db
+from rlforge.ingest import logs
+from rlforge.ingest import templates as tm
+
+
+def mine(messages: list[str], masks=()) -> list[str]:
+    """Template text of each message, mined as one batch."""
+    texts = tm.normalise(pl.Series(messages, dtype=pl.String), masks).to_list()
+    miner = tm.TemplateMiner()
+    distinct = sorted(set(texts))
+    ids, _ = miner.assign(distinct)
+    by_text = dict(zip(distinct, ids))
+    return [tm.template_text(miner.templates[by_text[t]]) for t in texts]
+
+
+def stream(messages: list[str], size: int) -> list[str]:
+    """Template id of each message, mined in batches of `size` (as ingest chunks do),
+    merges followed to the end."""
+    miner = tm.TemplateMiner()
+    ids: list[str] = []
+    merges: list[tuple[str, str]] = []
+    for i in range(0, len(messages), size):
+        texts = tm.normalise(pl.Series(messages[i:i + size], dtype=pl.String)).to_list()
+        got, update = miner.assign(texts)
+        ids += got
+        merges += update.merges
+    final = tm.resolve_merges(merges)
+    return [final.get(t, t) for t in ids]
+
+
+RNG = random.Random(37)
+USERS = ["ann", "bob", "cyd", "dee", "eve", "fay"]
+
+
+def _ctime(day: int, hour: int) -> str:
+    # a C ctime() stamp: the day of month is padded to two characters with a space
+    return f"Wed Mar {day:>2} {hour:02d}:14:09 2031"
+
+
+CASES = {
+    "whitespace run in a stamp": [
+        f"spool flushed at {_ctime(d, d + 3)} by {u}" for d, u in zip([2, 9, 17, 28, 5], USERS)],
+    "padded token boundary": [
+        f"queue{' ' * n}drained after {n * 7} ms" for n in (1, 2, 3, 1, 4)],
+    "optional trailing field": [
+        f"reindex finished for shard {n}" + (f" took_ms={n * 13}" if n % 2 else "")
+        for n in range(10, 20)],
+    "list of ids, comma and space": [
+        "evicting sessions " + ", ".join(f"sess-{RNG.randint(100, 999)}" for _ in range(k))
+        + " now" for k in (1, 2, 3, 4, 5, 2)],
+    "list of ids, no spaces": [
+        "evicting sessions " + ",".join(f"sess-{RNG.randint(100, 999)}" for _ in range(k))
+        for k in (1, 3, 5, 2)],
+    "list of ids, spaces only": [
+        "peers " + " ".join(f"n{RNG.randint(10, 99)}x" for _ in range(k)) + " joined"
+        for k in (1, 2, 4, 3)],
+    "stamp with month inside a token": [
+        f"lease renewed since {d:02d}/{m}/2031:0{d % 10}:11:12 +0100"
+        for d, m in [(3, "Mar"), (14, "Apr"), (25, "May"), (9, "Jun")]],
+    "stamp with AM/PM and zone": [
+        f"backup started on Mar {d}, 2031 {h}:05:33 {ap} {z}"
+        for d, h, ap, z in [(3, 4, "AM", "UTC"), (9, 11, "PM", "CET"), (12, 2, "PM", "UTC"),
+                            (20, 7, "AM", "PST")]],
+    "fields in another order": [
+        " ".join(["throttle applied"] + RNG.sample([f"rate={r}", f"burst={r * 2}",
+                                                    f"tenant=t{r}x"], 3))
+        for r in (10, 20, 30, 40, 50, 60)],
+}
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_one_statement_one_template(name):
+    got = mine(CASES[name])
+    assert len(set(got)) == 1, sorted(set(got))
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_one_statement_one_template_across_batches(name):
+    # one message at a time: later calls must join (or merge into) what earlier ones made
+    got = stream(CASES[name], 1)
+    assert len(set(got)) == 1
+
+
+def test_fields_keep_the_order_they_were_written_in():
+    # mined in key order, written back as the messages have them
+    got = mine([f"throttle applied rate={r} burst={r * 2}" for r in (1, 2, 3)])
+    assert set(got) == {"throttle applied rate=<*> burst=<*>"}
+    both = mine([f"throttle applied rate={r} burst={r * 2}" for r in (1, 2, 3)]
+                + ["throttle applied burst=9 rate=4"])
+    assert len(set(both)) == 1 and both[0] in ("throttle applied rate=<*> burst=<*>",
+                                               "throttle applied burst=<*> rate=<*>")
+
+
+def test_different_statements_stay_apart():
+    # what the robustness must not join: another key set in a list of fields, another
+    # trailing word, a constant value of an optional field
+    a = [f"auth failed; uid={n} tty=ssh rhost=h{n}x" for n in range(10, 16)]
+    b = [f"auth failed; uid={n} tty=ssh rhost=h{n}x user={u}" for n, u in zip(range(20, 26), USERS)]
+    c = [f"spool flushed by {u}" for u in USERS]
+    d = [f"spool flushed by {u} now" for u in USERS]
+    got = mine(a + b + c + d)
+    assert len({got[0], got[6], got[12], got[18]}) == 4
+    assert len(set(got[:6])) == len(set(got[6:12])) == 1
+
+
+def test_a_mask_of_the_value_after_a_key_keeps_the_key():
+    assert tm.apply_masks(pl.Series(["n run=12 ok=3"]), [r"=\d+"]).to_list() == \
+        ["n run=<*> ok=<*>"]
+
+
+def test_ingest_keeps_one_template_for_a_padded_stamp_and_an_optional_field(tmp_path):
+    log = tmp_path / "app.log"
+    lines = []
+    for i, d in enumerate([1, 4, 11, 15, 23, 30]):
+        extra = f" retry={i}" if i % 2 else ""
+        lines.append(f"2031-03-{d:02d} 10:00:0{i} INFO sched: job done at {_ctime(d, 10)}"
+                     f" for worker w{i}x{extra}")
+    log.write_text("\n".join(lines) + "\n")
+    con = db.connect(tmp_path / "t.duckdb")
+    try:
+        result = logs.ingest_file(con, log, fmt="<Date> <Time> <Level> <Component>: <Content>",
+                                  redactor=None)
+        assert result.status == "ok"
+        ids = [r[0] for r in con.execute(
+            "SELECT template_id FROM log_lines ORDER BY line_no").fetchall()]
+    finally:
+        con.close()
+    assert len(ids) == 6 and len(set(ids)) == 1
