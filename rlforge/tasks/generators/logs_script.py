@@ -277,6 +277,9 @@ class LogsScript(Generator):
         total = sum(made.values())
         counting_ok = sum(made[c] for c in COUNTING) + 1 <= self.max_count_share * (total + 1)
         facts = [f for f in self.facts if counting_ok or f not in COUNTING]
+        rejected_before = len(self.rejections)
+        skipped = {f: f"count cap (counting questions at most {self.max_count_share:.0%} of "
+                      "the tasks)" for f in self.facts if f not in facts}
         keys = {f: (made[f], rng.random()) for f in facts}  # the least asked first
         facts.sort(key=keys.__getitem__)
         visible = {n: render(rs).encode() for n, rs in seen_secs}
@@ -289,6 +292,7 @@ class LogsScript(Generator):
                 usable = [t for t in shared if tpl.get(t) and "<*>" in tpl[t] and
                           len(tpl[t].replace("<*>", "").strip()) >= 4]
                 if not usable:
+                    skipped[fact] = "no parametrised template in both windows"
                     continue
                 tid = rng.choice(usable)
                 template = tpl[tid]
@@ -302,6 +306,9 @@ class LogsScript(Generator):
                     continue
             a, b = fact_value(fact, seen, template), fact_value(fact, held, template)
             if a is None or b is None or a == b or a == 0 and fact != "template_count":
+                skipped[fact] = ("no answer in a window" if a is None or b is None else
+                                 "the visible and held-back answers are equal" if a == b else
+                                 "none in the visible window")
                 continue
             for files, differs in held_back_variants(fact, template, held_secs):
                 try:
@@ -320,6 +327,8 @@ class LogsScript(Generator):
             else:
                 self._reject(f"held-back logs ({fact}): no rotation leaves a reader that skips "
                              "compressed files with a wrong answer")
+        if len(self.rejections) == rejected_before:  # no candidate goes without a reason
+            self._reject("no question: " + "; ".join(f"{f}: {why}" for f, why in skipped.items()))
         return None
 
     def _reject(self, reason: str) -> None:
