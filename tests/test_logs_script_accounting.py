@@ -1,5 +1,6 @@
-"""logs.script on a source without ERROR records emits nothing; it must say why for every
-candidate window pair, never a silent zero (HDFS from ../shared/data/loghub)."""
+"""logs.script on a source without ERROR records (HDFS from ../shared/data/loghub): every
+candidate window pair is a task or a reason, never a silent zero, and a fact that needs no
+ERROR record (the component that logged the most records) is asked."""
 
 from __future__ import annotations
 
@@ -30,3 +31,11 @@ def test_every_candidate_is_a_task_or_a_reason(tmp_path):
     assert candidates > 0
     assert len(specs) + len(explained) == candidates
     assert all(r["reason"] for r in gen.rejections)
+    assert not con.execute("SELECT count(*) FROM log_lines WHERE level IN ('error', 'fatal')"
+                           ).fetchall()[0][0]
+    facts = {s.extra_metadata["fact"] for s in specs}
+    assert "top_component" in facts
+    for s in specs:
+        visible, held = (c["answer"]["answer"] for c in s.reference["cases"])
+        assert visible != held  # a remembered answer fails the held-back case
+    assert "first_error_time" in gen.skipped(con) and "top_component" not in gen.skipped(con)
