@@ -4,6 +4,8 @@ label, which the generator used to skip without a word)."""
 
 from __future__ import annotations
 
+import json
+
 from rlforge import db
 from rlforge.ingest import tickets
 from rlforge.tasks.generators.tickets_triage import TicketTriage
@@ -36,3 +38,22 @@ def test_every_candidate_is_a_spec_or_a_counted_drop(tmp_path):
     assert sorted(emitted | set(dropped)) == ids and not emitted & set(dropped)
     assert "fewer than 3 tickets" in dropped["csv:R1"] and "'refund'" in dropped["csv:R1"]
     assert dropped["csv:N1"] == "no category value"
+
+
+def test_the_build_summary_adds_up(cli, tmp_path):
+    """Through the CLI: candidates = emitted + dropped, and the rare label's drop is printed."""
+    assert cli("ingest", "tickets", _export(tmp_path)).exit_code == 0
+    out = tmp_path / "tasks"
+    result = cli("build-tasks", "--generators", "tickets.triage", "--out", out, "--no-validate",
+                 "--json")
+    assert result.exit_code == 0, result.output
+    text = result.output
+    report = json.loads(text[text.index("{"): text.rindex("}") + 1])
+    g = report["per_generator"]["tickets.triage"]
+    assert g["candidates"] == 16 == g["emitted"] + g["dropped"]
+    assert g["unaccounted"] == 0
+    assert any("'refund' is on fewer than 3 tickets" in d["reason"] for d in report["drops"])
+    shown = cli("build-tasks", "--generators", "tickets.triage", "--out", out, "--no-validate",
+                "--force")
+    assert shown.exit_code == 0 and "candidates" in shown.output
+    assert "fewer than 3 tickets" in shown.output

@@ -390,7 +390,11 @@ def build_tasks(con: duckdb.DuckDBPyConnection, opts: BuildOptions,
     area.finish()
     return BuildReport(
         out=str(opts.out), build_id=build_id,
-        per_generator={g: {"specs": c["specs"], "emitted": c["emitted"],
+        per_generator={g: {"candidates": c["specs"] + c["rejected"],
+                           "unaccounted": c["specs"] + c["rejected"] - c["emitted"]
+                           - c["dropped_validation"] - c["exact_duplicates"] - c["rejected"]
+                           - c["dropped_difficulty"],
+                           "specs": c["specs"], "emitted": c["emitted"],
                            "dropped": c["dropped_validation"] + c["exact_duplicates"]
                            + c["rejected"] + c["dropped_difficulty"],
                            **{k: c[k] for k in ("dropped_validation", "exact_duplicates",
