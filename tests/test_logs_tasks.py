@@ -57,6 +57,9 @@ def test_fact_values_and_ties():
     assert fact_value("error_count", recs) == 3
     assert fact_value("top_error_component", recs) == "a"
     assert fact_value("top_error_component", recs[:2]) is None  # a tie has no single answer
+    # any level: "b" logged as many records as "a" (a tie), and more once "a"'s fatal goes
+    assert fact_value("top_component", recs) is None
+    assert fact_value("top_component", recs[:2] + recs[3:]) == "b"
 
 
 def test_build_and_validate_both_log_generators(cli, logs_db, tmp_path, query):

@@ -139,3 +139,44 @@ def test_year_flag_through_the_cli(cli, tmp_path):
     text = result.output
     f = json.loads(text[text.index("{"): text.rindex("}") + 1])["files"][0]
     assert "times are written without a year: year 2016 from --year" in f["notes"]
+
+
+# Real HealthApp lines (Loghub HealthApp_2k.log, lines 78-81 and 1244): the milliseconds
+# after the last colon are written without leading zeros, like the hours and minutes.
+HEALTHAPP_SHORT = [
+    "20171223-22:15:35:98|Step_SPUtils|30002312|setTodayTotalDetailSteps=1514038440000##7017",
+    "20171223-22:15:35:104|Step_ExtSDM|30002312|calculateCaloriesWithCache totalCalories=126797",
+    "20171223-22:15:35:11|Step_SPUtils|30002312|getTodayTotalDetailSteps = 1514038440000##7007",
+    "20171223-23:1:5:7|Step_LSC|30002312|processHandleBroadcastAction action:android.intent",
+]
+
+
+def test_healthapp_short_millis_and_unpadded_fields(tmp_path):
+    con = db.connect(tmp_path / "x.duckdb")
+    r = logs.ingest_file(con, _write(tmp_path / "h.log", HEALTHAPP_SHORT), fmt=HEALTHAPP)
+    assert r.n_flagged == 0
+    assert [t for t, _ in _times(con, "h.log")] == [
+        dt.datetime(2017, 12, 23, 22, 15, 35, 98000), dt.datetime(2017, 12, 23, 22, 15, 35, 104000),
+        dt.datetime(2017, 12, 23, 22, 15, 35, 11000), dt.datetime(2017, 12, 23, 23, 1, 5, 7000)]
+
+
+@pytest.mark.parametrize("fmt,stamp", [
+    ("<Time> <Level> <Content>", "20171223-22:15:35{sep}{frac}"),
+    ("<Date> <Time> <Level> <Content>", "2017-12-23 22:15:35{sep}{frac}"),
+    (r"\[<Time>\] <Level> <Content>", "[2017-12-23T22:15:35{sep}{frac}]"),
+    ("<Month> <Day> <Time> <Level> <Content>", "Dec 23 22:15:35{sep}{frac}"),
+])
+@pytest.mark.parametrize("sep,frac,micros", [
+    (":", "7", 7000), (":", "98", 98000), (":", "104", 104000),
+    (".", "7", 700000), (".", "98", 980000), (".", "104", 104000),
+    (",", "7", 700000), (",", "98", 980000), (",", "104", 104000),
+])
+def test_a_fraction_of_one_to_three_digits_parses_in_every_layout(tmp_path, fmt, stamp, sep,
+                                                                  frac, micros):
+    """Milliseconds after a colon count (`:7` is 7 ms); after a dot or comma they are a
+    decimal fraction (`.7` is 0.7 s)."""
+    con = db.connect(tmp_path / "x.duckdb")
+    line = f"{stamp.format(sep=sep, frac=frac)} ERROR disk full"
+    r = logs.ingest_file(con, _write(tmp_path / "a.log", [line]), fmt=fmt, year=2017)
+    assert (r.n_loaded, r.n_flagged) == (1, 0)
+    assert _times(con, "a.log") == [(dt.datetime(2017, 12, 23, 22, 15, 35, micros), None)]

@@ -150,11 +150,16 @@ def _check_judge(report, base_url: str | None, model: str | None, min_auc: float
 def _print_build(report) -> None:
     # The path goes on a line of its own: a table's title wraps at the table's width.
     console.print(f"build-tasks → {report.out}", highlight=False, soft_wrap=True)
-    t = Table("generator", "specs", "emitted", "dropped", "train", "val", "test")
+    t = Table("generator", "candidates", "emitted", "dropped", "train", "val", "test")
     for g, s in report.per_generator.items():
-        t.add_row(g, f"{s['specs']:,}", f"{s['emitted']:,}", f"{s['dropped']:,}",
+        t.add_row(g, f"{s['candidates']:,}", f"{s['emitted']:,}", f"{s['dropped']:,}",
                   f"{s['split_train']:,}", f"{s['split_val']:,}", f"{s['split_test']:,}")
     console.print(t)
+    for g, s in report.per_generator.items():
+        if s["unaccounted"]:
+            console.print(f"[yellow]  {g}: {s['unaccounted']:,} candidate(s) neither emitted "
+                          "nor dropped[/]",
+                          highlight=False, soft_wrap=True)
     for g, fields in getattr(report, "learnability", {}).items():
         for name, f in sorted(fields.items()):
             console.print(

@@ -641,7 +641,8 @@ def ingest_file(con: duckdb.DuckDBPyConnection, path: str | Path, *, fmt: str = 
 def _time_notes(con, run_id: int, parser: LogFormat) -> list[str]:
     """What the summary says about times and levels: records whose time field parsed to
     no time (flagged `time_unparsed`, with an example), where the year of times written
-    without one came from, and a level field that holds no levels."""
+    without one came from, a level field that holds no levels and a field taken as the
+    host."""
     notes = []
     times = parser.times
     bad = con.execute(
@@ -664,6 +665,8 @@ def _time_notes(con, run_id: int, parser: LogFormat) -> list[str]:
             f"year {years} from the file's modification time (give --year if that is wrong)"))
     if parser.level_warning:
         notes.append(parser.level_warning)
+    if parser.host_note:
+        notes.append(parser.host_note)
     return notes
 
 

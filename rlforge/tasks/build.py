@@ -58,7 +58,9 @@ from rlforge.tasks import registry
 from rlforge.tasks.render import PACKAGE_ROOT, Renderer, RenderedTask, render_task
 from rlforge.tasks.generators.repair.checks import CheckerBackend
 from rlforge.tasks.spec import BuildContext, TaskSpec
-from rlforge.tasks.splits import exact_key, hash_split, near_duplicate_groups, time_split
+from rlforge.tasks import lineage
+from rlforge.tasks.splits import (SPLITS, exact_key, hash_split, near_duplicate_groups,
+                                  time_split)
 from rlforge.tasks import versions
 from rlforge.tasks.staging import BuildArea, task_digest
 from rlforge.verify.validate import VALIDATION_FILE, ValidationBackend, ValidationResult
@@ -244,11 +246,17 @@ def _unsupported(con, info, settings: Settings | None) -> dict[str, str]:
         return {}  # its source tables do not exist yet
 
 
-def _assign_splits(specs: list[TaskSpec], opts: BuildOptions) -> list[str]:
+def _assign_splits(specs: list[TaskSpec], opts: BuildOptions,
+                   inside: dict[lineage.Fix, set[str]] | None = None) -> list[str]:
+    """Each spec's split. Repair tasks (`spec.fix`) split by history per repository, and
+    the build fails if a train task's workspace still holds a held-out task's fix."""
+    inside = inside or {}
     if opts.split_by == "time":
         if opts.cutoff is None:
             raise UserError("--split-by time needs --cutoff DATE (e.g. 2024-06-01)")
-        return [time_split(s.time, opts.cutoff) for s in specs]
+        splits = [time_split(s.time, opts.cutoff) for s in specs]
+        _check_fixes(specs, splits, inside)
+        return splits
     groups = near_duplicate_groups([s.group_key for s in specs], [s.dedup_text for s in specs],
                                    [s.related_groups for s in specs])
     # Tasks sharing a group key or a related group, or near-duplicate texts, now share the
@@ -256,7 +264,46 @@ def _assign_splits(specs: list[TaskSpec], opts: BuildOptions) -> list[str]:
     # The generator is not part of the hash: the same thread, commit or incident lands in
     # one split whichever generators made tasks of it (a fix in commits.repair and
     # incidents.repair, a ticket in triage, reply and incidents.diagnose).
-    return [hash_split(g, opts.ratios) for g in groups]
+    splits = [hash_split(g, opts.ratios) for g in groups]
+    fixes = {s.fix: s.time for s in specs if s.fix}
+    if fixes:
+        by_fix = lineage.split_in_history_order(list(fixes), {f: (
+            t is None, t.timestamp() if t else 0.0, f[1]) for f, t in fixes.items()}, opts.ratios)
+        splits = _held_out_wins(groups, splits, [by_fix.get(s.fix) if s.fix else None
+                                                 for s in specs])
+        # A train task whose workspace holds a held-out fix (history out of time order)
+        # joins that split, with its group, until none does.
+        while True:
+            of_fix = {s.fix: sp for s, sp in zip(specs, splits) if s.fix}
+            moved: list[str | None] = [None] * len(specs)
+            for i, s in enumerate(specs):
+                if s.fix and splits[i] == "train":
+                    held = [of_fix[(s.fix[0], sha)] for sha in inside.get(s.fix, ())
+                            if of_fix.get((s.fix[0], sha), "train") != "train"]
+                    moved[i] = max(held, key=SPLITS.index) if held else None
+            if not any(moved):
+                break
+            splits = _held_out_wins(groups, splits, moved)
+    _check_fixes(specs, splits, inside)
+    return splits
+
+
+def _held_out_wins(groups: list[str], splits: list[str], wanted: list[str | None]) -> list[str]:
+    """Every group whose member wants a split takes the most held-out one wanted in it."""
+    best: dict[str, str] = {}
+    for g, w in zip(groups, wanted):
+        if w is not None and SPLITS.index(w) >= SPLITS.index(best.get(g, w)):
+            best[g] = w
+    return [best.get(g, sp) for g, sp in zip(groups, splits)]
+
+
+def _check_fixes(specs: list[TaskSpec], splits: list[str],
+                 inside: dict[lineage.Fix, set[str]]) -> None:
+    of_fix: dict[lineage.Fix, str] = {}
+    for s, sp in zip(specs, splits):
+        if s.fix:  # one commit in two generators: the most held-out split counts
+            of_fix[s.fix] = max(of_fix.get(s.fix, sp), sp, key=SPLITS.index)
+    lineage.check(of_fix, inside)
 
 
 def _validation_payload(spec: TaskSpec) -> bytes:
@@ -300,8 +347,9 @@ def build_tasks(con: duckdb.DuckDBPyConnection, opts: BuildOptions,
     area.open(opts.force)  # the marker: a rerun after a crash knows this build
     try:
         specs = _generate(con, opts, gens, gen_q, stats, drops, progress, learnability)
+        inside = lineage.fixes_in_workspaces(con, [s.fix for s in specs if s.fix])
         unique, reused, continues = _render_all(specs, opts, renderer, previous,
-                                                area.validation, set(area.journal))
+                                                area.validation, set(area.journal), inside)
         if not continues:  # another dataset (another seed, other generators): no history
             previous = []
         chosen_difficulty = {}
@@ -342,7 +390,11 @@ def build_tasks(con: duckdb.DuckDBPyConnection, opts: BuildOptions,
     area.finish()
     return BuildReport(
         out=str(opts.out), build_id=build_id,
-        per_generator={g: {"specs": c["specs"], "emitted": c["emitted"],
+        per_generator={g: {"candidates": c["specs"] + c["rejected"],
+                           "unaccounted": c["specs"] + c["rejected"] - c["emitted"]
+                           - c["dropped_validation"] - c["exact_duplicates"] - c["rejected"]
+                           - c["dropped_difficulty"],
+                           "specs": c["specs"], "emitted": c["emitted"],
                            "dropped": c["dropped_validation"] + c["exact_duplicates"]
                            + c["rejected"] + c["dropped_difficulty"],
                            **{k: c[k] for k in ("dropped_validation", "exact_duplicates",
@@ -462,7 +514,8 @@ def _generate(con, opts: BuildOptions, gens: dict[str, registry.GeneratorInfo],
 
 def _render_all(specs: list[TaskSpec], opts: BuildOptions, renderer: Renderer,
                 previous: list[dict[str, Any]], validation: str | None,
-                journalled: frozenset[str] | set[str] = frozenset()
+                journalled: frozenset[str] | set[str] = frozenset(),
+                inside: dict[lineage.Fix, set[str]] | None = None
                 ) -> tuple[dict[str, RenderedTask], set[str], bool]:
     """Split every spec and render it in memory, by task id (two specs may render alike);
     note the tasks the previous build in `--out` already holds (see the module docstring),
@@ -481,7 +534,7 @@ def _render_all(specs: list[TaskSpec], opts: BuildOptions, renderer: Renderer,
                and r["task_id"] not in journalled and (opts.out / r["task_id"]).is_dir()}
     known = {r["task_id"] for r in same_seed}
     unique: dict[str, RenderedTask] = {}
-    for spec, split in zip(specs, _assign_splits(specs, opts)):
+    for spec, split in zip(specs, _assign_splits(specs, opts, inside)):
         spec.tests_data = {**spec.tests_data, VALIDATION_FILE: _validation_payload(spec)}
         t = render_task(spec, renderer, seed=opts.seed, split=split)
         unique.setdefault(t.task_id, t)

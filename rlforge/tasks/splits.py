@@ -6,6 +6,8 @@ Tasks are grouped before they are split, and a whole group lands in one split:
   candidate pairs, a Jaccard estimate to confirm them, union-find to merge groups.
 The split of a group is a stable hash of its smallest key, so adding data never moves an
 existing group. `--split-by time` instead cuts at a date: before it train, from it on test.
+Repair tasks (a workspace at a commit's parent holds every earlier fix) split by history
+per repository instead of by hash: see `rlforge.tasks.lineage`.
 Exact duplicates (same text and same reference) are dropped before grouping.
 """
 

@@ -33,6 +33,7 @@ class LogFormat:
         self.time_fields: set[str] = set()  # other fields that only hold times (not redacted)
         self.year: int | None = None  # the year of times written without one (else mtime's)
         self.level_warning: str | None = None  # set by prepare: a level field without levels
+        self.host_note: str | None = None  # set by prepare: a field recognised as the host
 
     def prepare(self, sample: pl.Series, year_hint: dt.datetime) -> None:
         self.times = TimeParser(year_hint, year=self.year)

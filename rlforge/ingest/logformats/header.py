@@ -14,6 +14,7 @@ import polars as pl
 
 from rlforge.errors import UserError
 from rlforge.ingest.logformats.base import LogFormat, finish_frame
+from rlforge.ingest.logformats.levels import normalise_level
 from rlforge.ingest.logformats.timestamps import TimeParser, share
 
 _FIELD = re.compile(r"<([A-Za-z_][A-Za-z0-9_]*)>")
@@ -25,6 +26,10 @@ _ROLE = {
     "host": ("host", "hostname", "node", "server", "machine"),
     "message": ("content", "message", "msg"),
 }
+
+# A host name as loggers write it: letters, digits, dots, dashes, underscores, one letter at least.
+_HOST_NAME = r"^[A-Za-z0-9][A-Za-z0-9._-]*$"
+_HAS_LETTER = r"[A-Za-z]"
 
 _PLAIN_TEXT = re.compile(r"(?:[^\\.^$*+?()\[\]{}|]|\\[^A-Za-z0-9])*")
 
@@ -141,6 +146,7 @@ class HeaderFormat(LogFormat):
             raise UserError(f"format {spec!r} has no <Content> field (the message); "
                             "add one, e.g. '... <Component>: <Content>'")
         self.names = names
+        self.literals = literals
         self.message_field = msg[0]
         exact, fast = ["^"], ["^"]
         for i, lit in enumerate(literals):
@@ -180,8 +186,11 @@ class HeaderFormat(LogFormat):
         self.ts_fields = [n for n, lo in zip(names, lower) if lo in _TS_FIELDS]
         self.ts_chosen: list[str] | None = None
         self.time_fields = set(self.ts_fields)
-        used = set(roles.values()) | {self.message_field}
-        self.extra = [n for n in names if n not in used]
+        self._set_extra()
+
+    def _set_extra(self) -> None:
+        used = set(self.roles.values()) | {self.message_field}
+        self.extra = [n for n in self.names if n not in used]
 
     def describe(self) -> str:
         return self.spec
@@ -260,3 +269,40 @@ class HeaderFormat(LogFormat):
             self.times = TimeParser(year_hint, chosen=[], year=self.year)
         else:
             self.ts_chosen, self.times = best[1], best[2]
+        self._find_host(sample)
+
+    def _find_host(self, sample: pl.Series) -> None:
+        """Take as the host the field right after the time, when the format names no host
+        and that field holds host names: Loghub formats write syslog's host under other
+        names (`<Month> <Date> <Time> <User> <Component>...` on macOS, `<Level>` on Linux,
+        `<User>` after the time fields on Thunderbird). The field must follow the time
+        (and any other time-like fields) after blanks only, have no role but level, hold
+        no level words and, on the sample, mostly single host-like words of which fewer
+        than half are distinct."""
+        if "host" in self.roles or not self.ts_chosen:
+            return
+        i = max(self.names.index(n) for n in self.ts_chosen) + 1
+        while i < len(self.names) and self.names[i] in self.time_fields:
+            i += 1
+        if i >= len(self.names) or self.literals[i].strip(" ") or not self.literals[i]:
+            return
+        name = self.names[i]
+        if name == self.message_field or name in (self.roles.get("component"),):
+            return
+        frame = self._fields(sample)
+        values = frame[name].drop_nulls()
+        values = values.filter(values != "")
+        if values.len() == 0:
+            return
+        hostlike = values.str.contains(_HOST_NAME) & values.str.contains(_HAS_LETTER) \
+            & normalise_level(values).is_null()
+        if share(hostlike) < 0.9 or values.n_unique() > max(1, values.len() // 2):
+            return
+        if self.roles.get("level") == name:
+            del self.roles["level"]
+            self.level_warning = None
+        self.roles["host"] = name
+        self._set_extra()
+        examples = ", ".join(repr(v) for v in values.unique(maintain_order=True).head(3).to_list())
+        self.host_note = (f"the field <{name}> after the time holds host names (e.g. "
+                          f"{examples}): stored as the host")

@@ -75,9 +75,14 @@ class TimeParser:
 
     @staticmethod
     def _clean(texts: pl.Series) -> pl.Series:
-        out = texts.str.strip_chars().str.replace(r"(\d\d:\d\d:\d\d),(\d)", "${1}.${2}")
-        # HH:MM:SS:mmm (milliseconds after a colon, e.g. `20171223-22:15:29:606`)
-        out = out.str.replace(r"(\d:\d\d:\d\d):(\d{3})$", "${1}.${2}")
+        # A decimal fraction after a comma is one after a dot (`22:15:29,6` is 0.6 s).
+        out = texts.str.strip_chars().str.replace(r"(\d:\d{1,2}:\d{1,2}),(\d)", "${1}.${2}")
+        # H:M:S:m, milliseconds after a colon, written without leading zeros like the other
+        # fields (`20171223-22:15:35:98` comes before `...:35:104`): `:98` is 0.098 s.
+        hms = r"(\d:\d{1,2}:\d{1,2}):"
+        out = out.str.replace(hms + r"(\d{3})$", "${1}.${2}") \
+            .str.replace(hms + r"(\d{2})$", "${1}.0${2}") \
+            .str.replace(hms + r"(\d)$", "${1}.00${2}")
         out = out.str.replace_all(r"\s+", " ")
         if out.str.contains(r"(?i)^\p{L}{3,5}\.? ").any():
             for local, eng in _MONTHS_LOCAL.items():

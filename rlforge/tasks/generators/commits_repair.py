@@ -272,7 +272,7 @@ class CommitsRepair(Generator):
                      "python_version": ".".join(system_python_version().split(".")[:2])},
             reference=reference,
             solution_files={"solve.sh": SOLVE_SH, "gold.diff": snap.gold_diff.encode("utf-8", "surrogateescape")},
-            verifier="repair", group_key=f"{row.repo}@{row.sha}",
+            verifier="repair", group_key=f"{row.repo}@{row.sha}", fix=(row.repo, row.sha),
             dedup_text=row.message, time=row.committed_at,
             null=Submission("null", {}, "the starting workspace, unchanged"),
             adversarial=adversarial, workspace=workspace,

@@ -15,7 +15,8 @@ part (`grep -c` over the files, say) gets the held-back answer wrong; the advers
 submissions include such `grep` one-liners and a fixed answer.
 
 Facts: when the first record at level ERROR or FATAL was logged; the minute with the most
-such records; which component logged the most of them; and, counting (at most
+such records; which component logged the most of them; which component logged the most
+records at any level (asked on sources without errors too); and, counting (at most
 `max_count_share` of the tasks): how many records are at level ERROR or FATAL, how many
 match a pattern (stated by `logs_common.PATTERN_RULE`). Every expected answer is computed
 again from the directories as written, by the rule the statement gives; a fact whose two
@@ -36,8 +37,10 @@ from rlforge.tasks.generators.logs_common import (ERROR_LEVELS, PATTERN_RULE, Re
 from rlforge.tasks.registry import Generator, register
 from rlforge.tasks.spec import BuildContext, SourceRef, Submission, TaskSpec, stable_sample
 
-FACTS = ("first_error_time", "peak_error_minute", "top_error_component", "error_count",
-         "template_count")
+FACTS = ("first_error_time", "peak_error_minute", "top_error_component", "top_component",
+         "error_count", "template_count")
+# Facts that need no record at level ERROR or FATAL (a source without errors still has tasks).
+ANY_LEVEL = ("top_component", "template_count")
 COUNTING = ("error_count", "template_count")
 RECORD_LINE = r"^(\S+) +(\S+) +(\S+) +(\S+?): (.*)$"  # fields: one or more spaces apart
 
@@ -52,6 +55,10 @@ print(sum(1 for _, _, message in records if pattern.fullmatch(message)))
 ''',
     "top_error_component": '''
 counts = collections.Counter(c for level, c, _ in records if level in ("ERROR", "FATAL") and c != "-")
+print(counts.most_common(1)[0][0] if counts else "")
+''',
+    "top_component": '''
+counts = collections.Counter(c for _, c, _ in records if c != "-")
 print(counts.most_common(1)[0][0] if counts else "")
 ''',
     "first_error_time": '''
@@ -122,7 +129,7 @@ def fact_value(fact: str, records: list[Record], template: str | None = None):
             return min(errors).strftime("%Y-%m-%d %H:%M:%S")
         return minute_of_peak([(r.ts, r.level) for r in records])
     counts = Counter((r.component or "").replace(" ", "_") for r in records
-                     if r.level in ERROR_LEVELS and r.component)
+                     if (fact == "top_component" or r.level in ERROR_LEVELS) and r.component)
     top = counts.most_common(2)
     if not top or (len(top) == 2 and top[0][1] == top[1][1]):
         return None  # no errors, or a tie: no single right answer
@@ -145,7 +152,8 @@ def stated_fact(fact: str, text: str, template: str | None = None):
         return min(times).strftime("%Y-%m-%d %H:%M:%S") if times and None not in times else None
     if fact == "peak_error_minute":
         return minute_of_peak([(shown_time(r), r.level.lower()) for r in shown])
-    top = Counter(r.component for r in errors if r.component != "-").most_common(2)
+    among = shown if fact == "top_component" else errors
+    top = Counter(r.component for r in among if r.component != "-").most_common(2)
     return None if not top or len(top) == 2 and top[0][1] == top[1][1] else top[0][0]
 
 
@@ -176,6 +184,8 @@ def _turns_on(fact: str, template: str | None):
     if fact == "template_count":
         rx = pattern_regex(template or "")
         return lambda r: rx.fullmatch(r.message.split("\n", 1)[0]) is not None
+    if fact == "top_component":
+        return lambda r: bool(r.component)
     return lambda r: r.level in ERROR_LEVELS
 
 
@@ -226,6 +236,8 @@ GREP = {
                          "| uniq -c | sort -rn | head -1 | sed -E 's/^ *[0-9]+ //'",
     "top_error_component": "grep -hIE ' (ERROR|FATAL) ' \"$1\"/* | awk '{print $4}' | "
                            "tr -d : | sort | uniq -c | sort -rn | head -1 | awk '{print $2}'",
+    "top_component": "grep -hIv '^\t' \"$1\"/* | awk '{print $4}' | tr -d : | grep -vx -- - | "
+                     "sort | uniq -c | sort -rn | head -1 | awk '{print $2}'",
 }
 
 
@@ -256,6 +268,21 @@ class LogsScript(Generator):
         by_run: Counter = Counter(w.ingest_run for w in window_stats(con, self.window))
         return sum(n - 1 for n in by_run.values() if n >= 2)
 
+    def skipped(self, con) -> dict[str, str]:
+        """Facts this database cannot support, with the reason (for `--list`)."""
+        n_fail, n_comp, n_ts = con.execute("""
+            SELECT count(*) FILTER (WHERE level IN ('error', 'fatal')),
+                   count(DISTINCT component), count(ts) FROM log_lines""").fetchall()[0]
+        out = {}
+        for fact in self.facts:
+            if fact not in ANY_LEVEL and not n_fail:
+                out[fact] = "no record is at level ERROR or FATAL"
+            elif fact in ("first_error_time", "peak_error_minute") and not n_ts:
+                out[fact] = "no record has a time"
+            elif fact in ("top_error_component", "top_component") and n_comp < 2:
+                out[fact] = "fewer than two components"
+        return out
+
     def specs(self, ctx: BuildContext):
         windows = window_stats(ctx.con, self.window)
         by_run: dict[int, list[WindowStats]] = {}
@@ -277,6 +304,9 @@ class LogsScript(Generator):
         total = sum(made.values())
         counting_ok = sum(made[c] for c in COUNTING) + 1 <= self.max_count_share * (total + 1)
         facts = [f for f in self.facts if counting_ok or f not in COUNTING]
+        rejected_before = len(self.rejections)
+        skipped = {f: f"count cap (counting questions at most {self.max_count_share:.0%} of "
+                      "the tasks)" for f in self.facts if f not in facts}
         keys = {f: (made[f], rng.random()) for f in facts}  # the least asked first
         facts.sort(key=keys.__getitem__)
         visible = {n: render(rs).encode() for n, rs in seen_secs}
@@ -289,6 +319,7 @@ class LogsScript(Generator):
                 usable = [t for t in shared if tpl.get(t) and "<*>" in tpl[t] and
                           len(tpl[t].replace("<*>", "").strip()) >= 4]
                 if not usable:
+                    skipped[fact] = "no parametrised template in both windows"
                     continue
                 tid = rng.choice(usable)
                 template = tpl[tid]
@@ -302,6 +333,9 @@ class LogsScript(Generator):
                     continue
             a, b = fact_value(fact, seen, template), fact_value(fact, held, template)
             if a is None or b is None or a == b or a == 0 and fact != "template_count":
+                skipped[fact] = ("no answer in a window" if a is None or b is None else
+                                 "the visible and held-back answers are equal" if a == b else
+                                 "none in the visible window")
                 continue
             for files, differs in held_back_variants(fact, template, held_secs):
                 try:
@@ -320,6 +354,10 @@ class LogsScript(Generator):
             else:
                 self._reject(f"held-back logs ({fact}): no rotation leaves a reader that skips "
                              "compressed files with a wrong answer")
+        if len(self.rejections) == rejected_before:  # no candidate goes without a reason
+            capped = [f for f, why in skipped.items() if why.startswith("count cap")]
+            ordered = [f for f in skipped if f not in capped] + capped  # the cap says least
+            self._reject("no question: " + "; ".join(f"{f}: {skipped[f]}" for f in ordered))
         return None
 
     def _reject(self, reason: str) -> None:
@@ -364,6 +402,7 @@ class LogsScript(Generator):
                                  "in UTC as `YYYY-MM-DD HH:MM`",
             "top_error_component": "the component that logged the most records at level ERROR "
                                    "or FATAL",
+            "top_component": "the component that logged the most records, at any level",
         }[fact]
         gold = GOLD_HEAD + (f"TEMPLATE_REGEX = {pattern_regex(template).pattern!r}\n" if template else "") \
             + GOLD[fact]

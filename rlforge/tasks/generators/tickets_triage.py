@@ -134,6 +134,13 @@ class TicketTriage(Generator):
                   AND {field} IN (SELECT unnest(?::VARCHAR[]))
                 ORDER BY ticket_id""", [origin, labels]).fetchall()
             name = self.field_names.get(field, field.replace("_", " "))
+            for ticket_id, label in con.execute(f"""
+                    SELECT ticket_id, {field} FROM tickets
+                    WHERE origin = ? AND body IS NOT NULL AND trim({field}) <> ''
+                      AND {field} NOT IN (SELECT unnest(?::VARCHAR[]))
+                    ORDER BY ticket_id""", [origin, labels]).fetchall():
+                self._reject(ticket_id, f"{name} {label[:40]!r} is on fewer than "
+                                        f"{self.min_per_label} tickets of {origin}: no label")
             if is_ordinal(field, labels):
                 reason = (f"{name} is ordinal: exact-match scoring gives a near miss no credit "
                           f"and no partial-credit rule is defined; refused")
@@ -148,6 +155,10 @@ class TicketTriage(Generator):
                 else:
                     usable.append(r)
             if len({r[4] for r in usable}) < 2:
+                reason = (f"{name} of {origin}: fewer than two labels left once the tickets "
+                          "without a usable text are set aside")
+                for r in usable:
+                    self._reject(r[0], reason)
                 continue
             figures = measure([f"{r[2] or ''}\n{r[3]}" for r in usable], [r[4] for r in usable],
                               ctx.seed)
