@@ -85,34 +85,13 @@ def common_share(text, common, n=2):
     return sum(1 for p in grams if p in common) / len(grams) if grams else 0.0
 
 
-SAME_SOURCE = 0.3     # texts sharing this much of the shorter one's 4-grams are one text
-
-
 def copied_share(text, sources):
-    """The share of the word 4-grams of `text` that only one of `sources` holds.
-
-    A company's replies share their phrasing ("please don't hesitate to"): a 4-gram that
-    two distinct texts shown hold is the house's way of saying things, which any reply to
-    the same issue uses, and is no copy. Texts that share SAME_SOURCE or more of the
-    shorter one's 4-grams (one template sent twice) count as one text, so a knowledge
-    base holding a reply twice does not make that reply's wording the house's."""
+    """The share of the word 4-grams of `text` that occur in any of `sources`."""
     grams = _ngrams(words(text), COPY_N)
-    if not grams:
-        return 0.0
-    groups = []  # [first member's 4-grams, every member's 4-grams]
+    shown = set()
     for source in sources:
-        own = _ngrams(words(source), COPY_N)
-        for first, members in groups:
-            if own and first and len(own & first) >= SAME_SOURCE * min(len(own), len(first)):
-                members |= own
-                break
-        else:
-            groups.append((own, set(own)))
-    seen, shared = set(), set()
-    for _, members in groups:
-        shared |= seen & members & grams
-        seen |= members & grams
-    return len(seen - shared) / len(grams)
+        shown |= _ngrams(words(source), COPY_N)
+    return len(grams & shown) / len(grams) if grams else 0.0
 
 
 # Which ticket a reply answers. A reply's content words (not stop words, not the required
@@ -155,12 +134,10 @@ def cosine(a, b):
 
 
 def topic_scores(topic, text, facts):
-    """(highest cosine with the real reply or a KB reply alike it, highest cosine with
-    another issue's reply) of a reply. The real reply is one way to answer; the knowledge
-    base's replies close to it (`alike`) are others, and a reply may follow any of them."""
+    """(cosine with the real reply, highest cosine with another issue's reply) of a reply."""
     drop = {w for f in facts for w in words(f)}
     mine = topic_vector(text, topic["idf"], topic["default_idf"], drop)
-    return (max(cosine(mine, same) for same in [topic["reply"], *topic.get("alike", [])]),
+    return (cosine(mine, topic["reply"]),
             max((cosine(mine, other) for other in topic["others"]), default=0.0))
 
 
@@ -221,8 +198,7 @@ def score_reply(ref, submitted):
         floor, margin = topic.get("floor", TOPIC_FLOOR), topic.get("margin", TOPIC_MARGIN)
         comps["on_topic"] = component(own >= floor and own >= other - margin, 0, "medium",
                                       gate=True,
-                                      detail=f"{own:.2f} alike the words of the real reply or one "
-                                             f"like it (at least "
+                                      detail=f"{own:.2f} alike the real reply's words (at least "
                                              f"{floor:.2f}); {other:.2f} another issue's (at most "
                                              f"{margin:.2f} more)")
     if ref.get("common_bigrams"):
