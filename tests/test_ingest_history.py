@@ -41,9 +41,9 @@ def git(repo: Path, *args: str | bytes, data: bytes | None = None) -> bytes:
 def raw_commit(repo: Path, message: bytes, *, author: bytes = ADA,
                when: bytes = b"1704103200 +0000", headers: bytes = b"",
                literally: bool = False) -> str:
-    """A commit object of these exact bytes on top of main (same tree as its parent)."""
+    """A commit object of these exact bytes on top of main, of the tree in the index."""
     head = git(repo, "rev-parse", "HEAD").strip()
-    tree = git(repo, "rev-parse", "HEAD^{tree}").strip()
+    tree = git(repo, "write-tree").strip()
     body = (b"tree " + tree + b"\nparent " + head + b"\nauthor " + author + b" " + when
             + b"\ncommitter " + ADA + b" 1704103200 +0000\n" + headers + b"\n" + message)
     sha = git(repo, "hash-object", "-t", "commit", "-w", "--stdin",
@@ -52,10 +52,16 @@ def raw_commit(repo: Path, message: bytes, *, author: bytes = ADA,
     return sha
 
 
-def commit_files(repo: Path, files: dict[bytes, bytes], message: str) -> str:
+def stage(repo: Path, files: dict[bytes, bytes]) -> None:
     for name, content in files.items():
-        (repo / os.fsdecode(name)).write_bytes(content)
+        path = repo / os.fsdecode(name)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(content)
     git(repo, "add", "-A")
+
+
+def commit_files(repo: Path, files: dict[bytes, bytes], message: str) -> str:
+    stage(repo, files)
     git(repo, "commit", "-q", "-m", message)
     return git(repo, "rev-parse", "HEAD").strip().decode()
 
@@ -162,3 +168,64 @@ def test_progress_is_reported_in_a_pipe(cli, odd_repo):
     # a line as reading starts (then one every 15 s): commits read so far, of how many
     assert re.search(r"reading .*odd; commits read \d+/11, \d+s", result.output)
     assert "quarantined: author time out of range" in result.output
+
+
+# --- what reads the commits tables: commits.repair ---------------------------------------
+
+PRICE = b"def total(lines):\n    return sum(price for price, qty in lines)\n\n\n" \
+        b"def cents(x):\n    return int(x * 100)\n"
+
+
+def build_shop(repo: Path) -> None:
+    """A Python project whose tree holds odd names and whose fixes have odd bytes: a fix
+    with a Latin-1 message and author that also changes files named with a tab and a
+    newline (a task), one that changes a file whose name is not UTF-8 (dropped, with its
+    reason), and a plain one whose parent tree holds every odd name (a task)."""
+    repo.mkdir()
+    git(repo, "init", "-q", "-b", "main")
+    commit_files(repo, {
+        b"pyproject.toml": b'[project]\nname = "shop"\nversion = "0.1.0"\ndependencies = []\n\n'
+                           b'[tool.pytest.ini_options]\ntestpaths = ["tests"]\n',
+        b"shop/__init__.py": b"", b"shop/price.py": PRICE,
+        b"tests/test_price.py": b"from shop.price import total\n\n\ndef test_empty():\n"
+                                b"    assert total([]) == 0\n",
+        b"notes/tab\there.txt": b"1\n", b"notes/new\nline.txt": b"2\n",
+        b"data/caf\xe9.csv": b"name,price\ncaf\xe9,2\n", b"sur\xed\xa0\x80.txt": b"3\n"},
+        "Shop: order totals and prices in cents")
+    stage(repo, {b"shop/price.py": PRICE.replace(b"sum(price for", b"sum(price * qty for"),
+                 b"tests/test_quantity.py": b"from shop.price import total\n\n\n"
+                                            b"def test_quantity():\n"
+                                            b"    assert total([(2, 3), (1, 4)]) == 10\n",
+                 b"notes/tab\there.txt": b"1\nquantities count\n",
+                 b"notes/new\nline.txt": b"2\nquantities count\n"})
+    raw_commit(repo, b"total() ignores the quantity of each line\n\nReported by J\xf6rg: the "
+                     b"caf\xe9 totals were too low.\n", author=JOERG)
+    stage(repo, {b"shop/price.py": (repo / "shop/price.py").read_bytes() + b"\n\nTAX = 0.2\n",
+                 b"tests/test_tax.py": b"from shop.price import TAX\n\n\ndef test_tax():\n"
+                                       b"    assert TAX == 0.2\n",
+                 b"data/caf\xe9.csv": b"name,price\ncaf\xe9,3\n"})
+    raw_commit(repo, b"Add the tax rate and raise the price of coffee\n")
+    commit_files(repo, {b"shop/price.py": (repo / "shop/price.py").read_bytes().replace(
+        b"int(x * 100)", b"round(x * 100)"),
+        b"tests/test_cents.py": b"from shop.price import cents\n\n\ndef test_cents_rounds():\n"
+                                b"    assert cents(0.29) == 29\n"},
+        "cents() truncates instead of rounding\n\ncents(0.29) gives 28: 0.29 * 100 is "
+        "28.999999999999996.")
+
+
+@pytest.mark.slow
+@pytest.mark.sandbox
+def test_build_tasks_from_odd_histories(cli, odd_repo, tmp_path, query):
+    build_shop(tmp_path / "shop")
+    result = cli("ingest", "commits", odd_repo[0], tmp_path / "shop", "-q")
+    assert result.exit_code == 0, result.output
+    result = cli("build-tasks", "--generators", "commits.repair", "--out", tmp_path / "tasks")
+    assert result.exit_code == 0, result.output
+    assert "dropped 1 × commits.repair: path not UTF-8" in result.output
+    tasks = sorted(p for p in (tmp_path / "tasks").iterdir() if (p / "task.toml").is_file())
+    instructions = sorted((t / "instruction.md").read_text() for t in tasks)
+    assert len(tasks) == 2, result.output
+    assert "Reported by Jörg: the café totals were too low." in instructions[1]
+    assert "cents(0.29) gives 28" in instructions[0]
+    (reason,), = query("SELECT reason FROM task_drops WHERE reason LIKE 'path not UTF-8%'")
+    assert "café.csv" in reason
