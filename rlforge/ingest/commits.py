@@ -145,8 +145,6 @@ def repo_root(path: str | Path) -> Path:
     return Path(proc.stdout.strip()).resolve()
 
 
-
-
 @dataclass
 class CommitRecord:
     sha: str
