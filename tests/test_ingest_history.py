@@ -16,10 +16,6 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
-
-from rlforge.ingest import gitbytes
 
 ENV = {"GIT_AUTHOR_NAME": "Ada Lovelace", "GIT_AUTHOR_EMAIL": "ada@example.com",
        "GIT_COMMITTER_NAME": "Ada Lovelace", "GIT_COMMITTER_EMAIL": "ada@example.com",
@@ -172,16 +168,6 @@ def test_progress_is_reported_in_a_pipe(cli, odd_repo):
     # a line as reading starts (then one every 15 s): commits read so far, of how many
     assert re.search(r"reading .*odd; commits read \d+/11, \d+s", result.output)
     assert "quarantined: author time out of range" in result.output
-
-
-@given(st.binary(max_size=64))
-def test_any_bytes_split_into_text_and_exact_bytes(data):
-    text = data.decode("utf-8", "surrogateescape")  # as rlforge reads git's output
-    shown, exact = gitbytes.split(text)
-    assert shown is not None
-    shown.encode("utf-8")  # storable text: no stray byte is left in it
-    assert (exact if exact is not None else shown.encode()) == data
-    assert exact is None or shown != text
 
 
 # --- what reads the commits tables: commits.repair ---------------------------------------
