@@ -143,7 +143,9 @@ class Redactor:
         return cls(key, kinds=set(KINDS) - off, patterns=patterns, regions=regions, logs=logs)
 
     def _placeholder(self, kind: str, value: str) -> str:
-        mac = hmac.digest(self._key, f"{kind}\x00{value}".encode(), "sha256")
+        # surrogateescape: a value read from git may hold bytes that are not UTF-8
+        mac = hmac.digest(self._key, f"{kind}\x00{value}".encode("utf-8", "surrogateescape"),
+                          "sha256")
         return f"<{kind}_{mac[:3].hex()}>"
 
     def pseudonym(self, kind: str, value: str) -> str:
