@@ -247,7 +247,7 @@ class _Gen:
 
     def email(self, lang: str) -> tuple[str, str]:
         p, r = self.person[lang], self.r
-        first, last = _ascii(p.first_name()), _ascii(p.last_name()).replace(" ", "")
+        first, last = (re.sub(r"[^a-z0-9]", "", _ascii(x)) for x in (p.first_name(), p.last_name()))
         local = r.choice([f"{first}.{last}", f"{first[0]}.{last}", f"{first}{r.randrange(100)}"])
         domain = r.choice(DOMAINS)
         name, tld = domain.rsplit(".", 1)
