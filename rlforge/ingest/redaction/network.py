@@ -57,6 +57,8 @@ def _h_email_obf(tok: str) -> list[Span]:
     labels = domain.split(".")
     if labels[-1] not in _TLDS or len(labels) < 2 or not all(labels) or not local.strip("."):
         return []
+    if last.group().strip() == "at" and "dot" not in tok[last.end():].lower():
+        return []  # "Service at host.example.com": prose; the spelled style spells "dot" too
     return [(start, len(tok), "EMAIL", f"{local}@{domain}".lower())]
 
 
