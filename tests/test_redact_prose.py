@@ -60,6 +60,9 @@ POSITIVES = [
     ("Mail: maria(at)gmail.com", "Mail: <EMAIL>"),
     ("Konto: m.schmitz@gmail.com", "Konto: <EMAIL>"),
     ("Cuenta: ana_lopez@yahoo.es", "Cuenta: <EMAIL>"),
+    # a plain address after prose " at " stays an address (the spelled rule must not eat it)
+    ("mail me at jane.doe@example.com", "mail me at <EMAIL>"),
+    ("write to us at support.team@corp.example.co.uk today", "write to us at <EMAIL> today"),
     # national phone shapes
     ("Tagsüber unter 030 / 6246 8152 erreichbar.", "Tagsüber unter <PHONE> erreichbar."),
     ("Fax 089/2345678", "Fax <PHONE>"),

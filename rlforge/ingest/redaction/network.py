@@ -41,6 +41,7 @@ def _h_email(tok: str) -> list[Span]:
 
 
 _AT_RX, _DOT_RX = re.compile(AT), re.compile(DOT)
+_PLAIN_EMAIL = re.compile(r"[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}")
 # top-level domains an obfuscated address may end in (a word after " dot " must be one)
 _TLDS = frozenset("com net org edu gov info biz io co me eu uk de fr es it nl pt pl be se at ch "
                   "dk no fi ie lu cz sk hu ro gr us ca au br mx ar in jp cn ru tr".split())
@@ -48,7 +49,12 @@ _TLDS = frozenset("com net org edu gov info biz io co me eu uk de fr es it nl pt
 
 def _h_email_obf(tok: str) -> list[Span]:
     """``maria dot rossi at gmail dot com``, ``maria [at] gmail [dot] com``: the words
-    after the last-but-one "at" and the domain after the last, read as an address."""
+    after the last-but-one "at" and the domain after the last, read as an address. A
+    plain address at the end ("me at jane.doe@example.com") is read as one."""
+    if "@" in tok:
+        plain = _PLAIN_EMAIL.search(tok)
+        return [(plain.start() + s, plain.start() + e, kind, value)
+                for s, e, kind, value in _h_email(plain.group())] if plain else []
     ats = list(_AT_RX.finditer(tok))
     last = ats[-1]
     start = ats[-2].end() if len(ats) > 1 else 0

@@ -115,8 +115,10 @@ _LABEL = r"[A-Za-z0-9_%+-]+"
 # An e-mail written to dodge scrapers: "maria dot rossi at gmail dot com", "maria [at]
 # gmail [dot] com", "maria(at)gmail.com"; words joined by " at " before the last one are
 # taken too, and the detector keeps what stands after the last-but-one " at ".
+# An address written plainly right after prose ("mail me at jane.doe@example.com") is
+# taken whole too, so that the detector can hand it to the plain e-mail rule.
 _EMAIL_OBF = (rf"{_LABEL}(?:{DOT}{_LABEL})*(?:{AT}{_LABEL}(?:{DOT}{_LABEL})*)*"
-              rf"{AT}[A-Za-z0-9-]+(?:{DOT}[A-Za-z0-9-]+)+")
+              rf"{AT}[A-Za-z0-9-]+(?:{DOT}[A-Za-z0-9-]+)+(?:[A-Za-z0-9._%+-]*@[A-Za-z0-9.-]+)?")
 DATE = (r"[0-9]{1,4}[./-][0-9]{1,2}[./-][0-9]+|[0-9]{1,2}\.?[ ][A-Za-zäéû]+\.?[ ][0-9]+"
          r"|[A-Za-z]+\.?[ ][0-9]{1,2}(?:st|nd|rd|th)?,?[ ][0-9]+")
 _DOB_AFTER = rf"(?:{DATE})[ \t]+{phrases_rx(*DOB_AFTER)}"
