@@ -386,6 +386,16 @@ MIGRATIONS: list[Migration] = [
             rlforge_version VARCHAR
         );
     """),
+    Migration("0011_commit_bytes", """
+        -- The exact bytes of a text git gave that is not UTF-8; NULL when the text column
+        -- holds it exactly (see rlforge.ingest.gitbytes). The text column then reads each
+        -- stray byte as its Windows-1252 character (U+FFFD where it has none).
+        ALTER TABLE commits ADD COLUMN message_bytes BLOB;
+        ALTER TABLE commits ADD COLUMN author_bytes BLOB;     -- with --no-redact only
+        ALTER TABLE commits ADD COLUMN committer_bytes BLOB;  -- with --no-redact only
+        ALTER TABLE commit_files ADD COLUMN path_bytes BLOB;
+        ALTER TABLE commit_files ADD COLUMN old_path_bytes BLOB;
+    """),
 ]
 
 

@@ -8,7 +8,10 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
+from rlforge.ingest import gitbytes
 from rlforge.ingest.commits import is_test_path, language_of
 
 GIT_ENV = {"GIT_AUTHOR_NAME": "Ada Lovelace", "GIT_AUTHOR_EMAIL": "ada@example.com",
@@ -144,3 +147,14 @@ def test_concurrent_git_log_reads_what_one_reads(repo, monkeypatch):
     known = {c.sha for c in one[:5]}
     assert facts(commits.read(repo, known=known, workers=3)) == facts(c for c in one
                                                                       if c.sha not in known)
+
+
+@given(st.binary(max_size=64))
+def test_any_bytes_split_into_text_and_exact_bytes(data):
+    text = data.decode("utf-8", "surrogateescape")  # as rlforge reads git's output
+    shown, exact = gitbytes.split(text)
+    assert shown is not None
+    shown.encode("utf-8")  # storable text: no stray byte is left in it
+    assert (exact if exact is not None else shown.encode()) == data
+    assert exact is None or shown != text
+

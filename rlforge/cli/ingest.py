@@ -51,13 +51,17 @@ def ingest_options(cfg, no_redact: bool) -> IngestOptions:
 def file_progress(label: str, files: int, quiet: bool) -> Iterator:
     """A progress callback for `rlforge.ingest.load`: on a terminal a bar over the files
     with rows/s (rows are counted as each file ends: nothing is claimed before the first
-    does); elsewhere a line per file, then every 15 s."""
+    does, except the records read of a repository, counted as git writes them); elsewhere
+    a line per file, then every 15 s (with those records read, when there are)."""
     if quiet or not console.is_terminal:
         with stage_progress(f"ingest {label}", quiet) as update:
             def say(event: FileProgress) -> None:
                 if update and event.stage == "reading":
                     update(f"reading {event.path}; files done", int(event.files_done),
                            event.files)
+                elif update and event.stage == "records":
+                    update(f"reading {event.path}; {label} read", event.records,
+                           event.records_total)
             yield say
         return
     columns = [SpinnerColumn(), TextColumn("[bold]{task.description}"), BarColumn(),
@@ -71,6 +75,11 @@ def file_progress(label: str, files: int, quiet: bool) -> Iterator:
                 progress.update(task, description=f"{label} {event.path.name}")
             elif event.stage == "statement":
                 progress.update(task, completed=event.files_done)
+            elif event.stage == "records":
+                rate = event.records / max(event.seconds, 1e-9)
+                progress.update(task, completed=event.files_done,
+                                rows=f"{event.records:,}/{event.records_total or 0:,} {label}",
+                                rate=f"{rate:,.0f}/s")
             else:
                 rate = event.rows / max(event.seconds, 1e-9)
                 progress.update(task, completed=event.files_done, rows=f"{event.rows:,} rows",

@@ -4,7 +4,8 @@
 database's redactor, ingest each file as its own transaction (a file that fails does not
 stop the others: `IngestSession`), then link what was loaded to the incidents
 (`rlforge.links`). They return an `IngestBatch`, which the command prints; a progress
-callback, when given, hears of each file as it starts and ends.
+callback, when given, hears of each file as it starts and ends (and, for a repository,
+of the commits read from it as git writes them).
 """
 
 from __future__ import annotations
@@ -63,18 +64,24 @@ class FileProgress:
     """Where an ingest over several files is, for a progress display.
 
     `stage` is `reading` as a file starts, `statement` while DuckDB works through it (then
-    `files_done` counts the fraction of it done), `done` when it ends.
+    `files_done` counts the fraction of it done), `records` as records of the current file
+    are read (`records` of `records_total`; commits, which git writes slowly), `done` when
+    it ends.
     """
 
-    stage: Literal["reading", "statement", "done"]
+    stage: Literal["reading", "statement", "records", "done"]
     path: Path
     files_done: float
     files: int
     rows: int  # records read from the files finished
     seconds: float
+    records: int = 0  # of the current file, at stage `records`
+    records_total: int | None = None
 
 
 Progress = Callable[[FileProgress], None]
+#: records(read so far, of how many) while one file is read
+RecordProgress = Callable[[int, int], None]
 
 
 def nothing_loaded(r: IngestResult) -> str | None:
@@ -146,7 +153,8 @@ def load_tickets(db_path: str | Path, paths: Iterable[Path], *, fmt: str = "auto
     """
     from rlforge.ingest import tickets
 
-    def one(con: duckdb.DuckDBPyConnection, path: Path, redactor: Any) -> IngestResult:
+    def one(con: duckdb.DuckDBPyConnection, path: Path, redactor: Any,
+            _records: RecordProgress | None) -> IngestResult:
         return tickets.ingest_file(con, path, fmt=fmt, mapping=mapping, redactor=redactor,
                                    on_conflict=on_conflict, origin=origin)
 
@@ -159,8 +167,9 @@ def load_commits(db_path: str | Path, repos: Iterable[Path], *, rev: str = "--al
     """Ingest the commits of local git repositories not stored yet."""
     from rlforge.ingest import commits
 
-    def one(con: duckdb.DuckDBPyConnection, path: Path, redactor: Any) -> IngestResult:
-        return commits.ingest_repo(con, path, rev=rev, redactor=redactor)
+    def one(con: duckdb.DuckDBPyConnection, path: Path, redactor: Any,
+            records: RecordProgress | None) -> IngestResult:
+        return commits.ingest_repo(con, path, rev=rev, redactor=redactor, progress=records)
 
     return _load(db_path, "commits", repos, one, options, progress)
 
@@ -175,7 +184,8 @@ def load_logs(db_path: str | Path, paths: Iterable[Path], *, fmt: str = "auto",
 
     masks = list(masks)
 
-    def one(con: duckdb.DuckDBPyConnection, path: Path, redactor: Any) -> IngestResult:
+    def one(con: duckdb.DuckDBPyConnection, path: Path, redactor: Any,
+            _records: RecordProgress | None) -> IngestResult:
         return logs.ingest_file(con, path, fmt=fmt, masks=masks, keys=keys, unparsed=unparsed,
                                 redactor=redactor, year=year)
 
@@ -183,7 +193,7 @@ def load_logs(db_path: str | Path, paths: Iterable[Path], *, fmt: str = "auto",
 
 
 def _load(db_path: str | Path, source: str, paths: Iterable[Path],
-          one: Callable[[duckdb.DuckDBPyConnection, Path, Any], IngestResult],
+          one: Callable[[duckdb.DuckDBPyConnection, Path, Any, RecordProgress | None], IngestResult],
           options: IngestOptions, progress: Progress | None, *, watch: bool = False,
           logs: bool = False) -> IngestBatch:
     session = IngestSession(db_path)
@@ -192,7 +202,7 @@ def _load(db_path: str | Path, source: str, paths: Iterable[Path],
                                  patterns=options.redaction_patterns,
                                  regions=options.phone_regions, logs=logs)
         results = _each_file(session, source, list(paths),
-                             lambda con, p: one(con, p, redactor), progress,
+                             lambda con, p, records: one(con, p, redactor, records), progress,
                              watch and progress is not None)
         batch = IngestBatch(source, results, redacted=bool(options.redact))
         _link(session.con, options, batch)
@@ -203,16 +213,25 @@ def _load(db_path: str | Path, source: str, paths: Iterable[Path],
 
 
 def _each_file(session: IngestSession, source: str, paths: list[Path],
-               ingest: Callable[[duckdb.DuckDBPyConnection, Path], IngestResult],
+               ingest: Callable[[duckdb.DuckDBPyConnection, Path, RecordProgress | None], IngestResult],
                progress: Progress | None, watch: bool) -> list[IngestResult]:
-    """Ingest the files one by one, telling `progress` as each starts and ends."""
+    """Ingest the files one by one, telling `progress` as each starts and ends, and as
+    the ingest reports records read from one."""
     results: list[IngestResult] = []
     started, rows = time.perf_counter(), 0
 
-    def tell(stage: Any, path: Path, done: float) -> None:
+    def tell(stage: Any, path: Path, done: float, records: int = 0,
+             total: int | None = None) -> None:
         if progress is not None:
             progress(FileProgress(stage, path, done, len(paths), rows,
-                                  time.perf_counter() - started))
+                                  time.perf_counter() - started, records, total))
+
+    def read_some(done: int, total: int) -> None:
+        if current:
+            tell("records", current[-1], len(results) + (done / total if total else 0),
+                 done, total)
+
+    records = None if progress is None else read_some
 
     current: list[Path] = []
     stop = threading.Event()
@@ -235,7 +254,7 @@ def _each_file(session: IngestSession, source: str, paths: list[Path],
         for p in paths:
             current.append(p)
             tell("reading", p, len(results))
-            r = session.run(source, p, ingest)
+            r = session.run(source, p, lambda con, path: ingest(con, path, records))
             results.append(r)
             rows += r.n_read
             tell("done", p, len(results))

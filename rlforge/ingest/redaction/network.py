@@ -7,7 +7,7 @@ from __future__ import annotations
 import ipaddress
 import re
 
-from rlforge.ingest.redaction.rules import Detector, Span
+from rlforge.ingest.redaction.rules import AT, DOT, Detector, Span
 
 _RETINA = re.compile(r"[0-9]+x")
 
@@ -40,6 +40,34 @@ def _h_email(tok: str) -> list[Span]:
     return [(0, len(tok), "EMAIL", tok.lower())] if local.strip(".") else []
 
 
+_AT_RX, _DOT_RX = re.compile(AT), re.compile(DOT)
+_PLAIN_EMAIL = re.compile(r"[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}")
+# top-level domains an obfuscated address may end in (a word after " dot " must be one)
+_TLDS = frozenset("com net org edu gov info biz io co me eu uk de fr es it nl pt pl be se at ch "
+                  "dk no fi ie lu cz sk hu ro gr us ca au br mx ar in jp cn ru tr".split())
+
+
+def _h_email_obf(tok: str) -> list[Span]:
+    """``maria dot rossi at gmail dot com``, ``maria [at] gmail [dot] com``: the words
+    after the last-but-one "at" and the domain after the last, read as an address. A
+    plain address at the end ("me at jane.doe@example.com") is read as one."""
+    if "@" in tok:
+        plain = _PLAIN_EMAIL.search(tok)
+        return [(plain.start() + s, plain.start() + e, kind, value)
+                for s, e, kind, value in _h_email(plain.group())] if plain else []
+    ats = list(_AT_RX.finditer(tok))
+    last = ats[-1]
+    start = ats[-2].end() if len(ats) > 1 else 0
+    local = _DOT_RX.sub(".", tok[start:last.start()])
+    domain = _DOT_RX.sub(".", tok[last.end():]).lower()
+    labels = domain.split(".")
+    if labels[-1] not in _TLDS or len(labels) < 2 or not all(labels) or not local.strip("."):
+        return []
+    if last.group().strip() == "at" and "dot" not in tok[last.end():].lower():
+        return []  # "Service at host.example.com": prose; the spelled style spells "dot" too
+    return [(start, len(tok), "EMAIL", f"{local}@{domain}".lower())]
+
+
 def _h_ipv6(tok: str) -> list[Span]:
     try:
         ip = ipaddress.IPv6Address(tok)
@@ -70,5 +98,5 @@ def _h_ipv4(tok: str) -> list[Span]:
 
 
 
-DETECTORS: dict[str, Detector] = {"email": _h_email, "mac": _h_mac, "ipv6": _h_ipv6,
+DETECTORS: dict[str, Detector] = {"email": _h_email, "email_obf": _h_email_obf, "mac": _h_mac, "ipv6": _h_ipv6,
                                   "ipv4": _h_ipv4}

@@ -20,11 +20,12 @@ import functools
 import re
 import string
 
-from rlforge.ingest.redaction.rules import CARD, DATE, ID_CTX, ID_VALUE, PHONE_NUM, Detector, Span
+from rlforge.ingest.redaction.rules import (CARD, DATE, EMAIL_TAIL, ID_CTX, ID_VALUE, PHONE_NUM,
+                                            Detector, Span)
 from rlforge.ingest.redaction.secrets import generic_token
 from rlforge.ingest.redaction.words import ID_WORDS, MONTHS
 
-DEFAULT_REGIONS: tuple[str, ...] = ("US", "GB", "DE", "FR", "NL", "IT")
+DEFAULT_REGIONS: tuple[str, ...] = ("US", "GB", "DE", "FR", "NL", "IT", "ES", "PT", "PL")
 
 
 @functools.lru_cache(maxsize=None)
@@ -147,6 +148,66 @@ def ssn_ok(ssn: str) -> bool:
             and ssn[0] != "9" and ssn[3:5] != "00" and ssn[5:] != "0000")
 
 
+_DNI_LETTERS = "TRWAGMYFPDXBNJZSQVHLCKE"
+
+
+def dni_ok(dni: str) -> bool:
+    """The Spanish DNI (8 digits) or NIE (X, Y or Z and 7 digits) and its check letter."""
+    m = re.fullmatch(r"([XYZ]?)([0-9]{7,8})([A-Z])", dni)
+    if m is None or len(m[1] + m[2]) != 8:
+        return False
+    number = int(str("XYZ".index(m[1])) + m[2] if m[1] else m[2])
+    return _DNI_LETTERS[number % 23] == m[3]
+
+
+def _valid_date(y: int, m: int, d: int) -> bool:
+    try:
+        dt.date(y, m, d)
+    except ValueError:
+        return False
+    return True
+
+
+def pesel_ok(pesel: str) -> bool:
+    """The Polish PESEL: a birth date (the century in the month), a serial and a weighted
+    check digit."""
+    if not re.fullmatch(r"[0-9]{11}", pesel):
+        return False
+    total = sum(int(c) * w for c, w in zip(pesel, (1, 3, 7, 9, 1, 3, 7, 9, 1, 3)))
+    if (10 - total % 10) % 10 != int(pesel[10]):
+        return False
+    month = int(pesel[2:4])
+    century = {0: 1900, 20: 2000, 40: 2100, 60: 2200, 80: 1800}[month // 20 * 20]
+    return _valid_date(century + int(pesel[:2]), month % 20, int(pesel[4:6]))
+
+
+def nif_pt_ok(nif: str) -> bool:
+    """The Portuguese tax number (NIF): 9 digits, a mod-11 check digit."""
+    if not re.fullmatch(r"[1235689][0-9]{8}", nif):
+        return False
+    rest = sum(int(c) * w for c, w in zip(nif, range(9, 1, -1))) % 11
+    return (0 if rest < 2 else 11 - rest) == int(nif[8])
+
+
+def be_number_ok(number: str) -> bool:
+    """The Belgian national number: a birth date, a serial, and 97 less the rest mod 97
+    (with a 2 in front for people born from 2000)."""
+    if not re.fullmatch(r"[0-9]{11}", number):
+        return False
+    body, check = number[:9], int(number[9:])
+    return check in (97 - int(body) % 97, 97 - int("2" + body) % 97)
+
+
+def personnummer_ok(number: str) -> bool:
+    """The Swedish personnummer (YYMMDD and 4 digits, Luhn over the 10) with a real date
+    (a samordningsnummer adds 60 to the day)."""
+    digits = number[-10:]
+    if not re.fullmatch(r"(?:[0-9]{2})?[0-9]{10}", number) or not _luhn(digits):
+        return False
+    day = int(digits[4:6])
+    return _valid_date(2000, int(digits[2:4]), day - 60 if day > 60 else day)
+
+
 _NINO = re.compile(r"[A-CEGHJ-PR-TW-Z][A-CEGHJ-NPR-TW-Z][0-9]{6}[A-Z]")
 _SVNR = re.compile(r"[0-9]{2}(?:0[1-9]|[12][0-9]|3[01])(?:0[1-9]|1[0-2])[0-9]{2}[A-Z][0-9]{3}")
 
@@ -164,6 +225,12 @@ def national_id(text: str, hint: str | None = None) -> tuple[str, str] | None:
         return "NATIONAL_ID", compact
     if _SVNR.fullmatch(compact):
         return "NATIONAL_ID", compact
+    if dni_ok(compact):
+        return "NATIONAL_ID", compact
+    if re.fullmatch(r"[0-9]{2}\.[0-9]{2}\.[0-9]{2}-[0-9]{3}\.[0-9]{2}", text) and be_number_ok(compact):
+        return "NATIONAL_ID", compact
+    if re.fullmatch(r"(?:[0-9]{2})?[0-9]{6}[-+][0-9]{4}", text) and personnummer_ok(compact.replace("+", "")):
+        return "NATIONAL_ID", compact.replace("+", "")
     if hint is None:
         return None
     if hint == "SSN":
@@ -174,7 +241,8 @@ def national_id(text: str, hint: str | None = None) -> tuple[str, str] | None:
     if hint == "ACCOUNT":
         ok = bool(re.fullmatch(r"[A-Z0-9]{6,34}", compact)) and sum(c.isdigit() for c in compact) >= 6
         return ("ACCOUNT", compact) if ok else None
-    if nir_ok(compact) or bsn_ok(compact) or steuer_id_ok(compact) or ssn_ok(compact):
+    if any(ok(compact) for ok in (nir_ok, bsn_ok, steuer_id_ok, ssn_ok, pesel_ok, nif_pt_ok,
+                                  be_number_ok, personnummer_ok)):
         return "NATIONAL_ID", compact
     if re.fullmatch(r"[A-Z0-9]{8,20}", compact) and sum(c.isdigit() for c in compact) >= 6:
         return "NATIONAL_ID", compact  # an id number the context names, of no known shape
@@ -240,8 +308,8 @@ _IBAN_LENGTHS = dict(
     TR=26, UA=29, VA=22, VG=24, XK=20,
 )
 _SPLIT_CARD = re.compile(r"[ -]")
-_PHONE_PART = re.compile(r"[ .-]?(?:\([0-9]{1,5}\)|[0-9]+)")  # whole groups: never half a run
-_PUNCT_OUT = str.maketrans("", "", " .-()+")  # phone punctuation out, digits stay
+_PHONE_PART = re.compile(r"(?:[ .-]?|[ ]?/[ ]?)(?:\([0-9]{1,5}\)|[0-9]+)")  # whole groups: never half a run
+_PUNCT_OUT = str.maketrans("", "", " .-()+/")  # phone punctuation out, digits stay
 
 
 def _luhn(digits: str) -> bool:
@@ -283,7 +351,8 @@ def _iban_ok(compact: str) -> bool:
 
 
 _ID_KIND = {w.replace("'", ""): k for w, k in ID_WORDS.items()}
-_ID_CTX_RX = re.compile(ID_CTX.replace(f"[ \\t]+{ID_VALUE}", f"[ \\t]+(?P<v>{ID_VALUE})"))
+_ID_CTX_RX = re.compile(ID_CTX.replace(f"[ \\t]+{ID_VALUE}", f"[ \\t]+(?P<v>{ID_VALUE})")
+                        + f"(?P<mail>{EMAIL_TAIL})?")
 assert "(?P<v>" in _ID_CTX_RX.pattern
 
 
@@ -292,11 +361,15 @@ def _h_id_ctx(tok: str) -> list[Span]:
     hint = next((k for w, k in sorted(_ID_KIND.items(), key=lambda x: -len(x[0]))
                  if low.startswith(w)), None)
     m = _ID_CTX_RX.fullmatch(tok)
-    if m is None:  # cannot happen: the rule's own expression
+    if m is None or m["mail"]:  # an e-mail address: left to the e-mail rules
         return []
     value, start = m["v"], m.start("v")
     # the value may have taken words after the id: try the longest group prefix first
     groups = re.split(r"(?<=[A-Za-z0-9])(?=[ .-])", value)
+    if len(groups) > 1 and groups[0].isalpha() and groups[0].islower() and groups[1][:1] == " ":
+        # a lower-case word the cue's gap left before the id ("numéro national est le ...")
+        start += len(groups[0]) + 1
+        groups = [groups[1][1:], *groups[2:]]
     # groups after the first hold digits or are one letter (a NINO's suffix): never words
     ok = 1
     while ok < len(groups) and (any(c.isdigit() for c in groups[ok])
@@ -320,6 +393,13 @@ def _h_dob_ctx(tok: str) -> list[Span]:
         if iso is not None:
             return [(m.start(), m.start() + len(date), "DOB", iso)]
     return []
+
+
+def _h_dob_after(tok: str) -> list[Span]:
+    """A date followed by a word saying it is one's birth: "am 27.10.1949 geboren"."""
+    m = re.match(rf"(?:{DATE})", tok)
+    iso = birth_date(m.group()) if m else None
+    return [(0, m.end(), "DOB", iso)] if m and iso else []
 
 
 def _h_order_ctx(tok: str) -> list[Span]:
@@ -435,7 +515,7 @@ _NANP = re.compile(r"(?:1[ .-]?)?(?:\([2-9][0-9]{2}\)[ .-]?|[2-9][0-9]{2}[ .-])[
 
 
 DETECTORS: dict[str, Detector] = {
-    "id_ctx": _h_id_ctx, "dob_ctx": _h_dob_ctx, "order_ctx": _h_order_ctx,
+    "id_ctx": _h_id_ctx, "dob_ctx": _h_dob_ctx, "dob_after": _h_dob_after, "order_ctx": _h_order_ctx,
     "card_ctx": _h_card_ctx, "natid": _h_natid, "iban": _h_iban, "card": _h_card,
     "phone_ctx": _h_phone_ctx, "phone": _h_phone,
 }

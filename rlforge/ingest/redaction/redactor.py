@@ -51,7 +51,8 @@ def _h_placeholder(tok: str) -> list[Span]:
 _TRIMMING = {"iban", "card", "phone", "phone_ctx", "id_ctx", "card_ctx", "dob_ctx", "mac"}
 # Rules that take a cue word with their value: when the value is rejected, what they
 # matched is scanned again without them, so that a cue never hides another finding.
-_CONTEXTUAL = {"pw_prose", "pw_change", "key_prose", "id_ctx", "dob_ctx", "card_ctx"}
+_CONTEXTUAL = {"pin_prose", "email_obf", "pw_prose", "pw_change", "key_prose", "id_ctx", "dob_ctx",
+               "card_ctx"}
 
 
 class _Stage:
@@ -143,7 +144,9 @@ class Redactor:
         return cls(key, kinds=set(KINDS) - off, patterns=patterns, regions=regions, logs=logs)
 
     def _placeholder(self, kind: str, value: str) -> str:
-        mac = hmac.digest(self._key, f"{kind}\x00{value}".encode(), "sha256")
+        # surrogateescape: a value read from git may hold bytes that are not UTF-8
+        mac = hmac.digest(self._key, f"{kind}\x00{value}".encode("utf-8", "surrogateescape"),
+                          "sha256")
         return f"<{kind}_{mac[:3].hex()}>"
 
     def pseudonym(self, kind: str, value: str) -> str:

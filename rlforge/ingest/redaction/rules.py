@@ -13,10 +13,10 @@ import re
 from dataclasses import dataclass
 from typing import Callable, Iterable
 
-from rlforge.ingest.redaction.words import (CARD_WORDS, CHANGE_VERBS, DOB_WORDS, ID_WORDS,
-                                            KEY_WORDS, ORDER_WORDS, PASSWORD_LINKS,
-                                            PASSWORD_WORDS, PHONE_WORDS, VERSION_WORDS,
-                                            phrases_rx)
+from rlforge.ingest.redaction.words import (CARD_WORDS, CHANGE_VERBS, DOB_AFTER, DOB_WORDS,
+                                            ID_WORDS, KEY_WORDS, ORDER_WORDS, PASSWORD_LINKS,
+                                            PASSWORD_WORDS, PHONE_WORDS, PIN_WORDS,
+                                            VERSION_WORDS, phrases_rx)
 
 PLACEHOLDER = r"<[A-Z][A-Z0-9_]*_[0-9a-f]{6}>"
 
@@ -60,15 +60,20 @@ _IPV6 = rf"(?:{_G}(?::{_G}){{7}}|(?:{_G}(?::{_G}){{0,6}})?::(?:{_G}(?::{_G}){{0,
 # taken with the word, and so judged a version; so is one followed by "/" (a path segment).
 _IPV4 = (rf"(?:{phrases_rx(*VERSION_WORDS)}\.?[ :]*)?[0-9]+(?:\.[0-9]+){{3,}}/?")
 _PHONE_GROUP = r"(?:[ .-]?(?:\([0-9]{1,4}\)|[0-9]{1,5}))"
+_TRUNK_GROUP = r"(?:(?:[ .-]?|[ ]?/[ ]?)(?:\([0-9]{1,4}\)|[0-9]{1,5}))"  # "030 / 6246 8152"
 _PHONE = (rf"(?:\+|00)[1-9][0-9]{{0,2}}(?:[ ]?\(0\))?{_PHONE_GROUP}{{1,6}}"
           r"|(?:1[ .-]?)?(?:\([2-9][0-9]{2}\)[ .-]?|[2-9][0-9]{2}[ .-])[0-9]{3}[ .-][0-9]{4,}"
-          rf"|\(0[0-9]{{1,4}}\){_PHONE_GROUP}{{1,5}}|0[1-9][0-9]{{0,4}}{_PHONE_GROUP}{{1,5}}"
-          r"|[1-9][0-9]{9,10}")
+          rf"|\(0[0-9]{{1,4}}\){_PHONE_GROUP}{{1,5}}|0[1-9][0-9]{{0,4}}{_TRUNK_GROUP}{{1,5}}"
+          r"|[1-9][0-9]{9,10}"
+          # a national number in the groups of countries without a trunk 0 (ES, PT, PL):
+          # "612 34 56 78", "912 345 678", "512-345-678"
+          r"|[1-9][0-9]{2}(?:[ ][0-9]{2}[ ][0-9]{2}[ ][0-9]{2}|[ ][0-9]{3}[ ][0-9]{3}|-[0-9]{3}-[0-9]{3})")
 # an extension, and what else is glued on (a number glued to letters is an id, not a phone)
 _PHONE = f"(?:{_PHONE})(?:[ ]?(?:x|ext\\.?|extension)[ ]?[0-9]{{1,6}})?[A-Za-z0-9_]*"
 _PHONE_LINKS = phrases_rx("me", "us", "on", "at", "is", "ist", "au", "op", "al", "unter", "via",
-                        "oder", "or", "ou", "of", "oppure", "mobil", "mobile")
-PHONE_NUM = (rf"\+?(?:\([0-9]{{1,5}}\)|[0-9]{{1,5}}){_PHONE_GROUP}{{1,6}}"
+                        "oder", "or", "ou", "of", "oppure", "mobil", "mobile", "es", "el",
+                        "é", "o", "to", "pod", "no", "numer")
+PHONE_NUM = (rf"\+?(?:\([0-9]{{1,5}}\)|[0-9]{{1,5}}){_TRUNK_GROUP}{{1,6}}"
               r"(?:[ ]?(?:x|ext\.?|extension)[ ]?[0-9]{1,6})?")
 # A labelled number, or a labelled list of two: "call me on X or Y", "unter X oder mobil Y".
 _PHONE_CTX = (rf"{phrases_rx(*PHONE_WORDS)}\.?(?:[ ]?(?:{_ci('number')}|{_ci('nummer')}|[Nn]o\.?|#))?"
@@ -94,12 +99,29 @@ def _cued(words: Iterable[str], gap: int, link: str, value: str, after: str = ""
 
 
 _PW_PROSE = _cued(PASSWORD_WORDS, 4, _LINK, _PW_VALUE)
-_PW_CHANGE = _cued(CHANGE_VERBS, 3, rf"[ \t]+{phrases_rx('to', 'in', 'auf', 'en', 'pour', 'naar', 'a')}",
-                   _PW_VALUE)
+# "PIN 4821", "PIN: 4821", "the PIN for the card is 4821", "code de vérification 482193"
+_PIN_PROSE = _cued(PIN_WORDS, 4, _LINK + "?", r"[^ \t\r\n]*[0-9][^ \t\r\n]*")
+_PW_CHANGE = _cued(CHANGE_VERBS, 3, rf"[ \t]+{phrases_rx('to', 'in', 'auf', 'en', 'pour', 'naar', 'a', 'par', 'para', 'na', 'por')}",
+                   r"[^ \t\r\n]*[^A-Za-z \t\r\n][^ \t\r\n]*")  # a new password holds a non-letter
 _KEY_PROSE = _cued(KEY_WORDS, 5, _LINK + "?", _KEY_VALUE)
 ID_CTX = _cued(ID_WORDS, 3, _LINK + "?", ID_VALUE, after=_NUMBER_WORD)
+# What an e-mail address adds after a value the id rule took ("Konto: m.schmitz@gmail.com"):
+# taken with it, so that the id is rejected and the address read by the e-mail rules.
+AT = (r"(?:[ \t]*(?:\[[Aa][Tt]\]|\([Aa][Tt]\)|\{[Aa][Tt]\}|<[Aa][Tt]>)[ \t]*"
+       r"|[ \t]+(?:at|AT)[ \t]+)")
+DOT = r"(?:\.|[ \t]*(?:\[[Dd][Oo][Tt]\]|\([Dd][Oo][Tt]\)|\{[Dd][Oo][Tt]\})[ \t]*|[ \t]+(?:dot|DOT)[ \t]+)"
+EMAIL_TAIL = rf"(?:[A-Za-z0-9._%+-]*@[A-Za-z0-9.-]*|{AT}[A-Za-z0-9-]+{DOT}[A-Za-z0-9-]*)"
+_LABEL = r"[A-Za-z0-9_%+-]+"
+# An e-mail written to dodge scrapers: "maria dot rossi at gmail dot com", "maria [at]
+# gmail [dot] com", "maria(at)gmail.com"; words joined by " at " before the last one are
+# taken too, and the detector keeps what stands after the last-but-one " at ".
+# An address written plainly right after prose ("mail me at jane.doe@example.com") is
+# taken whole too, so that the detector can hand it to the plain e-mail rule.
+_EMAIL_OBF = (rf"{_LABEL}(?:{DOT}{_LABEL})*(?:{AT}{_LABEL}(?:{DOT}{_LABEL})*)*"
+              rf"{AT}[A-Za-z0-9-]+(?:{DOT}[A-Za-z0-9-]+)+(?:[A-Za-z0-9._%+-]*@[A-Za-z0-9.-]+)?")
 DATE = (r"[0-9]{1,4}[./-][0-9]{1,2}[./-][0-9]+|[0-9]{1,2}\.?[ ][A-Za-zäéû]+\.?[ ][0-9]+"
          r"|[A-Za-z]+\.?[ ][0-9]{1,2}(?:st|nd|rd|th)?,?[ ][0-9]+")
+_DOB_AFTER = rf"(?:{DATE})[ \t]+{phrases_rx(*DOB_AFTER)}"
 _DOB_CTX = (rf"{phrases_rx(*DOB_WORDS)}{_GAP % 3}(?:[ \t]*[:=]|[ \t]+{phrases_rx('is', 'ist', 'am', 'le', 'op', 'il', 'on', 'est', 'è')})?"
             rf"[ \t]*(?:{DATE})")
 _MAC = (r"[0-9A-Fa-f]{2}(?:[:-][0-9A-Fa-f]{2}){5}[0-9A-Za-z:.-]*"
@@ -107,7 +129,11 @@ _MAC = (r"[0-9A-Fa-f]{2}(?:[:-][0-9A-Fa-f]{2}){5}[0-9A-Za-z:.-]*"
 _NATID = (r"[0-9]{3}-[0-9]{2}-[0-9]{4}[0-9-]*"
           r"|[A-Z]{6}[0-9LMNPQRSTUV]{2}[A-Z][0-9LMNPQRSTUV]{2}[A-Z][0-9LMNPQRSTUV]{3}[A-Z][A-Za-z0-9]*"
           r"|[A-Z]{2}(?: ?[0-9]{2}){3} ?[A-Z][A-Za-z0-9]*|[A-Z]{2} [0-9]{6} [A-Z][A-Za-z0-9]*"
-          r"|[0-9]{2} ?[0-9]{6} ?[A-Z] ?[0-9]{3}[0-9A-Za-z]*")
+          r"|[0-9]{2} ?[0-9]{6} ?[A-Z] ?[0-9]{3}[0-9A-Za-z]*"
+          # ES DNI and NIE, BE national number, SE personnummer (checked by their checksums)
+          r"|[0-9]{8}-?[A-Z][A-Za-z0-9]*|[XYZ]-?[0-9]{7}-?[A-Z][A-Za-z0-9]*"
+          r"|[0-9]{2}\.[0-9]{2}\.[0-9]{2}-[0-9]{3}\.[0-9]{2}[0-9]*"
+          r"|(?:19|20)?[0-9]{6}[-+][0-9]{4}[0-9]*")
 _URL_TOKEN = r"[A-Za-z][A-Za-z0-9+.-]*://[A-Za-z0-9_.~%-]{16,}@"
 # A whole run holding an upper-case letter and a digit; each part's class excludes what
 # follows it, so Python's backtracking stays linear on long runs.
@@ -133,11 +159,14 @@ RULES: tuple[Rule, ...] = (
     Rule("assign", ("PASSWORD", "SECRET", "AWS_SECRET_KEY"), _P_KEY,
          ASSIGN_KEY + ASSIGN_SEP + f"(?:{ASSIGN_VALUE})"),
     Rule("auth", ("SECRET", "PASSWORD"), _P_WORD, _AUTH),
+    Rule("pin_prose", ("PASSWORD",), _P_WORD, _PIN_PROSE),
     Rule("pw_prose", ("PASSWORD",), _P_WORD, _PW_PROSE),
     Rule("pw_change", ("PASSWORD",), _P_WORD, _PW_CHANGE),
     Rule("key_prose", ("API_KEY",), _P_WORD, _KEY_PROSE),
-    Rule("id_ctx", ("SSN", "NATIONAL_ID", "PASSPORT", "ACCOUNT"), _P_WORD, ID_CTX),
+    Rule("id_ctx", ("SSN", "NATIONAL_ID", "PASSPORT", "ACCOUNT"), _P_WORD,
+         f"{ID_CTX}(?:{EMAIL_TAIL})?"),
     Rule("dob_ctx", ("DOB",), _P_WORD, _DOB_CTX),
+    Rule("dob_after", ("DOB",), _P_NUM, _DOB_AFTER),
     Rule("order_ctx", ("CARD",), _P_WORD, _ORDER_CTX),
     Rule("card_ctx", ("CARD",), _P_WORD, _CARD_CTX),
     Rule("slack_hook", ("SLACK_TOKEN",), None, r"https://hooks\.slack\.com/services/[A-Za-z0-9_/]+"),
@@ -157,6 +186,7 @@ RULES: tuple[Rule, ...] = (
           r"|sq0(?:atp|csp)-[A-Za-z0-9_-]+|SK[0-9a-fA-F]+|key-[A-Za-z0-9]+"),
     Rule("email", ("EMAIL",), r"[^A-Za-z0-9._%+-]",
           r"[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}"),
+    Rule("email_obf", ("EMAIL",), r"[^A-Za-z0-9._%+-]", _EMAIL_OBF),
     Rule("iban", ("IBAN",), r"[^A-Za-z0-9]", r"[A-Z]{2}[0-9]{2}(?: ?[A-Z0-9]){11,32}"),
     Rule("natid", ("SSN", "NATIONAL_ID"), _P_TOK, _NATID),
     Rule("mac", ("MAC",), r"[^A-Za-z0-9_:.-]", _MAC),

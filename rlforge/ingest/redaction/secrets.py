@@ -141,6 +141,13 @@ def _h_pw_change(tok: str) -> list[Span]:
     return [(start, start + len(val), "PASSWORD", val)] if _password_like(val, True) else []
 
 
+def _h_pin_prose(tok: str) -> list[Span]:
+    """The value after a PIN or one-time-code word: 4 to 8 digits, or a password."""
+    start, val = _prose_value(tok)
+    ok = bool(re.fullmatch(r"[0-9]{4,8}", val)) or _password_like(val, False)
+    return [(start, start + len(val), "PASSWORD", val)] if ok else []
+
+
 def _h_key_prose(tok: str) -> list[Span]:
     start, val = _prose_value(tok)
     kind = _classify_value(val)
@@ -297,7 +304,7 @@ def generic_token(tok: str) -> list[Span]:
 
 DETECTORS: dict[str, Detector] = {
     "private_key": _h_private_key, "url_cred": _h_url_cred, "url_token": _h_url_token,
-    "assign": _h_assign, "auth": _h_auth, "pw_prose": _h_pw_prose, "pw_change": _h_pw_change,
+    "assign": _h_assign, "auth": _h_auth, "pin_prose": _h_pin_prose, "pw_prose": _h_pw_prose, "pw_change": _h_pw_change,
     "key_prose": _h_key_prose, "slack_hook": _h_slack_hook, "jwt": _h_jwt,
     "github": _vendor("GITHUB_TOKEN"), "gitlab": _h_gitlab, "slack": _h_slack,
     "stripe": _h_stripe, "openai": _h_openai, "aws_id": _h_aws_id, "gcp": _h_gcp,

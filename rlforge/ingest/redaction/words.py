@@ -1,4 +1,5 @@
-"""Context words of the six supported locales (en_US, en_GB, de_DE, fr_FR, nl_NL, it_IT).
+"""Context words of the supported languages: English, German, French, Dutch, Italian,
+Spanish, Portuguese and Polish (and, for national ids and dates of birth, Swedish).
 
 Plain vocabulary, written from each language's ordinary usage; the regular expressions in
 `rules` and `people` are built from these lists (case-insensitively), and the judging
@@ -33,20 +34,38 @@ def phrases_rx(*words: str) -> str:
 PASSWORD_WORDS = (
     "password", "passwords", "passwort", "passworte", "kennwort", "passwd", "pwd", "pw",
     "passphrase", "passcode", "mot de passe", "mdp", "wachtwoord", "parola d'ordine",
-    "parola chiave", "pin",
+    "parola chiave", "pin", "clave", "contraseña", "contrasena", "senha", "palavra-passe",
+    "palavra passe", "hasło", "haslo", "lösenord", "adgangskode", "salasana",
+)
+# Words for a PIN or a one-time code: their value may be digits alone ("PIN 4821"). A
+# bare "code" is not one ("the code 404 error"): it needs a word that says what code.
+PIN_WORDS = (
+    "pin", "pin code", "pincode", "pin-code", "code pin", "codice pin", "código pin", "kod pin",
+    "otp", "one-time code", "one time code", "one-time password", "verification code",
+    "security code", "confirmation code", "login code", "2fa code", "sms code", "auth code",
+    "authentication code", "bestätigungscode", "sicherheitscode", "einmalcode",
+    "verifizierungscode", "code de vérification", "code de sécurité", "code de confirmation",
+    "code à usage unique", "código de verificación", "código de seguridad",
+    "código de confirmación", "código de verificação", "código de segurança",
+    "codice di verifica", "codice otp", "codice di sicurezza", "verificatiecode",
+    "beveiligingscode", "bevestigingscode", "kod weryfikacyjny", "kod sms", "kod jednorazowy",
+    "kod potwierdzający", "kod bezpieczeństwa",
 )
 # What stands between a password word and its value: "is", "ist", "lautet", "est", "è",
 # "to", "in", "en", "auf", "naar", "op", ":" and "=" (read with up to four words between).
 PASSWORD_LINKS = (
     "is now", "is", "was", "to", "ist jetzt", "ist", "lautet", "war", "auf", "est maintenant",
     "est", "était", "en", "pour", "is nu", "naar", "in", "op", "è ora", "è", "era", "a", "now",
-    "jetzt", "nu", "ora",
+    "jetzt", "nu", "ora", "es", "é", "jest", "wynosi", "är", "par", "para", "na", "por",
 )
 # Changing verbs that say the value after them is a new secret: "I changed it to X".
 CHANGE_VERBS = (
     "changed", "set", "reset", "updated", "geändert", "gesetzt", "geaendert", "changé", "modifié",
     "défini", "veranderd", "gewijzigd", "ingesteld", "cambiato", "cambiata", "impostato",
-    "impostata", "modificato", "modificata",
+    "impostata", "modificato", "modificata", "cambiado", "cambiada", "cambié", "puesto",
+    "actualizado", "mudei", "mudado", "mudada", "alterei", "alterado", "alterada", "definido",
+    "definida", "zmieniłem", "zmieniłam", "zmieniony", "zmienione", "ustawiłem", "ustawiłam",
+    "veranderd", "aangepast", "remplacé", "changed it",
 )
 KEY_WORDS = (
     "api key", "api-key", "apikey", "api token", "access key", "access token", "auth token",
@@ -59,7 +78,9 @@ PHONE_WORDS = (
     "call", "reach me", "text me", "landline", "ring me", "telefon", "telefonnummer", "handy",
     "mobil", "rufnummer", "erreichbar unter", "erreichbar bin ich unter", "erreichbar", "anrufen", "téléphone", "portable", "joindre",
     "appeler", "appelez", "telefoon", "mobiel", "bellen", "bereikbaar op", "telefono",
-    "cellulare", "chiamare", "chiamatemi", "contattarmi",
+    "cellulare", "chiamare", "chiamatemi", "contattarmi", "móvil", "movil", "teléfono",
+    "telefone", "telemóvel", "telemovel", "telefonu", "komórka", "komórki", "zadzwoń",
+    "llamar", "llámame", "ligar", "tlf", "tfno", "tlf.", "tel.", "telefonisch",
 )
 CARD_WORDS = (
     "card", "credit card", "debit card", "visa", "mastercard", "amex", "maestro", "diners",
@@ -70,6 +91,8 @@ ORDER_WORDS = (
     "order", "purchase", "orders", "purchases", "invoice", "ticket", "case", "reference", "ref", "tracking", "shipment", "bestellung",
     "rechnung", "vorgang", "sendung", "auftrag", "commande", "facture", "dossier", "colis",
     "bestelling", "factuur", "zending", "ordine", "fattura", "pratica", "spedizione",
+    "pedido", "factura", "envío", "encomenda", "fatura", "zamówienie", "zamówienia", "faktura",
+    "przesyłka",
 )
 ID_WORDS = {  # context word -> the kind its value is
     "ssn": "SSN", "social security": "SSN", "social security number": "SSN",
@@ -90,13 +113,28 @@ ID_WORDS = {  # context word -> the kind its value is
     "kontonummer": "ACCOUNT", "konto": "ACCOUNT", "numéro de compte": "ACCOUNT",
     "compte": "ACCOUNT", "rekeningnummer": "ACCOUNT", "rekening": "ACCOUNT",
     "numero di conto": "ACCOUNT", "conto": "ACCOUNT", "conto corrente": "ACCOUNT",
+    "dni": "NATIONAL_ID", "nie": "NATIONAL_ID", "nif": "NATIONAL_ID",
+    "documento de identidad": "NATIONAL_ID", "número de identidad": "NATIONAL_ID",
+    "contribuinte": "NATIONAL_ID", "número de contribuinte": "NATIONAL_ID",
+    "cartão de cidadão": "NATIONAL_ID", "pesel": "NATIONAL_ID", "numer pesel": "NATIONAL_ID",
+    "numéro national": "NATIONAL_ID", "numéro de registre national": "NATIONAL_ID",
+    "registre national": "NATIONAL_ID", "rijksregisternummer": "NATIONAL_ID",
+    "personnummer": "NATIONAL_ID", "personal identity number": "NATIONAL_ID",
+    "número de cuenta": "ACCOUNT", "número de conta": "ACCOUNT", "numer konta": "ACCOUNT",
 }
 DOB_WORDS = (
     "born", "born on", "date of birth", "dob", "d.o.b.", "birthday", "birth date", "birthdate",
     "geboren", "geboren am", "geburtsdatum", "geburtstag", "né le", "née le", "né", "née",
     "date de naissance", "geboren op", "geboortedatum", "nato il", "nata il", "nato", "nata",
-    "data di nascita",
+    "data di nascita", "nacido", "nacida", "nacido el", "nacida el", "nací el",
+    "fecha de nacimiento", "fecha nac", "f. nac.", "nascido em", "nascida em", "nasci em",
+    "nasci a", "data de nascimento", "urodzony", "urodzona", "urodziłem się", "urodziłam się",
+    "data urodzenia", "ur.", "född", "födelsedatum", "sono nato il", "sono nata il",
+    "je suis né le", "je suis née le", "ik ben geboren op",
 )
+# Words after a date that make it a date of birth: "Ich bin am 27.10.1949 geboren".
+DOB_AFTER = ("geboren", "geb.", "born", "né", "née", "nato", "nata", "nacido", "nacida",
+             "nascido", "nascida", "urodzony", "urodzona", "urodziłem się", "urodziłam się")
 VERSION_WORDS = (
     "version", "versions", "ver", "v", "release", "build", "sdk", "firmware", "fw", "patch",
     "fixed in", "upgrade to", "upgraded to", "update to", "updated to", "versie", "versione",

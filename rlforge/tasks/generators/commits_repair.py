@@ -194,6 +194,9 @@ class CommitsRepair(Generator):
         except (gitrepo.GitError, OSError) as exc:
             self._reject(row, "repository unavailable", str(exc)[:200])
             return None
+        if snap.unreadable:
+            self._reject(row, "path not UTF-8", ", ".join(snap.unreadable[:3]))
+            return None
         size = sum(len(d) for d in snap.workspace.values())
         if size > WORKSPACE_LIMIT:
             self._reject(row, "workspace too large", f"{size / 1e6:.0f} MB, max {WORKSPACE_LIMIT / 1e6:.0f} MB")

@@ -15,6 +15,7 @@ import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from rlforge.ingest.gitbytes import has_stray_bytes, readable
 from rlforge.verify.standalone.protect import is_protected, skipped_path
 
 REGULAR = ("100644", "100755")
@@ -83,6 +84,9 @@ class CommitSnapshot:
     fixed: dict[str, bytes | None]           # gold paths -> content at the commit (None: deleted)
     unsupported: list[str] = field(default_factory=list)  # symlinks/submodules the fix touches
     skipped: list[str] = field(default_factory=list)      # parent entries left out (links, bytecode)
+    # paths the commit changes whose names are not UTF-8 (readable form): a task's files
+    # and manifests are text, so such a commit is no task
+    unreadable: list[str] = field(default_factory=list)
 
 
 def changed_paths(repo: str | Path, parent: str, sha: str) -> list[tuple[str, str]]:
@@ -100,8 +104,12 @@ def snapshot(repo: str | Path, sha: str, parent: str, rules: dict) -> CommitSnap
     repo = str(repo)
     before, after = ls_tree(repo, parent), ls_tree(repo, sha)
     changes = changed_paths(repo, parent, sha)
-    workspace_entries = {p: e for p, e in before.items() if e[0] in REGULAR and not skipped_path(p)}
-    skipped = sorted(p for p in before if p not in workspace_entries)
+    # A parent file whose name is not UTF-8 is left out of the workspace, as links are.
+    workspace_entries = {p: e for p, e in before.items() if e[0] in REGULAR
+                         and not skipped_path(p) and not has_stray_bytes(p)}
+    skipped = sorted(readable(p) for p in before if p not in workspace_entries)
+    unreadable = sorted(readable(p) for _, p in changes if has_stray_bytes(p))
+    changes = [(status, p) for status, p in changes if not has_stray_bytes(p)]
     hidden_paths, hidden_deleted, gold, unsupported = [], [], [], []
     for status, path in changes:
         entry = after.get(path)
@@ -134,4 +142,4 @@ def snapshot(repo: str | Path, sha: str, parent: str, rules: dict) -> CommitSnap
         hidden_deleted=sorted(hidden_deleted), gold_paths=sorted(gold), gold_diff=gold_diff,
         fixed={p: (blobs[after[p][1]] if p in after and after[p][0] in REGULAR else None)
                for p in sorted(gold)},
-        unsupported=sorted(set(unsupported)), skipped=skipped)
+        unsupported=sorted(set(unsupported)), skipped=skipped, unreadable=unreadable)

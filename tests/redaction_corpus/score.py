@@ -1,0 +1,51 @@
+"""Print per-kind recall and hard negatives kept, overall and per language, on the two
+held-out corpora (`heldout.py`, values from faker; `second.py`, values from mimesis).
+
+    PYTHONPATH=. .venv/bin/python tests/redaction_corpus/score.py [heldout|second] [N]
+"""
+
+from __future__ import annotations
+
+import collections
+import importlib.util
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).parent
+
+
+def _load(name: str):
+    spec = importlib.util.spec_from_file_location(name, HERE / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def main() -> None:
+    from rlforge.ingest.redaction.redactor import Redactor
+
+    which = sys.argv[1] if len(sys.argv) > 1 else "second"
+    n = int(sys.argv[2]) if len(sys.argv) > 2 else 2000
+    records = _load(which).build(n)
+    scorer = _load("../test_redact_corpus").score_heldout
+    red = Redactor(b"corpus-key")
+    by_lang = collections.defaultdict(list)
+    for rec in records:
+        by_lang[rec["locale"]].append(rec)
+    results = {"all": scorer(red, records), **{k: scorer(red, v) for k, v in by_lang.items()}}
+    kinds = sorted(results["all"]["planted"])
+    print(f"{which}: {n} tickets; recall per kind (caught/planted), hard negatives kept")
+    print(f"{'':6s}" + "".join(f"{k[:11]:>12s}" for k in kinds) + f"{'negatives':>12s}")
+    for lang, r in results.items():
+        cells = [f"{r['caught'][k] / r['planted'][k]:.3f}" if r["planted"][k] else "-" for k in kinds]
+        kept = sum(r["kept"].values()) / max(1, sum(r["negatives"].values()))
+        print(f"{lang:6s}" + "".join(f"{c:>12s}" for c in cells) + f"{kept:12.4f}")
+    r = results["all"]
+    print("negatives kept per label:", {k: f"{r['kept'][k]}/{v}" for k, v in sorted(r["negatives"].items())})
+    if "-v" in sys.argv:
+        for k in kinds:
+            print(k, r["missed"][k][:15])
+
+
+if __name__ == "__main__":
+    main()
