@@ -52,7 +52,7 @@ SETTINGS: list[Setting] = [
             "(kinds: README, Redaction)", list),
     Setting("redaction.patterns", {}, "extra patterns redacted first: KIND = regex, e.g. "
             "{ TICKET_REF = \"TCK-[0-9]+\" }", dict),
-    Setting("redaction.phone_regions", ["US", "GB", "DE", "FR", "NL", "IT"], "regions tried, "
+    Setting("redaction.phone_regions", ["US", "GB", "DE", "FR", "NL", "IT", "ES", "PT", "PL"], "regions tried, "
             "in order, for phone numbers written without +country", list),
     Setting("ingest.tickets.format", "auto", "ticket export format: auto, a built-in "
             "(csv, json, jsonl, zendesk, jira-csv, jira-json) or a plug-in's"),
