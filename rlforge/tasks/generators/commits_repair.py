@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from rlforge.config import RepairSettings, default_cache_dir
+from rlforge.errors import UserError
 from rlforge.sandbox import sandbox_settings
 from rlforge.tasks.registry import Generator, register
 from rlforge.tasks.generators.repair import gitrepo, runners
@@ -180,7 +181,10 @@ class CommitsRepair(Generator):
                 continue
             named = self.opts.for_repo(row.repo).runner
             if named is not None:
-                out[row.repo] = runners.get(named)
+                chosen = out[row.repo] = runners.get(named)
+                if chosen.language != language:
+                    raise UserError(f"tasks.repair.repos.{Path(row.repo).name}.runner: {named} tests "
+                                    f"{chosen.language} projects, but tasks.repair.language is {language}")
                 continue
             try:
                 paths = gitrepo.ls_tree(row.repo, row.sha)
