@@ -183,7 +183,7 @@ class Checker:
     async def check(self, snap: CommitSnapshot, settings: RepoSettings, requirements: list[str],
                     rules: dict) -> CheckResult:
         """Check one commit (or return its stored verdict)."""
-        key = self.opts.check_key(settings, requirements, runner_of(settings).runtime_version(),
+        key = self.opts.check_key(settings, requirements, runner_of(settings).check_identity(),
                                   CHECK_VERSION)
         if not self.opts.recheck:
             hit = self.cached(snap.repo, snap.sha, key)

@@ -141,11 +141,14 @@ class RepairOptions:
             per_test_timeout=float(raw.get("per_test_timeout", self.per_test_timeout)),
             collect_timeout=float(raw.get("collect_timeout", self.collect_timeout)))
 
-    def check_key(self, settings: RepoSettings, requirements: list[str], python: str,
+    def check_key(self, settings: RepoSettings, requirements: list[str], runner: dict[str, str],
                   version: int) -> str:
-        """Hash of everything that decides a build-time check's outcome (its cache key)."""
-        blob = json.dumps({"settings": asdict(settings), "requirements": requirements,
-                           "python": python, "p2p_scope": self.p2p_scope,
+        """Hash of everything that decides a build-time check's outcome (its cache key);
+        `runner`: the test runner's identity (`TestRunner.check_identity`), which stands in
+        for the settings' `runner` name."""
+        fields = {k: v for k, v in asdict(settings).items() if k != "runner"}
+        blob = json.dumps({"settings": fields, "requirements": requirements, **runner,
+                           "p2p_scope": self.p2p_scope,
                            "max_p2p": self.max_p2p, "runs": self.runs,
                            "budget": self.run_budget_sec, "version": version}, sort_keys=True)
         return hashlib.sha256(blob.encode()).hexdigest()[:16]

@@ -127,6 +127,11 @@ class TestRunner:
         build-time check's cache key)."""
         raise NotImplementedError
 
+    def check_identity(self) -> dict[str, str]:
+        """What of the runner decides a build-time check's outcome, hashed into the check's
+        cache key: its id and the runtime's version."""
+        return {"runner": self.id, "runtime": self.runtime_version()}
+
     def test_run(self, *, tree: str, tests: str, out: str, env: str, settings: "RepoSettings",
                  paths: list[str] | None, budget_sec: float, check_name: str | None) -> TestRun:
         """The sandboxed run of the tests in `tree` (the tests under `paths`, or all),

@@ -116,6 +116,11 @@ class Pytest(TestRunner):
     def runtime_version(self) -> str:
         return system_python_version()
 
+    def check_identity(self) -> dict[str, str]:
+        """The interpreter's version, under the key checks had before runners were
+        pluggable, so verdicts cached then stay valid (and rebuilds byte-identical)."""
+        return {"python": self.runtime_version()}
+
     def test_run(self, *, tree: str, tests: str, out: str, env: str, settings: "RepoSettings",
                  paths: list[str] | None, budget_sec: float, check_name: str | None) -> TestRun:
         spec = {"tree": tree, "test_command": list(settings.test_command),
