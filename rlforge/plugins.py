@@ -30,6 +30,8 @@ GROUPS = {
                            "(`rlforge.ingest.logformats.registry.register_log_format`)",
     "rlforge.ticket_formats": "ticket export formats "
                               "(`rlforge.ingest.ticket_formats.register_format`)",
+    "rlforge.test_runners": "language test runners of repair tasks "
+                            "(`rlforge.tasks.generators.repair.runners.register_runner`)",
 }
 OFF_ENV = "RLFORGE_NO_PLUGINS"
 STRICT_ENV = "RLFORGE_PLUGINS_STRICT"

@@ -9,9 +9,15 @@ commit's source diff. A commit becomes a task only when the build-time check (se
 run twice in the sandbox. Every commit in the window that does not become a task is
 reported in `self.rejections` with its reason, and build-tasks records it in `task_drops`.
 
+Everything language-specific goes through the repository's test runner
+(`rlforge.tasks.generators.repair.runners`): which runner serves a repository is detected
+once per build from the tree of its newest commit in the window (or named by
+`tasks.repair.repos.<name>.runner`); a repository no runner of `tasks.repair.language`
+detects gives no task, each of its commits dropped as "no test runner found".
+
 The verifier (`rlforge/verify/standalone/repair.py`, copied into tests/) runs the
 fail-to-pass and pass-to-pass tests in the task's prepared environment; validation adds
-the adversarial submissions of `rlforge.tasks.generators.repair.adversarial`.
+the runner's adversarial submissions (Python: `rlforge.tasks.generators.repair.adversarial`).
 """
 
 from __future__ import annotations
@@ -28,25 +34,19 @@ from typing import Any, ClassVar
 
 from rlforge.config import RepairSettings, default_cache_dir
 from rlforge.errors import UserError
-from rlforge.ingest.commits import TEST_DIR, TEST_FILE
 from rlforge.sandbox import sandbox_settings
-from rlforge.sandbox.envs import env_key, installed_versions, prepare_env
 from rlforge.tasks.registry import Generator, register
-from rlforge.tasks.generators.repair import envs, gitrepo
-from rlforge.tasks.generators.repair.adversarial import repair_adversarials
-from rlforge.tasks.generators.repair.checks import Checker, CheckResult, system_python_version
+from rlforge.tasks.generators.repair import gitrepo, runners
+from rlforge.tasks.generators.repair.checks import Checker, CheckResult, runner_of
 from rlforge.tasks.generators.repair.options import RepairOptions, RepoSettings
+from rlforge.tasks.generators.repair.runners import Dependencies, TestRunner
+from rlforge.tasks.generators.repair.runners.python import RULES, system_python_version
 from rlforge.tasks.generators.repair.select import CommitRow, screen, window
 from rlforge.tasks.spec import BuildContext, SourceRef, Submission, TaskSpec, stable_sample
-from rlforge.verify.standalone.asserts import checked_fail_to_pass
 from rlforge.verify.standalone.protect import SUBMISSION_PATCH, is_protected, top_level_modules
 
-PROTECTED = {
-    "patterns": ["(?i)" + TEST_DIR.pattern, TEST_FILE.pattern],
-    "names": ["conftest.py", "pytest.ini", ".pytest.ini", "pytest.toml", ".pytest.toml", "tox.ini",
-              "setup.cfg", "pyproject.toml", "sitecustomize.py", "usercustomize.py"],
-    "suffixes": [".pth"],
-}
+PROTECTED = RULES  # the Python runner's test files and configuration
+NO_RUNNER = "no test runner found"
 SOLVE_SH = b"""#!/bin/bash
 # Gold solution: the commit's own change to the source code (solution/gold.diff).
 set -euo pipefail
@@ -83,13 +83,14 @@ def prose_lines(source: str) -> set[int]:
     return lines
 
 
-def distinctive_lines(snap: gitrepo.CommitSnapshot, suffix: str = ".py") -> list[str]:
+def distinctive_lines(snap: gitrepo.CommitSnapshot, suffix: str | tuple[str, ...] = ".py",
+                      rules: dict | None = None) -> list[str]:
     """Code lines the commit adds (its tests, and its fix in `suffix` files) that appear
     nowhere in the starting workspace: if one shows up in the instruction, the task gives
     its answer away. Comments and docstrings are left out: a changelog kept in a module
     docstring repeats the commit message, and that is not the answer."""
     corpus = "\n".join(data.decode("utf-8", "replace") for data in snap.workspace.values())
-    tests = {"patterns": PROTECTED["patterns"]}  # test files, not runner configuration
+    tests = {"patterns": (rules or PROTECTED)["patterns"]}  # test files, not runner configuration
     code = [(p, c) for p, c in snap.hidden.items() if is_protected(p, tests)]
     code += [(p, c) for p, c in snap.fixed.items() if c and p.endswith(suffix)]
     added: set[str] = set()
@@ -122,8 +123,10 @@ class CommitsRepair(Generator):
         self.build = build
         if build is not None:
             repair = build.config.settings().repair
-        self.opts = RepairOptions.resolve(options, repair or RepairSettings())
+        self.opts = RepairOptions.resolve(options, repair or RepairSettings(), runners.languages())
         self.rejections: list[dict[str, str]] = []
+        #: repository -> its test runner, or why none serves it (set by `specs`)
+        self.detected: dict[str, TestRunner | str] = {}
 
     @property
     def sandbox(self) -> dict[str, Any]:
@@ -147,8 +150,13 @@ class CommitsRepair(Generator):
         o = self.opts
         self.rejections = []
         rows = self._window(ctx.con)
+        self.detected = self._detect_runners(rows)
         candidates = []
         for row in rows:
+            runner = self.detected[row.repo]
+            if isinstance(runner, str):
+                self._reject(row, NO_RUNNER, runner)
+                continue
             why = screen(row, max_files=o.max_files, max_lines=o.max_lines, language=o.language,
                          min_message_words=o.min_message_words)
             if why:
@@ -159,6 +167,32 @@ class CommitsRepair(Generator):
         kept = asyncio.run(self._check_all(ctx, ordered))
         for row, snap, settings, reqs, check in kept:
             yield self._spec(row, snap, settings, reqs, check)
+
+    def _detect_runners(self, rows: list[CommitRow]) -> dict[str, TestRunner | str]:
+        """{repository: its test runner, or why none serves it}: the runner its settings
+        name, else the first runner of the language that detects the tree of its newest
+        commit in the window (rows are newest first). A repository git cannot read gets
+        the language's first runner: its snapshot reports it, commit by commit."""
+        language = self.opts.language
+        serving = [r for r in runners.runners().values() if r.language == language]
+        out: dict[str, TestRunner | str] = {}
+        for row in rows:
+            if row.repo in out:
+                continue
+            named = self.opts.for_repo(row.repo).runner
+            if named is not None:
+                chosen = out[row.repo] = runners.get(named)
+                if chosen.language != language:
+                    raise UserError(f"tasks.repair.repos.{Path(row.repo).name}.runner: {named} tests "
+                                    f"{chosen.language} projects, but tasks.repair.language is {language}")
+                continue
+            try:
+                paths = gitrepo.ls_tree(row.repo, row.sha)
+            except (gitrepo.GitError, OSError):
+                out[row.repo] = serving[0]
+                continue
+            out[row.repo] = runners.detect(paths, language) or runners.why_none(language)
+        return out
 
     def _reject(self, row: CommitRow, reason: str, detail: str = "") -> None:
         self.rejections.append({"source": f"{row.repo}@{row.sha}",
@@ -187,10 +221,13 @@ class CommitsRepair(Generator):
         return kept if ctx.limit is None else kept[:ctx.limit]
 
     async def _check_one(self, checker: Checker, row: CommitRow):
-        settings = self.opts.for_repo(row.repo)
+        runner = self.detected[row.repo]
+        assert not isinstance(runner, str), "specs() drops a repository no runner serves"
+        settings = dataclasses.replace(self.opts.for_repo(row.repo), runner=runner.name)
+        rules = runner.test_rules()
         assert row.parent is not None, "screen() drops a commit without a parent"
         try:
-            snap = await asyncio.to_thread(gitrepo.snapshot, row.repo, row.sha, row.parent, PROTECTED)
+            snap = await asyncio.to_thread(gitrepo.snapshot, row.repo, row.sha, row.parent, rules)
         except (gitrepo.GitError, OSError) as exc:
             self._reject(row, "repository unavailable", str(exc)[:200])
             return None
@@ -201,17 +238,16 @@ class CommitsRepair(Generator):
         if size > WORKSPACE_LIMIT:
             self._reject(row, "workspace too large", f"{size / 1e6:.0f} MB, max {WORKSPACE_LIMIT / 1e6:.0f} MB")
             return None
-        found = envs.discover(snap.workspace)
+        found = runner.dependencies(snap.workspace)
         reqs = list(settings.requirements) if settings.requirements is not None else list(found.requirements)
         reqs = sorted(set(reqs) | set(settings.extra_requirements))
-        if settings.pythonpath is None:
-            settings = dataclasses.replace(settings, pythonpath=envs.default_pythonpath(snap.workspace))
-        check = await checker.check(snap, settings, reqs, PROTECTED)
+        settings = runner.settings_for(snap.workspace, settings)
+        check = await checker.check(snap, settings, reqs, rules)
         if not check.kept:
             self._reject(row, check.reason, check.detail)
             return None
-        checked = checked_fail_to_pass(snap.hidden, check.fail_to_pass, snap.workspace,
-                                       check.held_at_parent)
+        checked = runner.checked_fail_to_pass(snap.hidden, check.fail_to_pass, snap.workspace,
+                                              check.held_at_parent)
         if not checked:
             self._reject(row, "no checked fail-to-pass test",
                          "no fail-to-pass test compares a result with a literal the policy "
@@ -221,27 +257,17 @@ class CommitsRepair(Generator):
         check = dataclasses.replace(check, fail_to_pass=checked)
         return row, snap, settings, found, check
 
-    def _pinned(self, requirements: list[str], pip_args: list[str]) -> list[str]:
-        """The requirements as exact versions, read from the environment the checks ran in
-        (Harbor's Dockerfile installs the same set); as given when they name files or URLs,
-        or the environment cannot be prepared here."""
-        if not requirements or any("/" in r or r.startswith(".") for r in requirements):
-            return list(requirements)
-        try:
-            venv = prepare_env(requirements, default_cache_dir(self.build.config.settings()),
-                              pip_args=pip_args)
-        except UserError:
-            return list(requirements)
-        return installed_versions(venv) or list(requirements)
-
     def _spec(self, row: CommitRow, snap: gitrepo.CommitSnapshot, settings: RepoSettings,
-              found: envs.Requirements, check: CheckResult) -> TaskSpec:
+              found: Dependencies, check: CheckResult) -> TaskSpec:
         o = self.opts
+        runner: TestRunner = runner_of(settings)
+        rules = runner.test_rules()
+        cache_dir = default_cache_dir(self.build.config.settings())
         subject, body = problem_statement(row.message)
         repo_name = Path(row.repo).name
         workspace = snap.workspace
         base_protected = {p: hashlib.sha256(d).hexdigest()
-                          for p, d in workspace.items() if is_protected(p, PROTECTED)}
+                          for p, d in workspace.items() if is_protected(p, rules)}
         per_test, collect = settings.per_test_timeout, settings.collect_timeout
         verifier_timeout = round(60 + collect + 2 * per_test + 4 * check.gold_seconds)
         reference = {
@@ -250,7 +276,7 @@ class CommitsRepair(Generator):
             "fail_to_pass": check.fail_to_pass, "pass_to_pass": check.pass_to_pass,
             "p2p_checks": {i: check.p2p_checks[i] for i in check.pass_to_pass if i in check.p2p_checks},
             "hidden_dir": "hidden", "hidden_files": sorted(snap.hidden),
-            "hidden_deleted": snap.hidden_deleted, "protected": PROTECTED,
+            "hidden_deleted": snap.hidden_deleted, "protected": rules,
             "base_protected": base_protected, "per_test_timeout": per_test,
             "collect_timeout": collect, "budget_sec": verifier_timeout - 20,
             "pythonpath": list(settings.pythonpath or ()), "env": dict(settings.env),
@@ -258,7 +284,7 @@ class CommitsRepair(Generator):
         }
         size_mb = sum(len(d) for d in workspace.values()) / 1e6
         requirements = check.requirements
-        adversarial = repair_adversarials(workspace=workspace, hidden=snap.hidden,
+        adversarial = runner.adversarials(workspace=workspace, hidden=snap.hidden,
                                           fail_to_pass=check.fail_to_pass, gold_paths=snap.gold_paths,
                                           pass_to_pass=check.pass_to_pass, gold_diff=snap.gold_diff,
                                           roots=[""] + list(settings.pythonpath or ()))
@@ -270,8 +296,8 @@ class CommitsRepair(Generator):
                      "body": body, "repo_name": repo_name, "language": o.language.capitalize(),
                      "file_hints": sorted(snap.gold_paths) if o.file_hints else [],
                      "requirements": requirements,
-                     "pinned_requirements": self._pinned(requirements, list(settings.pip_args)),
-                     "config_files": [n for n in PROTECTED["names"] if n != "conftest.py"],
+                     "pinned_requirements": runner.pinned(requirements, settings, cache_dir),
+                     "config_files": [n for n in rules["names"] if n != "conftest.py"],
                      "python_version": ".".join(system_python_version().split(".")[:2])},
             reference=reference,
             solution_files={"solve.sh": SOLVE_SH, "gold.diff": snap.gold_diff.encode("utf-8", "surrogateescape")},
@@ -284,11 +310,12 @@ class CommitsRepair(Generator):
                 1 for line in snap.gold_diff.splitlines() if line[:1] in "+-" and line[:3] not in ("+++", "---"))),
             keywords=["code-repair", o.language, repo_name],
             agent_timeout_sec=1200.0, verifier_timeout_sec=float(verifier_timeout), memory_mb=2048,
-            kind="terminal", secret_strings=distinctive_lines(snap), leak_allowed=[],
+            kind="terminal", secret_strings=distinctive_lines(snap, runner.source_suffixes, rules),
+            leak_allowed=[],
             extra_metadata={
                 "repo": repo_name, "commit": row.sha, "parent": row.parent,
                 "env_requirements": requirements, "env_pip_args": list(settings.pip_args),
-                "env_key": env_key(requirements, pip_args=settings.pip_args),
+                "env_key": runner.env_key(requirements, settings),
                 "dependency_files": list(found.sources), "dependency_files_sha256": found.files_sha256,
                 # A fix that adds files asks the policy to guess their names (file_hints helps).
                 "gold_files_added": sum(1 for p in snap.gold_paths if p not in snap.workspace),

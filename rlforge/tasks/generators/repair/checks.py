@@ -18,7 +18,6 @@ so rebuilding from the same database gives the same tasks without running anythi
 from __future__ import annotations
 
 import asyncio
-import functools
 import hashlib
 import json
 import os
@@ -32,11 +31,15 @@ from typing import AbstractSet, Any, Awaitable, Callable, Protocol, cast
 
 from rlforge import db
 from rlforge.errors import UserError
-from rlforge.sandbox import prepare_env, read_file, settings_with_mode, spec_of
-from rlforge.sandbox.envs import SYSTEM_PYTHON
+from rlforge.sandbox import read_file, settings_with_mode, spec_of
+from rlforge.tasks.generators.repair import runners
 from rlforge.tasks.generators.repair.gitrepo import CommitSnapshot
 from rlforge.tasks.generators.repair.options import RepairOptions, RepoSettings
-from rlforge.verify.standalone import asserts, protect, task_files
+from rlforge.tasks.generators.repair.runners import TestRunner
+from rlforge.tasks.generators.repair.runners.python import system_python_version
+from rlforge.verify.standalone import asserts, protect
+
+__all__ = ["Checker", "CheckResult", "classify", "runner_of", "system_python_version", "write_tree"]
 
 CHECK_VERSION = 3  # 2: pytest run with autoload off, -c config, FIFO reports; 3: literal
 #                    asserts report their values (hidden ones at the parent, all with the fix)
@@ -72,13 +75,6 @@ class CheckResult:
         return self.status == KEPT
 
 
-@functools.cache
-def system_python_version() -> str:
-    """Version of the interpreter prepared environments are built from (e.g. 3.11.2)."""
-    return subprocess.run([SYSTEM_PYTHON, "-c", "import sys; print(sys.version.split()[0])"],
-                          capture_output=True, text=True, env={}).stdout.strip()
-
-
 def write_tree(root: Path, files: dict[str, bytes], executable: AbstractSet[str] = frozenset()) -> None:
     """Materialise files under root, readable and writable by the sandbox user."""
     for rel, data in files.items():
@@ -104,22 +100,28 @@ def apply_gold(tree: Path, diff: str) -> str | None:
     return None
 
 
+def runner_of(settings: RepoSettings) -> TestRunner:
+    """The test runner a repository's settings name (`python` when they name none)."""
+    return runners.get(settings.runner or "python")
+
+
 class EnvCache:
-    """Prepared environments of this build, by requirements; failures are remembered too."""
+    """Prepared environments of this build, by runner and environment key; failures are
+    remembered too."""
 
     def __init__(self, cache_dir: Path):
         self.cache_dir = cache_dir
         self._done: dict[tuple, Path | str] = {}
         self._lock = asyncio.Lock()
 
-    async def get(self, requirements: list[str], pip_args: list[str]) -> Path | str:
-        """The venv, or the error message when it cannot be built."""
-        key = (tuple(requirements), tuple(pip_args))
+    async def get(self, runner: TestRunner, requirements: list[str], settings: RepoSettings) -> Path | str:
+        """The prepared environment, or the error message when it cannot be built."""
+        key = (runner.id, runner.env_key(requirements, settings))
         async with self._lock:
             if key not in self._done:
                 try:
                     self._done[key] = await asyncio.to_thread(
-                        prepare_env, list(requirements), self.cache_dir, pip_args=list(pip_args))
+                        runner.prepare, list(requirements), settings, self.cache_dir)
                 except UserError as exc:
                     self._done[key] = str(exc)
             return self._done[key]
@@ -144,7 +146,6 @@ class Checker:
         self.mode = self.settings["mode"]
         self.envs = EnvCache(cache_dir)
         self.scratch = Path(tempfile.mkdtemp(prefix="rlforge-repair-"))
-        self.python = system_python_version()
 
     def close(self) -> None:
         shutil.rmtree(self.scratch, ignore_errors=True)
@@ -182,7 +183,8 @@ class Checker:
     async def check(self, snap: CommitSnapshot, settings: RepoSettings, requirements: list[str],
                     rules: dict) -> CheckResult:
         """Check one commit (or return its stored verdict)."""
-        key = self.opts.check_key(settings, requirements, self.python, CHECK_VERSION)
+        key = self.opts.check_key(settings, requirements, runner_of(settings).check_identity(),
+                                  CHECK_VERSION)
         if not self.opts.recheck:
             hit = self.cached(snap.repo, snap.sha, key)
             if hit is not None:
@@ -202,7 +204,8 @@ class Checker:
         if snap.unsupported:
             return CheckResult(REJECTED, "patch does not apply",
                                f"the fix changes symlinks or submodules: {', '.join(snap.unsupported[:3])}")
-        venv = await self.envs.get(requirements, list(settings.pip_args))
+        runner = runner_of(settings)
+        venv = await self.envs.get(runner, requirements, settings)
         if isinstance(venv, str):
             return CheckResult(REJECTED, "environment failed to build", venv[-300:])
         work = Path(tempfile.mkdtemp(prefix=f"{snap.sha[:12]}-", dir=self.scratch))
@@ -222,19 +225,19 @@ class Checker:
             # a check the parent's code already passes is known (and not counted); with the
             # fix every test file's do, so the pass-to-pass values the verifier compares
             # itself are the ones the fix gives.
-            check_name, plan = report_checks(a, snap.hidden)
+            check_name, plan = runner.report_checks(a, snap.hidden)
             tests = {p: d for p, d in {**snap.workspace, **snap.hidden}.items()
-                     if is_test_file(p, rules)}
-            fixed_name, fixed_plan = report_checks(b, {p: (b / p).read_bytes() for p in tests
-                                                       if (b / p).is_file()})
+                     if runner.is_test_file(p)}
+            fixed_name, fixed_plan = runner.report_checks(
+                b, {p: (b / p).read_bytes() for p in tests if (b / p).is_file()})
             paths = None
             if self.opts.p2p_scope == "files":
-                paths = sorted(p for p in snap.hidden if p.endswith(".py"))
+                paths = sorted(p for p in snap.hidden if p.endswith(runner.source_suffixes))
 
             async def replicas(tree: Path, checks: str | None = None) -> list[dict | str]:
                 # One after the other on the same tree, as a re-run would be: a test that
                 # depends on what an earlier run left behind shows up as flaky.
-                return [await self._run(tree, Path(venv), settings, paths, work, checks)
+                return [await self._run(runner, tree, Path(venv), settings, paths, work, checks)
                         for _ in range(self.opts.runs)]
 
             parent, fixed = await asyncio.gather(replicas(a, check_name), replicas(b, fixed_name))
@@ -245,36 +248,32 @@ class Checker:
             return CheckResult(REJECTED, "sandbox failure", failures[0][:300])
         # No failure: every run returned its report (a dict).
         result = classify(cast("list[dict]", parent), cast("list[dict]", fixed), snap, rules,
-                          self.opts.max_p2p)
+                          self.opts.max_p2p, runner.test_file)
         result.held_at_parent = asserts.held_lines(
             plan, cast("dict", parent[0]).get("checks", {}), result.fail_to_pass)
         result.p2p_checks = passed_in_every(fixed_plan, cast("list[dict]", fixed),
                                             result.pass_to_pass)
         return result
 
-    async def _run(self, tree: Path, venv: Path, settings: RepoSettings, paths: list[str] | None,
-                   work: Path, check_name: str | None = None) -> dict | str:
+    async def _run(self, runner: TestRunner, tree: Path, venv: Path, settings: RepoSettings,
+                   paths: list[str] | None, work: Path, check_name: str | None = None) -> dict | str:
         """One sandboxed test run; the raw result, or an infrastructure error message.
-        `check_name`: the builtin the tree's checked asserts call (`report_checks`)."""
-        runner = Path(tempfile.mkdtemp(prefix="runner-", dir=work))
+        `check_name`: what the tree's checked asserts report through (`report_checks`)."""
+        runner_dir = Path(tempfile.mkdtemp(prefix="runner-", dir=work))
         logs = Path(tempfile.mkdtemp(prefix="logs-", dir=work))
         logs.chmod(0o777)
         sandboxed = self.mode != "none"
-        spec = {"tree": "/app" if sandboxed else str(tree), "test_command": list(settings.test_command),
-                "ids": None, "paths": paths, "per_test_timeout": settings.per_test_timeout,
-                "collect_timeout": settings.collect_timeout, "budget_sec": self.opts.run_budget_sec,
-                "pythonpath": list(settings.pythonpath or ()), "env": dict(settings.env),
-                "check_name": check_name}
-        files = {**task_files("repair"), "run.json": json.dumps(spec).encode()}
-        write_tree(runner, files)
-        tests = "/tests" if sandboxed else str(runner)
-        out = "/logs/verifier" if sandboxed else str(logs)
-        python = "/opt/venv/bin/python" if sandboxed else str(venv / "bin" / "python")
-        sandbox = spec_of({"tmp_mb": 512}, self.settings, workspace=tree, tests=runner, logs=logs,
+        run = runner.test_run(tree="/app" if sandboxed else str(tree),
+                              tests="/tests" if sandboxed else str(runner_dir),
+                              out="/logs/verifier" if sandboxed else str(logs),
+                              env="/opt/venv" if sandboxed else str(venv), settings=settings,
+                              paths=paths, budget_sec=self.opts.run_budget_sec,
+                              check_name=check_name)
+        write_tree(runner_dir, run.files)
+        sandbox = spec_of({"tmp_mb": 512}, self.settings, workspace=tree, tests=runner_dir, logs=logs,
                           venv=venv, timeout_sec=self.opts.run_budget_sec + 60,
                           env={"RLFORGE_SANDBOXED": "1"})
-        result = await self.pool.run([python, f"{tests}/rlforge_repair.py", "--run-tests",
-                                      f"{tests}/run.json", f"{out}/results.json"], sandbox)
+        result = await self.pool.run(run.argv, sandbox)
         if result.failure:
             return str(result.failure)
         try:
@@ -294,28 +293,6 @@ class CheckerBackend(Protocol):
         and then its `pool`."""
 
 
-def report_checks(tree: Path, files: dict[str, bytes]) -> tuple[str, dict]:
-    """Make the literal asserts of every test in the test `files` (path -> their bytes in
-    `tree`) report their values as they run (the asserts themselves unchanged); (builtin
-    name, plan)."""
-    name = "_rlforge_check_" + os.urandom(6).hex()
-    plan: dict[int, dict] = {}
-    for rel in sorted(p for p in files if p.endswith(".py")):
-        text, found = asserts.externalize_checks(
-            files[rel], asserts.test_keys(files[rel]), name, start=len(plan),
-            keep_assert=True)
-        if found:
-            (tree / rel).write_bytes(text)
-            plan.update(found)
-    return name, plan
-
-
-def is_test_file(path: str, rules: dict) -> bool:
-    """A Python file of the repository's tests (where pass-to-pass tests live)."""
-    return path.endswith(".py") and protect.is_protected(path, rules) \
-        and path.rsplit("/", 1)[-1] not in protect.ALWAYS_NAMES
-
-
 def passed_in_every(plan: dict, runs: list[dict], ids: list[str]) -> dict[str, list[int]]:
     """{test id: lines}: the checked asserts of `ids` that passed in every one of `runs`."""
     per_run = [asserts.held_lines(plan, r.get("checks", {}), ids) for r in runs]
@@ -333,9 +310,14 @@ def _passed(run: dict, nodeid: str) -> bool:
     return run["outcomes"].get(nodeid) == "passed"
 
 
+def _file_part(test_id: str) -> str:
+    return test_id.split("::", 1)[0]
+
+
 def classify(parent: list[dict], fixed: list[dict], snap: CommitSnapshot, rules: dict,
-             max_p2p: int) -> CheckResult:
-    """F2P / P2P / flaky from the runs of each side; see the module docstring."""
+             max_p2p: int, test_file: Callable[[str], str] = _file_part) -> CheckResult:
+    """F2P / P2P / flaky from the runs of each side; see the module docstring. `test_file`:
+    where a test id lives (`TestRunner.test_file`)."""
     gold_seconds = round(sum(r["seconds"] for r in fixed) / len(fixed), 3)
     if any(r["collection_hang"] or r["budget_exhausted"] for r in parent):
         return CheckResult(REJECTED, "hang at parent", "the test run at the parent never finished "
@@ -344,7 +326,7 @@ def classify(parent: list[dict], fixed: list[dict], snap: CommitSnapshot, rules:
         return CheckResult(REJECTED, "hang with the fix", "the test run with the fix never finished "
                            "collecting or ran out of time", gold_seconds=gold_seconds)
     ids = sorted({i for r in parent + fixed for i in r["outcomes"]
-                  if protect.is_protected(i.split("::", 1)[0], rules)})
+                  if protect.is_protected(test_file(i), rules)})
     flaky = [i for i in ids if len({_passed(r, i) for r in parent}) > 1
              or len({_passed(r, i) for r in fixed}) > 1]
     steady = [i for i in ids if i not in set(flaky)]
@@ -371,7 +353,7 @@ def classify(parent: list[dict], fixed: list[dict], snap: CommitSnapshot, rules:
                            "at the parent and with the fix", fail_to_pass=f2p, flaky=flaky,
                            gold_seconds=gold_seconds)
     if 0 < max_p2p < len(p2p):  # the commit's own test files first, then a stable sample
-        near = [i for i in p2p if i.split("::", 1)[0] in snap.hidden]
+        near = [i for i in p2p if test_file(i) in snap.hidden]
         far = sorted((i for i in p2p if i not in set(near)),
                      key=lambda i: hashlib.sha256(i.encode()).hexdigest())
         p2p = sorted((near + far)[:max_p2p])

@@ -6,6 +6,7 @@ or keyword arguments in code) > `RLFORGE_TASKS_REPAIR_*` > `[tasks.repair]` in r
 <name> is the repository's directory name or its absolute path:
 
     [tasks.repair.repos.parse]
+    runner = "python"                       # default: the runner that detects the project
     test_command = "python -m pytest"      # test ids and result flags are appended
     result_format = "pytest-junit"
     requirements = ["pytest", "pytest-cov"] # replaces the ones found in dependency files
@@ -21,6 +22,7 @@ from __future__ import annotations
 import hashlib
 import json
 import shlex
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
@@ -29,16 +31,18 @@ from rlforge.config import RepairSettings
 from rlforge.errors import UnknownName, UserError
 
 RESULT_FORMATS = ("pytest-junit",)
-LANGUAGES = ("python",)
+LANGUAGES = ("python",)  # the built-in runners' (`runners.languages()` adds plug-ins')
 DEFAULT_TEST_COMMAND = ("python", "-m", "pytest")
-REPO_KEYS = {"test_command", "result_format", "requirements", "extra_requirements", "pip_args",
+REPO_KEYS = {"runner", "test_command", "result_format", "requirements", "extra_requirements", "pip_args",
              "pythonpath", "env", "per_test_timeout", "collect_timeout"}
 
 
 @dataclass(frozen=True)
 class RepoSettings:
-    """How one repository's tests are installed and run."""
+    """How one repository's tests are installed and run (`runner`: a test runner's name
+    from `rlforge.tasks.generators.repair.runners`, None: the one that detects it)."""
 
+    runner: str | None = None
     test_command: tuple[str, ...] = DEFAULT_TEST_COMMAND
     result_format: str = "pytest-junit"
     requirements: tuple[str, ...] | None = None
@@ -74,8 +78,10 @@ class RepairOptions:
     repo_settings: dict[str, dict] = field(default_factory=dict)
 
     @classmethod
-    def resolve(cls, overrides: dict[str, Any] | None, repair: RepairSettings) -> "RepairOptions":
-        """Options from the `tasks.repair.*` settings, then `overrides` on top."""
+    def resolve(cls, overrides: dict[str, Any] | None, repair: RepairSettings,
+                languages: Sequence[str] = LANGUAGES) -> "RepairOptions":
+        """Options from the `tasks.repair.*` settings, then `overrides` on top; `language`
+        must be one of `languages` (those the registered test runners serve)."""
         opts = cls(last=repair.last, max_files=repair.max_files, max_lines=repair.max_lines,
                    language=repair.language, file_hints=repair.file_hints,
                    p2p_scope=repair.p2p_scope, max_p2p=repair.max_p2p,
@@ -85,12 +91,12 @@ class RepairOptions:
             if key not in known:
                 raise UserError(f"commits.repair has no option {key!r}; valid: {', '.join(sorted(known))}")
             setattr(opts, key, value)
-        opts.check()
+        opts.check(languages)
         return opts
 
-    def check(self) -> None:
-        if self.language not in LANGUAGES:
-            raise UnknownName("commits.repair language", self.language, list(LANGUAGES))
+    def check(self, languages: Sequence[str] = LANGUAGES) -> None:
+        if self.language not in languages:
+            raise UnknownName("commits.repair language", self.language, list(languages))
         if self.p2p_scope not in ("suite", "files"):
             raise UnknownName("commits.repair p2p_scope", self.p2p_scope, ["suite", "files"])
         if self.runs < 2:
@@ -123,8 +129,11 @@ class RepairOptions:
                 raise UserError(f"tasks.repair.repos.{Path(repo).name}.{key} must be a list of strings")
             return tuple(value)
 
+        runner = raw.get("runner")
+        if runner is not None and not isinstance(runner, str):
+            raise UserError(f"tasks.repair.repos.{Path(repo).name}.runner must be a runner's name")
         return RepoSettings(
-            test_command=tuple(command), result_format=fmt,
+            runner=runner, test_command=tuple(command), result_format=fmt,
             requirements=None if reqs is None else strings("requirements"),
             extra_requirements=strings("extra_requirements"), pip_args=strings("pip_args"),
             pythonpath=None if raw.get("pythonpath") is None else strings("pythonpath"),
@@ -132,11 +141,14 @@ class RepairOptions:
             per_test_timeout=float(raw.get("per_test_timeout", self.per_test_timeout)),
             collect_timeout=float(raw.get("collect_timeout", self.collect_timeout)))
 
-    def check_key(self, settings: RepoSettings, requirements: list[str], python: str,
+    def check_key(self, settings: RepoSettings, requirements: list[str], runner: dict[str, str],
                   version: int) -> str:
-        """Hash of everything that decides a build-time check's outcome (its cache key)."""
-        blob = json.dumps({"settings": asdict(settings), "requirements": requirements,
-                           "python": python, "p2p_scope": self.p2p_scope,
+        """Hash of everything that decides a build-time check's outcome (its cache key);
+        `runner`: the test runner's identity (`TestRunner.check_identity`), which stands in
+        for the settings' `runner` name."""
+        fields = {k: v for k, v in asdict(settings).items() if k != "runner"}
+        blob = json.dumps({"settings": fields, "requirements": requirements, **runner,
+                           "p2p_scope": self.p2p_scope,
                            "max_p2p": self.max_p2p, "runs": self.runs,
                            "budget": self.run_budget_sec, "version": version}, sort_keys=True)
         return hashlib.sha256(blob.encode()).hexdigest()[:16]

@@ -1,0 +1,159 @@
+"""What a language test runner declares for repair tasks: the `TestRunner` base class.
+
+A runner is everything `commits.repair` needs to know about one language's tests:
+
+- which projects it serves (`detect`, from the paths of a tree: manifest files);
+- which files are tests or test-runner configuration (`test_rules`, the rules
+  `rlforge.verify.standalone.protect` applies; `is_test_file`; `test_file` of a test id);
+- what the tests need installed (`dependencies`, read from the manifests) and how that
+  environment is prepared outside the sandbox, with network, once per content key
+  (`prepare`, `env_key`), and pinned exactly in the task (`pinned`);
+- how one test run happens in the sandbox (`test_run`): the files it copies into the
+  sandbox's tests/ and the command that writes a `RunResult`-shaped JSON file.
+
+Test ids are `<path>::<name>`: the path (relative to the tree's root) says where a test
+lives (a test file; for a runner that reports per package, like `go test -json`, the
+package's directory, with `test_file` mapping it back), the name is the runner's own
+(pytest's node id, Jest's ancestor titles joined, Go's `TestX/sub`).
+
+A test run's result, whatever the runner, is one JSON object: `outcomes` {id: passed |
+failed | skipped | timeout | missing}, `started` (ids in the order they started), `hung`,
+`collect_errors`, `collection_hang`, `budget_exhausted`, `sessions`, `seconds`,
+`log_tail`, and `checks` ({id: {index: value}} of checked asserts, empty when the
+language has none). The build-time check (`checks.classify`) reads only that.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, ClassVar
+
+if TYPE_CHECKING:  # types only: options imports the registry to validate names
+    from rlforge.tasks.generators.repair.options import RepoSettings
+
+
+@dataclass(frozen=True)
+class Dependencies:
+    """What a project needs for its tests, and the files that said so."""
+
+    requirements: tuple[str, ...]
+    sources: tuple[str, ...]
+    files_sha256: str  # hash of the dependency files read (lineage)
+
+
+@dataclass(frozen=True)
+class TestRun:
+    """One sandboxed test run: `files` go into the sandbox's tests/ directory, `argv` runs
+    there (the prepared environment mounted at `/opt/venv`) and writes the result JSON to
+    the path it was given."""
+
+    argv: list[str]
+    files: dict[str, bytes] = field(default_factory=dict)
+
+
+class TestRunner:
+    """A language's test runner; subclass it and register an instance with
+    `rlforge.tasks.generators.repair.runners.register_runner`."""
+
+    __test__ = False  # not a pytest test class, whatever its name
+
+    name: ClassVar[str]
+    version: ClassVar[int] = 1
+    language: ClassVar[str]  # as `commit_files.language` names it (tasks.repair.language)
+    description: ClassVar[str] = ""
+    #: files whose presence at the root marks a project of this runner
+    manifests: ClassVar[tuple[str, ...]] = ()
+    #: the verifier kind whose standalone files score the task (`verify.standalone.ENTRIES`)
+    verifier: ClassVar[str] = "repair"
+    #: the format of the per-test results the verifier reads (the task's `result_format`)
+    result_format: ClassVar[str]
+    #: suffixes of source files (where a fix's added lines may give the answer away)
+    source_suffixes: ClassVar[tuple[str, ...]] = ()
+
+    @property
+    def id(self) -> str:
+        return f"{self.name}@{self.version}"
+
+    def detect(self, paths: Collection[str]) -> bool:
+        """Whether the tree with these paths is a project this runner tests."""
+        return any(m in paths for m in self.manifests)
+
+    def why_not(self) -> str:
+        """What `detect` looked for, for a drop reason when nothing detected a project."""
+        return f"{self.name}: none of {', '.join(self.manifests)}"
+
+    def test_rules(self) -> dict:
+        """The protect rules (`patterns`, `names`, `suffixes`) of test files and test-runner
+        configuration: hidden from the policy when a commit changes them, never to be
+        touched by a submission."""
+        raise NotImplementedError
+
+    def is_test_file(self, path: str) -> bool:
+        """A file of the project's tests (where pass-to-pass tests live)."""
+        raise NotImplementedError
+
+    def test_file(self, test_id: str) -> str:
+        """The path a test id lives at (a test file, or a package directory)."""
+        return test_id.split("::", 1)[0]
+
+    def dependencies(self, files: Mapping[str, bytes]) -> Dependencies:
+        """What the tests of the tree `files` (path -> bytes) need installed, sorted."""
+        raise NotImplementedError
+
+    def settings_for(self, files: Mapping[str, bytes], settings: "RepoSettings") -> "RepoSettings":
+        """The repository's settings with what the tree implies filled in (defaults the
+        user left unset)."""
+        return settings
+
+    def env_key(self, requirements: list[str], settings: "RepoSettings") -> str:
+        """The content key of the prepared environment (recorded in the task)."""
+        raise NotImplementedError
+
+    def prepare(self, requirements: list[str], settings: "RepoSettings", cache_dir: Path) -> Path:
+        """The prepared environment (a directory mounted read-only at /opt/venv), built
+        outside the sandbox with network on first use and cached under `cache_dir` by
+        `env_key`; `rlforge.errors.UserError` when it cannot be built."""
+        raise NotImplementedError
+
+    def pinned(self, requirements: list[str], settings: "RepoSettings", cache_dir: Path) -> list[str]:
+        """The requirements as the exact versions the prepared environment holds (what a
+        task's Dockerfile installs); as given when they cannot be pinned."""
+        return list(requirements)
+
+    def runtime_version(self) -> str:
+        """Version of the language runtime the environments are built from (part of a
+        build-time check's cache key)."""
+        raise NotImplementedError
+
+    def check_identity(self) -> dict[str, str]:
+        """What of the runner decides a build-time check's outcome, hashed into the check's
+        cache key: its id and the runtime's version."""
+        return {"runner": self.id, "runtime": self.runtime_version()}
+
+    def test_run(self, *, tree: str, tests: str, out: str, env: str, settings: "RepoSettings",
+                 paths: list[str] | None, budget_sec: float, check_name: str | None) -> TestRun:
+        """The sandboxed run of the tests in `tree` (the tests under `paths`, or all),
+        as the sandbox sees it: runner files in `tests`, the environment at `env`, the
+        result JSON to write at `{out}/results.json`."""
+        raise NotImplementedError
+
+    def report_checks(self, tree: Path, files: Mapping[str, bytes]) -> tuple[str | None, dict]:
+        """Make the literal asserts of the test `files` (path -> bytes in `tree`) report
+        their values as they run; (the name they report through, the plan). Languages
+        without checked asserts keep the default: nothing reported."""
+        return None, {}
+
+    def checked_fail_to_pass(self, hidden: Mapping[str, bytes], fail_to_pass: list[str],
+                             workspace: Mapping[str, bytes], held_at_parent: dict) -> list[str]:
+        """The fail-to-pass tests the verifier can check beyond their reported outcome (a
+        hidden literal, no trivial value passes); a commit with none is dropped. The
+        default trusts none: a runner states what it can check."""
+        return []
+
+    def adversarials(self, **task) -> list:
+        """The submissions that must score 0 on a task (`rlforge validate`), from the
+        task's parts (workspace, hidden, fail_to_pass, pass_to_pass, gold_paths,
+        gold_diff, roots)."""
+        raise NotImplementedError
