@@ -237,7 +237,7 @@ class Checker:
             async def replicas(tree: Path, checks: str | None = None) -> list[dict | str]:
                 # One after the other on the same tree, as a re-run would be: a test that
                 # depends on what an earlier run left behind shows up as flaky.
-                return [await self._run(runner, tree, Path(venv), settings, paths, work, checks)
+                return [await self._run(tree, Path(venv), settings, paths, work, checks)
                         for _ in range(self.opts.runs)]
 
             parent, fixed = await asyncio.gather(replicas(a, check_name), replicas(b, fixed_name))
@@ -255,10 +255,12 @@ class Checker:
                                             result.pass_to_pass)
         return result
 
-    async def _run(self, runner: TestRunner, tree: Path, venv: Path, settings: RepoSettings,
-                   paths: list[str] | None, work: Path, check_name: str | None = None) -> dict | str:
-        """One sandboxed test run; the raw result, or an infrastructure error message.
-        `check_name`: what the tree's checked asserts report through (`report_checks`)."""
+    async def _run(self, tree: Path, venv: Path, settings: RepoSettings, paths: list[str] | None,
+                   work: Path, check_name: str | None = None) -> dict | str:
+        """One sandboxed test run by the settings' runner; the raw result, or an
+        infrastructure error message. `check_name`: what the tree's checked asserts report
+        through (`report_checks`)."""
+        runner = runner_of(settings)
         runner_dir = Path(tempfile.mkdtemp(prefix="runner-", dir=work))
         logs = Path(tempfile.mkdtemp(prefix="logs-", dir=work))
         logs.chmod(0o777)
