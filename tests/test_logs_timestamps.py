@@ -120,14 +120,15 @@ def test_no_silent_nulls_on_any_loghub_system_or_shape(tmp_path):
     assert con.execute("SELECT count(*) FROM log_lines WHERE ts IS NULL").fetchall()[0][0] == 0
 
 
-def test_a_level_field_holding_hosts_is_warned_about(tmp_path):
+def test_a_level_field_holding_hosts_is_taken_as_the_host_and_said(tmp_path):
     con = db.connect(tmp_path / "x.duckdb")
     path = _write(tmp_path / "sshd.log", SSHD_LINES)
-    # a wrong format: the host name sits where it says <Level>
+    # a wrong format: the host name sits where it says <Level>, right after the time
     r = logs.ingest_file(con, path, fmt=r"<Month> <Day> <Time> <Level> sshd\[<Pid>\]: <Content>",
                          year=2015)
-    warning = next(n for n in r.notes if "level field <Level>" in n)
-    assert "'LabSZ'" in warning and "3 of 3" in warning
+    note = next(n for n in r.notes if "field <Level> after the time holds host names" in n)
+    assert "'LabSZ'" in note
+    assert con.execute("SELECT DISTINCT host, level FROM log_lines").fetchall() == [("LabSZ", None)]
     r2 = logs.ingest_file(con, _write(tmp_path / "h.log", HEALTHAPP_LINES), fmt=HEALTHAPP)
     assert not any("level field" in n for n in r2.notes)
 
