@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from importlib.metadata import EntryPoint, entry_points
 from typing import Any
 
-from rlforge.errors import UserError
+from rlforge.errors import UnknownName, UserError
 
 GROUPS = {
     "rlforge.generators": "task generators (`rlforge.tasks.registry.register`)",
@@ -98,6 +98,18 @@ def add_versioned(registry: dict[str, Any], item: Any, what: str) -> Any:
         if existing.version > item.version:
             return existing
     registry[item.name] = item
+    return item
+
+
+def get_versioned(registry: dict[str, Any], name: str, what: str) -> Any:
+    """The item of a registry of `what`s called `name` or `name@version` (each item has
+    `.version` and `.id`); UnknownName lists the valid ones."""
+    base, _, version = name.partition("@")
+    item = registry.get(base)
+    if item is None:
+        raise UnknownName(what, name, [i.id for i in registry.values()])
+    if version and version != str(item.version):
+        raise UnknownName(f"{what} version", name, [item.id])
     return item
 
 

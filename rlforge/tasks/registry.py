@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, Callable, ClassVar
 
 from rlforge import plugins
-from rlforge.errors import UnknownName, UserError
+from rlforge.errors import UserError
 
 BUILTIN_MODULES = tuple(f"rlforge.tasks.generators.{name}" for name in (
     "tickets_triage", "tickets_reply", "logs_diagnose", "logs_script", "commits_repair",
@@ -110,11 +110,4 @@ def registry() -> dict[str, GeneratorInfo]:
 
 def get(name: str) -> GeneratorInfo:
     """The generator called `name` or `name@version`; UnknownName lists the valid ones."""
-    reg = registry()
-    base, _, version = name.partition("@")
-    info = reg.get(base)
-    if info is None:
-        raise UnknownName("generator", name, [g.id for g in reg.values()])
-    if version and version != str(info.version):
-        raise UnknownName("generator version", name, [info.id])
-    return info
+    return plugins.get_versioned(registry(), name, "generator")

@@ -15,7 +15,6 @@ from __future__ import annotations
 from collections.abc import Collection
 
 from rlforge import plugins
-from rlforge.errors import UnknownName
 from rlforge.tasks.generators.repair.runners.base import Dependencies, TestRun, TestRunner
 from rlforge.tasks.generators.repair.runners.python import Pytest
 
@@ -48,14 +47,7 @@ def languages() -> list[str]:
 
 def get(name: str) -> TestRunner:
     """The runner called `name` or `name@version`; UnknownName lists the valid ones."""
-    reg = runners()
-    base, _, version = name.partition("@")
-    runner = reg.get(base)
-    if runner is None:
-        raise UnknownName("test runner", name, [r.id for r in reg.values()])
-    if version and version != str(runner.version):
-        raise UnknownName("test runner version", name, [runner.id])
-    return runner
+    return plugins.get_versioned(runners(), name, "test runner")
 
 
 def detect(paths: Collection[str], language: str | None = None) -> TestRunner | None:
