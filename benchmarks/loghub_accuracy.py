@@ -153,13 +153,23 @@ def run_system(data: Path, system: str, spec: dict, workdir: Path) -> tuple[floa
 
 def drain3_system(data: Path, system: str, spec: dict) -> Scores | None:
     """GA and PA of drain3 on one system's contents; None when drain3 is not installed."""
+    contents, truth = read_truth(data, system)
+    mined = drain3_templates(contents, spec)
+    if mined is None:
+        return None
+    ids, texts = mined
+    return Scores(grouping_accuracy(ids, truth), parsing_accuracy(texts, truth))
+
+
+def drain3_templates(contents: list[str], spec: dict) -> tuple[list, list[str]] | None:
+    """drain3's cluster id and template of each message, with the system's benchmark
+    settings (`st`, `depth`, `regex`); None when drain3 is not installed."""
     try:
         from drain3 import TemplateMiner
         from drain3.masking import MaskingInstruction
         from drain3.template_miner_config import TemplateMinerConfig
     except ImportError:
         return None
-    contents, truth = read_truth(data, system)
     cfg = TemplateMinerConfig()
     cfg.profiling_enabled = False
     cfg.drain_sim_th = spec["st"]
@@ -168,7 +178,7 @@ def drain3_system(data: Path, system: str, spec: dict) -> Scores | None:
     miner = TemplateMiner(config=cfg)
     ids = [miner.add_log_message(c)["cluster_id"] for c in contents]
     texts = {c.cluster_id: c.get_template() for c in miner.drain.clusters}
-    return Scores(grouping_accuracy(ids, truth), parsing_accuracy([texts[i] for i in ids], truth))
+    return ids, [texts[i] for i in ids]
 
 
 # Settings the leave-systems-out mode chooses among (the rest stay at their defaults; the

@@ -255,21 +255,7 @@ def run_rlforge(lines: list[Line], spec: dict, work: Path, name: str) -> tuple[l
 
 
 def run_drain3(lines: list[Line], spec: dict) -> tuple[list, list] | None:
-    try:
-        from drain3 import TemplateMiner
-        from drain3.masking import MaskingInstruction
-        from drain3.template_miner_config import TemplateMinerConfig
-    except ImportError:
-        return None
-    cfg = TemplateMinerConfig()
-    cfg.profiling_enabled = False
-    cfg.drain_sim_th = spec["st"]
-    cfg.drain_depth = spec["depth"]
-    cfg.masking_instructions = [MaskingInstruction(m, "*") for m in spec["regex"]]
-    miner = TemplateMiner(config=cfg)
-    ids = [miner.add_log_message(ln.content)["cluster_id"] for ln in lines]
-    texts = {c.cluster_id: c.get_template() for c in miner.drain.clusters}
-    return ids, [texts[i] for i in ids]
+    return acc.drain3_templates([ln.content for ln in lines], spec)
 
 
 def suite(data: Path, systems: list[str], formats: dict, work: Path, kinds: list[str],
