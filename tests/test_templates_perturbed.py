@@ -12,6 +12,7 @@ import pytest
 from rlforge import db
 from rlforge.ingest import logs
 from rlforge.ingest import templates as tm
+from rlforge.ingest.load import make_redactor
 
 
 def mine(messages: list[str], masks=()) -> list[str]:
@@ -137,3 +138,80 @@ def test_ingest_keeps_one_template_for_a_padded_stamp_and_an_optional_field(tmp_
     finally:
         con.close()
     assert len(ids) == 6 and len(set(ids)) == 1
+
+
+# --- rules found by the perturbation suite's split events ------------------------------
+
+def test_a_data_field_after_a_list_of_fields_is_optional():
+    # after `ruser= rhost=...` a field of numbers or ids is appended on some calls; the
+    # naming field `user=root` of `test_different_statements_stay_apart` is not
+    base = [f"auth failed; uid={n} tty=ssh ruser= rhost=h{n}x" for n in range(10, 20)]
+    got = mine([m + (f" retry={n * 7}" if n % 2 else "") for n, m in zip(range(10, 20), base)])
+    assert len(set(got)) == 1, sorted(set(got))
+
+
+def test_a_key_seen_once_with_a_word_still_takes_optional_data():
+    # `shard=abcdefab`: a hex id with no digit reads as a word; most values are data
+    msgs = [f"relay done; from=root, size={n}, class=0" + (f" shard={n * 31}" if n % 2 else "")
+            for n in range(10, 22)] + ["relay done; from=root, size=99, class=0 shard=fbacedab"]
+    got = mine(msgs)
+    assert len(set(got)) == 1, sorted(set(got))
+
+
+def test_fields_after_a_parameter_only_prefix_are_optional():
+    # `<*>: from=..., size=...` (a queue id first): the keys are the text
+    msgs = [f"{n:06d}x: from=root, size={n * 3}, class=0" + (f" span={n}" if n % 2 else "")
+            for n in range(100, 110)]
+    got = mine(msgs)
+    assert len(set(got)) == 1, sorted(set(got))
+
+
+def test_a_column_of_different_keys_keeps_the_keys():
+    # five statements that differ only in their field's key: the key is text even where
+    # the column holds too many values to be a constant
+    keys = ["shard", "span", "attempt", "queue_depth", "retry"]
+    got = mine([f"program interrupt {k}={n}" for k in keys for n in (11, 12, 13)])
+    assert len(set(got)) == 5
+    assert {t.split(" ")[-1] for t in got} == {f"{k}=<*>" for k in keys}
+
+
+def test_a_mask_ending_in_whitespace_keeps_the_token_boundary():
+    assert tm.apply_masks(pl.Series(["result 0x0, handle @0x2c elapsed_ms=4 retry=1"]),
+                          [r"0x.*?\s"]).to_list() == ["result <*> handle @<*> elapsed_ms=4 retry=1"]
+    # so fields after a masked value are still fields, in any order
+    msgs = [f"created (seq {n}) result 0x0, handle @0x{n:x} " + " ".join(
+        RNG.sample([f"elapsed_ms={n * 3}", f"retry={n}"], 2)) for n in range(10, 22)]
+    got = mine(msgs, masks=[r"0x.*?\s"])
+    assert len(set(got)) == 1, sorted(set(got))
+
+
+def test_a_word_beside_a_list_that_is_sometimes_a_number_stays_one_template():
+    # `ids <list> <user>`: a user name that is a number by its shape joins the list's <*>
+    users = ["webmaster", "oracle", "admin", "guest", "0", "1234", "test", "ftp"]
+    msgs = [f"invalid user ids {', '.join(f'node{k:02d}' for k in range(i % 3 + 1))} {u} from h{i}x"
+            for i, u in enumerate(users)]
+    got = mine(msgs)
+    assert len(set(got)) == 1, sorted(set(got))
+
+
+def test_a_list_of_numbers_before_a_capitalised_word_is_not_an_address(tmp_path):
+    # redaction on: five-digit ids before a capitalised word are not a house number, a
+    # postcode and a town; the lines keep one template
+    log = tmp_path / "app.log"
+    lines = [f"2031-03-01 10:00:0{i} INFO worker: Interrupting ids "
+             + ",".join(str(10000 + 7919 * (i + k) % 89999) for k in range(i % 4 + 1))
+             + " SendWorker" for i in range(8)]
+    log.write_text("\n".join(lines) + "\n")
+    con = db.connect(tmp_path / "t.duckdb")
+    try:
+        redactor = make_redactor(con, True)
+        result = logs.ingest_file(con, log, fmt="<Date> <Time> <Level> <Component>: <Content>",
+                                  redactor=redactor)
+        assert result.status == "ok"
+        rows = con.execute("SELECT DISTINCT t.template FROM log_lines l "
+                           "JOIN log_templates t USING (template_id)").fetchall()
+        # a street address with a house number is still one
+        assert "ADDRESS" in redactor.redact_text("send it to Lindenstraße 5, 10115 Berlin")
+    finally:
+        con.close()
+    assert rows == [("Interrupting ids <*> SendWorker",)], rows

@@ -24,12 +24,15 @@ The method, per batch:
 3. **Split** each start group column by column: a column with one value is constant; the
    first column is always split on (log statements start with a constant word); otherwise
    the column with the fewest values is split on if it has fewer than `SPLIT_MAX_VALUES`
-   values, and is a parameter otherwise (so are all remaining columns). A template always
-   keeps at least one constant token.
+   values, and is a parameter otherwise (so are all remaining columns), unless its values
+   are `key=value` fields of two or more keys: then it is split on the key. A template
+   always keeps at least one constant token.
 4. **Subsume**: a template that another, more general template of the same length matches
    (equal token or `<*>` at every position) joins the general one; where the general
    one's `<*>` was the same masked token in all its messages (a path, a number), it only
-   takes in a token that holds parameters too, not a plain word.
+   takes in a token that holds parameters too, not a plain word. Templates that differ
+   only in how many `<*>` stand in a row are one (normalisation joins adjacent
+   parameters, so a parameter beside a list vanishes into it on some calls).
 
 Across batches and ingests the miner keeps its templates (stored in `log_templates`): a
 message that an existing template matches gets that template's id (ids are hashes of the
@@ -153,17 +156,61 @@ class Masks:
                 raise UserError(f"mask {p!r} is not a valid regular expression: {exc}") from None
 
 
+# A pattern's last item when it matches whitespace (`\s`, `\s+`, ` *?`, `\s{1,3}`).
+_TRAILING_SPACE = re.compile(r"(?:\\s|\\t| )(?:[+*?]|\{\d*,?\d*\})?\??$")
+
+
+def _top_level_or(pattern: str) -> bool:
+    """Whether a regex has a `|` outside any group or class (`a|b\\s`)."""
+    depth, in_class, i = 0, False, 0
+    while i < len(pattern):
+        c = pattern[i]
+        if c == "\\":
+            i += 2
+            continue
+        if in_class:
+            in_class = c != "]"
+        elif c == "[":
+            in_class = True
+            if pattern[i + 1:i + 2] == "]":
+                i += 1
+        elif c == "(":
+            depth += 1
+        elif c == ")":
+            depth -= 1
+        elif c == "|" and depth == 0:
+            return True
+        i += 1
+    return False
+
+
+def _mask_sub(mask: str) -> tuple[str, str, str]:
+    """(pattern, polars replacement, Python replacement) of a mask. A mask that ends by
+    matching whitespace (`0x.*?\\s`) keeps that whitespace: it masks a value, it does not
+    join the value's token to the next one."""
+    # a mask of the value after a key (`=\d+`) leaves the key=value shape in place
+    sub = "=" + WILDCARD if re.match(r"\\?=", mask) else WILDCARD
+    m = _TRAILING_SPACE.search(mask)
+    if m is None or m.start() == 0 or _top_level_or(mask):
+        return mask, sub, sub
+    slashes = len(mask[:m.start()]) - len(mask[:m.start()].rstrip("\\"))
+    if slashes % 2:  # `\\s`: a backslash, then an s
+        return mask, sub, sub
+    group = re.compile(mask).groups + 1
+    return (f"(?:{mask[:m.start()]})({mask[m.start():]})", f"{sub}${{{group}}}",
+            f"{sub}\\g<{group}>")
+
+
 def apply_masks(contents: pl.Series, masks: Sequence[str]) -> pl.Series:
     """Replace every match of each mask regex with `<*>` (in order)."""
     out = contents
     for mask in masks:
-        # a mask of the value after a key (`=\d+`) leaves the key=value shape in place
-        sub = "=" + WILDCARD if re.match(r"\\?=", mask) else WILDCARD
-        if _rust_regex_ok(mask):
-            out = out.str.replace_all(mask, sub, literal=False)
+        pattern, sub, py_sub = _mask_sub(mask)
+        if _rust_regex_ok(pattern):
+            out = out.str.replace_all(pattern, sub, literal=False)
         else:  # look-around or back-references: Python's engine, per distinct value
-            rx = re.compile(mask)
-            out = out.map_elements(functools.partial(rx.sub, sub), return_dtype=pl.String)
+            rx = re.compile(pattern)
+            out = out.map_elements(functools.partial(rx.sub, py_sub), return_dtype=pl.String)
     return out
 
 
@@ -353,9 +400,30 @@ def _split(msgs: list[Msg], const: frozenset[int]) -> list[list[Msg]]:
             frozen = frozenset(fixed_now | {p})
             for value in sorted(by):
                 stack.append((by[value], frozen))
-        else:
+            continue
+        # a column of key=value fields with different keys: the key is text of the
+        # statement even where the values make the column a parameter
+        keyed = next((q for q in sorted(cols) if _keys_of(cols[q]) is not None), None)
+        if keyed is None:
             out.append(group)
+            continue
+        by = collections.defaultdict(list)
+        for m in group:
+            by[_field(m[keyed])[0]].append(m)  # type: ignore[index]
+        for key in sorted(by):
+            stack.append((by[key], frozenset(fixed_now)))
     return out
+
+
+def _keys_of(vals: set[str]) -> set[str] | None:
+    """The keys of a column of key=value fields, when there are two or more of them."""
+    keys = set()
+    for v in vals:
+        f = _field(v)
+        if f is None:
+            return None
+        keys.add(f[0])
+    return keys if len(keys) > 1 else None
 
 
 # key=value in one token (`user=root`, `tag="x",`): the key is text of the statement, the
@@ -465,12 +533,42 @@ def _order_like(tpl: Msg, like: Msg) -> Msg:
     return tuple(out)
 
 
-def extends(general: Msg, specific: Msg) -> bool:
+class FieldValues:
+    """How often each key (as `_kv` gives it) was seen with a plain word as its value
+    (`user=root`) and with data (`retry=<*>`, a number or id by its shape), over distinct
+    messages as normalisation leaves them (before variable keys are masked)."""
+
+    def __init__(self) -> None:
+        self.counts: dict[str, list[int]] = collections.defaultdict(lambda: [0, 0])
+        self._named: set[str] | None = None
+
+    def add(self, msgs: Iterable[Msg]) -> FieldValues:
+        for m in msgs:
+            for t in m:
+                if "=" in t:
+                    kv = _kv(t)
+                    if kv is not None and kv[1]:
+                        self.counts[kv[0]][WILDCARD in kv[1]] += 1
+                        self._named = None
+        return self
+
+    def named(self) -> set[str]:
+        """Keys of fields that name something: words are most of their values."""
+        if self._named is None:
+            self._named = {k for k, (words, data) in self.counts.items() if words > data}
+        return self._named
+
+
+def extends(general: Msg, specific: Msg, named: set[str] | frozenset[str] = frozenset()) -> bool:
     """Whether `specific` is a message of `general` with 1..MAX_OPTIONAL more key=value
     fields whose values are parameters at its end (both in key order): a field a statement
     appends on some calls only. When `general` itself ends in two or more fields, the
-    message writes a list of fields, and another set of keys is another statement (as
-    another order of the same keys is not, see `field_order`)."""
+    message writes a list of fields, and a further field that names something (a key in
+    `named`, seen mostly with words as values: `ruser= rhost=<*> user=root`) makes another
+    set of keys, another statement (as another order of the same keys does not, see
+    `field_order`); a further field whose values are mostly data by their shape (numbers,
+    ids: `retry=3`, `elapsed_ms=12.5`) is one appended on some calls. Without a list of
+    fields, a template needs a word of text before its fields."""
     extra = len(specific) - len(general)
     if not 0 < extra <= MAX_OPTIONAL:
         return False
@@ -479,21 +577,21 @@ def extends(general: Msg, specific: Msg) -> bool:
         start -= 1
     if len(specific) - start < extra or not _subsumes(general[:start], specific[:start]):
         return False
-    if len(general) > start + 1:  # a list of fields and one more: another set of fields
-        return False
-    if all(g == WILDCARD for g in general[:start]) and start:
-        return False
+    if start and all(g == WILDCARD for g in general[:start]) and len(general) < start + 2:
+        return False  # no text but one key: too little to say it is the same statement
     have = collections.Counter(_field(t)[1] for t in specific[start:])  # type: ignore[index]
     for t in general[start:]:
         f = _field(t)
         if f is None or have[f[1]] == 0:
             return False
         have[f[1]] -= 1
-    left = list(have.elements())
-    return all(_kv(t)[1] == WILDCARD for t in left)  # type: ignore[index]
+    left = [_kv(t) for t in have.elements()]
+    if len(general) > start + 1 and any(kv[0] in named for kv in left):  # type: ignore[index]
+        return False  # a list of fields and one that names something: another set of fields
+    return all(kv[1] == WILDCARD for kv in left)  # type: ignore[index]
 
 
-def _optional_homes(templates: Iterable[Msg]) -> dict[Msg, Msg]:
+def _optional_homes(templates: Iterable[Msg], named: set[str]) -> dict[Msg, Msg]:
     """Each template that another one `extends` into (the most specific such, following
     chains): the template of the same statement without its optional fields."""
     by_len: dict[int, list[tuple[Msg, Msg]]] = collections.defaultdict(list)
@@ -507,7 +605,7 @@ def _optional_homes(templates: Iterable[Msg]) -> dict[Msg, Msg]:
             best = None
             for k in range(1, MAX_OPTIONAL + 1):
                 for g_ordered, g in by_len.get(length - k, ()):
-                    if extends(g_ordered, ordered):
+                    if extends(g_ordered, ordered, named):
                         cand = (g.count(WILDCARD), g)
                         best = cand if best is None or cand < best else best
                 if best is not None:
@@ -515,6 +613,27 @@ def _optional_homes(templates: Iterable[Msg]) -> dict[Msg, Msg]:
             if best is not None:
                 home[t] = home.get(best[1], best[1])
     return home
+
+
+def _collapse_runs(tpl: Msg) -> Msg:
+    return tuple(t for i, t in enumerate(tpl) if not (t == WILDCARD and i and tpl[i - 1] == WILDCARD))
+
+
+def _same_but_runs(templates: Iterable[Msg]) -> dict[Msg, Msg]:
+    """Templates that differ only in how many `<*>` stand in a row, each to one of them
+    (the longest): normalisation writes adjacent parameters as one `<*>`, so a parameter
+    beside a list of values (`user ids <*> webmaster from`) vanishes into the list on the
+    calls where it is one by its shape (`user ids <*> from`)."""
+    by: dict[Msg, list[Msg]] = collections.defaultdict(list)
+    for t in templates:
+        if any(tok != WILDCARD for tok in t):
+            by[_collapse_runs(t)].append(t)
+    out: dict[Msg, Msg] = {}
+    for group in by.values():
+        if len(group) > 1:
+            head = max(group, key=lambda t: (len(t), t))
+            out.update((t, head) for t in group if t != head)
+    return out
 
 
 def _values_seen(final: list[tuple[Msg, list[Msg]]]) -> set[str]:
@@ -579,14 +698,17 @@ def _subsumes(general: Msg, specific: Msg) -> bool:
 
 
 def cluster(msgs: Iterable[Msg], keys: set[str] | None = None,
-            values: set[str] | None = None) -> dict[Msg, Msg]:
+            values: set[str] | None = None, named: set[str] | None = None) -> dict[Msg, Msg]:
     """Batch-mine distinct normalised messages: map each to its template tokens.
 
     `keys` and `values`, when given, are the variable keys and data words known from
-    earlier batches; what this batch teaches is added to them."""
+    earlier batches; what this batch teaches is added to them. `named`: the keys of fields
+    that name something (`FieldValues.named`), from these messages when not given."""
     msgs = list(msgs)
     keys = set() if keys is None else keys
     values = set() if values is None else values
+    if named is None:
+        named = FieldValues().add(msgs).named()
     if SETTINGS.variable_keys:
         new_keys, kv_values = variable_keys(msgs)
         keys |= new_keys
@@ -620,10 +742,11 @@ def cluster(msgs: Iterable[Msg], keys: set[str] | None = None,
             like.setdefault(real, written[max(part, key=lambda m: (m.count(WILDCARD), m))])
             for m in part:
                 result[m] = real
-    home = _optional_homes(set(result.values()))
+    runs = _same_but_runs(set(result.values()))
+    home = _optional_homes({runs.get(t, t) for t in result.values()}, named)
     out = {}
     for m, o in seen.items():
-        tpl = result[o]
+        tpl = runs.get(result[o], result[o])
         tpl = home.get(tpl, tpl)
         out[m] = _order_like(tpl, like[tpl]) if tpl in like else tpl
     return out
@@ -674,6 +797,7 @@ class TemplateMiner:
         self._memo: dict[str, str] = {}
         self.keys: set[str] = set()  # keys whose values are parameters (key=value)
         self.values: set[str] = set()  # words seen as data
+        self.fields = FieldValues()  # what values each key of a field was seen with
         for tokens in templates:
             self._add(tuple(tokens))
         for tokens in self.templates.values():
@@ -721,7 +845,8 @@ class TemplateMiner:
             found = []
             for tid in self._by_len.get(len(msg) - extra, ()):
                 tpl = field_order(self.templates[tid])
-                if (_subsumes(tpl, ordered) if extra == 0 else extends(tpl, ordered)):
+                if (_subsumes(tpl, ordered) if extra == 0
+                        else extends(tpl, ordered, self.fields.named())):
                     found.append((tpl.count(WILDCARD), tid))
             if found:
                 return min(found)[1]
@@ -739,7 +864,10 @@ class TemplateMiner:
             if tid is not None and tid in self.templates:
                 ids.append(tid)
                 continue
-            msg = mask_values(split_tokens(text), self.keys)
+            raw = split_tokens(text)
+            if "=" in text:
+                self.fields.add((raw,))
+            msg = mask_values(raw, self.keys)
             tid = self.match(msg)
             ids.append(tid)
             if tid is None:
@@ -755,7 +883,8 @@ class TemplateMiner:
         # templates with optional fields the new messages lack may join theirs
         lengths = {len(m) + k for m in unmatched for k in range(MAX_OPTIONAL + 1)}
         existing = {tokens: tid for tid, tokens in self.templates.items() if len(tokens) in lengths}
-        mapping = cluster(list(unmatched) + list(existing), self.keys, self.values)
+        mapping = cluster(list(unmatched) + list(existing), self.keys, self.values,
+                          self.fields.named())
         # Existing templates whose cluster template differs have generalised: merge them
         # (following chains, so that no merged template comes back).
         targets = {template_id(mapping[t]): mapping[t] for t in existing if mapping[t] != t}

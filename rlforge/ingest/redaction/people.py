@@ -275,7 +275,14 @@ def _addresses(toks: list[_Tok]) -> list[tuple[int, int]]:
 
 
 def _house_before(toks: list[_Tok], i: int) -> bool:
-    return any(_number(toks[k]) for k in range(max(0, i - 5), i))
+    """Whether a house number stands in the few tokens before a postcode at `i`: a number
+    with a word beside it ("Lindenstraße 5, 10115 Berlin"). Numbers with only numbers
+    around them up to the postcode are a list of values ("ids 75428, 64748, 97777
+    SendWorker"), not a house number and a postcode."""
+    lo = max(0, i - 5)
+    return any(_number(toks[k]) and any(not _number(toks[x]) for x in range(max(lo, k - 1), i)
+                                        if x != k)
+               for k in range(lo, i))
 
 
 def _names(run: str, toks: list[_Tok], skip: set[int], names: frozenset[str],
