@@ -4,7 +4,6 @@ complete turn, never from its first, and ends as a run never killed ends."""
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 import sys
@@ -41,7 +40,7 @@ def tally_script(appends: int) -> list:
         if i == 2:
             command += " && ln -s acc.txt /app/link && chmod +x /app/acc.txt && rm /app/data.log"
         if i == 4:
-            command += " && mkdir -p /app/sub/deep && cp /app/acc.txt /app/sub/deep/copy && ls -l /app/link"
+            command += " && mkdir -p /app/sub/deep && cp /app/acc.txt /app/sub/deep/copy && readlink /app/link && stat -c %a /app/acc.txt"
         turns.append(bash_call(command, f"call_{i}"))
     turns.append(bash_call("wc -l < /app/acc.txt > /app/answer.txt && cat /app/answer.txt",
                            "call_answer"))
@@ -66,6 +65,11 @@ def episodes(requests: list[dict]) -> dict[tuple[str, int], list[int]]:
 
 def records_of(log: Path) -> list[dict]:
     return [json.loads(line) for line in log.read_bytes().splitlines()] if log.exists() else []
+
+
+def deepest_turn(requests: list[dict]) -> int:
+    """The furthest turn any episode asked for among `requests`."""
+    return max((turn_of(body) for body in requests), default=0)
 
 
 def snapshot_turns(run_dir: Path) -> int:
@@ -99,9 +103,8 @@ def test_sigkilled_multi_turn_episodes_resume_at_their_last_turn(tmp_path):
             proc = subprocess.Popen(command, cwd=tmp_path, stdout=subprocess.PIPE,
                                     stderr=subprocess.PIPE)
             deadline = time.monotonic() + 120
-            # Kill once this session played some turns and episodes are under way with
-            # snapshots (never before any: that would test nothing).
-            while len(policy.requests) < seen + 20 or snapshot_turns(run_dir) < 3:
+            # Kill once this session played some turns and an episode is 3 turns in.
+            while len(policy.requests) < seen + 20 or deepest_turn(policy.requests[seen:]) < 3:
                 assert proc.poll() is None, proc.stderr.read().decode()
                 assert time.monotonic() < deadline, "the run played too few turns"
                 time.sleep(0.01)
@@ -125,6 +128,17 @@ def test_sigkilled_multi_turn_episodes_resume_at_their_last_turn(tmp_path):
         assert clean.returncode in (0, 3), clean.stderr
         clean_requests = list(policy.requests)
 
+    # The policy saw each episode go forward: never a turn asked again once the next was
+    # asked (a restart from turn 1 would ask turn 0 again); a turn asked twice is one a
+    # kill cut off in flight, at most once per kill.
+    for episode, turns in episodes(all_requests).items():
+        assert turns == sorted(turns), f"{episode} went back: {turns}"
+        assert len(turns) - len(set(turns)) <= kills, f"{episode} repeated turns: {turns}"
+    assert len(episodes(all_requests)) == len(planned)
+    # Earlier turns cost nothing again: the killed run asked only the in-flight turns twice.
+    assert len(all_requests) - len(clean_requests) <= kills * 3
+    assert len(killed_requests) < len(all_requests)
+
     records = records_of(log)
     keys = [(r["task_id"], r["sample"]) for r in records]
     # Every rollout complete, none twice.
@@ -136,17 +150,6 @@ def test_sigkilled_multi_turn_episodes_resume_at_their_last_turn(tmp_path):
     assert all("restarted" not in entry for r in records for entry in r["resumed"])
     assert all(entry["after_turn"] >= 1 for r in resumed for entry in r["resumed"])
     assert not any((run_dir / "snapshots").iterdir()), "snapshots outlived their rollouts"
-
-    # The policy saw each episode go forward: never a turn asked again once the next was
-    # asked (a restart from turn 1 would ask turn 0 again); a turn asked twice is one a
-    # kill cut off in flight, at most once per kill.
-    for episode, turns in episodes(all_requests).items():
-        assert turns == sorted(turns), f"{episode} went back: {turns}"
-        assert len(turns) - len(set(turns)) <= kills, f"{episode} repeated turns: {turns}"
-    assert len(episodes(all_requests)) == len(planned)
-    # Earlier turns cost nothing again: the killed run asked only the in-flight turns twice.
-    assert len(all_requests) - len(clean_requests) <= kills * 3
-    assert len(killed_requests) < len(all_requests)
 
     # Rewards, turns and the conversations equal the run never killed (same seeds).
     clean_records = {r["rollout_id"]: r for r in records_of(tmp_path / "runs" / "clean" / "rollouts.jsonl")}

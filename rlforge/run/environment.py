@@ -387,7 +387,7 @@ class Environment:
         """What the episode holds besides its workspace, JSON-ready: the conversation, the
         commands run, the turns taken and the counters that end an episode."""
         if self.done or not self.multi_turn:
-            raise UserError("only a terminal episode under way can be snapshotted")
+            raise SnapshotMismatch("only a terminal episode under way can be snapshotted")
         return {"task_id": self.task.task_id, "messages": self.messages, "steps": self.steps,
                 "turns": self.turns, "idle": self._idle, "too_large": self._too_large}
 
