@@ -21,7 +21,8 @@ from test_run_support import ScriptedPolicy
 
 
 def listing(root: Path) -> dict[str, tuple]:
-    """Everything below `root`, read independently of rlforge: kind, mode, bytes or target."""
+    """Everything below `root`, read independently of rlforge: kind, mode, modification
+    time, bytes or target."""
     out: dict[str, tuple] = {}
     for dirpath, dirnames, filenames in os.walk(root):
         for name in dirnames + filenames:
@@ -29,13 +30,13 @@ def listing(root: Path) -> dict[str, tuple]:
             rel = os.path.relpath(path, root)
             st = os.lstat(path)
             if stat.S_ISLNK(st.st_mode):
-                out[rel] = ("link", os.readlink(path))
+                out[rel] = ("link", os.readlink(path), st.st_mtime_ns)
             elif stat.S_ISDIR(st.st_mode):
-                out[rel] = ("dir", stat.S_IMODE(st.st_mode))
+                out[rel] = ("dir", stat.S_IMODE(st.st_mode), st.st_mtime_ns)
             elif stat.S_ISFIFO(st.st_mode):
-                out[rel] = ("fifo", stat.S_IMODE(st.st_mode))
+                out[rel] = ("fifo", stat.S_IMODE(st.st_mode), st.st_mtime_ns)
             else:
-                out[rel] = ("file", stat.S_IMODE(st.st_mode),
+                out[rel] = ("file", stat.S_IMODE(st.st_mode), st.st_mtime_ns,
                             hashlib.sha256(Path(path).read_bytes()).hexdigest())
     return out
 
@@ -73,8 +74,10 @@ def test_a_workspace_difference_rebuilds_byte_for_byte(tmp_path):
     (ws / "acc.txt").write_bytes(b"y" * 7)
     (ws / "copy.log").unlink()
     (ws / "copy.log").mkdir()
+    os.utime(ws / "keep" / "readme.txt", ns=(10**18, 10**18))  # touched: only its time moves
     third = tracker.capture(blobs)
-    assert third.bytes_read == 7 and third.bytes_stored == 7
+    assert third.bytes_read == 7 + len(b"untouched, or only touched\n")
+    assert third.bytes_stored == 7 and "keep/readme.txt" not in third.workspace["changed"]
     assert set(os.listdir(blobs)) >= third.blobs
     expected = listing(ws)
     for name_ in ("again", "bad", "gone", "esc"):
@@ -82,7 +85,7 @@ def test_a_workspace_difference_rebuilds_byte_for_byte(tmp_path):
     rebuilt, base = rebuild(task, third.workspace, blobs, tmp_path / "again")
     assert listing(rebuilt) == expected
     assert tree_digest(scan(rebuilt)[0]) == third.workspace["tree"] == tree_digest(scan(ws)[0])
-    assert base == tracker.base
+    assert base == (tracker.base, tracker.base_times)
     # A blob that is not what was hashed, or gone: refused, never a partial workspace.
     blob = blobs / changed[name][2]
     blob.write_bytes(b"other")

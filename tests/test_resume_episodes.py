@@ -27,7 +27,8 @@ def tally_task(root: Path, name: str) -> Path:
     return make_task(root, name, kind="terminal", generator="test.tally", reference=reference,
                      instruction=f"Make /app/acc.txt {LINES} lines long and write its line "
                                  f"count to /app/answer.txt. [script:{name}]",
-                     workspace={"data.log": b"one\ntwo\n", "keep/notes.md": b"# notes\n"})
+                     workspace={"data.log": b"one\ntwo\n", "keep/notes.md": b"# notes\n",
+                                "keep/readme.txt": b"untouched, or only touched\n"})
 
 
 def tally_script(appends: int) -> list:

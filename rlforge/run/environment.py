@@ -414,15 +414,15 @@ class Environment:
         assert self._dir is not None and self.workspace is not None, "reset made them"
         caps = self._spec().copy_limits
         try:
-            ws, base = await asyncio.to_thread(rebuild, self.task.path, workspace, blobs,
-                                               self._dir, caps)
+            ws, start = await asyncio.to_thread(rebuild, self.task.path, workspace, blobs,
+                                                self._dir, caps)
         except SnapshotMismatch:
             await self.reset()
             raise
         remove_tree(self.workspace)
         self.workspace = ws
         if self.track_workspace:
-            self.tracker = await asyncio.to_thread(WorkspaceTracker, ws, caps, base)
+            self.tracker = await asyncio.to_thread(WorkspaceTracker, ws, caps, start)
         try:
             self.messages = list(state["messages"])
             self.steps = list(state["steps"])

@@ -14,7 +14,9 @@ file and leaves an untouched one as it was), so a turn that changed one file rea
 
 `rebuild` makes a fresh starting workspace, applies a difference to it, and hashes the
 result: anything short of the digest snapshotted raises `SnapshotMismatch`, never a
-partial workspace. Nothing here follows a link the policy made: every file is opened
+partial workspace. Modification times are kept beside the difference (of what changed, and
+of every directory) and set again, so `ls -l`, make or pytest's caches see the workspace
+as it was; they are restored, not part of the hash. Nothing here follows a link the policy made: every file is opened
 relative to its directory with O_NOFOLLOW.
 """
 
@@ -54,12 +56,14 @@ class _Scan:
     caps: CopyLimits
     known: dict[str, tuple[tuple[int, int, int, int], str]]  # path -> (stat key, digest)
     tree: Tree = field(default_factory=dict)
+    times: dict[str, int] | None = None  # path -> mtime (ns), when asked for
     total: int = 0
     read: int = 0  # bytes hashed (files not known unchanged)
 
 
 def scan(root: Path, caps: CopyLimits = CopyLimits(),
-         known: dict[str, tuple[tuple[int, int, int, int], str]] | None = None) -> tuple[Tree, int]:
+         known: dict[str, tuple[tuple[int, int, int, int], str]] | None = None,
+         times: dict[str, int] | None = None) -> tuple[Tree, int]:
     """The tree below `root` and the bytes read to hash it.
 
     Args:
@@ -67,13 +71,15 @@ def scan(root: Path, caps: CopyLimits = CopyLimits(),
         caps: the copy-out caps: a tree past one cannot be snapshotted.
         known: per path, the (inode, size, mtime, ctime) a digest was computed at;
             updated in place. A file whose stat still matches is not read again.
+        times: filled with every entry's modification time (ns). Times are not part of
+            the tree (nor of its digest): they are restored, not checked.
 
     Raises:
         SubmissionTooLarge: a cap was passed.
         SnapshotMismatch: the tree holds an entry no snapshot can rebuild (a socket, a
             device) or is deeper than `MAX_DEPTH`.
     """
-    state = _Scan(caps, known if known is not None else {})
+    state = _Scan(caps, known if known is not None else {}, times=times)
     fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     try:
         _scan_dir(fd, "", state)
@@ -91,6 +97,8 @@ def _scan_dir(dir_fd: int, rel: str, state: _Scan) -> None:
         path = f"{rel}/{entry.name}" if rel else entry.name
         st = entry.stat(follow_symlinks=False)
         mode = stat.S_IMODE(st.st_mode)
+        if state.times is not None:
+            state.times[path] = st.st_mtime_ns
         if stat.S_ISDIR(st.st_mode):
             state.tree[path] = ("dir", mode, "")
             sub = os.open(entry.name, _DIR_FLAGS, dir_fd=dir_fd)
@@ -164,14 +172,16 @@ class Capture:
 class WorkspaceTracker:
     """The starting tree of one episode's workspace and the stat cache of its files."""
 
-    def __init__(self, ws: Path, caps: CopyLimits = CopyLimits(), base: Tree | None = None):
-        """Hash `ws` as it starts (or take `base`, its starting tree, when the workspace
-        was rebuilt from a snapshot: the difference is always from the start)."""
+    def __init__(self, ws: Path, caps: CopyLimits = CopyLimits(),
+                 start: tuple[Tree, dict[str, int]] | None = None):
+        """Hash `ws` as it starts (or take `start`, its starting tree and times, when the
+        workspace was rebuilt from a snapshot: the difference is always from the start)."""
         self.ws = ws
         self.caps = caps
         self.known: dict[str, tuple[tuple[int, int, int, int], str]] = {}
-        tree, _ = scan(ws, caps, self.known)
-        self.base: Tree = base if base is not None else tree
+        times: dict[str, int] = {}
+        tree, _ = scan(ws, caps, self.known, times)
+        self.base, self.base_times = start if start is not None else (tree, times)
 
     def capture(self, blobs: Path) -> Capture:
         """The workspace now, as a difference from the start; each file's bytes it needs
@@ -180,7 +190,8 @@ class WorkspaceTracker:
         Raises:
             SubmissionTooLarge, SnapshotMismatch: the workspace cannot be snapshotted.
         """
-        tree, read = scan(self.ws, self.caps, self.known)
+        times: dict[str, int] = {}
+        tree, read = scan(self.ws, self.caps, self.known, times)
         changed = {p: e for p, e in tree.items() if self.base.get(p) != e}
         removed = sorted(p for p, e in self.base.items()
                          if p not in tree or tree[p][0] != e[0])
@@ -200,7 +211,12 @@ class WorkspaceTracker:
                 raise SnapshotMismatch(f"{path} changed while it was snapshotted")
             write_atomic(target, data)
             stored += len(data)
-        workspace = {"tree": tree_digest(tree), "changed": changed, "removed": removed}
+        # the times of what changed or was touched, and of every directory (the rebuild
+        # writes in them)
+        mtimes = {p: t for p, t in times.items()
+                  if p in changed or tree[p][0] == "dir" or self.base_times.get(p) != t}
+        workspace = {"tree": tree_digest(tree), "changed": changed, "removed": removed,
+                     "mtimes": mtimes}
         return Capture(workspace, set(needed), read, stored)
 
 
@@ -236,16 +252,18 @@ def _clear(target: Path) -> None:
 
 
 def rebuild(task_path: Path, workspace: dict[str, Any], blobs: Path, root: Path,
-            caps: CopyLimits = CopyLimits()) -> tuple[Path, Tree]:
+            caps: CopyLimits = CopyLimits()) -> tuple[Path, tuple[Tree, dict[str, int]]]:
     """A fresh starting workspace of the task (in a new directory under `root`) with a
-    snapshot's difference applied, hashed: (its path, the starting tree).
+    snapshot's difference applied, hashed: (its path, the starting tree and times, for
+    `WorkspaceTracker`).
 
     Raises:
         SnapshotMismatch: a blob is missing or damaged, the difference names a path
             outside the workspace, or the result does not hash to the snapshot's tree.
     """
     ws = fresh_workspace(task_path, root)
-    base, _ = scan(ws, caps)
+    base_times: dict[str, int] = {}
+    base, _ = scan(ws, caps, times=base_times)
     try:
         changed = {p: tuple(e) for p, e in workspace["changed"].items()}
         removed = list(workspace["removed"])
@@ -291,10 +309,18 @@ def rebuild(task_path: Path, workspace: dict[str, Any], blobs: Path, root: Path,
     for target, mode in reversed(modes):  # deepest first, after their contents
         target.chmod(mode)
     try:
+        mtimes = {p: int(t) for p, t in (workspace.get("mtimes") or {}).items()}
+    except (TypeError, ValueError, AttributeError):
+        raise SnapshotMismatch("the snapshot's modification times are not readable") from None
+    for path, ns in mtimes.items():  # after every write: nothing moves them again
+        target = ws / _relative(path)
+        if target.is_symlink() or target.exists():
+            os.utime(target, ns=(ns, ns), follow_symlinks=False)
+    try:
         tree, _ = scan(ws, caps)
     except SubmissionTooLarge as exc:
         raise SnapshotMismatch(f"the rebuilt workspace is over a cap ({exc.detail})") from None
     if tree_digest(tree) != expected:
         raise SnapshotMismatch("the rebuilt workspace does not hash to the one snapshotted "
                                f"({tree_digest(tree)[:12]} != {expected[:12]})")
-    return ws, base
+    return ws, (base, base_times)
