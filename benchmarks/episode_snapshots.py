@@ -73,41 +73,29 @@ def build(work: Path) -> dict[str, list[Path]]:
     return out
 
 
-def repair_turns(turns: int) -> list[str]:
-    """A repair-like episode: look around, edit sources, run the test suite now and then."""
-    commands = []
-    for i in range(turns):
-        kind = i % 5
-        if kind == 0:
-            commands.append("git status --short; ls")
-        elif kind == 1:
-            commands.append("f=$(git ls-files '*.py' | grep -v test | head -1); head -40 \"$f\"")
-        elif kind == 2:
-            commands.append(f"f=$(git ls-files '*.py' | grep -v test | head -1); "
-                            f"echo '# turn {i}: try another approach' >> \"$f\"; git diff --stat")
-        elif kind == 3:
-            commands.append("timeout 20 python -m pytest -q -x 2>&1 | tail -3")
-        else:
-            commands.append(f"printf 'note {i}\\n' >> NOTES.txt; grep -rn 'def ' --include=*.py . | wc -l")
-    return commands
+#: A repair-like episode, turn after turn: look around, edit sources, run the test suite.
+REPAIR = (
+    lambda i: "git status --short; ls",
+    lambda i: "f=$(git ls-files '*.py' | grep -v test | head -1); head -40 \"$f\"",
+    lambda i: (f"f=$(git ls-files '*.py' | grep -v test | head -1); "
+               f"echo '# turn {i}: try another approach' >> \"$f\"; git diff --stat"),
+    lambda i: "timeout 20 python -m pytest -q -x 2>&1 | tail -3",
+    lambda i: f"printf 'note {i}\\n' >> NOTES.txt; grep -rn 'def ' --include=*.py . | wc -l",
+)
+#: A script-writing episode: read the logs, grow a program, run it.
+SCRIPT = (
+    lambda i: "ls -R /app | head -20; head -3 $(find /app -name '*.log' | head -1)",
+    lambda i: (f"cat >> /app/solve.py <<'EOF'\n# step {i}\nimport sys, collections\n"
+               f"counts = collections.Counter()\nEOF\nwc -l /app/solve.py"),
+    lambda i: "python3 /app/solve.py $(find /app -name '*.log' | head -1) | head -5",
+    lambda i: (f"grep -c ERROR $(find /app -name '*.log' | head -1) > /app/out{i}.txt; "
+               f"cat /app/out{i}.txt"),
+)
 
 
-def script_turns(turns: int) -> list[str]:
-    """A script-writing episode: read the logs, grow a program, run it."""
-    commands = []
-    for i in range(turns):
-        kind = i % 4
-        if kind == 0:
-            commands.append("ls -R /app | head -20; head -3 $(find /app -name '*.log' | head -1)")
-        elif kind == 1:
-            commands.append(f"cat >> /app/solve.py <<'EOF'\n# step {i}\nimport sys, collections\n"
-                            f"counts = collections.Counter()\nEOF\nwc -l /app/solve.py")
-        elif kind == 2:
-            commands.append("python3 /app/solve.py $(find /app -name '*.log' | head -1) | head -5")
-        else:
-            commands.append(f"grep -c ERROR $(find /app -name '*.log' | head -1) > /app/out{i}.txt; "
-                            f"cat /app/out{i}.txt")
-    return commands
+def episode(kinds, turns: int) -> list[str]:
+    """`turns` commands, cycling through the turn kinds."""
+    return [kinds[i % len(kinds)](i) for i in range(turns)]
 
 
 def workspace_bytes(ws: Path) -> int:
@@ -177,7 +165,7 @@ async def overhead(task_dirs: list[Path], commands: list[str], work: Path) -> di
 def killed_at_half(tasks: Path, turns: int, latency: float, work: Path, *,
                    keep_snapshots: bool, kill: bool = True, concurrency: int = 8) -> dict:
     """Model calls of a run of `tasks` SIGKILLed at half its calls and resumed."""
-    script = [bash_call(c, f"call_{i}") for i, c in enumerate(script_turns(turns - 1))] + [SUBMIT]
+    script = [bash_call(c, f"call_{i}") for i, c in enumerate(episode(SCRIPT, turns - 1))] + [SUBMIT]
     run_id = f"{'snap' if keep_snapshots else 'nosnap'}-{'kill' if kill else 'clean'}"
     with ScriptedPolicy({"": script}, delay=latency) as policy:
         flags = ["--base-url", policy.url, "--model", "m", "--concurrency", str(concurrency),
@@ -226,7 +214,8 @@ def main() -> None:
     os.chdir(work)
     tasks = build(work)
     report = {"turns": args.turns}
-    for name, commands in (("repair", repair_turns(args.turns)), ("script", script_turns(args.turns))):
+    for name, commands in (("repair", episode(REPAIR, args.turns)),
+                           ("script", episode(SCRIPT, args.turns))):
         report[name] = asyncio.run(overhead(tasks[name], commands, work))
         r = report[name]
         print(f"{name}: {r['turns']} turns on {r['tasks']} tasks: snapshot "

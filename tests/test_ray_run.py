@@ -251,29 +251,39 @@ def test_two_nodes_share_the_rollouts_with_task_directories_shipped(cli, tmp_pat
     assert len(counts) == 2 and sum(counts) == 12 and min(counts) >= 2
 
 
+def run_losing_a_node(cli, tasks: Path, policy: ScriptedPolicy, two_nodes, concurrency: str,
+                      ready) -> tuple:
+    """Run `tasks` on the two-node cluster and remove the second node once `ready()`
+    (within 120 s); the run's result and JSON summary. Stops the policy."""
+    cluster, second = two_nodes
+
+    def kill_second_node():
+        deadline = time.monotonic() + 120
+        while not ready() and time.monotonic() < deadline:
+            time.sleep(0.02)
+        cluster.remove_node(second)
+
+    killer = threading.Thread(target=kill_second_node)
+    killer.start()
+    try:
+        return run_json(cli, tasks, "--base-url", policy.url, "--model", "m",
+                        "--concurrency", concurrency)
+    finally:
+        killer.join()
+        policy.stop()
+
+
 def test_a_node_that_dies_hands_its_rollouts_to_the_other(cli, tmp_path, two_nodes, monkeypatch,
                                                           caplog):
-    cluster, second = two_nodes
+    cluster, _ = two_nodes
     monkeypatch.setenv("RLFORGE_RAY_ADDRESS", cluster.address)
     tasks = tmp_path / "tasks"
     for i in range(8):
         label_task(tasks, f"t{i}", "billing")
     policy = ScriptedPolicy({f"t{i}": ["ANSWER: billing"] for i in range(8)}, delay=2.0).start()
 
-    def kill_second_node():  # once every rollout is waiting on the endpoint
-        deadline = time.monotonic() + 60
-        while len(policy.requests) < 8 and time.monotonic() < deadline:
-            time.sleep(0.05)
-        cluster.remove_node(second)
-
-    killer = threading.Thread(target=kill_second_node)
-    killer.start()
-    try:
-        result, data = run_json(cli, tasks, "--base-url", policy.url, "--model", "m",
-                                "--concurrency", "8")
-    finally:
-        killer.join()
-        policy.stop()
+    result, data = run_losing_a_node(cli, tasks, policy, two_nodes, "8",
+                                     lambda: len(policy.requests) >= 8)
     assert result.exit_code == 0, result.output
     records = rollouts_of(data["run_dir"])
     assert sorted(r["task_id"] for r in records) == sorted(p.name for p in tasks.iterdir())
@@ -289,7 +299,7 @@ def test_episodes_of_a_node_that_dies_continue_on_the_other_from_their_snapshots
         cli, tmp_path, two_nodes, monkeypatch):
     """The runs directory is on a path both nodes see: a lost node's multi-turn episodes
     continue on the other from their last turn, and end as a run never interrupted."""
-    cluster, second = two_nodes
+    cluster, _ = two_nodes
     monkeypatch.setenv("RLFORGE_RAY_ADDRESS", cluster.address)
     tasks = tmp_path / "tasks"
     names = ["ta", "tb", "tc", "td"]
@@ -297,23 +307,11 @@ def test_episodes_of_a_node_that_dies_continue_on_the_other_from_their_snapshots
         tally_task(tasks, name)
     policy = ScriptedPolicy({name: tally_script(12) for name in names}, delay=0.2).start()
 
-    def kill_second_node():  # once every episode is 3 turns in
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline:
-            if len(episodes(policy.requests)) == 4 and all(
-                    max(turns) >= 3 for turns in episodes(policy.requests).values()):
-                break
-            time.sleep(0.02)
-        cluster.remove_node(second)
+    def three_turns_in() -> bool:
+        played = episodes(policy.requests)
+        return len(played) == 4 and all(max(turns) >= 3 for turns in played.values())
 
-    killer = threading.Thread(target=kill_second_node)
-    killer.start()
-    try:
-        result, data = run_json(cli, tasks, "--base-url", policy.url, "--model", "m",
-                                "--concurrency", "4")
-    finally:
-        killer.join()
-        policy.stop()
+    result, data = run_losing_a_node(cli, tasks, policy, two_nodes, "4", three_turns_in)
     assert result.exit_code == 0, result.output
     records = rollouts_of(data["run_dir"])
     assert {r["outcome"] for r in records} == {"pass"} and len(records) == 4
