@@ -196,3 +196,6 @@ def test_a_resumed_episode_counts_its_earlier_turns_and_time(tmp_path):
         assert record["outcome"] == "timeout" and record["resumed"]
         assert len(policy.requests) - before <= (3.0 - spent) / 0.4 + 2
         assert record["turns"] < 14
+        # Its earlier turns are on the record, before and after the cut.
+        assert sum(m["role"] == "assistant" for m in record["messages"]) == record["turns"]
+        assert record["messages"][:len(cut["episode"]["messages"])] == cut["episode"]["messages"]

@@ -141,23 +141,22 @@ class RolloutRunner:
         earlier = 0.0  # wall seconds of the sessions before this one
         try:
             budget = budget or task.agent_timeout  # reads task.toml if not read yet
+            messages = None
+            spent = 0.0  # of the budget, in the sessions before this one
             snap = self._snapshot(snapshots, rollout_id, seed, resumed)
-            spent = float(snap["budget_seconds"]) if snap else 0.0  # of the budget, before
+            if snap is not None and snapshots is not None:  # restoring is rlforge's time
+                try:
+                    messages = await restore(env, snap, snapshots.directory(rollout_id))
+                    usage.update(snap["usage"])
+                    finish_reason = snap["finish_reason"]
+                    spent, earlier = float(snap["budget_seconds"]), float(snap["seconds"])
+                    started_at = snap["started_at"]
+                    resumed.append({"after_turn": env.turns, "at": utc_now()})
+                except SnapshotMismatch as exc:  # never a partial episode: from turn 1
+                    resumed.append(_restarted(snap, str(exc)))
             opened, overhead = time.perf_counter(), 0.0
             async with asyncio.timeout(budget - spent) as deadline:
                 env.on_scoring = lambda: deadline.reschedule(None)  # verifying is not the policy's time
-                messages = None
-                if snap is not None and snapshots is not None:
-                    try:
-                        messages = await restore(env, snap, snapshots.directory(rollout_id))
-                        usage.update(snap["usage"])
-                        finish_reason = snap["finish_reason"]
-                        earlier, started_at = float(snap["seconds"]), snap["started_at"]
-                        resumed.append({"after_turn": env.turns, "at": utc_now()})
-                    except SnapshotMismatch as exc:  # never a partial episode: from turn 1
-                        resumed.append(_restarted(snap, str(exc)))
-                        messages, spent = None, 0.0
-                        deadline.reschedule(asyncio.get_running_loop().time() + budget)
                 if messages is None:
                     messages = await env.reset()
                 first = list(messages[:2])  # the system prompt and the instruction
