@@ -145,6 +145,8 @@ def test_sigkilled_multi_turn_episodes_resume_at_their_last_turn(tmp_path):
     # Every rollout complete, none twice.
     assert len(keys) == len(set(keys)) == len(planned) and set(keys) == planned
     assert (report["rollouts"], report["complete"]) == (len(planned), True)
+    assert report["session"]["episodes_resumed"] >= 1  # the last kill cut some off too
+    assert report["session"]["episodes_restarted"] == 0
     # Resumed mid-way, from a snapshot that restored (never restarted from scratch).
     resumed = [r for r in records if r["resumed"]]
     assert resumed, "no episode was cut off mid-way"
@@ -198,6 +200,8 @@ def test_a_snapshot_that_does_not_restore_restarts_the_episode_and_says_so(tmp_p
                                 capture_output=True, text=True, timeout=120)
         assert result.returncode == 0, result.stderr
         asked = [turn_of(b) for b in policy.requests[before:]]
+    session = json.loads(result.stdout)["session"]
+    assert (session["episodes_resumed"], session["episodes_restarted"]) == (0, 1)
     (record,) = records_of(run_dir / "rollouts.jsonl")
     assert asked[0] == 0 and asked == sorted(asked)  # from the first turn, not the last
     (entry,) = record["resumed"]

@@ -56,8 +56,16 @@ class Progress:
     completion_tokens: int = 0
     started: float = field(default_factory=time.monotonic)
     resumed: int = 0  # rollouts already stored when this session started
+    episodes_resumed: int = 0  # continued from a snapshot in this session
+    episodes_restarted: int = 0  # whose snapshot did not restore: played from turn 1
 
-    def add(self, fact: RolloutSummary) -> None:
+    def add(self, fact: RolloutSummary, resumed: list[dict[str, Any]] | None = None) -> None:
+        """Count one finished rollout (`resumed`: its record's, to count resumed episodes)."""
+        if resumed:  # its last entry is this session's
+            if "restarted" in resumed[-1]:
+                self.episodes_restarted += 1
+            else:
+                self.episodes_resumed += 1
         self.done += 1
         self.outcomes[fact.outcome] += 1
         if fact.error_type:
@@ -383,7 +391,7 @@ async def drive(tasks: list[Task], items: list[WorkItem], runner: Rollouts,
                 snapshots.discard(record["rollout_id"])
             fact = RolloutSummary.of(record)
             facts.append(fact)
-            progress.add(fact)
+            progress.add(fact, record.get("resumed"))
             if sink is not None:
                 sink.add(line)
             if on_record is not None:

@@ -76,6 +76,7 @@ class RunReport:
     summary: dict[str, Any]
     plan: RunPlan = field(repr=False)
     session_rollouts: int = 0
+    episodes: dict[str, int] = field(default_factory=dict)  # resumed / restarted this session
     seconds: float = 0.0
     exit_code: int = 0
     gate: str = ""
@@ -91,7 +92,8 @@ class RunReport:
             "embedded": plan.embedded, "samples": plan.samples,
             "planned": len(plan.tasks) * plan.samples,
             **self.summary,
-            "session": {"rollouts": self.session_rollouts, "seconds": round(self.seconds, 3),
+            "session": {"rollouts": self.session_rollouts, **self.episodes,
+                        "seconds": round(self.seconds, 3),
                         "rollouts_per_s": round(self.session_rollouts / self.seconds, 3)
                         if self.seconds > 0 else None},
             "gate": {"min_pass_rate": plan.gates.min_pass_rate,
@@ -330,6 +332,8 @@ def _execute(settings: Settings, store: RunStore, plan: RunPlan, tasks: list[Tas
             facts += asyncio.run(backend.rollouts(session))
     report = finalize(db_path, store, plan, facts, status="finished", lines=sink.lines)
     report.session_rollouts = len(items)
+    report.episodes = {"episodes_resumed": progress.episodes_resumed,
+                       "episodes_restarted": progress.episodes_restarted}
     report.seconds = time.perf_counter() - started
     report.notice = notice
     return report
