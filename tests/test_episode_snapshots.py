@@ -199,3 +199,72 @@ def test_a_resumed_episode_counts_its_earlier_turns_and_time(tmp_path):
         # Its earlier turns are on the record, before and after the cut.
         assert sum(m["role"] == "assistant" for m in record["messages"]) == record["turns"]
         assert record["messages"][:len(cut["episode"]["messages"])] == cut["episode"]["messages"]
+
+
+def test_any_sequence_of_changes_rebuilds_exactly(tmp_path):
+    """Property: whatever a policy does to its workspace over several turns (files written,
+    rewritten, removed, chmod'ed, touched; directories, links, FIFOs; one kind replaced by
+    another), each turn's difference rebuilds that turn's workspace exactly."""
+    import itertools
+    import shutil
+
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import strategies as st
+
+    from rlforge.taskdir import WORKSPACE
+
+    names = st.sampled_from(["a", "b", "c.py", "d/e", "d/f", "g/h/i", "caf\udce9"])
+    action = st.one_of(
+        st.tuples(st.just("write"), names, st.binary(max_size=64)),
+        st.tuples(st.just("remove"), names, st.none()),
+        st.tuples(st.just("chmod"), names, st.sampled_from([0o600, 0o755, 0o444])),
+        st.tuples(st.just("touch"), names, st.integers(10**15, 10**18)),
+        st.tuples(st.just("link"), names, st.sampled_from(["a", "../x", "/etc/passwd"])),
+        st.tuples(st.just("fifo"), names, st.none()),
+        st.tuples(st.just("mkdir"), names, st.none()),
+    )
+    counter = itertools.count()
+
+    def apply(ws: Path, what: str, rel: str, arg) -> None:
+        path = ws / rel
+        if what != "remove":
+            path.parent.mkdir(parents=True, exist_ok=True)
+            if path.parent.is_symlink() or not path.parent.is_dir():
+                return
+        exists = path.is_symlink() or path.exists()
+        if what == "write":
+            if exists and (path.is_symlink() or not path.is_file()):
+                return
+            path.write_bytes(arg)
+        elif what == "remove" and exists:
+            shutil.rmtree(path) if path.is_dir() and not path.is_symlink() else path.unlink()
+        elif what in ("chmod", "touch") and exists and not path.is_symlink():
+            if what == "chmod" and not path.is_dir():
+                path.chmod(arg)
+            elif what == "touch":
+                os.utime(path, ns=(arg, arg))
+        elif what in ("link", "fifo", "mkdir") and not exists:
+            {"link": lambda: path.symlink_to(arg), "fifo": lambda: os.mkfifo(path),
+             "mkdir": lambda: path.mkdir()}[what]()
+
+    @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+    @given(st.lists(st.lists(action, max_size=8), min_size=1, max_size=4))
+    def check(turns):
+        case = tmp_path / f"case{next(counter)}"
+        task = case / "task"
+        app = task / WORKSPACE
+        (app / "d").mkdir(parents=True)
+        (app / "a").write_bytes(b"start a\n")
+        (app / "d" / "e").write_bytes(b"start e\n")
+        ws = fresh_workspace(task, case)
+        tracker = WorkspaceTracker(ws)
+        for n, actions in enumerate(turns):
+            for what, rel, arg in actions:
+                apply(ws, what, rel, arg)
+            captured = tracker.capture(case / "blobs")
+            (case / f"r{n}").mkdir()
+            rebuilt, _ = rebuild(task, captured.workspace, case / "blobs", case / f"r{n}")
+            assert listing(rebuilt) == listing(ws)
+        shutil.rmtree(case)
+
+    check()
