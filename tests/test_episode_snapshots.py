@@ -96,6 +96,13 @@ def test_a_workspace_difference_rebuilds_byte_for_byte(tmp_path):
         rebuild(task, third.workspace, blobs, tmp_path / "gone")
     with pytest.raises(SnapshotMismatch, match="not a path in the workspace"):
         rebuild(task, {**third.workspace, "removed": ["../../etc"]}, blobs, tmp_path / "esc")
+    # An entry below a link (which no scan lists) is refused, not written through it.
+    blob.write_bytes(bytes(range(256)))
+    through = {**third.workspace, "changed": {**third.workspace["changed"],
+                                              "link/escaped": ("file", 0o644, "0" * 64)}}
+    with pytest.raises(SnapshotMismatch, match="below the link"):
+        rebuild(task, through, blobs, tmp_path / "esc")
+    assert not (tmp_path / "esc" / "outside").exists()  # where the link points from there
 
 
 def play(env, steps):

@@ -25,6 +25,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import shutil
 import stat
 from dataclasses import dataclass, field
@@ -42,6 +43,7 @@ Tree = dict[str, Entry]
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _FILE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 _CHUNK = 1 << 20
+_SHA256 = re.compile(r"[0-9a-f]{64}")
 
 
 def tree_digest(tree: Tree) -> str:
@@ -239,6 +241,18 @@ def _relative(path: str) -> PurePosixPath:
     return rel
 
 
+def _inside(ws: Path, path: str) -> Path:
+    """ws/path, refusing a path that is not in the workspace or passes through a link
+    (a snapshot never lists an entry below a link: `scan` does not follow them)."""
+    rel = _relative(path)
+    cur = ws
+    for part in rel.parts[:-1]:
+        cur = cur / part
+        if cur.is_symlink():
+            raise SnapshotMismatch(f"the snapshot names {path!r}, below the link {cur.name!r}")
+    return ws / rel
+
+
 def _clear(target: Path) -> None:
     """Remove whatever stands at `target` (never following it)."""
     if target.is_symlink() or not target.exists():
@@ -271,10 +285,10 @@ def rebuild(task_path: Path, workspace: dict[str, Any], blobs: Path, root: Path,
     except (KeyError, TypeError, AttributeError) as exc:
         raise SnapshotMismatch(f"the snapshot's workspace is not readable ({exc})") from None
     for path in sorted(removed, reverse=True):
-        _clear(ws / _relative(path))
+        _clear(_inside(ws, path))
     modes: list[tuple[Path, int]] = []
     for path, (kind, mode, digest) in sorted(changed.items()):
-        target = ws / _relative(path)
+        target = _inside(ws, path)
         old = base.get(path)
         if kind == "dir":
             if not (target.is_dir() and not target.is_symlink()):
@@ -285,6 +299,8 @@ def rebuild(task_path: Path, workspace: dict[str, Any], blobs: Path, root: Path,
             if old is not None and old[0] == "file" and old[2] == digest and path not in removed:
                 target.chmod(int(mode))
                 continue
+            if not _SHA256.fullmatch(str(digest)):
+                raise SnapshotMismatch(f"the snapshot names no content for {path}")
             try:
                 data = (blobs / str(digest)).read_bytes()
             except OSError as exc:
@@ -313,7 +329,7 @@ def rebuild(task_path: Path, workspace: dict[str, Any], blobs: Path, root: Path,
     except (TypeError, ValueError, AttributeError):
         raise SnapshotMismatch("the snapshot's modification times are not readable") from None
     for path, ns in mtimes.items():  # after every write: nothing moves them again
-        target = ws / _relative(path)
+        target = _inside(ws, path)
         if target.is_symlink() or target.exists():
             os.utime(target, ns=(ns, ns), follow_symlinks=False)
     try:
