@@ -23,6 +23,20 @@ holds the `bash` and `submit` tool definitions; each `bash` call runs in the tas
 sandbox and its output comes back as a `tool` message. The reward is 0.0 until the
 episode ends, then the verifier's total. Async trainers use `areset`, `astep`, `averify`.
 
+A terminal episode under way can be saved after any turn and continued later, in another
+process or on another machine that has the same task directory:
+
+    env.save("ckpt/ep-17")                          # conversation, steps, counters, workspace
+    ...
+    with rlforge.envs.load(task_dir) as env:
+        messages = env.restore("ckpt/ep-17")        # the workspace rebuilt byte for byte
+        messages, reward, done, info = env.step(reply)
+
+The workspace is stored as its difference from the task's starting workspace (files by
+content hash, `rlforge.run.snapshot`); `restore` checks the rebuilt workspace's hash and
+raises `SnapshotMismatch` rather than continue from anything else. The turn counter comes
+back with the episode, so `run.max_turns` counts the turns before the save.
+
 This module is an entry point, as the CLI is: given no configuration, `load` resolves the
 flag-less one (RLFORGE_* env > rlforge.toml > default) once and hands its typed settings
 down; nothing below it reads the configuration again.
@@ -37,13 +51,15 @@ from pathlib import Path
 from typing import Any
 
 from rlforge.config import Config, default_cache_dir
+from rlforge.errors import SnapshotMismatch, SubmissionTooLarge
 from rlforge.records import EnvOptions
+from rlforge.run import snapshot
 from rlforge.run.environment import Environment
 from rlforge.sandbox import SandboxPool, sandbox_settings
 from rlforge.taskdir import Task, check_whole, load_task
 from rlforge.verify.runner import TaskRunner
 
-__all__ = ["TaskEnv", "load"]
+__all__ = ["SnapshotMismatch", "TaskEnv", "load"]
 
 
 def load(task_dir: str | Path, *, config: Config | None = None,
@@ -79,7 +95,7 @@ class TaskEnv:
         self._pool = SandboxPool(2)
         self._env = Environment(task, options,
                                 TaskRunner(self._pool, options.sandbox_mode, settings, cache_dir),
-                                self._scratch)
+                                self._scratch, track_workspace=task.kind == "terminal")
         self._loop: asyncio.AbstractEventLoop | None = None
 
     @property
@@ -112,6 +128,20 @@ class TaskEnv:
         the starting workspace. Returns the reward (components, total, outcome)."""
         return await self._env.verify(submission)
 
+    async def asave(self, directory: str | Path) -> snapshot.SaveCost:
+        """Save the episode under way (a terminal one, not done) into `directory`."""
+        try:
+            return await asyncio.to_thread(snapshot.save, self._env, Path(directory))
+        except SubmissionTooLarge as exc:
+            raise SnapshotMismatch(f"the workspace cannot be saved: {exc}") from None
+
+    async def arestore(self, directory: str | Path) -> list[dict[str, Any]]:
+        """Continue the episode saved in `directory`; the messages to send next."""
+        doc = await asyncio.to_thread(snapshot.load, Path(directory))
+        if doc is None:
+            raise SnapshotMismatch(f"no episode saved in {directory}")
+        return await snapshot.restore(self._env, doc, Path(directory))
+
     # Sync API --------------------------------------------------------------------------
 
     def reset(self) -> list[dict[str, Any]]:
@@ -133,6 +163,29 @@ class TaskEnv:
     def verify(self, submission: str | dict[str, Any]) -> dict[str, Any]:
         """Score a submission without an episode; see `averify`."""
         return self._run(self.averify(submission))
+
+    def save(self, directory: str | Path) -> snapshot.SaveCost:
+        """Save the terminal episode under way into `directory` (made if missing; a save
+        there before is replaced whole): the conversation, the steps, the counters and the
+        workspace as its difference from the task's start. Returns what it cost (seconds,
+        bytes written, bytes hashed).
+
+        Raises:
+            SnapshotMismatch: the episode is not a terminal one under way, or its
+                workspace holds what no snapshot rebuilds.
+        """
+        return self._run(self.asave(directory))
+
+    def restore(self, directory: str | Path) -> list[dict[str, Any]]:
+        """Continue the episode saved in `directory` by `save` (in this process or
+        another); returns the messages to send to the policy.
+
+        Raises:
+            SnapshotMismatch: nothing is saved there, it is another task's, or the
+                workspace rebuilt from it does not hash to the one saved (the episode is
+                then left as `reset` starts it).
+        """
+        return self._run(self.arestore(directory))
 
     def close(self) -> None:
         """Remove the workspace and stop the sandbox threads."""

@@ -168,3 +168,10 @@ class SubmissionTooLarge(RlforgeError):
     def __init__(self, detail: str):
         self.detail = detail
         super().__init__(f"{self.reason}: {detail}")
+
+
+class SnapshotMismatch(UserError):
+    """An episode snapshot cannot be restored as it was taken: a piece is missing or
+    damaged, or the workspace rebuilt from it does not hash to the one snapshotted. The
+    episode is never continued from a partial state: the run restarts it from its first
+    turn (and records that); `rlforge.envs` raises this to the caller."""

@@ -87,6 +87,11 @@ class RolloutRecord(TypedDict, total=False):
     messages: list[dict[str, Any]]
     steps: list[dict[str, Any]]
     submission: dict[str, Any] | None
+    # Each time the episode continued from a snapshot (`rlforge.run.snapshot`):
+    # {"after_turn": N, "at": time}, or, when the snapshot could not be restored and the
+    # episode started again from its first turn, {"after_turn": 0, "snapshot_turn": N,
+    # "restarted": why}. Empty for an episode played in one go.
+    resumed: list[dict[str, Any]]
 
 
 @dataclass(frozen=True)

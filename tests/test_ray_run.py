@@ -1,7 +1,7 @@
 """`rlforge run --executor ray` on a real Ray cluster (127.0.0.1 only, token auth on).
 
 The first part is the run tests themselves — test_run.py, test_run_resume.py,
-test_run_repair.py and test_run_local.py, imported here unchanged — with `run.executor`
+test_resume_episodes.py, test_run_repair.py and test_run_local.py, imported here unchanged — with `run.executor`
 set to ray and `ray.address` to the session's Ray head for every test of this module
 (the environment variables, as a user would set them; a resumed run in a subprocess
 inherits them). They pass through the same CLI, the same checks of rollouts.jsonl, the
@@ -47,6 +47,8 @@ from test_run_repair import (repair_task,  # noqa: F401
 from test_run_resume import (test_a_line_cut_short_by_a_kill_is_dropped_and_rerun,  # noqa: F401
                              test_resume_of_a_finished_run_runs_nothing_and_a_busy_run_is_refused,
                              test_sigkill_midway_then_resume_completes_exactly_once)
+from test_resume_episodes import (episodes, tally_script, tally_task,  # noqa: F401
+                                  test_sigkilled_multi_turn_episodes_resume_at_their_last_turn)
 from test_run_support import SUBMIT, ScriptedPolicy, bash_call, count_task, label_task, script_task
 
 pytestmark = pytest.mark.ray
@@ -249,29 +251,39 @@ def test_two_nodes_share_the_rollouts_with_task_directories_shipped(cli, tmp_pat
     assert len(counts) == 2 and sum(counts) == 12 and min(counts) >= 2
 
 
+def run_losing_a_node(cli, tasks: Path, policy: ScriptedPolicy, two_nodes, concurrency: str,
+                      ready) -> tuple:
+    """Run `tasks` on the two-node cluster and remove the second node once `ready()`
+    (within 120 s); the run's result and JSON summary. Stops the policy."""
+    cluster, second = two_nodes
+
+    def kill_second_node():
+        deadline = time.monotonic() + 120
+        while not ready() and time.monotonic() < deadline:
+            time.sleep(0.02)
+        cluster.remove_node(second)
+
+    killer = threading.Thread(target=kill_second_node)
+    killer.start()
+    try:
+        return run_json(cli, tasks, "--base-url", policy.url, "--model", "m",
+                        "--concurrency", concurrency)
+    finally:
+        killer.join()
+        policy.stop()
+
+
 def test_a_node_that_dies_hands_its_rollouts_to_the_other(cli, tmp_path, two_nodes, monkeypatch,
                                                           caplog):
-    cluster, second = two_nodes
+    cluster, _ = two_nodes
     monkeypatch.setenv("RLFORGE_RAY_ADDRESS", cluster.address)
     tasks = tmp_path / "tasks"
     for i in range(8):
         label_task(tasks, f"t{i}", "billing")
     policy = ScriptedPolicy({f"t{i}": ["ANSWER: billing"] for i in range(8)}, delay=2.0).start()
 
-    def kill_second_node():  # once every rollout is waiting on the endpoint
-        deadline = time.monotonic() + 60
-        while len(policy.requests) < 8 and time.monotonic() < deadline:
-            time.sleep(0.05)
-        cluster.remove_node(second)
-
-    killer = threading.Thread(target=kill_second_node)
-    killer.start()
-    try:
-        result, data = run_json(cli, tasks, "--base-url", policy.url, "--model", "m",
-                                "--concurrency", "8")
-    finally:
-        killer.join()
-        policy.stop()
+    result, data = run_losing_a_node(cli, tasks, policy, two_nodes, "8",
+                                     lambda: len(policy.requests) >= 8)
     assert result.exit_code == 0, result.output
     records = rollouts_of(data["run_dir"])
     assert sorted(r["task_id"] for r in records) == sorted(p.name for p in tasks.iterdir())
@@ -281,6 +293,34 @@ def test_a_node_that_dies_hands_its_rollouts_to_the_other(cli, tmp_path, two_nod
     assert moved >= 1
     assert any("is gone" in r.getMessage() and f"its {moved} items move" in r.getMessage()
                for r in caplog.records)
+
+
+def test_episodes_of_a_node_that_dies_continue_on_the_other_from_their_snapshots(
+        cli, tmp_path, two_nodes, monkeypatch):
+    """The runs directory is on a path both nodes see: a lost node's multi-turn episodes
+    continue on the other from their last turn, and end as a run never interrupted."""
+    cluster, _ = two_nodes
+    monkeypatch.setenv("RLFORGE_RAY_ADDRESS", cluster.address)
+    tasks = tmp_path / "tasks"
+    names = ["ta", "tb", "tc", "td"]
+    for name in names:
+        tally_task(tasks, name)
+    policy = ScriptedPolicy({name: tally_script(12) for name in names}, delay=0.2).start()
+
+    def three_turns_in() -> bool:
+        played = episodes(policy.requests)
+        return len(played) == 4 and all(max(turns) >= 3 for turns in played.values())
+
+    result, data = run_losing_a_node(cli, tasks, policy, two_nodes, "4", three_turns_in)
+    assert result.exit_code == 0, result.output
+    records = rollouts_of(data["run_dir"])
+    assert {r["outcome"] for r in records} == {"pass"} and len(records) == 4
+    moved = [r for r in records if r["resumed"]]
+    assert moved, "no episode moved to the other node"
+    assert all(e["after_turn"] >= 3 and "restarted" not in e for r in moved for e in r["resumed"])
+    for episode, turns in episodes(policy.requests).items():  # none went back to turn 1
+        assert turns == sorted(turns), f"{episode} went back: {turns}"
+    assert all(r["turns"] == 14 for r in records)
 
 
 # --- what a worker refuses -------------------------------------------------------------------

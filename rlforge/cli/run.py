@@ -291,6 +291,10 @@ def _print_summary(d: dict[str, Any]) -> None:
                   f"{d['prompt_tokens']:,} prompt + {d['completion_tokens']:,} completion tokens; "
                   f"{session['rollouts']:,} rollouts this session in {session['seconds']:.1f}s",
                   highlight=False)
+    if session.get("episodes_resumed") or session.get("episodes_restarted"):
+        console.print(f"{session['episodes_resumed']:,} episodes continued from their last "
+                      f"turn; {session['episodes_restarted']:,} started again (their snapshot "
+                      "did not restore: `resumed` on the record says why)", highlight=False)
     console.print(f"rollouts: {d['run_dir']}/rollouts.jsonl and the `rollouts` table "
                   f"(run_id = '{d['run_id']}')", highlight=False, soft_wrap=True)
     if d.get("calibration"):

@@ -11,6 +11,7 @@ from rlforge.config import Config, default_cache_dir
 from rlforge.records import RolloutSummary
 from rlforge.run.driver import RolloutRunner, drive
 from rlforge.run.session import Session, sandbox_needed
+from rlforge.run.snapshot import EpisodeSnapshots
 from rlforge.sandbox import SandboxPool
 from rlforge.tasks.generators.repair.checks import Checker
 from rlforge.verify.runner import TaskRunner
@@ -49,7 +50,8 @@ class LocalBackend:
                     client, plan.env,
                     TaskRunner(pool, plan.env.sandbox_mode, plan.sandbox, self.cache_dir),
                     scratch, run_id=plan.run_id, run_seed=plan.seed,
-                    time_budget=plan.time_budget)
+                    time_budget=plan.time_budget,
+                    snapshots=EpisodeSnapshots(session.store.snapshots_dir))
                 return await drive(session.tasks, session.items, runner, session.store,
                                    session.sink, session.progress, concurrency=session.concurrency,
                                    quotas=plan.generator_concurrency)

@@ -20,10 +20,12 @@ from pathlib import Path
 from typing import Any, Callable, Protocol, cast
 
 from rlforge import db
-from rlforge.errors import PolicyBadRequest, PolicyContextLength, PolicyRequestError, UserError
+from rlforge.errors import (PolicyBadRequest, PolicyContextLength, PolicyRequestError,
+                            SnapshotMismatch, UserError)
 from rlforge.records import Outcome, Reward, RolloutError, RolloutRecord, RolloutSummary
 from rlforge.run.environment import EnvOptions, Environment, InfraError
 from rlforge.run.schedule import Scheduler, WorkItem
+from rlforge.run.snapshot import EpisodeSnapshots, restore
 from rlforge.run.store import RunStore, insert_lines, utc_now
 from rlforge.taskdir import Task
 from rlforge.verify import kinds
@@ -54,8 +56,16 @@ class Progress:
     completion_tokens: int = 0
     started: float = field(default_factory=time.monotonic)
     resumed: int = 0  # rollouts already stored when this session started
+    episodes_resumed: int = 0  # continued from a snapshot in this session
+    episodes_restarted: int = 0  # whose snapshot did not restore: played from turn 1
 
-    def add(self, fact: RolloutSummary) -> None:
+    def add(self, fact: RolloutSummary, resumed: list[dict[str, Any]] | None = None) -> None:
+        """Count one finished rollout (`resumed`: its record's, to count resumed episodes)."""
+        if resumed:  # its last entry is this session's
+            if "restarted" in resumed[-1]:
+                self.episodes_restarted += 1
+            else:
+                self.episodes_resumed += 1
         self.done += 1
         self.outcomes[fact.outcome] += 1
         if fact.error_type:
@@ -92,10 +102,13 @@ class RolloutRunner:
         scratch: a directory for workspaces.
         run_id, run_seed: written on every record; the seed derives each sample's seed.
         time_budget: seconds per rollout (0: each task's `[agent] timeout_sec`).
+        snapshots: where terminal episodes are snapshotted after each turn and found
+            again on resume (`rlforge.run.snapshot`); None: not snapshotted.
     """
 
     def __init__(self, client, env_options: EnvOptions, task_runner: TaskRunner | None,
-                 scratch: Path, *, run_id: str, run_seed: int, time_budget: float = 0.0):
+                 scratch: Path, *, run_id: str, run_seed: int, time_budget: float = 0.0,
+                 snapshots: EpisodeSnapshots | None = None):
         self.client = client
         self.env_options = env_options
         self.task_runner = task_runner
@@ -103,6 +116,7 @@ class RolloutRunner:
         self.run_id = run_id
         self.run_seed = run_seed
         self.time_budget = time_budget
+        self.snapshots = snapshots
 
     async def _answers(self, messages: list[dict[str, Any]], seed: int,
                        tools: list[dict[str, Any]] | None) -> bool:
@@ -116,10 +130,14 @@ class RolloutRunner:
 
     async def rollout(self, task: Task, sample: int) -> RolloutRecord:
         """Run one rollout to its end and return its record (never raises for the
-        rollout's own failures; see the module docstring)."""
+        rollout's own failures; see the module docstring). A terminal episode with a
+        snapshot (an earlier session was cut off) continues from it."""
         seed = sample_seed(self.run_seed, task.task_id, sample)
+        rollout_id = f"{task.task_id}#{sample}"
         started_at, clock = utc_now(), time.perf_counter()
-        env = Environment(task, self.env_options, self.task_runner, self.scratch)
+        snapshots = self.snapshots if task.kind == "terminal" else None
+        env = Environment(task, self.env_options, self.task_runner, self.scratch,
+                          track_workspace=snapshots is not None)
         usage = {"prompt_tokens": 0, "completion_tokens": 0, "requests": 0, "attempts": 0,
                  "policy_seconds": 0.0}
         error: dict[str, Any] | None = None
@@ -127,12 +145,29 @@ class RolloutRunner:
         finish_reason = None
         tools = env.tools
         budget = self.time_budget
+        resumed: list[dict[str, Any]] = []
+        earlier = 0.0  # wall seconds of the sessions before this one
         try:
             budget = budget or task.agent_timeout  # reads task.toml if not read yet
-            async with asyncio.timeout(budget) as deadline:
+            messages = None
+            spent = 0.0  # of the budget, in the sessions before this one
+            snap = self._snapshot(snapshots, rollout_id, seed, resumed)
+            if snap is not None and snapshots is not None:  # restoring is rlforge's time
+                try:
+                    messages = await restore(env, snap, snapshots.directory(rollout_id))
+                    usage.update(snap["usage"])
+                    finish_reason = snap["finish_reason"]
+                    spent, earlier = float(snap["budget_seconds"]), float(snap["seconds"])
+                    started_at = snap["started_at"]
+                    resumed.append({"after_turn": env.turns, "at": utc_now()})
+                except SnapshotMismatch as exc:  # never a partial episode: from turn 1
+                    resumed.append(_restarted(snap, str(exc)))
+            opened, overhead = time.perf_counter(), 0.0
+            async with asyncio.timeout(budget - spent) as deadline:
                 env.on_scoring = lambda: deadline.reschedule(None)  # verifying is not the policy's time
-                messages = await env.reset()
-                first = list(messages)
+                if messages is None:
+                    messages = await env.reset()
+                first = list(messages[:2])  # the system prompt and the instruction
                 while not env.done:
                     usage["requests"] += 1
                     asked_at = time.perf_counter()
@@ -166,6 +201,18 @@ class RolloutRunner:
                     usage["completion_tokens"] += result.completion_tokens or 0
                     finish_reason = result.finish_reason
                     messages, _, _, _ = await env.step(result.message)
+                    if snapshots is not None and not env.done:
+                        now = time.perf_counter()
+                        await asyncio.to_thread(snapshots.save, env, rollout_id, {
+                            "rollout_id": rollout_id, "seed": seed, "usage": usage,
+                            "finish_reason": finish_reason, "started_at": started_at,
+                            "budget_seconds": spent + now - opened - overhead,
+                            "seconds": earlier + now - clock, "resumed": resumed})
+                        cost = time.perf_counter() - now  # snapshots are not the policy's time
+                        overhead += cost
+                        when = deadline.when()
+                        if when is not None:
+                            deadline.reschedule(when + cost)
         except TimeoutError:
             outcome = "timeout"
             error = {"type": "time_budget", "infra": False,
@@ -208,13 +255,46 @@ class RolloutRunner:
             "completion_tokens": int(usage["completion_tokens"]),
             "requests": int(usage["requests"]), "attempts": int(usage["attempts"]),
             "policy_seconds": usage["policy_seconds"],
-            "seconds": round(time.perf_counter() - clock, 6),
+            "seconds": round(earlier + time.perf_counter() - clock, 6),
             "started_at": started_at, "finished_at": utc_now(),
             "scored_by": (("in_process" if kinds.scored_in_process(task) else "sandbox")
                           if reward is not None and outcome != "timeout" else None),
             "finish_reason": finish_reason,
             "messages": env.messages, "steps": env.steps, "submission": env.submission,
+            "resumed": resumed,
         }
+
+    def _snapshot(self, snapshots: EpisodeSnapshots | None, rollout_id: str, seed: int,
+                  resumed: list[dict[str, Any]]) -> dict[str, Any] | None:
+        """The rollout's snapshot from an earlier session, if it has a usable one; one that
+        cannot be used is noted in `resumed` (the episode restarts)."""
+        if snapshots is None:
+            return None
+        try:
+            snap = snapshots.load(rollout_id)
+            if snap is not None and (snap.get("rollout_id"), snap.get("seed")) != (rollout_id, seed):
+                raise SnapshotMismatch(f"the snapshot is of {snap.get('rollout_id')} with seed "
+                                       f"{snap.get('seed')}, not of {rollout_id} with seed {seed}")
+            missing = [k for k in _SNAPSHOT_FIELDS if snap is not None and k not in snap]
+            if missing:
+                raise SnapshotMismatch(f"the snapshot lacks {', '.join(missing)}")
+        except SnapshotMismatch as exc:
+            resumed.append(_restarted(None, str(exc)))
+            return None
+        if snap is not None:
+            resumed.extend(snap.get("resumed") or [])
+        return snap
+
+
+#: What the run driver stores beside an episode in its snapshot.
+_SNAPSHOT_FIELDS = ("usage", "finish_reason", "started_at", "budget_seconds", "seconds",
+                    "resumed")
+
+
+def _restarted(snap: dict[str, Any] | None, reason: str) -> dict[str, Any]:
+    """The `resumed` entry of an episode whose snapshot could not be used."""
+    turn = (snap.get("episode") or {}).get("turns") if isinstance(snap, dict) else None
+    return {"after_turn": 0, "at": utc_now(), "snapshot_turn": turn, "restarted": reason}
 
 
 def _count_failure(usage: dict[str, Any], exc: PolicyRequestError) -> None:
@@ -293,6 +373,7 @@ async def drive(tasks: list[Task], items: list[WorkItem], runner: Rollouts,
     summary in one transaction; if the run was interrupted, it is loaded here.
     """
     scheduler = Scheduler(items, quotas)
+    snapshots = EpisodeSnapshots(store.snapshots_dir)
     remaining = Counter(item.task for item in items)
     facts: list[RolloutSummary] = []
 
@@ -306,9 +387,11 @@ async def drive(tasks: list[Task], items: list[WorkItem], runner: Rollouts,
                 progress.in_flight -= 1
             scheduler.finished(item, record["seconds"])
             line = store.append(record)
+            if record["kind"] == "terminal":  # its record is written: its snapshot goes
+                snapshots.discard(record["rollout_id"])
             fact = RolloutSummary.of(record)
             facts.append(fact)
-            progress.add(fact)
+            progress.add(fact, record.get("resumed"))
             if sink is not None:
                 sink.add(line)
             if on_record is not None:

@@ -50,11 +50,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from rlforge.errors import RlforgeError, UserError
+from rlforge.errors import RlforgeError, SnapshotMismatch, UserError
 from rlforge.records import EnvOptions, valid_utf8
 from rlforge.run.submission import (SUBMISSION_CHARS, as_file, as_read, read_prefix,
                                     rebuild_workspace, score_read, score_text,
                                     workspace_changes)
+from rlforge.run.workspace import WorkspaceTracker, rebuild
 from rlforge.sandbox import FailureReason, SandboxResult, SandboxSpec
 from rlforge.taskdir import WORKSPACE, Task
 from rlforge.verify import kinds
@@ -191,7 +192,7 @@ class Environment:
     """
 
     def __init__(self, task: Task, options: EnvOptions, runner: TaskRunner | None,
-                 scratch: Path):
+                 scratch: Path, *, track_workspace: bool = False):
         self.task = task
         self.options = options
         self.runner = runner
@@ -212,6 +213,10 @@ class Environment:
         self._idle = 0
         self._too_large: str | None = None  # a command's copy-out passed a cap: why
         self._dir: Path | None = None
+        #: With `track_workspace`, a terminal episode's workspace is hashed at reset and
+        #: can be snapshotted after any turn (`rlforge.run.snapshot`).
+        self.track_workspace = track_workspace
+        self.tracker: WorkspaceTracker | None = None
         #: Called once the episode ends, before scoring (the run driver stops the
         #: rollout's time budget there: verifying is not the policy's time).
         self.on_scoring: Callable[[], None] | None = None
@@ -230,6 +235,9 @@ class Environment:
                 raise UserError("a terminal task needs a sandbox runner")
             self._dir = Path(tempfile.mkdtemp(prefix="rollout-", dir=self.scratch))
             self.workspace = await asyncio.to_thread(fresh_workspace, self.task.path, self._dir)
+            if self.track_workspace:
+                self.tracker = await asyncio.to_thread(WorkspaceTracker, self.workspace,
+                                                       self._spec().copy_limits)
             template = TEXT_SYSTEM if self.tools is None else TOOLS_SYSTEM
             system = template.format(timeout=self.options.command_timeout)
         else:
@@ -372,6 +380,58 @@ class Environment:
             return await self._score_workspace(ws, by_policy=True)
         finally:
             shutil.rmtree(root, ignore_errors=True)
+
+    # Snapshots ---------------------------------------------------------------------
+
+    def episode_state(self) -> dict[str, Any]:
+        """What the episode holds besides its workspace, JSON-ready: the conversation, the
+        commands run, the turns taken and the counters that end an episode."""
+        if self.done or not self.multi_turn:
+            raise SnapshotMismatch("only a terminal episode under way can be snapshotted")
+        return {"task_id": self.task.task_id, "messages": self.messages, "steps": self.steps,
+                "turns": self.turns, "idle": self._idle, "too_large": self._too_large}
+
+    async def resume(self, state: dict[str, Any], workspace: dict[str, Any],
+                     blobs: Path) -> list[dict[str, Any]]:
+        """Continue an episode from a snapshot (`episode_state` and a workspace difference
+        of `rlforge.run.workspace`); returns the messages to send to the policy.
+
+        Raises:
+            SnapshotMismatch: the snapshot is of another task, or its workspace cannot be
+                rebuilt byte for byte. Nothing of it is kept: the episode is left as
+                `reset` starts it.
+        """
+        if not self.multi_turn:
+            raise SnapshotMismatch("only terminal episodes are snapshotted")
+        if state.get("task_id") != self.task.task_id:
+            raise SnapshotMismatch(f"the snapshot is of task {state.get('task_id')}, "
+                                   f"not {self.task.task_id}")
+        track, self.track_workspace = self.track_workspace, False
+        try:  # the starting tree comes from the rebuild
+            await self.reset()
+        finally:
+            self.track_workspace = track
+        assert self._dir is not None and self.workspace is not None, "reset made them"
+        caps = self._spec().copy_limits
+        try:
+            ws, start = await asyncio.to_thread(rebuild, self.task.path, workspace, blobs,
+                                                self._dir, caps)
+        except SnapshotMismatch:
+            await self.reset()
+            raise
+        remove_tree(self.workspace)
+        self.workspace = ws
+        if self.track_workspace:
+            self.tracker = await asyncio.to_thread(WorkspaceTracker, ws, caps, start)
+        try:
+            self.messages = list(state["messages"])
+            self.steps = list(state["steps"])
+            self.turns, self._idle = int(state["turns"]), int(state["idle"])
+            self._too_large = state["too_large"]
+        except (KeyError, TypeError, ValueError) as exc:
+            await self.reset()
+            raise SnapshotMismatch(f"the snapshot's episode is not readable ({exc})") from None
+        return self.messages
 
     @property
     def total(self) -> float:

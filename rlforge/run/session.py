@@ -4,7 +4,8 @@ A run is planned once — tasks, samples, seeds, policy and loop settings, resol
 flag > RLFORGE_* env > rlforge.toml > default — and the plan is frozen in
 `runs/<run_id>/config.json` (the API key's *name* only). Resuming reads that plan back,
 keeps every rollout already in rollouts.jsonl, and runs exactly the (task, sample) pairs
-missing from it. (`rlforge.run.rescore` scores stored submissions again.)
+missing from it; a terminal episode that was under way continues from its snapshot after
+its last complete turn (`rlforge.run.snapshot`). (`rlforge.run.rescore` scores stored submissions again.)
 
 With no endpoint configured, the run starts the embedded local model (llama.cpp with
 SmolLM2-135M, see `rlforge.local_model`), one rollout at a time (that server serves one
@@ -29,6 +30,7 @@ from rlforge.errors import ConfigError, UserError
 from rlforge.records import EnvOptions, Gates, RolloutSummary, RunPlan
 from rlforge.run.driver import Progress, TableSink
 from rlforge.run.schedule import WorkItem, prior_seconds
+from rlforge.run.snapshot import EpisodeSnapshots
 from rlforge.run.store import (ROLLOUTS, RunStore, insert_lines, new_run_id, reload_run,
                                set_advantages, upsert_run, utc_now)
 from rlforge.taskdir import Task, discover_tasks, load_task
@@ -74,6 +76,7 @@ class RunReport:
     summary: dict[str, Any]
     plan: RunPlan = field(repr=False)
     session_rollouts: int = 0
+    episodes: dict[str, int] = field(default_factory=dict)  # resumed / restarted this session
     seconds: float = 0.0
     exit_code: int = 0
     gate: str = ""
@@ -89,7 +92,8 @@ class RunReport:
             "embedded": plan.embedded, "samples": plan.samples,
             "planned": len(plan.tasks) * plan.samples,
             **self.summary,
-            "session": {"rollouts": self.session_rollouts, "seconds": round(self.seconds, 3),
+            "session": {"rollouts": self.session_rollouts, **self.episodes,
+                        "seconds": round(self.seconds, 3),
                         "rollouts_per_s": round(self.session_rollouts / self.seconds, 3)
                         if self.seconds > 0 else None},
             "gate": {"min_pass_rate": plan.gates.min_pass_rate,
@@ -300,6 +304,9 @@ def _execute(settings: Settings, store: RunStore, plan: RunPlan, tasks: list[Tas
         raise UserError(f"{store.dir}/rollouts.jsonl holds the same rollout twice; "
                         "the run log was edited by hand")
     items = work_items(tasks, plan.samples, done)
+    # Episodes cut off mid-way continue from their snapshots; the rest are stale.
+    EpisodeSnapshots(store.snapshots_dir).discard_all_but(
+        {f"{tasks[i.task].task_id}#{i.sample}" for i in items})
     facts = [RolloutSummary.of(r) for r in records]
     progress.total = len(tasks) * plan.samples
     progress.done = progress.resumed = len(records)
@@ -325,6 +332,8 @@ def _execute(settings: Settings, store: RunStore, plan: RunPlan, tasks: list[Tas
             facts += asyncio.run(backend.rollouts(session))
     report = finalize(db_path, store, plan, facts, status="finished", lines=sink.lines)
     report.session_rollouts = len(items)
+    report.episodes = {"episodes_resumed": progress.episodes_resumed,
+                       "episodes_restarted": progress.episodes_restarted}
     report.seconds = time.perf_counter() - started
     report.notice = notice
     return report

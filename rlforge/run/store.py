@@ -6,6 +6,9 @@
       summary.json     pass rate, pass@k, per generator and split (at the end of each session)
       groups.jsonl     per task: valid samples, passes, pass@k, each sample's advantage
       lock             held (flock) by the process working on the run
+      snapshots/       one directory per terminal episode under way: its state after its
+                       last complete turn (`rlforge.run.snapshot`), gone once its record
+                       is written
 
 rollouts.jsonl is the record of truth: the DuckDB tables are loaded from it (in batches
 while the run goes, and in full on `--resume` and `rescore`; DuckDB parses the lines), so
@@ -35,6 +38,7 @@ CONFIG = "config.json"
 ROLLOUTS = "rollouts.jsonl"
 SUMMARY = "summary.json"
 GROUPS = "groups.jsonl"
+SNAPSHOTS = "snapshots"
 
 
 
@@ -82,6 +86,11 @@ class RunStore:
             hint = f"; runs in {runs_dir}: {', '.join(p.split('/')[0] for p in known[-5:])}" if known else ""
             raise UserError(f"no run {run_id!r} in {runs_dir} (no {CONFIG}){hint}")
         return cls(run_dir)
+
+    @property
+    def snapshots_dir(self) -> Path:
+        """Where the run's episode snapshots live (`rlforge.run.snapshot`)."""
+        return self.dir / SNAPSHOTS
 
     # Locking -------------------------------------------------------------------------
 

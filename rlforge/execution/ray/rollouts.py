@@ -7,7 +7,10 @@ run driver (`rlforge.run.driver.drive`) a `RayRolloutRunner` in place of the loc
 `RolloutRunner`. The driver keeps scheduling (quotas, longest first), rollouts.jsonl
 (appended and flushed as each record arrives), the DuckDB loads, the live counters, and
 so resume and rescore; a worker only plays the rollout, with the same `RolloutRunner`,
-seed and environment code as a local run, and sends back the record.
+seed and environment code as a local run, and sends back the record. Workers snapshot
+terminal episodes into the run's directory (`rlforge.run.snapshot`): with the runs
+directory on a file system every node mounts at the same path, an episode whose node was
+lost, or whose run was killed, continues from its last turn on whichever node takes it.
 
 `run.concurrency` stays the number of rollouts in flight in the whole run (what the
 endpoint sees); each worker gets a share by its sandboxes, and its policy client a share
@@ -92,7 +95,8 @@ async def ray_session(options: RayOptions, session: Session) -> list[RolloutSumm
         try:
             check_endpoint_reachable(ray, workers, policy.base_url, plan.embedded)
             run = {"run_id": plan.run_id, "seed": plan.seed,
-                   "time_budget": plan.time_budget, "env": asdict(plan.env)}
+                   "time_budget": plan.time_budget, "env": asdict(plan.env),
+                   "snapshots": str(session.store.snapshots_dir.resolve())}
             requests = capacities(workers, policy.concurrency)
             slots = capacities(workers, concurrency)
             await asyncio.gather(*(w.handle.open_run.remote(

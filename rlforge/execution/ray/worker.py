@@ -158,6 +158,7 @@ class NodeWorker:
         from rlforge.policy import PolicyClient, PolicyConfig
         from rlforge.run.driver import RolloutRunner
         from rlforge.records import EnvOptions
+        from rlforge.run.snapshot import EpisodeSnapshots
 
         assert self.task_runner is not None and self.scratch is not None, "hello() comes first"
         self.client = PolicyClient(PolicyConfig(**{**policy, "stop": tuple(policy["stop"])}),
@@ -165,7 +166,9 @@ class NodeWorker:
         await self.client.open()
         self.runner = RolloutRunner(self.client, EnvOptions(**run["env"]), self.task_runner,
                                     self.scratch, run_id=run["run_id"], run_seed=run["seed"],
-                                    time_budget=run["time_budget"])
+                                    time_budget=run["time_budget"],
+                                    snapshots=EpisodeSnapshots(Path(run["snapshots"]))
+                                    if run.get("snapshots") else None)
         self._slots = slots
 
     async def open_repair(self, opts: Any) -> None:
