@@ -147,7 +147,9 @@ class CommitsRepair(Generator):
         """The commits considered, newest first (a variant may narrow them, rejecting the
         others with `_reject`)."""
         o = self.opts
-        return window(con, o.last, o.repos, o.language)
+        languages = sorted({lang for r in runners.runners().values() if r.language == o.language
+                            for lang in r.languages()})
+        return window(con, o.last, o.repos, languages)
 
     def available(self, con) -> int:
         """Commits in the window that pass the database-only screening."""
@@ -325,7 +327,7 @@ class CommitsRepair(Generator):
             source=SourceRef("commits", [f"{row.repo}@{row.sha}"], [f"git:{row.sha}"]),
             instruction_template="instruction.md",
             context={"title": subject or f"Change requested in {repo_name}", "subject": subject,
-                     "body": body, "repo_name": repo_name, "language": o.language.capitalize(),
+                     "body": body, "repo_name": repo_name,
                      "file_hints": sorted(snap.gold_paths) if o.file_hints else [],
                      "requirements": requirements,
                      **runner.template_context(requirements, settings, cache_dir)},
