@@ -15,6 +15,8 @@ from pathlib import Path
 
 import duckdb
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from builds import build_options
 from rlforge import db
@@ -167,6 +169,23 @@ def test_verdicts_count_a_failure_over_any_pass_printed_for_the_same_test():
     assert verdicts(out, "TestA") == {"TestA": "failed", "TestA/x": "passed", "TestA/y": "skipped"}
 
 
+LINE = st.one_of(st.text(st.characters(blacklist_categories=("Cc", "Zl", "Zp")), max_size=40), st.builds(
+    lambda pad, verdict, name: f"{pad}--- {verdict}: {name} (0.00s)",
+    st.sampled_from(["", "    ", "\x16", " \x16 "]), st.sampled_from(["PASS", "FAIL", "SKIP"]),
+    st.sampled_from(["TestA", "TestA/x", "TestA/x/y", "TestAB", "TestB", "TestA/"])))
+
+
+@given(st.lists(LINE, max_size=30))
+def test_verdicts_of_any_output_name_only_the_test_and_keep_every_failure(lines):
+    text = "\n".join(lines)
+    got = verdicts(text, "TestA")
+    assert all(name == "TestA" or name.startswith("TestA/") for name in got)
+    for line in lines:
+        parts = line.replace("\x16", "").split()
+        if len(parts) >= 3 and parts[:2] == ["---", "FAIL:"] and parts[2] in got:
+            assert got[parts[2]] == "failed"
+
+
 def test_the_bug_fix_becomes_a_task_with_its_tests(strs):
     con = duckdb.connect(str(strs["db"]), read_only=True)
     drops = dict(con.execute("SELECT reason, count(*) FROM task_drops WHERE generator = 'commits.repair' "
@@ -208,3 +227,19 @@ def test_validation_proves_the_task_gold_one_null_and_adversarials_zero(strs):
 
 def test_build_summary_names_the_runner_of_each_repository(strs):
     assert strs["report"].runners == {"commits.repair": {str(strs["root"] / "strs"): "go@1"}}
+
+
+def test_build_tasks_list_names_each_repository_runner_or_why_none(strs, cli, monkeypatch):
+    repo = str(strs["root"] / "strs")
+    monkeypatch.setenv("RLFORGE_DB", str(strs["db"]))
+    monkeypatch.setenv("RLFORGE_TASKS_REPAIR_LANGUAGE", "go")
+    shown = cli("build-tasks", "--list")
+    assert shown.exit_code == 0, shown.output
+    assert f"commits.repair {repo}: runner go@1" in shown.output
+    monkeypatch.setenv("RLFORGE_TASKS_REPAIR_LANGUAGE", "python")
+    listed = cli("build-tasks", "--list", "--json")
+    assert listed.exit_code == 0, listed.output
+    row = next(r for r in json.loads(listed.output) if r["name"] == "commits.repair")
+    why = row["runners"][repo]
+    assert why.startswith("python: none of pyproject.toml") and why.endswith(
+        'go@1 detects it: set tasks.repair.language = "go"')
