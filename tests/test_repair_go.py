@@ -9,7 +9,9 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import random
 import shutil
+import subprocess
 import tomllib
 from pathlib import Path
 
@@ -24,6 +26,7 @@ from rlforge.ingest.commits import ingest_repo
 from rlforge.tasks.build import build_tasks
 from rlforge.tasks.generators.repair import runners
 from rlforge.tasks.generators.repair.runners.golang import module_requirements
+from rlforge.verify.standalone.gorepair import plant_canaries
 from rlforge.verify.standalone.gotest import verdicts
 from rlforge.verify.validate import validate_many
 from test_commits_repair import Repo
@@ -184,6 +187,39 @@ def test_verdicts_of_any_output_name_only_the_test_and_keep_every_failure(lines)
         parts = line.replace("\x16", "").split()
         if len(parts) >= 3 and parts[:2] == ["---", "FAIL:"] and parts[2] in got:
             assert got[parts[2]] == "failed"
+
+
+RAW_FUNC_TEST = """package x
+
+import "testing"
+
+var source = `
+func TestInsideAString(t *testing.T) {}
+`
+
+// TestShape checks a brace in a string.
+func TestShapeOfText(t *testing.T) {
+	if s := "{"; len(s) != 1 || len(source) == 0 {
+		t.Fatal(s)
+	}
+}
+"""
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_canaries_are_real_failing_tests_never_text_inside_a_raw_string(tmp_path, seed):
+    (tmp_path / "go.mod").write_text("module example.com/x\n\ngo 1.19\n")
+    (tmp_path / "x_test.go").write_text(RAW_FUNC_TEST)
+    ids = plant_canaries(str(tmp_path), ["x_test.go::TestShapeOfText"], rng=random.Random(seed))
+    assert len(ids) == 3 and "x_test.go::TestShapeOfText" not in ids
+    env = {"PATH": os.environ["PATH"], "HOME": str(tmp_path), "GOCACHE": str(tmp_path / ".cache"),
+           "GOPROXY": "off", "GOFLAGS": "-mod=mod", "CGO_ENABLED": "0"}
+    ran = subprocess.run(["go", "test", "-count=1", "-v", "."], cwd=tmp_path, env=env,
+                         capture_output=True, text=True)
+    got = {name: verdicts(ran.stdout, name).get(name) for name in
+           ["TestShapeOfText"] + [i.split("::")[1] for i in ids]}
+    assert got == {"TestShapeOfText": "passed", **{i.split("::")[1]: "failed" for i in ids}}, ran.stdout
+    assert "`\nfunc TestInsideAString(t *testing.T) {}\n`" in (tmp_path / "x_test.go").read_text()
 
 
 def test_the_bug_fix_becomes_a_task_with_its_tests(strs):

@@ -67,6 +67,41 @@ CANARY_BODY = """func {name}(t *testing.T) {{
 """
 
 
+def declaration_starts(text):
+    """Offsets of the lines of Go source that begin a top-level `func` declaration: outside
+    any string, rune literal or comment and any brace (a `func` line inside a raw string
+    is test data, and a canary put there would never run)."""
+    out, depth, i, n = [], 0, 0, len(text)
+    while i < n:
+        c = text[i]
+        if c == "/" and text.startswith("//", i):
+            i = text.find("\n", i)
+            i = n if i < 0 else i
+            continue
+        if c == "/" and text.startswith("/*", i):
+            end = text.find("*/", i + 2)
+            i = n if end < 0 else end + 2
+            continue
+        if c == "`":
+            end = text.find("`", i + 1)
+            i = n if end < 0 else end + 1
+            continue
+        if c in "\"'":
+            j = i + 1
+            while j < n and text[j] != c and text[j] != "\n":
+                j += 2 if text[j] == "\\" else 1
+            i = j + 1
+            continue
+        if c == "{":
+            depth += 1
+        elif c == "}":
+            depth = max(0, depth - 1)
+        elif depth == 0 and (i == 0 or text[i - 1] == "\n") and re.match(r"func\s", text[i:i + 5]):
+            out.append(i)
+        i += 1
+    return out
+
+
 def _words(names):
     out = set()
     for name in names:
@@ -76,8 +111,9 @@ def _words(names):
 
 def plant_canaries(tree, fail_to_pass, count=CANARIES, rng=None):
     """Plant `count` failing tests among the tests of the fail-to-pass test files (those that
-    import "testing" by that name), each before a random top-level function of its file
-    and named with words of the package's test names; their ids (empty when no file fits)."""
+    import "testing" by that name), each before a random test function of its file (or at
+    its end) and named with words of the package's test names; their ids (empty when no
+    file fits)."""
     rng = rng or random.SystemRandom()
     files = []
     for rel in sorted({i.split("::", 1)[0] for i in fail_to_pass}):
@@ -110,7 +146,7 @@ def plant_canaries(tree, fail_to_pass, count=CANARIES, rng=None):
         value = rng.randrange(2, 10_000)
         source = CANARY_BODY.format(name=name, var=rng.choice(("got", "want", "n", "size", "count")),
                                     value=value, other=value + rng.randrange(1, 1000))
-        starts = [m.start() for m in re.finditer(r"^func\s", text, re.M)]
+        starts = declaration_starts(text)
         at = rng.choice(starts + [len(text)])
         if at == len(text):
             source = ("\n" if text.endswith("\n") else "\n\n") + source.rstrip("\n") + "\n"
