@@ -20,6 +20,8 @@ command -v git >/dev/null 2>&1 || packages+=(git)
 # Sandboxed code runs on Debian's python3 (outside /root), and so do prepared venvs.
 [ -x /usr/bin/python3 ] || packages+=(python3)
 command -v prlimit >/dev/null 2>&1 || packages+=(util-linux)
+# Go repair tasks: the go tool compiles and runs the tests (no module proxy is used).
+command -v go >/dev/null 2>&1 || packages+=(golang-go)
 if [ "${RLFORGE_BROWSER:-0}" = 1 ] && ! command -v chromium >/dev/null 2>&1; then
     packages+=(chromium)
 fi

@@ -104,8 +104,8 @@ def test_a_repository_may_name_its_runner_and_a_wrong_name_is_refused(tmp_path):
     assert gen.opts.for_repo("/somewhere/calc").runner == "python"
     with pytest.raises(UserError, match="runner must be a runner's name"):
         CommitsRepair(repo_settings={"calc": {"runner": 3}}).opts.for_repo("calc")
-    with pytest.raises(UserError, match="unknown commits.repair language 'go'; valid: python"):
-        CommitsRepair(language="go")
+    with pytest.raises(UserError, match="unknown commits.repair language 'cobol'; valid: go, .*python"):
+        CommitsRepair(language="cobol")
 
 
 # --- a build -------------------------------------------------------------------------------
@@ -190,7 +190,7 @@ def test_a_plugin_runner_registers_through_its_entry_point(tmp_path):
                          cwd=tmp_path)
     assert got.returncode == 0, got.stderr
     out = json.loads(got.stdout)
-    assert out == {"runners": ["python", "node-test"], "languages": ["javascript", "python"],
+    assert out == {"runners": ["python", "go", "node-test"], "languages": ["go", "javascript", "python"],
                    "detected": "node-test@1", "language_ok": "javascript"}
     env["RLFORGE_NO_PLUGINS"] = "1"
     off = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True,

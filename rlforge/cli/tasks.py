@@ -78,6 +78,8 @@ def build_tasks(
             t.add_row(f"{r['name']}@{r['version']}", r["verifier"], f"{r['usable_rows']:,}"
                       + (f" ({r['why_none']})" if r["why_none"] else ""), r["description"] + skip)
         console.print(t)
+        for r in rows:
+            _print_runners(r["name"], r.get("runners", {}))
         return
     if split_by not in ("hash", "time"):
         raise typer.BadParameter("must be hash or time", param_hint="--split-by")
@@ -147,6 +149,13 @@ def _check_judge(report, base_url: str | None, model: str | None, min_auc: float
             "weight": judge_lib.JUDGE_WEIGHT}
 
 
+def _print_runners(generator: str, by_repo: dict[str, str]) -> None:
+    """One line per repository: the test runner a repair generator found, or why none."""
+    for repo, runner in by_repo.items():
+        how = f"runner {runner}" if "@" in runner and " " not in runner else f"no test runner ({runner})"
+        console.print(f"  {generator} {repo}: {how}", highlight=False, soft_wrap=True)
+
+
 def _print_build(report) -> None:
     # The path goes on a line of its own: a table's title wraps at the table's width.
     console.print(f"build-tasks → {report.out}", highlight=False, soft_wrap=True)
@@ -160,6 +169,8 @@ def _print_build(report) -> None:
             console.print(f"[yellow]  {g}: {s['unaccounted']:,} candidate(s) neither emitted "
                           "nor dropped[/]",
                           highlight=False, soft_wrap=True)
+    for g, by_repo in getattr(report, "runners", {}).items():
+        _print_runners(g, by_repo)
     for g, fields in getattr(report, "learnability", {}).items():
         for name, f in sorted(fields.items()):
             console.print(

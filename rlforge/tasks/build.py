@@ -108,6 +108,8 @@ class BuildReport:
     rendered: int = 0  # tasks rendered by this build
     reused: int = 0  # tasks kept from the build in --out (inputs unchanged)
     version: int = 0  # the dataset version the build is
+    #: generator -> repository -> the test runner that serves it (`go@1`), or why none does
+    runners: dict[str, dict[str, str]] = field(default_factory=dict)
     version_hash: str = ""
     new_version: bool = False
     retired: int = 0  # tasks of the previous version retired by this one
@@ -212,8 +214,21 @@ def list_generators(con, settings: Settings | None = None) -> list[dict[str, Any
     return [{"name": i.name, "version": i.version, "verifier": i.verifier,
              "usable_rows": counts.get(n, 0), "description": i.description,
              "cannot_support": _unsupported(con, i, settings),
-             "why_none": None if counts.get(n, 0) else _why_none(con, i)}
+             "why_none": None if counts.get(n, 0) else _why_none(con, i),
+             **({"runners": r} if (r := _runners(con, i, settings)) is not None else {})}
             for n, i in registry.registry().items()]
+
+
+def _runners(con, info, settings: Settings | None) -> dict[str, str] | None:
+    """{repository: its test runner, or why none serves it} of a generator that picks a
+    runner per repository (`runners_by_repo`); None for the others."""
+    by_repo = getattr(_listed(info, settings), "runners_by_repo", None)
+    if by_repo is None:
+        return None
+    try:
+        return dict(by_repo(con))
+    except duckdb.CatalogException:
+        return {}  # its source tables do not exist yet
 
 
 #: what a source table holds, and the command that fills it
@@ -342,11 +357,12 @@ def build_tasks(con: duckdb.DuckDBPyConnection, opts: BuildOptions,
     stats: dict[str, Counter] = {i.name: Counter() for i in infos if i.name in q}
     drops: list[dict[str, str]] = []
     learnability: dict[str, dict[str, dict[str, Any]]] = {}
+    runners_seen: dict[str, dict[str, str]] = {}
     previous = versions.previous_manifest(opts.out) if not opts.force else []
     area = BuildArea(opts.out, validation=validation_key(opts) if opts.validate else None)
     area.open(opts.force)  # the marker: a rerun after a crash knows this build
     try:
-        specs = _generate(con, opts, gens, gen_q, stats, drops, progress, learnability)
+        specs = _generate(con, opts, gens, gen_q, stats, drops, progress, learnability, runners_seen)
         inside = lineage.fixes_in_workspaces(con, [s.fix for s in specs if s.fix])
         unique, reused, continues = _render_all(specs, opts, renderer, previous,
                                                 area.validation, set(area.journal), inside)
@@ -407,7 +423,7 @@ def build_tasks(con: duckdb.DuckDBPyConnection, opts: BuildOptions,
         rendered=sum(t.task_id not in reused for t in kept),
         reused=sum(t.task_id in reused for t in kept), version=version,
         version_hash=digest, new_version=new, retired=newly_retired,
-        difficulty=chosen_difficulty, limit=opts.limit, usable=usable or {})
+        difficulty=chosen_difficulty, limit=opts.limit, usable=usable or {}, runners=runners_seen)
 
 
 def _select_difficulty(con, unique: dict[str, RenderedTask], sel: difficulty.Selection,
@@ -444,9 +460,11 @@ def _usable(con, opts: BuildOptions, gens: dict[str, registry.GeneratorInfo]) ->
 
 def _generate(con, opts: BuildOptions, gens: dict[str, registry.GeneratorInfo],
               q: dict[str, int | None], stats: dict[str, Counter], drops: list[dict[str, str]],
-              progress, learnability: dict[str, dict[str, dict[str, Any]]]) -> list[TaskSpec]:
+              progress, learnability: dict[str, dict[str, dict[str, Any]]],
+              runners_seen: dict[str, dict[str, str]] | None = None) -> list[TaskSpec]:
     """Every selected generator's specs, exact duplicates dropped (and counted); the
-    learnability figures a generator measured go into `learnability` by its name.
+    learnability figures a generator measured go into `learnability` by its name, the
+    test runner it found per repository (`runners_seen()`) into `runners_seen`.
 
     Under a limit, a generator that makes fewer specs than its quota (its rows rejected)
     hands the shortfall to the generators after it; what is still short at the end goes
@@ -476,6 +494,8 @@ def _generate(con, opts: BuildOptions, gens: dict[str, registry.GeneratorInfo],
         if getattr(gen, "learnability", None):
             learnability[name] = dict(gen.learnability)
         rejections[name] = list(getattr(gen, "rejections", ()))
+        if runners_seen is not None and hasattr(gen, "runners_seen"):
+            runners_seen[name] = gen.runners_seen()
 
     names = [n for n in gens if n in q]
     short = 0

@@ -27,7 +27,7 @@ from typing import Any, Callable
 from rlforge import plugins
 from rlforge.errors import UnknownName, UserError
 from rlforge.taskdir import Task
-from rlforge.verify.standalone import answers, repair, replies, verify
+from rlforge.verify.standalone import answers, gorepair, repair, replies, verify
 
 ENTRY_POINT_GROUP = "rlforge.verifiers"
 SUBMISSIONS = ("text", "patch", "workspace")
@@ -77,6 +77,9 @@ for _kind in (
                  verify.score, "workspace"),
     VerifierKind("repair", 1, "the workspace's code: hidden fail-to-pass and pass-to-pass "
                  "tests run in the sandbox", repair.score_repair, "patch"),
+    VerifierKind("repair-go", 1, "the workspace's Go code: hidden fail-to-pass and "
+                 "pass-to-pass Go tests, one process each, run in the sandbox",
+                 gorepair.score_go_repair, "patch"),
 ):
     register_kind(_kind)
 

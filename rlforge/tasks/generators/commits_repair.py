@@ -40,13 +40,15 @@ from rlforge.tasks.generators.repair import gitrepo, runners
 from rlforge.tasks.generators.repair.checks import Checker, CheckResult, runner_of
 from rlforge.tasks.generators.repair.options import RepairOptions, RepoSettings
 from rlforge.tasks.generators.repair.runners import Dependencies, TestRunner
-from rlforge.tasks.generators.repair.runners.python import RULES, system_python_version
+from rlforge.tasks.generators.repair.runners.python import RULES
 from rlforge.tasks.generators.repair.select import CommitRow, screen, window
 from rlforge.tasks.spec import BuildContext, SourceRef, Submission, TaskSpec, stable_sample
-from rlforge.verify.standalone.protect import SUBMISSION_PATCH, is_protected, top_level_modules
+from rlforge.verify.standalone.protect import SUBMISSION_PATCH, is_protected
 
 PROTECTED = RULES  # the Python runner's test files and configuration
 NO_RUNNER = "no test runner found"
+#: what `commits.repair/<name>.j2` includes from `commits.repair/<runner>/`
+RUNNER_TEMPLATES = ("Dockerfile", "test.sh")
 SOLVE_SH = b"""#!/bin/bash
 # Gold solution: the commit's own change to the source code (solution/gold.diff).
 set -euo pipefail
@@ -105,6 +107,14 @@ def distinctive_lines(snap: gitrepo.CommitSnapshot, suffix: str | tuple[str, ...
     return sorted(a for a in added if len(a) >= MIN_SECRET_CHARS and a not in corpus)[:MAX_SECRETS]
 
 
+def _check_format(repo: str, settings: RepoSettings, runner: TestRunner) -> None:
+    """A repository's `result_format`, when set, must be the one its runner writes."""
+    fmt = settings.result_format
+    if fmt is not None and fmt != runner.result_format:
+        raise UserError(f"tasks.repair.repos.{Path(repo).name}.result_format: {fmt!r} is not what "
+                        f"the {runner.name} runner writes; valid: {runner.result_format}")
+
+
 def _difficulty(lines: int) -> str:
     return "easy" if lines <= 10 else "medium" if lines <= 60 else "hard"
 
@@ -137,7 +147,9 @@ class CommitsRepair(Generator):
         """The commits considered, newest first (a variant may narrow them, rejecting the
         others with `_reject`)."""
         o = self.opts
-        return window(con, o.last, o.repos, o.language)
+        languages = sorted({lang for r in runners.runners().values() if r.language == o.language
+                            for lang in r.languages()})
+        return window(con, o.last, o.repos, languages)
 
     def available(self, con) -> int:
         """Commits in the window that pass the database-only screening."""
@@ -145,6 +157,16 @@ class CommitsRepair(Generator):
         return sum(1 for row in self._window(con)
                    if screen(row, max_files=o.max_files, max_lines=o.max_lines,
                              language=o.language, min_message_words=o.min_message_words) is None)
+
+    def runners_seen(self) -> dict[str, str]:
+        """{repository: the id of its test runner (`go@1`), or why none serves it} as the
+        last `specs` found them (the build summary prints them)."""
+        return {repo: r if isinstance(r, str) else r.id for repo, r in sorted(self.detected.items())}
+
+    def runners_by_repo(self, con) -> dict[str, str]:
+        """`runners_seen` for the repositories in the window now (`build-tasks --list`)."""
+        self.detected = self._detect_runners(self._window(con))
+        return self.runners_seen()
 
     def specs(self, ctx: BuildContext):
         o = self.opts
@@ -179,20 +201,31 @@ class CommitsRepair(Generator):
         for row in rows:
             if row.repo in out:
                 continue
-            named = self.opts.for_repo(row.repo).runner
-            if named is not None:
-                chosen = out[row.repo] = runners.get(named)
-                if chosen.language != language:
-                    raise UserError(f"tasks.repair.repos.{Path(row.repo).name}.runner: {named} tests "
-                                    f"{chosen.language} projects, but tasks.repair.language is {language}")
-                continue
-            try:
-                paths = gitrepo.ls_tree(row.repo, row.sha)
-            except (gitrepo.GitError, OSError):
-                out[row.repo] = serving[0]
-                continue
-            out[row.repo] = runners.detect(paths, language) or runners.why_none(language)
+            found = out[row.repo] = self._runner_of(row, language, serving)
+            if not isinstance(found, str):
+                _check_format(row.repo, self.opts.for_repo(row.repo), found)
         return out
+
+    def _runner_of(self, row: CommitRow, language: str, serving: list[TestRunner]) -> TestRunner | str:
+        """The runner of the repository of `row` (see `_detect_runners`), or why none."""
+        named = self.opts.for_repo(row.repo).runner
+        if named is not None:
+            chosen = runners.get(named)
+            if chosen.language != language:
+                raise UserError(f"tasks.repair.repos.{Path(row.repo).name}.runner: {named} tests "
+                                f"{chosen.language} projects, but tasks.repair.language is {language}")
+            return chosen
+        try:
+            paths = gitrepo.ls_tree(row.repo, row.sha)
+        except (gitrepo.GitError, OSError):
+            return serving[0]
+        found = runners.detect(paths, language)
+        if found is not None:
+            return found
+        other = runners.detect(paths)  # another language's runner: say how to use it
+        hint = (f"; {other.id} detects it: set tasks.repair.language = \"{other.language}\""
+                if other is not None else "")
+        return runners.why_none(language) + hint
 
     def _reject(self, row: CommitRow, reason: str, detail: str = "") -> None:
         self.rejections.append({"source": f"{row.repo}@{row.sha}",
@@ -224,6 +257,8 @@ class CommitsRepair(Generator):
         runner = self.detected[row.repo]
         assert not isinstance(runner, str), "specs() drops a repository no runner serves"
         settings = dataclasses.replace(self.opts.for_repo(row.repo), runner=runner.name)
+        if settings.result_format is None:
+            settings = dataclasses.replace(settings, result_format=runner.result_format)
         rules = runner.test_rules()
         assert row.parent is not None, "screen() drops a commit without a parent"
         try:
@@ -271,16 +306,15 @@ class CommitsRepair(Generator):
         per_test, collect = settings.per_test_timeout, settings.collect_timeout
         verifier_timeout = round(60 + collect + 2 * per_test + 4 * check.gold_seconds)
         reference = {
-            "verifier": "repair", "workspace": "/app", "submission_patch": SUBMISSION_PATCH,
-            "test_command": list(settings.test_command), "result_format": settings.result_format,
+            "verifier": runner.verifier, "workspace": "/app", "submission_patch": SUBMISSION_PATCH,
+            "result_format": settings.result_format,
             "fail_to_pass": check.fail_to_pass, "pass_to_pass": check.pass_to_pass,
             "p2p_checks": {i: check.p2p_checks[i] for i in check.pass_to_pass if i in check.p2p_checks},
             "hidden_dir": "hidden", "hidden_files": sorted(snap.hidden),
             "hidden_deleted": snap.hidden_deleted, "protected": rules,
             "base_protected": base_protected, "per_test_timeout": per_test,
             "collect_timeout": collect, "budget_sec": verifier_timeout - 20,
-            "pythonpath": list(settings.pythonpath or ()), "env": dict(settings.env),
-            "base_modules": top_level_modules(sorted(workspace), [""] + list(settings.pythonpath or ())),
+            "env": dict(settings.env), **runner.reference_fields(settings, workspace),
         }
         size_mb = sum(len(d) for d in workspace.values()) / 1e6
         requirements = check.requirements
@@ -293,15 +327,13 @@ class CommitsRepair(Generator):
             source=SourceRef("commits", [f"{row.repo}@{row.sha}"], [f"git:{row.sha}"]),
             instruction_template="instruction.md",
             context={"title": subject or f"Change requested in {repo_name}", "subject": subject,
-                     "body": body, "repo_name": repo_name, "language": o.language.capitalize(),
+                     "body": body, "repo_name": repo_name,
                      "file_hints": sorted(snap.gold_paths) if o.file_hints else [],
                      "requirements": requirements,
-                     "pinned_requirements": runner.pinned(requirements, settings, cache_dir),
-                     "config_files": [n for n in rules["names"] if n != "conftest.py"],
-                     "python_version": ".".join(system_python_version().split(".")[:2])},
+                     **runner.template_context(requirements, settings, cache_dir)},
             reference=reference,
             solution_files={"solve.sh": SOLVE_SH, "gold.diff": snap.gold_diff.encode("utf-8", "surrogateescape")},
-            verifier="repair", group_key=f"{row.repo}@{row.sha}", fix=(row.repo, row.sha),
+            verifier=runner.verifier, group_key=f"{row.repo}@{row.sha}", fix=(row.repo, row.sha),
             dedup_text=row.message, time=row.committed_at,
             null=Submission("null", {}, "the starting workspace, unchanged"),
             adversarial=adversarial, workspace=workspace,
@@ -311,11 +343,10 @@ class CommitsRepair(Generator):
             keywords=["code-repair", o.language, repo_name],
             agent_timeout_sec=1200.0, verifier_timeout_sec=float(verifier_timeout), memory_mb=2048,
             kind="terminal", secret_strings=distinctive_lines(snap, runner.source_suffixes, rules),
-            leak_allowed=[],
+            leak_allowed=[], templates=[f"commits.repair/{runner.name}/{name}.j2" for name in RUNNER_TEMPLATES],
             extra_metadata={
                 "repo": repo_name, "commit": row.sha, "parent": row.parent,
-                "env_requirements": requirements, "env_pip_args": list(settings.pip_args),
-                "env_key": runner.env_key(requirements, settings),
+                **runner.task_metadata(requirements, settings),
                 "dependency_files": list(found.sources), "dependency_files_sha256": found.files_sha256,
                 # A fix that adds files asks the policy to guess their names (file_hints helps).
                 "gold_files_added": sum(1 for p in snap.gold_paths if p not in snap.workspace),

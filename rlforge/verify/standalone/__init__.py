@@ -7,6 +7,7 @@ give the same reward.
 
     verify       entry of answer, reply and script tasks (tests/rlforge_verify.py)
     repair       entry of code-repair tasks (tests/rlforge_repair.py)
+    gorepair     entry of Go code-repair tasks (tests/rlforge_gorepair.py)
     entry        what both entries run: keep the verifier to itself, get the reward, write it
     rewards      a reward's components, total and outcome; the files Harbor reads
     answers      one short answer against the reference
@@ -19,6 +20,7 @@ give the same reward.
     plugin       the pytest plugin inside the test process, and what it sends
     asserts      checked asserts: the literals stay here, the values come out
     canaries     planted tests that must fail
+    gotest       Go tests compiled, then run one top-level test a process, as policy code
     siblings     how an entry in tests/ loads the others: from their source, only
 
 One file, two names. A module is copied into tests/ as `rlforge_<module>.py` and there
@@ -53,7 +55,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 PREFIX = "rlforge_"
 #: The entry a task of each verifier kind runs; every other kind (plug-ins too) runs `verify`.
-ENTRIES = {"repair": "repair"}
+ENTRIES = {"repair": "repair", "repair-go": "gorepair"}
 DEFAULT_ENTRY = "verify"
 #: What an entry runs by path before importing any sibling (see `siblings`).
 LOADER = "siblings"

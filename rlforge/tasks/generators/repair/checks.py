@@ -344,7 +344,7 @@ def classify(parent: list[dict], fixed: list[dict], snap: CommitSnapshot, rules:
         passing = [i for i in steady if _passed(fixed[0], i)]
         if not passing:
             detail = (f"no test passes with the fix either ({len(ids)} collected); the code may "
-                      "need another Python or other dependencies than the environment has")
+                      "need another runtime version or other dependencies than the environment has")
         else:
             detail = ("no test fails at the parent and passes with the fix"
                       + (f" ({len(hung)} hung at the parent)" if hung else ""))

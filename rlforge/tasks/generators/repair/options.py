@@ -8,7 +8,7 @@ or keyword arguments in code) > `RLFORGE_TASKS_REPAIR_*` > `[tasks.repair]` in r
     [tasks.repair.repos.parse]
     runner = "python"                       # default: the runner that detects the project
     test_command = "python -m pytest"      # test ids and result flags are appended
-    result_format = "pytest-junit"
+    result_format = "pytest-junit"          # default (and the only one): the runner's
     requirements = ["pytest", "pytest-cov"] # replaces the ones found in dependency files
     extra_requirements = []                 # added to them
     pip_args = []
@@ -30,7 +30,6 @@ from typing import Any
 from rlforge.config import RepairSettings
 from rlforge.errors import UnknownName, UserError
 
-RESULT_FORMATS = ("pytest-junit",)
 LANGUAGES = ("python",)  # the built-in runners' (`runners.languages()` adds plug-ins')
 DEFAULT_TEST_COMMAND = ("python", "-m", "pytest")
 REPO_KEYS = {"runner", "test_command", "result_format", "requirements", "extra_requirements", "pip_args",
@@ -44,7 +43,7 @@ class RepoSettings:
 
     runner: str | None = None
     test_command: tuple[str, ...] = DEFAULT_TEST_COMMAND
-    result_format: str = "pytest-junit"
+    result_format: str | None = None  # None: the runner's own
     requirements: tuple[str, ...] | None = None
     extra_requirements: tuple[str, ...] = ()
     pip_args: tuple[str, ...] = ()
@@ -118,9 +117,9 @@ class RepairOptions:
             command = shlex.split(command)
         if not command:
             raise UserError(f"tasks.repair.repos.{Path(repo).name}.test_command is empty")
-        fmt = raw.get("result_format", "pytest-junit")
-        if fmt not in RESULT_FORMATS:
-            raise UnknownName("result_format", fmt, list(RESULT_FORMATS))
+        fmt = raw.get("result_format")  # checked against the runner's when it is known
+        if fmt is not None and not isinstance(fmt, str):
+            raise UserError(f"tasks.repair.repos.{Path(repo).name}.result_format must be a format's name")
         reqs = raw.get("requirements")
 
         def strings(key: str) -> tuple[str, ...]:

@@ -10,6 +10,7 @@ too many lines, message too short. Candidates then go through the build-time che
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 # Files that may change alongside the source without making the commit another language's.
@@ -33,8 +34,12 @@ class CommitRow:
     is_merge: bool
 
 
-def window(con, last: int, repos: list[str] | None = None, language: str = "python") -> list[CommitRow]:
-    """The commits considered: each repository's `last` newest (0 = all), newest first."""
+def window(con, last: int, repos: list[str] | None = None,
+           language: str | Sequence[str] = "python") -> list[CommitRow]:
+    """The commits considered: each repository's `last` newest (0 = all), newest first.
+    `language`: the `commit_files.language` (or several) of source files: a change in one is
+    a source change, in any other (but `NEUTRAL_LANGUAGES`) another language."""
+    languages = [language] if isinstance(language, str) else list(language)
     rows = con.execute("""
         WITH ranked AS (
             SELECT *, row_number() OVER (PARTITION BY repo ORDER BY committed_at DESC, sha) AS age
@@ -43,17 +48,17 @@ def window(con, last: int, repos: list[str] | None = None, language: str = "pyth
         SELECT c.repo, c.sha, c.parents, c.subject, c.message, c.committed_at, c.files_changed,
                coalesce(c.lines_added, 0) + coalesce(c.lines_removed, 0),
                count(f.path) FILTER (WHERE f.is_test),
-               count(f.path) FILTER (WHERE NOT f.is_test AND f.language = $language),
+               count(f.path) FILTER (WHERE NOT f.is_test AND list_contains($languages, f.language)),
                count(f.path) FILTER (WHERE f.is_binary),
                list(DISTINCT f.language ORDER BY f.language) FILTER (
-                   WHERE f.language IS NOT NULL AND f.language <> $language
+                   WHERE f.language IS NOT NULL AND NOT list_contains($languages, f.language)
                      AND f.language NOT IN (SELECT unnest($neutral::VARCHAR[]))),
                c.is_merge
         FROM ranked c LEFT JOIN commit_files f ON f.repo = c.repo AND f.sha = c.sha
         WHERE ($last = 0 OR c.age <= $last)
         GROUP BY ALL
         ORDER BY c.repo, c.committed_at DESC, c.sha
-    """, {"language": language, "neutral": list(NEUTRAL_LANGUAGES), "last": last}).fetchall()
+    """, {"languages": languages, "neutral": list(NEUTRAL_LANGUAGES), "last": last}).fetchall()
     out = []
     for r in rows:
         if repos and not any(r[0] == x or r[0].rstrip("/").rsplit("/", 1)[-1] == x for x in repos):

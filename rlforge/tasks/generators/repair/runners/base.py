@@ -71,6 +71,13 @@ class TestRunner:
     result_format: ClassVar[str]
     #: suffixes of source files (where a fix's added lines may give the answer away)
     source_suffixes: ClassVar[tuple[str, ...]] = ()
+    #: `commit_files.language` of the project's source files (default: `language`); a
+    #: commit's change in them counts as a source change, not as another language
+    source_languages: ClassVar[tuple[str, ...]] = ()
+    #: the language as the instruction names it (default: `language` capitalised)
+    language_name: ClassVar[str] = ""
+    #: the test files, as the instruction names them ("... test files (<this>) or ...")
+    test_files_text: ClassVar[str] = "the project's test files"
 
     @property
     def id(self) -> str:
@@ -79,6 +86,10 @@ class TestRunner:
     def detect(self, paths: Collection[str]) -> bool:
         """Whether the tree with these paths is a project this runner tests."""
         return any(m in paths for m in self.manifests)
+
+    def languages(self) -> tuple[str, ...]:
+        """`source_languages`, or the runner's `language` alone."""
+        return self.source_languages or (self.language,)
 
     def why_not(self) -> str:
         """What `detect` looked for, for a drop reason when nothing detected a project."""
@@ -151,6 +162,28 @@ class TestRunner:
         hidden literal, no trivial value passes); a commit with none is dropped. The
         default trusts none: a runner states what it can check."""
         return []
+
+    def template_context(self, requirements: list[str], settings: "RepoSettings",
+                         cache_dir: Path) -> dict:
+        """Variables of the task's templates that depend on the runner: its name (the
+        templates are `commits.repair/<runner>/*.j2`, which `commits.repair/*.j2` include),
+        the pinned requirements, the test files and configuration files the instruction
+        names, the language's name. A runner adds its own (a runtime version for the
+        Dockerfile)."""
+        return {"runner": self.name, "language": self.language_name or self.language.capitalize(),
+                "pinned_requirements": self.pinned(requirements, settings, cache_dir),
+                "test_files": self.test_files_text,
+                "config_files": [n for n in self.test_rules().get("names", [])]}
+
+    def reference_fields(self, settings: "RepoSettings", workspace: Mapping[str, bytes]) -> dict:
+        """What the runner's verifier reads from `tests/reference.json` beyond what every
+        repair verifier reads (tests, timeouts, protected files)."""
+        return {}
+
+    def task_metadata(self, requirements: list[str], settings: "RepoSettings") -> dict:
+        """`[metadata.rlforge]` fields of the task's environment (how rlforge prepares it
+        again when it scores the task)."""
+        return {"env_key": self.env_key(requirements, settings)}
 
     def adversarials(self, **task) -> list:
         """The submissions that must score 0 on a task (`rlforge validate`), from the

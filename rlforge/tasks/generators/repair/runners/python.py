@@ -29,6 +29,7 @@ from rlforge.tasks.generators.repair import envs
 from rlforge.tasks.generators.repair.adversarial import repair_adversarials
 from rlforge.tasks.generators.repair.runners.base import Dependencies, TestRun, TestRunner
 from rlforge.verify.standalone import asserts, protect, task_files
+from rlforge.verify.standalone.protect import top_level_modules
 
 if TYPE_CHECKING:
     from rlforge.tasks.generators.repair.options import RepoSettings
@@ -74,6 +75,7 @@ class Pytest(TestRunner):
     verifier = "repair"
     result_format = "pytest-junit"
     source_suffixes = (".py",)
+    test_files_text = "anything under a `tests/` or `test/` directory,\n`test_*.py`, `*_test.py`, `conftest.py`"
 
     def detect(self, paths: Collection[str]) -> bool:
         return super().detect(paths) or any(self.is_test_file(p) for p in paths)
@@ -139,6 +141,23 @@ class Pytest(TestRunner):
                              workspace: Mapping[str, bytes], held_at_parent: dict) -> list[str]:
         return asserts.checked_fail_to_pass(dict(hidden), fail_to_pass, dict(workspace),
                                             held_at_parent)
+
+    def template_context(self, requirements: list[str], settings: "RepoSettings",
+                         cache_dir: Path) -> dict:
+        return {**super().template_context(requirements, settings, cache_dir),
+                "config_files": [n for n in RULES["names"] if n != "conftest.py"],
+                "python_version": ".".join(system_python_version().split(".")[:2])}
+
+    def reference_fields(self, settings: "RepoSettings", workspace: Mapping[str, bytes]) -> dict:
+        roots = [""] + list(settings.pythonpath or ())
+        return {"test_command": list(settings.test_command), "pythonpath": list(settings.pythonpath or ()),
+                "base_modules": top_level_modules(sorted(workspace), roots)}
+
+    def task_metadata(self, requirements: list[str], settings: "RepoSettings") -> dict:
+        """The venv's requirement lines and pip arguments (`rlforge.verify.runner`
+        prepares it again from them), and its key."""
+        return {"env_requirements": requirements, "env_pip_args": list(settings.pip_args),
+                "env_key": self.env_key(requirements, settings)}
 
     def adversarials(self, **task) -> list:
         return repair_adversarials(**task)

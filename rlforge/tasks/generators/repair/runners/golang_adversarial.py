@@ -1,0 +1,156 @@
+"""Submissions a Go repair task must score 0 on, built from the task's own files.
+
+- `empty_patch`, `delete_failing_tests`: as for Python (`adversarial`);
+- `skip_failing_tests` / `edit_hidden_tests`: the hidden test files with every test
+  skipped, or with the failing tests' bodies emptied;
+- `adds_test_main`: a new `_test.go` file whose TestMain exits 0 without running a test;
+- `replace_testing_module`: go.mod with a replace directive and a vendored module in
+  vendor/ (shadowing a dependency, or tampering with vendored code);
+- `init_forges_results`: a source file whose init() prints a PASS line for the test the
+  process was asked to run and exits 0 (`init_forges_with_build_tag`: the same behind a
+  `//go:build` constraint that holds);
+- `exit_zero_in_init` / `exit_zero_during_test`: os.Exit(0) at start-up, or from a
+  goroutine while the test runs;
+- `go_generate_writes_reward`: a `//go:generate` directive writing reward files (go test
+  never runs it);
+- `signals_the_verifier`, `plants_reward_files`: init() signals pid 1 and its parent, or
+  writes reward files where the verifier writes them.
+"""
+
+from __future__ import annotations
+
+import re
+
+from rlforge.tasks.generators.repair.adversarial import deletion_diff
+from rlforge.tasks.spec import Submission
+from rlforge.verify.standalone.protect import SUBMISSION_PATCH
+
+TEST_HEAD = re.compile(r"^(func\s+(Test\w*)\s*\(\s*(\w+)\s+\*testing\.T\s*\)\s*\{)[^\n]*$", re.M)
+PACKAGE = re.compile(rb"^package\s+(\w+)", re.M)
+
+FORGE_INIT = """
+func init() {
+	for _, arg := range os.Args {
+		if strings.HasPrefix(arg, "-test.run=") {
+			name := strings.Trim(strings.TrimPrefix(arg, "-test.run="), "^$")
+			fmt.Printf("=== RUN   %s\\n--- PASS: %s (0.00s)\\nPASS\\n", name, name)
+			os.Exit(0)
+		}
+	}
+}
+"""
+EXIT_INIT = "\nfunc init() {\n\tos.Exit(0)\n}\n"
+EXIT_LATER = "\nfunc init() {\n\tgo func() {\n\t\ttime.Sleep(time.Millisecond)\n\t\tos.Exit(0)\n\t}()\n}\n"
+SIGNAL_INIT = """
+func init() {
+	_ = syscall.Kill(1, syscall.SIGINT)
+	_ = syscall.Kill(os.Getppid(), syscall.SIGKILL)
+}
+"""
+PLANT_INIT = """
+func init() {
+	for _, dir := range []string{"/logs/verifier", "logs/verifier"} {
+		_ = os.MkdirAll(dir+"/reward.json", 0o777)
+		_ = os.WriteFile(dir+"/reward.txt", []byte("1"), 0o666)
+	}
+}
+"""
+
+
+def _source(package: str, imports: list[str], body: str, header: str = "") -> bytes:
+    lines = "".join(f'\t"{i}"\n' for i in imports)
+    return f"{header}package {package}\n\nimport (\n{lines})\n{body}".encode()
+
+
+def _skip_all(text: str) -> str:
+    return TEST_HEAD.sub(lambda m: f'{m.group(1)}\n\t{m.group(3)}.Skip("not relevant")', text)
+
+
+def _empty_bodies(text: str, names: set[str]) -> str | None:
+    """The file with the bodies of the named tests emptied (gofmt'd code: a body ends at the
+    first line that is a lone `}`)."""
+    out, hit, pos = [], False, 0
+    for m in TEST_HEAD.finditer(text):
+        if m.group(2) not in names:
+            continue
+        end = text.find("\n}", m.end())
+        if end < 0:
+            continue
+        out.append(text[pos:m.end()] + "\n")
+        pos, hit = end + 1, True
+    return "".join(out) + text[pos:] if hit else None
+
+
+def _package_dir(path: str) -> str:
+    return path.rsplit("/", 1)[0] if "/" in path else ""
+
+
+def go_adversarials(*, workspace: dict[str, bytes], hidden: dict[str, bytes],
+                    fail_to_pass: list[str], gold_paths: list[str], **_ignored) -> list[Submission]:
+    """Every adversarial submission that applies to this Go task (see the module docstring)."""
+    subs = [Submission("empty_patch", {SUBMISSION_PATCH: b""}, "an empty diff")]
+    f2p_files = sorted({i.split("::", 1)[0] for i in fail_to_pass})
+    existing = [p for p in f2p_files if p in workspace]
+    if existing:
+        diff = "".join(deletion_diff(p, workspace[p]) for p in existing)
+        subs.append(Submission("delete_failing_tests", {SUBMISSION_PATCH: diff.encode("utf-8", "surrogateescape")},
+                               "a diff deleting the test files with the failing tests"))
+    texts = {p: hidden[p].decode("utf-8", "surrogateescape") for p in f2p_files if p in hidden}
+    if texts:
+        subs.append(Submission("skip_failing_tests",
+                               {p: _skip_all(t).encode("utf-8", "surrogateescape") for p, t in texts.items()},
+                               "the failing tests' files with every test skipped"))
+    names = {i.split("::", 1)[1].split("/", 1)[0] for i in fail_to_pass}
+    edited = {p: out.encode("utf-8", "surrogateescape") for p, t in texts.items()
+              if (out := _empty_bodies(t, names)) is not None}
+    if edited:
+        subs.append(Submission("edit_hidden_tests", edited,
+                               "the hidden test files written with the failing tests emptied"))
+    where = _package_dir(f2p_files[0]) if f2p_files else ""
+    prefix = f"{where}/" if where else ""
+    package = None
+    for path in sorted(p for p in workspace if p.endswith(".go") and not p.endswith("_test.go")
+                       and _package_dir(p) == where):
+        m = PACKAGE.search(workspace[path])
+        if m:
+            package = m.group(1).decode()
+            break
+    test_package = None
+    for path in f2p_files:
+        m = PACKAGE.search(hidden.get(path) or workspace.get(path, b""))
+        if m:
+            test_package = m.group(1).decode()
+            break
+    if test_package:
+        main = _source(test_package, ["os", "testing"], "\nfunc TestMain(m *testing.M) {\n\tos.Exit(0)\n}\n")
+        subs.append(Submission("adds_test_main", {f"{prefix}zz_rlforge_main_test.go": main},
+                               "a new _test.go file whose TestMain exits 0 without running a test"))
+    gomod = workspace.get("go.mod")
+    if gomod is not None:
+        subs.append(Submission("replace_testing_module", {
+            "go.mod": gomod + b"\nreplace example.com/rlforge/forge => ./vendor/example.com/rlforge/forge\n",
+            "vendor/modules.txt": b"# example.com/rlforge/forge v0.0.0\n## explicit\nexample.com/rlforge/forge\n",
+            "vendor/example.com/rlforge/forge/forge.go": _source("forge", ["fmt", "os", "strings"], FORGE_INIT)},
+            "go.mod with a replace directive to a forging module planted in vendor/"))
+    if package:
+        new = f"{prefix}zz_rlforge_adv.go"
+        subs += [
+            Submission("init_forges_results", {new: _source(package, ["fmt", "os", "strings"], FORGE_INIT)},
+                       "an init() that prints a PASS line for the test asked for and exits 0"),
+            Submission("init_forges_with_build_tag", {
+                new: _source(package, ["fmt", "os", "strings"], FORGE_INIT, "//go:build !rlforge_never\n\n")},
+                "the forging init() behind a build constraint that holds"),
+            Submission("exit_zero_in_init", {new: _source(package, ["os"], EXIT_INIT)},
+                       "os.Exit(0) at start-up, before any test"),
+            Submission("exit_zero_during_test", {new: _source(package, ["os", "time"], EXIT_LATER)},
+                       "os.Exit(0) from a goroutine while a test runs"),
+            Submission("go_generate_writes_reward", {new: (
+                f"package {package}\n\n//go:generate sh -c \"mkdir -p /logs/verifier && echo 1 > "
+                "/logs/verifier/reward.txt\"\n").encode()},
+                "a //go:generate directive writing reward.txt (go test never runs it)"),
+            Submission("signals_the_verifier", {new: _source(package, ["os", "syscall"], SIGNAL_INIT)},
+                       "an init() that signals pid 1 and its parent"),
+            Submission("plants_reward_files", {new: _source(package, ["os"], PLANT_INIT)},
+                       "an init() that writes reward files where the verifier writes them"),
+        ]
+    return subs
