@@ -6,7 +6,8 @@ run with per-test results. `commits.repair` asks `detect` which runner serves a
 repository and calls it for everything language-specific. Python/pytest (`python`) is
 built in and registers the way a plug-in does; a package adds a runner by calling
 `register_runner(MyRunner())` in a module named in the `rlforge.test_runners`
-entry-point group (see `rlforge.plugins`). `get("python")` or `get("python@1")` returns
+entry-point group (see `rlforge.plugins`). JavaScript/TypeScript npm packages
+(`javascript`, `typescript`: node --test, Jest, Vitest, Mocha) are built in the same way. `get("python")` or `get("python@1")` returns
 one; an unknown name raises `UnknownName` listing the valid ones.
 """
 
@@ -16,6 +17,7 @@ from collections.abc import Collection
 
 from rlforge import plugins
 from rlforge.tasks.generators.repair.runners.base import Dependencies, TestRun, TestRunner
+from rlforge.tasks.generators.repair.runners.javascript import NodeTests, TypeScriptTests
 from rlforge.tasks.generators.repair.runners.python import Pytest
 
 __all__ = ["Dependencies", "TestRun", "TestRunner", "detect", "get", "languages",
@@ -32,6 +34,8 @@ def register_runner(runner: TestRunner) -> TestRunner:
 
 
 register_runner(Pytest())
+register_runner(NodeTests())
+register_runner(TypeScriptTests())
 
 
 def runners() -> dict[str, TestRunner]:
