@@ -20,6 +20,9 @@ command -v git >/dev/null 2>&1 || packages+=(git)
 # Sandboxed code runs on Debian's python3 (outside /root), and so do prepared venvs.
 [ -x /usr/bin/python3 ] || packages+=(python3)
 command -v prlimit >/dev/null 2>&1 || packages+=(util-linux)
+# JavaScript/TypeScript repair tasks: node runs the tests, npm prepares their environments.
+command -v node >/dev/null 2>&1 || packages+=(nodejs)
+command -v npm >/dev/null 2>&1 || packages+=(npm)
 if [ "${RLFORGE_BROWSER:-0}" = 1 ] && ! command -v chromium >/dev/null 2>&1; then
     packages+=(chromium)
 fi

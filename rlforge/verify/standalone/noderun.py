@@ -45,6 +45,7 @@ import json
 import os
 import re
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -158,8 +159,9 @@ def command(framework, env, rel, report, reporter):
         return ["node", entry, "--ci", "--no-cache", "--colors=false", "--watchman=false",
                 "--json", f"--outputFile={report}", "--runTestsByPath", rel]
     if framework == "vitest":
-        return ["node", entry, "run", "--reporter=json", f"--outputFile={report}",
-                "--no-color", "--watch=false", rel]
+        # forks: a thread's isolate reserves more address space than RLIMIT_AS leaves
+        return ["node", entry, "run", "--pool=forks", "--no-cache", "--reporter=json",
+                f"--outputFile={report}", "--no-color", "--watch=false", rel]
     return ["node", entry, "--reporter", reporter, "--reporter-option", f"output={report}",
             "--no-color", "--exit", rel]
 
@@ -220,7 +222,8 @@ def parse_json(text, rel):
         if suite.get("status") == "failed" and not tests:
             errors.append(f"{rel}: {str(suite.get('message', ''))[:300]}")
         for a in tests:
-            titles = [str(t) for t in a.get("ancestorTitles") or []] + [str(a.get("title", ""))]
+            titles = [str(t) for t in a.get("ancestorTitles") or [] if t != ""]  # Vitest's file
+            titles.append(str(a.get("title", "")))
             results.append((SEP.join(titles), JEST_OUTCOMES.get(str(a.get("status")), "failed")))
     return results, errors
 
@@ -241,7 +244,9 @@ def plant_canaries(tree, rel):
     rng = int.from_bytes(os.urandom(4), "big")
     fn, _, title = calls[rng % len(calls)]
     a, b = 2 + rng % 97, 101 + rng % 89
-    bodies = [f'(await import("node:assert")).default.strictEqual({a}, {b});']
+    # require where the file has it (Jest runs no dynamic import without a node flag)
+    bodies = [f'(typeof require === "function" ? require("node:assert") : '
+              f'(await import("node:assert")).default).strictEqual({a}, {b});']
     if re.search(r"(?<![\w$.])expect\s*\(", text):
         bodies.append(f"expect({b}).toBe({a});")
     ids, code = [], ""
@@ -260,7 +265,19 @@ def _private_dir(parent, mode):
     return path
 
 
-def run_file(policy, tree, framework, env, rel, timeout, work, env_vars):
+def node_options():
+    """Flags every node process of a run gets (NODE_OPTIONS, so the runners' workers too):
+    WebAssembly without the trap handler's guard regions, which reserve gigabytes of
+    address space that RLIMIT_AS refuses (Vitest's wasm parsers), where node has the flag."""
+    try:
+        proc = subprocess.run(["node", "--help"], capture_output=True, text=True, timeout=30,
+                              env={"PATH": os.environ.get("PATH", "/usr/bin:/bin")})
+    except (OSError, subprocess.TimeoutExpired):
+        return []
+    return ["--disable-wasm-trap-handler"] if "--disable-wasm-trap-handler" in proc.stdout else []
+
+
+def run_file(policy, tree, framework, env, rel, timeout, work, env_vars, node_flags=()):
     """One test file's run: ([(test id, outcome)], [errors], hung, log tail)."""
     reports = _private_dir(work, 0o733)  # the code may write here, not list it
     report = os.path.join(reports, os.urandom(12).hex())
@@ -280,6 +297,8 @@ def run_file(policy, tree, framework, env, rel, timeout, work, env_vars):
     for key in list(run_env):
         if key == "NODE_OPTIONS" or key.lower().startswith("npm_"):
             del run_env[key]
+    if node_flags:
+        run_env["NODE_OPTIONS"] = " ".join(node_flags)
     handle = policy.start(command(framework, env, rel, report, reporter), tree, {}, run_env,
                           timeout=timeout)
     while not handle.poll():
@@ -328,6 +347,7 @@ def run_tests(tree, framework, env, ids=None, *, paths=None, per_test_timeout=15
     files = [f for f in files if regular_file(os.path.join(tree, f))]
     planted = {rel: plant_canaries(tree, rel) for rel in files} if canaries else {}
     isolate_packages(tree, env)
+    flags = node_options()
     work = tempfile.mkdtemp(prefix="rlforge-node-")
     os.chmod(work, 0o711)
     outcomes, started, hung, errors, tail = {}, [], [], [], ""
@@ -341,7 +361,7 @@ def run_tests(tree, framework, env, ids=None, *, paths=None, per_test_timeout=15
             result["sessions"] += 1
             found, errs, timed_out, tail = run_file(
                 policy, tree, framework, env, rel, min(left, collect_timeout + per_test_timeout),
-                work, env_vars)
+                work, env_vars, flags)
             errors += errs
             for test_id, outcome in found:
                 if test_id not in outcomes:  # the first report of a test wins

@@ -73,7 +73,7 @@ RULES: dict[str, Any] = {
 }
 #: the package each framework needs in the environment (node's runner is built in)
 FRAMEWORK_PACKAGE = {"jest": "jest", "vitest": "vitest", "mocha": "mocha"}
-_LOCAL_SPEC = ("file:", "link:", "workspace:", "portal:", ".", "/", "~")
+_LOCAL_SPEC = ("file:", "link:", "workspace:", "portal:", "./", "../", "/", "~/")
 _FORMAT = 1  # bump when the layout of a prepared environment changes
 _MARKER = "rlforge-node-env.json"
 
