@@ -249,6 +249,17 @@ def test_a_file_that_cannot_load_is_a_collect_error_and_a_hang_is_cut(tmp_path):
     assert not any(i.startswith("test/helpers.js") for i in everything["outcomes"])
 
 
+def test_a_file_that_declares_no_test_is_no_collect_error(shared_cache, tmp_path):
+    """Jest (and Vitest) fail a matched file without tests; it is a helper, not an error.
+    A file that throws while loading still is one."""
+    files = project({**CASES["jest"][0], "test/cases.test.js": "module.exports = [[1, 2]];\n",
+                     "test/throws.test.js": "throw new Error('broken on purpose');\n"})
+    env, settings = prepared(files, shared_cache)
+    got = sandboxed_run(tmp_path, files, env, settings)
+    assert [e.split(":")[0] for e in got["collect_errors"]] == ["test/throws.test.js"], got
+    assert got["outcomes"]["test/lib.test.js::adds"] == "passed"
+
+
 def test_a_node_modules_in_the_workspace_never_stands_in_for_the_environment(tmp_path):
     files = project({"package.json": manifest("node --test"), "lib.js": "module.exports = require('dep');\n",
                      "node_modules/dep/index.js": "module.exports = 'planted';\n",

@@ -13,9 +13,9 @@ How a run is kept honest, as far as one process of JavaScript can be:
 
 - the runner is started by its path in the prepared environment (`node_modules/jest/bin/
   jest.js`...), never through the tree: a `jest` or `node_modules/.bin` in the workspace
-  is not used. Every `node_modules` in the tree is removed before the run and the root
-  one replaced by a link to the prepared environment's (mounted read-only), so nothing
-  the workspace holds can stand in for an installed package;
+  is not used. Every `node_modules` in the tree is removed before each file's run and the
+  root one made anew of links to the prepared environment's packages (mounted
+  read-only), so nothing the workspace holds can stand in for an installed package;
 - `NODE_OPTIONS` and every `npm_*` variable are cleared (no `--require` of a planted
   file), npm is never run (no `pretest`/`posttest` scripts), Jest runs with `--no-cache`;
 - each test file runs in a process (tree) of its own, started through the policy-code
@@ -69,6 +69,9 @@ TYPESCRIPT_SUFFIXES = (".ts", ".mts", ".cts", ".tsx")
 TEST_NAME = re.compile(r"(^|/)([^/]+[.\-_](test|spec)|test-[^/]+|test)\.[cm]?[jt]sx?$")
 #: test files by place: anything under test/, tests/, __tests__/ or spec/
 TEST_DIR = re.compile(r"(^|/)(test|tests|__tests__|spec)/")
+#: what Vitest and Jest say of a file that declares no test (a helper or data file that
+#: matches a test pattern): not a test file, no collect error
+NO_TESTS = re.compile(r"No test suite found in file|Your test suite must contain at least one test")
 SEP = " > "  # between a test's ancestor titles and its own in a test id
 REPORT_LIMIT = 50 * 1024 * 1024
 
@@ -133,7 +136,10 @@ def test_files(tree):
 
 
 def isolate_packages(tree, env):
-    """Remove every node_modules of the tree; link the root one to the environment's."""
+    """Remove every node_modules of the tree; make the root one a directory of links to
+    the environment's packages (a directory of the tree's, so tools that keep temporary
+    files there, like Vite's bundled configuration in `.vite-temp`, can; the packages
+    themselves stay read-only)."""
     for dirpath, dirnames, filenames in os.walk(tree):
         for name in list(dirnames) + list(filenames):
             if name == "node_modules":
@@ -145,7 +151,11 @@ def isolate_packages(tree, env):
         dirnames[:] = [d for d in dirnames if d != "node_modules"]
     modules = os.path.join(env, "node_modules")
     if os.path.isdir(modules):
-        os.symlink(modules, os.path.join(tree, "node_modules"))
+        root = os.path.join(tree, "node_modules")
+        os.mkdir(root)
+        os.chmod(root, 0o777)
+        for name in sorted(os.listdir(modules)):
+            os.symlink(os.path.join(modules, name), os.path.join(root, name))
 
 
 def command(framework, env, rel, report, reporter):
@@ -177,7 +187,8 @@ def _read(path, limit=REPORT_LIMIT):
 
 
 def parse_lines(text, rel):
-    """Results of node's or Mocha's reporter: [(test name, outcome)], and file errors."""
+    """Results of node's or Mocha's reporter: ([(test name, outcome)], file errors, whether
+    the file declares no test)."""
     results, errors = [], []
     for line in (text or "").splitlines():
         try:
@@ -197,7 +208,7 @@ def parse_lines(text, rel):
                 errors.append(f"{rel}: {ev.get('error', '')}"[:300])
             continue  # node's entry for the whole file, not a test
         results.append((SEP.join(titles), str(ev.get("outcome"))))
-    return results, errors
+    return results, errors, False
 
 
 JEST_OUTCOMES = {"passed": "passed", "failed": "failed", "pending": "skipped", "skipped": "skipped",
@@ -205,11 +216,12 @@ JEST_OUTCOMES = {"passed": "passed", "failed": "failed", "pending": "skipped", "
 
 
 def parse_json(text, rel):
-    """Results of a Jest-shaped JSON report (Jest's `--json`, Vitest's json reporter)."""
+    """Results of a Jest-shaped JSON report (Jest's `--json`, Vitest's json reporter), as
+    `parse_lines` gives them."""
     try:
         data = json.loads(text or "")
     except (ValueError, RecursionError):
-        return [], []
+        return [], [], False
     results, errors = [], []
     suites = data.get("testResults") if isinstance(data, dict) else None
     for suite in suites if isinstance(suites, list) else []:
@@ -220,12 +232,15 @@ def parse_json(text, rel):
             continue  # another file the runner's filter or configuration matched
         tests = [a for a in suite.get("assertionResults") or [] if isinstance(a, dict)]
         if suite.get("status") == "failed" and not tests:
-            errors.append(f"{rel}: {str(suite.get('message', ''))[:300]}")
+            message = str(suite.get("message", ""))
+            if NO_TESTS.search(message):
+                return [], [], True
+            errors.append(f"{rel}: {message[:300]}")
         for a in tests:
             titles = [str(t) for t in a.get("ancestorTitles") or [] if t != ""]  # Vitest's file
             titles.append(str(a.get("title", "")))
             results.append((SEP.join(titles), JEST_OUTCOMES.get(str(a.get("status")), "failed")))
-    return results, errors
+    return results, errors, False
 
 
 _CALL = re.compile(r"""(?<![\w$.])(test|it)\s*\(\s*(['"`])((?:(?!\2)[^\\\n]|\\.){1,80})\2""")
@@ -306,8 +321,10 @@ def run_file(policy, tree, framework, env, rel, timeout, work, env_vars, node_fl
     ran = handle.result()
     text = _read(report)
     parse = parse_lines if framework in ("node", "mocha") else parse_json
-    results, errors = parse(text, rel)
+    results, errors, no_tests = parse(text, rel)
     log = ((ran.stdout or "") + (ran.stderr or ""))[-4000:]
+    if no_tests or (text is None and NO_TESTS.search(log)):
+        return [], [], False, log
     if ran.timed_out:
         return [(f"{rel}::{n}", o) for n, o in results], errors, True, log
     failed = any(o == "failed" for _, o in results)
@@ -346,7 +363,6 @@ def run_tests(tree, framework, env, ids=None, *, paths=None, per_test_timeout=15
         files = [f for f in files if not f.endswith(TYPESCRIPT_SUFFIXES)]
     files = [f for f in files if regular_file(os.path.join(tree, f))]
     planted = {rel: plant_canaries(tree, rel) for rel in files} if canaries else {}
-    isolate_packages(tree, env)
     flags = node_options()
     work = tempfile.mkdtemp(prefix="rlforge-node-")
     os.chmod(work, 0o711)
@@ -359,6 +375,7 @@ def run_tests(tree, framework, env, ids=None, *, paths=None, per_test_timeout=15
                 result["budget_exhausted"] = True
                 break
             result["sessions"] += 1
+            isolate_packages(tree, env)  # again: the last file's code may have changed it
             found, errs, timed_out, tail = run_file(
                 policy, tree, framework, env, rel, min(left, collect_timeout + per_test_timeout),
                 work, env_vars, flags)
