@@ -20,7 +20,11 @@ from pathlib import Path
 
 import pytest
 
+from builds import build_options
+from rlforge import db
 from rlforge.errors import UserError
+from rlforge.ingest.commits import ingest_repo
+from rlforge.tasks.build import build_tasks
 from rlforge.sandbox import read_file, run, settings_with_mode, spec_of
 from rlforge.tasks.generators.repair import runners
 from rlforge.tasks.generators.repair.checks import write_tree
@@ -28,6 +32,7 @@ from rlforge.tasks.generators.repair.options import RepoSettings
 from rlforge.tasks.generators.repair.runners.javascript import framework
 from rlforge.verify.standalone import noderun
 from rlforge.verify.standalone.protect import SUBMISSION_PATCH, is_protected
+from test_repair_runners import git
 
 pytestmark = pytest.mark.sandbox
 
@@ -344,3 +349,38 @@ def test_driver_is_standard_library_only():
     assert not [n for n in names if n == "rlforge" or n.startswith("rlforge.")], names
     assert "rlforge_policy_code" in names  # its sibling, by the name it has in tests/
     assert shutil.which("node"), "node is needed (scripts/setup.sh installs it)"
+
+
+# --- through the generator ---------------------------------------------------------------
+
+def test_the_build_time_check_runs_a_javascript_commit_through_the_runner(tmp_path):
+    """commits.repair on a real git repository of a node --test package: the commit's
+    check runs in the sandbox through this runner and finds the test the fix turns green
+    (and the one that passed before); the commit is then dropped because no fail-to-pass
+    test is checked beyond its outcome (no checked asserts for JavaScript yet)."""
+    repo = tmp_path / "calc"
+    repo.mkdir()
+    git(repo, "init", "-q", "-b", "main")
+    files = CASES["node"][0]
+    first = {**files, "test/lib.test.js": files["test/lib.test.js"].replace(
+        "test.describe('mul'", "test.describe.skip('mul'")}
+    for rel, text in project(first).items():
+        (repo / rel).parent.mkdir(parents=True, exist_ok=True)
+        (repo / rel).write_bytes(text)
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "Add and multiply numbers, with tests")
+    for rel, text in fix(project(files), "lib.js").items():
+        (repo / rel).write_bytes(text)
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "Multiply numbers instead of adding them in mul")
+    con = db.connect(tmp_path / "rlforge.duckdb")
+    ingest_repo(con, repo)
+    report = build_tasks(con, build_options(
+        out=tmp_path / "tasks", generators=["commits.repair"], validate=False,
+        generator_options={"commits.repair": {"language": "javascript"}}))
+    checks = con.execute("SELECT status, fail_to_pass, pass_to_pass FROM repair_checks").fetchall()
+    drops = con.execute("SELECT reason FROM task_drops WHERE generator = 'commits.repair'").fetchall()
+    con.close()
+    assert checks == [("kept", ["test/lib.test.js::mul > multiplies"], ["test/lib.test.js::adds"])]
+    assert report.emitted == 0
+    assert any(r[0].startswith("no checked fail-to-pass test") for r in drops), drops
