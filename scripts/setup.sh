@@ -22,6 +22,9 @@ command -v git >/dev/null 2>&1 || packages+=(git)
 command -v prlimit >/dev/null 2>&1 || packages+=(util-linux)
 # Go repair tasks: the go tool compiles and runs the tests (no module proxy is used).
 command -v go >/dev/null 2>&1 || packages+=(golang-go)
+# JavaScript/TypeScript repair tasks: node runs the tests, npm prepares their environments.
+command -v node >/dev/null 2>&1 || packages+=(nodejs)
+command -v npm >/dev/null 2>&1 || packages+=(npm)
 if [ "${RLFORGE_BROWSER:-0}" = 1 ] && ! command -v chromium >/dev/null 2>&1; then
     packages+=(chromium)
 fi

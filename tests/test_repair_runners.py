@@ -76,9 +76,10 @@ def test_a_python_project_without_manifest_is_detected_by_its_test_files(tmp_pat
     assert runners.detect(paths_of(tmp_path)) is None
 
 
-def test_a_package_json_project_is_detected_by_no_runner_today(tmp_path):
+def test_a_package_json_project_is_detected_as_javascript_and_never_as_python(tmp_path):
     write(tmp_path, {"package.json": PACKAGE_JSON, "pad.js": PAD_JS, "test/pad.test.js": PAD_TEST})
-    assert runners.detect(paths_of(tmp_path)) is None
+    assert runners.detect(paths_of(tmp_path)).id == "javascript@1"
+    assert runners.detect(paths_of(tmp_path), language="python") is None
     why = runners.why_none("python")
     assert "pyproject.toml" in why and "setup.py" in why and "Python test file" in why
 
@@ -104,7 +105,8 @@ def test_a_repository_may_name_its_runner_and_a_wrong_name_is_refused(tmp_path):
     assert gen.opts.for_repo("/somewhere/calc").runner == "python"
     with pytest.raises(UserError, match="runner must be a runner's name"):
         CommitsRepair(repo_settings={"calc": {"runner": 3}}).opts.for_repo("calc")
-    with pytest.raises(UserError, match="unknown commits.repair language 'cobol'; valid: go, .*python"):
+    with pytest.raises(UserError, match="unknown commits.repair language 'cobol'; "
+                                        "valid: go, javascript, python, typescript"):
         CommitsRepair(language="cobol")
 
 
@@ -138,7 +140,7 @@ def test_a_javascript_repository_is_dropped_because_no_runner_serves_it(tmp_path
 # --- plug-ins ------------------------------------------------------------------------------
 
 PLUGIN = '''
-"""A plug-in runner: node's built-in test runner, declared (running it is not needed here)."""
+"""A plug-in runner: CoffeeScript's node tests, declared (running it is not needed here)."""
 
 from rlforge.tasks.generators.repair.runners import TestRunner, register_runner
 
@@ -146,8 +148,8 @@ from rlforge.tasks.generators.repair.runners import TestRunner, register_runner
 class NodeTest(TestRunner):
     name = "node-test"
     version = 1
-    language = "javascript"
-    manifests = ("package.json",)
+    language = "coffeescript"
+    manifests = ("Cakefile",)
     result_format = "node-test-events"
     source_suffixes = (".js", ".mjs", ".cjs", ".ts")
 
@@ -172,7 +174,8 @@ def test_a_plugin_runner_registers_through_its_entry_point(tmp_path):
     (info / "METADATA").write_text("Metadata-Version: 2.1\nName: demo-node-runner\nVersion: 0.1\n")
     (info / "entry_points.txt").write_text("[rlforge.test_runners]\nnode = demo_node_runner\n")
     project = tmp_path / "leftpad"
-    write(project, {"package.json": PACKAGE_JSON, "pad.js": PAD_JS, "test/pad.test.js": PAD_TEST})
+    write(project, {"Cakefile": "task 'test', -> run 'node --test'\n", "pad.js": PAD_JS,
+                    "test/pad.test.js": PAD_TEST})
     script = textwrap.dedent(f"""
         import json, pathlib
         from rlforge.tasks.generators.repair import runners
@@ -182,7 +185,7 @@ def test_a_plugin_runner_registers_through_its_entry_point(tmp_path):
         found = runners.detect(paths)
         print(json.dumps({{"runners": list(runners.runners()), "languages": runners.languages(),
                            "detected": found and found.id,
-                           "language_ok": CommitsRepair(language="javascript").opts.language}}))
+                           "language_ok": CommitsRepair(language="coffeescript").opts.language}}))
     """)
     env = {k: v for k, v in os.environ.items() if not k.startswith("RLFORGE_")}
     env["PYTHONPATH"] = os.pathsep.join([str(site), str(ROOT)])
@@ -190,12 +193,13 @@ def test_a_plugin_runner_registers_through_its_entry_point(tmp_path):
                          cwd=tmp_path)
     assert got.returncode == 0, got.stderr
     out = json.loads(got.stdout)
-    assert out == {"runners": ["python", "go", "node-test"], "languages": ["go", "javascript", "python"],
-                   "detected": "node-test@1", "language_ok": "javascript"}
+    assert out == {"runners": ["python", "go", "javascript", "typescript", "node-test"],
+                   "languages": ["coffeescript", "go", "javascript", "python", "typescript"],
+                   "detected": "node-test@1", "language_ok": "coffeescript"}
     env["RLFORGE_NO_PLUGINS"] = "1"
     off = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True,
                          cwd=tmp_path)
-    assert off.returncode != 0 and "unknown commits.repair language 'javascript'" in off.stderr
+    assert off.returncode != 0 and "unknown commits.repair language 'coffeescript'" in off.stderr
 
 
 def test_the_runner_base_declares_what_a_runner_must_implement():

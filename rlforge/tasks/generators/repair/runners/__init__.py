@@ -3,11 +3,12 @@
 A runner (a `TestRunner` subclass, see `base`) says how one language's projects are
 detected, which files are tests, how their environment is prepared and how their tests
 run with per-test results. `commits.repair` asks `detect` which runner serves a
-repository and calls it for everything language-specific. Python/pytest (`python`) and
-Go (`go`) are built in and register the way a plug-in does; a package adds a runner by calling
-`register_runner(MyRunner())` in a module named in the `rlforge.test_runners`
-entry-point group (see `rlforge.plugins`). `get("python")` or `get("python@1")` returns
-one; an unknown name raises `UnknownName` listing the valid ones.
+repository and calls it for everything language-specific. Python/pytest (`python`), Go
+(`go`) and JavaScript/TypeScript npm packages (`javascript`, `typescript`: node --test,
+Jest, Vitest, Mocha) are built in and register the way a plug-in does; a package adds a
+runner by calling `register_runner(MyRunner())` in a module named in the
+`rlforge.test_runners` entry-point group (see `rlforge.plugins`). `get("python")` or
+`get("python@1")` returns one; an unknown name raises `UnknownName` listing the valid ones.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from collections.abc import Collection
 from rlforge import plugins
 from rlforge.tasks.generators.repair.runners.base import Dependencies, TestRun, TestRunner
 from rlforge.tasks.generators.repair.runners.golang import GoTest
+from rlforge.tasks.generators.repair.runners.javascript import NodeTests, TypeScriptTests
 from rlforge.tasks.generators.repair.runners.python import Pytest
 
 __all__ = ["Dependencies", "TestRun", "TestRunner", "detect", "get", "languages",
@@ -34,6 +36,8 @@ def register_runner(runner: TestRunner) -> TestRunner:
 
 register_runner(Pytest())
 register_runner(GoTest())
+register_runner(NodeTests())
+register_runner(TypeScriptTests())
 
 
 def runners() -> dict[str, TestRunner]:
