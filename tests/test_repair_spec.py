@@ -119,6 +119,21 @@ def test_expected_exceptions_and_new_names_are_required_by_name():
     assert "radius must be" not in line and "12.5" not in line
 
 
+def test_a_new_keyword_of_an_old_function_and_an_aliased_import_are_described():
+    test = ('from io import StringIO\nfrom envfile.main import values as env_values\n\n\n'
+            'def test_values_raw(tmp_path):\n    got = env_values(stream=StringIO("A=$B"), expand=False)\n'
+            '    assert got["A"] == "$B"\n')
+    workspace = {"envfile/__init__.py": b"from io import StringIO\n",
+                 "envfile/main.py": b"def values(path=None, stream=None):\n    return {}\n"}
+    derivation = _describe({"tests/test_main.py": test.encode()}, ["tests/test_main.py::test_values_raw"],
+                           workspace, {})
+    verdict = spec.specify(derivation, "Values without variables in them")
+    [line] = verdict.lines
+    assert "`env_values` takes a new keyword argument `expand`" in line
+    assert "new: the test imports" not in line and "tmp_path" not in line
+    assert spec.specify(derivation, "values(): expand=False keeps $VARS raw").stated == [True]
+
+
 def test_a_behaviour_nothing_can_describe_drops_the_commit():
     test = ('import subprocess\nimport sys\n\n\ndef test_it():\n'
             '    out = subprocess.run([sys.executable, "-m", "tool"], capture_output=True, text=True).stdout\n'

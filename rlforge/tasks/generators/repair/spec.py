@@ -42,13 +42,15 @@ results one two get gets set sets not no""".split())
 class Aspect:
     """One part of what a test checks, as the instruction would say it.
 
-    `terms`: words (lower case; a word matches any text word it starts) of which the
-    request must contain one for the aspect to count as named; empty: an aspect shown in a
-    description but never required (the kind of value a test expects)."""
+    `terms`: words (lower case; a word matches any text word its stem starts) of which the
+    request must contain one for the aspect to count as named, or with `exact` whole
+    identifiers or phrases (a keyword argument's name, an exception type); empty: an
+    aspect shown in a description but never required (the kind of value a test expects)."""
 
     kind: str
     text: str
     terms: tuple[str, ...] = ()
+    exact: bool = False  # terms are identifiers or phrases: matched whole, not by stem
 
 
 @dataclass(frozen=True)
@@ -112,13 +114,21 @@ def mentions(text_words: set[str], term: str) -> bool:
     return True
 
 
+def says_exactly(request: str, term: str) -> bool:
+    """Whether the request holds the term as a whole identifier (`interpolate`, not
+    `interpolation`) or, for words with spaces, as that phrase."""
+    if " " in term:
+        return f" {term} " in " " + " ".join(words_of(request)) + " "
+    return term in {t.lower() for t in re.findall(r"[A-Za-z_][A-Za-z0-9_]*", request)}
+
+
 def missing(behaviour: Behaviour, request: str) -> list[str]:
     """What of a behaviour the request does not name: required aspects' texts, and
     "summary" when fewer than `SUMMARY_SHARE` of its words appear (or it has neither
     words nor required aspects to look for)."""
     found = set(words_of(request))
-    out = [a.text for a in behaviour.aspects
-           if a.terms and not any(mentions(found, t) for t in a.terms)]
+    out = [a.text for a in behaviour.aspects if a.terms and not any(
+        says_exactly(request, t) if a.exact else mentions(found, t) for t in a.terms)]
     if behaviour.words:
         named = sum(mentions(found, w) for w in behaviour.words)
         if named < SUMMARY_SHARE * len(behaviour.words):

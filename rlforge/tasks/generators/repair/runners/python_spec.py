@@ -82,19 +82,64 @@ def _project_modules(paths: list[str]) -> set[str]:
     return out
 
 
-def _defined(sources: Mapping[str, bytes | None]) -> set[str]:
-    """Names of the functions and classes (and their methods) defined in the sources."""
-    out: set[str] = set()
+def _trees(sources: Mapping[str, bytes | None]) -> list[ast.Module]:
+    out = []
     for data in sources.values():
-        if not data:
-            continue
-        try:
-            tree = ast.parse(data)
-        except (SyntaxError, ValueError, RecursionError):
-            continue
-        out.update(n.name for n in ast.walk(tree)
-                   if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
-                   and not n.name.startswith("__"))
+        if data:
+            try:
+                out.append(ast.parse(data))
+            except (SyntaxError, ValueError, RecursionError):
+                continue
+    return out
+
+
+def _defined(trees: list[ast.Module]) -> set[str]:
+    """Names of the functions and classes (and their methods) defined in the sources."""
+    return {n.name for tree in trees for n in ast.walk(tree)
+            if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+            and not n.name.startswith("__")}
+
+
+def _bound(trees: list[ast.Module]) -> set[str]:
+    """Names a module of the sources binds at its top level (imports, assignments)."""
+    out: set[str] = set()
+    for tree in trees:
+        for node in tree.body:
+            if isinstance(node, (ast.Import, ast.ImportFrom)):
+                out.update((a.asname or a.name).split(".")[0] for a in node.names)
+            elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                out.update(t.id for t in targets if isinstance(t, ast.Name))
+    return out
+
+
+def _parameters(trees: list[ast.Module]) -> dict[str, set[str] | None]:
+    """{function or class name: the keyword parameters its definitions accept (None: any,
+    it takes **kwargs)}; a class's are its `__init__`'s; under "" those of every function."""
+    out: dict[str, set[str] | None] = {}
+
+    def accept(name: str, func: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
+        if name in out and out[name] is None:
+            return
+        a = func.args
+        if a.kwarg is not None:
+            out[name] = None
+            return
+        names = {x.arg for x in a.posonlyargs + a.args + a.kwonlyargs}
+        out[name] = (out.get(name) or set()) | names
+
+    for tree in trees:
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                accept(node.name, node)
+                a = node.args
+                every = out.setdefault("", set())
+                assert every is not None
+                every.update(x.arg for x in a.posonlyargs + a.args + a.kwonlyargs)
+            elif isinstance(node, ast.ClassDef):
+                for item in node.body:
+                    if isinstance(item, ast.FunctionDef) and item.name == "__init__":
+                        accept(node.name, item)
     return out
 
 
@@ -110,26 +155,31 @@ def _find(tree: ast.Module, key: str) -> tuple[ast.FunctionDef | ast.AsyncFuncti
     return func, owner
 
 
-def _imports(tree: ast.Module, project: set[str]) -> dict[str, str]:
-    """{local name: module it comes from} for the test module's imports from the project."""
+def _imports(tree: ast.Module, project: set[str]) -> dict[str, tuple[str, str]]:
+    """{local name: (module it comes from, its name there)} for the test module's imports
+    from the project."""
     out = {}
     for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom) and node.module and node.level == 0 \
                 and node.module.split(".")[0] in project:
             for a in node.names:
-                out[a.asname or a.name] = node.module
+                out[a.asname or a.name] = (node.module, a.name)
         elif isinstance(node, ast.Import):
             for a in node.names:
                 if a.name.split(".")[0] in project:
-                    out[(a.asname or a.name).split(".")[0]] = a.name
+                    local = (a.asname or a.name).split(".")[0]
+                    out[local] = (a.name, local)
     return out
 
 
-def _called(func: ast.AST, name: str) -> str:
-    """How a test first calls `name`, its arguments as kinds (`, called as f(str)`), and
-    the keyword arguments its other calls add; "" when it never calls it."""
-    calls = [n for n in ast.walk(func) if isinstance(n, ast.Call)
-             and (_name(n.func) or "").split(".")[-1] == name]
+def _calls(func: ast.AST, name: str) -> list[ast.Call]:
+    return [n for n in ast.walk(func) if isinstance(n, ast.Call)
+            and (_name(n.func) or "").split(".")[-1] == name]
+
+
+def _called(calls: list[ast.Call], name: str) -> str:
+    """How a test first calls `name`, its arguments as kinds (`called as f(str)`), and the
+    keyword arguments its other calls add; "" when it never calls it."""
     if not calls:
         return ""
     first = calls[0]
@@ -141,17 +191,19 @@ def _called(func: ast.AST, name: str) -> str:
     more = sorted({kw.arg for c in calls[1:] for kw in c.keywords if kw.arg}
                   - {kw.arg for kw in first.keywords})
     also = f" (also with {', '.join(f'`{k}=`' for k in more)})" if more else ""
-    return f", called as `{name}({', '.join(args)})`{also}"
+    return f"called as `{name}({', '.join(args)})`{also}"
 
 
 class _TestReader:
     """Reads the behaviours of the tests of one hidden test module."""
 
-    def __init__(self, source: bytes, project: set[str], defined: set[str], at_parent: set[str]):
+    def __init__(self, source: bytes, project: set[str], defined: set[str], at_parent: set[str],
+                 parameters: dict[str, set[str] | None]):
         self.tree = ast.parse(source)
         self.imported = _imports(self.tree, project)
         self.defined = defined
         self.at_parent = at_parent
+        self.parameters = parameters  # of the parent's functions and classes
         self.helpers = {n.name for n in self.tree.body if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
         self.literals: set[str] = set()
 
@@ -187,27 +239,28 @@ class _TestReader:
                         kinds.append(kind)
         return kinds
 
-    def _uses(self, func: ast.AST) -> list[tuple[str, str | None]]:
-        """(name, module it is imported from when the parent lacks it) of the project items
-        a test uses, in the order they appear."""
-        found: list[tuple[str, str | None]] = []
+    def _uses(self, func: ast.FunctionDef | ast.AsyncFunctionDef) -> list[tuple[str, str, str | None]]:
+        """(name in the test, name in the project, module it is imported from when the
+        parent lacks it) of the project items a test uses, in the order they appear; its
+        parameters (pytest fixtures) are no project items."""
+        fixtures = {a.arg for a in func.args.args + func.args.kwonlyargs}
+        found: list[tuple[str, str, str | None]] = []
         seen: set[str] = set()
         for node in ast.walk(func):
             name = None
-            if isinstance(node, ast.Name) and node.id in self.imported and node.id not in self.helpers:
+            if isinstance(node, ast.Name) and node.id not in self.helpers and node.id not in fixtures \
+                    and (node.id in self.imported or node.id in self.defined):
                 name = node.id
             elif isinstance(node, ast.Attribute) and node.attr in self.defined:
                 name = node.attr
-            elif isinstance(node, ast.Name) and node.id in self.defined and node.id not in self.helpers:
-                name = node.id
             if name is None or name in seen:
                 continue
             seen.add(name)
-            module = self.imported.get(name)
+            module, original = self.imported.get(name, (None, name))
             if module is not None and "." not in module and module == name:
                 continue  # `import pkg`: the package itself is no behaviour
-            new = name not in self.at_parent and module is not None
-            found.append((name, module if new else None))
+            new = original not in self.at_parent and module is not None
+            found.append((name, original, module if new else None))
         return found[:MAX_NAMES]
 
     def collect(self, key: str) -> bool:
@@ -223,13 +276,21 @@ class _TestReader:
         kinds = self._expected(func)
         aspects: list[Aspect] = []
         uses = self._uses(func)
-        for name, module in uses:  # a name the parent lacks must be named: the test imports it
-            if module:
+        for name, original, module in uses:
+            calls = _calls(func, name)
+            shape = _called(calls, name)
+            if module:  # a name the parent lacks must be named: the test imports it
                 aspects.append(Aspect("uses", f"uses `{name}` (new: the test imports it from "
-                                      f"`{module}`{_called(func, name)})",
-                                      (" ".join(words_of(name)), name.lower())))
-            else:
-                aspects.append(Aspect("uses", f"uses `{name}`"))
+                                      f"`{module}`{', ' + shape if shape else ''})",
+                                      (" ".join(words_of(name)), name.lower()), exact=True))
+                continue
+            aspects.append(Aspect("uses", f"uses `{name}`" + (f", {shape}" if shape else "")))
+            # A keyword its signature lacks; for one taking **kwargs (or unknown), a keyword
+            # no function of the parent has.
+            accepted = self.parameters.get(original) or self.parameters.get("") or set()
+            for kw in sorted({k.arg for c in calls for k in c.keywords if k.arg} - accepted):
+                aspects.append(Aspect("keyword", f"`{name}` takes a new keyword argument `{kw}`",
+                                      (kw.lower(), " ".join(words_of(kw))), exact=True))
         names = {n for n in (_name(x) for x in ast.walk(func)) if n}
         attrs = {part for n in names for part in n.split(".")}
         params = {a.arg for a in func.args.args}
@@ -243,7 +304,8 @@ class _TestReader:
                         terms: tuple[str, ...] = (short.lower(), " ".join(words_of(short)))
                         if short in ("Exception", "BaseException"):
                             terms = ("error", "raise", "exception", "fail", "reject")
-                        aspects.append(Aspect("raises", f"raises `{label}`", terms))
+                        aspects.append(Aspect("raises", f"raises `{label}`", terms,
+                                              exact=short not in ("Exception", "BaseException")))
             elif isinstance(node, ast.Call) and (_name(node.func) or "").split(".")[-1] in (
                     "warns", "deprecated_call", "assertWarns"):
                 label = _name(node.args[0]) if node.args else "DeprecationWarning"
@@ -265,7 +327,7 @@ class _TestReader:
             aspects.append(Aspect("log", "what it logs is checked", LOG_TERMS))
         if kinds:
             aspects.append(Aspect("expects", "its checks expect " + ", ".join(kinds)))
-        summary, words = self._summary(func, owner, {n for n, _ in uses})
+        summary, words = self._summary(func, owner, {n for n, _, _ in uses})
         dedup = tuple(dict.fromkeys(aspects))
         return Behaviour(test_id, summary, words, dedup)
 
@@ -294,8 +356,11 @@ def behaviours(hidden: Mapping[str, bytes], fail_to_pass: list[str], workspace: 
               if p.endswith(".py") and not is_test_file(p)}
     project = _project_modules(sorted(source))
     parent_source = {p: d for p, d in workspace.items() if p.endswith(".py") and not is_test_file(p)}
-    defined, at_parent = _defined(source), _defined(parent_source)
+    parent_trees = _trees(parent_source)
+    defined = _defined(_trees(source))
+    at_parent = _defined(parent_trees) | _bound(parent_trees)
     at_parent |= {p.rsplit("/", 1)[-1][:-3] for p in parent_source}
+    parameters = _parameters(parent_trees)
     readers: dict[str, _TestReader] = {}
     tests: list[tuple[str, _TestReader, str]] = []
     for test_id in fail_to_pass:
@@ -305,7 +370,7 @@ def behaviours(hidden: Mapping[str, bytes], fail_to_pass: list[str], workspace: 
             return None
         if rel not in readers:
             try:
-                readers[rel] = _TestReader(hidden[rel], project, defined, at_parent)
+                readers[rel] = _TestReader(hidden[rel], project, defined, at_parent, parameters)
             except (SyntaxError, ValueError, RecursionError):
                 return None
         if not readers[rel].collect(key):
