@@ -157,6 +157,8 @@ def _print_runners(generator: str, by_repo: dict[str, str]) -> None:
 
 
 def _print_build(report) -> None:
+    from rlforge.tasks.generators.repair.spec import summary_line
+
     # The path goes on a line of its own: a table's title wraps at the table's width.
     console.print(f"build-tasks → {report.out}", highlight=False, soft_wrap=True)
     t = Table("generator", "candidates", "emitted", "dropped", "train", "val", "test")
@@ -179,6 +181,9 @@ def _print_build(report) -> None:
                 f"{f['shuffled']:.3f}; lift {f['lift']:+.3f} over {f['n']:,} tickets → "
                 + ("emitted" if f.get("emitted") else f"refused (need {f['min_lift']:+.2f})"),
                 highlight=False, soft_wrap=True)
+    for g, figures in getattr(report, "specification", {}).items():
+        if figures.get("checked"):
+            console.print(f"  specified {g}: {summary_line(figures)}", highlight=False, soft_wrap=True)
     if getattr(report, "judge", None):
         j = report.judge
         console.print(f"  judge {j['model']}: {j['summary']} → "

@@ -116,6 +116,8 @@ class BuildReport:
     difficulty: dict[str, Any] = field(default_factory=dict)  # model, band, drops
     limit: int | None = None  # --limit
     usable: dict[str, int] = field(default_factory=dict)  # usable source rows per generator
+    # generator -> how many of its repair tasks' instructions name every checked behaviour
+    specification: dict[str, dict[str, int]] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return self.__dict__.copy()
@@ -358,11 +360,13 @@ def build_tasks(con: duckdb.DuckDBPyConnection, opts: BuildOptions,
     drops: list[dict[str, str]] = []
     learnability: dict[str, dict[str, dict[str, Any]]] = {}
     runners_seen: dict[str, dict[str, str]] = {}
+    specification: dict[str, dict[str, int]] = {}
     previous = versions.previous_manifest(opts.out) if not opts.force else []
     area = BuildArea(opts.out, validation=validation_key(opts) if opts.validate else None)
     area.open(opts.force)  # the marker: a rerun after a crash knows this build
     try:
-        specs = _generate(con, opts, gens, gen_q, stats, drops, progress, learnability, runners_seen)
+        specs = _generate(con, opts, gens, gen_q, stats, drops, progress, learnability,
+                          runners_seen, specification)
         inside = lineage.fixes_in_workspaces(con, [s.fix for s in specs if s.fix])
         unique, reused, continues = _render_all(specs, opts, renderer, previous,
                                                 area.validation, set(area.journal), inside)
@@ -423,7 +427,8 @@ def build_tasks(con: duckdb.DuckDBPyConnection, opts: BuildOptions,
         rendered=sum(t.task_id not in reused for t in kept),
         reused=sum(t.task_id in reused for t in kept), version=version,
         version_hash=digest, new_version=new, retired=newly_retired,
-        difficulty=chosen_difficulty, limit=opts.limit, usable=usable or {}, runners=runners_seen)
+        difficulty=chosen_difficulty, limit=opts.limit, usable=usable or {}, runners=runners_seen,
+        specification=specification)
 
 
 def _select_difficulty(con, unique: dict[str, RenderedTask], sel: difficulty.Selection,
@@ -461,10 +466,12 @@ def _usable(con, opts: BuildOptions, gens: dict[str, registry.GeneratorInfo]) ->
 def _generate(con, opts: BuildOptions, gens: dict[str, registry.GeneratorInfo],
               q: dict[str, int | None], stats: dict[str, Counter], drops: list[dict[str, str]],
               progress, learnability: dict[str, dict[str, dict[str, Any]]],
-              runners_seen: dict[str, dict[str, str]] | None = None) -> list[TaskSpec]:
+              runners_seen: dict[str, dict[str, str]] | None = None,
+              specification: dict[str, dict[str, int]] | None = None) -> list[TaskSpec]:
     """Every selected generator's specs, exact duplicates dropped (and counted); the
     learnability figures a generator measured go into `learnability` by its name, the
-    test runner it found per repository (`runners_seen()`) into `runners_seen`.
+    test runner it found per repository (`runners_seen()`) into `runners_seen`, and a
+    repair generator's specification figures into `specification`.
 
     Under a limit, a generator that makes fewer specs than its quota (its rows rejected)
     hands the shortfall to the generators after it; what is still short at the end goes
@@ -493,6 +500,8 @@ def _generate(con, opts: BuildOptions, gens: dict[str, registry.GeneratorInfo],
             made[name] = []  # its source tables do not exist in this database yet
         if getattr(gen, "learnability", None):
             learnability[name] = dict(gen.learnability)
+        if specification is not None and getattr(gen, "specification", None) is not None:
+            specification[name] = gen.specification.to_dict()
         rejections[name] = list(getattr(gen, "rejections", ()))
         if runners_seen is not None and hasattr(gen, "runners_seen"):
             runners_seen[name] = gen.runners_seen()

@@ -36,7 +36,7 @@ from rlforge.config import RepairSettings, default_cache_dir
 from rlforge.errors import UserError
 from rlforge.sandbox import sandbox_settings
 from rlforge.tasks.registry import Generator, register
-from rlforge.tasks.generators.repair import gitrepo, runners
+from rlforge.tasks.generators.repair import gitrepo, runners, spec
 from rlforge.tasks.generators.repair.checks import Checker, CheckResult, runner_of
 from rlforge.tasks.generators.repair.options import RepairOptions, RepoSettings
 from rlforge.tasks.generators.repair.runners import Dependencies, TestRunner
@@ -137,6 +137,9 @@ class CommitsRepair(Generator):
         self.rejections: list[dict[str, str]] = []
         #: repository -> its test runner, or why none serves it (set by `specs`)
         self.detected: dict[str, TestRunner | str] = {}
+        #: the specification verdicts of the commits checked (`repair.spec`)
+        self.specification = spec.SpecFigures()
+        self._specified: dict[tuple[str, str], spec.Specification] = {}
 
     @property
     def sandbox(self) -> dict[str, Any]:
@@ -171,6 +174,7 @@ class CommitsRepair(Generator):
     def specs(self, ctx: BuildContext):
         o = self.opts
         self.rejections = []
+        self.specification, self._specified = spec.SpecFigures(), {}
         rows = self._window(ctx.con)
         self.detected = self._detect_runners(rows)
         candidates = []
@@ -290,7 +294,19 @@ class CommitsRepair(Generator):
                          "passes, and the parent's code does not already pass")
             return None
         check = dataclasses.replace(check, fail_to_pass=checked)
+        verdict = spec.specify(runner.behaviours(snap.hidden, checked, snap.workspace, snap.fixed),
+                               self._request(row))
+        self.specification.add(verdict)
+        if verdict.reason is not None:
+            self._reject(row, verdict.reason, verdict.detail)
+            return None
+        self._specified[(row.repo, row.sha)] = verdict
         return row, snap, settings, found, check
+
+    def _request(self, row: CommitRow) -> str:
+        """The request as the instruction shows it (what must name the checked behaviours)."""
+        subject, body = problem_statement(row.message)
+        return f"{subject}\n{body}"
 
     def _spec(self, row: CommitRow, snap: gitrepo.CommitSnapshot, settings: RepoSettings,
               found: Dependencies, check: CheckResult) -> TaskSpec:
@@ -330,7 +346,8 @@ class CommitsRepair(Generator):
                      "body": body, "repo_name": repo_name,
                      "file_hints": sorted(snap.gold_paths) if o.file_hints else [],
                      "requirements": requirements,
-                     **runner.template_context(requirements, settings, cache_dir)},
+                     **runner.template_context(requirements, settings, cache_dir),
+                     "behaviours": self._specified[(row.repo, row.sha)].lines},
             reference=reference,
             solution_files={"solve.sh": SOLVE_SH, "gold.diff": snap.gold_diff.encode("utf-8", "surrogateescape")},
             verifier=runner.verifier, group_key=f"{row.repo}@{row.sha}", fix=(row.repo, row.sha),
@@ -353,5 +370,6 @@ class CommitsRepair(Generator):
                 "fail_to_pass_count": len(check.fail_to_pass),
                 "pass_to_pass_count": len(check.pass_to_pass),
                 "sandbox_tmp_mb": max(256, int(3 * size_mb) + 64),
+                **self._specified[(row.repo, row.sha)].metadata(),
             },
         )

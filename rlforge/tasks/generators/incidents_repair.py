@@ -87,6 +87,11 @@ class IncidentsRepair(CommitsRepair):
             out.append(row)
         return out
 
+    def _request(self, row: CommitRow) -> str:
+        """The ticket (and log excerpt) the instruction shows, never the commit message."""
+        _, ticket, excerpt = self._chosen[(row.repo, row.sha)]
+        return ticket.text() + "\n" + excerpt
+
     def _ticket(self, con, ticket_id: str, row: CommitRow) -> Ticket | None:
         """The ticket as the policy sees it: the customer's messages written before the
         commit (and the agents', with `agent_messages`); one without a time counts only

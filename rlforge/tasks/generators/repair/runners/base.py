@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, ClassVar
 
 if TYPE_CHECKING:  # types only: options imports the registry to validate names
     from rlforge.tasks.generators.repair.options import RepoSettings
+    from rlforge.tasks.generators.repair.spec import Derivation
 
 
 @dataclass(frozen=True)
@@ -184,6 +185,15 @@ class TestRunner:
         """`[metadata.rlforge]` fields of the task's environment (how rlforge prepares it
         again when it scores the task)."""
         return {"env_key": self.env_key(requirements, settings)}
+
+    def behaviours(self, hidden: Mapping[str, bytes], fail_to_pass: list[str],
+                   workspace: Mapping[str, bytes], fixed: Mapping[str, bytes | None]
+                   ) -> "Derivation | None":
+        """What each checked fail-to-pass test checks, described without its literals, and
+        the literals it holds back (`rlforge.tasks.generators.repair.spec`). The default
+        cannot say (None): the task keeps the request-only instruction, counted as
+        unmeasured."""
+        return None
 
     def adversarials(self, **task) -> list:
         """The submissions that must score 0 on a task (`rlforge validate`), from the

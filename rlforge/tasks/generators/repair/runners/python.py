@@ -27,12 +27,14 @@ from rlforge.ingest.commits import TEST_DIR, TEST_FILE
 from rlforge.sandbox.envs import SYSTEM_PYTHON, env_key, installed_versions, prepare_env
 from rlforge.tasks.generators.repair import envs
 from rlforge.tasks.generators.repair.adversarial import repair_adversarials
+from rlforge.tasks.generators.repair.runners.python_spec import behaviours as test_behaviours
 from rlforge.tasks.generators.repair.runners.base import Dependencies, TestRun, TestRunner
 from rlforge.verify.standalone import asserts, protect, task_files
 from rlforge.verify.standalone.protect import top_level_modules
 
 if TYPE_CHECKING:
     from rlforge.tasks.generators.repair.options import RepoSettings
+    from rlforge.tasks.generators.repair.spec import Derivation
 
 RULES: dict[str, Any] = {
     "patterns": ["(?i)" + TEST_DIR.pattern, TEST_FILE.pattern],
@@ -158,6 +160,11 @@ class Pytest(TestRunner):
         prepares it again from them), and its key."""
         return {"env_requirements": requirements, "env_pip_args": list(settings.pip_args),
                 "env_key": self.env_key(requirements, settings)}
+
+    def behaviours(self, hidden: Mapping[str, bytes], fail_to_pass: list[str],
+                   workspace: Mapping[str, bytes], fixed: Mapping[str, bytes | None]
+                   ) -> "Derivation | None":
+        return test_behaviours(hidden, fail_to_pass, workspace, fixed, self.is_test_file)
 
     def adversarials(self, **task) -> list:
         return repair_adversarials(**task)

@@ -1,0 +1,247 @@
+"""Specified repair instructions: every checked behaviour of a hidden test is stated.
+
+A repair task's instruction is the request (a commit message, or a customer's ticket); the
+verdict is the hidden fail-to-pass tests'. When a test checks something the request does
+not say (a commit "add once decorator" whose test calls `once` from several threads), a
+correct-but-different solution fails, and the task teaches guessing. So for each checked
+fail-to-pass test, the test runner describes what the test checks (`TestRunner.behaviours`,
+a `Derivation`): the project names it uses, the exceptions, warnings, threads, output or
+environment it involves, the kind of value its asserts expect, and the words of its name
+or docstring. Never its literals: the checked-assert defence holds the expected values
+back, so a description showing one would void it (`Derivation.literals`, and a last check
+here before any line is used).
+
+`specify` decides, test by test, whether the request already names the behaviour (each
+required `Aspect`'s words appear, and at least half the words of the test's name); the
+behaviours it does not name are described in the instruction (`Specification.lines`), and
+a commit with a behaviour that is neither named nor describable is dropped with the
+reason. A runner that cannot describe its tests (the default) keeps the request-only
+instruction; such a task counts as *unmeasured*. `SpecFigures` adds up a build's verdicts
+for the build report.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+NOT_SPECIFIED = "instruction does not specify a checked behaviour"
+SHOWS_LITERAL = "description would show a hidden literal"
+SUMMARY_SHARE = 0.5  # of a test name's content words the request must contain
+# Words of a test's name that say nothing about the behaviour by themselves.
+FILLER = frozenset("""test tests the a an of is are be been in on to for with and or it its as
+at by from when should does do that this then than into via after before can cannot
+works work correct correctly properly right check checks case cases example examples
+returns return gives give handles handle new old basic simple valid value values result
+results one two get gets set sets not no""".split())
+
+
+@dataclass(frozen=True)
+class Aspect:
+    """One part of what a test checks, as the instruction would say it.
+
+    `terms`: words (lower case; a word matches any text word its stem starts) of which the
+    request must contain one for the aspect to count as named, or with `exact` whole
+    identifiers or phrases (a keyword argument's name, an exception type); empty: an
+    aspect shown in a description but never required (the kind of value a test expects)."""
+
+    kind: str
+    text: str
+    terms: tuple[str, ...] = ()
+    exact: bool = False  # terms are identifiers or phrases: matched whole, not by stem
+
+
+@dataclass(frozen=True)
+class Behaviour:
+    """What one fail-to-pass test checks: `summary` (the words of its name or docstring),
+    `words` (the content words of that summary the request is matched against) and its
+    aspects."""
+
+    test: str
+    summary: str
+    words: tuple[str, ...]
+    aspects: tuple[Aspect, ...]
+
+    def describable(self) -> bool:
+        """Whether there is anything to say: a named project item or summary words."""
+        return bool(self.words) or any(a.kind == "uses" for a in self.aspects)
+
+    def describe(self) -> str:
+        """One line for the instruction: the summary, then every aspect."""
+        parts = [a.text for a in self.aspects]
+        head = self.summary or "a hidden test"
+        return f"{head}: " + "; ".join(parts) if parts else head
+
+
+@dataclass(frozen=True)
+class Derivation:
+    """A runner's description of the checked fail-to-pass tests, and the literals they
+    hold back (which no description may show)."""
+
+    behaviours: tuple[Behaviour, ...]
+    literals: frozenset[str] = frozenset()
+
+
+def words_of(text: str) -> list[str]:
+    """Lower-case word tokens of a text; identifiers split at underscores and case changes."""
+    text = re.sub(r"([a-z0-9])([A-Z])", r"\1 \2", text)
+    return [w.lower() for w in re.findall(r"[A-Za-z][A-Za-z0-9]*|[0-9]+", text)]
+
+
+def content_words(text: str, skip: Iterable[str] = ()) -> tuple[str, ...]:
+    """The words of a summary worth matching: no filler, no digits, none of `skip`."""
+    skipped = set(skip)
+    out: list[str] = []
+    for w in words_of(text):
+        if len(w) >= 3 and w not in FILLER and w not in skipped and not w.isdigit() and w not in out:
+            out.append(w)
+    return tuple(out)
+
+
+def _stem(word: str) -> str:
+    return word[:max(4, len(word) - 2)] if len(word) > 4 else word
+
+
+def mentions(text_words: set[str], term: str) -> bool:
+    """Whether a term (a word, or words joined by spaces that must all appear) is in the
+    text's words, a word matching any text word that starts with its stem."""
+    for part in term.split():
+        stem = _stem(part)
+        if not any(w.startswith(stem) for w in text_words):
+            return False
+    return True
+
+
+def says_exactly(request: str, term: str) -> bool:
+    """Whether the request holds the term as a whole identifier (`interpolate`, not
+    `interpolation`) or, for words with spaces, as that phrase."""
+    if " " in term:
+        return f" {term} " in " " + " ".join(words_of(request)) + " "
+    return term in {t.lower() for t in re.findall(r"[A-Za-z_][A-Za-z0-9_]*", request)}
+
+
+def missing(behaviour: Behaviour, request: str) -> list[str]:
+    """What of a behaviour the request does not name: required aspects' texts, and
+    "summary" when fewer than `SUMMARY_SHARE` of its words appear (or it has neither
+    words nor required aspects to look for)."""
+    found = set(words_of(request))
+    out = [a.text for a in behaviour.aspects if a.terms and not any(
+        says_exactly(request, t) if a.exact else mentions(found, t) for t in a.terms)]
+    if behaviour.words:
+        named = sum(mentions(found, w) for w in behaviour.words)
+        if named < SUMMARY_SHARE * len(behaviour.words):
+            out.append("summary")
+    elif not any(a.terms for a in behaviour.aspects):
+        out.append("summary")  # nothing to find in the request: it cannot be shown to name it
+    return out
+
+
+def shows_literal(text: str, literals: Iterable[str]) -> str | None:
+    """The first hidden literal (its text as written) the text shows, if any: standing on
+    its own, not inside a longer word, identifier or number (case-insensitively)."""
+    for lit in sorted(literals):
+        core = lit.strip()
+        if not core:
+            continue
+        before = r"(?<![\w.])" if core[0].isalnum() or core[0] == "_" else ""
+        after = r"(?![\w]|\.\d)" if core[-1].isalnum() or core[-1] == "_" else ""
+        if re.search(before + re.escape(core) + after, text, re.IGNORECASE):
+            return lit
+    return None
+
+
+@dataclass
+class Specification:
+    """The verdict on one commit: which behaviours the request names, the lines that
+    describe the others, and why it is dropped (None: kept)."""
+
+    measured: bool
+    behaviours: list[Behaviour] = field(default_factory=list)
+    stated: list[bool] = field(default_factory=list)
+    lines: list[str] = field(default_factory=list)
+    reason: str | None = None
+    detail: str = ""
+
+    @property
+    def by_request(self) -> bool:
+        """The request alone names every checked behaviour."""
+        return self.measured and all(self.stated)
+
+    def metadata(self) -> dict[str, Any]:
+        """What task.toml records of it."""
+        if not self.measured:
+            return {"spec": "unmeasured"}
+        return {"spec": "request" if self.by_request else "derived",
+                "spec_behaviours": len(self.behaviours),
+                "spec_described": len(self.lines)}
+
+
+def specify(derivation: Derivation | None, request: str) -> Specification:
+    """The specification of a commit's checked tests against the request the policy sees
+    (see the module docstring); `derivation` None: the runner cannot describe its tests."""
+    if derivation is None:
+        return Specification(measured=False)
+    spec = Specification(measured=True, behaviours=list(derivation.behaviours))
+    for b in derivation.behaviours:
+        gaps = missing(b, request)
+        spec.stated.append(not gaps)
+        if not gaps:
+            continue
+        if not b.describable():
+            spec.reason = NOT_SPECIFIED
+            spec.detail = (f"{b.test}: the request does not say what it checks "
+                           f"({', '.join(gaps)}) and nothing of it can be described")
+            return spec
+        line = b.describe()
+        if line not in spec.lines:
+            spec.lines.append(line)
+    for line in spec.lines:
+        if (lit := shows_literal(line, derivation.literals)) is not None:
+            spec.reason = SHOWS_LITERAL
+            spec.detail = f"a description of a hidden test would show one of its literals ({len(lit)} chars)"
+            spec.lines = []
+            return spec
+    return spec
+
+
+@dataclass
+class SpecFigures:
+    """A build's count of specification verdicts (one per commit that reached the stage)."""
+
+    checked: int = 0      # commits with checked fail-to-pass tests
+    by_request: int = 0   # the request alone names every checked behaviour
+    described: int = 0    # specified once the missing behaviours are described
+    dropped: int = 0      # a behaviour neither named nor describable (or a literal leak)
+    unmeasured: int = 0   # the runner cannot describe its tests: request-only instruction
+
+    def add(self, spec: Specification) -> None:
+        self.checked += 1
+        if not spec.measured:
+            self.unmeasured += 1
+        elif spec.reason is not None:
+            self.dropped += 1
+        elif spec.by_request:
+            self.by_request += 1
+        else:
+            self.described += 1
+
+    def to_dict(self) -> dict[str, int]:
+        return dict(self.__dict__)
+
+
+def summary_line(figures: dict[str, int]) -> str:
+    """How the build report says it: the share specified by the request alone and with
+    the descriptions, of the commits measured."""
+    measured = figures["checked"] - figures["unmeasured"]
+    if not measured:
+        return f"{figures['unmeasured']:,} unmeasured (the test runner cannot describe its tests)"
+    share = figures["by_request"] / measured
+    after = (figures["by_request"] + figures["described"]) / measured
+    text = (f"{figures['by_request']:,} of {measured:,} ({share:.0%}) specified by the request "
+            f"alone, {figures['by_request'] + figures['described']:,} ({after:.0%}) with described "
+            f"hidden tests; {figures['dropped']:,} dropped")
+    if figures["unmeasured"]:
+        text += f", {figures['unmeasured']:,} unmeasured"
+    return text
