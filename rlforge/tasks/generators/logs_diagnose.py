@@ -17,6 +17,15 @@ Question families (`question_kind`), each asked only where the window's fields s
 The family mix is an option (`families`, e.g. `{burst_start = 2, template_count = 1}`):
 each window takes, among the families it supports, the one furthest behind its share.
 
+Shortcuts fail by construction and are screened: a first-failure question needs several
+failing candidates, a burst must not start at the first failure, a precursor's distractors
+are the patterns first seen nearest before the failure, a counted pattern is one a literal
+`grep -c` of its pieces miscounts; and every question is tried by the shortcut battery
+(`rlforge.verify.shortcuts`: the first or last error, the line before the first failure,
+the most frequent or a dominating option, the only candidate, ...) on the window as shown.
+A question any shortcut answers is not asked (the window tries another family) and is
+recorded in `rejections` and `gates` (`shortcut:<name>`).
+
 The stated rule is the reference: every answer is computed again from the window as shown
 (`logs_common.parse_shown`) by the rule the instruction states (`PATTERN_RULE` for
 patterns), without template ids; a question whose two answers differ is not asked, and the
@@ -56,6 +65,7 @@ from rlforge.tasks.generators.logs_common import (ERROR_LEVELS, FAILURE_LEVELS, 
                                        grow_window, parse_token_budgets, record_time,
                                        render_sections, time_order)
 from rlforge.tasks.registry import Generator, register
+from rlforge.verify import shortcuts
 from rlforge.tasks.spec import BuildContext, SourceRef, TaskSpec, stable_sample
 
 KINDS = ("burst_start", "first_failing_component", "first_failing_host",
@@ -109,7 +119,8 @@ def _distinct_options(options: list[str]) -> bool:
 def q_burst_start(records, con, rng):
     levels, sev = _severity(records)
     i = error_burst_start(_levels(records), levels=levels)
-    if i is None:
+    first = next((j for j, r in enumerate(records) if r.level in levels), None)
+    if i is None or i == first:  # a burst from the first failure on: its time answers it
         return None
     when = records[i].ts.strftime("%Y-%m-%d %H:%M:%S")
     times = sorted({r.ts.strftime("%Y-%m-%d %H:%M:%S") for r in records if r.ts is not None})
@@ -125,7 +136,9 @@ def _first_failing(records, attr: str):
     first = _first(records, levels)
     values = sorted({getattr(r, attr) for r in records if getattr(r, attr)})
     value = getattr(first, attr) if first is not None else None
-    if not value or len(values) < 2 or value != value.strip() or " " in value:
+    failing = {getattr(r, attr) for r in records if r.level in levels and getattr(r, attr)}
+    # Several failing candidates, or "the only one that failed" answers it.
+    if not value or len(failing) < 2 or value != value.strip() or " " in value:
         return None
     return Question(f"Which {attr} failed first, that is, logged the first record {sev}?",
                     {"answer_kind": "exact", "answer": value}, value, values,
@@ -215,8 +228,8 @@ def q_precursor_pattern(records, con, rng):
     latest = max(first, key=first.get)
     if first[latest] < len(records) // 10:  # it is there from the start: no precursor
         return None
-    others = sorted(t for t in first if t != latest)
-    rng.shuffle(others)
+    # Distractors that look like precursors: the patterns first seen nearest before it.
+    others = sorted((t for t in first if t != latest), key=lambda t: (-first[t], t))
     options = sorted([pats[latest]] + [pats[t] for t in others[:MAX_OPTIONS - 1]])
     if not _distinct_options(options):
         return None
@@ -272,12 +285,17 @@ def q_template_count(records, con, rng):
     choices = sorted(t for t, n in counts.items() if 2 <= n < len(records))
     if len(counts) < 2 or not choices:
         return None
-    tid = rng.choice(choices)
-    n = counts[tid]
-    return Question(f"How many records in this window match the pattern `{pats[tid]}`? "
-                    f"{PATTERN_RULE} Count records, not lines.",
-                    {"answer_kind": "numeric", "answer": n, "abs_tol": 0}, str(n),
-                    [str(x) for x in range(max(0, n - 5), n + 6)], {"patterns": [pats[tid]]})
+    rng.shuffle(choices)
+    shown = render(records)
+    for tid in choices:  # a pattern a literal grep of its pieces miscounts
+        n = counts[tid]
+        q = Question(f"How many records in this window match the pattern `{pats[tid]}`? "
+                     f"{PATTERN_RULE} Count records, not lines.",
+                     {"answer_kind": "numeric", "answer": n, "abs_tol": 0}, str(n),
+                     [str(x) for x in range(max(0, n - 5), n + 6)], {"patterns": [pats[tid]]})
+        if not shortcuts.solved_by(shortcuts.view("template_count", q.text, shown), q.answer_ref):
+            return q
+    return None
 
 
 # --- the stated rule, applied to the window as shown -----------------------------------
@@ -453,8 +471,15 @@ class LogsDiagnose(Generator):
                 continue
             why = rule_disagreement(kind, text, found)
             if why is None:
-                return kind, found
-            self.gates["stated_rule"] += 1
+                solved = shortcuts.solved_by(shortcuts.view(kind, found.text, text),
+                                             found.answer_ref)
+                if not solved:
+                    return kind, found
+                name, guess = next(iter(solved.items()))
+                self.gates[f"shortcut:{name}"] += 1
+                why = f"shortcut {name} answers {kind} (it guesses {guess[:60]!r})"
+            else:
+                self.gates["stated_rule"] += 1
             self.rejections.append({"source": f"{w.file}:{w.first_line}-{w.last_line}",
                                     "reason": why})
         self.gates["no_family_fits"] += 1
