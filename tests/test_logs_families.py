@@ -46,7 +46,7 @@ def _recompute(kind: str, rule: dict, shown: list[ShownRecord], instruction: str
             if run and (ts[i] - ts[run[-1]]).total_seconds() > 60:
                 run = []
             run.append(i)
-            if len(run) == 3:
+            if len(run) == rule.get("size", 3):  # the burst size the question states
                 return ts[run[0]].strftime("%Y-%m-%d %H:%M:%S")
     if kind in ("first_failing_component", "first_failing_host"):
         r = shown[bad.index(True)]
@@ -138,10 +138,11 @@ def test_every_answer_of_every_loghub_build_follows_the_stated_rule(tmp_path):
         assert counting <= COUNT_CAP * sum(kinds.values()), (system, kinds)
         families[system] = len([k for k in kinds if k not in COUNTING])
         for drop in report.drops:  # the gate names its reason
-            assert drop["reason"].startswith(("stated rule", "exact duplicate")), drop
+            assert drop["reason"].startswith(("stated rule", "exact duplicate", "shortcut ")), drop
         con.close()
-    # at least 4 families wherever records carry levels above INFO (Spark and Windows: none)
-    assert all(n >= 4 for s, n in families.items() if s not in ("Spark", "Windows")), families
+    # at least 3 families wherever records carry levels above INFO (Spark and Windows:
+    # none); the shortcut battery leaves Android and Apache 3 (they had 4 before it)
+    assert all(n >= 3 for s, n in families.items() if s not in ("Spark", "Windows")), families
     assert all(n >= 2 for n in families.values()), families
 
 

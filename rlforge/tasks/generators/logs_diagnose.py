@@ -74,7 +74,8 @@ KINDS = ("burst_start", "first_failing_component", "first_failing_host",
 COUNTING = ("template_count",)
 MAX_OPTIONS = 12
 RESERVE_TOKENS = 1200  # prompt around a long window: template, question, options
-BURST = "a burst is a run of at least 3 records {sev}, each logged at most 60 seconds after " \
+BURST_SIZES = (3, 4, 5)  # a burst's least records, tried in this order
+BURST = "a burst is a run of at least {size} records {sev}, each logged at most 60 seconds after " \
         "the one before (records at other levels in between do not break it)"
 
 
@@ -118,27 +119,34 @@ def _distinct_options(options: list[str]) -> bool:
 
 def q_burst_start(records, con, rng):
     levels, sev = _severity(records)
-    i = error_burst_start(_levels(records), levels=levels)
     first = next((j for j, r in enumerate(records) if r.level in levels), None)
-    if i is None or i == first:  # a burst from the first failure on: its time answers it
+    # The smallest burst size whose first burst does not start at the first failure (whose
+    # time would answer it); failing that, size 3, which the shortcut battery then refuses.
+    found = [(size, i) for size in BURST_SIZES
+             if (i := error_burst_start(_levels(records), size=size, levels=levels)) is not None]
+    if not found:
         return None
+    size, i = next(((size, i) for size, i in found if i != first), found[0])
     when = records[i].ts.strftime("%Y-%m-%d %H:%M:%S")
     times = sorted({r.ts.strftime("%Y-%m-%d %H:%M:%S") for r in records if r.ts is not None})
-    return Question(f"Here {BURST.format(sev=sev)}. When did the first burst of this window "
-                    "start? Answer with the time of its first record, in UTC as "
+    return Question(f"Here {BURST.format(size=size, sev=sev)}. When did the first burst of "
+                    "this window start? Answer with the time of its first record, in UTC as "
                     "`YYYY-MM-DD HH:MM:SS`.",
                     {"answer_kind": "timestamp", "answer": when, "tolerance_sec": 1}, when, times,
-                    {"levels": list(levels)})
+                    {"levels": list(levels), "size": size})
 
 
 def _first_failing(records, attr: str):
     levels, sev = _severity(records)
+    failing = {getattr(r, attr) for r in records if r.level in levels and getattr(r, attr)}
+    if len(failing) < 2 and levels == ERROR_LEVELS:
+        # One candidate fails at ERROR ("the only one that failed" answers it): ask about
+        # WARN and up, where several may.
+        levels, sev = FAILURE_LEVELS, "at level WARN, ERROR or FATAL"
     first = _first(records, levels)
     values = sorted({getattr(r, attr) for r in records if getattr(r, attr)})
     value = getattr(first, attr) if first is not None else None
-    failing = {getattr(r, attr) for r in records if r.level in levels and getattr(r, attr)}
-    # Several failing candidates, or "the only one that failed" answers it.
-    if not value or len(failing) < 2 or value != value.strip() or " " in value:
+    if not value or len(values) < 2 or value != value.strip() or " " in value:
         return None
     return Question(f"Which {attr} failed first, that is, logged the first record {sev}?",
                     {"answer_kind": "exact", "answer": value}, value, values,
@@ -287,15 +295,18 @@ def q_template_count(records, con, rng):
         return None
     rng.shuffle(choices)
     shown = render(records)
-    for tid in choices:  # a pattern a literal grep of its pieces miscounts
+    asked = []
+    for tid in choices:  # a pattern a literal grep of its pieces miscounts, if there is one
         n = counts[tid]
-        q = Question(f"How many records in this window match the pattern `{pats[tid]}`? "
-                     f"{PATTERN_RULE} Count records, not lines.",
-                     {"answer_kind": "numeric", "answer": n, "abs_tol": 0}, str(n),
-                     [str(x) for x in range(max(0, n - 5), n + 6)], {"patterns": [pats[tid]]})
+        asked.append(Question(
+            f"How many records in this window match the pattern `{pats[tid]}`? "
+            f"{PATTERN_RULE} Count records, not lines.",
+            {"answer_kind": "numeric", "answer": n, "abs_tol": 0}, str(n),
+            [str(x) for x in range(max(0, n - 5), n + 6)], {"patterns": [pats[tid]]}))
+        q = asked[-1]
         if not shortcuts.solved_by(shortcuts.view("template_count", q.text, shown), q.answer_ref):
             return q
-    return None
+    return asked[0]  # every one falls to a shortcut: the battery refuses it, with the reason
 
 
 # --- the stated rule, applied to the window as shown -----------------------------------
@@ -310,7 +321,7 @@ def stated_answer(kind: str, shown: list[ShownRecord], params: dict):
     levels = [(shown_time(r), r.level.lower()) for r in shown]
     sev = tuple(params.get("levels", ERROR_LEVELS))
     if kind == "burst_start":
-        i = error_burst_start(levels, levels=sev)
+        i = error_burst_start(levels, size=params.get("size", 3), levels=sev)
         return None if i is None else levels[i][0].strftime("%Y-%m-%d %H:%M:%S")
     if kind in ("first_failing_component", "first_failing_host"):
         r = next((r for r in shown if r.level.lower() in sev), None)

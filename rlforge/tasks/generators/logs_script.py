@@ -451,7 +451,8 @@ class LogsScript(Generator):
                 self._reject(f"held-back logs ({fact}): no rotation leaves a reader that skips "
                              "compressed files with a wrong answer")
         if len(self.rejections) == rejected_before:  # no candidate goes without a reason
-            self._reject("no question: " + "; ".join(f"{f}: {why}" for f, why in skipped.items()))
+            self._reject("no question: " + "; ".join(f"{f}: {skipped[f]}" for f in self.facts
+                                                     if f in skipped))
         return None
 
     def _reject(self, reason: str) -> None:
