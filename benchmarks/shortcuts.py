@@ -8,6 +8,12 @@ as the policy sees them, and the task's own answer checker scores the guess: a t
 guess gets right is trivial. For each `logs.script` task, the shortcut is the visible
 answer printed for the held-back case (a program that remembers it).
 
+Beside it, a few strategies the battery does not hold (`held_out` below: the first or
+last option listed, `grep -c '^PIECE'` of the pattern's first fixed piece, the last
+record's time, the first WARN-or-worse record's time, the alphabetically first candidate)
+are scored the same way and reported in their own columns: the builder never screened
+against them, so their rate is not zero by construction.
+
 The battery is always this checkout's file; the generators are those of the rlforge found
 first on the path, so `--rlforge DIR` (another checkout, e.g. a worktree of main) measures
 what an older generator emits ("before") against the same battery:
@@ -44,6 +50,39 @@ def load_battery():
     return module
 
 
+def held_out(battery) -> dict:
+    """Strategies the battery does not hold, over its view of a question."""
+    import re
+
+    def stamp(v, t):
+        return None if t is None else t.strftime(
+            "%Y-%m-%d %H:%M" if "`YYYY-MM-DD HH:MM`" in v.question else "%Y-%m-%d %H:%M:%S")
+
+    def grep_first_piece(v):
+        m = re.search(r"match the pattern `([^`]+)`", v.question)
+        piece = m.group(1).split("<*>")[0].strip() if m else ""
+        return str(sum(1 for r in v.lines if r.message.startswith(piece))) if piece else None
+
+    def first_warn_time(v):
+        hit = next((r for r in v.lines if r.level in ("WARN", "ERROR", "FATAL")), None)
+        return stamp(v, hit.time) if hit and "`YYYY-MM-DD HH:MM" in v.question else None
+
+    def first_candidate(v):
+        m = re.match(r"Which (component|host) failed first", v.question)
+        values = sorted({getattr(r, m.group(1)) for r in v.lines} - {"-"}) if m else []
+        return values[0] if values else None
+
+    return {
+        "first_option": lambda v: v.options[0] if v.options else None,
+        "last_option": lambda v: v.options[-1] if v.options else None,
+        "grep_first_piece": grep_first_piece,
+        "last_record_time": lambda v: stamp(v, v.lines[-1].time)
+        if v.lines and "`YYYY-MM-DD HH:MM" in v.question else None,
+        "first_warn_time": first_warn_time,
+        "first_candidate": first_candidate,
+    }
+
+
 def measure(path: Path, fmt: str, seed: int, battery) -> dict:
     """Tasks of one log file, and for each its family and the shortcuts that answer it."""
     from rlforge import db
@@ -55,18 +94,22 @@ def measure(path: Path, fmt: str, seed: int, battery) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         con = db.connect(Path(tmp) / "bench.duckdb")
         logs.ingest_file(con, path, fmt=fmt)
-        rows = []
+        rows, extra = [], held_out(battery)
+        from rlforge.verify.standalone.answers import score_answer
+
         diagnose = LogsDiagnose()
         for spec in diagnose.specs(BuildContext(con, seed)):
             kind = spec.extra_metadata["question_kind"]
             view = battery.view(kind, spec.context["question"], spec.context["window"])
             solved = battery.solved_by(view, spec.reference)
-            rows.append(("logs.diagnose", kind, sorted(solved)))
+            other = sorted(name for name, f in extra.items() if (guess := f(view))
+                           and score_answer(spec.reference, guess)["total"] > 1e-9)
+            rows.append(("logs.diagnose", kind, sorted(solved), other))
         script = LogsScript()
         for spec in script.specs(BuildContext(con, seed)):
             visible, held = (c["answer"]["answer"] for c in spec.reference["cases"])
             rows.append(("logs.script", spec.extra_metadata["fact"],
-                         ["visible_answer"] if visible == held else []))
+                         ["visible_answer"] if visible == held else [], []))
         dropped = Counter(r["reason"].split(" (")[0] for r in script.rejections)
         con.close()
     return {"rows": rows, "script_drops": dropped}
@@ -85,28 +128,32 @@ def main(argv: list[str] | None = None) -> int:
 
     print(f"generators: {Path(rlforge.__file__).parent.parent}; battery: "
           f"{ROOT / 'rlforge/verify/shortcuts.py'} ({len(battery.STRATEGIES)} strategies)")
-    families: dict[tuple[str, str], list[list[str]]] = defaultdict(list)
+    families: dict[tuple[str, str], list[tuple[list[str], list[str]]]] = defaultdict(list)
     for item in args.files:
         name, _, fmt = item.partition("::")
         started = time.perf_counter()
         got = measure(Path(name), fmt or "auto", args.seed, battery)
-        per_gen = Counter(g for g, _, _ in got["rows"])
+        per_gen = Counter(row[0] for row in got["rows"])
         print(f"{Path(name).name}: logs.diagnose {per_gen['logs.diagnose']} tasks, logs.script "
               f"{per_gen['logs.script']} tasks ({time.perf_counter() - started:.1f}s)")
         for reason, n in got["script_drops"].most_common(3):
             print(f"    logs.script dropped {n} × {reason[:110]}")
-        for gen, family, solved in got["rows"]:
-            families[(gen, family)].append(solved)
-    print(f"\n{'generator':<14} {'family':<26} {'tasks':>5} {'trivial':>7} {'share':>6}  shortcuts")
-    total = trivial = 0
-    for (gen, family), solved in sorted(families.items()):
-        n, t = len(solved), sum(1 for s in solved if s)
-        names = Counter(x for s in solved for x in s)
-        total, trivial = total + n, trivial + t
-        print(f"{gen:<14} {family:<26} {n:>5} {t:>7} {t / n:>6.0%}  "
+        for gen, family, solved, other in got["rows"]:
+            families[(gen, family)].append((solved, other))
+    print(f"\n{'generator':<14} {'family':<24} {'tasks':>5} {'trivial':>7} {'share':>6} "
+          f"{'held-out':>8} {'share':>6}  shortcuts")
+    total = trivial = unseen = 0
+    for (gen, family), got_rows in sorted(families.items()):
+        n = len(got_rows)
+        t = sum(1 for s, _ in got_rows if s)
+        u = sum(1 for _, o in got_rows if o)
+        names = Counter(x for s, o in got_rows for x in s + o)
+        total, trivial, unseen = total + n, trivial + t, unseen + u
+        print(f"{gen:<14} {family:<24} {n:>5} {t:>7} {t / n:>6.0%} {u:>8} {u / n:>6.0%}  "
               + ", ".join(f"{k} {v}" for k, v in names.most_common(4)))
     if total:
-        print(f"{'all':<41} {total:>5} {trivial:>7} {trivial / total:>6.0%}")
+        print(f"{'all':<39} {total:>5} {trivial:>7} {trivial / total:>6.0%} {unseen:>8} "
+              f"{unseen / total:>6.0%}")
     return 0
 
 

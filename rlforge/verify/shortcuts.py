@@ -149,6 +149,16 @@ def grep_piece_count(v: QuestionView) -> str | None:
     return str(sum(piece in r.message for r in v.lines))
 
 
+def grep_pattern_count(v: QuestionView) -> str | None:
+    """`grep -cE` of the asked pattern (`<*>` as `.*`) over whole record lines: a match
+    anywhere in the line, not the whole message."""
+    pattern = _asked_pattern(v)
+    if pattern is None:
+        return None
+    rx = re.compile(".*".join(re.escape(p) for p in pattern.split("<*>")))
+    return str(sum(rx.search(f"{r.component}: {r.message}") is not None for r in v.lines))
+
+
 def grep_word_count(v: QuestionView) -> str | None:
     """`grep -c` of the asked pattern's longest word: the question's own words."""
     pattern = _asked_pattern(v)
@@ -292,6 +302,7 @@ def ids_on_error_lines(v: QuestionView) -> str | None:
 #: Every strategy, by name. Each returns a guess or None where it does not apply.
 STRATEGIES: dict[str, Callable[[QuestionView], str | None]] = {
     "grep_piece_count": grep_piece_count,
+    "grep_pattern_count": grep_pattern_count,
     "grep_word_count": grep_word_count,
     "only_failing_candidate": only_failing_candidate,
     "most_failing_candidate": most_failing_candidate,

@@ -76,7 +76,8 @@ MAX_OPTIONS = 12
 RESERVE_TOKENS = 1200  # prompt around a long window: template, question, options
 BURST_SIZES = (3, 4, 5)  # a burst's least records, tried in this order
 BURST = "a burst is a run of at least {size} records {sev}, each logged at most 60 seconds after " \
-        "the one before (records at other levels in between do not break it)"
+        "the one before (records at other levels in between do not break it; a record " \
+        "logged before the one before it, out of time order, is within 60 seconds of it)"
 
 
 @dataclass
@@ -281,8 +282,10 @@ def q_longest_gap(records, con, rng):
         return None
     when = times[i].strftime("%Y-%m-%d %H:%M:%S")
     return Question("Where is the longest silence in this window? Find the two consecutive "
-                    "records with the longest time between them and answer with the time of the "
-                    "earlier one, in UTC as `YYYY-MM-DD HH:MM:SS`.",
+                    "records (in the order shown) with the longest time between them and answer "
+                    "with the time of the earlier one, in UTC as `YYYY-MM-DD HH:MM:SS`. A record "
+                    "logged before the one shown above it (out of time order) makes a negative "
+                    "gap, never the longest.",
                     {"answer_kind": "timestamp", "answer": when, "tolerance_sec": 0}, when,
                     sorted({t.strftime("%Y-%m-%d %H:%M:%S") for t in times}))
 
