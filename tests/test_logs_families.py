@@ -141,9 +141,11 @@ def test_every_answer_of_every_loghub_build_follows_the_stated_rule(tmp_path):
             assert drop["reason"].startswith(("stated rule", "exact duplicate", "shortcut ")), drop
         con.close()
     # at least 3 families wherever records carry levels above INFO (Spark and Windows:
-    # none); the shortcut battery leaves Android and Apache 3 (they had 4 before it)
+    # none); the shortcut battery leaves Android and Apache 3 (they had 4 before it), and
+    # Spark and Windows only `longest_gap` (a grep of the pieces finds their new patterns,
+    # and counts their patterns, so those questions are refused)
     assert all(n >= 3 for s, n in families.items() if s not in ("Spark", "Windows")), families
-    assert all(n >= 2 for n in families.values()), families
+    assert all(n >= 1 for n in families.values()), families
 
 
 def test_sample_logs_build_mixes_families_and_follows_the_rule(tmp_path):
