@@ -74,7 +74,7 @@ def test_build_and_validate_both_log_generators(cli, logs_db, tmp_path, query):
         meta = tomllib.loads((d / "task.toml").read_text())["metadata"]["rlforge"]
         ref = json.loads((d / "tests" / "reference.json").read_text())
         window = (d / "environment" / "app" / "logs" / f"{meta['service']}.log").read_text()
-        if meta["generator"] == "logs.diagnose@2":
+        if meta["generator"] == "logs.diagnose@3":
             # the workspace keeps the source lines, every field (the fixture's files are
             # all still there as ingested); the instruction shows them rendered
             assert meta["workspace_lines"] == "as written"
@@ -88,7 +88,7 @@ def test_build_and_validate_both_log_generators(cli, logs_db, tmp_path, query):
             assert answers[0] != answers[1]
     checks = json.loads(cli("validate", out, "--json").output)
     assert checks["failed"] == 0
-    names = {c["name"] for r in checks["results"] if r["generator"] == "logs.script@2" for c in r["checks"]}
+    names = {c["name"] for r in checks["results"] if r["generator"] == "logs.script@3" for c in r["checks"]}
     assert {"oracle", "null", "hard_coded", "grep_one_liner", "silent_exit", "edits_tests"} <= names
 
 

@@ -419,7 +419,7 @@ def field_support(con) -> dict[str, str]:
     return skip
 
 
-@register("logs.diagnose", 2, "Answer an incident-diagnosis question about a window of log "
+@register("logs.diagnose", 3, "Answer an incident-diagnosis question about a window of log "
           "lines (burst start, first failure, dominant or precursor pattern, peak minute, "
           "failing ids, new patterns, counts); answers computed in DuckDB and re-derived by the "
           "stated rule.", verifier="answer")

@@ -344,7 +344,7 @@ def grep_script(fact: str, template: str | None) -> bytes:
     return f"#!/bin/bash\n{line}\n".encode()
 
 
-@register("logs.script", 2, "Write a script that prints a fact about a logs directory; run "
+@register("logs.script", 3, "Write a script that prints a fact about a logs directory; run "
           "in the sandbox on the visible logs and on a held-back variant.", verifier="script")
 class LogsScript(Generator):
     sources = ("log_records",)
