@@ -67,6 +67,7 @@ class QuestionView:
     question: str
     lines: list[Line]
     options: list[str] = field(default_factory=list)
+    _matched: dict = field(default_factory=dict, repr=False)  # (pattern, naive) -> matches
 
     @property
     def failing_levels(self) -> tuple[str, ...]:
@@ -233,11 +234,17 @@ def busiest_minute(v: QuestionView) -> str | None:
 
 
 def _matches(v: QuestionView, pattern: str, naive: bool) -> list[bool]:
-    if naive:
-        piece = longest_piece(pattern)
-        return [bool(piece) and piece in r.message for r in v.lines]
-    rx = pattern_regex(pattern)
-    return [rx.fullmatch(r.message) is not None for r in v.lines]
+    """Which lines a pattern matches (by the stated rule, or `naive`ly: its longest fixed
+    piece anywhere in the message); computed once per view."""
+    key = (pattern, naive)
+    if key not in v._matched:
+        if naive:
+            piece = longest_piece(pattern)
+            v._matched[key] = [bool(piece) and piece in r.message for r in v.lines]
+        else:
+            rx = pattern_regex(pattern)
+            v._matched[key] = [rx.fullmatch(r.message) is not None for r in v.lines]
+    return v._matched[key]
 
 
 def _option_counts(v: QuestionView, naive: bool, failing_only: bool) -> Counter:
@@ -274,8 +281,7 @@ def option_before_first_failure(v: QuestionView) -> str | None:
     fails = v.failures()
     if not v.options or not fails or fails[0] == 0:
         return None
-    before = v.lines[fails[0] - 1].message
-    hits = [o for o in v.options if pattern_regex(o).fullmatch(before)]
+    hits = [o for o in v.options if _matches(v, o, False)[fails[0] - 1]]
     return hits[0] if len(hits) == 1 else None
 
 
