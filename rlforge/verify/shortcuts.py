@@ -156,8 +156,20 @@ def grep_pattern_count(v: QuestionView) -> str | None:
     pattern = _asked_pattern(v)
     if pattern is None:
         return None
-    rx = re.compile(".*".join(re.escape(p) for p in pattern.split("<*>")))
-    return str(sum(rx.search(f"{r.component}: {r.message}") is not None for r in v.lines))
+    pieces = [p for p in pattern.split("<*>") if p]
+    return str(sum(_in_order(pieces, f"{r.component}: {r.message}") for r in v.lines))
+
+
+def _in_order(pieces: list[str], text: str) -> bool:
+    """Whether the pieces occur in `text` in order, apart (what `grep -E 'a.*b.*c'` finds),
+    in linear time: each at its earliest place after the one before."""
+    at = 0
+    for piece in pieces:
+        found = text.find(piece, at)
+        if found < 0:
+            return False
+        at = found + len(piece)
+    return True
 
 
 def grep_word_count(v: QuestionView) -> str | None:
