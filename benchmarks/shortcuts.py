@@ -9,8 +9,9 @@ guess gets right is trivial. For each `logs.script` task, the shortcut is the vi
 answer printed for the held-back case (a program that remembers it).
 
 Beside it, a few strategies the battery does not hold (`held_out` below: the first or
-last option listed, `grep -c '^PIECE'` of the pattern's first fixed piece, the last
-record's time, the first WARN-or-worse record's time, the alphabetically first candidate)
+last option listed, the count of records whose message ends with the pattern's last fixed
+piece, the last record's time, the first WARN-or-worse record's time, the alphabetically
+first candidate)
 are scored the same way and reported in their own columns: the builder never screened
 against them, so their rate is not zero by construction.
 
@@ -58,10 +59,10 @@ def held_out(battery) -> dict:
         return None if t is None else t.strftime(
             "%Y-%m-%d %H:%M" if "`YYYY-MM-DD HH:MM`" in v.question else "%Y-%m-%d %H:%M:%S")
 
-    def grep_first_piece(v):
+    def grep_last_piece(v):
         m = re.search(r"match the pattern `([^`]+)`", v.question)
-        piece = m.group(1).split("<*>")[0].strip() if m else ""
-        return str(sum(1 for r in v.lines if r.message.startswith(piece))) if piece else None
+        piece = m.group(1).split("<*>")[-1].strip() if m else ""
+        return str(sum(1 for r in v.lines if r.message.endswith(piece))) if piece else None
 
     def first_warn_time(v):
         hit = next((r for r in v.lines if r.level in ("WARN", "ERROR", "FATAL")), None)
@@ -75,7 +76,7 @@ def held_out(battery) -> dict:
     return {
         "first_option": lambda v: v.options[0] if v.options else None,
         "last_option": lambda v: v.options[-1] if v.options else None,
-        "grep_first_piece": grep_first_piece,
+        "grep_last_piece": grep_last_piece,
         "last_record_time": lambda v: stamp(v, v.lines[-1].time)
         if v.lines and "`YYYY-MM-DD HH:MM" in v.question else None,
         "first_warn_time": first_warn_time,

@@ -172,6 +172,14 @@ def _in_order(pieces: list[str], text: str) -> bool:
     return True
 
 
+def grep_first_piece_count(v: QuestionView) -> str | None:
+    """`grep -c ': PIECE'`: the records whose message starts with the pattern's first fixed
+    piece (what a pattern that starts with text begins with)."""
+    pattern = _asked_pattern(v)
+    piece = pattern.split("<*>")[0].strip() if pattern else ""
+    return str(sum(r.message.startswith(piece) for r in v.lines)) if piece else None
+
+
 def grep_word_count(v: QuestionView) -> str | None:
     """`grep -c` of the asked pattern's longest word: the question's own words."""
     pattern = _asked_pattern(v)
@@ -321,6 +329,7 @@ def ids_on_error_lines(v: QuestionView) -> str | None:
 STRATEGIES: dict[str, Callable[[QuestionView], str | None]] = {
     "grep_piece_count": grep_piece_count,
     "grep_pattern_count": grep_pattern_count,
+    "grep_first_piece_count": grep_first_piece_count,
     "grep_word_count": grep_word_count,
     "only_failing_candidate": only_failing_candidate,
     "most_failing_candidate": most_failing_candidate,
