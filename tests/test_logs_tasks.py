@@ -74,7 +74,7 @@ def test_build_and_validate_both_log_generators(cli, logs_db, tmp_path, query):
         meta = tomllib.loads((d / "task.toml").read_text())["metadata"]["rlforge"]
         ref = json.loads((d / "tests" / "reference.json").read_text())
         window = (d / "environment" / "app" / "logs" / f"{meta['service']}.log").read_text()
-        if meta["generator"] == "logs.diagnose@2":
+        if meta["generator"] == "logs.diagnose@3":
             # the workspace keeps the source lines, every field (the fixture's files are
             # all still there as ingested); the instruction shows them rendered
             assert meta["workspace_lines"] == "as written"
@@ -88,7 +88,7 @@ def test_build_and_validate_both_log_generators(cli, logs_db, tmp_path, query):
             assert answers[0] != answers[1]
     checks = json.loads(cli("validate", out, "--json").output)
     assert checks["failed"] == 0
-    names = {c["name"] for r in checks["results"] if r["generator"] == "logs.script@2" for c in r["checks"]}
+    names = {c["name"] for r in checks["results"] if r["generator"] == "logs.script@3" for c in r["checks"]}
     assert {"oracle", "null", "hard_coded", "grep_one_liner", "silent_exit", "edits_tests"} <= names
 
 
@@ -125,7 +125,9 @@ def test_loghub_system_yields_validated_tasks(cli, tmp_path):
     result = cli("build-tasks", "--out", tmp_path / "t", "--generators", "logs.diagnose,logs.script",
                  "--limit", "6", "--json")
     report = json.loads(result.output)
-    assert result.exit_code == 0 and report["emitted"] == 6 and not report["drops"]
+    assert result.exit_code == 0 and report["emitted"] == 6
+    # the only drops: questions a shortcut answers (the window was asked another)
+    assert all(d["reason"].startswith("shortcut ") for d in report["drops"]), report["drops"]
 
 
 def _read_dir(root, with_gz: bool = True) -> list[list[str]]:
@@ -161,6 +163,18 @@ def _fact(fact: str, records: list[list[str]], pattern: str | None):
         return min((r[0] for r in errors), default="")[:19].replace("T", " ")
     if fact == "peak_error_minute":
         top = Counter(r[0][:16].replace("T", " ") for r in errors).most_common(2)
+        return top[0][0] if top and (len(top) == 1 or top[0][1] > top[1][1]) else None
+    if fact == "busiest_minute":
+        top = Counter(r[0][:16].replace("T", " ") for r in records).most_common(2)
+        return top[0][0] if top and (len(top) == 1 or top[0][1] > top[1][1]) else None
+    if fact == "longest_gap":  # sorted by time first, as the statement says
+        times = sorted(dt.datetime.fromisoformat(r[0]) for r in records)
+        gaps = sorted(((b - a).total_seconds(), a) for a, b in zip(times, times[1:]))
+        ok = len(gaps) >= 2 and gaps[-1][0] >= 5 and gaps[-1][0] > gaps[-2][0]
+        return gaps[-1][1].strftime("%Y-%m-%d %H:%M:%S") if ok else None
+    if fact in ("top_host", "top_component"):
+        field = 1 if fact == "top_host" else 3
+        top = Counter(r[field] for r in records if r[field] != "-").most_common(2)
         return top[0][0] if top and (len(top) == 1 or top[0][1] > top[1][1]) else None
     top = Counter(r[3] for r in errors).most_common(2)
     return top[0][0] if top and (len(top) == 1 or top[0][1] > top[1][1]) else None

@@ -6,7 +6,9 @@ For each task directory:
   sandboxes of its own, the reward computed here: see `rlforge.verify.boundary`);
 - the null submission (an untouched workspace) must give 0;
 - every adversarial submission listed in `tests/validation.json` (and, for answer and reply
-  tasks, the instruction echoed back) must give 0, as a scored fail, not a missing reward;
+  tasks, the instruction echoed back; for the questions the shortcut battery screens, each
+  of its guesses: `rlforge.verify.shortcuts`) must give 0, as a scored fail, not a missing
+  reward;
 - a leak check: the reference answer must not appear in the instruction or the workspace,
   outside the parts where it legitimately may (the offered options, the source text).
 A sandbox that cannot start or broken verifier data makes the task invalid, not passed.
@@ -26,7 +28,7 @@ from typing import Any, Callable, Protocol
 from rlforge.errors import UserError
 from rlforge.sandbox import SandboxPool
 from rlforge.taskdir import INSTRUCTION, TESTS, WORKSPACE, load_task
-from rlforge.verify import kinds
+from rlforge.verify import kinds, shortcuts
 from rlforge.verify.runner import TaskRunner, fresh_workspace
 
 #: In the task's tests/: the adversarial submissions and secrets validation checks it with.
@@ -109,6 +111,7 @@ async def validate_task(task_dir: Path, runner: TaskRunner, scratch_root: Path) 
         if kind is not None and kind.submission == "text":  # the instruction echoed back
             instruction = (task_dir / INSTRUCTION).read_text(encoding="utf-8", errors="surrogateescape")
             subs.append({"name": "echo_instruction", "files": {"answer.txt": instruction}})
+            subs.extend(shortcuts.submissions(task_dir, meta))  # the cheap strategies
         runs = {}
         for sub in subs:
             files = {k: v.encode("utf-8", "surrogateescape") for k, v in sub["files"].items()}

@@ -23,6 +23,7 @@ import duckdb
 
 from rlforge.ingest.common import service_name  # noqa: F401  (re-exported for the log generators)
 from rlforge.ingest.logformats.levels import ERROR_LEVELS, FAILURE_LEVELS
+from rlforge.verify.shortcuts import pattern_regex  # noqa: F401  (the stated rule's regex)
 
 
 @dataclass(frozen=True)
@@ -197,16 +198,6 @@ PATTERN_RULE = ("In a pattern, `<*>` stands for any run of characters (possibly 
                 "for itself; a record matches a pattern when the whole first line of its "
                 "message (the text after `COMPONENT: `) matches.")
 RECORD_LINE = re.compile(r"^(\S+) (\S+) (\S+) (\S+?): (.*)$")
-
-
-def pattern_regex(pattern: str) -> re.Pattern:
-    """The regular expression PATTERN_RULE describes, for `fullmatch` on a first line."""
-    pieces = []
-    for i, literal in enumerate(pattern.split("<*>")):
-        if i:
-            pieces.append(".*?")
-        pieces.append("[ \t]+".join(re.escape(w) for w in re.split(r"[ \t]+", literal)))
-    return re.compile("".join(pieces))
 
 
 @dataclass(frozen=True)

@@ -17,6 +17,15 @@ Question families (`question_kind`), each asked only where the window's fields s
 The family mix is an option (`families`, e.g. `{burst_start = 2, template_count = 1}`):
 each window takes, among the families it supports, the one furthest behind its share.
 
+Shortcuts fail by construction and are screened: a first-failure question needs several
+failing candidates, a burst must not start at the first failure, a precursor's distractors
+are the patterns first seen nearest before the failure, a counted pattern is one a literal
+`grep -c` of its pieces miscounts; and every question is tried by the shortcut battery
+(`rlforge.verify.shortcuts`: the first or last error, the line before the first failure,
+the most frequent or a dominating option, the only candidate, ...) on the window as shown.
+A question any shortcut answers is not asked (the window tries another family) and is
+recorded in `rejections` and `gates` (`shortcut:<name>`).
+
 The stated rule is the reference: every answer is computed again from the window as shown
 (`logs_common.parse_shown`) by the rule the instruction states (`PATTERN_RULE` for
 patterns), without template ids; a question whose two answers differ is not asked, and the
@@ -56,6 +65,7 @@ from rlforge.tasks.generators.logs_common import (ERROR_LEVELS, FAILURE_LEVELS, 
                                        grow_window, parse_token_budgets, record_time,
                                        render_sections, time_order)
 from rlforge.tasks.registry import Generator, register
+from rlforge.verify import shortcuts
 from rlforge.tasks.spec import BuildContext, SourceRef, TaskSpec, stable_sample
 
 KINDS = ("burst_start", "first_failing_component", "first_failing_host",
@@ -64,8 +74,10 @@ KINDS = ("burst_start", "first_failing_component", "first_failing_host",
 COUNTING = ("template_count",)
 MAX_OPTIONS = 12
 RESERVE_TOKENS = 1200  # prompt around a long window: template, question, options
-BURST = "a burst is a run of at least 3 records {sev}, each logged at most 60 seconds after " \
-        "the one before (records at other levels in between do not break it)"
+BURST_SIZES = (3, 4, 5)  # a burst's least records, tried in this order
+BURST = "a burst is a run of at least {size} records {sev}, each logged at most 60 seconds after " \
+        "the one before (records at other levels in between do not break it; a record " \
+        "logged before the one before it, out of time order, is within 60 seconds of it)"
 
 
 @dataclass
@@ -108,20 +120,30 @@ def _distinct_options(options: list[str]) -> bool:
 
 def q_burst_start(records, con, rng):
     levels, sev = _severity(records)
-    i = error_burst_start(_levels(records), levels=levels)
-    if i is None:
+    first = next((j for j, r in enumerate(records) if r.level in levels), None)
+    # The smallest burst size whose first burst does not start at the first failure (whose
+    # time would answer it); failing that, size 3, which the shortcut battery then refuses.
+    found = [(size, i) for size in BURST_SIZES
+             if (i := error_burst_start(_levels(records), size=size, levels=levels)) is not None]
+    if not found:
         return None
+    size, i = next(((size, i) for size, i in found if i != first), found[0])
     when = records[i].ts.strftime("%Y-%m-%d %H:%M:%S")
     times = sorted({r.ts.strftime("%Y-%m-%d %H:%M:%S") for r in records if r.ts is not None})
-    return Question(f"Here {BURST.format(sev=sev)}. When did the first burst of this window "
-                    "start? Answer with the time of its first record, in UTC as "
+    return Question(f"Here {BURST.format(size=size, sev=sev)}. When did the first burst of "
+                    "this window start? Answer with the time of its first record, in UTC as "
                     "`YYYY-MM-DD HH:MM:SS`.",
                     {"answer_kind": "timestamp", "answer": when, "tolerance_sec": 1}, when, times,
-                    {"levels": list(levels)})
+                    {"levels": list(levels), "size": size})
 
 
 def _first_failing(records, attr: str):
     levels, sev = _severity(records)
+    failing = {getattr(r, attr) for r in records if r.level in levels and getattr(r, attr)}
+    if len(failing) < 2 and levels == ERROR_LEVELS:
+        # One candidate fails at ERROR ("the only one that failed" answers it): ask about
+        # WARN and up, where several may.
+        levels, sev = FAILURE_LEVELS, "at level WARN, ERROR or FATAL"
     first = _first(records, levels)
     values = sorted({getattr(r, attr) for r in records if getattr(r, attr)})
     value = getattr(first, attr) if first is not None else None
@@ -215,8 +237,8 @@ def q_precursor_pattern(records, con, rng):
     latest = max(first, key=first.get)
     if first[latest] < len(records) // 10:  # it is there from the start: no precursor
         return None
-    others = sorted(t for t in first if t != latest)
-    rng.shuffle(others)
+    # Distractors that look like precursors: the patterns first seen nearest before it.
+    others = sorted((t for t in first if t != latest), key=lambda t: (-first[t], t))
     options = sorted([pats[latest]] + [pats[t] for t in others[:MAX_OPTIONS - 1]])
     if not _distinct_options(options):
         return None
@@ -260,8 +282,10 @@ def q_longest_gap(records, con, rng):
         return None
     when = times[i].strftime("%Y-%m-%d %H:%M:%S")
     return Question("Where is the longest silence in this window? Find the two consecutive "
-                    "records with the longest time between them and answer with the time of the "
-                    "earlier one, in UTC as `YYYY-MM-DD HH:MM:SS`.",
+                    "records (in the order shown) with the longest time between them and answer "
+                    "with the time of the earlier one, in UTC as `YYYY-MM-DD HH:MM:SS`. A record "
+                    "logged before the one shown above it (out of time order) makes a negative "
+                    "gap, never the longest.",
                     {"answer_kind": "timestamp", "answer": when, "tolerance_sec": 0}, when,
                     sorted({t.strftime("%Y-%m-%d %H:%M:%S") for t in times}))
 
@@ -272,12 +296,20 @@ def q_template_count(records, con, rng):
     choices = sorted(t for t, n in counts.items() if 2 <= n < len(records))
     if len(counts) < 2 or not choices:
         return None
-    tid = rng.choice(choices)
-    n = counts[tid]
-    return Question(f"How many records in this window match the pattern `{pats[tid]}`? "
-                    f"{PATTERN_RULE} Count records, not lines.",
-                    {"answer_kind": "numeric", "answer": n, "abs_tol": 0}, str(n),
-                    [str(x) for x in range(max(0, n - 5), n + 6)], {"patterns": [pats[tid]]})
+    rng.shuffle(choices)
+    shown = render(records)
+    asked = []
+    for tid in choices:  # a pattern a literal grep of its pieces miscounts, if there is one
+        n = counts[tid]
+        asked.append(Question(
+            f"How many records in this window match the pattern `{pats[tid]}`? "
+            f"{PATTERN_RULE} Count records, not lines.",
+            {"answer_kind": "numeric", "answer": n, "abs_tol": 0}, str(n),
+            [str(x) for x in range(max(0, n - 5), n + 6)], {"patterns": [pats[tid]]}))
+        q = asked[-1]
+        if not shortcuts.solved_by(shortcuts.view("template_count", q.text, shown), q.answer_ref):
+            return q
+    return asked[0]  # every one falls to a shortcut: the battery refuses it, with the reason
 
 
 # --- the stated rule, applied to the window as shown -----------------------------------
@@ -292,7 +324,7 @@ def stated_answer(kind: str, shown: list[ShownRecord], params: dict):
     levels = [(shown_time(r), r.level.lower()) for r in shown]
     sev = tuple(params.get("levels", ERROR_LEVELS))
     if kind == "burst_start":
-        i = error_burst_start(levels, levels=sev)
+        i = error_burst_start(levels, size=params.get("size", 3), levels=sev)
         return None if i is None else levels[i][0].strftime("%Y-%m-%d %H:%M:%S")
     if kind in ("first_failing_component", "first_failing_host"):
         r = next((r for r in shown if r.level.lower() in sev), None)
@@ -387,7 +419,7 @@ def field_support(con) -> dict[str, str]:
     return skip
 
 
-@register("logs.diagnose", 2, "Answer an incident-diagnosis question about a window of log "
+@register("logs.diagnose", 3, "Answer an incident-diagnosis question about a window of log "
           "lines (burst start, first failure, dominant or precursor pattern, peak minute, "
           "failing ids, new patterns, counts); answers computed in DuckDB and re-derived by the "
           "stated rule.", verifier="answer")
@@ -453,8 +485,15 @@ class LogsDiagnose(Generator):
                 continue
             why = rule_disagreement(kind, text, found)
             if why is None:
-                return kind, found
-            self.gates["stated_rule"] += 1
+                solved = shortcuts.solved_by(shortcuts.view(kind, found.text, text),
+                                             found.answer_ref)
+                if not solved:
+                    return kind, found
+                name, guess = next(iter(solved.items()))
+                self.gates[f"shortcut:{name}"] += 1
+                why = f"shortcut {name} answers {kind} (it guesses {guess[:60]!r})"
+            else:
+                self.gates["stated_rule"] += 1
             self.rejections.append({"source": f"{w.file}:{w.first_line}-{w.last_line}",
                                     "reason": why})
         self.gates["no_family_fits"] += 1

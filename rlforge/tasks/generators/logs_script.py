@@ -15,10 +15,13 @@ part (`grep -c` over the files, say) gets the held-back answer wrong; the advers
 submissions include such `grep` one-liners and a fixed answer.
 
 Facts: when the first record at level ERROR or FATAL was logged; the minute with the most
-such records; which component logged the most of them; which component logged the most
-records at any level (asked on sources without errors too); and, counting (at most
-`max_count_share` of the tasks): how many records are at level ERROR or FATAL, how many
-match a pattern (stated by `logs_common.PATTERN_RULE`). Every expected answer is computed
+such records; which component logged the most of them. Facts any log with times, hosts or
+components supports, errors or not (access logs, auth logs, container output): which
+component, or host, logged the most records; the minute with the most records (the busiest
+minute); after which record the logs fall silent longest (`GAP_RULE` states the order, so no
+gap is negative). Counting (at most `max_count_share` of the tasks, unless a window allows
+nothing else, as a log without times, hosts and components does): how many records are at
+level ERROR or FATAL, how many match a pattern (stated by `logs_common.PATTERN_RULE`). Every expected answer is computed
 again from the directories as written, by the rule the statement gives; a fact whose two
 answers differ is not asked (`rejections`).
 """
@@ -32,15 +35,23 @@ from collections import Counter
 
 from rlforge.tasks.generators.logs_common import (ERROR_LEVELS, PATTERN_RULE, Record, WindowStats,
                                        incident_group, minute_of_peak, parse_shown, pattern_regex,
+                                       record_time,
                                        render, service_name, shown_time, span_sections,
                                        templates_of, window_stats)
 from rlforge.tasks.registry import Generator, register
 from rlforge.tasks.spec import BuildContext, SourceRef, Submission, TaskSpec, stable_sample
 
 FACTS = ("first_error_time", "peak_error_minute", "top_error_component", "top_component",
-         "error_count", "template_count")
+         "top_host", "busiest_minute", "longest_gap", "error_count", "template_count")
 # Facts that need no record at level ERROR or FATAL (a source without errors still has tasks).
-ANY_LEVEL = ("top_component", "template_count")
+ANY_LEVEL = ("top_component", "top_host", "busiest_minute", "longest_gap", "template_count")
+TIMED = ("first_error_time", "peak_error_minute", "busiest_minute", "longest_gap")
+#: How the gap question orders records: every file's records together, by time (as shown,
+#: to the millisecond); a record without a time makes the question unanswerable, so it is
+#: never asked of such logs. Sorted, no gap is negative, whatever order the files hold.
+GAP_RULE = ("take the records of all the files together and sort them by time (records out "
+            "of time order in a file, or across files, are sorted too, so no gap is negative); "
+            "the gap after a record is the time to the next record in that order")
 COUNTING = ("error_count", "template_count")
 RECORD_LINE = r"^(\S+) +(\S+) +(\S+) +(\S+?): (.*)$"  # fields: one or more spaces apart
 
@@ -61,6 +72,20 @@ print(counts.most_common(1)[0][0] if counts else "")
 counts = collections.Counter(c for _, c, _ in records if c != "-")
 print(counts.most_common(1)[0][0] if counts else "")
 ''',
+    "top_host": '''
+counts = collections.Counter(h for h in hosts if h != "-")
+print(counts.most_common(1)[0][0] if counts else "")
+''',
+    "busiest_minute": '''
+counts = collections.Counter(t[:16].replace("T", " ") for t, _ in times if t != "-")
+print(counts.most_common(1)[0][0] if counts else "")
+''',
+    "longest_gap": '''
+import datetime
+stamps = sorted(datetime.datetime.fromisoformat(t) for t, _ in times if t != "-")
+gaps = [(b - a, a) for a, b in zip(stamps, stamps[1:])]
+print(max(gaps)[1].strftime("%Y-%m-%d %H:%M:%S") if gaps else "")
+''',
     "first_error_time": '''
 first = min((t for t, level in times if level in ("ERROR", "FATAL") and t != "-"), default="")
 print(first[:19].replace("T", " "))
@@ -77,7 +102,7 @@ GOLD_HEAD = '''#!/usr/bin/env python3
 import collections, gzip, os, re, sys
 
 LINE = re.compile(r"%s")
-records, times = [], []
+records, times, hosts = [], [], []
 root = sys.argv[1] if len(sys.argv) > 1 else "/app/logs"
 for name in sorted(os.listdir(root)):
     opener = gzip.open if name.endswith(".gz") else open
@@ -90,6 +115,7 @@ for name in sorted(os.listdir(root)):
             if m:
                 records.append((m.group(3), m.group(4), m.group(5)))
                 times.append((m.group(1), m.group(3)))
+                hosts.append(m.group(2))
 ''' % RECORD_LINE
 
 
@@ -128,12 +154,40 @@ def fact_value(fact: str, records: list[Record], template: str | None = None):
         if fact == "first_error_time":
             return min(errors).strftime("%Y-%m-%d %H:%M:%S")
         return minute_of_peak([(r.ts, r.level) for r in records])
+    if fact in ("busiest_minute", "longest_gap"):
+        return time_fact(fact, [record_time(r) for r in records])
+    if fact == "top_host":
+        return _top(Counter(_token(r.host) for r in records if r.host and r.host.strip()))
     counts = Counter((r.component or "").replace(" ", "_") for r in records
                      if (fact == "top_component" or r.level in ERROR_LEVELS) and r.component)
+    return _top(counts)
+
+
+def _token(value: str) -> str:
+    return re.sub(r"\s+", "_", value.strip())
+
+
+def _top(counts: Counter):
     top = counts.most_common(2)
     if not top or (len(top) == 2 and top[0][1] == top[1][1]):
-        return None  # no errors, or a tie: no single right answer
+        return None  # nothing counted, or a tie: no single right answer
     return top[0][0]
+
+
+def time_fact(fact: str, times: list) -> str | None:
+    """`busiest_minute` or `longest_gap` from every record's time (None where a record has
+    none): None when a time is missing or the answer is not unique. The gap follows
+    GAP_RULE; its answer is the time of the record it follows, to the second."""
+    if len(times) < 3 or any(t is None for t in times):
+        return None
+    if fact == "busiest_minute":
+        return minute_of_peak([(t, "error") for t in times])
+    stamps = sorted(times)
+    gaps = sorted(((b - a).total_seconds(), a) for a, b in zip(stamps, stamps[1:]))
+    (second, _), (top, at) = gaps[-2], gaps[-1]
+    if top < 5.0 or top == second:
+        return None
+    return at.strftime("%Y-%m-%d %H:%M:%S")
 
 
 def stated_fact(fact: str, text: str, template: str | None = None):
@@ -152,6 +206,10 @@ def stated_fact(fact: str, text: str, template: str | None = None):
         return min(times).strftime("%Y-%m-%d %H:%M:%S") if times and None not in times else None
     if fact == "peak_error_minute":
         return minute_of_peak([(shown_time(r), r.level.lower()) for r in shown])
+    if fact in ("busiest_minute", "longest_gap"):
+        return time_fact(fact, [shown_time(r) for r in shown])
+    if fact == "top_host":
+        return _top(Counter(r.host for r in shown if r.host != "-"))
     among = shown if fact == "top_component" else errors
     top = Counter(r.component for r in among if r.component != "-").most_common(2)
     return None if not top or len(top) == 2 and top[0][1] == top[1][1] else top[0][0]
@@ -179,8 +237,14 @@ def directory_text(files: dict[str, bytes], plain_only: bool = False) -> str:
     return "".join(line + "\n" for line in out)
 
 
-def _turns_on(fact: str, template: str | None):
+def _turns_on(fact: str, template: str | None, answer=None):
     """Whether a record is one the fact depends on (where a rotation must cut after)."""
+    if fact == "longest_gap":  # the record the gap follows
+        return lambda r: r.ts is not None and r.ts.strftime("%Y-%m-%d %H:%M:%S") == answer
+    if fact == "busiest_minute":  # the records of that minute
+        return lambda r: r.ts is not None and r.ts.strftime("%Y-%m-%d %H:%M") == answer
+    if fact == "top_host":
+        return lambda r: bool(r.host)
     if fact == "template_count":
         rx = pattern_regex(template or "")
         return lambda r: rx.fullmatch(r.message.split("\n", 1)[0]) is not None
@@ -189,39 +253,58 @@ def _turns_on(fact: str, template: str | None):
     return lambda r: r.level in ERROR_LEVELS
 
 
-def held_back_variants(fact: str, template: str | None, sections):
+def held_back_variants(fact: str, template: str | None, sections, answer=None):
     """Ways to write the held-back sections as a real logs directory holds them, each
     (files, what differs): host and level fields padded to fixed widths, and every file
     rotated at one moment (as a nightly logrotate does): its records before that moment in
     `NAME.2.gz` (gzip) and `NAME.1`, the rest in `NAME`. Rotation moments are tried just
-    after the first, the middle and the last record the fact turns on (to the second)."""
+    after the first, the middle and the last record the fact turns on (to the second). Logs
+    without times are rotated by size instead: each file just after its own first, middle
+    or last such record."""
     import datetime as dt
 
-    turns = _turns_on(fact, template)
+    turns = _turns_on(fact, template, answer)
     hits = sorted(r.ts for _, recs in sections for r in recs if turns(r) and r.ts is not None)
-    if not hits:
+    if hits:
+        second = dt.timedelta(seconds=1)
+        moments = sorted({t.replace(microsecond=0) + second
+                          for t in (hits[0], hits[len(hits) // 2], hits[-1])})
+        for moment in moments:
+            cuts = []
+            for _, recs in sections:
+                cut, last = 0, None
+                for i, r in enumerate(recs):  # a record without a time goes with the one before
+                    last = r.ts if r.ts is not None else last
+                    if last is not None and last < moment:
+                        cut = i + 1
+                cuts.append(cut)
+            yield _rotated(sections, cuts, moment.isoformat())
         return
-    second = dt.timedelta(seconds=1)
-    moments = sorted({t.replace(microsecond=0) + second
-                      for t in (hits[0], hits[len(hits) // 2], hits[-1])})
-    for moment in moments:
-        files: dict[str, bytes] = {}
-        rotated = []
-        for name, recs in sections:
-            cut, last = 0, None
-            for i, r in enumerate(recs):  # a record without a time goes with the one before
-                last = r.ts if r.ts is not None else last
-                if last is not None and last < moment:
-                    cut = i + 1
-            mid = cut + (len(recs) - cut) // 2
-            files[name] = render(recs[mid:], columns=True).encode() if mid < len(recs) else b""
-            if mid > cut:
-                files[f"{name}.1"] = render(recs[cut:mid], columns=True).encode()
-            if cut:
-                files[f"{name}.2.gz"] = gzip.compress(render(recs[:cut], columns=True).encode(),
-                                                      mtime=0)
-                rotated.append(name)
-        yield files, {"rotated_at": moment.isoformat(), "rotated": rotated}
+    if any(r.ts is not None for _, recs in sections for r in recs):
+        return  # times, but none on a record the fact turns on: nothing to cut after
+    at = {name: [i for i, r in enumerate(recs) if turns(r)] for name, recs in sections}
+    if not any(at.values()):
+        return
+    for pick, label in ((0, "first"), (None, "middle"), (-1, "last")):
+        cuts = [(idx[len(idx) // 2] if pick is None else idx[pick]) + 1 if idx else 0
+                for idx in at.values()]
+        yield _rotated(sections, cuts, f"by size, after the {label} record it turns on")
+
+
+def _rotated(sections, cuts: list[int], when: str):
+    """The files of `sections`, each cut at its index in `cuts`: (files, what differs)."""
+    files: dict[str, bytes] = {}
+    rotated = []
+    for (name, recs), cut in zip(sections, cuts):
+        mid = cut + (len(recs) - cut) // 2
+        files[name] = render(recs[mid:], columns=True).encode() if mid < len(recs) else b""
+        if mid > cut:
+            files[f"{name}.1"] = render(recs[cut:mid], columns=True).encode()
+        if cut:
+            files[f"{name}.2.gz"] = gzip.compress(render(recs[:cut], columns=True).encode(),
+                                                  mtime=0)
+            rotated.append(name)
+    return files, {"rotated_at": when, "rotated": rotated}
 
 
 # The one-liners an answer that does not read the directory properly would be. Each file
@@ -238,6 +321,15 @@ GREP = {
                            "tr -d : | sort | uniq -c | sort -rn | head -1 | awk '{print $2}'",
     "top_component": "grep -hIv '^\t' \"$1\"/* | awk '{print $4}' | tr -d : | grep -vx -- - | "
                      "sort | uniq -c | sort -rn | head -1 | awk '{print $2}'",
+    "top_host": "grep -hIv '^\t' \"$1\"/* | awk '{print $2}' | grep -vx -- - | "
+                "sort | uniq -c | sort -rn | head -1 | awk '{print $2}'",
+    "busiest_minute": "grep -hIv '^\t' \"$1\"/* | cut -c1-16 | tr T ' ' | sort | uniq -c | "
+                      "sort -rn | head -1 | sed -E 's/^ *[0-9]+ //'",
+    # the gap read file by file, in the order the lines are written, unsorted
+    "longest_gap": "grep -hIv '^\t' \"$1\"/* | cut -c1-19 | awk '{gsub(/[-T:]/, \" \"); "
+                   "t = mktime($0); if (NR > 1 && t - p > best) {best = t - p; at = prev} "
+                   "p = t; prev = $0} END {print at}' | awk '{printf \"%s-%s-%s %s:%s:%s\\n\", "
+                   "$1, $2, $3, $4, $5, $6}'",
 }
 
 
@@ -252,7 +344,7 @@ def grep_script(fact: str, template: str | None) -> bytes:
     return f"#!/bin/bash\n{line}\n".encode()
 
 
-@register("logs.script", 2, "Write a script that prints a fact about a logs directory; run "
+@register("logs.script", 3, "Write a script that prints a fact about a logs directory; run "
           "in the sandbox on the visible logs and on a held-back variant.", verifier="script")
 class LogsScript(Generator):
     sources = ("log_records",)
@@ -270,17 +362,20 @@ class LogsScript(Generator):
 
     def skipped(self, con) -> dict[str, str]:
         """Facts this database cannot support, with the reason (for `--list`)."""
-        n_fail, n_comp, n_ts = con.execute("""
+        n_fail, n_comp, n_ts, n_host = con.execute("""
             SELECT count(*) FILTER (WHERE level IN ('error', 'fatal')),
-                   count(DISTINCT component), count(ts) FROM log_lines""").fetchall()[0]
+                   count(DISTINCT component), count(ts), count(DISTINCT host)
+            FROM log_lines""").fetchall()[0]
         out = {}
         for fact in self.facts:
             if fact not in ANY_LEVEL and not n_fail:
                 out[fact] = "no record is at level ERROR or FATAL"
-            elif fact in ("first_error_time", "peak_error_minute") and not n_ts:
+            elif fact in TIMED and not n_ts:
                 out[fact] = "no record has a time"
             elif fact in ("top_error_component", "top_component") and n_comp < 2:
                 out[fact] = "fewer than two components"
+            elif fact == "top_host" and n_host < 2:
+                out[fact] = "fewer than two hosts"
         return out
 
     def specs(self, ctx: BuildContext):
@@ -303,11 +398,12 @@ class LogsScript(Generator):
         held = [r for _, rs in held_secs for r in rs]
         total = sum(made.values())
         counting_ok = sum(made[c] for c in COUNTING) + 1 <= self.max_count_share * (total + 1)
-        facts = [f for f in self.facts if counting_ok or f not in COUNTING]
+        facts = list(self.facts)
         rejected_before = len(self.rejections)
-        skipped = {f: f"count cap (counting questions at most {self.max_count_share:.0%} of "
-                      "the tasks)" for f in self.facts if f not in facts}
-        keys = {f: (made[f], rng.random()) for f in facts}  # the least asked first
+        skipped: dict[str, str] = {}
+        # The least asked first; past the count cap, a counting fact only where no other
+        # fact can be asked of the window (a log with nothing but counts still has tasks).
+        keys = {f: (not counting_ok and f in COUNTING, made[f], rng.random()) for f in facts}
         facts.sort(key=keys.__getitem__)
         visible = {n: render(rs).encode() for n, rs in seen_secs}
         for fact in facts:
@@ -337,7 +433,7 @@ class LogsScript(Generator):
                                  "the visible and held-back answers are equal" if a == b else
                                  "none in the visible window")
                 continue
-            for files, differs in held_back_variants(fact, template, held_secs):
+            for files, differs in held_back_variants(fact, template, held_secs, b):
                 try:
                     stated = [stated_fact(fact, directory_text(d), template)
                               for d in (visible, files)]
@@ -355,9 +451,8 @@ class LogsScript(Generator):
                 self._reject(f"held-back logs ({fact}): no rotation leaves a reader that skips "
                              "compressed files with a wrong answer")
         if len(self.rejections) == rejected_before:  # no candidate goes without a reason
-            capped = [f for f, why in skipped.items() if why.startswith("count cap")]
-            ordered = [f for f in skipped if f not in capped] + capped  # the cap says least
-            self._reject("no question: " + "; ".join(f"{f}: {skipped[f]}" for f in ordered))
+            self._reject("no question: " + "; ".join(f"{f}: {skipped[f]}" for f in self.facts
+                                                     if f in skipped))
         return None
 
     def _reject(self, reason: str) -> None:
@@ -387,7 +482,7 @@ class LogsScript(Generator):
                                               for r in rs)}
 
         def ref(value):
-            if fact in ("first_error_time", "peak_error_minute"):
+            if fact in TIMED:
                 return {"answer_kind": "timestamp", "answer": value, "tolerance_sec": 0}
             return ({"answer_kind": "numeric", "answer": value, "abs_tol": 0} if kind == "numeric"
                     else {"answer_kind": "exact", "answer": value})
@@ -403,6 +498,12 @@ class LogsScript(Generator):
             "top_error_component": "the component that logged the most records at level ERROR "
                                    "or FATAL",
             "top_component": "the component that logged the most records, at any level",
+            "top_host": "the host that logged the most records, at any level",
+            "busiest_minute": "the minute with the most records, at any level, in UTC as "
+                              "`YYYY-MM-DD HH:MM`",
+            "longest_gap": "the time of the record after which the logs fall silent longest, "
+                           f"in UTC as `YYYY-MM-DD HH:MM:SS` ({GAP_RULE}; answer the time of "
+                           "the record the longest gap follows)",
         }[fact]
         gold = GOLD_HEAD + (f"TEMPLATE_REGEX = {pattern_regex(template).pattern!r}\n" if template else "") \
             + GOLD[fact]

@@ -1,0 +1,162 @@
+"""How many log tasks a shortcut answers: the shortcut battery's solve rate per family.
+
+Each log file given is ingested into a fresh database (the same library function `rlforge
+ingest logs` calls), then the log generators make every task they can of it (seed 0, no
+limit, not rendered or validated). For each `logs.diagnose` task, every strategy of the
+shortcut battery (`rlforge/verify/shortcuts.py`) guesses from the question and the window
+as the policy sees them, and the task's own answer checker scores the guess: a task any
+guess gets right is trivial. For each `logs.script` task, the shortcut is the visible
+answer printed for the held-back case (a program that remembers it).
+
+Beside it, a few strategies the battery does not hold (`held_out` below: the first or
+last option listed, the count of records whose message ends with the pattern's last fixed
+piece, the last record's time, the first WARN-or-worse record's time, the alphabetically
+first candidate)
+are scored the same way and reported in their own columns: the builder never screened
+against them, so their rate is not zero by construction.
+
+The battery is always this checkout's file; the generators are those of the rlforge found
+first on the path, so `--rlforge DIR` (another checkout, e.g. a worktree of main) measures
+what an older generator emits ("before") against the same battery:
+
+    .venv/bin/python benchmarks/shortcuts.py [--rlforge DIR] [--seed 0] \\
+        FILE[::FORMAT] ...
+
+FORMAT is any `rlforge ingest logs --format` value (default: auto). Prints, per source,
+the tasks each generator made, and per family the tasks, the trivial ones and the
+shortcuts that got them; the last line is the share of trivial tasks over all.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import sys
+import tempfile
+import time
+from collections import Counter, defaultdict
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def load_battery():
+    """This checkout's shortcut battery, whichever rlforge is imported."""
+    spec = importlib.util.spec_from_file_location("shortcut_battery",
+                                                  ROOT / "rlforge" / "verify" / "shortcuts.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def held_out(battery) -> dict:
+    """Strategies the battery does not hold, over its view of a question."""
+    import re
+
+    def stamp(v, t):
+        return None if t is None else t.strftime(
+            "%Y-%m-%d %H:%M" if "`YYYY-MM-DD HH:MM`" in v.question else "%Y-%m-%d %H:%M:%S")
+
+    def grep_last_piece(v):
+        m = re.search(r"match the pattern `([^`]+)`", v.question)
+        piece = m.group(1).split("<*>")[-1].strip() if m else ""
+        return str(sum(1 for r in v.lines if r.message.endswith(piece))) if piece else None
+
+    def first_warn_time(v):
+        hit = next((r for r in v.lines if r.level in ("WARN", "ERROR", "FATAL")), None)
+        return stamp(v, hit.time) if hit and "`YYYY-MM-DD HH:MM" in v.question else None
+
+    def first_candidate(v):
+        m = re.match(r"Which (component|host) failed first", v.question)
+        values = sorted({getattr(r, m.group(1)) for r in v.lines} - {"-"}) if m else []
+        return values[0] if values else None
+
+    return {
+        "first_option": lambda v: v.options[0] if v.options else None,
+        "last_option": lambda v: v.options[-1] if v.options else None,
+        "grep_last_piece": grep_last_piece,
+        "last_record_time": lambda v: stamp(v, v.lines[-1].time)
+        if v.lines and "`YYYY-MM-DD HH:MM" in v.question else None,
+        "first_warn_time": first_warn_time,
+        "first_candidate": first_candidate,
+    }
+
+
+def measure(path: Path, fmt: str, seed: int, battery) -> dict:
+    """Tasks of one log file, and for each its family and the shortcuts that answer it."""
+    from rlforge import db
+    from rlforge.ingest import logs
+    from rlforge.tasks.generators.logs_diagnose import LogsDiagnose
+    from rlforge.tasks.generators.logs_script import LogsScript
+    from rlforge.tasks.spec import BuildContext
+
+    with tempfile.TemporaryDirectory() as tmp:
+        con = db.connect(Path(tmp) / "bench.duckdb")
+        logs.ingest_file(con, path, fmt=fmt)
+        rows, extra = [], held_out(battery)
+        from rlforge.verify.standalone.answers import score_answer
+
+        diagnose = LogsDiagnose()
+        for spec in diagnose.specs(BuildContext(con, seed)):
+            kind = spec.extra_metadata["question_kind"]
+            view = battery.view(kind, spec.context["question"], spec.context["window"])
+            solved = battery.solved_by(view, spec.reference)
+            other = sorted(name for name, f in extra.items() if (guess := f(view))
+                           and score_answer(spec.reference, guess)["total"] > 1e-9)
+            rows.append(("logs.diagnose", kind, sorted(solved), other))
+        script = LogsScript()
+        for spec in script.specs(BuildContext(con, seed)):
+            visible, held = (c["answer"]["answer"] for c in spec.reference["cases"])
+            rows.append(("logs.script", spec.extra_metadata["fact"],
+                         ["visible_answer"] if visible == held else [], []))
+        dropped = Counter(r["reason"].split(" (")[0] for r in script.rejections)
+        con.close()
+    return {"rows": rows, "script_drops": dropped}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("files", nargs="+", help="FILE or FILE::FORMAT")
+    parser.add_argument("--rlforge", type=Path, default=ROOT,
+                        help="the rlforge checkout whose generators make the tasks")
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args(argv)
+    sys.path.insert(0, str(args.rlforge.resolve()))
+    battery = load_battery()
+    import rlforge
+
+    print(f"generators: {Path(rlforge.__file__).parent.parent}; battery: "
+          f"{ROOT / 'rlforge/verify/shortcuts.py'} ({len(battery.STRATEGIES)} strategies)")
+    families: dict[tuple[str, str], list[tuple[list[str], list[str]]]] = defaultdict(list)
+    for item in args.files:
+        name, _, fmt = item.partition("::")
+        started = time.perf_counter()
+        got = measure(Path(name), fmt or "auto", args.seed, battery)
+        per_gen = Counter(row[0] for row in got["rows"])
+        print(f"{Path(name).name}: logs.diagnose {per_gen['logs.diagnose']} tasks, logs.script "
+              f"{per_gen['logs.script']} tasks ({time.perf_counter() - started:.1f}s)")
+        for reason, n in got["script_drops"].most_common(3):
+            print(f"    logs.script dropped {n} × {reason[:110]}")
+        for gen, family, solved, other in got["rows"]:
+            families[(gen, family)].append((solved, other))
+    print(f"\n{'generator':<14} {'family':<24} {'tasks':>5} {'trivial':>7} {'share':>6} "
+          f"{'held-out':>8} {'share':>6}  shortcuts")
+    total = trivial = unseen = 0
+    for (gen, family), got_rows in sorted(families.items()):
+        n = len(got_rows)
+        t = sum(1 for s, _ in got_rows if s)
+        u = sum(1 for _, o in got_rows if o)
+        names = Counter(x for s, o in got_rows for x in s + o)
+        total, trivial, unseen = total + n, trivial + t, unseen + u
+        print(f"{gen:<14} {family:<24} {n:>5} {t:>7} {t / n:>6.0%} {u:>8} {u / n:>6.0%}  "
+              + ", ".join(f"{k} {v}" for k, v in names.most_common(4)))
+    if total:
+        print(f"{'all':<39} {total:>5} {trivial:>7} {trivial / total:>6.0%} {unseen:>8} "
+              f"{unseen / total:>6.0%}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
