@@ -128,8 +128,11 @@ class Redactor:
             people_on, places_on = "PERSON" in self.kinds, "ADDRESS" in self.kinds
             self._handlers["run"] = functools.partial(people.judge, people=people_on,
                                                       places=places_on, regions=self._regions)
-            self._stages.append(_Stage([RULES[0], Rule("run", (*RUN_KINDS, "PHONE"),
-                                                        people.RUN_PREFIX, people.RUN)]))
+            second = [RULES[0], Rule("run", (*RUN_KINDS, "PHONE"), people.RUN_PREFIX, people.RUN)]
+            if people_on:  # a name in any letter case after a lead: "hi maria,"
+                self._handlers["cased"] = functools.partial(people.judge_cased, regions=self._regions)
+                second.append(Rule("cased", ("PERSON",), people.RUN_PREFIX, people.CASED_RUN))
+            self._stages.append(_Stage(second))
         self._active = bool(self._stages)
         self._pseudonyms: dict[tuple[str, str], str] = {}  # authors recur: one HMAC each
 
