@@ -178,10 +178,13 @@ def _evidence() -> _Evidence:
 def _pair(a: _Tok, b: _Tok, ev: _Evidence) -> bool:
     """Two words that the lists make a name in either order, in Title or upper case:
     "Xiaoming Wang", "WANG Xiaoming", "Rossi Mario", "Oluwaseun Adeyemi"."""
-    if a.stop or b.line or not (_name_shaped(a) and _name_shaped(b)) or a.word.islower() \
-            or b.word.islower() or (a.word.isupper() and b.word.isupper()) != (
-                a.word.isupper() or b.word.isupper()) and min(len(a.word), len(b.word)) > 1:
-        return False  # "LSI Logic": an acronym before a word is no name
+    if a.stop or not (_name_shaped(a) and _name_shaped(b)) or a.word.islower() or b.word.islower():
+        return False
+    if b.line:  # "Duan, Jing": surname, comma, given name
+        return ev.surname(a) and (b.low in ev.strong or ev.given(b)) and not b.word.isupper() \
+            and a.end + 2 == b.start
+    if a.word.isupper() != b.word.isupper():  # "KIMURA Kaori", not "LSI Logic"
+        return a.word.isupper() and ev.surname(a, common_ok=True) and b.low in ev.strong
     return (ev.given(a) and ev.surname(b, common_ok=a.low in ev.strong)) or (
         ev.surname(a, common_ok=a.word.isupper()) and b.low in ev.strong
         and (b.low not in ev.lists.common or a.word.isupper())) or (ev.surname(a) and ev.given(b))
@@ -436,8 +439,10 @@ def _names(run: str, toks: list[_Tok], skip: set[int], names: frozenset[str],
         if start is None or start in skip:
             i += 1
             continue
+        comma_pair = start == i and nxt is not None and nxt.line and _pair(t, nxt, ev)
         end = start
-        while toks[end].low in PARTICLES and end + 1 < n:
+        initial = bool(_INITIAL.fullmatch(toks[start].text))  # "Y. Sato": "y" is no particle here
+        while toks[end].low in PARTICLES and end + 1 < n and not initial:
             end += 1
         first = toks[end]
         while end + 1 < n and end - start < 5 and not toks[end].stop and end + 1 not in skip \
@@ -452,7 +457,9 @@ def _names(run: str, toks: list[_Tok], skip: set[int], names: frozenset[str],
         while (start in leads or start in weak) and start not in line_leads and end - start >= 2 \
                 and _sentence_start(toks, end, ev):
             end -= 1  # "Cordiali saluti, Anna Rossi Ho dimenticato": "Ho" starts a sentence
-        if _name_shaped(toks[end]) and (toks[start].low not in PARTICLES or start == i + 1) \
+        if comma_pair:
+            end = start + 1  # "Duan, Jing"
+        if _name_shaped(toks[end]) and (toks[start].low not in PARTICLES or start == i + 1 or initial) \
                 and not any(toks[k].low in BUSINESS_WORDS for k in range(start, end + 1)):
             out.append((start, end))
         i = end + 1

@@ -267,7 +267,7 @@ WEAK_PERSON_CUES = (
     "je m'appelle", "je suis", "c'est", "ich heiße", "mein name ist", "ich bin", "hier ist",
     "mi chiamo", "sono", "qui è", "mijn naam is", "ik ben", "hier is", "o meu nome é",
     "chamo-me", "sou", "aqui é", "nazywam się", "jestem", "mam na imię", "z tej strony",
-    "signed", "sent by", "de la part de", "de parte de", "da parte di", "namens",
+    "sent by", "de la part de", "de parte de", "da parte di", "namens",
 )
 PARTICLES = {
     "van", "von", "de", "der", "den", "del", "della", "delle", "dei", "degli", "di", "da", "dal",
