@@ -56,8 +56,10 @@ _MORE = (rf"(?:{_RUN_SEP}(?:{_LEAD}|{_WEAK_LEAD})?(?:{_JOIN}\.?[ ])*{_RUN_TOKEN}
          rf"|[ ]+{phrases_rx(*_LINKS)}[ ]*[:,]?[ ]+{_RUN_TOKEN})")  # "Contactpersoon is Kick"
 # a run: after a lead, one or more tokens; else two or more, possibly led by particles or a
 # street word ("van der Dussenstr. 5", "rue de Neveu, 11426 Hamon")
+# The e-mail address after a name, already a placeholder: "Tao Liang <EMAIL_…>", "(<EMAIL_…>)".
+_EMAIL_AFTER = r"[ ]*[(<]?<EMAIL_[0-9a-f]{6}>"
 RUN = (rf"(?:{_LEAD}{_RUN_TOKEN}{_MORE}*|(?:{_JOIN}\.?[ ])*{_RUN_TOKEN}{_MORE}+"
-       rf"|(?:{_JOIN}\.?[ ])+{_RUN_TOKEN}),?")  # with a comma after it: "Hi Anna,"
+       rf"|(?:{_JOIN}\.?[ ])+{_RUN_TOKEN})(?:{_EMAIL_AFTER}|,)?")  # "Hi Anna,"
 _LEAD_RX = re.compile(rf"(?<![^\s,(]){_LEAD}")
 _WEAK_LEAD_RX = re.compile(rf"(?<![^\s,(]){_WEAK_LEAD}")
 # Words of any case after a lead ("hi maria,", "regards,\nanna kowalska"): the other rule.
@@ -524,6 +526,13 @@ def judge(run: str, people: bool = True, places: bool = True,
     if people:
         names = given_names()
         leads, weak = _after(_LEAD_RX, run, toks), _after(_WEAK_LEAD_RX, run, toks)
+        if run.endswith(">") and toks:  # capitalised words right before an e-mail: a name
+            k = len(toks) - 1
+            while k > 0 and len(toks) - k < 3 and _is_name_word(toks[k - 1]) and not toks[k].line \
+                    and not toks[k - 1].stop:
+                k -= 1
+            if _is_name_word(toks[k]) and toks[-1].end >= len(run) - 24:
+                leads.add(k)
         found = _names(run, toks, skip, names, leads, weak)
         for a, b in found:
             s, e = toks[a].start, toks[b].end
