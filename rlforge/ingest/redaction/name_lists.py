@@ -29,7 +29,8 @@ from typing import NamedTuple
 # each country's names separately; a common word such as "Best" can rank high somewhere).
 TOP_RANK = 3000
 # and is no evidence alone when it is one of this many most frequent words of a language
-COMMON_TOP = 3000
+# ("Label", "Printer" and "Stationery" are in the lists too)
+COMMON_TOP = 10000
 LANGUAGES = ("en", "de", "fr", "es", "it", "nl", "pt", "pl")
 _WORD = re.compile(r"[^\W\d_]+(?:[-'’][^\W\d_]+)*")
 

@@ -7,8 +7,14 @@ returns the spans in it that are a person's name or an address.
 
 Names: a given name from the `gender-guesser` package's name dictionary (about 15,000
 given names of the six locales' countries; an independent list, not the generator's)
-followed by surname words; or any capitalised word after a title ("Herr", "Mme",
-"Sig.ra") or, alone, after a greeting ("Hi Anna,"). Addresses: a street (a street word
+followed by surname words; a given name and a surname that the large lists of
+`name_lists` know, in either order and in Title or upper case ("Xiaoming Wang", "ROSSI
+Mario", "Duan, Jing"), unless a common word or after "in" (a place); initials before a
+surname ("M. Rossi"); any capitalised word after a title ("Herr", "Mme", "Sig.ra"), a
+closing line or a cue ("my colleague"), or before an e-mail placeholder; a listed word
+after a greeting or a weak cue ("Hi Anna,", "this is Wang"). `CASED_RUN`, the other rule,
+reads words of any letter case after those leads ("hi maria,", "regards,\nanna
+kowalska") for `judge_cased`. Addresses: a street (a street word
 with a house number: "12 Oak Street", "Lindenstraße 5", "Via Roma 12", "12 rue Victor
 Hugo") or a postcode of a supported country, taken with the unit, town, state and
 postcode lines around it.
