@@ -52,6 +52,9 @@ SETTINGS: list[Setting] = [
             "(kinds: README, Redaction)", list),
     Setting("redaction.patterns", {}, "extra patterns redacted first: KIND = regex, e.g. "
             "{ TICKET_REF = \"TCK-[0-9]+\" }", dict),
+    Setting("redaction.recognizer", "", "a model-based name recognizer run after the rules, "
+            "NAME:MODEL: spacy:<installed model>, gliner:<model dir>, presidio:<spaCy model> "
+            "or a plug-in's; never downloaded (default: the rules alone)"),
     Setting("redaction.phone_regions", ["US", "GB", "DE", "FR", "NL", "IT", "ES", "PT", "PL"], "regions tried, "
             "in order, for phone numbers written without +country", list),
     Setting("ingest.tickets.format", "auto", "ticket export format: auto, a built-in "
@@ -457,6 +460,7 @@ class RedactionSettings(_Given):
     off: list[str] = TABLE
     patterns: dict[str, str] = TABLE
     phone_regions: list[str] = TABLE
+    recognizer: str = TABLE
 
 
 @_section("ingest.tickets")

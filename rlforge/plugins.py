@@ -30,6 +30,8 @@ GROUPS = {
                            "(`rlforge.ingest.logformats.registry.register_log_format`)",
     "rlforge.ticket_formats": "ticket export formats "
                               "(`rlforge.ingest.ticket_formats.register_format`)",
+    "rlforge.recognizers": "model-based person-name recognizers "
+                           "(`rlforge.ingest.redaction.recognizers.register_recognizer`)",
     "rlforge.test_runners": "language test runners of repair tasks "
                             "(`rlforge.tasks.generators.repair.runners.register_runner`)",
 }

@@ -43,6 +43,7 @@ def ingest_options(cfg, no_redact: bool) -> IngestOptions:
                          redaction_off=cfg.get("redaction.off"),
                          redaction_patterns=cfg.get("redaction.patterns"),
                          phone_regions=cfg.get("redaction.phone_regions"),
+                         recognizer=cfg.get("redaction.recognizer"),
                          link_patterns=cfg.get("links.key_patterns"),
                          link_repos=cfg.get("links.repos"))
 

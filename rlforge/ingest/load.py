@@ -30,20 +30,27 @@ COUNTS = ("n_read", "n_loaded", "n_duplicates", "n_quarantined", "n_flagged")
 
 def make_redactor(con: duckdb.DuckDBPyConnection, enabled: bool, *, off: Iterable[str] = (),
                   patterns: dict[str, str] | None = None, regions: Iterable[str] | None = None,
-                  logs: bool = False) -> Redactor | None:
+                  logs: bool = False, recognizer: str = "") -> Redactor | None:
     """The database's redactor (same key, same pseudonyms every run), or None if disabled.
 
     Args:
         off, patterns, regions: the `[redaction]` settings (kinds left as they are, extra
             patterns, phone regions); the defaults are rlforge's own.
         logs: the text is ops logs (a bare run of digits is a counter, not a phone number).
+        recognizer: a model-based name recognizer, ``NAME:MODEL`` (``[redaction]
+            recognizer``), or "" for the rules alone; not used on logs.
     """
     if not enabled:
         return None
     from rlforge.ingest.redaction.redactor import Redactor
 
+    model = None
+    if recognizer and not logs:
+        from rlforge.ingest.redaction.recognizers import get_recognizer
+
+        model = get_recognizer(recognizer)
     return Redactor.configured(db.redaction_key(con), off=off, patterns=patterns,
-                               regions=regions, logs=logs)
+                               regions=regions, logs=logs, recognizer=model)
 
 
 @dataclass(frozen=True)
@@ -55,6 +62,7 @@ class IngestOptions:
     redaction_off: Sequence[str] = ()
     redaction_patterns: dict[str, str] | None = None
     phone_regions: Sequence[str] | None = None
+    recognizer: str = ""
     link_patterns: Sequence[str] = ()
     link_repos: dict[str, str] | None = None
 
@@ -200,7 +208,8 @@ def _load(db_path: str | Path, source: str, paths: Iterable[Path],
     try:
         redactor = make_redactor(session.con, options.redact, off=options.redaction_off,
                                  patterns=options.redaction_patterns,
-                                 regions=options.phone_regions, logs=logs)
+                                 regions=options.phone_regions, logs=logs,
+                                 recognizer=options.recognizer)
         results = _each_file(session, source, list(paths),
                              lambda con, p, records: one(con, p, redactor, records), progress,
                              watch and progress is not None)

@@ -1,7 +1,9 @@
-"""Print per-kind recall and hard negatives kept, overall and per language, on the two
-held-out corpora (`heldout.py`, values from faker; `second.py`, values from mimesis).
+"""Print per-kind recall and hard negatives kept, overall and per language (or style or
+source), on the held-out corpora: `heldout.py` (values from faker), `second.py` (values
+from mimesis), `name_styles.py` (names written in ten styles, fifteen countries) and
+`real.py` (real public ticket text, hand-labelled).
 
-    PYTHONPATH=. .venv/bin/python tests/redaction_corpus/score.py [heldout|second] [N]
+    PYTHONPATH=. .venv/bin/python tests/redaction_corpus/score.py [heldout|second|name_styles|real] [N]
 """
 
 from __future__ import annotations
@@ -40,6 +42,13 @@ def main() -> None:
         cells = [f"{r['caught'][k] / r['planted'][k]:.3f}" if r["planted"][k] else "-" for k in kinds]
         kept = sum(r["kept"].values()) / max(1, sum(r["negatives"].values()))
         print(f"{lang:6s}" + "".join(f"{c:>12s}" for c in cells) + f"{kept:12.4f}")
+    origins = collections.defaultdict(list)
+    for rec in records:
+        origins[rec.get("origin", "")].append(rec)
+    if len(origins) > 1:  # name_styles: PERSON recall per country of the name
+        print("PERSON recall per origin:", {o: f"{x['caught']['PERSON'] / x['planted']['PERSON']:.3f}"
+                                            for o, x in ((o, scorer(red, v)) for o, v in sorted(origins.items()))
+                                            if x["planted"]["PERSON"]})
     r = results["all"]
     print("negatives kept per label:", {k: f"{r['kept'][k]}/{v}" for k, v in sorted(r["negatives"].items())})
     if "-v" in sys.argv:

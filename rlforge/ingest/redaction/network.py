@@ -98,5 +98,10 @@ def _h_ipv4(tok: str) -> list[Span]:
 
 
 
-DETECTORS: dict[str, Detector] = {"email": _h_email, "email_obf": _h_email_obf, "mac": _h_mac, "ipv6": _h_ipv6,
+def _h_mention(tok: str) -> list[Span]:
+    """A Jira mention "[~name]": the name is a person's account (case-folded as a name)."""
+    return [(2, len(tok) - 1, "PERSON", tok[2:-1].casefold())]
+
+
+DETECTORS: dict[str, Detector] = {"mention": _h_mention, "email": _h_email, "email_obf": _h_email_obf, "mac": _h_mac, "ipv6": _h_ipv6,
                                   "ipv4": _h_ipv4}

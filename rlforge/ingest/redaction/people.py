@@ -7,8 +7,14 @@ returns the spans in it that are a person's name or an address.
 
 Names: a given name from the `gender-guesser` package's name dictionary (about 15,000
 given names of the six locales' countries; an independent list, not the generator's)
-followed by surname words; or any capitalised word after a title ("Herr", "Mme",
-"Sig.ra") or, alone, after a greeting ("Hi Anna,"). Addresses: a street (a street word
+followed by surname words; a given name and a surname that the large lists of
+`name_lists` know, in either order and in Title or upper case ("Xiaoming Wang", "ROSSI
+Mario", "Duan, Jing"), unless a common word or after "in" (a place); initials before a
+surname ("M. Rossi"); any capitalised word after a title ("Herr", "Mme", "Sig.ra"), a
+closing line or a cue ("my colleague"), or before an e-mail placeholder; a listed word
+after a greeting or a weak cue ("Hi Anna,", "this is Wang"). `CASED_RUN`, the other rule,
+reads words of any letter case after those leads ("hi maria,", "regards,\nanna
+kowalska") for `judge_cased`. Addresses: a street (a street word
 with a house number: "12 Oak Street", "Lindenstraße 5", "Via Roma 12", "12 rue Victor
 Hugo") or a postcode of a supported country, taken with the unit, town, state and
 postcode lines around it.
@@ -20,14 +26,17 @@ import functools
 import re
 from pathlib import Path
 
-from rlforge.ingest.redaction import numbers
+from rlforge.ingest.redaction import name_lists, numbers
 from rlforge.ingest.redaction.rules import Span
 from rlforge.ingest.redaction.words import (BUSINESS_WORDS, CLOSINGS, GREETINGS, NOT_NAMES, PARTICLES, PERSON_CUES,
-                                            SAINTS,
+                                            SAINTS, SIGN_OFFS,
                                             STREET_ENDINGS, STREET_WORDS_AFTER, STREET_WORDS_BEFORE,
-                                            TITLES, TOWN_JOINERS, UNIT_WORDS, phrases_rx)
+                                            TITLES, TOWN_JOINERS, UNIT_WORDS, WEAK_PERSON_CUES,
+                                            phrases_rx)
 
-U, L = "A-ZÀ-ÖØ-Þ", "a-zß-öø-ÿ"
+# Latin-1 and Latin Extended-A/B letters (Polish "ł", Turkish "ş", Czech "ř"); the
+# extended blocks mix cases, so they count as both.
+U, L = "A-ZÀ-ÖØ-ÞĀ-ɏ", "a-zß-öø-ÿĀ-ɏ"
 # One token of a run, to its natural end (a run never cuts another finding's token).
 TOKEN_CHARS = f"A-Za-z0-9{U}{L}_'’./:@+%=-"
 _RUN_TOKEN = rf"(?:[A-Z0-9{U}][{TOKEN_CHARS}]*|\([A-Z]{{2}}\))"
@@ -42,18 +51,30 @@ _JOIN = "(?:" + "|".join(re.escape(w) for w in _JOINERS if "'" not in w) + "|['�
 # A word that introduces a person ("my colleague", "Contactpersoon is") and the words after.
 _LINKS = ("is", "ist", "est", "è", "bei uns ist", "bij ons is", "chez nous est", "du dossier est",
           "was", "war", "heißt", "named", "called")
-_LEAD = (rf"(?:{phrases_rx(*CLOSINGS)}[ ]*[,!.]?[ ]*\r?\n[ ]*"
+_LEAD = (rf"(?:{phrases_rx(*CLOSINGS)}[ ]*[,!.]?[ ]*\r?\n[ ]*|{phrases_rx(*SIGN_OFFS)}[ ]*,[ ]*"
          rf"|{phrases_rx(*PERSON_CUES)}(?:[ ]+{phrases_rx(*_LINKS)})?[ ]*[:,]?[ ]+)")
-_MORE = (rf"(?:{_RUN_SEP}(?:{_JOIN}\.?[ ])*{_RUN_TOKEN}"
+# Leads after which a word is a name only when the name lists know it: a closing with the
+# name on its line ("Un saludo, Marta"), "this is", "my name is", a greeting.
+_WEAK_LEAD = (rf"(?:{phrases_rx(*CLOSINGS)}[ ]*,[ ]*|{phrases_rx(*WEAK_PERSON_CUES)}[ ]*[:,]?[ ]+"
+              rf"|{phrases_rx(*GREETINGS)}[ ]*,?[ ]+)")
+# (a lead may stand inside a run: "… €874,85. Un saludo, Eulalia Cruz")
+_MORE = (rf"(?:{_RUN_SEP}(?:{_LEAD}|{_WEAK_LEAD})?(?:{_JOIN}\.?[ ])*{_RUN_TOKEN}"
          rf"|[ ]+{phrases_rx(*_LINKS)}[ ]*[:,]?[ ]+{_RUN_TOKEN})")  # "Contactpersoon is Kick"
 # a run: after a lead, one or more tokens; else two or more, possibly led by particles or a
 # street word ("van der Dussenstr. 5", "rue de Neveu, 11426 Hamon")
+# The e-mail address after a name, already a placeholder: "Tao Liang <EMAIL_…>", "(<EMAIL_…>)".
+_EMAIL_AFTER = r"[ ]*[(<]?<EMAIL_[0-9a-f]{6}>"
 RUN = (rf"(?:{_LEAD}{_RUN_TOKEN}{_MORE}*|(?:{_JOIN}\.?[ ])*{_RUN_TOKEN}{_MORE}+"
-       rf"|(?:{_JOIN}\.?[ ])+{_RUN_TOKEN}),?")  # with a comma after it: "Hi Anna,"
+       rf"|(?:{_JOIN}\.?[ ])+{_RUN_TOKEN})(?:{_EMAIL_AFTER}|,)?")  # "Hi Anna,"
 _LEAD_RX = re.compile(rf"(?<![^\s,(]){_LEAD}")
+_WEAK_LEAD_RX = re.compile(rf"(?<![^\s,(]){_WEAK_LEAD}")
+# Words of any case after a lead ("hi maria,", "regards,\nanna kowalska"): the other rule.
+_ANY_WORD = f"[A-Za-z{U}{L}][A-Za-z{U}{L}'’-]*"
+CASED_RUN = rf"(?:{_LEAD}|{_WEAK_LEAD}){_ANY_WORD}(?:[ ]{_ANY_WORD}){{0,2}}"
 RUN_PREFIX = rf"[^<>\\{TOKEN_CHARS}]"
 
 _TOKEN = re.compile(rf"(?<![^\s,(])(?:{_RUN_TOKEN}|{_JOIN}\.?(?=[ ]))")
+_ANY_TOKEN = re.compile(rf"(?<![^\s,(]){_ANY_WORD}[.,:;!?]?")
 _NAME_WORD = re.compile(rf"[{U}](?:[{L}]+|['’][{U}][{L}]+)(?:[{U}][{L}]+)?(?:-[{U}][{L}]+)*")
 _INITIAL = re.compile(rf"[{U}]\.")
 _NUMBER = re.compile(r"[0-9]{1,5}[A-Za-z]?(?:[-/][0-9]{1,4}[A-Za-z]?)?")
@@ -109,9 +130,9 @@ class _Tok:
         self.line = "\n" in run[prev_end:self.start] or "," in run[prev_end:self.start]
 
 
-def _tokens(run: str) -> list[_Tok]:
+def _tokens(run: str, rx: re.Pattern = _TOKEN) -> list[_Tok]:
     out, prev = [], 0
-    for m in _TOKEN.finditer(run):
+    for m in rx.finditer(run):
         out.append(_Tok(m, prev, run))
         prev = m.end()
     return out
@@ -121,10 +142,60 @@ def _is_name_word(t: _Tok) -> bool:
     return bool(_NAME_WORD.fullmatch(t.word)) and t.low not in NOT_NAMES and t.low not in TITLES
 
 
+def _name_shaped(t: _Tok) -> bool:
+    """A name word in any letter case: "Anna", "ANNA", "anna", "Hans-Otto"."""
+    w = t.word
+    return (bool(_NAME_WORD.fullmatch(w)) or ((w.isupper() or w.islower()) and len(w) > 1
+                                             and bool(_NAME_WORD.fullmatch(w.title())))) \
+        and t.low not in NOT_NAMES and t.low not in TITLES
+
+
 def _is_given(t: _Tok, names: frozenset[str]) -> bool:
     if not _is_name_word(t):
         return False
     return t.low in names or t.low.split("-")[0] in names
+
+
+def _listed(low: str, words: frozenset[str]) -> bool:
+    return low in words or any(part in words for part in low.split("-"))
+
+
+class _Evidence:
+    """What the name lists say of a word: a given name (the curated list, or the large one
+    and not a common word), a surname (the large list, not a common word)."""
+
+    def __init__(self, strong: frozenset[str], lists: name_lists.NameLists):
+        self.strong, self.lists = strong, lists
+
+    def given(self, t: _Tok) -> bool:
+        return _listed(t.low, self.strong) or (
+            _listed(t.low, self.lists.given) and t.low not in self.lists.common)
+
+    def surname(self, t: _Tok, common_ok: bool = False) -> bool:
+        return _listed(t.low, self.lists.surnames) and (common_ok or t.low not in self.lists.common)
+
+    def any(self, t: _Tok) -> bool:
+        return self.given(t) or self.surname(t)
+
+
+@functools.lru_cache(maxsize=1)
+def _evidence() -> _Evidence:
+    return _Evidence(given_names(), name_lists.load())
+
+
+def _pair(a: _Tok, b: _Tok, ev: _Evidence) -> bool:
+    """Two words that the lists make a name in either order, in Title or upper case:
+    "Xiaoming Wang", "WANG Xiaoming", "Rossi Mario", "Oluwaseun Adeyemi"."""
+    if a.stop or not (_name_shaped(a) and _name_shaped(b)) or a.word.islower() or b.word.islower():
+        return False
+    if b.line:  # "Duan, Jing": surname, comma, given name
+        return ev.surname(a) and (b.low in ev.strong or ev.given(b)) and not b.word.isupper() \
+            and a.end + 2 == b.start
+    if a.word.isupper() != b.word.isupper():  # "KIMURA Kaori", not "LSI Logic"
+        return a.word.isupper() and ev.surname(a, common_ok=True) and b.low in ev.strong
+    return (ev.given(a) and ev.surname(b, common_ok=a.low in ev.strong)) or (
+        ev.surname(a, common_ok=a.word.isupper()) and b.low in ev.strong
+        and (b.low not in ev.lists.common or a.word.isupper())) or (ev.surname(a) and ev.given(b))
 
 
 def _street_word(low: str) -> bool:
@@ -285,9 +356,61 @@ def _house_before(toks: list[_Tok], i: int) -> bool:
                for k in range(lo, i))
 
 
+# Before a place rather than a person: "per seat in Lake Troy" (a pair the lists alone make a
+# name is not taken after one of these).
+_PLACE_BEFORE = frozenset({"in", "im", "en", "am", "aan", "bei", "near", "nach", "à", "w", "em"})
+
+
+def _lower_pair(a: _Tok, b: _Tok, ev: _Evidence) -> bool:
+    """Two lower-case words after a lead that the lists make a given name and a surname
+    ("this is xiaoming wang"); a typo ("i'm caling") is in the lists alone, not paired."""
+    return a.word.islower() and b.word.islower() and not a.stop and not b.line and (
+        ev.given(a) and ev.surname(b, common_ok=True) or ev.surname(a) and ev.given(b))
+
+
+def _two_capitals(a: _Tok, b: _Tok, ev: _Evidence) -> bool:
+    """Two capitalised words after a lead, one of them a name the lists know: "This is
+    Forest Larson", "Cumprimentos, Esméria Monteiro" (not "This is Visual Studio")."""
+    return _is_name_word(a) and _is_name_word(b) and not a.stop and not b.line and (
+        ev.given(a) or ev.surname(a) or ev.given(b) or ev.surname(b, common_ok=True))
+
+
+def _sentence_start(toks: list[_Tok], k: int, ev: _Evidence) -> bool:
+    """Whether the third or later word of a name after a lead rather starts the next
+    sentence: no list knows it as a name, or it is a common word that is no given name."""
+    t = toks[k]
+    if toks[k - 1].low in PARTICLES:
+        return False
+    listed = _listed(t.low, ev.lists.surnames) or _listed(t.low, ev.lists.given)
+    return not listed or (t.low in ev.lists.common and t.low not in ev.strong)
+
+
+def _initials_then_surname(toks: list[_Tok], i: int, ev: _Evidence) -> bool:
+    """ "M. Rossi", "J. R. Smith": initials, then a listed surname or given name."""
+    k = i
+    while k < len(toks) and _INITIAL.fullmatch(toks[k].text) and (k == i or not toks[k].line):
+        k += 1
+    return k > i and k < len(toks) and not toks[k].line and _is_name_word(toks[k]) and (
+        ev.surname(toks[k], common_ok=True) or ev.given(toks[k]))
+
+
+def _continues(t: _Tok, first: _Tok, ev: _Evidence) -> bool:
+    """Whether `t` may continue a name that began with `first`: a capitalised name word, an
+    initial, or a listed word in the first word's letter case ("ANNA KOWALSKA", "anna
+    kowalska")."""
+    if _is_name_word(t) or _INITIAL.fullmatch(t.text):
+        return True
+    return _name_shaped(t) and (t.word.isupper() == first.word.isupper()) and (
+        _listed(t.low, ev.lists.surnames) or _listed(t.low, ev.lists.given)
+        or _listed(t.low, ev.strong))
+
+
 def _names(run: str, toks: list[_Tok], skip: set[int], names: frozenset[str],
-           leads: set[int]) -> list[tuple[int, int]]:
-    """Token ranges of names; `leads` are the tokens after a closing line or a cue word."""
+           leads: set[int], weak: set[int] = frozenset()) -> list[tuple[int, int]]:  # type: ignore[assignment]
+    """Token ranges of names; `leads` are the tokens after a closing line or a cue word,
+    `weak` those after a word a name may follow (a greeting, "this is")."""
+    ev = _evidence()
+    line_leads = {i for i in leads if i > 0 and "\n" in run[toks[i - 1].end:toks[i].start]}
     out = []
     n = len(toks)
     i = 0
@@ -299,36 +422,59 @@ def _names(run: str, toks: list[_Tok], skip: set[int], names: frozenset[str],
         start = None
         low = t.low.rstrip(".")
         nxt = toks[i + 1] if i + 1 < n else None
-        if (low in TITLES or t.low in TITLES) and nxt is not None and (
-                _is_name_word(nxt) or nxt.low in PARTICLES) and not t.stop:
+        if _INITIAL.fullmatch(t.text) and _initials_then_surname(toks, i, ev) and not (
+                i > 0 and toks[i - 1].low.rstrip(".") in TITLES and not toks[i - 1].stop):
+            start = i  # "M. Rossi" (also "M." for Monsieur: the whole is redacted)
+        elif (low in TITLES or t.low in TITLES) and (len(low) > 2 or t.word[:1].isupper()) \
+                and nxt is not None and (
+                _is_name_word(nxt) or nxt.low in PARTICLES
+                or (_name_shaped(nxt) and ev.any(nxt))) and not t.stop:
             start = i + 1
-        elif t.low in GREETINGS and nxt is not None and _is_name_word(nxt) and not t.stop and (
-                nxt.low in names or run[nxt.end:nxt.end + 1] in (",", "\n", "!", ":")
-                or (i + 2 < n and _is_name_word(toks[i + 2]) and not toks[i + 2].line)):
+        elif t.low in GREETINGS and nxt is not None and _name_shaped(nxt) and not t.stop and (
+                (_is_name_word(nxt) and (run[nxt.end:nxt.end + 1] in (",", "\n", "!", ":")
+                                         or (i + 2 < n and _is_name_word(toks[i + 2])
+                                             and not toks[i + 2].line)))
+                or nxt.low in names or ev.given(nxt) or ev.surname(nxt)):
             start = i + 1  # "Hi Anna,", "Dear Kowalski," (not "Hi Tallybird team")
         elif i in leads and _NAME_WORD.fullmatch(t.word) and (t.low in names
                                                                  or t.low not in NOT_NAMES):
             start = i
-        elif _is_given(t, names) and nxt is not None and not t.stop and not nxt.line and (
-                _is_name_word(nxt) or nxt.low in PARTICLES or _INITIAL.fullmatch(nxt.text)) \
+        elif (i in leads or i in weak) and _name_shaped(t) and (
+                (t.low in names or ev.given(t) or ev.surname(t)) and not t.word.islower()
+                or t.word.islower() and t.low in ev.strong and (
+                    i in leads or t.low not in ev.lists.common)
+                or (nxt is not None and (_pair(t, nxt, ev) or _two_capitals(t, nxt, ev)
+                                         or _lower_pair(t, nxt, ev)))):
+            start = i  # "regards,\nanna", "this is Wang", "Un saludo, Marta"
+        elif (_is_given(t, names) and nxt is not None and not t.stop and not nxt.line and (
+                _is_name_word(nxt) or nxt.low in PARTICLES or _INITIAL.fullmatch(nxt.text))
+                or nxt is not None and _pair(t, nxt, ev) and not (i > 0 and toks[i - 1].low in _PLACE_BEFORE)) \
                 and not (i > 0 and toks[i - 1].low.rstrip(".") in SAINTS):
             start = i
         if start is None or start in skip:
             i += 1
             continue
+        comma_pair = start == i and nxt is not None and nxt.line and _pair(t, nxt, ev)
         end = start
-        while toks[end].low in PARTICLES and end + 1 < n:
+        initial = bool(_INITIAL.fullmatch(toks[start].text))  # "Y. Sato": "y" is no particle here
+        while toks[end].low in PARTICLES and end + 1 < n and not initial:
             end += 1
+        first = toks[end]
         while end + 1 < n and end - start < 5 and not toks[end].stop and end + 1 not in skip \
                 and not toks[end + 1].line:
             nxt_word = end + 1
             while nxt_word < n - 1 and toks[nxt_word].low in PARTICLES and not toks[nxt_word].stop:
                 nxt_word += 1  # "van der", "de la"
-            if not (_is_name_word(toks[nxt_word]) or _INITIAL.fullmatch(toks[nxt_word].text)) \
+            if not _continues(toks[nxt_word], first, ev) \
                     or nxt_word in skip or (nxt_word > end + 1 and toks[nxt_word].line):
                 break
             end = nxt_word
-        if _is_name_word(toks[end]) and (toks[start].low not in PARTICLES or start == i + 1) \
+        while (start in leads or start in weak) and start not in line_leads and end - start >= 2 \
+                and _sentence_start(toks, end, ev):
+            end -= 1  # "Cordiali saluti, Anna Rossi Ho dimenticato": "Ho" starts a sentence
+        if comma_pair:
+            end = start + 1  # "Duan, Jing"
+        if _name_shaped(toks[end]) and (toks[start].low not in PARTICLES or start == i + 1 or initial) \
                 and not any(toks[k].low in BUSINESS_WORDS for k in range(start, end + 1)):
             out.append((start, end))
         i = end + 1
@@ -356,6 +502,27 @@ def _signature_phones(run: str, toks: list[_Tok], found: list[tuple[int, int]], 
     return out
 
 
+def _after(rx: re.Pattern, run: str, toks: list[_Tok]) -> set[int]:
+    """The indexes of the tokens that follow a match of `rx` (a lead)."""
+    out = set()
+    for lead in rx.finditer(run):
+        out.add(next((i for i, t in enumerate(toks) if t.start >= lead.end()), -1))
+    return out
+
+
+def judge_cased(run: str, regions: tuple[str, ...] = numbers.DEFAULT_REGIONS) -> list[Span]:
+    """The PERSON spans in words of any letter case after a lead (`CASED_RUN`: "hi maria,",
+    "regards,\nanna kowalska", "This is Wang from support")."""
+    toks = _tokens(run, _ANY_TOKEN)
+    names = given_names()
+    leads, weak = _after(_LEAD_RX, run, toks), _after(_WEAK_LEAD_RX, run, toks)
+    spans: list[Span] = []
+    for a, b in _names(run, toks, set(), names, leads, weak):
+        s, e = toks[a].start, toks[b].end
+        spans.append((s, e, "PERSON", " ".join(run[s:e].split()).casefold()))
+    return spans
+
+
 def judge(run: str, people: bool = True, places: bool = True,
           regions: tuple[str, ...] = numbers.DEFAULT_REGIONS) -> list[Span]:
     """The PERSON and ADDRESS spans of one run, in order (and PHONE: a number on the line
@@ -371,10 +538,15 @@ def judge(run: str, people: bool = True, places: bool = True,
             skip |= set(range(a, b + 1))
     if people:
         names = given_names()
-        leads = set()
-        for lead in _LEAD_RX.finditer(run):
-            leads.add(next((i for i, t in enumerate(toks) if t.start >= lead.end()), -1))
-        found = _names(run, toks, skip, names, leads)
+        leads, weak = _after(_LEAD_RX, run, toks), _after(_WEAK_LEAD_RX, run, toks)
+        if run.endswith(">") and toks:  # capitalised words right before an e-mail: a name
+            k = len(toks) - 1
+            while k > 0 and len(toks) - k < 3 and _is_name_word(toks[k - 1]) and not toks[k].line \
+                    and not toks[k - 1].stop:
+                k -= 1
+            if _is_name_word(toks[k]) and toks[-1].end >= len(run) - 24:
+                leads.add(k)
+        found = _names(run, toks, skip, names, leads, weak)
         for a, b in found:
             s, e = toks[a].start, toks[b].end
             value = " ".join(run[s:e].split()).casefold()

@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING, Iterable
 if TYPE_CHECKING:  # polars is imported where it is used: a commit ingest loads it while git runs
     import polars as pl
 
+    from rlforge.ingest.redaction.recognizers import Recognizer
+
 from rlforge.errors import UnknownName
 from rlforge.ingest.redaction import network, numbers, people, secrets
 from rlforge.ingest.redaction.echo import echo_forms, echo_rx, phone_forms, unify
@@ -90,6 +92,8 @@ class Redactor:
             Python's `re` and Rust's `regex` read it alike); each match becomes a
             placeholder of that kind. They take priority over the built-in rules.
         regions: phone regions tried, in order, for numbers written without ``+country``.
+        recognizer: a model-based name recognizer (`recognizers`) run over what the rules
+            left, when PERSON is on; its names become PERSON placeholders.
 
     Attributes:
         counts: redactions per kind, accumulated across calls (occurrences, not values).
@@ -97,7 +101,7 @@ class Redactor:
 
     def __init__(self, key: bytes, kinds: Iterable[str] | None = None,
                  patterns: dict[str, str] | None = None, regions: Iterable[str] | None = None,
-                 logs: bool = False):
+                 logs: bool = False, recognizer: Recognizer | None = None):
         """`logs`: the text is ops logs, where a run of 10-11 digits with no separator and
         no label is a counter, a sequence number or a Unix time, not a phone number (the
         log mode of the detectors: `numbers.detectors`, `secrets.detectors`)."""
@@ -128,20 +132,58 @@ class Redactor:
             people_on, places_on = "PERSON" in self.kinds, "ADDRESS" in self.kinds
             self._handlers["run"] = functools.partial(people.judge, people=people_on,
                                                       places=places_on, regions=self._regions)
-            self._stages.append(_Stage([RULES[0], Rule("run", (*RUN_KINDS, "PHONE"),
-                                                        people.RUN_PREFIX, people.RUN)]))
-        self._active = bool(self._stages)
+            second = [RULES[0], Rule("run", (*RUN_KINDS, "PHONE"), people.RUN_PREFIX, people.RUN)]
+            if people_on:  # a name in any letter case after a lead: "hi maria,"
+                self._handlers["cased"] = functools.partial(people.judge_cased, regions=self._regions)
+                second.append(Rule("cased", ("PERSON",), people.RUN_PREFIX, people.CASED_RUN))
+            self._stages.append(_Stage(second))
+        self._recognizer = recognizer if "PERSON" in self.kinds else None
+        self._active = bool(self._stages) or self._recognizer is not None
         self._pseudonyms: dict[tuple[str, str], str] = {}  # authors recur: one HMAC each
 
     @classmethod
     def configured(cls, key: bytes, off: Iterable[str] = (), patterns: dict[str, str] | None = None,
-                   regions: Iterable[str] | None = None, logs: bool = False) -> "Redactor":
+                   regions: Iterable[str] | None = None, logs: bool = False,
+                   recognizer: Recognizer | None = None) -> "Redactor":
         """A redactor from the ``[redaction]`` settings of rlforge.toml: every kind but
-        those `off`, the user's extra `patterns`, the phone `regions`."""
+        those `off`, the user's extra `patterns`, the phone `regions`, the model-based
+        name `recognizer` (or none)."""
         off = {k.upper() for k in off}
         for k in off - set(KINDS):
             raise UnknownName("redaction kind", k, list(KINDS))
-        return cls(key, kinds=set(KINDS) - off, patterns=patterns, regions=regions, logs=logs)
+        return cls(key, kinds=set(KINDS) - off, patterns=patterns, regions=regions, logs=logs,
+                   recognizer=recognizer)
+
+    def _model_spans(self, texts: list[str]) -> list[list[tuple[int, int, str]]]:
+        """Per text, the recognizer's names outside placeholders: (start, end, placeholder),
+        in order and not overlapping."""
+        assert self._recognizer is not None
+        out = []
+        for text, spans in zip(texts, self._recognizer.find(texts)):
+            taken = [(m.start(), m.end()) for m in _PLACEHOLDER_RX.finditer(text)]
+            kept: list[tuple[int, int, str]] = []
+            for a, b in sorted(spans):
+                while a < b and text[a].isspace():
+                    a += 1
+                while b > a and text[b - 1].isspace():
+                    b -= 1
+                if a >= b or any(a < e and b > s for s, e in taken) or (kept and a < kept[-1][1]):
+                    continue
+                kept.append((a, b, self._placeholder("PERSON", _normalise("PERSON", text[a:b]))))
+            out.append(kept)
+        return out
+
+    def _recognise(self, texts: list[str]) -> list[str]:
+        """`texts` with the recognizer's names replaced by PERSON placeholders."""
+        out = []
+        for text, spans in zip(texts, self._model_spans(texts)):
+            parts, pos = [], 0
+            for a, b, ph in spans:
+                parts += [text[pos:a], ph]
+                pos = b
+                self.counts["PERSON"] += 1
+            out.append("".join(parts) + text[pos:])
+        return out
 
     def _placeholder(self, kind: str, value: str) -> str:
         # surrogateescape: a value read from git may hold bytes that are not UTF-8
@@ -249,7 +291,8 @@ class Redactor:
                 text = stage.py.sub(sub, "\n" + text)[1:]
             if not again:
                 break
-        return self._echo(text, echo) if echo else text
+        text = self._echo(text, echo) if echo else text
+        return self._recognise([text])[0] if self._recognizer is not None else text
 
     def find(self, text: str) -> list[tuple[int, int, str]]:
         """Where `redact_text` redacts: (start, end, kind) in `text`, in order, over every
@@ -290,6 +333,9 @@ class Redactor:
             for m in rx.finditer(text):
                 ph, kind = echo_at[m.group()]
                 found.append((origin[m.start()], origin[m.end() - 1] + 1, kind, ph))
+        if self._recognizer is not None:
+            for a, b, ph in self._model_spans([text])[0]:
+                found.append((origin[a], origin[b - 1] + 1, "PERSON", ph))
         renamed = unify(echo)
         return sorted((s, e, kind, renamed.get(ph, ph)) for s, e, kind, ph in found)
 
@@ -327,6 +373,10 @@ class Redactor:
                 out = out.scatter([i for i, _ in again_rows],
                                   [self._echo(t, echo[i]) for i, t in again_rows])
         nul = s.str.contains(_SENT, literal=True)
+        if self._recognizer is not None:  # rows with NUL get it from redact_text below
+            todo = (s.is_not_null() & ~nul.fill_null(False)).arg_true()
+            if todo.len():
+                out = out.scatter(todo, self._recognise(out.gather(todo).to_list()))
         if nul.any():
             idx = nul.arg_true()
             out = out.scatter(idx, [self.redact_text(t) for t in s.gather(idx)])

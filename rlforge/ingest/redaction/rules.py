@@ -169,6 +169,8 @@ RULES: tuple[Rule, ...] = (
     Rule("dob_after", ("DOB",), _P_NUM, _DOB_AFTER),
     Rule("order_ctx", ("CARD",), _P_WORD, _ORDER_CTX),
     Rule("card_ctx", ("CARD",), _P_WORD, _CARD_CTX),
+    # a Jira user mention, "[~leo.papadopoulos]": the account name of a person
+    Rule("mention", ("PERSON",), None, r"\[~[A-Za-z0-9._@+-]+\]"),
     Rule("slack_hook", ("SLACK_TOKEN",), None, r"https://hooks\.slack\.com/services/[A-Za-z0-9_/]+"),
     Rule("jwt", ("JWT",), _P_TOK, r"eyJ[A-Za-z0-9_-]+\.ey[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*"),
     Rule("github", ("GITHUB_TOKEN",), _P_TOK, r"gh[pousr]_[A-Za-z0-9_]+|github_pat_[A-Za-z0-9_]+"),

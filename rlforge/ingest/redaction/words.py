@@ -93,6 +93,10 @@ ORDER_WORDS = (
     "bestelling", "factuur", "zending", "ordine", "fattura", "pratica", "spedizione",
     "pedido", "factura", "envío", "encomenda", "fatura", "zamówienie", "zamówienia", "faktura",
     "przesyłka",
+    # customer and reference numbers: "Kundennummer 4417 …", "Número de cliente 3711…"
+    "customer", "client", "kundennummer", "kunden-nr", "kundennr", "klantnummer", "cliente",
+    "klienta", "klient", "referenz", "référence", "referencia", "referência", "riferimento",
+    "referentie",
 )
 ID_WORDS = {  # context word -> the kind its value is
     "ssn": "SSN", "social security": "SSN", "social security number": "SSN",
@@ -164,6 +168,10 @@ GREETINGS = {
     "chère", "chere", "merci", "beste", "hoi", "hey", "geachte", "goedemorgen", "goedemiddag",
     "goedenavond", "dank", "bedankt", "ciao", "gentile", "gentili", "caro", "cara", "buongiorno",
     "buonasera", "salve", "grazie", "egregio", "egregia",
+    # Spanish, Portuguese, Polish ("Hola Marta,", "Bom dia Ana,", "Dzień dobry Pani Anno,")
+    "hola", "días", "dias", "tardes", "noches", "estimado", "estimada", "querido", "querida",
+    "gracias", "olá", "ola", "oi", "dia", "prezado", "prezada", "obrigado", "obrigada",
+    "cześć", "witam", "witaj", "dobry", "szanowny", "szanowna", "drogi", "droga", "dziękuję",
 }
 # Words that follow a greeting or a cue but name a group, not a person.
 GROUP_WORDS = {
@@ -211,7 +219,10 @@ PERSON_CUES = (
     "account holder", "kollege", "kollegin", "ansprechpartner", "ansprechpartnerin",
     "collègue", "responsable du dossier", "interlocuteur", "interlocutrice", "mon mari",
     "ma femme", "collega", "contactpersoon", "leidinggevende", "referente", "marito", "moglie",
-    "titolare",
+    "titolare", "compañero", "compañera", "colega", "mi marido", "mi mujer", "mi esposa",
+    "mi esposo", "o meu marido", "a minha mulher", "a minha esposa", "kolega", "koleżanka",
+    "mój mąż", "moja żona", "mein mann", "meine frau", "mijn man", "mijn vrouw",
+    "mon collègue", "ma collègue", "la mia collega", "il mio collega",
 )
 # Words that make a capitalised run a business, not a person ("Lane Pharmacy").
 BUSINESS_WORDS = {
@@ -237,6 +248,26 @@ CLOSINGS = (
     "bonne journée", "merci", "salutations", "amitiés", "met vriendelijke groet", "groetjes",
     "groet", "groeten", "hartelijke groet", "bedankt", "cordiali saluti", "saluti", "grazie",
     "grazie mille", "a presto", "distinti saluti", "un saluto",
+    "un saludo", "saludos", "atentamente", "gracias", "muchas gracias", "un abrazo",
+    "cumprimentos", "melhores cumprimentos", "atenciosamente", "obrigado", "obrigada",
+    "abraço", "abraços", "pozdrawiam", "z poważaniem", "serdecznie pozdrawiam", "dziękuję",
+    "pozdrowienia", "bises", "bisous", "lg", "mfg", "mvg", "br", "thx",
+)
+# Closings that end a message whatever follows them on their line ("Cordiali saluti, Anna
+# Rossi"); the others ("Thanks, Windows works now") need the line break or the name lists.
+SIGN_OFFS = tuple(c for c in CLOSINGS if " " in c and c not in ("thank you", "many thanks")) + (
+    "regards", "sincerely", "cordialement", "salutations", "amitiés", "groeten", "groetjes",
+    "saluti", "saludos", "atentamente", "cumprimentos", "atenciosamente", "pozdrawiam",
+    "pozdrowienia", "grüße", "gruß",
+)
+# Words after which a name may follow but need not ("This is Windows 11", "I am Anna"):
+# a word after them is a name only when the name lists know it.
+WEAK_PERSON_CUES = (
+    "this is", "my name is", "i am", "i'm", "name is", "me llamo", "mi nombre es", "soy",
+    "je m'appelle", "je suis", "c'est", "ich heiße", "mein name ist", "ich bin", "hier ist",
+    "mi chiamo", "sono", "qui è", "mijn naam is", "ik ben", "hier is", "o meu nome é",
+    "chamo-me", "sou", "aqui é", "nazywam się", "jestem", "mam na imię", "z tej strony",
+    "sent by", "de la part de", "de parte de", "da parte di", "namens",
 )
 PARTICLES = {
     "van", "von", "de", "der", "den", "del", "della", "delle", "dei", "degli", "di", "da", "dal",

@@ -1,0 +1,228 @@
+"""Person names without a closed list (issue 38): the large name lists and their cache,
+names in any letter case, initials, surname first, sign-offs on one line, an e-mail after
+a name; the hand-labelled real text; the model-based recognizer seam."""
+
+from __future__ import annotations
+
+import gzip
+import importlib.util
+import json
+import time
+
+import duckdb
+import pytest
+
+from paths import ROOT, SHARED_DATA
+from rlforge.errors import UnknownName, UserError
+from rlforge.ingest.redaction import name_lists
+from rlforge.ingest.redaction.recognizers import get_recognizer, register_recognizer
+from rlforge.ingest.redaction.redactor import Redactor
+
+KEY = b"n" * 32
+CORPUS_DIR = ROOT / "tests" / "redaction_corpus"
+
+
+def _kept(text: str) -> set[str]:
+    """The words of `text` the redactor leaves."""
+    return set(Redactor(KEY).redact_text(text).split())
+
+
+# Each: a text, the name in it (every word of it must be gone).
+NAMES = [
+    ("hi maria, my order is late", "maria"),
+    ("regards,\nanna kowalska", "anna kowalska"),
+    ("Customer ROSSI Mario has not received the order.", "ROSSI Mario"),
+    ("Please ask M. Rossi about it", "M. Rossi"),
+    ("Approved: Y. Sato, team lead", "Y. Sato"),
+    ("Ticket raised by Duan, Jing this morning.", "Duan, Jing"),
+    ("Un saludo, Marta López", "Marta López"),
+    ("Pozdrawiam, Mieczysława Drewnowska", "Mieczysława Drewnowska"),
+    ("This is Xiaoming Wang from accounts.", "Xiaoming Wang"),
+    ("I talked to Oluwaseun Adeyemi yesterday", "Oluwaseun Adeyemi"),
+    ("I am Mehmet Yilmaz", "Mehmet Yilmaz"),
+    ("Tao Liang <t.liang@gmail.com> asked for a refund.", "Tao Liang"),
+    ("G'day [~leo.papadopoulos]!", "leo.papadopoulos"),
+]
+# Capitalised words, products, places and common words the lists alone must not make names.
+KEPT = [
+    "Thank you for the Data Center update from Apple Pay",
+    "we use Google Cloud and Microsoft Teams",
+    "The Grand Canyon is in Arizona",
+    "It costs €1182,98 per seat in Lake Troy.",
+    "scsi0 : LSI Logic MegaRAID driver",
+    "thank you very much",
+    "I'm caling to make a complaint",
+    "Paris, France",
+    "Kundennummer 48213377 steht auf der Rechnung.",
+]
+
+
+@pytest.mark.parametrize("text,name", NAMES)
+def test_a_name_is_redacted_whatever_its_shape(text, name):
+    out = Redactor(KEY).redact_text(text)
+    left = [w for w in name.replace(",", " ").split() if w in out.split() or w in out]
+    assert not left and "<PERSON_" in out, out
+
+
+@pytest.mark.parametrize("text", KEPT)
+def test_non_names_are_kept(text):
+    assert Redactor(KEY).redact_text(text) == text
+
+
+def test_case_of_a_name_does_not_change_its_pseudonym():
+    r = Redactor(KEY)
+    assert r.redact_text("Regards,\nAnna Kowalska") == r.redact_text("Regards,\nanna kowalska")
+
+
+# --- the name lists --------------------------------------------------------------------------
+
+def test_name_lists_are_large_and_leave_common_words_out():
+    lists = name_lists.load()
+    assert len(lists.given) > 100_000 and len(lists.surnames) > 100_000
+    for given, surname in [("xiaoming", "wang"), ("oluwaseun", "adeyemi"), ("mehmet", "yilmaz"),
+                           ("priya", "sharma"), ("thi", "nguyen")]:
+        assert given in lists.given and surname in lists.surnames
+    # listed somewhere as a name, yet a common word: no evidence alone
+    assert {"best", "data", "love"} <= lists.given & lists.common
+
+
+@pytest.mark.slow
+def test_name_lists_are_derived_once_then_read_from_the_cache(tmp_path):
+    name_lists.load.cache_clear()
+    try:
+        start = time.perf_counter()
+        built = name_lists.load(tmp_path)
+        build_s = time.perf_counter() - start
+        (cached,) = tmp_path.glob("names-*.txt.gz")
+        assert cached.stat().st_size < 5_000_000
+        with gzip.open(cached, "rt", encoding="utf-8") as f:
+            assert len(f.read().split("\n")) == 3
+        name_lists.load.cache_clear()
+        start = time.perf_counter()
+        again = name_lists.load(tmp_path)
+        read_s = time.perf_counter() - start
+        assert again == built and read_s < 3 and read_s < build_s / 5, (build_s, read_s)
+    finally:
+        name_lists.load.cache_clear()
+
+
+def test_without_names_dataset_the_given_names_of_gender_guesser_remain(monkeypatch):
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: None if name == "names_dataset" else real(name, *a))
+    name_lists.load.cache_clear()
+    try:
+        lists = name_lists.load()
+        assert "anna" in lists.given and not lists.surnames
+    finally:
+        name_lists.load.cache_clear()
+
+
+# --- corpora ---------------------------------------------------------------------------------
+
+def _corpus(name: str):
+    spec = importlib.util.spec_from_file_location(name, CORPUS_DIR / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _score(records):
+    from test_redact_corpus import score_heldout
+
+    r = score_heldout(Redactor(KEY), records)
+    recall = {k: r["caught"][k] / r["planted"][k] for k in r["planted"]}
+    kept = sum(r["kept"].values()) / sum(r["negatives"].values())
+    return recall, kept, r
+
+
+@pytest.mark.skipif(not (SHARED_DATA / "tickets" / "bitext").exists(), reason="shared data absent")
+def test_hand_labelled_real_text():
+    records = _corpus("real").build()
+    recall, kept, r = _score(records)
+    print(f"\nreal text: {r['planted']['PERSON']} names, recall {recall}; negatives kept {kept:.4f}")
+    assert r["planted"]["PERSON"] > 150 and sum(r["negatives"].values()) > 3000
+    assert recall["PERSON"] >= 0.95 and kept >= 0.99, r["missed"]["PERSON"]
+
+
+def test_real_labels_point_at_text_that_holds_them():
+    labels = json.loads((CORPUS_DIR / "real_labels.json").read_text(encoding="utf-8"))
+    rows = [row for rows in labels["bitext"]["PERSON"].values() for row in rows]
+    assert len(rows) == len(set(rows)) == 161
+
+
+@pytest.mark.slow
+def test_second_generator_names_and_negatives():
+    recall, kept, r = _score(_corpus("second").build(2000))
+    print(f"\nsecond corpus: recall {recall}; negatives kept {kept:.4f}")
+    assert recall["PERSON"] >= 0.95 and kept >= 0.99
+    assert all(v >= 0.95 for v in recall.values()), recall
+
+
+@pytest.mark.slow
+def test_name_styles_floor():
+    """Names in ten writing styles from fifteen countries: a floor at today's figure
+    (0.60; the target is 0.95, see the README), so that a change can only raise it."""
+    recall, kept, r = _score(_corpus("name_styles").build(3300))
+    print(f"\nname styles: recall {recall}; negatives kept {kept:.4f}")
+    assert recall["PERSON"] >= 0.59 and kept >= 0.95
+
+
+# --- the model-based recognizer seam -----------------------------------------------------------
+
+@register_recognizer("listed-test")
+class ListedNames:
+    """A stand-in for a model: "finds" the words of its model argument (comma-separated),
+    registered as a plug-in's recognizer is."""
+
+    def __init__(self, model: str):
+        self.words = [w for w in model.split(",") if w]
+
+    def find(self, texts):
+        out = []
+        for t in texts:
+            spans = []
+            for w in self.words:
+                at = t.find(w)
+                while at >= 0:
+                    spans.append((at, at + len(w)))
+                    at = t.find(w, at + 1)
+            out.append(spans)
+        return out
+
+
+def test_recognizer_names_are_redacted_in_text_series_and_findings():
+    import polars as pl
+
+    red = Redactor(KEY, recognizer=get_recognizer("listed-test:Quimby,zed"))
+    text = "the parcel for zed quimby went to Quimby, mail bob@example.com"
+    out = red.redact_text(text)
+    assert "Quimby" not in out and " zed " not in out and "<EMAIL_" in out
+    assert red.redact_series(pl.Series([text, None])).to_list() == [out, None]
+    assert {k for *_, k, _ in red.findings(text)} == {"PERSON", "EMAIL"}
+    assert Redactor(KEY).redact_text(text).count("Quimby") == 1  # the rules alone miss one
+    assert red.redact_text(out) == out  # never inside a placeholder
+
+
+def test_recognizer_setting_through_ingest(cli, tmp_path):
+    (tmp_path / "t.csv").write_text("id,subject,description\n1,Late,\"ask quimby about it\"\n",
+                                    encoding="utf-8")
+    db_path = tmp_path / "s.duckdb"
+    (tmp_path / "rlforge.toml").write_text('[redaction]\nrecognizer = "listed-test:quimby"\n',
+                                           encoding="utf-8")
+    assert cli("--db", db_path, "ingest", "tickets", tmp_path / "t.csv").exit_code == 0
+    con = duckdb.connect(str(db_path), read_only=True)
+    stored = " ".join(str(v) for row in con.execute("SELECT * FROM tickets").fetchall() for v in row)
+    con.close()
+    assert "quimby" not in stored and "<PERSON_" in stored
+
+
+def test_unknown_or_missing_recognizer_says_what_to_do():
+    with pytest.raises(UnknownName, match="listed-test"):
+        get_recognizer("no-such-model:x")
+    if importlib.util.find_spec("spacy") is None:
+        with pytest.raises(UserError, match="pip install spacy"):
+            get_recognizer("spacy:en_core_web_sm")
+    else:
+        with pytest.raises(UserError, match="never downloads"):
+            get_recognizer("spacy:surely_not_an_installed_model")
