@@ -143,6 +143,9 @@ def main() -> None:
           f"{args.max_completion_length} tokens, lr {args.learning_rate})")
     print("reward curve (mean verifier reward per step): "
           + " ".join(f"{c['reward']:.2f}" for c in result["curve"]))
+    print("share of prompt groups with no reward spread (no gradient) per step: "
+          + " ".join(f"{c['zero_std_groups']:.2f}" for c in result["curve"]
+                     if c["zero_std_groups"] is not None))
     print(f"held-out ({args.split} split, {args.samples} samples/task, seed {args.seed}, "
           f"temperature {args.temperature}); pass rate [95% Wilson]:")
     for g in sorted(set(base) | set(after)):

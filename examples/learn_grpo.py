@@ -63,7 +63,8 @@ def train(export_dir: str | Path, out: str | Path, *, generators: list[str] | No
         **config: more `GRPOConfig` fields (e.g. `beta`, `generation_kwargs`).
 
     Returns:
-        `{"steps", "seconds", "rows", "curve": [{"step", "reward", "reward_std", ...}]}`.
+        `{"steps", "seconds", "rows", "curve": [{"step", "reward", "reward_std",
+        "completion_length", "zero_std_groups"}]}`.
     """
     from trl import GRPOConfig, GRPOTrainer
 
@@ -84,7 +85,9 @@ def train(export_dir: str | Path, out: str | Path, *, generators: list[str] | No
     tokenizer.save_pretrained(str(out))
     curve = [{"step": h["step"], "reward": h.get("rewards/trl_reward/mean"),
               "reward_std": h.get("rewards/trl_reward/std"),
-              "completion_length": h.get("completions/mean_length")}
+              "completion_length": h.get("completions/mean_length"),
+              # groups whose completions all scored the same: no advantage, no gradient
+              "zero_std_groups": h.get("frac_reward_zero_std")}
              for h in trainer.state.log_history if "rewards/trl_reward/mean" in h]
     return {"steps": trainer.state.global_step, "seconds": seconds, "rows": len(rows),
             "curve": curve}
