@@ -135,7 +135,8 @@ def main() -> None:
     rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     after = held_out(args.tasks, trained, "smollm2-135m-grpo", runs["trained"], args, db)
     compare = rlforge("report", "--compare", runs["base"], runs["trained"], "--out",
-                      str(args.work / "compare.html"), db=db)
+                      str(args.work / "compare.html"), "--runs-dir", str(args.work / "runs"),
+                      db=db)
 
     print(f"training: {result['steps']} steps on {result['rows']} train rows of {args.generators}, "
           f"{train_seconds:.0f} s wall, peak RSS {rss_mb:.0f} MB "
