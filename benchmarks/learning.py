@@ -48,7 +48,7 @@ def rlforge(*args: str, db: Path) -> subprocess.CompletedProcess:
     return done
 
 
-def build_sample_tasks(out: Path, db: Path, work: Path, limit: int) -> None:
+def build_sample_tasks(out: Path, db: Path, limit: int) -> None:
     """Ingest sample_data/ and build its single-turn tasks into `out` (as the demo does)."""
     data = ROOT / "sample_data"
     rlforge("ingest", "tickets", str(data / "tickets/tickets.csv"), db=db)
@@ -117,7 +117,7 @@ def main() -> None:
     db = args.work / "rlforge.duckdb"
     started = time.monotonic()
     if not (args.tasks / "manifest.parquet").exists():
-        build_sample_tasks(args.tasks, db, args.work, limit=400)
+        build_sample_tasks(args.tasks, db, limit=400)
     export = args.work / "trl"
     rlforge("export", "tasks", str(args.tasks), "--format", "trl", "--out", str(export),
             "--split", "all", "--force", db=db)
