@@ -77,7 +77,7 @@ def missing_packages() -> list[str]:
                    if importlib.util.find_spec(module) is None})
 
 
-def _free_port() -> int:
+def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
@@ -149,23 +149,26 @@ class LocalModel:
             os.close(handle)
             self.log_path = Path(name)
         for _ in range(3):  # a free port can be taken between probing and binding
-            self.port = _free_port()
+            self.port = free_port()
             if self._launch(gguf):
                 return self
         raise LocalModelUnavailable(f"the local llama.cpp server did not start; "
                                     f"its log is {self.log_path}:\n{self._log_tail()}")
 
-    def _launch(self, gguf: Path) -> bool:
-        args = ["--model", str(gguf), "--host", "127.0.0.1", "--port", str(self.port),
+    def command(self, model: Path) -> list[str]:
+        """The server's command line for serving `model` on `self.port`."""
+        args = ["--model", str(model), "--host", "127.0.0.1", "--port", str(self.port),
                 "--model_alias", self.model, "--n_ctx", str(self.n_ctx)]
         if self.chat_format:
             args += ["--chat_format", self.chat_format]
+        return [sys.executable, "-m", "rlforge.local_model", str(os.getpid()), *args]
+
+    def _launch(self, gguf: Path) -> bool:
         assert self.log_path is not None, "start() sets the log path before launching"
         with open(self.log_path, "ab") as log:
             self.process = subprocess.Popen(
-                [sys.executable, "-m", "rlforge.local_model", str(os.getpid()), *args],
-                stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                start_new_session=True)
+                self.command(gguf), stdin=subprocess.DEVNULL, stdout=log,
+                stderr=subprocess.STDOUT, start_new_session=True)
         deadline = time.monotonic() + self.startup_timeout
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
@@ -221,8 +224,8 @@ def _signal_group(pgid: int, sig: int) -> None:
         pass
 
 
-def _serve(parent_pid: int, server_args: list[str]) -> None:
-    """In the server process: end the process group if the parent dies, then serve."""
+def start_watchdog(parent_pid: int) -> None:
+    """In a server process: end its process group when `parent_pid` is no longer its parent."""
 
     def watchdog() -> None:
         while os.getppid() == parent_pid:
@@ -230,6 +233,11 @@ def _serve(parent_pid: int, server_args: list[str]) -> None:
         os.killpg(os.getpgid(0), signal.SIGKILL)
 
     threading.Thread(target=watchdog, name="parent-watchdog", daemon=True).start()
+
+
+def _serve(parent_pid: int, server_args: list[str]) -> None:
+    """In the server process: end the process group if the parent dies, then serve."""
+    start_watchdog(parent_pid)
     import runpy
 
     sys.argv = ["llama_cpp.server", *server_args]

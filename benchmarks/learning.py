@@ -1,0 +1,164 @@
+"""Does training on rlforge's tasks make the embedded model better on held-out tasks?
+
+The flywheel end to end on this machine's CPU: export the tasks for TRL, train the
+embedded SmolLM2-135M with GRPO on the train split (reward: the task's own verifier,
+through `examples/learn_grpo.py`), then score the base model and the trained one with
+`rlforge run` on the test split, both served by `python -m rlforge.hf_server`, on the same
+tasks with the same seeds. Prints the training steps, wall time, peak RSS, the reward
+curve, and each generator's held-out pass rate before and after with 95% Wilson
+intervals, the run ids, and the machine's load.
+
+    python benchmarks/learning.py --tasks demo/learn-tasks --generators tickets.triage
+
+With no --tasks directory there yet, it ingests sample_data/ and builds the single-turn
+tasks (tickets.triage, logs.diagnose, tickets.reply) into it first.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "examples"))
+
+from learn_grpo import train  # noqa: E402
+
+from rlforge.difficulty import wilson  # noqa: E402
+from rlforge.hf_server import TransformersServer  # noqa: E402
+from rlforge.local_model import find_gguf  # noqa: E402
+
+SINGLE_TURN = "tickets.triage,logs.diagnose,tickets.reply"
+
+
+def rlforge(*args: str, db: Path) -> subprocess.CompletedProcess:
+    """One `rlforge` command with the benchmark's database; stops on failure."""
+    env = {**os.environ, "RLFORGE_DB": str(db)}
+    done = subprocess.run([sys.executable, "-m", "rlforge", *args], env=env, text=True,
+                          capture_output=True)
+    if done.returncode not in (0, 3):  # 3: below a pass-rate gate, still a result
+        sys.exit(f"rlforge {' '.join(args)} failed ({done.returncode}):\n{done.stderr[-3000:]}")
+    return done
+
+
+def build_sample_tasks(out: Path, db: Path, limit: int) -> None:
+    """Ingest sample_data/ and build its single-turn tasks into `out` (as the demo does)."""
+    data = ROOT / "sample_data"
+    rlforge("ingest", "tickets", str(data / "tickets/tickets.csv"), db=db)
+    rlforge("ingest", "tickets", str(data / "tickets/zendesk_export.json"),
+            "--map", "category=custom_fields.360041872211", db=db)
+    rlforge("ingest", "tickets", str(data / "tickets/jira_export.csv"),
+            "--map", "category=Component/s", db=db)
+    logs = sorted(str(p) for p in (data / "logs").rglob("*") if p.is_file()
+                  and p.name.endswith((".log", ".log.gz", ".jsonl", ".syslog")))
+    rlforge("ingest", "logs", *logs, db=db)
+    rlforge("build-tasks", "--out", str(out), "--generators", SINGLE_TURN,
+            "--limit", str(limit), "--seed", "1", db=db)
+
+
+def held_out(tasks: Path, model: str | Path, name: str, run_id: str, args: argparse.Namespace,
+             db: Path) -> dict[str, Counter]:
+    """Serve `model`, run it on the test split; {generator: Counter(pass=, n=)}."""
+    with TransformersServer(model, name, log_path=args.work / f"{run_id}.server.log") as server:
+        rlforge("run", str(tasks), "--base-url", server.base_url, "--model", name,
+                "--api-key-env", "", "--split", args.split, "--generators", args.generators,
+                "--samples", str(args.samples), "--seed", str(args.seed),
+                "--temperature", str(args.temperature), "--max-tokens", str(args.max_tokens),
+                "--concurrency", "1", "--request-timeout", str(args.request_timeout),
+                "--time-budget", str(args.request_timeout),
+                *(["--limit", str(args.limit)] if args.limit else []), "--runs-dir", str(args.work / "runs"), "--run-id", run_id,
+                "--quiet", db=db)
+    by_gen: dict[str, Counter] = {}
+    for line in (args.work / "runs" / run_id / "rollouts.jsonl").read_text().splitlines():
+        r = json.loads(line)
+        if r["outcome"] == "invalid":
+            continue
+        c = by_gen.setdefault(r["generator"], Counter())
+        c["n"] += 1
+        c["pass"] += r["outcome"] == "pass"
+    return by_gen
+
+
+def rate(c: Counter) -> str:
+    low, high = wilson(c["pass"], c["n"])
+    return f"{c['pass']}/{c['n']} = {c['pass'] / max(c['n'], 1):.3f} [{low:.3f}, {high:.3f}]"
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--tasks", type=Path, default=ROOT / "demo" / "learn-tasks",
+                   help="a build-tasks output (built from sample_data/ when missing)")
+    p.add_argument("--work", type=Path, default=ROOT / "demo" / "learning")
+    p.add_argument("--generators", default="tickets.triage", help="train and score these")
+    p.add_argument("--split", default="test", help="the held-out split to score")
+    p.add_argument("--steps", type=int, default=20)
+    p.add_argument("--batch", type=int, default=8)
+    p.add_argument("--num-generations", type=int, default=4)
+    p.add_argument("--max-completion-length", type=int, default=32)
+    p.add_argument("--learning-rate", type=float, default=1e-5)
+    p.add_argument("--samples", type=int, default=2, help="held-out samples per task")
+    p.add_argument("--temperature", type=float, default=0.7)
+    p.add_argument("--max-tokens", type=int, default=32)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--limit", type=int, default=0, help="score at most this many held-out "
+                   "tasks (0: all)")
+    p.add_argument("--request-timeout", type=float, default=600.0,
+                   help="seconds per request and per rollout (the CPU server is slow on a "
+                   "loaded machine; the tasks' own budget is 60 s)")
+    args = p.parse_args()
+    args.work.mkdir(parents=True, exist_ok=True)
+    db = args.work / "rlforge.duckdb"
+    started = time.monotonic()
+    if not (args.tasks / "manifest.parquet").exists():
+        build_sample_tasks(args.tasks, db, limit=400)
+    export = args.work / "trl"
+    rlforge("export", "tasks", str(args.tasks), "--format", "trl", "--out", str(export),
+            "--split", "all", "--force", db=db)
+    gens = [g.strip() for g in args.generators.split(",") if g.strip()]
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    runs = {"base": f"learn-base-{stamp}", "trained": f"learn-trained-{stamp}"}
+    base = held_out(args.tasks, find_gguf(), "smollm2-135m-base", runs["base"], args, db)
+    trained = args.work / "trained"
+    t0 = time.monotonic()
+    result = train(export, trained, generators=gens, steps=args.steps, batch=args.batch,
+                   num_generations=args.num_generations,
+                   max_completion_length=args.max_completion_length,
+                   learning_rate=args.learning_rate, seed=args.seed)
+    train_seconds = time.monotonic() - t0
+    rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    after = held_out(args.tasks, trained, "smollm2-135m-grpo", runs["trained"], args, db)
+    compare = rlforge("report", "--compare", runs["base"], runs["trained"], "--out",
+                      str(args.work / "compare.html"), "--runs-dir", str(args.work / "runs"),
+                      db=db)
+
+    print(f"training: {result['steps']} steps on {result['rows']} train rows of {args.generators}, "
+          f"{train_seconds:.0f} s wall, peak RSS {rss_mb:.0f} MB "
+          f"(batch {args.batch}, {args.num_generations} generations, "
+          f"{args.max_completion_length} tokens, lr {args.learning_rate})")
+    print("reward curve (mean verifier reward per step): "
+          + " ".join(f"{c['reward']:.2f}" for c in result["curve"]))
+    print("share of prompt groups with no reward spread (no gradient) per step: "
+          + " ".join(f"{c['zero_std_groups']:.2f}" for c in result["curve"]
+                     if c["zero_std_groups"] is not None))
+    print(f"held-out ({args.split} split, {args.samples} samples/task, seed {args.seed}, "
+          f"temperature {args.temperature}); pass rate [95% Wilson]:")
+    for g in sorted(set(base) | set(after)):
+        b, a = base.get(g, Counter()), after.get(g, Counter())
+        (bl, bh), (al, ah) = wilson(b["pass"], b["n"]), wilson(a["pass"], a["n"])
+        verdict = "improved" if al > bh else "worse" if ah < bl else "no separable change"
+        print(f"  {g:<16} base {rate(b)}   trained {rate(a)}   {verdict}")
+    print(f"runs: {runs['base']}, {runs['trained']} in {args.work / 'runs'}; "
+          f"compare: {args.work / 'compare.html'} ({compare.returncode})")
+    print(f"total wall {time.monotonic() - started:.0f} s; load average "
+          f"{' '.join(f'{x:.1f}' for x in os.getloadavg())} on {os.cpu_count()} CPUs")
+
+
+if __name__ == "__main__":
+    main()
