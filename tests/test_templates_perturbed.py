@@ -166,6 +166,21 @@ def test_fields_after_a_parameter_only_prefix_are_optional():
     assert len(set(got)) == 1, sorted(set(got))
 
 
+def test_a_value_alone_without_the_optional_field_joins_its_statement():
+    # one call without the field was mined as its own text (`root1_local`), the calls with
+    # it as `<*>`; and one call each on `eth0` without it and `eth1` with it
+    msgs = [f"domain root{n}_local is full elapsed_ms={n * 13}" for n in range(2, 13)]
+    msgs.append("domain root1_local is full")
+    got = mine(msgs)
+    assert len(set(got)) == 1, sorted(set(got))
+    assert got[0] == "domain <*> is full", got[0]
+    got = mine(["allocating divert_blk for eth0", "allocating divert_blk for eth1 shard=981.72"])
+    assert len(set(got)) == 1, sorted(set(got))
+    # texts that differ in a word (not an indexed name) stay apart with or without a field
+    got = mine(["disk sda is full", "disk sdb is full elapsed_ms=12", "cache sdc is full elapsed_ms=4"])
+    assert len(set(got)) >= 2, sorted(set(got))
+
+
 def test_a_column_of_different_keys_keeps_the_keys():
     # five statements that differ only in their field's key: the key is text even where
     # the column holds too many values to be a constant

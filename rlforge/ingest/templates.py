@@ -575,7 +575,7 @@ def extends(general: Msg, specific: Msg, named: set[str] | frozenset[str] = froz
     start = len(specific)
     while start and _field(specific[start - 1]) is not None:
         start -= 1
-    if len(specific) - start < extra or not _subsumes(general[:start], specific[:start]):
+    if len(specific) - start < extra or _join(general[:start], specific[:start]) is None:
         return False
     if start and all(g == WILDCARD for g in general[:start]) and len(general) < start + 2:
         return False  # no text but one key: too little to say it is the same statement
@@ -591,9 +591,29 @@ def extends(general: Msg, specific: Msg, named: set[str] | frozenset[str] = froz
     return all(kv[1] == WILDCARD for kv in left)  # type: ignore[index]
 
 
+def _join(general: Msg, specific: Msg) -> Msg | None:
+    """The template two texts of one length both are, position by position: a token they
+    share, or <*> where either has <*> or the two are one indexed name (`eth0`, `eth1`,
+    see `_indexed`); None where they differ otherwise. A text that only some calls of a
+    statement make with an optional field can be mined apart from the rest (`root1_local`
+    alone without the field, `<*>` in the many with it): the join is the statement's."""
+    out = []
+    for g, s in zip(general, specific):
+        if g == s:
+            out.append(g)
+        elif g == WILDCARD or s == WILDCARD or _indexed((g, s)):
+            out.append(WILDCARD)
+        else:
+            return None
+    if all(t == WILDCARD for t in out) and not all(g == WILDCARD for g in general):
+        return None  # texts that share no word are not one statement's
+    return tuple(out)
+
+
 def _optional_homes(templates: Iterable[Msg], named: set[str]) -> dict[Msg, Msg]:
     """Each template that another one `extends` into (the most specific such, following
-    chains): the template of the same statement without its optional fields."""
+    chains): the template of the same statement without its optional fields. Where the
+    two texts differ (`extends` joins them, see `_join`), both go to their join."""
     by_len: dict[int, list[tuple[Msg, Msg]]] = collections.defaultdict(list)
     for t in templates:
         by_len[len(t)].append((field_order(t), t))
@@ -611,7 +631,21 @@ def _optional_homes(templates: Iterable[Msg], named: set[str]) -> dict[Msg, Msg]
                 if best is not None:
                     break
             if best is not None:
-                home[t] = home.get(best[1], best[1])
+                g = home.get(best[1], best[1])
+                start = len(t)
+                while start and _field(t[start - 1]) is not None:
+                    start -= 1
+                prefix = _join(g[:start], t[:start]) if len(g) >= start else None
+                if prefix is not None and prefix != g[:start]:
+                    joined = prefix + g[start:]
+                    home[best[1]] = home[g] = joined
+                    g = joined
+                home[t] = g
+    for t in home:  # a home that was joined later: its templates follow it
+        seen = {t}
+        while home[t] in home and home[t] not in seen:
+            seen.add(home[t])
+            home[t] = home[home[t]]
     return home
 
 
