@@ -16,7 +16,12 @@
    interrupted episode from its first turn). It prints the model calls of each, and of a
    run never killed.
 
-Run: `python benchmarks/episode_snapshots.py [--turns 20] [--latency 0.05] [--concurrency 8]`.
+   Played twice: with instant commands and with commands of at least 0.5 s
+   (`--command-seconds`), where a kill finds most episodes running a command, their
+   model's reply kept (`reply.json`): those turns are not asked again.
+
+Run: `python benchmarks/episode_snapshots.py [--turns 20] [--latency 0.05] [--concurrency 8]
+[--command-seconds 0 0.5]`.
 """
 
 from __future__ import annotations
@@ -163,10 +168,15 @@ async def overhead(task_dirs: list[Path], commands: list[str], work: Path) -> di
 
 
 def killed_at_half(tasks: Path, turns: int, latency: float, work: Path, *,
-                   keep_snapshots: bool, kill: bool = True, concurrency: int = 8) -> dict:
-    """Model calls of a run of `tasks` SIGKILLed at half its calls and resumed."""
-    script = [bash_call(c, f"call_{i}") for i, c in enumerate(episode(SCRIPT, turns - 1))] + [SUBMIT]
-    run_id = f"{'snap' if keep_snapshots else 'nosnap'}-{'kill' if kill else 'clean'}"
+                   keep_snapshots: bool, kill: bool = True, concurrency: int = 8,
+                   command_seconds: float = 0.0) -> dict:
+    """Model calls of a run of `tasks` SIGKILLed at half its calls and resumed; each
+    command takes at least `command_seconds` (a test suite's run, say)."""
+    commands = [f"sleep {command_seconds:g}; {c}" if command_seconds else c
+                for c in episode(SCRIPT, turns - 1)]
+    script = [bash_call(c, f"call_{i}") for i, c in enumerate(commands)] + [SUBMIT]
+    run_id = (f"{'snap' if keep_snapshots else 'nosnap'}-{'kill' if kill else 'clean'}"
+              f"-{command_seconds:g}")
     with ScriptedPolicy({"": script}, delay=latency) as policy:
         flags = ["--base-url", policy.url, "--model", "m", "--concurrency", str(concurrency),
                  "--max-turns", str(turns + 1), "--quiet"]
@@ -205,6 +215,10 @@ def main() -> None:
     ap.add_argument("--concurrency", type=int, default=8,
                     help="episodes at once in part 2 (8, the task count: each is cut at its "
                          "middle; fewer: some are cut, some done, some not started)")
+    ap.add_argument("--command-seconds", type=float, nargs="*", default=[0.0, 0.5],
+                    help="part 2 is played once per value: each command sleeps this long "
+                         "first (a kill then finds episodes running commands, not only "
+                         "waiting for the model)")
     ap.add_argument("--work", type=Path, help="scratch directory (default: a new temp dir)")
     ap.add_argument("--json-out", type=Path)
     args = ap.parse_args()
@@ -225,25 +239,27 @@ def main() -> None:
               f"{r['full_copies_bytes_total']:,} B); the turn's command "
               f"{r['command_turn_ms_median']} ms median; restore {r['restore_ms_median']} ms")
     script_dir = tasks["script"][0].parent
-    play = {"concurrency": args.concurrency}
-    calls = {
-        "never_killed": killed_at_half(script_dir, args.turns, args.latency, work,
-                                       keep_snapshots=True, kill=False, **play),
-        "killed_resumed_with_snapshots": killed_at_half(script_dir, args.turns, args.latency,
-                                                        work, keep_snapshots=True, **play),
-        "killed_resumed_from_scratch": killed_at_half(script_dir, args.turns, args.latency,
-                                                      work, keep_snapshots=False, **play),
-    }
-    report["model_calls"] = calls
-    base = calls["never_killed"]["model_calls"]
-    for label, c in calls.items():
-        print(f"{label}: {c['model_calls']} model calls ({c['model_calls'] - base:+d} vs never "
-              f"killed; killed at {c['calls_at_kill']}), {c['resumed']} rollouts resumed, "
-              f"{c['seconds']} s")
-    saved = (calls["killed_resumed_from_scratch"]["model_calls"]
-             - calls["killed_resumed_with_snapshots"]["model_calls"])
-    print(f"model calls saved by resuming episodes: {saved}")
-    report["model_calls_saved"] = saved
+    report["model_calls"] = {}
+    for pause in args.command_seconds:
+        play = {"concurrency": args.concurrency, "command_seconds": pause}
+        calls = {
+            "never_killed": killed_at_half(script_dir, args.turns, args.latency, work,
+                                           keep_snapshots=True, kill=False, **play),
+            "killed_resumed_with_snapshots": killed_at_half(
+                script_dir, args.turns, args.latency, work, keep_snapshots=True, **play),
+            "killed_resumed_from_scratch": killed_at_half(
+                script_dir, args.turns, args.latency, work, keep_snapshots=False, **play),
+        }
+        base = calls["never_killed"]["model_calls"]
+        print(f"commands of at least {pause:g} s:")
+        for label, c in calls.items():
+            print(f"  {label}: {c['model_calls']} model calls ({c['model_calls'] - base:+d} vs "
+                  f"never killed; killed at {c['calls_at_kill']}), {c['resumed']} rollouts "
+                  f"resumed, {c['seconds']} s")
+        saved = (calls["killed_resumed_from_scratch"]["model_calls"]
+                 - calls["killed_resumed_with_snapshots"]["model_calls"])
+        print(f"  model calls saved by resuming episodes: {saved}")
+        report["model_calls"][f"{pause:g}"] = {**calls, "saved": saved}
     if args.json_out:
         args.json_out.write_text(json.dumps(report, indent=1))
 

@@ -120,6 +120,10 @@ SETTINGS: list[Setting] = [
             "lets a patch break the tests left out", int),
     Setting("tasks.repair.per_test_timeout", 15.0, "commits.repair: seconds before a running "
             "test counts as hung (failed)", float),
+    Setting("tasks.repair.forgeable_runners", [], "commits.repair: test runners whose results "
+            "the tested code can forge (go) that may still make tasks; by default such a "
+            "runner's commits are dropped. For evaluating models you trust, never for "
+            "training: a policy can learn to forge a pass", list),
     Setting("tasks.repair.repos", {}, "commits.repair: per-repository settings by path or "
             "directory name, e.g. { parse = { test_command = \"python -m pytest -x\", "
             "result_format = \"pytest-junit\", requirements = [\"pytest\"] } }", dict),
@@ -526,6 +530,7 @@ class RepairSettings(_Given):
     p2p_scope: str = TABLE
     max_p2p: int = TABLE
     per_test_timeout: float = TABLE
+    forgeable_runners: list[str] = TABLE
     repos: dict[str, dict[str, Any]] = TABLE
 
 

@@ -142,7 +142,8 @@ def strs(tmp_path_factory, shared_cache):
         con = db.connect(root / "rlforge.duckdb")
         ingest_repo(con, root / "strs")
         opts = build_options(out=root / "tasks", generators=["commits.repair"], seed=7, validate=True,
-                             generator_options={"commits.repair": {"language": "go"}})
+                             generator_options={"commits.repair": {"language": "go",
+                                                                   "forgeable_runners": ["go"]}})
         report = build_tasks(con, opts)
         con.close()
         yield {"root": root, "report": report, "out": root / "tasks", "db": root / "rlforge.duckdb"}
@@ -271,7 +272,7 @@ def test_build_tasks_list_names_each_repository_runner_or_why_none(strs, cli, mo
     monkeypatch.setenv("RLFORGE_TASKS_REPAIR_LANGUAGE", "go")
     shown = cli("build-tasks", "--list")
     assert shown.exit_code == 0, shown.output
-    assert f"commits.repair {repo}: runner go@1" in shown.output
+    assert f"commits.repair {repo}: runner go@1, whose results can be forged" in shown.output
     monkeypatch.setenv("RLFORGE_TASKS_REPAIR_LANGUAGE", "python")
     listed = cli("build-tasks", "--list", "--json")
     assert listed.exit_code == 0, listed.output
@@ -279,3 +280,21 @@ def test_build_tasks_list_names_each_repository_runner_or_why_none(strs, cli, mo
     why = row["runners"][repo]
     assert why.startswith("python: none of pyproject.toml") and why.endswith(
         'go@1 detects it: set tasks.repair.language = "go"')
+
+
+def test_go_commits_make_no_task_unless_the_user_accepts_forgeable_results(strs, tmp_path):
+    # a red team forged a pass from the submission's own code (see GoTest.forgeable): by
+    # default the build drops Go commits and says why, before any test runs
+    con = db.connect(strs["db"])
+    try:
+        opts = build_options(out=tmp_path / "tasks", generators=["commits.repair"], seed=7,
+                             validate=False, generator_options={"commits.repair": {"language": "go"}})
+        report = build_tasks(con, opts)
+    finally:
+        con.close()
+    assert not _tasks(tmp_path / "tasks")
+    reasons = [d["reason"] for d in report.drops]
+    assert reasons and all(r.startswith("the test runner's results can be forged (go@1: ")
+                           and 'forgeable_runners = ["go"]' in r for r in reasons), reasons
+    assert report.runners["commits.repair"][str(strs["root"] / "strs")].startswith(
+        "go@1, whose results can be forged")

@@ -151,7 +151,9 @@ def test_sigkilled_multi_turn_episodes_resume_at_their_last_turn(tmp_path):
     resumed = [r for r in records if r["resumed"]]
     assert resumed, "no episode was cut off mid-way"
     assert all("restarted" not in entry for r in records for entry in r["resumed"])
-    assert all(entry["after_turn"] >= 1 for r in resumed for entry in r["resumed"])
+    # (after turn 0 only with the first turn's reply kept: cut off while its commands ran)
+    assert all(entry["after_turn"] >= 1 or entry.get("reply_kept")
+               for r in resumed for entry in r["resumed"])
     assert not any((run_dir / "snapshots").iterdir()), "snapshots outlived their rollouts"
 
     # Rewards, turns and the conversations equal the run never killed (same seeds).
@@ -210,3 +212,40 @@ def test_a_snapshot_that_does_not_restore_restarts_the_episode_and_says_so(tmp_p
     # Restarted whole: scored on a workspace played from the start.
     assert (record["outcome"], record["turns"]) == ("pass", 14)
     assert not any((run_dir / "snapshots").iterdir())
+
+
+@pytest.mark.slow
+def test_a_turn_cut_off_while_its_commands_run_is_not_asked_again(tmp_path):
+    """The model's reply is kept as it arrives: a kill while the turn's command runs plays
+    that turn again from the same reply, and the policy is asked each turn once."""
+    tasks = tmp_path / "tasks"
+    tally_task(tasks, "ta")
+    script = tally_script(4)
+    slow = 2
+    script[slow] = bash_call("sleep 4 && echo slow >> /app/acc.txt && wc -l < /app/acc.txt",
+                             "call_slow")
+    run_dir = tmp_path / "runs" / "r"
+    with ScriptedPolicy({"ta": script}) as policy:
+        proc = subprocess.Popen([*RLFORGE, "run", str(tasks), "--base-url", policy.url,
+                                 "--model", "scripted", "--run-id", "r", "--quiet"],
+                                cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        deadline = time.monotonic() + 120
+        while deepest_turn(policy.requests) < slow:
+            assert proc.poll() is None, proc.stderr.read().decode()
+            assert time.monotonic() < deadline, "the slow turn never started"
+            time.sleep(0.01)
+        time.sleep(1.0)  # answered at once: its command is running
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        asked_before = [turn_of(b) for b in policy.requests]
+        assert asked_before[-1] == slow, asked_before
+        result = subprocess.run([*RLFORGE, "run", "--resume", "r", "--json"], cwd=tmp_path,
+                                capture_output=True, text=True, timeout=120)
+        assert result.returncode in (0, 3), result.stderr
+        asked = [turn_of(b) for b in policy.requests]
+    assert asked == list(range(len(script))), asked  # every turn asked once, none again
+    (record,) = records_of(run_dir / "rollouts.jsonl")
+    assert record["resumed"][-1]["after_turn"] == slow and record["resumed"][-1]["reply_kept"]
+    assert record["turns"] == len(script) and record["requests"] == len(script)
+    cmds = [s["command"] for s in record["steps"]]
+    assert cmds.count(cmds[slow]) == 1 and "sleep 4" in cmds[slow]

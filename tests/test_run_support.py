@@ -190,11 +190,14 @@ class ScriptedPolicy:
                 finally:
                     with policy.lock:
                         policy.in_flight[name] -= 1
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
+                try:
+                    self.send_response(200)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(data)))
+                    self.end_headers()
+                    self.wfile.write(data)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass  # the client went away (a test killed it): nothing to answer
 
         class Server(ThreadingHTTPServer):
             request_queue_size = 256  # http.server's default of 5 resets connections

@@ -152,7 +152,8 @@ def _check_judge(report, base_url: str | None, model: str | None, min_auc: float
 def _print_runners(generator: str, by_repo: dict[str, str]) -> None:
     """One line per repository: the test runner a repair generator found, or why none."""
     for repo, runner in by_repo.items():
-        how = f"runner {runner}" if "@" in runner and " " not in runner else f"no test runner ({runner})"
+        named = runner.split(",", 1)[0]  # `go@1` or `go@1, whose results ...`: a runner
+        how = f"runner {runner}" if "@" in named and " " not in named else f"no test runner ({runner})"
         console.print(f"  {generator} {repo}: {how}", highlight=False, soft_wrap=True)
 
 

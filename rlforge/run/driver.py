@@ -152,6 +152,7 @@ class RolloutRunner:
             messages = None
             spent = 0.0  # of the budget, in the sessions before this one
             snap = self._snapshot(snapshots, rollout_id, seed, resumed)
+            restarted = False
             if snap is not None and snapshots is not None:  # restoring is rlforge's time
                 try:
                     messages = await restore(env, snap, snapshots.directory(rollout_id))
@@ -162,13 +163,54 @@ class RolloutRunner:
                     resumed.append({"after_turn": env.turns, "at": utc_now()})
                 except SnapshotMismatch as exc:  # never a partial episode: from turn 1
                     resumed.append(_restarted(snap, str(exc)))
+                    restarted = True
+            # The reply that opened the turn a kill cut off, if it had arrived: that turn
+            # plays again from it, the policy not asked twice.
+            reply = (snapshots.reply(rollout_id, env.turns)
+                     if snapshots is not None and not restarted else None)
+            if reply is not None and all(k in reply for k in _SNAPSHOT_FIELDS if k != "resumed"):
+                usage.update(reply["usage"])
+                finish_reason = reply["finish_reason"]
+                spent, earlier = float(reply["budget_seconds"]), float(reply["seconds"])
+                started_at = reply["started_at"]
+                if snap is None:  # cut off in its first turn: nothing snapshotted yet
+                    resumed.extend(reply.get("resumed") or [])
+                    resumed.append({"after_turn": 0, "at": utc_now()})
+                resumed[-1]["reply_kept"] = True
+            else:
+                reply = None
             opened, overhead = time.perf_counter(), 0.0
             async with asyncio.timeout(budget - spent) as deadline:
                 env.on_scoring = lambda: deadline.reschedule(None)  # verifying is not the policy's time
                 if messages is None:
                     messages = await env.reset()
                 first = list(messages[:2])  # the system prompt and the instruction
+
+                async def keep(save: Callable[..., Any], *args: Any) -> None:
+                    """Snapshot work, in a thread; not the policy's time."""
+                    nonlocal overhead
+                    now = time.perf_counter()
+                    await asyncio.to_thread(save, *args)
+                    cost = time.perf_counter() - now
+                    overhead += cost
+                    when = deadline.when()
+                    if when is not None:
+                        deadline.reschedule(when + cost)
+
+                def counters() -> dict[str, Any]:
+                    now = time.perf_counter()
+                    return {"rollout_id": rollout_id, "seed": seed, "usage": dict(usage),
+                            "finish_reason": finish_reason, "started_at": started_at,
+                            "budget_seconds": spent + now - opened - overhead,
+                            "seconds": earlier + now - clock, "resumed": resumed}
+
                 while not env.done:
+                    if reply is not None:
+                        message, reply = reply["message"], None
+                        messages, _, _, _ = await env.step(message)
+                        if snapshots is not None and not env.done:
+                            await keep(snapshots.save, env, rollout_id, counters())
+                        continue
                     usage["requests"] += 1
                     asked_at = time.perf_counter()
                     try:
@@ -200,19 +242,12 @@ class RolloutRunner:
                     usage["prompt_tokens"] += result.prompt_tokens or 0
                     usage["completion_tokens"] += result.completion_tokens or 0
                     finish_reason = result.finish_reason
+                    if snapshots is not None:
+                        await keep(snapshots.save_reply, rollout_id, env.turns, result.message,
+                                   counters())
                     messages, _, _, _ = await env.step(result.message)
                     if snapshots is not None and not env.done:
-                        now = time.perf_counter()
-                        await asyncio.to_thread(snapshots.save, env, rollout_id, {
-                            "rollout_id": rollout_id, "seed": seed, "usage": usage,
-                            "finish_reason": finish_reason, "started_at": started_at,
-                            "budget_seconds": spent + now - opened - overhead,
-                            "seconds": earlier + now - clock, "resumed": resumed})
-                        cost = time.perf_counter() - now  # snapshots are not the policy's time
-                        overhead += cost
-                        when = deadline.when()
-                        if when is not None:
-                            deadline.reschedule(when + cost)
+                        await keep(snapshots.save, env, rollout_id, counters())
         except TimeoutError:
             outcome = "timeout"
             error = {"type": "time_budget", "infra": False,

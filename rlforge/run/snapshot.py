@@ -8,6 +8,8 @@ request) writes the episode's state to a directory of its own:
                           workspace as its difference from the task's starting workspace
                           (`rlforge.run.workspace`), hashed as a whole
     <dir>/blobs/<sha256>  the bytes of each file the difference needs, once per content
+    <dir>/reply.json      the policy's reply that opens the next turn, written as soon as
+                          it arrives: a kill while its commands run does not ask it again
 
 episode.json is replaced atomically (written aside, fsynced, renamed), after the blobs it
 names: a kill at any moment leaves the previous turn's snapshot or this one, whole. Blobs
@@ -23,6 +25,7 @@ the run restarts that episode from its first turn and says so on the record.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -41,6 +44,7 @@ logger = logging.getLogger("rlforge.run")
 SCHEMA = 1
 EPISODE = "episode.json"
 BLOBS = "blobs"
+REPLY = "reply.json"
 
 
 @dataclass
@@ -74,6 +78,8 @@ def save(env: Environment, directory: Path, extra: dict[str, Any] | None = None)
     doc = {"schema": SCHEMA, "episode": state, "workspace": capture.workspace, **(extra or {})}
     data = json.dumps(doc, separators=(",", ":")).encode()
     write_atomic(directory / EPISODE, data, durable=True)
+    with contextlib.suppress(FileNotFoundError):  # the reply that opened this turn is in it
+        os.unlink(directory / REPLY)
     for name in os.listdir(blobs):  # contents no snapshot names any more
         if name not in capture.blobs and not name.startswith("."):
             os.unlink(blobs / name)
@@ -99,6 +105,30 @@ def load(directory: Path) -> dict[str, Any] | None:
         raise SnapshotMismatch(f"{directory / EPISODE} is not JSON ({exc})") from None
     if not isinstance(doc, dict) or doc.get("schema") != SCHEMA:
         raise SnapshotMismatch(f"{directory / EPISODE}: not a snapshot of schema {SCHEMA}")
+    return doc
+
+
+def save_reply(directory: Path, turn: int, message: dict[str, Any], extra: dict[str, Any]) -> int:
+    """Keep the policy's `message` that opens turn `turn + 1` of the episode snapshotted
+    in `directory` (after `turn` turns), with `extra` (the counters once it arrived); the
+    bytes written. The next `save` removes it."""
+    directory.mkdir(parents=True, exist_ok=True)
+    data = json.dumps({"schema": SCHEMA, "turn": turn, "message": message, **extra},
+                      separators=(",", ":")).encode()
+    write_atomic(directory / REPLY, data, durable=True)
+    return len(data)
+
+
+def load_reply(directory: Path, turn: int) -> dict[str, Any] | None:
+    """The reply kept for the turn after `turn` turns, None when there is none for it. One
+    that cannot be read is as none: the policy is asked again."""
+    try:
+        doc = json.loads((directory / REPLY).read_bytes())
+    except (OSError, ValueError):
+        return None
+    if (not isinstance(doc, dict) or doc.get("schema") != SCHEMA or doc.get("turn") != turn
+            or not isinstance(doc.get("message"), (dict, str))):
+        return None
     return doc
 
 
@@ -140,6 +170,19 @@ class EpisodeSnapshots:
                                "episodes will restart from their first turn", self.root, exc)
             self._failed = True
         return None
+
+    def save_reply(self, rollout_id: str, turn: int, message: dict[str, Any],
+                   extra: dict[str, Any]) -> None:
+        """Keep a reply that opens a turn (`save_reply`); never raises for it: a resume
+        then asks the policy again."""
+        try:
+            save_reply(self.directory(rollout_id), turn, message, extra)
+        except (OSError, TypeError, ValueError) as exc:
+            logger.info("rollout %s: the reply of turn %d not kept (%s)", rollout_id, turn + 1, exc)
+
+    def reply(self, rollout_id: str, turn: int) -> dict[str, Any] | None:
+        """The reply kept for the turn after `turn` turns (`load_reply`)."""
+        return load_reply(self.directory(rollout_id), turn)
 
     def discard(self, rollout_id: str) -> None:
         """Remove a rollout's snapshot (its record is written)."""

@@ -47,6 +47,7 @@ from rlforge.verify.standalone.protect import SUBMISSION_PATCH, is_protected
 
 PROTECTED = RULES  # the Python runner's test files and configuration
 NO_RUNNER = "no test runner found"
+FORGEABLE = "the test runner's results can be forged"
 #: what `commits.repair/<name>.j2` includes from `commits.repair/<runner>/`
 RUNNER_TEMPLATES = ("Dockerfile", "test.sh")
 SOLVE_SH = b"""#!/bin/bash
@@ -164,7 +165,14 @@ class CommitsRepair(Generator):
     def runners_seen(self) -> dict[str, str]:
         """{repository: the id of its test runner (`go@1`), or why none serves it} as the
         last `specs` found them (the build summary prints them)."""
-        return {repo: r if isinstance(r, str) else r.id for repo, r in sorted(self.detected.items())}
+        return {repo: r if isinstance(r, str) else self._seen(r)
+                for repo, r in sorted(self.detected.items())}
+
+    def _seen(self, runner: TestRunner) -> str:
+        if runner.forgeable and runner.name not in self.opts.forgeable_runners:
+            return (f"{runner.id}, whose results can be forged: no tasks unless "
+                    f"tasks.repair.forgeable_runners names it")
+        return runner.id
 
     def runners_by_repo(self, con) -> dict[str, str]:
         """`runners_seen` for the repositories in the window now (`build-tasks --list`)."""
@@ -182,6 +190,11 @@ class CommitsRepair(Generator):
             runner = self.detected[row.repo]
             if isinstance(runner, str):
                 self._reject(row, NO_RUNNER, runner)
+                continue
+            if runner.forgeable and runner.name not in o.forgeable_runners:
+                self._reject(row, FORGEABLE, f"{runner.id}: {runner.forgeable}; "
+                             f"tasks.repair.forgeable_runners = [\"{runner.name}\"] builds "
+                             "them anyway, for evaluation only")
                 continue
             why = screen(row, max_files=o.max_files, max_lines=o.max_lines, language=o.language,
                          min_message_words=o.min_message_words)

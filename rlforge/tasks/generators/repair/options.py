@@ -75,6 +75,8 @@ class RepairOptions:
     repos: list[str] = field(default_factory=list)  # only these repositories (paths or names)
     recheck: bool = False  # ignore cached build-time checks
     repo_settings: dict[str, dict] = field(default_factory=dict)
+    #: runners whose results can be forged that may still make tasks (`TestRunner.forgeable`)
+    forgeable_runners: list[str] = field(default_factory=list)
 
     @classmethod
     def resolve(cls, overrides: dict[str, Any] | None, repair: RepairSettings,
@@ -84,7 +86,8 @@ class RepairOptions:
         opts = cls(last=repair.last, max_files=repair.max_files, max_lines=repair.max_lines,
                    language=repair.language, file_hints=repair.file_hints,
                    p2p_scope=repair.p2p_scope, max_p2p=repair.max_p2p,
-                   per_test_timeout=repair.per_test_timeout, repo_settings=dict(repair.repos))
+                   per_test_timeout=repair.per_test_timeout, repo_settings=dict(repair.repos),
+                   forgeable_runners=list(repair.forgeable_runners))
         known = {f.name for f in fields(cls)}
         for key, value in (overrides or {}).items():
             if key not in known:

@@ -70,6 +70,10 @@ class TestRunner:
     verifier: ClassVar[str] = "repair"
     #: the format of the per-test results the verifier reads (the task's `result_format`)
     result_format: ClassVar[str]
+    #: why the tested code can forge this runner's results ("" : it cannot, as far as
+    #: rlforge knows); such a runner's commits make no task unless the user names it in
+    #: `tasks.repair.forgeable_runners`
+    forgeable: ClassVar[str] = ""
     #: suffixes of source files (where a fix's added lines may give the answer away)
     source_suffixes: ClassVar[tuple[str, ...]] = ()
     #: `commit_files.language` of the project's source files (default: `language`); a

@@ -83,6 +83,13 @@ class GoTest(TestRunner):
     result_format = "go-test"
     source_suffixes = (".go",)
     test_files_text = "`*_test.go` files, anything under a `testdata/` or `vendor/` directory"
+    # A red team (2026-12-06) forged a pass on 6 of 8 real tasks, on every scoring path, from
+    # an init() in a non-test file: it re-runs its own test binary and rewrites every
+    # failure but one shaped like a canary's to a PASS. Until canaries cannot be told from
+    # the hidden tests (twin binaries of the real tests with a mutated expected value, the
+    # sources out of the tree), Go tasks are for models one trusts.
+    forgeable = ("a Go test runs in one process with the submission's code, which can print "
+                 "its own results and tell the canaries from the hidden tests")
 
     def test_rules(self) -> dict:
         return RULES
