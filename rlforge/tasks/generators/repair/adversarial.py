@@ -289,6 +289,22 @@ def _module_for_p2p(workspace: dict[str, bytes], hidden: dict[str, bytes], pass_
     return None
 
 
+def failing_test_files(fail_to_pass: Sequence[str]) -> list[str]:
+    """The files (or Go package directories) of the fail-to-pass tests, sorted."""
+    return sorted({i.split("::", 1)[0] for i in fail_to_pass})
+
+
+def delete_failing_tests(workspace: dict[str, bytes], f2p_files: Sequence[str]) -> list[Submission]:
+    """The diff deleting the failing tests' files that the workspace holds, in every
+    runner's adversarial set (none when it holds none of them)."""
+    existing = [p for p in f2p_files if p in workspace]
+    if not existing:
+        return []
+    diff = "".join(deletion_diff(p, workspace[p]) for p in existing)
+    return [Submission("delete_failing_tests", {SUBMISSION_PATCH: diff.encode("utf-8", "surrogateescape")},
+                       "a diff deleting the test files with the failing tests")]
+
+
 def repair_adversarials(*, workspace: dict[str, bytes], hidden: dict[str, bytes],
                         fail_to_pass: list[str], gold_paths: list[str],
                         pass_to_pass: Sequence[str] = (), gold_diff: str = "",
@@ -298,12 +314,8 @@ def repair_adversarials(*, workspace: dict[str, bytes], hidden: dict[str, bytes]
             Submission("unreadable_patch", {SUBMISSION_PATCH: UNREADABLE_PATCH},
                        "a diff whose hunk header holds a 5,000-digit number and whose path "
                        "no file system can name")]
-    f2p_files = sorted({i.split("::", 1)[0] for i in fail_to_pass})
-    existing = [p for p in f2p_files if p in workspace]
-    if existing:
-        diff = "".join(deletion_diff(p, workspace[p]) for p in existing)
-        subs.append(Submission("delete_failing_tests", {SUBMISSION_PATCH: diff.encode("utf-8", "surrogateescape")},
-                               "a diff deleting the test files with the failing tests"))
+    f2p_files = failing_test_files(fail_to_pass)
+    subs += delete_failing_tests(workspace, f2p_files)
     skip = "import pytest as _rlforge_adv\npytestmark = _rlforge_adv.mark.skip(reason='not relevant')\n"
     skipped = {p: skip.encode() + hidden[p] for p in f2p_files if p in hidden}
     if skipped:

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import re
 
-from rlforge.tasks.generators.repair.adversarial import deletion_diff
+from rlforge.tasks.generators.repair.adversarial import delete_failing_tests, failing_test_files
 from rlforge.tasks.spec import Submission
 from rlforge.verify.standalone.protect import SUBMISSION_PATCH
 
@@ -89,12 +89,8 @@ def go_adversarials(*, workspace: dict[str, bytes], hidden: dict[str, bytes],
                     fail_to_pass: list[str], gold_paths: list[str], **_ignored) -> list[Submission]:
     """Every adversarial submission that applies to this Go task (see the module docstring)."""
     subs = [Submission("empty_patch", {SUBMISSION_PATCH: b""}, "an empty diff")]
-    f2p_files = sorted({i.split("::", 1)[0] for i in fail_to_pass})
-    existing = [p for p in f2p_files if p in workspace]
-    if existing:
-        diff = "".join(deletion_diff(p, workspace[p]) for p in existing)
-        subs.append(Submission("delete_failing_tests", {SUBMISSION_PATCH: diff.encode("utf-8", "surrogateescape")},
-                               "a diff deleting the test files with the failing tests"))
+    f2p_files = failing_test_files(fail_to_pass)
+    subs += delete_failing_tests(workspace, f2p_files)
     texts = {p: hidden[p].decode("utf-8", "surrogateescape") for p in f2p_files if p in hidden}
     if texts:
         subs.append(Submission("skip_failing_tests",

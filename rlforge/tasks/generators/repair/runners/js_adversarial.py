@@ -29,7 +29,8 @@ import json
 import re
 from collections.abc import Sequence
 
-from rlforge.tasks.generators.repair.adversarial import UNREADABLE_PATCH, deletion_diff
+from rlforge.tasks.generators.repair.adversarial import (UNREADABLE_PATCH, delete_failing_tests,
+                                                      failing_test_files)
 from rlforge.tasks.spec import Submission
 from rlforge.verify.standalone import noderun
 from rlforge.verify.standalone.protect import SUBMISSION_PATCH
@@ -110,13 +111,8 @@ def js_adversarials(*, workspace: dict[str, bytes], hidden: dict[str, bytes],
     subs = [Submission("empty_patch", {SUBMISSION_PATCH: b""}, "an empty diff"),
             Submission("unreadable_patch", {SUBMISSION_PATCH: UNREADABLE_PATCH},
                        "a diff no file system can name the path of")]
-    f2p_files = sorted({i.split("::", 1)[0] for i in fail_to_pass})
-    existing = [p for p in f2p_files if p in workspace]
-    if existing:
-        diff = "".join(deletion_diff(p, workspace[p]) for p in existing)
-        subs.append(Submission("delete_failing_tests",
-                               {SUBMISSION_PATCH: diff.encode("utf-8", "surrogateescape")},
-                               "a diff deleting the test files with the failing tests"))
+    f2p_files = failing_test_files(fail_to_pass)
+    subs += delete_failing_tests(workspace, f2p_files)
     skipped = {p: _TEST_CALL.sub(rb"\1.skip\2", hidden[p]) for p in f2p_files if p in hidden}
     if skipped:
         subs.append(Submission("skip_failing_tests", skipped, "the failing tests marked skipped"))
