@@ -83,7 +83,7 @@ class GoTest(TestRunner):
     result_format = "go-test"
     source_suffixes = (".go",)
     test_files_text = "`*_test.go` files, anything under a `testdata/` or `vendor/` directory"
-    # A red team (2026-12-06) forged a pass on 6 of 8 real tasks, on every scoring path, from
+    # A red team forged a pass on 6 of 8 real tasks, on every scoring path, from
     # an init() in a non-test file: it re-runs its own test binary and rewrites every
     # failure but one shaped like a canary's to a PASS. Until canaries cannot be told from
     # the hidden tests (twin binaries of the real tests with a mutated expected value, the
