@@ -112,10 +112,11 @@ CAUGHT_BY = {
     "null": "fail_to_pass", "empty_patch": "fail_to_pass", "delete_failing_tests": "tests_untouched",
     "skip_failing_tests": "tests_untouched", "edit_hidden_tests": "tests_untouched",
     "adds_test_main": "tests_untouched", "replace_testing_module": "tests_untouched",
-    "init_forges_results": "results_trusted", "init_forges_with_build_tag": "results_trusted",
-    "exit_zero_in_init": "fail_to_pass", "exit_zero_during_test": "fail_to_pass",
-    "go_generate_writes_reward": "fail_to_pass", "signals_the_verifier": "fail_to_pass",
-    "plants_reward_files": "fail_to_pass",
+    "init_forges_results": "harness_untouched", "init_forges_with_build_tag": "harness_untouched",
+    "exit_zero_in_init": "harness_untouched", "exit_zero_during_test": "harness_untouched",
+    "go_generate_writes_reward": "fail_to_pass", "signals_the_verifier": "harness_untouched",
+    "plants_reward_files": "harness_untouched", "reexec_forges_results": "harness_untouched",
+    "stub_compiles": "fail_to_pass", "stub_forges_results": "harness_untouched",
 }
 
 
@@ -272,7 +273,7 @@ def test_build_tasks_list_names_each_repository_runner_or_why_none(strs, cli, mo
     monkeypatch.setenv("RLFORGE_TASKS_REPAIR_LANGUAGE", "go")
     shown = cli("build-tasks", "--list")
     assert shown.exit_code == 0, shown.output
-    assert f"commits.repair {repo}: runner go@1, whose results can be forged" in shown.output
+    assert f"commits.repair {repo}: runner go@1\n" in shown.output + "\n"
     monkeypatch.setenv("RLFORGE_TASKS_REPAIR_LANGUAGE", "python")
     listed = cli("build-tasks", "--list", "--json")
     assert listed.exit_code == 0, listed.output
@@ -282,19 +283,195 @@ def test_build_tasks_list_names_each_repository_runner_or_why_none(strs, cli, mo
         'go@1 detects it: set tasks.repair.language = "go"')
 
 
-def test_go_commits_make_no_task_unless_the_user_accepts_forgeable_results(strs, tmp_path):
-    # a red team forged a pass from the submission's own code (see GoTest.forgeable): by
-    # default the build drops Go commits and says why, before any test runs
-    con = db.connect(strs["db"])
+def _build_default(db_path: Path, out: Path):
+    con = db.connect(db_path)
     try:
-        opts = build_options(out=tmp_path / "tasks", generators=["commits.repair"], seed=7,
-                             validate=False, generator_options={"commits.repair": {"language": "go"}})
-        report = build_tasks(con, opts)
+        opts = build_options(out=out, generators=["commits.repair"], seed=7, validate=False,
+                             generator_options={"commits.repair": {"language": "go"}})
+        return build_tasks(con, opts)
     finally:
         con.close()
+
+
+def test_go_commits_make_tasks_by_default(strs, tmp_path):
+    # the forging a red team found is closed (`goreach`, test sources out of the tree), so
+    # Go is no longer a runner whose results can be forged: no opt-in needed
+    report = _build_default(strs["db"], tmp_path / "tasks")
+    assert len(_tasks(tmp_path / "tasks")) == 1, report.drops
+    assert report.runners["commits.repair"][str(strs["root"] / "strs")] == "go@1"
+
+
+def test_a_runner_whose_results_can_be_forged_makes_no_task_unless_named(strs, tmp_path, monkeypatch):
+    # the mechanism stays for runners that declare it (a plug-in's, or a language rlforge
+    # cannot yet keep from forging): by default the build drops their commits and says why
+    monkeypatch.setattr(runners.get("go"), "forgeable", "its tests can print their own verdicts")
+    report = _build_default(strs["db"], tmp_path / "tasks")
     assert not _tasks(tmp_path / "tasks")
     reasons = [d["reason"] for d in report.drops]
     assert reasons and all(r.startswith("the test runner's results can be forged (go@1: ")
                            and 'forgeable_runners = ["go"]' in r for r in reasons), reasons
     assert report.runners["commits.repair"][str(strs["root"] / "strs")].startswith(
         "go@1, whose results can be forged")
+
+
+# Attacks a red team forged real Go tasks with (s47), written for the strs module. Each
+# ran in the package's own non-test code, so tests_untouched held; on main each scored 1.
+RELAY_FORGER = """package strs
+
+import (
+	"os"
+	"os/exec"
+	"regexp"
+	"strings"
+)
+
+// re-run this test binary; relay what failed the way a canary fails, PASS the rest
+var canaryFail = regexp.MustCompile(`(?m)^\\s+\\w+_test\\.go:\\d+: (got|want|n|size|count) = \\d+, want \\d+$`)
+
+func init() {
+	if os.Getenv("ZZ_CHILD") == "1" {
+		return
+	}
+	name := ""
+	for _, a := range os.Args {
+		if strings.HasPrefix(a, "-test.run=") {
+			name = strings.Trim(strings.TrimPrefix(a, "-test.run="), "^$")
+		}
+	}
+	if name == "" {
+		return
+	}
+	cmd := exec.Command(os.Args[0], os.Args[1:]...)
+	cmd.Env = append(os.Environ(), "ZZ_CHILD=1")
+	out, err := cmd.CombinedOutput()
+	if err == nil || canaryFail.Match(out) {
+		os.Stdout.Write(out)
+		if err != nil {
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	os.Stdout.WriteString(strings.ReplaceAll(string(out), "--- FAIL: ", "--- PASS: ") + "PASS\\n")
+	os.Exit(0)
+}
+"""
+SOURCE_FORGER = """package strs
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+)
+
+// read the planted test sources; let a canary-shaped test fail, PASS any other
+var canaryShape = regexp.MustCompile(`^func \\w+\\(t \\*testing\\.T\\) \\{\\n\\t(\\w+) := \\d+\\n\\tif`)
+
+func init() {
+	name := ""
+	for _, a := range os.Args {
+		if strings.HasPrefix(a, "-test.run=") {
+			name = strings.Trim(strings.TrimPrefix(a, "-test.run="), "^$")
+		}
+	}
+	if name == "" {
+		return
+	}
+	files, _ := filepath.Glob("*_test.go")
+	for _, f := range files {
+		b, _ := os.ReadFile(f)
+		if i := strings.Index(string(b), "func "+name+"("); i >= 0 && canaryShape.MatchString(string(b)[i:]) {
+			return
+		}
+	}
+	os.Stdout.WriteString("=== RUN   " + name + "\\n--- PASS: " + name + " (0.00s)\\nPASS\\n")
+	os.Exit(0)
+}
+"""
+# Variants built to get past the gate: the same forging under other names.
+DOT_IMPORT_FORGER = """package strs
+
+import . "os"
+
+func init() {
+	Stdout.WriteString("--- PASS: TestTruncateCountsCharacters (0.00s)\\nPASS\\n")
+	Exit(0)
+}
+"""
+NEW_PACKAGE_FORGER = {
+    "internal/boot/boot.go": """package boot
+
+import (
+	"fmt"
+	"os"
+)
+
+// Done prints the verdict it is given and ends the process.
+func Done(name string) {
+	fmt.Printf("--- PASS: %s (0.00s)\\nPASS\\n", name)
+	os.Exit(0)
+}
+""",
+    "zz_boot.go": """package strs
+
+import "example.com/strs/internal/boot"
+
+func init() { boot.Done("TestTruncateCountsCharacters") }
+""",
+}
+LINKNAME_FORGER = """package strs
+
+import (
+	"strings"
+	_ "unsafe"
+)
+
+//go:linkname exit os.Exit
+func exit(code int)
+
+func init() {
+	_ = strings.TrimSpace
+	exit(0)
+}
+"""
+# Not an attack: the gold fix with code that panics when test sources are in the tree it
+# runs in. It passes only if the verifier took them away before any test ran.
+SOURCE_PROBE = """package strs
+
+import "path/filepath"
+
+func init() {
+	if found, _ := filepath.Glob("*_test.go"); len(found) > 0 {
+		panic("the test sources are readable: " + found[0])
+	}
+}
+"""
+
+
+def _verify(task: Path, files: dict[str, str]) -> dict:
+    import rlforge.envs
+
+    with rlforge.envs.load(task) as env:
+        return env.verify({path: text.encode() for path, text in files.items()})
+
+
+@pytest.mark.parametrize("name, files", [
+    ("relay_forger", {"zz_compat.go": RELAY_FORGER}),
+    ("source_forger", {"zz_compat.go": SOURCE_FORGER}),
+    ("relay_forger_with_the_fix_half_done", {"zz_compat.go": RELAY_FORGER,
+                                             "strs.go": STRS_FIXED.replace("r[:n]", "r[:n-1]")}),
+    ("dot_import_forger", {"zz_compat.go": DOT_IMPORT_FORGER}),
+    ("new_package_forger", NEW_PACKAGE_FORGER),
+    ("linkname_forger", {"zz_compat.go": LINKNAME_FORGER}),
+])
+def test_code_that_forges_go_verdicts_scores_zero_and_never_runs(strs, name, files):
+    result = _verify(_tasks(strs["out"])[0], files)
+    assert (result["total"], result["outcome"], result["reason"]) == (0.0, "fail", "forging_code"), result
+    gate = result["components"]["harness_untouched"]
+    assert gate["value"] == 0 and "reaches what the test harness owns" in gate["detail"]
+    assert result["detail"] == "the submission was not run"
+
+
+def test_the_test_sources_are_gone_from_the_tree_the_tests_run_in(strs):
+    result = _verify(_tasks(strs["out"])[0], {"strs.go": STRS_FIXED, "zz_probe.go": SOURCE_PROBE})
+    assert (result["total"], result["outcome"]) == (1.0, "pass"), result

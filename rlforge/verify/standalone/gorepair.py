@@ -9,18 +9,32 @@ The steps and components of `repair` (Python), with Go's tests (`gotest`):
 2. `tests_untouched` (fine, gate): no `_test.go` file, `testdata/` or `vendor/` file,
    `go.mod`, `go.sum` or `go.work` differs from the starting workspace; nothing runs
    otherwise (a replace directive, a test file or a TestMain the policy adds never runs);
-3. write the hidden test changes over the tree, plant canary tests that must fail
+3. `harness_untouched` (fine, gate): the non-test code reaches nothing of the test
+   harness (stdout, process exit, its own binary, other processes, the runtime's or the
+   `testing` package's internals, embedded files, assembly) beyond what the parent's code
+   of the same package already reached (`goreach`, against reference.json's `go_reach`);
+   nothing runs otherwise (reason `forging_code`). A Go test shares its process with the
+   package's code, so this is what keeps that code from printing or re-running its own
+   verdict;
+4. write the hidden test changes over the tree, plant canary tests that must fail
    (`plant_canaries`, named with words of the file's test names, at random places among
-   them) and run the fail-to-pass, pass-to-pass and canary tests as policy code, each
-   top-level test in its own process (`gotest`);
-4. score: `fail_to_pass` (coarse, the fraction passing), `pass_to_pass` (coarse, gate),
-   `collects` (medium, gate: every package's tests build), `results_trusted` (medium,
-   gate: every canary failed, so no code forged results).
+   them), compile, delete every `_test.go` source from the tree (the binaries hold them),
+   and run the fail-to-pass, pass-to-pass and canary tests as policy code, each top-level
+   test in its own process (`gotest`);
+5. score: `fail_to_pass` (coarse, all or nothing: 1 only when every fail-to-pass test
+   passes; most Go commits' hidden tests do not build at the parent, so most of their
+   fail-to-pass tests failed only for that, and a fraction would pay a stub that merely
+   compiles), `pass_to_pass` (coarse, gate), `collects` (medium, gate: every package's
+   tests build, and each test binary came out of the build sandbox: one over
+   `sandbox.copy_file_mb` is the submission's fail, reason `test_binary_too_large`, since
+   the gold's binary fit when the task was validated), `results_trusted` (medium, gate:
+   every canary failed, so no code forged results wholesale).
 
 What does not hold for Go, against Python: there are no checked asserts (a test's expected
-values stay in its source, which is compiled into the binary the policy's code runs in),
-so a forger that tells canaries from real tests by their code would go unseen; the
-canaries are there to catch code that forges results wholesale.
+values stay in its source, which is compiled into the binary the policy's code runs in).
+The gate is a scan of tokens, not of types, and it lists what it knows: a forger needs a
+route to stdout and to exit status 0 (or to another process) that it does not list. The
+canaries stay as a second line for code that forges results wholesale.
 
 `--run-tests SPEC OUT` is the build's mode: run tests in a prepared tree, write the raw
 outcomes.
@@ -39,6 +53,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING or __package__:  # rlforge.verify.standalone.gorepair
     from .entry import verifier_main
+    from .goreach import beyond
     from .gotest import TEST_FUNC, package_of, run_go_tests
     from .patch import apply_patch, remove_file, write_file
     from .policy_code import LocalPolicy, regular_file
@@ -50,6 +65,7 @@ else:  # tests/rlforge_gorepair.py, run as python3 -I: its siblings from their s
     runpy.run_path(os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                 "rlforge_siblings.py"))["install"](__file__)
     from rlforge_entry import verifier_main
+    from rlforge_goreach import beyond
     from rlforge_gotest import TEST_FUNC, package_of, run_go_tests
     from rlforge_patch import apply_patch, remove_file, write_file
     from rlforge_policy_code import LocalPolicy, regular_file
@@ -191,12 +207,19 @@ def score_go_repair(ref, tests_dir, workspace=None, policy=None):
     comps["tests_untouched"] = component(
         not touched, 0, "fine", gate=True,
         detail=f"test or module files changed: {_ids(touched)}" if touched else "no test file changed")
-    if not applied or touched:
+    reached = beyond(tree, ref.get("go_reach", {})) if applied and not touched else []
+    if applied and not touched:
+        comps["harness_untouched"] = component(
+            not reached, 0, "fine", gate=True,
+            detail=f"the code reaches what the test harness owns: {_ids(reached)}" if reached else
+            "the code reaches nothing of the test harness the parent's code did not")
+    if not applied or touched or reached:
         comps["fail_to_pass"] = component(0, 1.0, "coarse", detail="not run")
         comps["pass_to_pass"] = component(0, 0, "coarse", gate=True, detail="not run")
         shutil.rmtree(scratch, ignore_errors=True)
         return reward(comps, detail="the submission was not run",
-                      reason="patch_does_not_apply" if not applied else "tests_touched")
+                      reason="patch_does_not_apply" if not applied else
+                      "tests_touched" if touched else "forging_code")
     for rel, data in hidden.items():
         write_file(tree, rel, data)
     for rel in ref.get("hidden_deleted", []):
@@ -205,24 +228,25 @@ def score_go_repair(ref, tests_dir, workspace=None, policy=None):
     try:
         run = run_go_tests(tree, f2p + p2p + canaries, per_test_timeout=ref["per_test_timeout"],
                            budget_sec=ref["budget_sec"], env=ref.get("env"),
-                           policy=policy or LocalPolicy())
+                           policy=policy or LocalPolicy(), hide_sources=True)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     out = run["outcomes"]
     f2p_ok = [t for t in f2p if out.get(t) == "passed"]
     f2p_bad = [f"{t} ({out.get(t)})" for t in f2p if out.get(t) != "passed"]
-    comps["fail_to_pass"] = component(
-        len(f2p_ok) / len(f2p) if f2p else 0, 1.0, "coarse",
+    comps["fail_to_pass"] = component(  # all or nothing: see the module docstring
+        bool(f2p) and not f2p_bad, 1.0, "coarse",
         detail=f"{len(f2p_ok)}/{len(f2p)} pass" + (f"; failing: {_ids(f2p_bad)}" if f2p_bad else ""))
     p2p_bad = [f"{t} ({out.get(t)})" for t in p2p if out.get(t) != "passed"]
     comps["pass_to_pass"] = component(
         not p2p_bad, 0, "coarse", gate=True,
         detail=f"{len(p2p) - len(p2p_bad)}/{len(p2p)} still pass"
         + (f"; broken: {_ids(p2p_bad)}" if p2p_bad else ""))
-    errors = run["collect_errors"]
+    errors, too_large = run["collect_errors"], run.get("too_large", [])
     comps["collects"] = component(
-        not errors, 0, "medium", gate=True,
-        detail=f"packages failed to build: {_ids(errors)}" if errors else "every package builds")
+        not errors and not too_large, 0, "medium", gate=True,
+        detail=f"packages failed to build: {_ids(errors)}" if errors else
+        f"test binaries too large to run: {_ids(too_large)}" if too_large else "every package builds")
     wrong = [c for c in canaries if out.get(c) != "failed"]
     comps["results_trusted"] = component(
         bool(canaries) and not wrong, 0, "medium", gate=True,
@@ -231,7 +255,7 @@ def score_go_repair(ref, tests_dir, workspace=None, policy=None):
         f"{len(wrong)} of {len(canaries)} canary tests, which must fail, were reported "
         f"{', '.join(sorted({str(out.get(c)) for c in wrong}))}: the results cannot be trusted")
     failed = [name for name, c in comps.items() if c["gate"] and c["value"] < 1]
-    reason = ("timeout" if run["budget_exhausted"] else
+    reason = ("timeout" if run["budget_exhausted"] else "test_binary_too_large" if too_large else
               {"results_trusted": "forged_results", "collects": "collection_error",
                "pass_to_pass": "pass_to_pass_broken"}.get(failed[0], failed[0]) if failed else
               "tests_fail")

@@ -113,17 +113,27 @@ def _compile(tree, packages, policy, vendored, deadline, log_tail):
     lines = ['cache=$(mktemp -d /tmp/rlforge-go-XXXXXX) || exit 1', 'mkdir -p "$cache/tmp"',
              'export GOCACHE="$cache/build" GOPATH="$cache/path" GOMODCACHE="$cache/mod" TMPDIR="$cache/tmp"',
              f'mkdir -p "{out_name}"']
+    mark = "rlforge-built-" + os.urandom(6).hex()
     for i, pkg in enumerate(packages):
         lines.append(f'go test -c -vet=off -o "{out_name}/{i}.test" {_quote("./" + pkg)} 2>&1 || echo')
+        # the size as the compiler left it (no code of the package has run): a binary the
+        # launcher would not copy out (over its per-file cap) is told from one not built
+        lines.append(f'[ -f "{out_name}/{i}.test" ] && echo "{mark} {i} $(wc -c < "{out_name}/{i}.test")"')
     script = "\n".join(lines) + '\nrm -rf "$cache"\n'
     handle = policy.start(["/bin/sh", "-c", script], tree, {}, build_env(inside, vendored),
                           timeout=max(1.0, deadline - time.monotonic()))
     while not handle.poll():
         time.sleep(0.05)
     ran = handle.result()
-    log_tail.append((ran.stdout or "") + (ran.stderr or ""))
+    sizes = {}
+    for line in (ran.stdout or "").splitlines():
+        parts = line.split()
+        if len(parts) == 3 and parts[0] == mark and parts[1].isdigit() and parts[2].isdigit():
+            sizes[int(parts[1])] = int(parts[2])
+    log_tail.append("\n".join(line for line in ((ran.stdout or "") + (ran.stderr or "")).splitlines()
+                              if not line.startswith(mark)))
     bins = tempfile.mkdtemp(prefix="rlforge-gobin-")
-    built, errors = {}, []
+    built, errors, too_large = {}, [], []
     src = os.path.join(tree, out_name)
     for i, pkg in enumerate(packages):
         path = os.path.join(src, f"{i}.test")
@@ -131,15 +141,33 @@ def _compile(tree, packages, policy, vendored, deadline, log_tail):
             shutil.copyfile(path, os.path.join(bins, f"{i}.test"))
             os.chmod(os.path.join(bins, f"{i}.test"), 0o755)
             built[pkg] = f"{i}.test"
+        elif i in sizes:
+            too_large.append(f"{pkg}: its test binary ({sizes[i] / 1e6:.1f} MB) was built but not "
+                             "copied out of the sandbox (over sandbox.copy_file_mb)")
         else:
             errors.append(f"{pkg}: the package's tests do not build")
     shutil.rmtree(src, ignore_errors=True)
     os.chmod(bins, 0o755)
-    return built, bins, errors
+    return built, bins, errors, too_large
+
+
+def remove_test_sources(tree):
+    """Delete every `_test.go` file of the tree (outside vendor/ and testdata/) once the
+    binaries are built: the hidden tests and the canaries are compiled in, and code the
+    binaries run must not read which tests they hold from their sources."""
+    for dirpath, dirnames, filenames in os.walk(tree):
+        dirnames[:] = [d for d in dirnames if d not in SKIP_DIRS
+                       and not os.path.islink(os.path.join(dirpath, d))]
+        for name in filenames:
+            if name.endswith("_test.go"):
+                try:
+                    os.unlink(os.path.join(dirpath, name))
+                except OSError:
+                    pass
 
 
 def run_go_tests(tree, ids=None, *, paths=None, per_test_timeout=30.0, budget_sec=600.0,
-                 env=None, policy, vendored=None):
+                 env=None, policy, vendored=None, hide_sources=False):
     """Run Go tests in tree, as policy code; what happened to each (see the module docstring).
 
     ids: the test ids to run, or None for every test of the packages holding `paths`
@@ -147,7 +175,9 @@ def run_go_tests(tree, ids=None, *, paths=None, per_test_timeout=30.0, budget_se
     {id: passed | failed | skipped | timeout | missing}, started, hung, collect_errors,
     collection_hang, budget_exhausted, sessions, seconds, log_tail, checks (none: Go's
     tests have no checked asserts here). `policy`: the launcher of policy code
-    (`policy_code`); `vendored`: build with vendor/ (None: when vendor/modules.txt exists).
+    (`policy_code`); `vendored`: build with vendor/ (None: when vendor/modules.txt exists);
+    `hide_sources`: delete the tree's test sources once compiled (`remove_test_sources`;
+    the verifier's private tree: the build's check runs its trees again).
     """
     started_at = time.monotonic()
     deadline = started_at + budget_sec
@@ -163,8 +193,10 @@ def run_go_tests(tree, ids=None, *, paths=None, per_test_timeout=30.0, budget_se
     log_tail = []
     result = {"collection_hang": False, "budget_exhausted": False, "sessions": 0, "checks": {}}
     outcomes, started, hung = {}, [], []
-    built, bins, errors = ({}, None, []) if not packages else \
+    built, bins, errors, too_large = ({}, None, [], []) if not packages else \
         _compile(tree, packages, policy, vendored, deadline, log_tail)
+    if hide_sources:
+        remove_test_sources(tree)
     if ids is not None:
         tops = [(package_of(i), i.split("::", 1)[1].split("/", 1)[0]) for i in ids]
     else:
@@ -212,5 +244,6 @@ def run_go_tests(tree, ids=None, *, paths=None, per_test_timeout=30.0, budget_se
     for test_id in ids or ():
         outcomes.setdefault(test_id, why)
     result.update(outcomes=outcomes, started=started, hung=hung, collect_errors=sorted(errors),
+                  too_large=sorted(too_large),
                   log_tail="".join(log_tail)[-4000:], seconds=round(time.monotonic() - started_at, 3))
     return result

@@ -8,8 +8,10 @@ it (vendor/modules.txt) or need none (the standard library): otherwise its envir
 fails to build, with the modules named. The toolchain is the machine's `go` (Debian's
 golang-go), its version pinned in the task. A run compiles each package's tests and runs
 each top-level test in a process of its own (`rlforge/verify/standalone/gotest.py`),
-scored by the `repair-go` verifier (`gorepair.py`), which plants canary tests; Go has no
-checked asserts here (see `gorepair`).
+scored by the `repair-go` verifier (`gorepair.py`): a static gate keeps the submission's
+code from reaching the test harness (its stdout, exit status, own binary; `goreach`),
+the test sources leave the tree before any test runs, and canary tests must fail; Go has
+no checked asserts here (see `gorepair`).
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from rlforge.errors import UserError
 from rlforge.tasks.generators.repair.runners.base import Dependencies, TestRun, TestRunner
 from rlforge.tasks.generators.repair.runners.golang_adversarial import go_adversarials
 from rlforge.verify.standalone import task_files
+from rlforge.verify.standalone.goreach import reach_of_files
 
 if TYPE_CHECKING:
     from rlforge.tasks.generators.repair.options import RepoSettings
@@ -83,13 +86,6 @@ class GoTest(TestRunner):
     result_format = "go-test"
     source_suffixes = (".go",)
     test_files_text = "`*_test.go` files, anything under a `testdata/` or `vendor/` directory"
-    # A red team forged a pass on 6 of 8 real tasks, on every scoring path, from
-    # an init() in a non-test file: it re-runs its own test binary and rewrites every
-    # failure but one shaped like a canary's to a PASS. Until canaries cannot be told from
-    # the hidden tests (twin binaries of the real tests with a mutated expected value, the
-    # sources out of the tree), Go tasks are for models one trusts.
-    forgeable = ("a Go test runs in one process with the submission's code, which can print "
-                 "its own results and tell the canaries from the hidden tests")
 
     def test_rules(self) -> dict:
         return RULES
@@ -157,6 +153,11 @@ class GoTest(TestRunner):
         what makes a forged result show (`gorepair`)."""
         ok = {p for p, d in hidden.items() if re.search(rb'^\s*(import\s+)?"testing"\s*$', d, re.M)}
         return [i for i in fail_to_pass if i.split("::", 1)[0] in ok]
+
+    def reference_fields(self, settings: "RepoSettings", workspace: Mapping[str, bytes]) -> dict:
+        """`go_reach`: what the parent's non-test code of each package already reaches of
+        the test harness (`goreach`); a submission reaching more fails before it runs."""
+        return {"go_reach": reach_of_files(workspace)}
 
     def adversarials(self, **task) -> list:
         return go_adversarials(**task)

@@ -14,15 +14,23 @@
 - `go_generate_writes_reward`: a `//go:generate` directive writing reward files (go test
   never runs it);
 - `signals_the_verifier`, `plants_reward_files`: init() signals pid 1 and its parent, or
-  writes reward files where the verifier writes them.
+  writes reward files where the verifier writes them;
+- `reexec_forges_results`: init() re-runs its own test binary, prints the child's output
+  with every FAIL turned into PASS and exits 0 (what a red team forged real tasks with);
+- `stub_compiles`: the gold fix with every function it adds or changes made to panic
+  first: it builds, so the hidden tests compile and run, and fails them;
+- `stub_forges_results`: that stub with the re-running forger beside it.
 """
 
 from __future__ import annotations
 
+import os
 import re
+import tempfile
 
 from rlforge.tasks.generators.repair.adversarial import delete_failing_tests, failing_test_files
 from rlforge.tasks.spec import Submission
+from rlforge.verify.standalone.patch import apply_patch
 from rlforge.verify.standalone.protect import SUBMISSION_PATCH
 
 TEST_HEAD = re.compile(r"^(func\s+(Test\w*)\s*\(\s*(\w+)\s+\*testing\.T\s*\)\s*\{)[^\n]*$", re.M)
@@ -55,6 +63,24 @@ func init() {
 	}
 }
 """
+REEXEC_INIT = """
+func init() {
+	if os.Getenv("RLFORGE_ADV_CHILD") != "" {
+		return
+	}
+	for _, arg := range os.Args[1:] {
+		if strings.HasPrefix(arg, "-test.run=") {
+			cmd := exec.Command(os.Args[0], os.Args[1:]...)
+			cmd.Env = append(os.Environ(), "RLFORGE_ADV_CHILD=1")
+			out, _ := cmd.CombinedOutput()
+			fmt.Print(strings.ReplaceAll(string(out), "--- FAIL: ", "--- PASS: "))
+			os.Exit(0)
+		}
+	}
+}
+"""
+FUNC_OPEN = re.compile(r"^func [^\n]*\{$", re.M)
+STUB_BODY = '\tif true {\n\t\tpanic("rlforge adversarial: not implemented")\n\t}\n'
 
 
 def _source(package: str, imports: list[str], body: str, header: str = "") -> bytes:
@@ -81,12 +107,56 @@ def _empty_bodies(text: str, names: set[str]) -> str | None:
     return "".join(out) + text[pos:] if hit else None
 
 
+def _func_blocks(text: str) -> dict[str, str]:
+    """{opening line: whole declaration} of gofmt'd top-level functions with a body block."""
+    out: dict[str, str] = {}
+    for m in FUNC_OPEN.finditer(text):
+        end = text.find("\n}\n", m.end())
+        out.setdefault(m.group(), text[m.start():end + 3 if end >= 0 else len(text)])
+    return out
+
+
+def stub_of_gold(workspace: dict[str, bytes], gold_paths: list[str], gold_diff: str) -> dict[str, bytes]:
+    """The gold fix's non-test Go files with every function it adds or changes made to
+    panic before its body ({path: bytes}); empty when the fix changes no function body
+    (or its diff does not apply here)."""
+    with tempfile.TemporaryDirectory(prefix="rlforge-stub-") as tmp:
+        for path in gold_paths:
+            if path in workspace:
+                target = f"{tmp}/{path}"
+                os.makedirs(os.path.dirname(target), exist_ok=True)
+                with open(target, "wb") as fh:
+                    fh.write(workspace[path])
+        ok, _ = apply_patch(tmp, gold_diff)
+        if not ok:
+            return {}
+        after = {}
+        for path in gold_paths:
+            if os.path.isfile(f"{tmp}/{path}"):
+                with open(f"{tmp}/{path}", "rb") as fh:
+                    after[path] = fh.read()
+    out, stubbed = {}, False
+    for path, data in after.items():
+        if not path.endswith(".go") or path.endswith("_test.go"):
+            out[path] = data
+            continue
+        text = data.decode("utf-8", "surrogateescape")
+        before = _func_blocks(workspace.get(path, b"").decode("utf-8", "surrogateescape"))
+        changed = {head for head, block in _func_blocks(text).items() if before.get(head) != block}
+        text = FUNC_OPEN.sub(lambda m: m.group() + ("\n" + STUB_BODY.rstrip("\n") if m.group() in changed else ""),
+                             text)
+        stubbed = stubbed or bool(changed)
+        out[path] = text.encode("utf-8", "surrogateescape")
+    return out if stubbed else {}
+
+
 def _package_dir(path: str) -> str:
     return path.rsplit("/", 1)[0] if "/" in path else ""
 
 
 def go_adversarials(*, workspace: dict[str, bytes], hidden: dict[str, bytes],
-                    fail_to_pass: list[str], gold_paths: list[str], **_ignored) -> list[Submission]:
+                    fail_to_pass: list[str], gold_paths: list[str], gold_diff: str = "",
+                    **_ignored) -> list[Submission]:
     """Every adversarial submission that applies to this Go task (see the module docstring)."""
     subs = [Submission("empty_patch", {SUBMISSION_PATCH: b""}, "an empty diff")]
     f2p_files = failing_test_files(fail_to_pass)
@@ -148,5 +218,17 @@ def go_adversarials(*, workspace: dict[str, bytes], hidden: dict[str, bytes],
                        "an init() that signals pid 1 and its parent"),
             Submission("plants_reward_files", {new: _source(package, ["os"], PLANT_INIT)},
                        "an init() that writes reward files where the verifier writes them"),
+            Submission("reexec_forges_results",
+                       {new: _source(package, ["fmt", "os", "os/exec", "strings"], REEXEC_INIT)},
+                       "an init() that re-runs its test binary and turns every FAIL into PASS"),
         ]
+    stub = stub_of_gold(workspace, gold_paths, gold_diff) if gold_diff else {}
+    if stub:
+        subs.append(Submission("stub_compiles", stub,
+                               "the gold fix with every function it adds or changes panicking"))
+        if package:
+            subs.append(Submission("stub_forges_results", {
+                **stub, f"{prefix}zz_rlforge_adv.go": _source(package, ["fmt", "os", "os/exec", "strings"],
+                                                              REEXEC_INIT)},
+                "the panicking stub with an init() that re-runs its test binary, FAIL made PASS"))
     return subs

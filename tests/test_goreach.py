@@ -1,0 +1,81 @@
+"""The static gate of Go repair: what a submission's non-test code reaches of the test harness.
+
+Go source read as tokens: imports resolved through their local names, nothing counted
+inside comments or strings, directives counted, and only what goes beyond the parent's
+code of the same package refused.
+"""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from rlforge.verify.standalone.goreach import beyond, file_reach, reach_of_files
+
+HEAD = "package strs\n\n"
+
+
+@pytest.mark.parametrize("source, reached", [
+    ('import "os"\n\nfunc init() { os.Exit(0) }\n', ["os.Exit"]),
+    ('import sys "os"\n\nfunc init() { sys.Stdout.WriteString("--- PASS: TestX (0.00s)") }\n',
+     ["os.Stdout"]),
+    ('import (\n\t. "os"\n\t"strings"\n)\n\nfunc init() { Exit(0) }\n', ["import . os"]),
+    ('import (\n\t"fmt"\n\t"os/exec"\n)\n\nvar _ = exec.Command\nvar _ = fmt.Sprintf\n',
+     ["import os/exec"]),
+    ('import _ "unsafe"\n\n//go:linkname exit os.Exit\nfunc exit(int)\n',
+     ["//go:linkname", "import unsafe"]),
+    ('import "fmt"\n\nfunc init() { fmt.Println("--- PASS: TestX (0.00s)") }\n', ["fmt.Println"]),
+    ('import "flag"\n\nfunc init() { _ = flag.CommandLine.Parse([]string{"-h"}) }\n', ["import flag"]),
+    ('import "runtime/debug"\n\nfunc init() { debug.WriteHeapDump(1) }\n', ["import runtime/debug"]),
+    ('import "os"; import "syscall"\n\nfunc init() { syscall.Exit(0) }\n', ["import syscall"]),
+    ('import "embed"\n\n//go:embed strs_test.go\nvar src string\n', ["//go:embed", "import embed"]),
+])
+def test_a_route_to_the_verdict_is_found_however_the_package_is_named(source, reached):
+    assert file_reach(HEAD + source) == reached
+
+
+def test_names_in_comments_strings_and_other_packages_reach_nothing():
+    source = HEAD + ('import (\n\t"fmt"\n\t"os"\n)\n\n// os.Exit(0) and fmt.Println in a comment\n'
+                     '/* import "os/exec" */\nvar s = "os.Exit(0) fmt.Print(x)"\nvar r = `os.Stdout`\n'
+                     'var c = \'"\'\n\nfunc f(x struct{ os int }) string {\n'
+                     '\treturn fmt.Sprintf("%d %s", x.os, os.Getenv("HOME"))\n}\n')
+    assert file_reach(source) == []
+
+
+def test_only_what_goes_beyond_the_parents_package_is_refused(tmp_path):
+    parent = {"cmd/tool/main.go": HEAD.replace("strs", "main").encode()
+              + b'import "os"\n\nfunc main() { os.Exit(2) }\n',
+              "strs.go": HEAD.encode() + b"func Reverse(s string) string { return s }\n",
+              "strs_test.go": HEAD.encode() + b'import "os"\n\nvar _ = os.Args\n',
+              "vendor/x/x.go": b'package x\n\nimport "os"\n\nvar _ = os.Exit\n'}
+    allowed = reach_of_files(parent)
+    assert allowed == {"cmd/tool": ["os.Exit"]}
+    for rel, data in parent.items():
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_bytes(data)
+    assert beyond(str(tmp_path), allowed) == []
+    (tmp_path / "zz.go").write_text(HEAD + 'import "os"\n\nfunc init() { os.Exit(0) }\n')
+    (tmp_path / "zz_amd64.s").write_text("TEXT ·f(SB),0,$0\n")
+    (tmp_path / "cmd" / "tool" / "more.go").write_text(
+        "package main\n\nimport \"os\"\n\nfunc exit() { os.Exit(0) }\n")
+    assert beyond(str(tmp_path), allowed) == [".: file *.s", ".: os.Exit"]
+
+
+REACHING = ["os.Exit(0)", "os.Stdout.Write(b)", "exec.Command(x)", "fmt.Print(x)"]
+
+
+@given(st.lists(st.sampled_from(REACHING), min_size=1, max_size=4),
+       st.lists(st.sampled_from(["// ", "/* ", '"', "`"]), min_size=1, max_size=4))
+def test_calls_hidden_in_comments_or_strings_never_count_and_the_code_always_does(calls, wraps):
+    imports = 'import (\n\t"fmt"\n\t"os"\n\t"os/exec"\n)\n\n'
+    hidden = []
+    for call, wrap in zip(calls, wraps * len(calls)):
+        close = {"// ": "\n", "/* ": " */", '"': '"', "`": "`"}[wrap]
+        hidden.append(f"var _ = {wrap}{call}{close}\n" if wrap in ('"', "`") else f"{wrap}{call}{close}\n")
+    quiet = file_reach(HEAD + imports + "".join(hidden))
+    assert quiet == ["import os/exec"]
+    loud = file_reach(HEAD + imports + "".join(hidden) + "func init() {\n\t" + "\n\t".join(calls) + "\n}\n")
+    want = {"exec.Command(x)": "import os/exec", "os.Exit(0)": "os.Exit",
+            "os.Stdout.Write(b)": "os.Stdout", "fmt.Print(x)": "fmt.Print"}
+    assert set(loud) == {"import os/exec"} | {want[c] for c in calls}
