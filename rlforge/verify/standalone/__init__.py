@@ -20,7 +20,10 @@ give the same reward.
     plugin       the pytest plugin inside the test process, and what it sends
     asserts      checked asserts: the literals stay here, the values come out
     canaries     planted tests that must fail
+    repairscore  what every repair entry does around its test run: the private tree, the
+                 protected-files gate, the hidden tests written, the components scored
     gotest       Go tests compiled, then run one top-level test a process, as policy code
+    goreach      what a Go submission's code reaches of the test harness (a static gate)
     siblings     how an entry in tests/ loads the others: from their source, only
 
 One file, two names. A module is copied into tests/ as `rlforge_<module>.py` and there

@@ -46,19 +46,15 @@ import json
 import os
 import random
 import re
-import shutil
 import sys
-import tempfile
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING or __package__:  # rlforge.verify.standalone.gorepair
     from .entry import verifier_main
     from .goreach import beyond
     from .gotest import TEST_FUNC, package_of, run_go_tests
-    from .patch import apply_patch, remove_file, write_file
     from .policy_code import LocalPolicy, regular_file
-    from .protect import SUBMISSION_PATCH, copy_workspace, touched_protected
-    from .rewards import component, reward
+    from .repairscore import ids_text, open_attempt
 else:  # tests/rlforge_gorepair.py, run as python3 -I: its siblings from their source beside it
     import runpy
 
@@ -67,10 +63,8 @@ else:  # tests/rlforge_gorepair.py, run as python3 -I: its siblings from their s
     from rlforge_entry import verifier_main
     from rlforge_goreach import beyond
     from rlforge_gotest import TEST_FUNC, package_of, run_go_tests
-    from rlforge_patch import apply_patch, remove_file, write_file
     from rlforge_policy_code import LocalPolicy, regular_file
-    from rlforge_protect import SUBMISSION_PATCH, copy_workspace, touched_protected
-    from rlforge_rewards import component, reward
+    from rlforge_repairscore import ids_text, open_attempt
 
 CANARIES = 3
 CANARY_BODY = """func {name}(t *testing.T) {{
@@ -173,94 +167,35 @@ def plant_canaries(tree, fail_to_pass, count=CANARIES, rng=None):
     return ids
 
 
-def _ids(ids, limit=5):
-    shown = ", ".join(ids[:limit])
-    return shown + (f" and {len(ids) - limit} more" if len(ids) > limit else "")
-
-
 def score_go_repair(ref, tests_dir, workspace=None, policy=None):
     """Score the workspace (default ref['workspace']); see the module docstring."""
-    hidden = {}
-    root = os.path.join(tests_dir, ref.get("hidden_dir", "hidden"))
-    for rel in ref.get("hidden_files", []):  # everything trusted is read before code runs
-        with open(os.path.join(root, rel), "rb") as fh:
-            hidden[rel] = fh.read()
+    attempt = open_attempt(ref, tests_dir, workspace)  # hidden tests read before code runs
     f2p, p2p = list(ref["fail_to_pass"]), list(ref["pass_to_pass"])
-    comps = {}
-    scratch = tempfile.mkdtemp(prefix="rlforge-tree-")
-    tree = os.path.join(scratch, "app")
-    os.mkdir(tree)
-    ws = workspace or ref["workspace"]
+    attempt.untouched(what="test or module files")
+    if not attempt.refused:
+        attempt.gate("harness_untouched", beyond(attempt.tree, ref.get("go_reach", {})), "fine",
+                     "the code reaches nothing of the test harness the parent's code did not",
+                     "the code reaches what the test harness owns", "forging_code")
+    if attempt.refused:
+        return attempt.not_run()
+    attempt.write_hidden()
+    canaries = plant_canaries(attempt.tree, f2p)
     try:
-        copy_workspace(ws, tree)
-        patch_file = os.path.join(ws, ref.get("submission_patch", SUBMISSION_PATCH))
-        if regular_file(patch_file):
-            with open(patch_file, "rb") as fh:
-                text = fh.read(20_000_000).decode("utf-8", "surrogateescape")
-            applied, detail = apply_patch(tree, text)
-        else:
-            applied, detail = True, "workspace submitted as is"
-    except OSError as exc:
-        applied, detail = False, f"the workspace could not be read: {exc}"
-    comps["patch_applies"] = component(applied, 0, "medium", gate=True, detail=detail)
-    touched = touched_protected(tree, ref["protected"], ref["base_protected"]) if applied else []
-    comps["tests_untouched"] = component(
-        not touched, 0, "fine", gate=True,
-        detail=f"test or module files changed: {_ids(touched)}" if touched else "no test file changed")
-    reached = beyond(tree, ref.get("go_reach", {})) if applied and not touched else []
-    if applied and not touched:
-        comps["harness_untouched"] = component(
-            not reached, 0, "fine", gate=True,
-            detail=f"the code reaches what the test harness owns: {_ids(reached)}" if reached else
-            "the code reaches nothing of the test harness the parent's code did not")
-    if not applied or touched or reached:
-        comps["fail_to_pass"] = component(0, 1.0, "coarse", detail="not run")
-        comps["pass_to_pass"] = component(0, 0, "coarse", gate=True, detail="not run")
-        shutil.rmtree(scratch, ignore_errors=True)
-        return reward(comps, detail="the submission was not run",
-                      reason="patch_does_not_apply" if not applied else
-                      "tests_touched" if touched else "forging_code")
-    for rel, data in hidden.items():
-        write_file(tree, rel, data)
-    for rel in ref.get("hidden_deleted", []):
-        remove_file(tree, rel)
-    canaries = plant_canaries(tree, f2p)
-    try:
-        run = run_go_tests(tree, f2p + p2p + canaries, per_test_timeout=ref["per_test_timeout"],
+        run = run_go_tests(attempt.tree, f2p + p2p + canaries, per_test_timeout=ref["per_test_timeout"],
                            budget_sec=ref["budget_sec"], env=ref.get("env"),
                            policy=policy or LocalPolicy(), hide_sources=True)
     finally:
-        shutil.rmtree(scratch, ignore_errors=True)
-    out = run["outcomes"]
-    f2p_ok = [t for t in f2p if out.get(t) == "passed"]
-    f2p_bad = [f"{t} ({out.get(t)})" for t in f2p if out.get(t) != "passed"]
-    comps["fail_to_pass"] = component(  # all or nothing: see the module docstring
-        bool(f2p) and not f2p_bad, 1.0, "coarse",
-        detail=f"{len(f2p_ok)}/{len(f2p)} pass" + (f"; failing: {_ids(f2p_bad)}" if f2p_bad else ""))
-    p2p_bad = [f"{t} ({out.get(t)})" for t in p2p if out.get(t) != "passed"]
-    comps["pass_to_pass"] = component(
-        not p2p_bad, 0, "coarse", gate=True,
-        detail=f"{len(p2p) - len(p2p_bad)}/{len(p2p)} still pass"
-        + (f"; broken: {_ids(p2p_bad)}" if p2p_bad else ""))
+        attempt.close()
     errors, too_large = run["collect_errors"], run.get("too_large", [])
-    comps["collects"] = component(
-        not errors and not too_large, 0, "medium", gate=True,
-        detail=f"packages failed to build: {_ids(errors)}" if errors else
-        f"test binaries too large to run: {_ids(too_large)}" if too_large else "every package builds")
-    wrong = [c for c in canaries if out.get(c) != "failed"]
-    comps["results_trusted"] = component(
-        bool(canaries) and not wrong, 0, "medium", gate=True,
-        detail="every canary test failed, as it must" if canaries and not wrong else
-        "no canary could be planted" if not canaries else
-        f"{len(wrong)} of {len(canaries)} canary tests, which must fail, were reported "
-        f"{', '.join(sorted({str(out.get(c)) for c in wrong}))}: the results cannot be trusted")
-    failed = [name for name, c in comps.items() if c["gate"] and c["value"] < 1]
-    reason = ("timeout" if run["budget_exhausted"] else "test_binary_too_large" if too_large else
-              {"results_trusted": "forged_results", "collects": "collection_error",
-               "pass_to_pass": "pass_to_pass_broken"}.get(failed[0], failed[0]) if failed else
-              "tests_fail")
-    return reward(comps, detail=f"{run['sessions']} test process(es), {run['seconds']:.1f}s"
-                  + ("; a test hung" if run["hung"] else ""), reason=reason)
+    return attempt.score(
+        run, run["outcomes"], canaries, partial=False, canaries_required=True,
+        collects=(not errors and not too_large,
+                  f"packages failed to build: {ids_text(errors)}" if errors else
+                  f"test binaries too large to run: {ids_text(too_large)}" if too_large else
+                  "every package builds"),
+        detail=f"{run['sessions']} test process(es), {run['seconds']:.1f}s"
+        + ("; a test hung" if run["hung"] else ""),
+        reason="timeout" if run["budget_exhausted"] else "test_binary_too_large" if too_large else "")
 
 
 def run_only(spec_path, out_path):

@@ -32,20 +32,16 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import sys
-import tempfile
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING or __package__:  # rlforge.verify.standalone.repair
     from .asserts import apply_checks, externalize_checks, keys_by_file
     from .canaries import add_canaries
     from .entry import verifier_main
-    from .patch import apply_patch, remove_file, write_file
     from .policy_code import LocalPolicy, regular_file
-    from .protect import (SUBMISSION_PATCH, copy_workspace, installed_modules, shadow_modules,
-                          touched_protected, tree_hashes)
-    from .rewards import component, reward
+    from .protect import installed_modules, shadow_modules, tree_hashes
+    from .repairscore import ids_text, open_attempt
     from .testrun import environment_site_dirs, run_tests
 else:  # tests/rlforge_repair.py, run as python3 -I: its siblings from their source beside it
     import runpy
@@ -55,71 +51,28 @@ else:  # tests/rlforge_repair.py, run as python3 -I: its siblings from their sou
     from rlforge_asserts import apply_checks, externalize_checks, keys_by_file
     from rlforge_canaries import add_canaries
     from rlforge_entry import verifier_main
-    from rlforge_patch import apply_patch, remove_file, write_file
     from rlforge_policy_code import LocalPolicy, regular_file
-    from rlforge_protect import (SUBMISSION_PATCH, copy_workspace, installed_modules, shadow_modules,
-                                 touched_protected, tree_hashes)
-    from rlforge_rewards import component, reward
+    from rlforge_protect import installed_modules, shadow_modules, tree_hashes
+    from rlforge_repairscore import ids_text, open_attempt
     from rlforge_testrun import environment_site_dirs, run_tests
-
-
-def _load_hidden(ref, tests_dir):
-    hidden = {}
-    root = os.path.join(tests_dir, ref.get("hidden_dir", "hidden"))
-    for rel in ref.get("hidden_files", []):
-        with open(os.path.join(root, rel), "rb") as fh:
-            hidden[rel] = fh.read()
-    return hidden
-
-
-def _ids(ids, limit=5):
-    shown = ", ".join(ids[:limit])
-    return shown + (f" and {len(ids) - limit} more" if len(ids) > limit else "")
 
 
 def score_repair(ref, tests_dir, workspace=None, policy=None):
     """Score the workspace (default ref['workspace']); see the module docstring."""
-    hidden = _load_hidden(ref, tests_dir)  # everything trusted is read before code runs
+    attempt = open_attempt(ref, tests_dir, workspace)  # hidden tests read before code runs
+    tree, hidden = attempt.tree, attempt.hidden
     f2p, p2p = list(ref["fail_to_pass"]), list(ref["pass_to_pass"])
-    comps = {}
-    scratch = tempfile.mkdtemp(prefix="rlforge-tree-")
-    tree = os.path.join(scratch, "app")
-    os.mkdir(tree)
-    ws = workspace or ref["workspace"]
     roots = [""] + list(ref.get("pythonpath", []))
-    try:
-        copy_workspace(ws, tree)
-        patch_file = os.path.join(ws, ref.get("submission_patch", SUBMISSION_PATCH))
-        if regular_file(patch_file):
-            with open(patch_file, "rb") as fh:
-                text = fh.read(20_000_000).decode("utf-8", "surrogateescape")
-            applied, detail = apply_patch(tree, text)
-        else:
-            applied, detail = True, "workspace submitted as is"
-    except OSError as exc:
-        applied, detail = False, f"the workspace could not be read: {exc}"
-    comps["patch_applies"] = component(applied, 0, "medium", gate=True, detail=detail)
-    touched = []
-    if applied:
-        touched = touched_protected(tree, ref["protected"], ref["base_protected"])
+    shadows = []
+    if attempt.applied:
         now = sorted(tree_hashes(tree))
         policy = policy or LocalPolicy()
-        touched += shadow_modules(now, roots, set(ref.get("base_modules", [])),
-                                  installed_modules(environment_site_dirs(policy, ref["test_command"])))
-        touched = sorted(set(touched))
-    comps["tests_untouched"] = component(
-        not touched, 0, "fine", gate=True,
-        detail=f"test or runner files changed: {_ids(touched)}" if touched else "no test file changed")
-    if not applied or touched:
-        comps["fail_to_pass"] = component(0, 1.0, "coarse", detail="not run")
-        comps["pass_to_pass"] = component(0, 0, "coarse", gate=True, detail="not run")
-        shutil.rmtree(scratch, ignore_errors=True)
-        return reward(comps, detail="the submission was not run",
-                      reason="patch_does_not_apply" if not applied else "tests_touched")
-    for rel, data in hidden.items():
-        write_file(tree, rel, data)
-    for rel in ref.get("hidden_deleted", []):
-        remove_file(tree, rel)
+        shadows = shadow_modules(now, roots, set(ref.get("base_modules", [])),
+                                 installed_modules(environment_site_dirs(policy, ref["test_command"])))
+    attempt.untouched(shadows)
+    if attempt.refused:
+        return attempt.not_run()
+    attempt.write_hidden()
     canaries = add_canaries(tree, f2p)
     check_name, plan = "_rlforge_check_" + os.urandom(6).hex(), {}
     f2p_keys = {rel: keys for rel, keys in keys_by_file(f2p).items() if rel in hidden}
@@ -151,39 +104,19 @@ def score_repair(ref, tests_dir, workspace=None, policy=None):
                         budget_sec=ref["budget_sec"], pythonpath=ref.get("pythonpath", []),
                         env=ref.get("env"), policy=policy, check_name=check_name)
     finally:
-        shutil.rmtree(scratch, ignore_errors=True)
+        attempt.close()
     out, contradicted = apply_checks(run["outcomes"], run["checks"], plan)
-    f2p_ok = [t for t in f2p if out.get(t) == "passed"]
-    f2p_bad = [f"{t} ({contradicted.get(t) or out.get(t)})" for t in f2p if out.get(t) != "passed"]
-    comps["fail_to_pass"] = component(
-        len(f2p_ok) / len(f2p) if f2p else 0, 1.0, "coarse",
-        detail=f"{len(f2p_ok)}/{len(f2p)} pass" + (f"; failing: {_ids(f2p_bad)}" if f2p_bad else ""))
-    p2p_bad = [f"{t} ({out.get(t)})" for t in p2p if out.get(t) != "passed"]
-    comps["pass_to_pass"] = component(
-        not p2p_bad, 0, "coarse", gate=True,
-        detail=f"{len(p2p) - len(p2p_bad)}/{len(p2p)} still pass"
-        + (f"; broken: {_ids(p2p_bad)}" if p2p_bad else ""))
     errors = run["collect_errors"]
-    comps["collects"] = component(
-        not errors, 0, "medium", gate=True,
-        detail=f"test files failed to import: {_ids(errors)}" if errors else "every test file imports")
-    if canaries:
-        wrong = [c for c in canaries if out.get(c) != "failed"]
-        comps["results_trusted"] = component(
-            not wrong, 0, "medium", gate=True,
-            detail="every canary test failed, as it must" if not wrong else
-            f"{len(wrong)} of {len(canaries)} canary tests, which must fail, were reported "
-            f"{', '.join(sorted({str(out.get(c)) for c in wrong}))}: the results cannot be trusted")
     extra = "; a test hung" if run["hung"] else ""
-    if run["budget_exhausted"] or run["collection_hang"]:
+    cut = run["budget_exhausted"] or run["collection_hang"]
+    if cut:
         extra = "; the test run was cut off (time budget)"
-    failed = [name for name, c in comps.items() if c["gate"] and c["value"] < 1]
-    reason = ("timeout" if run["budget_exhausted"] or run["collection_hang"] else
-              {"results_trusted": "forged_results", "collects": "collection_error",
-               "pass_to_pass": "pass_to_pass_broken"}.get(failed[0], failed[0]) if failed else
-              "tests_fail")
-    return reward(comps, detail=f"{run['sessions']} session(s), {run['seconds']:.1f}s{extra}",
-                  reason=reason)
+    return attempt.score(
+        run, out, canaries, why=contradicted,
+        collects=(not errors, f"test files failed to import: {ids_text(errors)}" if errors else
+                  "every test file imports"),
+        detail=f"{run['sessions']} session(s), {run['seconds']:.1f}s{extra}",
+        reason="timeout" if cut else "")
 
 
 def run_only(spec_path, out_path):
