@@ -62,6 +62,15 @@ def test_only_what_goes_beyond_the_parents_package_is_refused(tmp_path):
     assert beyond(str(tmp_path), allowed) == [".: file *.s", ".: os.Exit"]
 
 
+def test_code_past_what_the_scan_reads_is_refused_whole(tmp_path, monkeypatch):
+    from rlforge.verify.standalone import goreach
+
+    monkeypatch.setattr(goreach, "MAX_FILE", 1000)
+    padded = HEAD + "// " + "x" * 1200 + '\nimport "os"\n\nfunc init() { os.Exit(0) }\n'
+    (tmp_path / "zz.go").write_text(padded)
+    assert beyond(str(tmp_path), {}) == [".: file zz.go over 1000 bytes"]
+
+
 REACHING = ["os.Exit(0)", "os.Stdout.Write(b)", "exec.Command(x)", "fmt.Print(x)"]
 
 

@@ -186,8 +186,13 @@ def reach_of_tree(tree):
             if not (_counted(rel) or rel == "go.mod") or os.path.islink(path) or not os.path.isfile(path):
                 continue
             with open(path, "rb") as fh:
-                files[rel] = fh.read(MAX_FILE)
-    return reach_of_files(files)
+                files[rel] = fh.read(MAX_FILE + 1)
+    big = {rel for rel, data in files.items() if len(data) > MAX_FILE}
+    out = reach_of_files({rel: data for rel, data in files.items() if rel not in big})
+    for rel in sorted(big):  # what the scan cannot read whole counts as reaching everything
+        out.setdefault(_package_dir(rel), []).append(f"file {rel.rsplit('/', 1)[-1]} over "
+                                                     f"{MAX_FILE} bytes")
+    return out
 
 
 def beyond(tree, allowed):
