@@ -30,13 +30,17 @@ How a run is kept honest, as far as one process of JavaScript can be:
   written by someone else), and one that exits 0 while a failure was reported keeps it;
 - a file whose run outlives `collect_timeout + per_test_timeout` is killed: its tests
   that reported nothing are `timeout`, the file is `hung`.
+- checked asserts (`jsasserts`) append their values to a file named by
+  `RLFORGE_JS_CHECKS` beside the report; they come back as `checks` ({file: {index:
+  [values]}}) for the verifier to compare with literals this process never holds.
 
 What does not hold: the tested code runs in the same process as the runner and its
 reporter (Jest and Mocha in band, node's test runner in a child whose reports the parent
 parses from its stdout). Code that patches the runner's internals, or learns the report's
 path (from the runner's argv, readable in /proc by the same uid) and writes a passing
-report before calling `process.exit(0)`, forges its own file's outcomes; canary tests and
-checked asserts (the verifier's) are what catch that.
+report before calling `process.exit(0)`, forges its own file's outcomes, and code that
+reads its test file can spare the canaries; checked asserts (compared by the verifier,
+`noderepair`) are what catch that.
 """
 
 from __future__ import annotations
