@@ -123,7 +123,7 @@ def test_the_fix_becomes_a_javascript_task_with_its_checked_test(slug):
     meta = tomllib.loads((task / "task.toml").read_text())["metadata"]["rlforge"]
     assert meta["node_requirements"] == []
     instruction = (task / "instruction.md").read_text()
-    assert "The Javascript project" in instruction or "The JavaScript project" in instruction
+    assert "The JavaScript project **slug**" in instruction
     # the expected value is nowhere the policy looks
     assert "rock-roll" not in instruction
     assert "rock-roll" not in (task / "environment" / "app" / "test" / "lib.test.js").read_text()

@@ -140,6 +140,7 @@ class NodeTests(TestRunner):
     manifests = (MANIFEST,)
     verifier = "repair-js"
     result_format = "node-json"
+    language_name = "JavaScript"
     source_suffixes = noderun.SCRIPT_SUFFIXES
 
     def test_rules(self) -> dict:
@@ -257,4 +258,5 @@ class TypeScriptTests(NodeTests):
 
     name = "typescript"
     language = "typescript"
+    language_name = "TypeScript"
     description = "TypeScript npm packages: the javascript runner (Vitest, Jest with a transform, Mocha)"
