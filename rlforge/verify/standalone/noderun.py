@@ -166,13 +166,28 @@ def isolate_packages(tree, env):
             os.symlink(os.path.join(modules, name), os.path.join(root, name))
 
 
+def entry_of(modules, framework):
+    """The framework's command-line script in the environment's `modules`: the `bin` its
+    package.json names (Mocha's moved from bin/mocha to bin/mocha.js in version 10),
+    else the one of current versions (`ENTRY`)."""
+    try:
+        with open(os.path.join(modules, framework, "package.json"), encoding="utf-8") as fh:
+            bin_ = json.load(fh).get("bin")
+        rel = bin_.get(framework) if isinstance(bin_, dict) else bin_
+        if isinstance(rel, str) and os.path.isfile(os.path.join(modules, framework, rel)):
+            return os.path.normpath(os.path.join(modules, framework, rel))
+    except (OSError, ValueError, AttributeError):
+        pass
+    return os.path.join(modules, ENTRY[framework])
+
+
 def command(framework, env, rel, report, reporter):
     """argv of one framework's run of the test file `rel`, its report going to `report`."""
     modules = os.path.join(env, "node_modules")
     if framework == "node":
         return ["node", "--test", f"--test-reporter={reporter}",
                 f"--test-reporter-destination={report}", rel]
-    entry = os.path.join(modules, ENTRY[framework])
+    entry = entry_of(modules, framework)
     if framework == "jest":
         return ["node", entry, "--ci", "--no-cache", "--colors=false", "--watchman=false",
                 "--json", f"--outputFile={report}", "--runTestsByPath", rel]
