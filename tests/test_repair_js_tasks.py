@@ -259,3 +259,18 @@ test(`tpl`, () => { expect(y).toBe(1) });
     assert ", 6)" not in body.split("it.each")[0] and "[20]" not in body
     assert body.count("\n") >= source.decode().count("\n")  # lines kept
     assert {i: p["literal"] for i, p in plan.items()} == {0: ["n", "6"], 1: ["a", [["n", "20"]]]}
+
+
+def test_the_framework_starts_from_the_bin_its_package_names(tmp_path):
+    """Mocha before 10 ships bin/mocha, not bin/mocha.js: the driver reads the bin."""
+    from rlforge.verify.standalone import noderun
+
+    old = tmp_path / "node_modules" / "mocha"
+    (old / "bin").mkdir(parents=True)
+    (old / "bin" / "mocha").write_text("#!/usr/bin/env node\n")
+    (old / "package.json").write_text(json.dumps({"name": "mocha", "version": "9.1.3",
+                                                  "bin": {"mocha": "./bin/mocha", "_mocha": "./bin/_mocha"}}))
+    assert noderun.entry_of(str(tmp_path / "node_modules"), "mocha") == str(old / "bin" / "mocha")
+    # a package.json naming nothing that exists: the current layout
+    (old / "package.json").write_text(json.dumps({"bin": "./nowhere.js"}))
+    assert noderun.entry_of(str(tmp_path / "node_modules"), "mocha") == str(old / "bin" / "mocha.js")
