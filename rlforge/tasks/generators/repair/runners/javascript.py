@@ -16,15 +16,18 @@ frameworks' configuration files, babel/TypeScript configuration and `package.jso
 
 The environment: the direct dependencies of `package.json` (dependencies and
 devDependencies), each at the version its lockfile (`package-lock.json`) holds, else at
-its range, installed with `npm install --ignore-scripts` (no install script of the
-project or a dependency runs on the host) outside the sandbox, with network, into a
-directory keyed by those lines and node's and npm's versions, and mounted read-only at
-/opt/venv; the exact versions installed are the task's pinned requirements. Local
+its range, installed outside the sandbox (`rlforge.sandbox.node_envs`) and mounted
+read-only at /opt/venv; the exact versions installed are the task's pinned requirements. Local
 (`file:`, `link:`, `workspace:`) dependencies are left out.
 
 A run is `rlforge_noderun.py` in the sandbox: each test file in a process of its own,
 the framework started from the environment, per-test results from its report (see that
 module for what holds against tested code that forges results, and what does not).
+
+Tasks are scored by the `repair-js` verifier (`rlforge/verify/standalone/noderepair.py`)
+with checked asserts (`jsasserts`): a build's runs report the values of every literal
+assert, and a fail-to-pass test is kept only when the fix's values passed all of its
+checked asserts in every run and one of them discriminates (`checked_tests`).
 """
 
 from __future__ import annotations
