@@ -24,7 +24,7 @@ from builds import build_options
 from rlforge import db
 from rlforge.ingest.commits import ingest_repo
 from rlforge.tasks.build import build_tasks
-from rlforge.verify.standalone import jsasserts
+from rlforge.verify.standalone import jsasserts, jsvalues
 from rlforge.verify.validate import validate_many
 from test_commits_repair import Repo
 
@@ -226,16 +226,16 @@ def test_forged_reports_and_trivial_values_score_zero(slug):
 
 def test_checked_asserts_compare_as_javascript_does():
     same, loose = "same", "loose"
-    assert jsasserts.matches(same, ["n", "6"], ["n", "6"]) and not jsasserts.matches(same, ["s", "6"], ["n", "6"])
-    assert jsasserts.matches(loose, ["s", "6"], ["n", "6"]) and jsasserts.matches(loose, ["u"], ["N"])
-    assert not jsasserts.matches(same, ["n", "-0"], ["n", "0"]) and jsasserts.matches(same, ["n", "NaN"], ["n", "NaN"])
-    obj = jsasserts.parse_literal("{a: 1, 'b': [2, -3.5e2], c: undefined}")
+    assert jsvalues.matches(same, ["n", "6"], ["n", "6"]) and not jsvalues.matches(same, ["s", "6"], ["n", "6"])
+    assert jsvalues.matches(loose, ["s", "6"], ["n", "6"]) and jsvalues.matches(loose, ["u"], ["N"])
+    assert not jsvalues.matches(same, ["n", "-0"], ["n", "0"]) and jsvalues.matches(same, ["n", "NaN"], ["n", "NaN"])
+    obj = jsvalues.parse_literal("{a: 1, 'b': [2, -3.5e2], c: undefined}")
     sent = ["o", [["a", ["n", "1"]], ["b", ["a", [["n", "2"], ["n", "-350"]]]]]]
-    assert jsasserts.matches("equal", sent, obj) and not jsasserts.matches("strict_deep", sent, obj)
-    assert jsasserts.trivially_holds(same, ["b", True]) and jsasserts.trivially_holds("loose", ["s", "0"])
-    assert not jsasserts.trivially_holds("equal", ["a", [["s", "a"]]])
+    assert jsvalues.matches("equal", sent, obj) and not jsvalues.matches("strict_deep", sent, obj)
+    assert jsvalues.trivially_holds(same, ["b", True]) and jsvalues.trivially_holds("loose", ["s", "0"])
+    assert not jsvalues.trivially_holds("equal", ["a", [["s", "a"]]])
     for bad in ("`a${b}`", "foo()", "[1, x]", "{...a}", "010"):
-        assert jsasserts.parse_literal(bad) is None, bad
+        assert jsvalues.parse_literal(bad) is None, bad
 
 
 def test_only_literal_asserts_of_plainly_named_tests_are_rewritten():

@@ -24,6 +24,7 @@ give the same reward.
     gotest       Go tests compiled, then run one top-level test a process, as policy code
     noderun      JavaScript/TypeScript test files run one process each, as policy code
     jsasserts    checked asserts of JavaScript tests: the literals stay here, values come out
+    jsvalues     JavaScript values as tagged JSON: literals read, compared as JavaScript does
     siblings     how an entry in tests/ loads the others: from their source, only
 
 One file, two names. A module is copied into tests/ as `rlforge_<module>.py` and there

@@ -60,7 +60,7 @@ else:  # tests/rlforge_noderepair.py, run as python3 -I: its siblings from their
     from rlforge_rewards import component, reward
 
 #: the modules the driver needs in the sandbox (`noderun` and what it imports)
-DRIVER = ("noderun", "jsasserts", "policy_code", "siblings")
+DRIVER = ("noderun", "jsasserts", "jsvalues", "policy_code", "siblings")
 ENV_DIR = "/opt/venv"  # where the prepared node_modules environment is mounted
 SYSTEM_PYTHON = "/usr/bin/python3"
 RESULT_LIMIT = 100 * 1024 * 1024
