@@ -70,7 +70,7 @@ CAUGHT_BY = {
     "delete_failing_tests": "tests_untouched", "skip_failing_tests": "tests_untouched",
     "edit_hidden_tests": "tests_untouched", "runner_config_forces_pass": "tests_untouched",
     "package_json_hooks": "tests_untouched", "node_modules_shadows_runner": "tests_untouched",
-    "nested_node_modules": "tests_untouched", "exit_zero_at_import": "fail_to_pass",
+    "nested_node_modules": "tests_untouched", "adds_test_file": "tests_untouched", "exit_zero_at_import": "fail_to_pass",
     "exit_zero_at_exit": "fail_to_pass", "patch_assertions": "fail_to_pass",
     "forge_stdout": "fail_to_pass", "global_hooks": "fail_to_pass",
     "forge_report": "fail_to_pass", "send_made_up_values": "fail_to_pass",
