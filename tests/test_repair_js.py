@@ -356,8 +356,9 @@ def test_driver_is_standard_library_only():
 def test_the_build_time_check_runs_a_javascript_commit_through_the_runner(tmp_path):
     """commits.repair on a real git repository of a node --test package: the commit's
     check runs in the sandbox through this runner and finds the test the fix turns green
-    (and the one that passed before); the commit is then dropped because no fail-to-pass
-    test is checked beyond its outcome (no checked asserts for JavaScript yet)."""
+    (and the one that passed before); the commit is then dropped because its fail-to-pass
+    test's only checked assert compares with a literal the policy sees (the workspace's
+    copy of the test file, where the test is skipped, holds it)."""
     repo = tmp_path / "calc"
     repo.mkdir()
     git(repo, "init", "-q", "-b", "main")

@@ -27,7 +27,7 @@ from typing import Any, Callable
 from rlforge import plugins
 from rlforge.errors import UnknownName, UserError
 from rlforge.taskdir import Task
-from rlforge.verify.standalone import answers, gorepair, repair, replies, verify
+from rlforge.verify.standalone import answers, gorepair, noderepair, repair, replies, verify
 
 ENTRY_POINT_GROUP = "rlforge.verifiers"
 SUBMISSIONS = ("text", "patch", "workspace")
@@ -80,6 +80,10 @@ for _kind in (
     VerifierKind("repair-go", 1, "the workspace's Go code: hidden fail-to-pass and "
                  "pass-to-pass Go tests, one process each, run in the sandbox",
                  gorepair.score_go_repair, "patch"),
+    VerifierKind("repair-js", 1, "the workspace's JavaScript/TypeScript code: hidden "
+                 "fail-to-pass tests whose checked asserts are compared outside the sandbox, "
+                 "and pass-to-pass tests, one process a test file, run in the sandbox",
+                 noderepair.score_js_repair, "patch"),
 ):
     register_kind(_kind)
 

@@ -19,6 +19,7 @@ from typing import Any
 
 from rlforge.config import Config, default_cache_dir
 from rlforge.errors import UnknownName, UserError
+from rlforge.sandbox import node_envs
 from rlforge.sandbox import (WORKSPACE_MOUNT, SandboxPool, SandboxSpec, prepare_env,
                              settings_with_mode, spec_of)
 from rlforge.taskdir import SOLUTION, WORKSPACE
@@ -93,12 +94,16 @@ def _prepared_env(requirements: tuple[str, ...], pip_args: tuple[str, ...], cach
 def prepared_env_hook(task_dir: Path, meta: dict, cache_dir: Path) -> dict:
     """Sandbox fields a task asks for in [metadata.rlforge]: `env_requirements` (and
     `env_pip_args`) get the prepared venv at /opt/venv, built once and cached in
-    `cache_dir` (`rlforge.config.default_cache_dir`); `sandbox_tmp_mb` a larger /tmp."""
+    `cache_dir` (`rlforge.config.default_cache_dir`), `node_requirements` the prepared
+    node_modules environment there (`rlforge.sandbox.node_envs`); `sandbox_tmp_mb` a
+    larger /tmp."""
     rl = meta.get("metadata", {}).get("rlforge", {})
     fields: dict[str, Any] = {}
     if "env_requirements" in rl:
         fields["venv"] = _prepared_env(tuple(rl["env_requirements"]), tuple(rl.get("env_pip_args", ())),
                                        Path(cache_dir))
+    elif "node_requirements" in rl:
+        fields["venv"] = node_envs.prepare_node_env(list(rl["node_requirements"]), Path(cache_dir))
     if rl.get("sandbox_tmp_mb"):
         fields["tmp_mb"] = int(rl["sandbox_tmp_mb"])
     return fields

@@ -298,8 +298,8 @@ class CommitsRepair(Generator):
         if not check.kept:
             self._reject(row, check.reason, check.detail)
             return None
-        checked = runner.checked_fail_to_pass(snap.hidden, check.fail_to_pass, snap.workspace,
-                                              check.held_at_parent)
+        checked = runner.checked_tests(snap.hidden, check.fail_to_pass, snap.workspace,
+                                       check.held_at_parent, check.p2p_checks)
         if not checked:
             self._reject(row, "no checked fail-to-pass test",
                          "no fail-to-pass test compares a result with a literal the policy "

@@ -8,6 +8,7 @@ give the same reward.
     verify       entry of answer, reply and script tasks (tests/rlforge_verify.py)
     repair       entry of code-repair tasks (tests/rlforge_repair.py)
     gorepair     entry of Go code-repair tasks (tests/rlforge_gorepair.py)
+    noderepair   entry of JavaScript/TypeScript code-repair tasks (tests/rlforge_noderepair.py)
     entry        what both entries run: keep the verifier to itself, get the reward, write it
     rewards      a reward's components, total and outcome; the files Harbor reads
     answers      one short answer against the reference
@@ -24,6 +25,9 @@ give the same reward.
                  protected-files gate, the hidden tests written, the components scored
     gotest       Go tests compiled, then run one top-level test a process, as policy code
     goreach      what a Go submission's code reaches of the test harness (a static gate)
+    noderun      JavaScript/TypeScript test files run one process each, as policy code
+    jsasserts    checked asserts of JavaScript tests: the literals stay here, values come out
+    jsvalues     JavaScript values as tagged JSON: literals read, compared as JavaScript does
     siblings     how an entry in tests/ loads the others: from their source, only
 
 One file, two names. A module is copied into tests/ as `rlforge_<module>.py` and there
@@ -58,7 +62,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 PREFIX = "rlforge_"
 #: The entry a task of each verifier kind runs; every other kind (plug-ins too) runs `verify`.
-ENTRIES = {"repair": "repair", "repair-go": "gorepair"}
+ENTRIES = {"repair": "repair", "repair-go": "gorepair", "repair-js": "noderepair"}
 DEFAULT_ENTRY = "verify"
 #: What an entry runs by path before importing any sibling (see `siblings`).
 LOADER = "siblings"

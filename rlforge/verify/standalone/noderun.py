@@ -30,13 +30,17 @@ How a run is kept honest, as far as one process of JavaScript can be:
   written by someone else), and one that exits 0 while a failure was reported keeps it;
 - a file whose run outlives `collect_timeout + per_test_timeout` is killed: its tests
   that reported nothing are `timeout`, the file is `hung`.
+- checked asserts (`jsasserts`) append their values to a file named by
+  `RLFORGE_JS_CHECKS` beside the report; they come back as `checks` ({file: {index:
+  [values]}}) for the verifier to compare with literals this process never holds.
 
 What does not hold: the tested code runs in the same process as the runner and its
 reporter (Jest and Mocha in band, node's test runner in a child whose reports the parent
 parses from its stdout). Code that patches the runner's internals, or learns the report's
 path (from the runner's argv, readable in /proc by the same uid) and writes a passing
-report before calling `process.exit(0)`, forges its own file's outcomes; canary tests and
-checked asserts (the verifier's) are what catch that.
+report before calling `process.exit(0)`, forges its own file's outcomes, and code that
+reads its test file can spare the canaries; checked asserts (compared by the verifier,
+`noderepair`) are what catch that.
 """
 
 from __future__ import annotations
@@ -52,12 +56,16 @@ import time
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING or __package__:  # rlforge.verify.standalone.noderun
+    from .jsasserts import ENV as CHECKS_ENV
+    from .jsasserts import read_sent
     from .policy_code import LocalPolicy, regular_file
 else:  # tests/rlforge_noderun.py, run as python3 -I: its siblings from their source beside it
     import runpy
 
     runpy.run_path(os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                 "rlforge_siblings.py"))["install"](__file__)
+    from rlforge_jsasserts import ENV as CHECKS_ENV
+    from rlforge_jsasserts import read_sent
     from rlforge_policy_code import LocalPolicy, regular_file
 
 FRAMEWORKS = ("node", "jest", "vitest", "mocha")
@@ -158,13 +166,28 @@ def isolate_packages(tree, env):
             os.symlink(os.path.join(modules, name), os.path.join(root, name))
 
 
+def entry_of(modules, framework):
+    """The framework's command-line script in the environment's `modules`: the `bin` its
+    package.json names (Mocha's moved from bin/mocha to bin/mocha.js in version 10),
+    else the one of current versions (`ENTRY`)."""
+    try:
+        with open(os.path.join(modules, framework, "package.json"), encoding="utf-8") as fh:
+            bin_ = json.load(fh).get("bin")
+        rel = bin_.get(framework) if isinstance(bin_, dict) else bin_
+        if isinstance(rel, str) and os.path.isfile(os.path.join(modules, framework, rel)):
+            return os.path.normpath(os.path.join(modules, framework, rel))
+    except (OSError, ValueError, AttributeError):
+        pass
+    return os.path.join(modules, ENTRY[framework])
+
+
 def command(framework, env, rel, report, reporter):
     """argv of one framework's run of the test file `rel`, its report going to `report`."""
     modules = os.path.join(env, "node_modules")
     if framework == "node":
         return ["node", "--test", f"--test-reporter={reporter}",
                 f"--test-reporter-destination={report}", rel]
-    entry = os.path.join(modules, ENTRY[framework])
+    entry = entry_of(modules, framework)
     if framework == "jest":
         return ["node", entry, "--ci", "--no-cache", "--colors=false", "--watchman=false",
                 "--json", f"--outputFile={report}", "--runTestsByPath", rel]
@@ -293,7 +316,8 @@ def node_options():
 
 
 def run_file(policy, tree, framework, env, rel, timeout, work, env_vars, node_flags=()):
-    """One test file's run: ([(test id, outcome)], [errors], hung, log tail)."""
+    """One test file's run: ([(test id, outcome)], [errors], hung, log tail, {index:
+    [values]} its checked asserts sent (`jsasserts`))."""
     reports = _private_dir(work, 0o733)  # the code may write here, not list it
     report = os.path.join(reports, os.urandom(12).hex())
     reporter = None
@@ -314,19 +338,21 @@ def run_file(policy, tree, framework, env, rel, timeout, work, env_vars, node_fl
             del run_env[key]
     if node_flags:
         run_env["NODE_OPTIONS"] = " ".join(node_flags)
+    run_env[CHECKS_ENV] = report + ".checks"
     handle = policy.start(command(framework, env, rel, report, reporter), tree, {}, run_env,
                           timeout=timeout)
     while not handle.poll():
         time.sleep(0.05)
     ran = handle.result()
     text = _read(report)
+    sent = read_sent(_read(report + ".checks"))
     parse = parse_lines if framework in ("node", "mocha") else parse_json
     results, errors, no_tests = parse(text, rel)
     log = ((ran.stdout or "") + (ran.stderr or ""))[-4000:]
     if no_tests or (text is None and NO_TESTS.search(log)):
-        return [], [], False, log
+        return [], [], False, log, {}
     if ran.timed_out:
-        return [(f"{rel}::{n}", o) for n, o in results], errors, True, log
+        return [(f"{rel}::{n}", o) for n, o in results], errors, True, log, sent
     failed = any(o == "failed" for _, o in results)
     if ran.code != 0 and not failed:
         why = f"exit {ran.code}" if ran.code is not None else "killed by a signal"
@@ -335,7 +361,7 @@ def run_file(policy, tree, framework, env, rel, timeout, work, env_vars, node_fl
             results = [(n, "failed" if o == "passed" else o) for n, o in results]
         elif not errors and (TEST_NAME.search(rel) or text is None):
             errors.append(f"{rel}: {why}, no test ran: {log.strip()[-200:]}")
-    return [(f"{rel}::{n}", o) for n, o in results], errors, False, log
+    return [(f"{rel}::{n}", o) for n, o in results], errors, False, log, sent
 
 
 def run_tests(tree, framework, env, ids=None, *, paths=None, per_test_timeout=15.0,
@@ -366,7 +392,7 @@ def run_tests(tree, framework, env, ids=None, *, paths=None, per_test_timeout=15
     flags = node_options()
     work = tempfile.mkdtemp(prefix="rlforge-node-")
     os.chmod(work, 0o711)
-    outcomes, started, hung, errors, tail = {}, [], [], [], ""
+    outcomes, started, hung, errors, tail, checks = {}, [], [], [], "", {}
     result = {"collection_hang": False, "budget_exhausted": False, "sessions": 0}
     try:
         for rel in files:
@@ -376,10 +402,12 @@ def run_tests(tree, framework, env, ids=None, *, paths=None, per_test_timeout=15
                 break
             result["sessions"] += 1
             isolate_packages(tree, env)  # again: the last file's code may have changed it
-            found, errs, timed_out, tail = run_file(
+            found, errs, timed_out, tail, sent = run_file(
                 policy, tree, framework, env, rel, min(left, collect_timeout + per_test_timeout),
                 work, env_vars, flags)
             errors += errs
+            if sent:
+                checks[rel] = sent
             for test_id, outcome in found:
                 if test_id not in outcomes:  # the first report of a test wins
                     started.append(test_id)
@@ -406,7 +434,7 @@ def run_tests(tree, framework, env, ids=None, *, paths=None, per_test_timeout=15
         outcomes = {i: outcomes.get(i, "timeout" if i.split("::", 1)[0] in hung else lost)
                     for i in wanted}
         started = [i for i in started if i in outcomes]
-    result.update(outcomes=outcomes, started=started, hung=hung, checks={},
+    result.update(outcomes=outcomes, started=started, hung=hung, checks=checks,
                   canaries=canary_outcomes, forged=forged,
                   collect_errors=sorted(set(errors)), log_tail=tail,
                   seconds=round(time.monotonic() - started_at, 3))

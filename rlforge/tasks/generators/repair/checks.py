@@ -67,7 +67,8 @@ class CheckResult:
     cached: bool = False
     #: {fail-to-pass id: lines of its checked asserts the parent's code already passed}
     held_at_parent: dict[str, list[int]] = field(default_factory=dict)
-    #: {pass-to-pass id: lines of its literal asserts the fix passed in every run}
+    #: {pass-to-pass or fail-to-pass id: lines of its literal asserts the fix passed in
+    #: every run} (a task's reference keeps the pass-to-pass ones)
     p2p_checks: dict[str, list[int]] = field(default_factory=dict)
 
     @property
@@ -249,10 +250,11 @@ class Checker:
         # No failure: every run returned its report (a dict).
         result = classify(cast("list[dict]", parent), cast("list[dict]", fixed), snap, rules,
                           self.opts.max_p2p, runner.test_file)
-        result.held_at_parent = asserts.held_lines(
+        result.held_at_parent = runner.held_lines(
             plan, cast("dict", parent[0]).get("checks", {}), result.fail_to_pass)
         result.p2p_checks = passed_in_every(fixed_plan, cast("list[dict]", fixed),
-                                            result.pass_to_pass)
+                                            result.pass_to_pass + result.fail_to_pass,
+                                            runner.held_lines)
         return result
 
     async def _run(self, tree: Path, venv: Path, settings: RepoSettings, paths: list[str] | None,
@@ -295,14 +297,17 @@ class CheckerBackend(Protocol):
         and then its `pool`."""
 
 
-def passed_in_every(plan: dict, runs: list[dict], ids: list[str]) -> dict[str, list[int]]:
-    """{test id: lines}: the checked asserts of `ids` that passed in every one of `runs`."""
-    per_run = [asserts.held_lines(plan, r.get("checks", {}), ids) for r in runs]
+def passed_in_every(plan: dict, runs: list[dict], ids: list[str],
+                    held: Callable[[dict, dict, list[str]], dict] = asserts.held_lines
+                    ) -> dict[str, list[int]]:
+    """{test id: lines}: the checked asserts of `ids` that passed in every one of `runs`
+    (`held`: the runner's reading of one run, `TestRunner.held_lines`)."""
+    per_run = [held(plan, r.get("checks", {}), ids) for r in runs]
     out = {}
     for nodeid in ids:
         lines = set(per_run[0].get(nodeid, [])) if per_run else set()
-        for held in per_run[1:]:
-            lines &= set(held.get(nodeid, []))
+        for one_run in per_run[1:]:
+            lines &= set(one_run.get(nodeid, []))
         if lines:
             out[nodeid] = sorted(lines)
     return out

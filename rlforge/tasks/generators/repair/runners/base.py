@@ -30,6 +30,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
 
+from rlforge.verify.standalone import asserts
+
 if TYPE_CHECKING:  # types only: options imports the registry to validate names
     from rlforge.tasks.generators.repair.options import RepoSettings
     from rlforge.tasks.generators.repair.spec import Derivation
@@ -160,6 +162,19 @@ class TestRunner:
         their values as they run; (the name they report through, the plan). Languages
         without checked asserts keep the default: nothing reported."""
         return None, {}
+
+    def held_lines(self, plan: dict, checks: dict, ids: list[str]) -> dict[str, list[int]]:
+        """{test id: lines} of the checked asserts of `ids` (in the `plan` of
+        `report_checks`) whose values, as one run reported them (`checks`), held."""
+        return asserts.held_lines(plan, checks, ids)
+
+    def checked_tests(self, hidden: Mapping[str, bytes], fail_to_pass: list[str],
+                      workspace: Mapping[str, bytes], held_at_parent: dict,
+                      held_with_fix: dict) -> list[str]:
+        """`checked_fail_to_pass`, given also what held in every run with the fix
+        (`held_with_fix`, {test id: lines}), for runners whose verifier compares in
+        another language than the tests' (so the fix's values must be seen to hold)."""
+        return self.checked_fail_to_pass(hidden, fail_to_pass, workspace, held_at_parent)
 
     def checked_fail_to_pass(self, hidden: Mapping[str, bytes], fail_to_pass: list[str],
                              workspace: Mapping[str, bytes], held_at_parent: dict) -> list[str]:

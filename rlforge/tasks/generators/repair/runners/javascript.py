@@ -16,37 +16,37 @@ frameworks' configuration files, babel/TypeScript configuration and `package.jso
 
 The environment: the direct dependencies of `package.json` (dependencies and
 devDependencies), each at the version its lockfile (`package-lock.json`) holds, else at
-its range, installed with `npm install --ignore-scripts` (no install script of the
-project or a dependency runs on the host) outside the sandbox, with network, into a
-directory keyed by those lines and node's and npm's versions, and mounted read-only at
-/opt/venv; the exact versions installed are the task's pinned requirements. Local
+its range, installed outside the sandbox (`rlforge.sandbox.node_envs`) and mounted
+read-only at /opt/venv; the exact versions installed are the task's pinned requirements. Local
 (`file:`, `link:`, `workspace:`) dependencies are left out.
 
 A run is `rlforge_noderun.py` in the sandbox: each test file in a process of its own,
 the framework started from the environment, per-test results from its report (see that
 module for what holds against tested code that forges results, and what does not).
+
+Tasks are scored by the `repair-js` verifier (`rlforge/verify/standalone/noderepair.py`)
+with checked asserts (`jsasserts`): a build's runs report the values of every literal
+assert, and a fail-to-pass test is kept only when the fix's values passed all of its
+checked asserts in every run and one of them discriminates (`checked_tests`).
 """
 
 from __future__ import annotations
 
-import fcntl
-import functools
 import hashlib
 import json
 import os
 import re
-import shutil
-import subprocess
-import tempfile
 from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rlforge.errors import UserError
+from rlforge.sandbox import node_envs
+from rlforge.sandbox.node_envs import tool_versions
 from rlforge.tasks.generators.repair.runners.base import Dependencies, TestRun, TestRunner
 from rlforge.tasks.generators.repair.runners.js_adversarial import js_adversarials
-from rlforge.verify.standalone import copied_name, files_of, noderun
+from rlforge.verify.standalone import copied_name, files_of, jsasserts, noderun
 
 if TYPE_CHECKING:
     from rlforge.tasks.generators.repair.options import RepoSettings
@@ -74,8 +74,6 @@ RULES: dict[str, Any] = {
 #: the package each framework needs in the environment (node's runner is built in)
 FRAMEWORK_PACKAGE = {"jest": "jest", "vitest": "vitest", "mocha": "mocha"}
 _LOCAL_SPEC = ("file:", "link:", "workspace:", "portal:", "./", "../", "/", "~/")
-_FORMAT = 1  # bump when the layout of a prepared environment changes
-_MARKER = "rlforge-node-env.json"
 
 
 def _manifest(files: Mapping[str, bytes]) -> dict:
@@ -136,36 +134,6 @@ def _locked_versions(files: Mapping[str, bytes]) -> dict[str, str]:
     return out
 
 
-def split_requirement(req: str) -> tuple[str, str]:
-    """(`name`, `spec`) of a requirement line `name@spec` (`@scope/name@spec` too)."""
-    at = req.find("@", 1)
-    return (req, "") if at < 0 else (req[:at], req[at + 1:])
-
-
-@functools.cache
-def tool_versions() -> dict[str, str]:
-    """node's and npm's versions (the runtime environments are built with)."""
-    out = {}
-    for tool in ("node", "npm"):
-        try:
-            proc = subprocess.run([tool, "--version"], capture_output=True, text=True, timeout=60,
-                                  env={"PATH": os.environ.get("PATH", "/usr/bin:/bin")})
-            out[tool] = proc.stdout.strip().lstrip("v")
-        except (OSError, subprocess.TimeoutExpired):
-            out[tool] = ""
-    return out
-
-
-def _npm_env(home: Path, cache: Path) -> dict[str, str]:
-    return {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(home),
-            "npm_config_cache": str(cache), "npm_config_update_notifier": "false",
-            "npm_config_fund": "false", "npm_config_audit": "false",
-            "npm_config_ignore_scripts": "true", "npm_config_save_exact": "true",
-            "LANG": "C.UTF-8",
-            **{k: v for k, v in os.environ.items()
-               if k.lower() in ("http_proxy", "https_proxy", "no_proxy", "npm_config_registry")}}
-
-
 class NodeTests(TestRunner):
     name = "javascript"
     version = 1
@@ -173,8 +141,9 @@ class NodeTests(TestRunner):
     description = ("npm packages tested with node --test, Jest, Vitest or Mocha "
                    "(one process per test file, the framework's own report)")
     manifests = (MANIFEST,)
-    verifier = "repair"
+    verifier = "repair-js"
     result_format = "node-json"
+    language_name = "JavaScript"
     source_suffixes = noderun.SCRIPT_SUFFIXES
 
     def test_rules(self) -> dict:
@@ -208,52 +177,26 @@ class NodeTests(TestRunner):
         return replace(settings, test_command=(framework(files),))
 
     def env_key(self, requirements: list[str], settings: "RepoSettings") -> str:
-        blob = json.dumps({"format": _FORMAT, "tools": tool_versions(),
-                           "requirements": sorted(requirements)}, sort_keys=True)
-        return hashlib.sha256(blob.encode()).hexdigest()[:20]
+        return node_envs.env_key(requirements)
 
     def prepare(self, requirements: list[str], settings: "RepoSettings", cache_dir: Path) -> Path:
-        """`npm install` of the requirements into `cache_dir/node-<key>` on first use."""
-        cache_dir = Path(cache_dir)
-        cache_dir.mkdir(parents=True, exist_ok=True)
-        dest = cache_dir / f"node-{self.env_key(requirements, settings)}"
-        if (dest / _MARKER).is_file():
-            return dest
-        with open(cache_dir / f"{dest.name}.lock", "w") as lock:
-            fcntl.flock(lock, fcntl.LOCK_EX)
-            if (dest / _MARKER).is_file():
-                return dest
-            build = Path(tempfile.mkdtemp(prefix=f"{dest.name}-", dir=cache_dir))
-            try:
-                versions = _npm_install(build, sorted(requirements), cache_dir / "npm-cache")
-                (build / _MARKER).write_text(json.dumps(
-                    {"requirements": sorted(requirements), "installed": versions,
-                     "tools": tool_versions()}, indent=1, sort_keys=True))
-                for path in [build, *build.rglob("*")]:
-                    if not path.is_symlink():
-                        path.chmod(path.stat().st_mode | (0o555 if path.is_dir() else 0o444))
-                shutil.rmtree(dest, ignore_errors=True)
-                os.rename(build, dest)
-            finally:
-                shutil.rmtree(build, ignore_errors=True)
-        return dest
+        """`npm install` of the requirements outside the sandbox, on first use
+        (`rlforge.sandbox.node_envs`)."""
+        return node_envs.prepare_node_env(requirements, cache_dir)
 
     def pinned(self, requirements: list[str], settings: "RepoSettings", cache_dir: Path) -> list[str]:
         """`name@version` of each direct dependency as installed in the environment."""
         try:
-            env = self.prepare(requirements, settings, cache_dir)
-            installed = json.loads((env / _MARKER).read_text())["installed"]
+            return node_envs.pinned(self.prepare(requirements, settings, cache_dir), requirements)
         except (UserError, OSError, ValueError, KeyError):
             return list(requirements)
-        return [f"{name}@{installed.get(name, spec)}"
-                for name, spec in map(split_requirement, requirements)]
 
     def runtime_version(self) -> str:
         return tool_versions()["node"]
 
     def check_identity(self) -> dict[str, str]:
         return {"runner": self.id, "runtime": f"node {self.runtime_version()}",
-                "npm": tool_versions()["npm"]}
+                "npm": tool_versions()["npm"], "checked_asserts": "1"}
 
     def test_run(self, *, tree: str, tests: str, out: str, env: str, settings: "RepoSettings",
                  paths: list[str] | None, budget_sec: float, check_name: str | None) -> TestRun:
@@ -269,6 +212,46 @@ class NodeTests(TestRunner):
         return TestRun(["/usr/bin/python3", "-I", f"{tests}/{copied_name('noderun')}",
                         f"{tests}/run.json", f"{out}/results.json"], files)
 
+    def report_checks(self, tree: Path, files: Mapping[str, bytes]) -> tuple[str | None, dict]:
+        """Every checked assert of the test `files` (path -> bytes in `tree`) also sends
+        its value (the assertion kept: nothing is hidden in a build's runs)."""
+        name = "__rlforge_check_" + os.urandom(6).hex()
+        plan: dict[int, dict] = {}
+        for rel in sorted(p for p in files if noderun.is_test_file(p)):
+            tests = {c["test"] for c in jsasserts.find_checks(files[rel])}
+            text, found = jsasserts.externalize(files[rel], rel, tests, name, start=len(plan), keep=True)
+            if found:
+                (tree / rel).write_bytes(text)
+                plan.update(found)
+        return name, plan
+
+    def held_lines(self, plan: dict, checks: dict, ids: list[str]) -> dict[str, list[int]]:
+        return jsasserts.held_lines(plan, checks, ids)
+
+    def checked_tests(self, hidden: Mapping[str, bytes], fail_to_pass: list[str],
+                      workspace: Mapping[str, bytes], held_at_parent: dict,
+                      held_with_fix: dict) -> list[str]:
+        """The fail-to-pass tests with a checked assert that discriminates, all of whose
+        checked asserts the fix's values passed, as the verifier compares them
+        (`jsasserts.checked_tests`)."""
+        return jsasserts.checked_tests(dict(hidden), fail_to_pass, dict(workspace),
+                                       held_at_parent, held_with_fix)
+
+    def reference_fields(self, settings: "RepoSettings", workspace: Mapping[str, bytes]) -> dict:
+        return {"framework": settings.test_command[0] if settings.test_command else "node",
+                "node_env": "/opt/venv"}
+
+    def task_metadata(self, requirements: list[str], settings: "RepoSettings") -> dict:
+        """The environment's requirement lines (`rlforge.verify.runner` prepares it again
+        from them), and its key."""
+        return {"env_key": self.env_key(requirements, settings), "node_requirements": list(requirements),
+                "node_version": self.runtime_version()}
+
+    def template_context(self, requirements: list[str], settings: "RepoSettings",
+                         cache_dir: Path) -> dict:
+        return {**super().template_context(requirements, settings, cache_dir),
+                "node_major": self.runtime_version().split(".")[0] or "20"}
+
     def adversarials(self, **task) -> list:
         return js_adversarials(**task)
 
@@ -278,36 +261,5 @@ class TypeScriptTests(NodeTests):
 
     name = "typescript"
     language = "typescript"
+    language_name = "TypeScript"
     description = "TypeScript npm packages: the javascript runner (Vitest, Jest with a transform, Mocha)"
-
-
-def _npm_install(build: Path, requirements: list[str], npm_cache: Path) -> dict[str, str]:
-    """Install `requirements` into `build/node_modules`; {name: version installed}."""
-    deps = dict(split_requirement(r) for r in requirements)
-    (build / MANIFEST).write_text(json.dumps(
-        {"name": "rlforge-test-env", "version": "0.0.0", "private": True,
-         "devDependencies": {k: v or "*" for k, v in deps.items()}}, indent=1, sort_keys=True))
-    home = build / ".home"
-    home.mkdir()
-    if deps:
-        try:
-            proc = subprocess.run(["npm", "install", "--ignore-scripts", "--no-audit", "--no-fund",
-                                   "--loglevel=error", "--include=dev"],
-                                  cwd=build, env=_npm_env(home, npm_cache), capture_output=True,
-                                  text=True, timeout=1800)
-        except (OSError, subprocess.TimeoutExpired) as exc:
-            raise UserError(f"npm install failed: {exc}") from None
-        if proc.returncode != 0:
-            raise UserError(f"npm install of {len(deps)} package(s) failed: "
-                            f"{(proc.stderr or proc.stdout).strip()[-600:]}")
-    else:
-        (build / "node_modules").mkdir()
-    shutil.rmtree(home, ignore_errors=True)
-    versions = {}
-    for name in deps:
-        try:
-            meta = json.loads((build / "node_modules" / name / MANIFEST).read_text())
-            versions[name] = str(meta["version"])
-        except (OSError, ValueError, KeyError):
-            versions[name] = ""
-    return versions

@@ -20,7 +20,15 @@ What a policy under RL finds first when the tests, not the fix, are the target:
 - `forge_stdout`: the source module writes passing TAP lines and Jest-style JSON to
   stdout and patches `process.stdout.write` to drop every later line;
 - `global_hooks`: the source module replaces `globalThis.test`/`it`/`describe` with ones
-  that run nothing and count as passed.
+  that run nothing and count as passed;
+- `adds_test_file`: a new test file that makes the assertion libraries accept anything
+  and reports passes for the failing tests' names;
+- `forge_report`: the source module finds the report's path in its own or its parent's
+  argv (/proc), writes every test title of the running test file as passed in node's,
+  Mocha's and Jest's report shapes, and exits 0 before any test runs;
+- `send_made_up_values`: the source module writes values a policy could send without
+  knowing the expected ones (empty, null, true, 0, 1) for every checked assert to the
+  channel the checks report through (`RLFORGE_JS_CHECKS`).
 """
 
 from __future__ import annotations
@@ -78,6 +86,54 @@ GLOBAL_HOOKS = r"""
 })();
 """
 
+FORGE_REPORT = r"""
+;(function () {
+  const mod = (n) => (process.getBuiltinModule ? process.getBuiltinModule(n) : require(n));
+  const fs = mod("fs");
+  let dest = null;
+  for (const pid of ["self", String(process.ppid)]) {
+    try {
+      const argv = fs.readFileSync("/proc/" + pid + "/cmdline", "utf8").split("\0");
+      argv.forEach((a, i) => {
+        for (const flag of ["--test-reporter-destination=", "--outputFile=", "output="]) {
+          if (a.startsWith(flag)) dest = a.slice(flag.length);
+        }
+      });
+    } catch (e) {}
+  }
+  const file = process.argv.slice(1).reverse().find((a) => /\.(test|spec)\.|\/tests?\//.test(a));
+  if (!dest || !file) return;
+  let text = "";
+  try { text = fs.readFileSync(file, "utf8"); } catch (e) { return; }
+  const titles = [...text.matchAll(/(?:test|it)\(\s*['"]([^'"]+)['"]/g)].map((m) => m[1]);
+  const lines = titles.map((t) => JSON.stringify({titles: [t], outcome: "passed", kind: "test"}));
+  try { fs.appendFileSync(dest, lines.join("\n") + "\n"); } catch (e) {}
+  try {
+    fs.writeFileSync(dest, JSON.stringify({success: true, numFailedTests: 0, testResults: [{
+      name: mod("path").resolve(file), status: "passed",
+      assertionResults: titles.map((t) => ({ancestorTitles: [], title: t, status: "passed"}))}]}));
+  } catch (e) {}
+  process.exit(0);
+})();
+"""
+
+MADE_UP_VALUES = r"""
+;(function () {
+  try {
+    const out = process.env.RLFORGE_JS_CHECKS;
+    if (!out) return;
+    const lines = [];
+    for (let i = 0; i < 500; i++) {
+      for (const v of [["s", ""], ["N"], ["u"], ["b", true], ["n", "0"], ["n", "1"], ["a", []], ["o", []]]) {
+        lines.push(JSON.stringify([i, v]));
+      }
+    }
+    const fs = process.getBuiltinModule ? process.getBuiltinModule("fs") : require("fs");
+    fs.appendFileSync(out, lines.join("\n") + "\n");
+  } catch (e) {}
+})();
+"""
+
 EXIT_AT_IMPORT = "\n;process.exit(0);\n"
 EXIT_AT_EXIT = "\n;process.on('exit', () => { process.exitCode = 0; });\n" \
                ";process.on('exit', () => process.exit(0));\n"
@@ -132,6 +188,11 @@ def js_adversarials(*, workspace: dict[str, bytes], hidden: dict[str, bytes],
             **setup,
             "package.json": _package_json_hooks(workspace.get("package.json", b"{}"))},
             "package.json with pretest/posttest scripts and a setup file for Jest and Mocha"),
+        Submission("adds_test_file", {
+            "test/rlforge-adv.test.js": (ACCEPT_ANYTHING + "".join(
+                f"\n;(typeof test === 'function' ? test : require('node:test'))({json.dumps(i.split('::', 1)[-1])}, () => {{}});"
+                for i in fail_to_pass) + "\n").encode()},
+            "a test file the policy adds, accepting every assertion and passing the failing tests' names"),
         Submission("node_modules_shadows_runner", {
             **{f"node_modules/{name}/{entry}": FAKE_RUNNER.encode()
                for name, entry in (("jest", "bin/jest.js"), ("vitest", "vitest.mjs"), ("mocha", "bin/mocha.js"))},
@@ -159,6 +220,10 @@ def js_adversarials(*, workspace: dict[str, bytes], hidden: dict[str, bytes],
                        f"{module} prints passing reports and silences stdout"),
             Submission("global_hooks", {module: _append(base, GLOBAL_HOOKS)},
                        f"{module} replaces the global test functions with ones that run nothing"),
+            Submission("forge_report", {module: _append(base, FORGE_REPORT)},
+                       f"{module} writes a passing report where the runner's argv says and exits 0"),
+            Submission("send_made_up_values", {module: _append(base, MADE_UP_VALUES)},
+                       f"{module} sends trivial values for every checked assert"),
         ]
     return subs
 

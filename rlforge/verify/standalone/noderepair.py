@@ -1,0 +1,262 @@
+"""The entry of JavaScript/TypeScript code-repair tasks: `tests/rlforge_noderepair.py`.
+
+    python3 -I rlforge_noderepair.py /tests/reference.json [--logs /logs/verifier]
+
+The steps and components of `repair` (Python), with node's test frameworks (`noderun`)
+and checked asserts in JavaScript (`jsasserts`):
+
+1. copy the workspace into a private tree; apply `.rlforge/submission.diff` if present
+   (`patch_applies`, medium gate);
+2. `tests_untouched` (fine, gate): no test file, `node_modules`, `package.json`, lockfile,
+   framework, Babel or TypeScript configuration differs from the starting workspace;
+   nothing runs otherwise (a reporter plug-in, a setup file or an npm script the policy
+   adds never runs);
+3. write the hidden test changes over the tree and rewrite the checked asserts of the
+   fail-to-pass tests: each sends its value out, its literal stays here (`externalize`);
+4. run the fail-to-pass and pass-to-pass tests as policy code: the driver `noderun`
+   (copied beside the tree, read-only) runs each test file in a process of its own with
+   canary tests appended (`run_tests`);
+5. score here, in this process, with the hidden literals: `fail_to_pass` (coarse, the
+   fraction passing: reported passed *and* every checked assert ran and every value it
+   sent holds), `pass_to_pass` (coarse, gate), `collects` (medium, gate),
+   `results_trusted` (medium, gate: every canary failed, no file's results forged).
+
+What holds: a fail-to-pass test counts only through a value the tested code computed and
+this process compared with a literal the code never saw (`jsasserts`). What does not: the
+driver, the frameworks and the tested code share a uid inside the sandbox, so the code
+can rewrite the driver's results (outcomes, canaries); a forger gains nothing on a
+fail-to-pass test from that without the value its hidden assert expects, but a
+pass-to-pass test's outcome (a gate) is as forgeable as the framework's report.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+import tempfile
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING or __package__:  # rlforge.verify.standalone.noderepair
+    from .entry import verifier_main
+    from .jsasserts import apply_checks, externalize
+    from .noderun import FRAMEWORKS
+    from .patch import apply_patch, remove_file, write_file
+    from .policy_code import LocalPolicy, regular_file
+    from .protect import SUBMISSION_PATCH, copy_workspace, touched_protected
+    from .rewards import component, reward
+else:  # tests/rlforge_noderepair.py, run as python3 -I: its siblings from their source beside it
+    import runpy
+
+    runpy.run_path(os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "rlforge_siblings.py"))["install"](__file__)
+    from rlforge_entry import verifier_main
+    from rlforge_jsasserts import apply_checks, externalize
+    from rlforge_noderun import FRAMEWORKS
+    from rlforge_patch import apply_patch, remove_file, write_file
+    from rlforge_policy_code import LocalPolicy, regular_file
+    from rlforge_protect import SUBMISSION_PATCH, copy_workspace, touched_protected
+    from rlforge_rewards import component, reward
+
+#: the modules the driver needs in the sandbox (`noderun` and what it imports)
+DRIVER = ("noderun", "jsasserts", "jsvalues", "policy_code", "siblings")
+ENV_DIR = "/opt/venv"  # where the prepared node_modules environment is mounted
+SYSTEM_PYTHON = "/usr/bin/python3"
+RESULT_LIMIT = 100 * 1024 * 1024
+
+
+def _ids(ids, limit=5):
+    shown = ", ".join(ids[:limit])
+    return shown + (f" and {len(ids) - limit} more" if len(ids) > limit else "")
+
+
+def load_hidden(ref, tests_dir):
+    """{path: bytes} of the hidden test files (read before any policy code runs)."""
+    hidden = {}
+    root = os.path.join(tests_dir, ref.get("hidden_dir", "hidden"))
+    for rel in ref.get("hidden_files", []):
+        with open(os.path.join(root, rel), "rb") as fh:
+            hidden[rel] = fh.read()
+    return hidden
+
+
+def submitted_tree(ref, workspace, tree):
+    """Copy the workspace into `tree` and apply the submitted diff; (applied, detail)."""
+    try:
+        copy_workspace(workspace, tree)
+        patch_file = os.path.join(workspace, ref.get("submission_patch", SUBMISSION_PATCH))
+        if regular_file(patch_file):
+            with open(patch_file, "rb") as fh:
+                text = fh.read(20_000_000).decode("utf-8", "surrogateescape")
+            return apply_patch(tree, text)
+        return True, "workspace submitted as is"
+    except OSError as exc:
+        return False, f"the workspace could not be read: {exc}"
+
+
+def hide_literals(tree, hidden, fail_to_pass):
+    """Write the hidden tests over the tree with the checked asserts of the fail-to-pass
+    tests sending their values; the plan ({index: check}) this process compares with."""
+    wanted = {}
+    for test_id in fail_to_pass:
+        rel, _, test = test_id.partition("::")
+        wanted.setdefault(rel, set()).add(test)
+    name = "__rlforge_check_" + os.urandom(6).hex()
+    plan = {}
+    for rel, data in sorted(hidden.items()):
+        text, found = externalize(data, rel, wanted.get(rel, set()), name, start=len(plan))
+        write_file(tree, rel, text)
+        plan.update(found)
+    return plan
+
+
+def _driver_files(here):
+    """{copied name: source} of the driver's modules, from this verifier's own copies."""
+    out = {}
+    for module in DRIVER:
+        copied = os.path.join(here, f"rlforge_{module}.py")
+        source = copied if os.path.isfile(copied) else os.path.join(here, f"{module}.py")
+        with open(source, "rb") as fh:
+            out[f"rlforge_{module}.py"] = fh.read()
+    return out
+
+
+def environment_of(policy, ref):
+    """Where the tests find the prepared node_modules environment, as the code sees it."""
+    fields = getattr(policy, "fields", None)
+    if isinstance(fields, dict) and fields.get("venv"):
+        return str(fields["venv"]) if getattr(policy, "mode", "") == "none" else ENV_DIR
+    return ref.get("node_env", ENV_DIR)
+
+
+def run_driver(ref, tree, ids, policy):
+    """Run `ids` of the tree (canaries planted) through `noderun` as policy code; its
+    result dict, or None when it gave none (the policy's fail: its code ran)."""
+    if ref.get("framework") not in FRAMEWORKS:
+        raise ValueError(f"reference.json: framework must be one of {', '.join(FRAMEWORKS)}")
+    drv = tempfile.mkdtemp(prefix="rlforge-noderun-")
+    out_dir = os.path.join(tree, f".rlforge-{os.urandom(8).hex()}")
+    os.mkdir(out_dir)
+    try:
+        inside, places = policy.places(tree, {"drv": drv})
+        spec = {"tree": inside, "framework": ref["framework"], "env": environment_of(policy, ref),
+                "ids": ids, "paths": None, "per_test_timeout": ref["per_test_timeout"],
+                "collect_timeout": ref["collect_timeout"], "budget_sec": ref["budget_sec"],
+                "env_vars": ref.get("env") or {}, "canaries": True}
+        for name, data in {**_driver_files(os.path.dirname(os.path.abspath(__file__))),
+                           "run.json": json.dumps(spec).encode()}.items():
+            with open(os.path.join(drv, name), "wb") as fh:
+                fh.write(data)
+        python = SYSTEM_PYTHON if os.path.exists(SYSTEM_PYTHON) else "python3"
+        out = f"{inside}/{os.path.basename(out_dir)}/results.json"
+        ran = policy.run([python, "-I", f"{places['drv']}/rlforge_noderun.py", f"{places['drv']}/run.json",
+                          out], tree, {"drv": drv}, timeout=float(ref["budget_sec"]) + 60)
+        path = os.path.join(out_dir, "results.json")
+        if not regular_file(path) or os.path.getsize(path) > RESULT_LIMIT:
+            return None, ran
+        with open(path, encoding="utf-8", errors="replace") as fh:
+            result = json.load(fh)
+        return (result if isinstance(result, dict) and isinstance(result.get("outcomes"), dict)
+                else None), ran
+    except (ValueError, RecursionError):
+        return None, None
+    finally:
+        shutil.rmtree(drv, ignore_errors=True)
+
+
+def tests_components(f2p, p2p, out, contradicted, run):
+    """`fail_to_pass`, `pass_to_pass`, `collects` and `results_trusted` of a run."""
+    comps = {}
+    f2p_ok = [t for t in f2p if out.get(t) == "passed"]
+    f2p_bad = [f"{t} ({contradicted.get(t) or out.get(t)})" for t in f2p if out.get(t) != "passed"]
+    comps["fail_to_pass"] = component(
+        len(f2p_ok) / len(f2p) if f2p else 0, 1.0, "coarse",
+        detail=f"{len(f2p_ok)}/{len(f2p)} pass" + (f"; failing: {_ids(f2p_bad)}" if f2p_bad else ""))
+    p2p_bad = [f"{t} ({out.get(t)})" for t in p2p if out.get(t) != "passed"]
+    comps["pass_to_pass"] = component(
+        not p2p_bad, 0, "coarse", gate=True,
+        detail=f"{len(p2p) - len(p2p_bad)}/{len(p2p)} still pass"
+        + (f"; broken: {_ids(p2p_bad)}" if p2p_bad else ""))
+    errors = [str(e) for e in run.get("collect_errors") or []]
+    comps["collects"] = component(
+        not errors, 0, "medium", gate=True,
+        detail=f"test files failed to load: {_ids(errors)}" if errors else "every test file loads")
+    canaries = run.get("canaries") if isinstance(run.get("canaries"), dict) else {}
+    forged = [str(f) for f in run.get("forged") or []]
+    wrong = [c for c, o in canaries.items() if o != "failed"]
+    trusted = bool(canaries) and not wrong and not forged
+    comps["results_trusted"] = component(
+        trusted, 0, "medium", gate=True,
+        detail="every canary test failed, as it must" if trusted else
+        "no canary could be planted" if not canaries else
+        f"{len(wrong)} of {len(canaries)} canary tests, which must fail, did not: "
+        f"the results of {_ids(forged) or 'the run'} cannot be trusted")
+    return comps
+
+
+def score_js_repair(ref, tests_dir, workspace=None, policy=None):
+    """Score the workspace (default ref['workspace']); see the module docstring."""
+    hidden = load_hidden(ref, tests_dir)
+    f2p, p2p = list(ref["fail_to_pass"]), list(ref["pass_to_pass"])
+    comps = {}
+    scratch = tempfile.mkdtemp(prefix="rlforge-tree-")
+    tree = os.path.join(scratch, "app")
+    os.mkdir(tree)
+    try:
+        applied, detail = submitted_tree(ref, workspace or ref["workspace"], tree)
+        comps["patch_applies"] = component(applied, 0, "medium", gate=True, detail=detail)
+        touched = touched_protected(tree, ref["protected"], ref["base_protected"]) if applied else []
+        comps["tests_untouched"] = component(
+            not touched, 0, "fine", gate=True,
+            detail=f"test or runner files changed: {_ids(touched)}" if touched else "no test file changed")
+        if not applied or touched:
+            comps["fail_to_pass"] = component(0, 1.0, "coarse", detail="not run")
+            comps["pass_to_pass"] = component(0, 0, "coarse", gate=True, detail="not run")
+            return reward(comps, detail="the submission was not run",
+                          reason="patch_does_not_apply" if not applied else "tests_touched")
+        plan = hide_literals(tree, hidden, f2p)
+        for rel in ref.get("hidden_deleted", []):
+            remove_file(tree, rel)
+        run, ran = run_driver(ref, tree, f2p + p2p, policy or LocalPolicy())
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    if run is None:
+        why = f" ({ran.reason or 'exit 0'})" if ran is not None else ""
+        comps["fail_to_pass"] = component(0, 1.0, "coarse", detail="the test run gave no results" + why)
+        comps["pass_to_pass"] = component(0, 0, "coarse", gate=True, detail="no results")
+        return reward(comps, detail="the test run gave no results", reason="no_results")
+    sent = run.get("checks") if isinstance(run.get("checks"), dict) else {}
+    out, contradicted = apply_checks(run["outcomes"], sent, plan)
+    comps.update(tests_components(f2p, p2p, out, contradicted, run))
+    failed = [name for name, c in comps.items() if c["gate"] and c["value"] < 1]
+    reason = ("timeout" if run.get("budget_exhausted") or run.get("collection_hang") else
+              {"results_trusted": "forged_results", "collects": "collection_error",
+               "pass_to_pass": "pass_to_pass_broken"}.get(failed[0], failed[0]) if failed else
+              "tests_fail")
+    return reward(comps, detail=f"{run.get('sessions', 0)} test process(es), "
+                  f"{float(run.get('seconds') or 0):.1f}s" + ("; a test hung" if run.get("hung") else ""),
+                  reason=reason)
+
+
+def main(argv=None):
+    argv = list(sys.argv[1:] if argv is None else argv)
+    logs = "/logs/verifier"
+    if "--logs" in argv:
+        i = argv.index("--logs")
+        logs = argv[i + 1]
+        del argv[i:i + 2]
+
+    def score_here(ref, tests_dir):
+        policy = LocalPolicy()
+        policy.require_apart()
+        try:
+            return score_js_repair(ref, tests_dir, policy=policy)
+        finally:
+            policy.sweep()
+
+    return verifier_main(argv[0], logs, score_here)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
