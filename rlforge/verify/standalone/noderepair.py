@@ -42,9 +42,9 @@ if TYPE_CHECKING or __package__:  # rlforge.verify.standalone.noderepair
     from .entry import verifier_main
     from .jsasserts import apply_checks, externalize
     from .noderun import FRAMEWORKS
-    from .patch import apply_patch, remove_file, write_file
+    from .patch import remove_file, write_file
     from .policy_code import LocalPolicy, regular_file
-    from .protect import SUBMISSION_PATCH, copy_workspace, touched_protected
+    from .repairscore import ids_text, open_attempt
     from .rewards import component, reward
 else:  # tests/rlforge_noderepair.py, run as python3 -I: its siblings from their source beside it
     import runpy
@@ -54,9 +54,9 @@ else:  # tests/rlforge_noderepair.py, run as python3 -I: its siblings from their
     from rlforge_entry import verifier_main
     from rlforge_jsasserts import apply_checks, externalize
     from rlforge_noderun import FRAMEWORKS
-    from rlforge_patch import apply_patch, remove_file, write_file
+    from rlforge_patch import remove_file, write_file
     from rlforge_policy_code import LocalPolicy, regular_file
-    from rlforge_protect import SUBMISSION_PATCH, copy_workspace, touched_protected
+    from rlforge_repairscore import ids_text, open_attempt
     from rlforge_rewards import component, reward
 
 #: the modules the driver needs in the sandbox (`noderun` and what it imports)
@@ -64,35 +64,6 @@ DRIVER = ("noderun", "jsasserts", "jsvalues", "policy_code", "siblings")
 ENV_DIR = "/opt/venv"  # where the prepared node_modules environment is mounted
 SYSTEM_PYTHON = "/usr/bin/python3"
 RESULT_LIMIT = 100 * 1024 * 1024
-
-
-def _ids(ids, limit=5):
-    shown = ", ".join(ids[:limit])
-    return shown + (f" and {len(ids) - limit} more" if len(ids) > limit else "")
-
-
-def load_hidden(ref, tests_dir):
-    """{path: bytes} of the hidden test files (read before any policy code runs)."""
-    hidden = {}
-    root = os.path.join(tests_dir, ref.get("hidden_dir", "hidden"))
-    for rel in ref.get("hidden_files", []):
-        with open(os.path.join(root, rel), "rb") as fh:
-            hidden[rel] = fh.read()
-    return hidden
-
-
-def submitted_tree(ref, workspace, tree):
-    """Copy the workspace into `tree` and apply the submitted diff; (applied, detail)."""
-    try:
-        copy_workspace(workspace, tree)
-        patch_file = os.path.join(workspace, ref.get("submission_patch", SUBMISSION_PATCH))
-        if regular_file(patch_file):
-            with open(patch_file, "rb") as fh:
-                text = fh.read(20_000_000).decode("utf-8", "surrogateescape")
-            return apply_patch(tree, text)
-        return True, "workspace submitted as is"
-    except OSError as exc:
-        return False, f"the workspace could not be read: {exc}"
 
 
 def hide_literals(tree, hidden, fail_to_pass):
@@ -165,78 +136,39 @@ def run_driver(ref, tree, ids, policy):
         shutil.rmtree(drv, ignore_errors=True)
 
 
-def tests_components(f2p, p2p, out, contradicted, run):
-    """`fail_to_pass`, `pass_to_pass`, `collects` and `results_trusted` of a run."""
-    comps = {}
-    f2p_ok = [t for t in f2p if out.get(t) == "passed"]
-    f2p_bad = [f"{t} ({contradicted.get(t) or out.get(t)})" for t in f2p if out.get(t) != "passed"]
-    comps["fail_to_pass"] = component(
-        len(f2p_ok) / len(f2p) if f2p else 0, 1.0, "coarse",
-        detail=f"{len(f2p_ok)}/{len(f2p)} pass" + (f"; failing: {_ids(f2p_bad)}" if f2p_bad else ""))
-    p2p_bad = [f"{t} ({out.get(t)})" for t in p2p if out.get(t) != "passed"]
-    comps["pass_to_pass"] = component(
-        not p2p_bad, 0, "coarse", gate=True,
-        detail=f"{len(p2p) - len(p2p_bad)}/{len(p2p)} still pass"
-        + (f"; broken: {_ids(p2p_bad)}" if p2p_bad else ""))
-    errors = [str(e) for e in run.get("collect_errors") or []]
-    comps["collects"] = component(
-        not errors, 0, "medium", gate=True,
-        detail=f"test files failed to load: {_ids(errors)}" if errors else "every test file loads")
-    canaries = run.get("canaries") if isinstance(run.get("canaries"), dict) else {}
-    forged = [str(f) for f in run.get("forged") or []]
-    wrong = [c for c, o in canaries.items() if o != "failed"]
-    trusted = bool(canaries) and not wrong and not forged
-    comps["results_trusted"] = component(
-        trusted, 0, "medium", gate=True,
-        detail="every canary test failed, as it must" if trusted else
-        "no canary could be planted" if not canaries else
-        f"{len(wrong)} of {len(canaries)} canary tests, which must fail, did not: "
-        f"the results of {_ids(forged) or 'the run'} cannot be trusted")
-    return comps
-
-
 def score_js_repair(ref, tests_dir, workspace=None, policy=None):
     """Score the workspace (default ref['workspace']); see the module docstring."""
-    hidden = load_hidden(ref, tests_dir)
-    f2p, p2p = list(ref["fail_to_pass"]), list(ref["pass_to_pass"])
-    comps = {}
-    scratch = tempfile.mkdtemp(prefix="rlforge-tree-")
-    tree = os.path.join(scratch, "app")
-    os.mkdir(tree)
+    f2p = list(ref["fail_to_pass"])
+    attempt = open_attempt(ref, tests_dir, workspace)
     try:
-        applied, detail = submitted_tree(ref, workspace or ref["workspace"], tree)
-        comps["patch_applies"] = component(applied, 0, "medium", gate=True, detail=detail)
-        touched = touched_protected(tree, ref["protected"], ref["base_protected"]) if applied else []
-        comps["tests_untouched"] = component(
-            not touched, 0, "fine", gate=True,
-            detail=f"test or runner files changed: {_ids(touched)}" if touched else "no test file changed")
-        if not applied or touched:
-            comps["fail_to_pass"] = component(0, 1.0, "coarse", detail="not run")
-            comps["pass_to_pass"] = component(0, 0, "coarse", gate=True, detail="not run")
-            return reward(comps, detail="the submission was not run",
-                          reason="patch_does_not_apply" if not applied else "tests_touched")
-        plan = hide_literals(tree, hidden, f2p)
+        attempt.untouched()
+        if attempt.refused:
+            return attempt.not_run()
+        plan = hide_literals(attempt.tree, attempt.hidden, f2p)
         for rel in ref.get("hidden_deleted", []):
-            remove_file(tree, rel)
-        run, ran = run_driver(ref, tree, f2p + p2p, policy or LocalPolicy())
+            remove_file(attempt.tree, rel)
+        run, ran = run_driver(ref, attempt.tree, f2p + list(ref["pass_to_pass"]),
+                              policy or LocalPolicy())
     finally:
-        shutil.rmtree(scratch, ignore_errors=True)
+        attempt.close()
     if run is None:
         why = f" ({ran.reason or 'exit 0'})" if ran is not None else ""
-        comps["fail_to_pass"] = component(0, 1.0, "coarse", detail="the test run gave no results" + why)
-        comps["pass_to_pass"] = component(0, 0, "coarse", gate=True, detail="no results")
-        return reward(comps, detail="the test run gave no results", reason="no_results")
+        attempt.comps["fail_to_pass"] = component(0, 1.0, "coarse",
+                                                  detail="the test run gave no results" + why)
+        attempt.comps["pass_to_pass"] = component(0, 0, "coarse", gate=True, detail="no results")
+        return reward(attempt.comps, detail="the test run gave no results", reason="no_results")
     sent = run.get("checks") if isinstance(run.get("checks"), dict) else {}
     out, contradicted = apply_checks(run["outcomes"], sent, plan)
-    comps.update(tests_components(f2p, p2p, out, contradicted, run))
-    failed = [name for name, c in comps.items() if c["gate"] and c["value"] < 1]
-    reason = ("timeout" if run.get("budget_exhausted") or run.get("collection_hang") else
-              {"results_trusted": "forged_results", "collects": "collection_error",
-               "pass_to_pass": "pass_to_pass_broken"}.get(failed[0], failed[0]) if failed else
-              "tests_fail")
-    return reward(comps, detail=f"{run.get('sessions', 0)} test process(es), "
-                  f"{float(run.get('seconds') or 0):.1f}s" + ("; a test hung" if run.get("hung") else ""),
-                  reason=reason)
+    errors = [str(e) for e in run.get("collect_errors") or []]
+    canaries = run.get("canaries") if isinstance(run.get("canaries"), dict) else {}
+    return attempt.score(
+        run, {**out, **canaries}, list(canaries), why=contradicted, canaries_required=True,
+        forged=[str(f) for f in run.get("forged") or []],
+        collects=(not errors, f"test files failed to load: {ids_text(errors)}" if errors
+                  else "every test file loads"),
+        detail=f"{run.get('sessions', 0)} test process(es), {float(run.get('seconds') or 0):.1f}s"
+        + ("; a test hung" if run.get("hung") else ""),
+        reason="timeout" if run.get("budget_exhausted") or run.get("collection_hang") else "")
 
 
 def main(argv=None):

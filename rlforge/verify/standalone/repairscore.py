@@ -104,7 +104,7 @@ class Attempt:
         shutil.rmtree(self.scratch, ignore_errors=True)
 
     def score(self, run, outcomes, canaries, *, collects, partial=True, why=None,
-              canaries_required=False, detail="", reason=""):
+              canaries_required=False, forged=(), detail="", reason=""):
         """The reward after the run.
 
         Args:
@@ -116,6 +116,8 @@ class Attempt:
             why: {test id: why it failed} shown instead of its outcome.
             canaries_required: `results_trusted` fails when no canary could be planted
                 (else it is left out then).
+            forged: the test files whose results the runner found forged (`results_trusted`
+                fails).
             detail: the reward's detail; reason: the fail's reason before any gate's.
         """
         f2p, p2p = list(self.ref["fail_to_pass"]), list(self.ref["pass_to_pass"])
@@ -132,15 +134,16 @@ class Attempt:
             detail=f"{len(p2p) - len(broken)}/{len(p2p)} still pass"
             + (f"; broken: {ids_text(broken)}" if broken else ""))
         self.comps["collects"] = component(collects[0], 0, "medium", gate=True, detail=collects[1])
-        if canaries or canaries_required:
+        if canaries or canaries_required or forged:
             wrong = [c for c in canaries if outcomes.get(c) != "failed"]
             self.comps["results_trusted"] = component(
-                bool(canaries) and not wrong, 0, "medium", gate=True,
-                detail="every canary test failed, as it must" if canaries and not wrong else
-                "no canary could be planted" if not canaries else
+                bool(canaries) and not wrong and not forged, 0, "medium", gate=True,
+                detail="no canary could be planted" if not canaries else
                 f"{len(wrong)} of {len(canaries)} canary tests, which must fail, were reported "
                 f"{', '.join(sorted({str(outcomes.get(c)) for c in wrong}))}: the results cannot "
-                "be trusted")
+                "be trusted" if wrong else
+                f"the results of {ids_text(list(forged))} were forged: they cannot be trusted"
+                if forged else "every canary test failed, as it must")
         failed = [name for name, c in self.comps.items() if c["gate"] and c["value"] < 1]
         reason = reason or (GATE_REASONS.get(failed[0], failed[0]) if failed else "tests_fail")
         return reward(self.comps, detail=detail, reason=reason)
