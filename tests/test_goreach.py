@@ -35,6 +35,20 @@ def test_a_route_to_the_verdict_is_found_however_the_package_is_named(source, re
     assert file_reach(HEAD + source) == reached
 
 
+@pytest.mark.parametrize("source, reached", [
+    # a comment is white space to Go: the selector is still os.Exit
+    ('import "os"\n\nfunc init() { os./**/Exit(0) }\n', ["os.Exit"]),
+    ('import "os"\n\nfunc init() { os. /* x */ Stdout.WriteString("--- PASS") }\n', ["os.Stdout"]),
+    # an import path spelled with escapes is the path the go tool decodes
+    ('import "os\\x2fexec"\n\nvar _ = exec.Command\n', ["import os/exec"]),
+    ('import "sys\\u0063all"\n\nfunc init() { syscall.Exit(0) }\n', ["import syscall"]),
+])
+def test_a_route_spelled_another_way_is_still_found(source, reached):
+    # a red team's forgers (s48) wrote `os./**/Exit` and `"os\x2fexec"`: both built with Go
+    # 1.19, and the scan saw neither
+    assert file_reach(HEAD + source) == reached
+
+
 def test_names_in_comments_strings_and_other_packages_reach_nothing():
     source = HEAD + ('import (\n\t"fmt"\n\t"os"\n)\n\n// os.Exit(0) and fmt.Println in a comment\n'
                      '/* import "os/exec" */\nvar s = "os.Exit(0) fmt.Print(x)"\nvar r = `os.Stdout`\n'

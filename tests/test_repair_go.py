@@ -273,7 +273,7 @@ def test_build_tasks_list_names_each_repository_runner_or_why_none(strs, cli, mo
     monkeypatch.setenv("RLFORGE_TASKS_REPAIR_LANGUAGE", "go")
     shown = cli("build-tasks", "--list")
     assert shown.exit_code == 0, shown.output
-    assert f"commits.repair {repo}: runner go@1\n" in shown.output + "\n"
+    assert f"commits.repair {repo}: runner go@1, whose results can be forged" in shown.output
     monkeypatch.setenv("RLFORGE_TASKS_REPAIR_LANGUAGE", "python")
     listed = cli("build-tasks", "--list", "--json")
     assert listed.exit_code == 0, listed.output
@@ -293,12 +293,17 @@ def _build_default(db_path: Path, out: Path):
         con.close()
 
 
-def test_go_commits_make_tasks_by_default(strs, tmp_path):
-    # the forging a red team found is closed (`goreach`, test sources out of the tree), so
-    # Go is no longer a runner whose results can be forged: no opt-in needed
+def test_go_commits_make_no_task_unless_the_user_accepts_forgeable_results(strs, tmp_path):
+    # a red team (s48) forged a pass past the static gate (a package that runs a shell and
+    # writes stdout; the binary's exit code patched through /proc): by default the build
+    # drops Go commits and says why, before any test runs
     report = _build_default(strs["db"], tmp_path / "tasks")
-    assert len(_tasks(tmp_path / "tasks")) == 1, report.drops
-    assert report.runners["commits.repair"][str(strs["root"] / "strs")] == "go@1"
+    assert not _tasks(tmp_path / "tasks")
+    reasons = [d["reason"] for d in report.drops]
+    assert reasons and all(r.startswith("the test runner's results can be forged (go@1: ")
+                           and 'forgeable_runners = ["go"]' in r for r in reasons), reasons
+    assert report.runners["commits.repair"][str(strs["root"] / "strs")].startswith(
+        "go@1, whose results can be forged")
 
 
 def test_a_runner_whose_results_can_be_forged_makes_no_task_unless_named(strs, tmp_path, monkeypatch):

@@ -74,6 +74,20 @@ def _tokens(text):
         yield m.lastgroup, m.group()
 
 
+def _unquote(lit):
+    """The import path a Go string literal spells (escapes such as `\\x2f` decoded, as the go
+    tool does), None when it cannot be read."""
+    if lit.startswith("`"):
+        return lit[1:-1]
+    body = lit[1:-1]
+    if "\\" not in body:
+        return body
+    try:
+        return body.encode("latin-1", "backslashreplace").decode("unicode_escape")
+    except (UnicodeError, ValueError):
+        return None
+
+
 def _reached_whole(path):
     return path in WHOLE or path.startswith(WHOLE_PREFIXES)
 
@@ -84,7 +98,15 @@ def file_reach(text, module=""):
     standard library and the module (`module`, its path) it imports (`dep <path>`): what a
     dependency hands out the scan cannot see, so only those the parent already used pass."""
     found = set()
-    toks = [t for t in _tokens(text) if t[0] != "other" or t[1] not in ";"]
+    toks = []
+    for kind, tok in _tokens(text):
+        if kind == "comment":  # a comment is white space to Go: `os./**/Exit` is `os.Exit`
+            for line in tok.splitlines():
+                m = DIRECTIVE.match(line.strip())
+                if m:
+                    found.add(f"//go:{m.group(1)}")
+        elif kind != "other" or tok not in ";":
+            toks.append((kind, tok))
     names = {}  # local name of an import -> its path
     i, n = 0, len(toks)
     while i < n:
@@ -117,7 +139,10 @@ def file_reach(text, module=""):
                     kind2, tok2 = toks[j]
                 if kind2 != "string":
                     break
-                path = tok2.strip('"`')
+                path = _unquote(tok2)
+                if path is None:  # an escape the scan cannot read: reaches everything
+                    found.add(f"import {tok2}")
+                    path = tok2
                 local = alias or path.rsplit("/", 1)[-1]
                 if _reached_whole(path):
                     found.add(f"import {path}")

@@ -86,6 +86,13 @@ class GoTest(TestRunner):
     result_format = "go-test"
     source_suffixes = (".go",)
     test_files_text = "`*_test.go` files, anything under a `testdata/` or `vendor/` directory"
+    # The static gate (goreach) is a list of routes to the harness, and a red team walked
+    # around it on every scoring path: `net/http/cgi` both runs a shell and writes stdout,
+    # and a shell can patch the test binary's exit code through /proc/<pid>/mem (same
+    # uid). Until the test run itself cannot exec or reach /proc (an exec-less launcher,
+    # no /proc), Go tasks are for models one trusts.
+    forgeable = ("a Go test runs in one process with the submission's code, which can run "
+                 "other programs and rewrite its own results past the static gate")
 
     def test_rules(self) -> dict:
         return RULES
