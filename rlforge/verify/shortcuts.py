@@ -361,9 +361,14 @@ def guesses(v: QuestionView) -> dict[str, str]:
 
 def solved_by(v: QuestionView, reference: dict) -> dict[str, str]:
     """The strategies whose guess the answer verifier scores correct, with the guess."""
+    return scored(guesses(v), reference)
+
+
+def scored(named_guesses: dict[str, str], reference: dict) -> dict[str, str]:
+    """Those of the guesses (by strategy name) the task's answer verifier scores above 0."""
     from rlforge.verify.standalone.answers import score_answer
 
-    return {name: guess for name, guess in guesses(v).items()
+    return {name: guess for name, guess in named_guesses.items()
             if score_answer(reference, guess)["total"] > 1e-9}
 
 
