@@ -15,7 +15,9 @@ Question families (`question_kind`), each asked only where the window's fields s
   at most `max_count_share` of the tasks a build emits.
 
 The family mix is an option (`families`, e.g. `{burst_start = 2, template_count = 1}`):
-each window takes, among the families it supports, the one furthest behind its share.
+each window takes, among the families it supports, the one furthest behind its share, and
+no family takes more than `max_family_share` of the tasks (`family_caps`): a family that
+fits every window (a stall, `longest_gap`) does not crowd out the rest.
 
 Shortcuts fail by construction and are screened: a first-failure question needs several
 failing candidates, a burst must not start at the first failure, a precursor's distractors
@@ -427,12 +429,15 @@ class LogsDiagnose(Generator):
     sources = ("log_records",)
 
     def __init__(self, window: int = 80, kinds=KINDS, families=None,
-                 max_count_share: float = 0.3, context_tokens=None):
+                 max_count_share: float = 0.3, context_tokens=None,
+                 max_family_share: float = 0.25):
         self.window = int(window)
         self.budgets = parse_token_budgets(context_tokens)
         weights = parse_families(families)
         self.weights = {k: w for k, w in weights.items() if w > 0 and k in kinds}
         self.max_count_share = float(max_count_share)
+        self.max_family_share = float(max_family_share)
+        self._caps: dict[str, float] = {}
         self.rejections: list[dict[str, str]] = []
         self.gates: Counter = Counter()
         self._source: SourceLines | None = None
@@ -454,8 +459,17 @@ class LogsDiagnose(Generator):
         """Families this database's fields cannot support, with the reason."""
         return {k: v for k, v in field_support(con).items() if k in self.weights}
 
+    def family_caps(self, con) -> dict[str, float]:
+        """The most of the tasks each family may take: `max_family_share`, or its weight's
+        share among the families this database supports when that is more (a family alone,
+        or weighted up by the user, is not held back)."""
+        supported = {k: w for k, w in self.weights.items() if k not in self.skipped(con)}
+        total = sum(supported.values()) or 1.0
+        return {k: max(self.max_family_share, w / total) for k, w in supported.items()}
+
     def specs(self, ctx: BuildContext):
         made: Counter = Counter()
+        self._caps = self.family_caps(ctx.con)
         for w in stable_sample(self._candidates(ctx.con), None, ctx.seed, key=lambda w: w.key):
             budgets: list[int | None] = [*self.budgets] or [None]
             for budget in budgets:  # one task per token budget (long variants)
@@ -468,10 +482,13 @@ class LogsDiagnose(Generator):
 
     def _order(self, rng, made: Counter) -> list[str]:
         """Families in the order this window tries them: furthest behind its share first;
-        counting only while it stays within `max_count_share` of the tasks."""
+        counting only while it stays within `max_count_share` of the tasks, every family
+        within its cap (`family_caps`)."""
         total = sum(made.values())
         kinds = [k for k in self.weights if k not in COUNTING or
                  sum(made[c] for c in COUNTING) + 1 <= self.max_count_share * (total + 1)]
+        # No family takes more than its cap of the tasks, at every point of the build.
+        kinds = [k for k in kinds if made[k] + 1 <= max(1.0, self._caps.get(k, 1.0) * (total + 1))]
         keys = {k: (made[k] / self.weights[k], rng.random()) for k in kinds}
         return sorted(kinds, key=keys.__getitem__)
 
@@ -479,7 +496,8 @@ class LogsDiagnose(Generator):
              made: Counter):
         """The window's question: (kind, question), or None. `records` in the order the
         questions read them, `text` the window as shown (the stated rule reads that)."""
-        for kind in self._order(rng, made):
+        order = self._order(rng, made)
+        for kind in order:
             found = globals()[f"q_{kind}"](records, ctx.con, rng)
             if found is None:
                 continue
@@ -496,6 +514,14 @@ class LogsDiagnose(Generator):
                 self.gates["stated_rule"] += 1
             self.rejections.append({"source": f"{w.file}:{w.first_line}-{w.last_line}",
                                     "reason": why})
+        capped = [k for k in self._caps if k not in order and k not in COUNTING]
+        if capped:
+            # A family held back by its cap might have fitted: say so (the mix is the cause).
+            self.gates["family_cap"] += 1
+            self.rejections.append({"source": f"{w.file}:{w.first_line}-{w.last_line}",
+                                    "reason": f"family mix: {', '.join(capped)} at its share cap "
+                                              "and no other family fits"})
+            return None
         self.gates["no_family_fits"] += 1
         return None
 
