@@ -497,33 +497,41 @@ class LogsDiagnose(Generator):
         """The window's question: (kind, question), or None. `records` in the order the
         questions read them, `text` the window as shown (the stated rule reads that)."""
         order = self._order(rng, made)
+        source = f"{w.file}:{w.first_line}-{w.last_line}"
         for kind in order:
-            found = globals()[f"q_{kind}"](records, ctx.con, rng)
-            if found is None:
-                continue
-            why = rule_disagreement(kind, text, found)
-            if why is None:
-                solved = shortcuts.solved_by(shortcuts.view(kind, found.text, text),
-                                             found.answer_ref)
-                if not solved:
-                    return kind, found
-                name, guess = next(iter(solved.items()))
-                self.gates[f"shortcut:{name}"] += 1
-                why = f"shortcut {name} answers {kind} (it guesses {guess[:60]!r})"
-            else:
-                self.gates["stated_rule"] += 1
-            self.rejections.append({"source": f"{w.file}:{w.first_line}-{w.last_line}",
-                                    "reason": why})
-        capped = [k for k in self._caps if k not in order and k not in COUNTING]
-        if capped:
-            # A family held back by its cap might have fitted: say so (the mix is the cause).
+            found, why, gate = self._fits(kind, records, ctx.con, rng, text)
+            if found is not None:
+                return kind, found
+            if why is not None:
+                self.gates[gate] += 1
+                self.rejections.append({"source": source, "reason": why})
+        # A family held back by its cap that would fit: the mix is why nothing is asked.
+        held = [k for k in self._caps if k not in order and k not in COUNTING
+                and self._fits(k, records, ctx.con, rng, text)[0] is not None]
+        if held:
             self.gates["family_cap"] += 1
-            self.rejections.append({"source": f"{w.file}:{w.first_line}-{w.last_line}",
-                                    "reason": f"family mix: {', '.join(capped)} at its share cap "
-                                              "and no other family fits"})
+            self.rejections.append({"source": source, "reason": f"family mix: {', '.join(held)} "
+                                    "would fit but is at its share cap, and no other family fits"})
             return None
         self.gates["no_family_fits"] += 1
         return None
+
+    @staticmethod
+    def _fits(kind: str, records: list[Record], con, rng, text: str):
+        """(question, None, None) when family `kind` asks a question of the window that
+        agrees with its stated rule and no shortcut answers; else (None, why, gate), or
+        (None, None, None) where the window cannot support the family."""
+        found = globals()[f"q_{kind}"](records, con, rng)
+        if found is None:
+            return None, None, None
+        why = rule_disagreement(kind, text, found)
+        if why is not None:
+            return None, why, "stated_rule"
+        solved = shortcuts.solved_by(shortcuts.view(kind, found.text, text), found.answer_ref)
+        if not solved:
+            return found, None, None
+        name, guess = next(iter(solved.items()))
+        return None, f"shortcut {name} answers {kind} (it guesses {guess[:60]!r})", f"shortcut:{name}"
 
     def _sections(self, ctx: BuildContext, w: WindowStats, budget: int | None,
                   fixed: int) -> list[tuple[str, list[Record]]] | None:
