@@ -214,7 +214,8 @@ def test_logs_script_build_prints_its_drop_reasons(tmp_path, cli, db_path):
 def test_logs_diagnose_balances_its_families(tmp_path):
     """A log whose every window has a stall but only one in four has errors: the gap family
     fits everywhere and would take most tasks; capped at `max_family_share` of the tasks
-    (at every point of the build), the windows it alone fits are dropped, saying why."""
+    (at every point of the build, once other families fit), the windows it alone fits are
+    dropped, saying why."""
     rng, rows = random.Random(4), []
     for i in range(1600):
         if (i // 80) % 4 == 1 and rng.random() < 0.25:
@@ -244,6 +245,8 @@ def test_logs_diagnose_balances_its_families(tmp_path):
             assert any(r["reason"].startswith("family mix: longest_gap") for r in gen.rejections)
     con.close()
     uncapped, capped = made[1.0], made[0.25]
-    assert uncapped["longest_gap"] > 0.5 * sum(uncapped.values())  # the gap family dominates
+    assert uncapped["longest_gap"] > 0.7 * sum(uncapped.values())  # the gap family dominates
     assert len(capped) >= 3
-    assert max(capped.values()) <= max(1, 0.25 * sum(capped.values()) + 1)
+    # Capped once a second family has fitted: the gaps asked before that stay (the floor
+    # is an even share of the families seen), so at most half, not a quarter, here.
+    assert capped["longest_gap"] <= 0.5 * sum(capped.values())

@@ -438,6 +438,7 @@ class LogsDiagnose(Generator):
         self.max_count_share = float(max_count_share)
         self.max_family_share = float(max_family_share)
         self._caps: dict[str, float] = {}
+        self._fitting: set[str] = set()  # families that fitted a window of this build
         self.rejections: list[dict[str, str]] = []
         self.gates: Counter = Counter()
         self._source: SourceLines | None = None
@@ -462,14 +463,15 @@ class LogsDiagnose(Generator):
     def family_caps(self, con) -> dict[str, float]:
         """The most of the tasks each family may take: `max_family_share`, or its weight's
         share among the families this database supports when that is more (a family alone,
-        or weighted up by the user, is not held back)."""
+        or weighted up by the user, is not held back); while building, never less than an
+        even share of the families that have fitted a window so far."""
         supported = {k: w for k, w in self.weights.items() if k not in self.skipped(con)}
         total = sum(supported.values()) or 1.0
         return {k: max(self.max_family_share, w / total) for k, w in supported.items()}
 
     def specs(self, ctx: BuildContext):
         made: Counter = Counter()
-        self._caps = self.family_caps(ctx.con)
+        self._caps, self._fitting = self.family_caps(ctx.con), set()
         for w in stable_sample(self._candidates(ctx.con), None, ctx.seed, key=lambda w: w.key):
             budgets: list[int | None] = [*self.budgets] or [None]
             for budget in budgets:  # one task per token budget (long variants)
@@ -487,8 +489,12 @@ class LogsDiagnose(Generator):
         total = sum(made.values())
         kinds = [k for k in self.weights if k not in COUNTING or
                  sum(made[c] for c in COUNTING) + 1 <= self.max_count_share * (total + 1)]
-        # No family takes more than its cap of the tasks, at every point of the build.
-        kinds = [k for k in kinds if made[k] + 1 <= max(1.0, self._caps.get(k, 1.0) * (total + 1))]
+        # No family takes more than its cap of the tasks, at every point of the build; a
+        # cap is never below an even share of the families that have fitted a window so far
+        # (a log that only one family fits is not held to a quarter of its tasks).
+        even = 1 / len(self._fitting) if self._fitting else 1.0
+        kinds = [k for k in kinds
+                 if made[k] + 1 <= max(1.0, max(self._caps.get(k, 1.0), even) * (total + 1))]
         keys = {k: (made[k] / self.weights[k], rng.random()) for k in kinds}
         return sorted(kinds, key=keys.__getitem__)
 
@@ -501,6 +507,7 @@ class LogsDiagnose(Generator):
         for kind in order:
             found, why, gate = self._fits(kind, records, ctx.con, rng, text)
             if found is not None:
+                self._fitting.add(kind)
                 return kind, found
             if why is not None:
                 self.gates[gate] += 1
@@ -508,6 +515,7 @@ class LogsDiagnose(Generator):
         # A family held back by its cap that would fit: the mix is why nothing is asked.
         held = [k for k in self._caps if k not in order and k not in COUNTING
                 and self._fits(k, records, ctx.con, rng, text)[0] is not None]
+        self._fitting.update(held)
         if held:
             self.gates["family_cap"] += 1
             self.rejections.append({"source": source, "reason": f"family mix: {', '.join(held)} "
