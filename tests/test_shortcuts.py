@@ -18,6 +18,7 @@ from rlforge.tasks.generators.logs_diagnose import LogsDiagnose
 from rlforge.tasks.build import build_tasks
 from rlforge.tasks.generators.logs_script import LogsScript
 from rlforge.tasks.spec import BuildContext
+from rlforge.verify import shortcuts
 
 HEADER = "<Date> <Time> <Host> <Level> <Component>: <Content>"
 START = dt.datetime(2026, 3, 1, 10, 0, 0)
@@ -250,3 +251,11 @@ def test_logs_diagnose_balances_its_families(tmp_path):
     # Capped once a second family has fitted: the gaps asked before that stay (the floor
     # is an even share of the families seen), so at most half, not a quarter, here.
     assert capped["longest_gap"] <= 0.5 * sum(capped.values())
+
+
+def test_logs_script_counts_a_template_a_literal_grep_miscounts():
+    """`logs.script` prefers, for a count, a template that a literal `grep -c` of its pieces
+    miscounts; `grep_counts` is what such a grep counts."""
+    text = "a cache refresh took 5 ms\nb\ncache refresh took 7 ms (slow)\nno cache refresh took\n"
+    counts = shortcuts.grep_counts("cache refresh took <*> ms", text)
+    assert counts == {"grep_piece_count": 3, "grep_word_count": 3, "grep_pattern_count": 2}

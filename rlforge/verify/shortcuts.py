@@ -325,6 +325,26 @@ def ids_on_error_lines(v: QuestionView) -> str | None:
     return ", ".join(bad) if bad else None
 
 
+def grep_counts(pattern: str, text: str) -> dict[str, int]:
+    """What a literal `grep -c` of a pattern's pieces counts over a text's lines, by
+    strategy: its longest fixed piece, its longest word, its fixed pieces in order (`grep
+    -cE 'a.*b'`). For a counting question over files (`logs.script`), where the battery's
+    record view does not apply."""
+    lines = text.splitlines()
+    out = {}
+    piece = longest_piece(pattern)
+    if piece:
+        out["grep_piece_count"] = sum(piece in line for line in lines)
+    words = re.findall(r"[A-Za-z_][\w.$-]*", pattern.replace("<*>", " "))
+    if words:
+        word = max(words, key=len)
+        out["grep_word_count"] = sum(word in line for line in lines)
+    pieces = [p for p in pattern.split("<*>") if p]
+    if pieces:
+        out["grep_pattern_count"] = sum(_in_order(pieces, line) for line in lines)
+    return out
+
+
 #: Every strategy, by name. Each returns a guess or None where it does not apply.
 STRATEGIES: dict[str, Callable[[QuestionView], str | None]] = {
     "grep_piece_count": grep_piece_count,
