@@ -174,12 +174,12 @@ def test_limit_goes_to_generators_that_can_emit(cli, ticket_db, tmp_path):
     made = {g: s["emitted"] for g, s in report["per_generator"].items()}
     assert made["tickets.triage"] + made["tickets.reply"] == 12
     assert report["usable"]["commits.repair"] == 0
-    # Reply cannot make 150 (most tickets' facts are not in their knowledge base): the
-    # shortfall is triage's.
-    result, report = build(cli, tmp_path / "p", "--limit", "300", "--no-validate",
+    # Reply cannot make 125 (most tickets' facts are not in their knowledge base): the
+    # shortfall is triage's (which leaves out the tickets a shortcut labels).
+    result, report = build(cli, tmp_path / "p", "--limit", "250", "--no-validate",
                            "--generators", "tickets.reply,tickets.triage")
     made = {g: s["emitted"] for g, s in report["per_generator"].items()}
-    assert made["tickets.reply"] < 150 and report["emitted"] == 300, made
+    assert made["tickets.reply"] < 125 and report["emitted"] == 250, made
     # Asked for more than there is: built what there is, and said so.
     result = cli("build-tasks", "--out", tmp_path / "q", "--limit", "5000", "--no-validate",
                  "--generators", "tickets.triage")

@@ -25,6 +25,7 @@ from rlforge.tasks.build import build_tasks
 from rlforge.tasks.generators.incidents_diagnose import IncidentsDiagnose, KINDS, read_shown, stated_answer
 from rlforge.tasks.generators.logs_common import render_sections
 from rlforge.tasks.spec import BuildContext
+from rlforge.verify import shortcuts_incidents as incident_shortcuts
 from rlforge.verify.validate import validate_many
 from test_commits_repair import PYPROJECT as CALC_PYPROJECT
 
@@ -190,8 +191,8 @@ def test_diagnose_answers_each_family_by_its_rule(company):
               "id_failure_time": "2024-09-17 14:05:18", "burst_first_service": "pg-main",
               "burst_start_minute": "2024-09-17 14:03", "burst_first_host": "db-1"}
     assert set(expect) == set(KINDS)
-    for kind, answer in expect.items():
-        gen, specs = _specs(con, families=[kind], context_tokens="8k")
+    for kind, answer in expect.items():  # each family asked, shortcuts or not (next test)
+        gen, specs = _specs(con, families=[kind], context_tokens="8k", screen_shortcuts=False)
         sup7 = [s for s in specs if s.extra_metadata["ticket_id"] == "csv:SUP-7"]
         assert len(sup7) == 1, (kind, gen.rejections)
         spec = sup7[0]
@@ -208,12 +209,39 @@ def test_diagnose_answers_each_family_by_its_rule(company):
     con.close()
 
 
+def test_diagnose_asks_no_question_a_shortcut_answers(company):
+    """The planted day is easy: the first error of all the logs starts pg-main's burst and
+    the first record holding the ticket's id is the first failure holding it. Every family
+    of SUP-7 falls to a shortcut of the battery, so none is asked, and the drop names it."""
+    con = db.connect(company["db"])
+    screened = {}
+    for kind in KINDS:
+        gen, specs = _specs(con, families=[kind], context_tokens="8k")
+        assert not [s for s in specs if s.extra_metadata["ticket_id"] == "csv:SUP-7"], kind
+        [why] = [r["reason"] for r in gen.rejections if r["source"].startswith("csv:SUP-7")]
+        assert why.startswith("shortcut ") and f"answers {kind} " in why, why
+        screened[kind] = why.split()[1]
+    con.close()
+    assert screened["burst_first_service"] in ("first_error", "first_failure", "first_error_in_span")
+    assert screened["id_failure_host"] in ("first_record_holding_id", "first_error_holding_id")
+    # The strategies read only what the policy sees: the shown window, question and ticket.
+    v = incident_shortcuts.view("Which service logged X? The customer's ticket quotes `r1`.",
+                                "my request r1 failed",
+                                "==> /app/logs/a.log <==\n2024-01-01T00:00:02 h1 ERROR web: r1 failed\n"
+                                "==> /app/logs/b.log <==\n2024-01-01T00:00:01 h2 INFO db: got r1\n"
+                                "2024-01-01T00:00:03 h2 WARN db: slow r1\n")
+    assert v.services == ["a", "b"] and v.asked == "service"
+    assert incident_shortcuts.first_record_holding_id(v) == "b"
+    assert incident_shortcuts.first_error_holding_id(v) == "a"
+    assert incident_shortcuts.first_failure(v) == "a" and incident_shortcuts.most_failing(v) is None
+
+
 def test_diagnose_tasks_validate_at_two_budgets(company):
     con = db.connect(company["db"])
     out = company["root"] / "tasks"
     report = build_tasks(con, build_options(
         out=out, generators=["incidents.diagnose"], seed=5, validate=True,
-        generator_options={"incidents.diagnose": {"context_tokens": "8k,16k"}}))
+        generator_options={"incidents.diagnose": {"context_tokens": "8k,16k", "screen_shortcuts": False}}))
     con.close()
     assert report.per_generator["incidents.diagnose"]["emitted"] >= 3, report.drops
     assert report.per_generator["incidents.diagnose"]["dropped_validation"] == 0, report.drops

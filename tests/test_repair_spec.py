@@ -119,6 +119,49 @@ def test_expected_exceptions_and_new_names_are_required_by_name():
     assert "radius must be" not in line and "12.5" not in line
 
 
+FORMAT_TESTS = '''from dura.format import format_duration
+from dura.parse import parse_duration
+
+
+def test_zero():
+    assert format_duration(0) == "0s"
+
+
+def test_weeks():
+    assert parse_duration("2w") == 1209600
+    assert parse_duration("3 wks") == 1814400
+'''
+
+
+def test_unstated_literal_forms_and_edge_cases_are_described_not_shown():
+    """A request can name every word of a test ("zero", "weeks") and still leave out the
+    form its checked calls take or return (`0s`, `3 wks`): the forms are required, and
+    described by their shape (numbers as `<n>`), never by the expected literal."""
+    workspace = {"dura/__init__.py": b"", "dura/parse.py": b"def parse_duration(text):\n    return 0\n"}
+    fixed: dict[str, bytes | None] = {"dura/format.py": b"def format_duration(s):\n    return ''\n"}
+    derivation = _describe({"tests/test_format.py": FORMAT_TESTS.encode()},
+                           ["tests/test_format.py::test_zero", "tests/test_format.py::test_weeks"],
+                           workspace, fixed)
+    request = ("Add format_duration() to render seconds as '1h 30m', leaving out parts that are zero.\n"
+               "parse_duration: accept '2w', w, wk, week and weeks.\n")
+    verdict = spec.specify(derivation, request)
+    assert verdict.reason is None and verdict.stated == [False, False]
+    zero, weeks = verdict.lines
+    assert "`format_duration` returns text of the form `<n>s`" in zero
+    assert "`format_duration` is called with zero" in zero
+    assert "`<n> wks`" in weeks and "`<n>w`" in weeks
+    for line in verdict.lines:
+        assert spec.shows_literal(line, derivation.literals) is None
+        assert "0s" not in line and "3 wks" not in line and "1814400" not in line
+    # The described instruction states them; a request showing the forms needs nothing.
+    assert spec.specify(derivation, request + "\n".join(verdict.lines)).stated == [True, True]
+    shown = spec.specify(derivation, request + "Zero renders as '0s'; '3 wks' parses too.\n")
+    assert shown.stated == [True, True] and shown.lines == []
+    # The forms alone do not name an edge case: zero must be said.
+    assert spec.specify(derivation, "format_duration renders zero as '5s'; weeks: '3 wks', '2w'.").stated == [True, True]
+    assert spec.specify(derivation, "format_duration renders as '5s'; weeks: '3 wks', '2w'.").stated == [False, True]
+
+
 def test_a_new_keyword_of_an_old_function_and_an_aliased_import_are_described():
     test = ('from io import StringIO\nfrom envfile.main import values as env_values\n\n\n'
             'def test_values_raw(tmp_path):\n    got = env_values(stream=StringIO("A=$B"), expand=False)\n'

@@ -7,6 +7,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import random
+from collections import Counter
 
 import pytest
 
@@ -17,6 +18,7 @@ from rlforge.tasks.generators.logs_diagnose import LogsDiagnose
 from rlforge.tasks.build import build_tasks
 from rlforge.tasks.generators.logs_script import LogsScript
 from rlforge.tasks.spec import BuildContext
+from rlforge.verify import shortcuts
 
 HEADER = "<Date> <Time> <Host> <Level> <Component>: <Content>"
 START = dt.datetime(2026, 3, 1, 10, 0, 0)
@@ -208,3 +210,52 @@ def test_logs_script_build_prints_its_drop_reasons(tmp_path, cli, db_path):
     assert result.exit_code == 1  # nothing emitted is an error, and says why
     assert "dropped 2 × logs.script: no question: first_error_time: no answer in a window" \
         in " ".join(result.output.split())
+
+
+def test_logs_diagnose_balances_its_families(tmp_path):
+    """A log whose every window has a stall but only one in four has errors: the gap family
+    fits everywhere and would take most tasks; capped at `max_family_share` of the tasks
+    (at every point of the build, once other families fit), the windows it alone fits are
+    dropped, saying why."""
+    rng, rows = random.Random(4), []
+    for i in range(1600):
+        if (i // 80) % 4 == 1 and rng.random() < 0.25:
+            rows.append(("ERROR", rng.choice(["db", "web", "cache"]),
+                         rng.choice([f"query {i} failed: deadlock", f"timeout talking to shard {i % 7}",
+                                     f"disk full on volume {i % 3}"])))
+        else:
+            rows.append(_chatter(i))
+    _ingest(tmp_path, rows).close()  # writes svc.log: a record every 2 seconds
+    stalls = {80 * w + 37 for w in range(20)}  # one long silence in every window
+    lines = (tmp_path / "svc.log").read_text().splitlines()
+    t = START
+    out = []
+    for i, line in enumerate(lines):
+        t += dt.timedelta(seconds=2 + (60 if i in stalls else 0))
+        out.append(t.strftime("%Y-%m-%d %H:%M:%S") + line[19:])
+    (tmp_path / "gaps.log").write_text("\n".join(out) + "\n")
+    con = db.connect(tmp_path / "gaps.duckdb")
+    logs.ingest_file(con, tmp_path / "gaps.log", fmt=HEADER)
+    made = {}
+    for share in (1.0, 0.25):
+        gen = LogsDiagnose(max_family_share=share)
+        specs = list(gen.specs(BuildContext(con, seed=0)))
+        made[share] = Counter(s.extra_metadata["question_kind"] for s in specs)
+        if share < 1:
+            assert gen.gates["family_cap"] > 0
+            assert any(r["reason"].startswith("family mix: longest_gap") for r in gen.rejections)
+    con.close()
+    uncapped, capped = made[1.0], made[0.25]
+    assert uncapped["longest_gap"] > 0.7 * sum(uncapped.values())  # the gap family dominates
+    assert len(capped) >= 3
+    # Capped once a second family has fitted: the gaps asked before that stay (the floor
+    # is an even share of the families seen), so at most half, not a quarter, here.
+    assert capped["longest_gap"] <= 0.5 * sum(capped.values())
+
+
+def test_logs_script_counts_a_template_a_literal_grep_miscounts():
+    """`logs.script` prefers, for a count, a template that a literal `grep -c` of its pieces
+    miscounts; `grep_counts` is what such a grep counts."""
+    text = "a cache refresh took 5 ms\nb\ncache refresh took 7 ms (slow)\nno cache refresh took\n"
+    counts = shortcuts.grep_counts("cache refresh took <*> ms", text)
+    assert counts == {"grep_piece_count": 3, "grep_word_count": 3, "grep_pattern_count": 2}

@@ -325,6 +325,26 @@ def ids_on_error_lines(v: QuestionView) -> str | None:
     return ", ".join(bad) if bad else None
 
 
+def grep_counts(pattern: str, text: str) -> dict[str, int]:
+    """What a literal `grep -c` of a pattern's pieces counts over a text's lines, by
+    strategy: its longest fixed piece, its longest word, its fixed pieces in order (`grep
+    -cE 'a.*b'`). For a counting question over files (`logs.script`), where the battery's
+    record view does not apply."""
+    lines = text.splitlines()
+    out = {}
+    piece = longest_piece(pattern)
+    if piece:
+        out["grep_piece_count"] = sum(piece in line for line in lines)
+    words = re.findall(r"[A-Za-z_][\w.$-]*", pattern.replace("<*>", " "))
+    if words:
+        word = max(words, key=len)
+        out["grep_word_count"] = sum(word in line for line in lines)
+    pieces = [p for p in pattern.split("<*>") if p]
+    if pieces:
+        out["grep_pattern_count"] = sum(_in_order(pieces, line) for line in lines)
+    return out
+
+
 #: Every strategy, by name. Each returns a guess or None where it does not apply.
 STRATEGIES: dict[str, Callable[[QuestionView], str | None]] = {
     "grep_piece_count": grep_piece_count,
@@ -361,9 +381,14 @@ def guesses(v: QuestionView) -> dict[str, str]:
 
 def solved_by(v: QuestionView, reference: dict) -> dict[str, str]:
     """The strategies whose guess the answer verifier scores correct, with the guess."""
+    return scored(guesses(v), reference)
+
+
+def scored(named_guesses: dict[str, str], reference: dict) -> dict[str, str]:
+    """Those of the guesses (by strategy name) the task's answer verifier scores above 0."""
     from rlforge.verify.standalone.answers import score_answer
 
-    return {name: guess for name, guess in guesses(v).items()
+    return {name: guess for name, guess in named_guesses.items()
             if score_answer(reference, guess)["total"] > 1e-9}
 
 

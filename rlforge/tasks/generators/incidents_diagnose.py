@@ -26,6 +26,9 @@ shown text by the stated rule; a question whose two answers differ is not asked,
 whose answer the ticket holds (the service it names, a host or minute it quotes, its own
 opening time). Validation adds, to `logs.diagnose`'s adversarial answers, the naive
 answers a ticket suggests (the service it names, the time it was opened): each scores 0.
+A question the shortcut battery (`rlforge.verify.shortcuts_incidents`: the first failure
+of all the logs, the first record holding the id at any level, ...) answers is not asked;
+the next family is tried (`screen_shortcuts`).
 """
 
 from __future__ import annotations
@@ -49,6 +52,7 @@ from rlforge.tasks.generators.logs_common import (ERROR_LEVELS, FAILURE_LEVELS, 
                                        render_sections, section_names, shown_time, time_order)
 from rlforge.tasks.registry import Generator, register
 from rlforge.tasks.spec import BuildContext, SourceRef, Submission, TaskSpec, stable_sample
+from rlforge.verify import shortcuts, shortcuts_incidents as incident_shortcuts
 
 ID_KINDS = ("id_first_service", "id_failure_host", "id_failure_time")
 BURST_KINDS = ("burst_first_service", "burst_start_minute", "burst_first_host")
@@ -211,10 +215,11 @@ class IncidentsDiagnose(Generator):
     sources = ("tickets", "log_records")
 
     def __init__(self, context_tokens="8k", families=None, min_confidence: float = THRESHOLD,
-                 inline: bool = True):
+                 inline: bool = True, screen_shortcuts: bool = True):
         """`context_tokens`: budgets (e.g. `8k,32k`), one task per budget; `families`:
         the question kinds to ask (default all); `inline`: show the logs in the
-        instruction too (else only in /app/logs/, a terminal task)."""
+        instruction too (else only in /app/logs/, a terminal task); `screen_shortcuts`:
+        do not ask a question the shortcut battery answers (off: to measure it)."""
         self.budgets = parse_token_budgets(context_tokens)
         if not self.budgets:
             from rlforge.errors import UserError
@@ -230,6 +235,7 @@ class IncidentsDiagnose(Generator):
         self.kinds = [k for k in KINDS if names is None or k in names]
         self.min_confidence = float(min_confidence)
         self.inline = bool(inline)
+        self.screen_shortcuts = bool(screen_shortcuts)
         self.rejections: list[dict[str, str]] = []
         self.gates: Counter = Counter()
         self._source: SourceLines | None = None
@@ -408,7 +414,7 @@ class IncidentsDiagnose(Generator):
         rng = ctx.rng(self.name, link["link_id"], budget)
         order = sorted(self.kinds, key=lambda k: (made[k], rng.random()))
         ticket_text = ticket.text()
-        tried, why = [], []
+        tried, why, cheap = [], [], []
         for kind in order:
             q = self._question(ctx.con, kind, ticket, sections, shown, rng)
             if isinstance(q, str):
@@ -424,8 +430,19 @@ class IncidentsDiagnose(Generator):
             if _given(ticket_text, kind, q.answer_text, ticket.created_at):
                 tried.append(kind)
                 continue
+            solved = shortcuts.scored(incident_shortcuts.guesses(
+                incident_shortcuts.view(q.text, ticket_text, text)), q.answer_ref) \
+                if self.screen_shortcuts else {}
+            if solved:
+                name, guess = next(iter(solved.items()))
+                cheap.append(f"shortcut {name} answers {kind} (it guesses {guess[:60]!r})")
+                continue
             return q
-        if tried:
+        if cheap:
+            self._reject(link, cheap[0] + (f"; {len(cheap) - 1} other families too" if len(cheap) > 1
+                                           else "") + ("; answer in the ticket: " + ", ".join(tried)
+                                                       if tried else ""), "shortcut")
+        elif tried:
             self._reject(link, f"answer in the ticket ({', '.join(tried)}), no other family "
                                "fits", "answer_in_ticket")
         else:

@@ -15,7 +15,9 @@ Question families (`question_kind`), each asked only where the window's fields s
   at most `max_count_share` of the tasks a build emits.
 
 The family mix is an option (`families`, e.g. `{burst_start = 2, template_count = 1}`):
-each window takes, among the families it supports, the one furthest behind its share.
+each window takes, among the families it supports, the one furthest behind its share, and
+no family takes more than `max_family_share` of the tasks (`family_caps`): a family that
+fits every window (a stall, `longest_gap`) does not crowd out the rest.
 
 Shortcuts fail by construction and are screened: a first-failure question needs several
 failing candidates, a burst must not start at the first failure, a precursor's distractors
@@ -427,12 +429,16 @@ class LogsDiagnose(Generator):
     sources = ("log_records",)
 
     def __init__(self, window: int = 80, kinds=KINDS, families=None,
-                 max_count_share: float = 0.3, context_tokens=None):
+                 max_count_share: float = 0.3, context_tokens=None,
+                 max_family_share: float = 0.25):
         self.window = int(window)
         self.budgets = parse_token_budgets(context_tokens)
         weights = parse_families(families)
         self.weights = {k: w for k, w in weights.items() if w > 0 and k in kinds}
         self.max_count_share = float(max_count_share)
+        self.max_family_share = float(max_family_share)
+        self._caps: dict[str, float] = {}
+        self._fitting: set[str] = set()  # families that fitted a window of this build
         self.rejections: list[dict[str, str]] = []
         self.gates: Counter = Counter()
         self._source: SourceLines | None = None
@@ -454,8 +460,18 @@ class LogsDiagnose(Generator):
         """Families this database's fields cannot support, with the reason."""
         return {k: v for k, v in field_support(con).items() if k in self.weights}
 
+    def family_caps(self, con) -> dict[str, float]:
+        """The most of the tasks each family may take: `max_family_share`, or its weight's
+        share among the families this database supports when that is more (a family alone,
+        or weighted up by the user, is not held back); while building, never less than an
+        even share of the families that have fitted a window so far."""
+        supported = {k: w for k, w in self.weights.items() if k not in self.skipped(con)}
+        total = sum(supported.values()) or 1.0
+        return {k: max(self.max_family_share, w / total) for k, w in supported.items()}
+
     def specs(self, ctx: BuildContext):
         made: Counter = Counter()
+        self._caps, self._fitting = self.family_caps(ctx.con), set()
         for w in stable_sample(self._candidates(ctx.con), None, ctx.seed, key=lambda w: w.key):
             budgets: list[int | None] = [*self.budgets] or [None]
             for budget in budgets:  # one task per token budget (long variants)
@@ -468,10 +484,17 @@ class LogsDiagnose(Generator):
 
     def _order(self, rng, made: Counter) -> list[str]:
         """Families in the order this window tries them: furthest behind its share first;
-        counting only while it stays within `max_count_share` of the tasks."""
+        counting only while it stays within `max_count_share` of the tasks, every family
+        within its cap (`family_caps`)."""
         total = sum(made.values())
         kinds = [k for k in self.weights if k not in COUNTING or
                  sum(made[c] for c in COUNTING) + 1 <= self.max_count_share * (total + 1)]
+        # No family takes more than its cap of the tasks, at every point of the build; a
+        # cap is never below an even share of the families that have fitted a window so far
+        # (a log that only one family fits is not held to a quarter of its tasks).
+        even = 1 / len(self._fitting) if self._fitting else 1.0
+        kinds = [k for k in kinds
+                 if made[k] + 1 <= max(1.0, max(self._caps.get(k, 1.0), even) * (total + 1))]
         keys = {k: (made[k] / self.weights[k], rng.random()) for k in kinds}
         return sorted(kinds, key=keys.__getitem__)
 
@@ -479,25 +502,44 @@ class LogsDiagnose(Generator):
              made: Counter):
         """The window's question: (kind, question), or None. `records` in the order the
         questions read them, `text` the window as shown (the stated rule reads that)."""
-        for kind in self._order(rng, made):
-            found = globals()[f"q_{kind}"](records, ctx.con, rng)
-            if found is None:
-                continue
-            why = rule_disagreement(kind, text, found)
-            if why is None:
-                solved = shortcuts.solved_by(shortcuts.view(kind, found.text, text),
-                                             found.answer_ref)
-                if not solved:
-                    return kind, found
-                name, guess = next(iter(solved.items()))
-                self.gates[f"shortcut:{name}"] += 1
-                why = f"shortcut {name} answers {kind} (it guesses {guess[:60]!r})"
-            else:
-                self.gates["stated_rule"] += 1
-            self.rejections.append({"source": f"{w.file}:{w.first_line}-{w.last_line}",
-                                    "reason": why})
+        order = self._order(rng, made)
+        source = f"{w.file}:{w.first_line}-{w.last_line}"
+        for kind in order:
+            found, why, gate = self._fits(kind, records, ctx.con, rng, text)
+            if found is not None:
+                self._fitting.add(kind)
+                return kind, found
+            if why is not None:
+                self.gates[gate] += 1
+                self.rejections.append({"source": source, "reason": why})
+        # A family held back by its cap that would fit: the mix is why nothing is asked.
+        held = [k for k in self._caps if k not in order and k not in COUNTING
+                and self._fits(k, records, ctx.con, rng, text)[0] is not None]
+        self._fitting.update(held)
+        if held:
+            self.gates["family_cap"] += 1
+            self.rejections.append({"source": source, "reason": f"family mix: {', '.join(held)} "
+                                    "would fit but is at its share cap, and no other family fits"})
+            return None
         self.gates["no_family_fits"] += 1
         return None
+
+    @staticmethod
+    def _fits(kind: str, records: list[Record], con, rng, text: str):
+        """(question, None, None) when family `kind` asks a question of the window that
+        agrees with its stated rule and no shortcut answers; else (None, why, gate), or
+        (None, None, None) where the window cannot support the family."""
+        found = globals()[f"q_{kind}"](records, con, rng)
+        if found is None:
+            return None, None, None
+        why = rule_disagreement(kind, text, found)
+        if why is not None:
+            return None, why, "stated_rule"
+        solved = shortcuts.solved_by(shortcuts.view(kind, found.text, text), found.answer_ref)
+        if not solved:
+            return found, None, None
+        name, guess = next(iter(solved.items()))
+        return None, f"shortcut {name} answers {kind} (it guesses {guess[:60]!r})", f"shortcut:{name}"
 
     def _sections(self, ctx: BuildContext, w: WindowStats, budget: int | None,
                   fixed: int) -> list[tuple[str, list[Record]]] | None:

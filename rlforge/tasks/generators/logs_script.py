@@ -40,6 +40,7 @@ from rlforge.tasks.generators.logs_common import (ERROR_LEVELS, PATTERN_RULE, Re
                                        templates_of, window_stats)
 from rlforge.tasks.registry import Generator, register
 from rlforge.tasks.spec import BuildContext, SourceRef, Submission, TaskSpec, stable_sample
+from rlforge.verify import shortcuts
 
 FACTS = ("first_error_time", "peak_error_minute", "top_error_component", "top_component",
          "top_host", "busiest_minute", "longest_gap", "error_count", "template_count")
@@ -216,6 +217,13 @@ def stated_fact(fact: str, text: str, template: str | None = None):
 
 
 LENIENT_LINE = re.compile(RECORD_LINE)
+
+
+def _grep_counts_right(template: str, texts: tuple[str, str], seen, held) -> bool:
+    """Whether a literal grep strategy counts a template right in both windows."""
+    want = [fact_value("template_count", rs, template) for rs in (seen, held)]
+    got = [shortcuts.grep_counts(template, t) for t in texts]
+    return any([got[0][n], got[1].get(n)] == want for n in got[0])
 
 
 def directory_text(files: dict[str, bytes], plain_only: bool = False) -> str:
@@ -417,7 +425,12 @@ class LogsScript(Generator):
                 if not usable:
                     skipped[fact] = "no parametrised template in both windows"
                     continue
-                tid = rng.choice(usable)
+                # A template a literal grep of its pieces miscounts in a window, where one
+                # is (else any): counting it then needs the stated rule.
+                rng.shuffle(usable)
+                texts = (render(seen), render(held))
+                tid = next((t for t in usable if not _grep_counts_right(tpl[t], texts, seen, held)),
+                           usable[0])
                 template = tpl[tid]
                 # The stored template ids and the template's regex must agree on both
                 # windows, or the task would grade against a different count than it states.

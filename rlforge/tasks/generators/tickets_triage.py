@@ -16,17 +16,23 @@ values are all numbers (story points) — are refused: exact-match scoring would
 miss no credit, and rlforge has no documented partial-credit rule for them yet. A
 candidate whose text is empty, `NULL`-like, a placeholder, or a template with unfilled
 `{variables}` is dropped with its reason.
+
+No shortcut labels a task (`rlforge.verify.shortcuts_triage`): a ticket whose label its
+own words or a near copy of an earlier ticket give is dropped, and the most frequent label
+is cut to the next one's count (`screen_shortcuts`; each drop names its shortcut).
 """
 
 from __future__ import annotations
 
+import hashlib
 import re
-from collections import defaultdict
+from collections import Counter, defaultdict
 
 from rlforge.tasks.generators.answers import adversarial_answers, null_submission, solve_script
 from rlforge.tasks.generators.learnability import MIN_LIFT, Learnability, measure
 from rlforge.tasks.registry import Generator, register
 from rlforge.tasks.spec import BuildContext, SourceRef, TaskSpec, stable_sample
+from rlforge.verify import shortcuts_triage as triage_shortcuts
 
 FIELDS = ("category", "intent", "priority")
 DEFAULT_FIELDS = ("category", "intent")
@@ -89,14 +95,17 @@ class TicketTriage(Generator):
 
     def __init__(self, fields=DEFAULT_FIELDS, min_per_label: int = 3, min_lift: float = MIN_LIFT,
                  field_names: dict[str, str] | None = None,
-                 label_meanings: dict[str, dict[str, str]] | None = None):
+                 label_meanings: dict[str, dict[str, str]] | None = None,
+                 screen_shortcuts: bool = True):
         self.fields = tuple(f for f in fields if f in FIELDS)
         self.min_per_label = min_per_label
         self.min_lift = float(min_lift)
         self.field_names = dict(field_names or {})
         self.label_meanings = {k: dict(v) for k, v in (label_meanings or {}).items()}
+        self.screen_shortcuts = bool(screen_shortcuts)  # off: to measure the battery
         self.rejections: list[dict[str, str]] = []
         self.learnability: dict[str, dict] = {}  # "origin:field" -> figures, once measured
+        self.shortcuts: Counter = Counter()  # tickets each shortcut answered (not emitted)
 
     def available(self, con) -> int:
         sets = _label_sets(con, self.fields, self.min_per_label)
@@ -112,7 +121,7 @@ class TicketTriage(Generator):
 
     def specs(self, ctx: BuildContext):
         con = ctx.con
-        self.rejections, self.learnability = [], {}
+        self.rejections, self.learnability, self.shortcuts = [], {}, Counter()
         refused: dict[tuple[str, str], str] = {}
         sets = _label_sets(con, self.fields, self.min_per_label, refused)
         for (origin, field), reason in sorted(refused.items()):
@@ -171,10 +180,46 @@ class TicketTriage(Generator):
                 for r in usable:
                     self._reject(r[0], reason)
                 continue
-            candidates += [(field, labels, figures, r) for r in usable]
+            candidates += [(field, labels, figures, r)
+                           for r in self._screen(name, labels, usable, ctx.seed)]
         for field, labels, figures, row in stable_sample(candidates, ctx.limit, ctx.seed,
                                                          key=lambda c: f"{c[0]}:{c[3][0]}"):
             yield self._spec(field, labels, figures, row)
+
+    def _screen(self, name: str, labels: list[str], rows: list, seed: int) -> list:
+        """The rows of one field no shortcut of `shortcuts_triage` labels: in ticket order, a
+        row whose label its own words or a near copy among the rows kept before it give is
+        rejected; then the most frequent label is cut to the next one's count (a stable
+        sample by seed), so a majority-label guess has no majority to learn."""
+        if not self.screen_shortcuts:
+            return rows
+        texts = [f"{r[2] or ''}\n{r[3]}" for r in rows]
+        seen = triage_shortcuts.Seen(texts)
+        kept = []
+        for r, text in zip(rows, texts):
+            got = triage_shortcuts.solved(triage_shortcuts.TriageView(text, labels, seen), r[4])
+            got.pop("majority_label", None)  # the balance below takes care of it
+            if got:
+                strategy, guess = next(iter(got.items()))
+                self.shortcuts[strategy] += 1
+                self._reject(r[0], f"shortcut {strategy} answers the {name} (it guesses {guess[:40]!r})")
+                continue
+            kept.append(r)
+            seen.add(text, r[4])
+        keep = triage_shortcuts.balance_labels([r[4] for r in kept])
+        order = sorted(kept, key=lambda r: hashlib.sha256(f"{seed}:{r[0]}".encode()).hexdigest())
+        taken: Counter = Counter()
+        out = []
+        for r in order:
+            taken[r[4]] += 1
+            if taken[r[4]] > keep[r[4]]:
+                self.shortcuts["majority_label"] += 1
+                self._reject(r[0], f"shortcut majority_label: {name} {r[4][:40]!r} is cut to "
+                                   f"{keep[r[4]]} tickets (the next label's count), so no "
+                                   "label is the majority")
+            else:
+                out.append(r)
+        return sorted(out, key=lambda r: r[0])
 
     def _spec(self, field: str, labels: list[str], figures: Learnability, row) -> TaskSpec:
         ticket_id, content_hash, subject, body, label, created_at = row

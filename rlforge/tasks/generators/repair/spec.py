@@ -51,6 +51,7 @@ class Aspect:
     text: str
     terms: tuple[str, ...] = ()
     exact: bool = False  # terms are identifiers or phrases: matched whole, not by stem
+    forms: tuple[str, ...] = ()  # literal forms (`form_of`) the request must all state
 
 
 @dataclass(frozen=True)
@@ -122,13 +123,46 @@ def says_exactly(request: str, term: str) -> bool:
     return term in {t.lower() for t in re.findall(r"[A-Za-z_][A-Za-z0-9_]*", request)}
 
 
+NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
+PLACEHOLDER = "<n>"
+FORM_EDGES = "'\"`()[]{},;:.!?"  # around a piece: quotes, brackets, punctuation
+MAX_FORM = 40  # characters: a longer literal is content, not a form
+
+
+def form_of(text: str) -> str:
+    """The form of a literal as a request would state it: every number replaced by `<n>`
+    (`"3 wks"` -> `<n> wks`, `"1w 3d"` -> `<n>w <n>d`)."""
+    return NUMBER.sub(PLACEHOLDER, text)
+
+
+def form_tokens(text: str) -> list[str]:
+    """The whitespace-separated pieces of a form (or of a request's forms), lower case,
+    without the quotes, brackets and punctuation around them."""
+    out = []
+    for piece in form_of(text).lower().split():
+        piece = piece.strip(FORM_EDGES)
+        if piece:
+            out.append(piece)
+    return out
+
+
+def states_form(request: str, form: str) -> bool:
+    """Whether the request states a literal form: each of its pieces other than a bare
+    number appears in the request as a piece of the same form (`'2w'` states `<n>w`;
+    `w, wk, week` do not state `<n> wks`)."""
+    pieces = set(form_tokens(request))
+    return all(p == PLACEHOLDER or p in pieces for p in form_tokens(form))
+
+
 def missing(behaviour: Behaviour, request: str) -> list[str]:
-    """What of a behaviour the request does not name: required aspects' texts, and
-    "summary" when fewer than `SUMMARY_SHARE` of its words appear (or it has neither
-    words nor required aspects to look for)."""
+    """What of a behaviour the request does not name: required aspects' texts (one of an
+    aspect's terms, all of its forms), and "summary" when fewer than `SUMMARY_SHARE` of
+    its words appear (or it has neither words nor required aspects to look for)."""
     found = set(words_of(request))
     out = [a.text for a in behaviour.aspects if a.terms and not any(
         says_exactly(request, t) if a.exact else mentions(found, t) for t in a.terms)]
+    out += [a.text for a in behaviour.aspects
+            if a.forms and not all(states_form(request, f) for f in a.forms)]
     if behaviour.words:
         named = sum(mentions(found, w) for w in behaviour.words)
         if named < SUMMARY_SHARE * len(behaviour.words):

@@ -17,8 +17,9 @@ from __future__ import annotations
 import ast
 from collections.abc import Mapping
 
-from rlforge.tasks.generators.repair.spec import (Aspect, Behaviour, Derivation, content_words,
-                                                  shows_literal, words_of)
+from rlforge.tasks.generators.repair.spec import (MAX_FORM, Aspect, Behaviour, Derivation,
+                                                  content_words, form_of, shows_literal,
+                                                  words_of)
 
 THREADS = {"Thread", "ThreadPoolExecutor", "ProcessPoolExecutor", "threading", "Barrier",
            "multiprocessing", "concurrent"}
@@ -30,6 +31,9 @@ KINDS = {str: "text (`str`)", bytes: "`bytes`", bool: "a `bool`", int: "an `int`
          float: "a `float`", list: "a `list`", tuple: "a `tuple`", dict: "a `dict`",
          set: "a `set`", frozenset: "a `frozenset`", type(None): "`None`"}
 MAX_NAMES = 4
+# Edge-case values a checked call takes or returns, as the request must name them.
+EDGES = {"zero": ("zero",), "a negative number": ("negative", "minus"),
+         "an empty value": ("empty", "blank", "nothing"), "`None`": ("none", "null", "missing", "absent")}
 
 
 def _name(node: ast.AST) -> str | None:
@@ -194,6 +198,74 @@ def _called(calls: list[ast.Call], name: str) -> str:
     return f"called as `{name}({', '.join(args)})`{also}"
 
 
+def _edge(value: object) -> str | None:
+    """The edge case a literal is (zero, a negative number, an empty value, None), if any."""
+    if value is None:
+        return "`None`"
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, (int, float)):
+        return "zero" if value == 0 else "a negative number" if value < 0 else None
+    if isinstance(value, (str, bytes, list, tuple, dict, set, frozenset)) and not value:
+        return "an empty value"
+    return None
+
+
+def _forms(value: object) -> list[str]:
+    """The forms (`spec.form_of`) of a literal's texts that hold a number: its own, or each
+    element's; a long or multi-line text is content, not a form."""
+    if isinstance(value, (list, tuple, set, frozenset)):
+        return [f for v in value for f in _forms(v)]
+    if isinstance(value, bytes):
+        value = value.decode("utf-8", "replace")
+    if isinstance(value, str) and any(c.isdigit() for c in value) and "\n" not in value \
+            and len(value.strip()) <= MAX_FORM:
+        return [form_of(value.strip())]
+    return []
+
+
+def _literal_forms(values: list[object], forms: list[str], edges: list[str]) -> None:
+    for value in values:
+        forms.extend(f for f in _forms(value) if f not in forms)
+        edge = _edge(value)
+        if edge and edge not in edges:
+            edges.append(edge)
+
+
+def _form_aspects(func: ast.AST, name: str, calls: list[ast.Call]) -> list[Aspect]:
+    """What the checked calls of `name` take and return in literal form: the forms of the
+    texts they are given and the results they are compared with (each must be stated,
+    `<n> wks` by `'3 wks'`, not by `weeks`), and the edge cases (zero, negative, empty,
+    None) they take or return (each must be named)."""
+    ins: list[str] = []
+    in_edges: list[str] = []
+    for call in calls:
+        values = [v for ok, v in map(_literal, [*call.args, *(k.value for k in call.keywords)]) if ok]
+        _literal_forms(values, ins, in_edges)
+    outs: list[str] = []
+    out_edges: list[str] = []
+    for node in ast.walk(func):
+        sides: list[ast.AST] = []
+        if isinstance(node, ast.Compare) and len(node.comparators) == 1:
+            sides = [node.left, node.comparators[0]]
+        elif isinstance(node, ast.Call) and (_name(node.func) or "").split(".")[-1] in (
+                "assertEqual", "assertEquals", "assertIs") and len(node.args) >= 2:
+            sides = list(node.args[:2])
+        if not any(isinstance(x, ast.Call) and x in calls for x in sides):
+            continue
+        _literal_forms([v for ok, v in map(_literal, sides) if ok], outs, out_edges)
+    aspects = []
+    if ins:
+        aspects.append(Aspect("form", f"`{name}` is given text of the form "
+                              + ", ".join(f"`{f}`" for f in ins) + " (`<n>`: a number)", forms=tuple(ins)))
+    if outs:
+        aspects.append(Aspect("form", f"`{name}` returns text of the form "
+                              + ", ".join(f"`{f}`" for f in outs) + " (`<n>`: a number)", forms=tuple(outs)))
+    aspects += [Aspect("edge", f"`{name}` is called with {e}", EDGES[e]) for e in in_edges]
+    aspects += [Aspect("edge", f"`{name}` returns {e}", EDGES[e]) for e in out_edges]
+    return aspects
+
+
 class _TestReader:
     """Reads the behaviours of the tests of one hidden test module."""
 
@@ -283,8 +355,10 @@ class _TestReader:
                 aspects.append(Aspect("uses", f"uses `{name}` (new: the test imports it from "
                                       f"`{module}`{', ' + shape if shape else ''})",
                                       (" ".join(words_of(name)), name.lower()), exact=True))
+                aspects += _form_aspects(func, name, calls)
                 continue
             aspects.append(Aspect("uses", f"uses `{name}`" + (f", {shape}" if shape else "")))
+            aspects += _form_aspects(func, name, calls)
             # A keyword its signature lacks; for one taking **kwargs (or unknown), a keyword
             # no function of the parent has.
             accepted = self.parameters.get(original) or self.parameters.get("") or set()

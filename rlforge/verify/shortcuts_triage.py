@@ -1,0 +1,187 @@
+"""The shortcut battery for `tickets.triage`: the label a policy guesses without reading.
+
+A triage task is worth learning when its label follows from what the customer means, not
+from a cue a policy picks up first: the label the training tickets carry most often (it
+is told no reason, it just answers that), the label whose own words the ticket holds
+("billing" in a ticket about billing), or the label of a ticket it has already seen that
+is a near copy of this one (a template's draws, a customer writing twice). Each strategy
+reads what the policy sees -- the subject, the message and the listed labels -- and, for
+the two that learn from training, the other tickets of the same help desk and field (what
+a policy trained on them would have seen). `tickets.triage` screens its candidates with
+them: a ticket a strategy labels right is not emitted (the reason names the strategy), and
+the majority label is capped so that no label is most frequent on its own
+(`balance_labels`). `rlforge validate` scores the text-only strategy on every task.
+
+The plain nearest neighbour (the label of the most similar other ticket, however far) is
+measured (`NEAREST`) but not screened: it is what a classifier that learned the task does,
+and dropping what it gets right would keep the mislabelled tickets.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+COPY_SIMILARITY = 0.6  # word-set Jaccard at and above which a ticket is a near copy
+MIN_WORD = 3
+STOP = frozenset("""the and for you your our with this that have has was were are but not
+from they them their can could would will just what when there here been into about please
+thanks thank hello dear team any all get got also out one its it's""".split())
+
+
+def words(text: str) -> set[str]:
+    """The content words of a text, lower case."""
+    return {w for w in re.findall(r"[a-z][a-z0-9']+", text.lower())
+            if len(w) >= MIN_WORD and w not in STOP}
+
+
+def _stem(word: str) -> str:
+    return word[:max(4, len(word) - 3)] if len(word) > 5 else word
+
+
+class Seen:
+    """The tickets a policy could have trained on: their labels counted, and their word
+    sets indexed to find a near copy fast (prefix filtering: two sets with a Jaccard of at
+    least t share one of the first |A| - ceil(t|A|) + 1 words of each, words ordered
+    rarest first over `corpus`)."""
+
+    def __init__(self, corpus: list[str], threshold: float = COPY_SIMILARITY):
+        df = Counter(w for text in corpus for w in words(text))
+        self.rank = {w: (n, w) for w, n in df.items()}
+        self.threshold = threshold
+        self.labels: Counter = Counter()
+        self.sets: list[tuple[frozenset[str], str]] = []
+        self.index: dict[str, list[int]] = defaultdict(list)
+
+    def _prefix(self, ws: set[str] | frozenset[str]) -> list[str]:
+        ordered = sorted(ws, key=lambda w: self.rank.get(w, (0, w)))
+        return ordered[:len(ordered) - math.ceil(self.threshold * len(ordered)) + 1]
+
+    def add(self, text: str, label: str) -> None:
+        ws = frozenset(words(text))
+        self.labels[label] += 1
+        self.sets.append((ws, label))
+        for w in self._prefix(ws):
+            self.index[w].append(len(self.sets) - 1)
+
+    def copy_of(self, ws: set[str]) -> tuple[float, str] | None:
+        """(similarity, label) of the most similar seen ticket at or above the threshold."""
+        best: tuple[float, str] | None = None
+        for i in {i for w in self._prefix(ws) for i in self.index.get(w, ())}:
+            theirs, label = self.sets[i]
+            sim = len(ws & theirs) / len(ws | theirs)
+            if sim >= self.threshold and (best is None or sim > best[0]):
+                best = (sim, label)
+        return best
+
+    def nearest(self, ws: set[str]) -> tuple[float, str] | None:
+        """(similarity, label) of the most similar seen ticket, however similar (a scan)."""
+        scored = ((len(ws & t) / len(ws | t), label) for t, label in self.sets if ws | t)
+        return max(scored, default=None, key=lambda x: x[0])
+
+
+@dataclass
+class TriageView:
+    """A triage question as the policy sees it (the subject and message as `text`, the
+    listed labels) and, for the strategies that learn, the tickets it could have seen."""
+
+    text: str
+    labels: list[str]
+    seen: Seen | None = None
+    _words: set[str] | None = field(default=None, repr=False)
+
+    @property
+    def own_words(self) -> set[str]:
+        if self._words is None:
+            self._words = words(self.text)
+        return self._words
+
+
+def label_words(label: str) -> list[str]:
+    """The words of a label (`login_access` -> login, access)."""
+    return [w for w in re.findall(r"[a-z][a-z0-9]+", label.lower()) if len(w) >= MIN_WORD]
+
+
+def label_in_text(v: TriageView) -> str | None:
+    """The label whose words (by stem) the ticket holds most often, when one leads."""
+    stems = Counter(_stem(w) for w in re.findall(r"[a-z][a-z0-9]+", v.text.lower()))
+    hits = Counter({label: sum(stems[_stem(w)] for w in label_words(label)) for label in v.labels})
+    top = hits.most_common(2)
+    if not top or top[0][1] == 0 or (len(top) == 2 and top[0][1] == top[1][1]):
+        return None
+    return top[0][0]
+
+
+def majority_label(v: TriageView) -> str | None:
+    """The label the seen tickets carry most often, when one leads."""
+    top = v.seen.labels.most_common(2) if v.seen else []
+    if not top or (len(top) == 2 and top[0][1] == top[1][1]):
+        return None
+    return top[0][0]
+
+
+def near_copy_label(v: TriageView) -> str | None:
+    """The label of a seen ticket that is a near copy of this one (word-set Jaccard at
+    least `COPY_SIMILARITY`)."""
+    best = v.seen.copy_of(v.own_words) if v.seen and v.own_words else None
+    return best[1] if best else None
+
+
+def nearest_label(v: TriageView) -> str | None:
+    """The label of the most similar seen ticket, however similar (measured only)."""
+    best = v.seen.nearest(v.own_words) if v.seen and v.own_words else None
+    return best[1] if best else None
+
+
+#: The screened strategies, by name. Each returns a guess or None where it does not apply.
+STRATEGIES: dict[str, Callable[[TriageView], str | None]] = {
+    "label_in_text": label_in_text,
+    "majority_label": majority_label,
+    "near_copy_label": near_copy_label,
+}
+#: Measured beside them, never screened (see the module docstring).
+NEAREST: dict[str, Callable[[TriageView], str | None]] = {"nearest_label": nearest_label}
+TEXT_ONLY = ("label_in_text",)  # what `rlforge validate` can run from a task alone
+
+
+def guesses(v: TriageView, strategies=None) -> dict[str, str]:
+    """Every strategy's guess (those that apply), by strategy name."""
+    return {name: guess for name, strategy in (strategies or STRATEGIES).items()
+            if (guess := strategy(v))}
+
+
+def solved(v: TriageView, answer: str, strategies=None) -> dict[str, str]:
+    """The strategies whose guess is the answer (labels compare as the verifier does:
+    case, spaces and underscores aside)."""
+    want = _norm(answer)
+    return {n: g for n, g in guesses(v, strategies).items() if _norm(g) == want}
+
+
+def _norm(label: str) -> str:
+    return re.sub(r"[\s_]+", " ", label.strip().lower())
+
+
+def balance_labels(labels: list[str]) -> dict[str, int]:
+    """How many tickets of each label to keep so that no label is most frequent on its
+    own: the most frequent is cut to the count of the next (a majority-label guess then
+    has no majority to learn). Labels not cut are kept whole."""
+    counts = Counter(labels).most_common()
+    keep = dict(counts)
+    if len(counts) >= 2 and counts[0][1] > counts[1][1]:
+        keep[counts[0][0]] = counts[1][1]
+    return keep
+
+
+def view_of_task(task_dir: Path) -> TriageView | None:
+    """The text-only view of a rendered triage task (subject, message, listed labels)."""
+    text = (Path(task_dir) / "instruction.md").read_text(encoding="utf-8", errors="replace")
+    body = re.search(r"\*\*Message:\*\*\n\n~~~text\n(.*?)~~~", text, re.S)
+    if body is None:
+        return None
+    subject = re.search(r"^\*\*Subject:\*\* (.*)$", text, re.M)
+    labels = re.findall(r"^- `([^`]+)`", text.split("options:", 1)[-1], re.M)
+    return TriageView(f"{subject.group(1) if subject else ''}\n{body.group(1)}", labels)
