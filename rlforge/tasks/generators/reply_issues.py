@@ -40,7 +40,7 @@ def issue_of(category: str | None, intent: str | None) -> str | None:
 class IssueModel:
     classes: list[str]
     bias: list[float]
-    weights: dict[str, list[list[float]]]  # feature -> [[class index, weight], ...]
+    weights: dict[str, str]  # feature -> "class:weight class:weight" (compact in JSON)
     trained_on: int
 
     @classmethod
@@ -69,15 +69,15 @@ class IssueModel:
         if len(classes) == 2:  # one separating row: class 1 scores +s, class 0 scores -s
             coef = [-coef[0], coef[0]]
             intercept = [-intercept[0], intercept[0]]
-        weights: dict[str, list[list[float]]] = {}
+        weights: dict[str, list[str]] = {}
         for c, row in enumerate(coef):
             strongest = sorted(range(len(row)), key=lambda j: (-abs(row[j]), names[j]))[:KEEP]
             for j in strongest:
                 w = round(float(row[j]), 3)
                 if w:
-                    weights.setdefault(str(names[j]), []).append([c, w])
+                    weights.setdefault(str(names[j]), []).append(f"{c}:{w:g}")
         return cls(classes, [round(float(b), 4) for b in intercept],
-                   dict(sorted(weights.items())), len(kept))
+                   {f: " ".join(ws) for f, ws in sorted(weights.items())}, len(kept))
 
     def for_task(self, issue: str | None, margin: float = ISSUE_MARGIN) -> dict | None:
         """The reference's `issue` entry for a ticket raising `issue` (None: not a class)."""

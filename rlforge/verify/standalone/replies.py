@@ -180,15 +180,16 @@ def issue_features(text, facts=()):
 
 def issue_scores(model, text, facts=()):
     """(this issue's score, the best other issue's score) of a reply under the issue model
-    (`{"classes", "label", "bias", "weights": {feature: [[class, weight], ...]}}`); each
-    present feature weighs 1/sqrt(number of features), as the model was trained."""
+    (`{"classes", "label", "bias", "weights": {feature: "class:weight class:weight"}}`);
+    each present feature weighs 1/sqrt(number of features), as the model was trained."""
     feats = issue_features(text, facts)
     scale = 1 / math.sqrt(len(feats)) if feats else 0.0
     logits = [float(b) for b in model["bias"]]
     table = model["weights"]
     for f in feats:
-        for c, w in table.get(f, ()):
-            logits[c] += w * scale
+        for item in table.get(f, "").split():
+            c, w = item.split(":")
+            logits[int(c)] += float(w) * scale
     mine = model["classes"].index(model["label"])
     return logits[mine], max((x for i, x in enumerate(logits) if i != mine), default=0.0)
 
