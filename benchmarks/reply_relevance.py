@@ -24,13 +24,24 @@ the product never sees (the sample's scenario tags, Bitext's intent), only to gr
   required facts put in, never reading the ticket (goal 0%).
 
 - **a walk with the facts**: the task's own required facts strung on the knowledge
-  base's word pairs (no four words in a row copied), never a sentence (goal 0%).
+  base's word pairs (no four words in a row copied), never a sentence (goal 0%);
+- **held-out gold**: the real reply of a task whose ticket is not in the train split, so
+  the issue classifier (`answers_issue`) never saw it (goal >= 95%); same-issue replies
+  are drawn from held-out tickets too;
+- **best of N**: per task, whether any of the knowledge base's replies to another issue,
+  with the facts, passes (verbatim; and reworded, every fourth word dropped): one count
+  per task (goal 0%);
+- **a refusal prefix**: a sentence saying the opposite ("we cannot help") before the
+  knowledge-base reply nearest the customer's message, with the facts (reported: no
+  lexical or bag-of-words gate reads negation).
 
-Each figure is printed with every gate and without the two that judge what a reply is
-about and how it is phrased (`on_topic`, `phrased`: the verifier before them), on the same
-tasks.
+Each figure is printed with every gate, without `answers_issue` (the verifier before it),
+and without it, `on_topic` and `phrased`, on the same tasks. Sources: the sample's
+tickets, Bitext, and 48 tickets written by hand for this benchmark
+(`benchmarks/data/lumen_tickets.csv`, never used to tune the gates).
 
-    python benchmarks/reply_relevance.py [--source sample|bitext|both] [--limit 200]
+    python benchmarks/reply_relevance.py [--source sample|bitext|lumen|both] [--limit 200]
+                                         [--work DIR]
 """
 
 from __future__ import annotations
@@ -42,12 +53,15 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 #: What the gate measured here adds to a task's reference (`focused`).
-GATED = ("topic", "common_trigrams")
+GATED = ("topic", "common_trigrams", "issue")
 PLANS = {"starter", "growth", "scale", "enterprise", "vip"}
 SOURCES = {
     "sample": (ROOT / "sample_data" / "tickets" / "tickets.csv", {}),
     "bitext": (ROOT.parent / "shared" / "data" / "tickets" / "bitext" /
                "bitext_customer_support_sample.csv", {"body": "instruction", "resolution": "response"}),
+    # 48 tickets written by hand for this benchmark (a card app; six issues that share most
+    # of their words), never used to tune the gates
+    "lumen": (ROOT / "benchmarks" / "data" / "lumen_tickets.csv", {}),
 }
 
 
@@ -57,6 +71,8 @@ def _issues(source: str, rows: list[tuple]) -> dict[str, tuple]:
 
     if source == "bitext":
         return {t: (intent,) for t, intent, _ in rows}
+    if source != "sample":
+        return {t: (category,) for t, _, category in rows}
     path = SOURCES[source][0]
     with path.open(newline="") as f:
         tags = {r["id"]: tuple(x for x in r["tags"].split(", ") if x not in PLANS)
@@ -126,44 +142,78 @@ def _cleaned(reply: str) -> str:
     return reply
 
 
-KINDS = ("gold", "same_issue", "same_cleaned", "other_issue", "other_reworded", "same_kb_reworded",
+KINDS = ("gold", "gold_heldout", "same_issue", "same_cleaned", "other_issue", "other_reworded",
+         "best_of_n_other", "best_of_n_reworded", "refusal_prefix", "same_kb_reworded",
          "kb_walk", "walk_facts", "template")
+#: Pasted before the knowledge base's reply nearest the customer's message (a red team's
+#: attack: the reply now says the opposite).
+REFUSAL = ("Unfortunately none of the following applies to you and we cannot help with this "
+           "request. ")
 
 
-def measure(source: str, limit: int) -> dict:
+def measure(source: str, limit: int, work: Path | None = None) -> dict:
+    import pickle
     import random
     import tomllib
 
+    from rlforge.tasks.generators import kb_search
     from rlforge.tasks.generators.tickets_reply import kb_name, kb_walk
+    from rlforge.tasks.splits import hash_split
     from rlforge.verify.standalone.replies import score_reply
 
     with tempfile.TemporaryDirectory() as tmp:
         started = time.perf_counter()
-        tasks, rows, issues = _tasks(source, limit, Path(tmp))
+        cache = work / "cache.pkl" if work else None
+        if cache and cache.is_file():  # a build kept by an earlier --work run
+            tasks, rows, issues = pickle.loads(cache.read_bytes())
+        else:
+            tasks, rows, issues = _tasks(source, limit, work or Path(tmp))
+            if cache:
+                cache.write_bytes(pickle.dumps((tasks, rows, issues)))
         build_sec = time.perf_counter() - started
         by_name = {kb_name(t): t for t, _ in rows}
         rng = random.Random(0)
-        counts = {k: [0, 0, 0] for k in KINDS}  # n, pass with the gate, pass without
+        counts = {k: [0, 0, 0, 0] for k in KINDS}  # n, pass: every gate, no issue gate, neither
         for task, ref in tasks:
             meta = tomllib.loads((task / "task.toml").read_text())["metadata"]["rlforge"]
             target = meta["source_keys"][0]
-            old = {k: v for k, v in ref.items() if k not in GATED}
+            variants = (ref, {k: v for k, v in ref.items() if k != "issue"},
+                        {k: v for k, v in ref.items() if k not in GATED})
             facts = " ".join(ref["required"])
 
+            def best_of(kind: str, texts: list[str]) -> None:
+                """One count per task: whether any of `texts` passes (best of N), under
+                each variant of the reference."""
+                if texts:
+                    counts[kind][0] += 1
+                    for v, variant in enumerate(variants, 1):
+                        counts[kind][v] += any(score_reply(variant, t)["outcome"] == "pass"
+                                               for t in texts)
+
             def tally(kind: str, text: str) -> None:
-                counts[kind][0] += 1
-                counts[kind][1] += score_reply(ref, text)["outcome"] == "pass"
-                counts[kind][2] += score_reply(old, text)["outcome"] == "pass"
+                best_of(kind, [text])
 
             tally("gold", _gold(task))
+            if hash_split(target) != "train":  # a reply the issue model never saw
+                tally("gold_heldout", _gold(task))
             kb = _kb_tickets(task)
             held = {by_name[name] for name, _ in kb}
             same = [r for t, r in rows if t != target and t not in held
-                    and issues[t] == issues[target]]
+                    and issues[t] == issues[target] and hash_split(t) != "train"]
             rng.shuffle(same)
             for reply in same[:3]:
                 tally("same_issue", reply + "\n\n" + facts)
                 tally("same_cleaned", _cleaned(reply) + "\n\n" + facts)
+            others = [reply for name, reply in kb if issues[by_name[name]] != issues[target]]
+            best_of("best_of_n_other", [r + "\n\n" + facts for r in others])
+            best_of("best_of_n_reworded", [_drop_every(r, 4) + "\n\n" + facts for r in others])
+            docs = [(task / "environment" / "app" / "kb" / "tickets" / name).read_text()
+                    for name, _ in kb]
+            index = kb_search.Index([kb_search.tokens(d) for d in docs])
+            scores = index.scores(kb_search.tokens((task / "instruction.md").read_text()))
+            nearest = max(range(len(kb)), key=lambda i: (scores.get(i, 0), -i)) if kb else None
+            if nearest is not None:
+                tally("refusal_prefix", REFUSAL + kb[nearest][1] + "\n\n" + facts)
             for name, reply in kb:
                 if issues[by_name[name]] == issues[target]:
                     tally("same_kb_reworded", _drop_every(reply, 4) + "\n\n" + facts)
@@ -175,23 +225,29 @@ def measure(source: str, limit: int) -> dict:
                                         ref["required"]))
             tally("template", TEMPLATE.format(facts=" and ".join(ref["required"])))
     return {"source": source, "tasks": len(tasks), "build_sec": round(build_sec, 1),
-            **{k: {"n": n, "pass_with_gate": p / n if n else None,
-                   "pass_without": q / n if n else None} for k, (n, p, q) in counts.items()}}
+            **{k: {"n": n, "pass": a / n if n else None, "pass_without_issue": b / n if n else None,
+                   "pass_without_meaning": c / n if n else None}
+               for k, (n, a, b, c) in counts.items()}}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--source", choices=["sample", "bitext", "both"], default="both")
+    parser.add_argument("--source", choices=[*SOURCES, "both"], default="both")
     parser.add_argument("--limit", type=int, default=200)
+    parser.add_argument("--work", type=Path, help="keep the build here (per source) and reuse it")
     args = parser.parse_args()
     for source in (["sample", "bitext"] if args.source == "both" else [args.source]):
-        result = measure(source, args.limit)
+        work = args.work / source if args.work else None
+        if work:
+            work.mkdir(parents=True, exist_ok=True)
+        result = measure(source, args.limit, work)
         print(f"{source}: {result['tasks']} tasks (built in {result['build_sec']} s)")
         for kind in KINDS:
             r = result[kind]
             if r["n"]:
-                print(f"  {kind:16s} n={r['n']:5d}  pass with them {r['pass_with_gate']:.1%}"
-                      f"  without {r['pass_without']:.1%}")
+                print(f"  {kind:18s} n={r['n']:5d}  pass {r['pass']:6.1%}  without answers_issue "
+                      f"{r['pass_without_issue']:6.1%}  without it, on_topic, phrased "
+                      f"{r['pass_without_meaning']:6.1%}")
 
 
 if __name__ == "__main__":

@@ -190,7 +190,8 @@ def test_rescore_reruns_verifiers_on_stored_submissions_only(cli, tmp_path, quer
     assert result.exit_code == 3
     again = json.loads(result.stdout)
     assert again["rescored"] == {"rescored": 2, "changed": 1, "no_submission": 0,
-                                 "incomplete_submission": 0, "task_missing": 0}
+                                 "incomplete_submission": 0, "too_large": 0,
+                                 "task_missing": 0}
     assert (again["pass"], again["fail"]) == (1, 1)
     records = {r["task_id"]: r for r in rollouts_of(data["run_dir"])}
     count = records[count_dir.name]

@@ -247,10 +247,12 @@ def _check_reply_build(out: Path) -> int:
         for sub in checks["adversarial"]:
             if score_reply(ref, sub["files"].get("answer.txt", ""))["total"] >= 1.0:
                 passed.append((task.name, sub["name"]))
-    # A walk over the KB's word pairs with the task's facts passes a few tasks' gates (7% of
-    # Bitext's): validation drops those tasks (these builds skip it); every other trick fails.
-    assert all(name == "walk_with_the_facts" for _, name in passed), passed
-    assert len(passed) <= max(1, len(tasks) // 10), passed
+    # A walk over the KB's word pairs with the task's facts, and the other-issue reply the
+    # issue model finds likeliest, pass a few tasks' gates (7% and 4% of Bitext's):
+    # validation drops those tasks (these builds skip it); every other trick fails.
+    assert all(name in ("walk_with_the_facts", "likeliest_other_issue_reply",
+                        "likeliest_other_issue_reworded") for _, name in passed), passed
+    assert len({task for task, _ in passed}) <= max(1, len(tasks) // 10), passed
     return len(tasks)
 
 

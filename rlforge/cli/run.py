@@ -282,10 +282,10 @@ def _print_summary(d: dict[str, Any]) -> None:
                       highlight=False)
     if d.get("rescored"):
         r = d["rescored"]
-        console.print(f"re-scored {r['rescored']:,} submissions ({r['changed']:,} changed); "
-                      f"kept as they were: {r['no_submission']:,} without a submission, "
-                      f"{r['incomplete_submission']:,} incomplete, {r['task_missing']:,} with "
-                      "the task gone", highlight=False)
+        console.print(f"re-scored {r['rescored']:,} submissions ({r['changed']:,} changed, "
+                      f"{r['incomplete_submission']:,} of them incomplete); kept as they were: "
+                      f"{r['no_submission']:,} without a submission, {r['too_large']:,} over a "
+                      f"copy-out cap, {r['task_missing']:,} with the task gone", highlight=False)
     session = d["session"]
     console.print(f"infrastructure error rate {_pct(d['infra_error_rate'])}; "
                   f"{d['prompt_tokens']:,} prompt + {d['completion_tokens']:,} completion tokens; "

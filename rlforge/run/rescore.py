@@ -3,7 +3,11 @@
 Every rollout that left a submission (a reply text, or the files its workspace changed)
 is scored again by its task's verifier — in-process for answer and reply tasks, in the
 sandbox otherwise — after a verifier was fixed, or when the sandbox failed during the run.
-Rollouts without a submission (the endpoint failed, the time budget ran out) keep their
+A submission is stored as exactly what the verifiers read (regular files), so it is judged
+afresh whatever links or special files the policy left. One stored without some content
+(past the byte limit: `complete` is False) is judged without it and may lose a pass, never
+gain one. Rollouts without a submission (the endpoint failed, the time budget ran out), or
+whose submission was over a copy-out cap (a fail by construction), keep their
 outcome. Each re-scored line keeps its previous outcome under `rescored`; the previous log
 stays as `rollouts.before-rescore-<time>.jsonl`; the table and the summary follow.
 """
@@ -77,7 +81,7 @@ async def _rescore_all(plan: RunPlan, records: list[dict[str, Any]], progress: P
     paths = dict((task_id, path) for task_id, path in plan.tasks)
     tasks: dict[str, Task | None] = {}
     counts = {"rescored": 0, "changed": 0, "no_submission": 0, "incomplete_submission": 0,
-              "task_missing": 0}
+              "too_large": 0, "task_missing": 0}
     scratch = Path(tempfile.mkdtemp(prefix="rlforge-rescore-"))
     try:
         async with SandboxPool(plan.sandbox_workers) as pool:
@@ -95,14 +99,15 @@ async def _rescore_all(plan: RunPlan, records: list[dict[str, Any]], progress: P
                 task = tasks[task_id]
                 if submission is None:
                     counts["no_submission"] += 1
-                elif submission.get("complete") is False:
-                    counts["incomplete_submission"] += 1
+                elif submission.get("error"):  # over a copy-out cap: nothing to judge
+                    counts["too_large"] += 1
                 elif task is None:
                     counts["task_missing"] += 1
                 else:
                     async with limit:
                         await _rescore_one(record, task, plan, runner, scratch)
                     counts["rescored"] += 1
+                    counts["incomplete_submission"] += submission.get("complete") is False
                     previous = record["rescored"]["previous"]
                     counts["changed"] += (previous["outcome"] != record["outcome"] or
                                           previous["total"] != (record["reward"] or {}).get("total"))
@@ -128,5 +133,11 @@ async def _rescore_one(record, task: Task, plan: RunPlan, runner, scratch: Path)
         reward, outcome, error, scored_by = None, "invalid", exc.record(), None
     finally:
         env.close()
+    if record["submission"].get("complete") is False and outcome == "pass" \
+            and previous["outcome"] != "pass":  # judged without some of its content
+        record["rescored"] = {"at": utc_now(), "previous": previous, "kept": (
+            "a pass on part of the submission (content past the byte limit was not "
+            "stored) does not replace its previous outcome")}
+        return
     record.update(outcome=outcome, reward=reward, error=error, scored_by=scored_by,
                   rescored={"at": utc_now(), "previous": previous})

@@ -86,21 +86,26 @@ def workspace_changes(start: Path, ws: Path, limit: int = WORKSPACE_LIMIT,
                       caps: CopyLimits = CopyLimits()) -> dict[str, Any]:
     """What the policy changed in its workspace: files written (new or different) and deleted.
 
-    Reads the workspace without following links (symlinks and special files are listed
-    under `skipped`). Contents are text when they decode as UTF-8, else base64. Past
-    `limit` bytes the rest is listed under `skipped` and `complete` is False (such a
-    submission cannot be re-scored exactly). A workspace over a copy-out cap (`caps`: bytes
-    per file, in all, files) is not read further: the result has no files, `error` is
-    "submission too large" (a fail for the policy) and `detail` says which cap.
+    What is stored is exactly what every verifier kind scores: regular files. Symlinks,
+    special files and entries the host cannot read are never read by a verifier's copy-in
+    (`copy_tree_bounded`, `read_prefix`), so they are listed under `ignored` and count as
+    absent: one standing where the starting workspace had a file is a deletion. Contents
+    are text when they decode as UTF-8, else base64. Only content past `limit` bytes makes
+    a submission incomplete: it is listed under `skipped` and `complete` is False (rescore
+    judges it without those files and never lets it gain a pass). A workspace over a
+    copy-out cap (`caps`: bytes per file, in all, files) is not read further: the result
+    has no files, `error` is "submission too large" (a fail for the policy) and `detail`
+    says which cap.
     """
     files: dict[str, dict[str, str]] = {}
     skipped: list[str] = []
+    ignored: list[str] = []
     seen: set[str] = set()
     total = 0
     try:
         for key, data in iter_files(ws, caps, SKIP_DIRS):
-            if data is None:
-                skipped.append(key)
+            if data is None:  # no verifier reads it: absent, a deletion if it replaced a file
+                ignored.append(key)
                 continue
             seen.add(key)
             original = start / key
@@ -115,8 +120,8 @@ def workspace_changes(start: Path, ws: Path, limit: int = WORKSPACE_LIMIT,
             except UnicodeDecodeError:
                 files[key] = {"base64": base64.b64encode(data).decode()}
     except SubmissionTooLarge as exc:
-        return {"type": "workspace", "files": {}, "deleted": [], "skipped": [], "complete": False,
-                "error": exc.reason, "detail": exc.detail}
+        return {"type": "workspace", "files": {}, "deleted": [], "skipped": [], "ignored": [],
+                "complete": False, "error": exc.reason, "detail": exc.detail}
     deleted = []
     if start.is_dir():
         for dirpath, dirnames, names in os.walk(start):
@@ -126,7 +131,7 @@ def workspace_changes(start: Path, ws: Path, limit: int = WORKSPACE_LIMIT,
                 if key not in seen and key not in skipped:
                     deleted.append(key)
     return {"type": "workspace", "files": files, "deleted": sorted(deleted),
-            "skipped": skipped, "complete": not skipped}
+            "skipped": skipped, "ignored": ignored, "complete": not skipped}
 
 
 def files_of(submission: dict[str, Any]) -> dict[str, bytes]:
@@ -139,9 +144,13 @@ def files_of(submission: dict[str, Any]) -> dict[str, bytes]:
 
 
 def rebuild_workspace(task: Task, submission: dict[str, Any], root: Path) -> Path:
-    """A fresh copy of the task's starting workspace with a stored submission applied."""
+    """A fresh copy of the task's starting workspace with a stored submission applied.
+
+    Files the submission does not hold (`skipped`: over the byte limit; in runs before
+    `ignored` existed, also the links and special files) are absent, as a verifier would
+    have found a link: never the starting workspace's version of them."""
     ws = fresh_workspace(task.path, root, files_of(submission))
-    for rel in submission.get("deleted", []):
+    for rel in [*submission.get("deleted", []), *submission.get("skipped", [])]:
         remove_submitted(ws, rel)
     return ws
 

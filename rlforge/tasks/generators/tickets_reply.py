@@ -24,7 +24,9 @@ issues' replies hold (`focused`), copying (4-grams shared with the customer's me
 the knowledge-base files that are no precedent), filler (word pairs the company's replies
 use, and its word triples: `phrased`) and answering another ticket (`on_topic`: the
 reply's content words stay closer to the real reply's than to a knowledge-base reply
-written for another issue, and share some with it). A ticket whose
+written for another issue, and share some with it; and, where the desk labels its
+tickets' issues, `answers_issue`: a classifier trained on the desk's own labelled replies
+reads the reply as this ticket's issue, see `reply_issues`). A ticket whose
 real reply does not pass those gates itself is dropped with the figure.
 """
 
@@ -38,6 +40,7 @@ from typing import Callable
 
 from rlforge.tasks.generators import kb_search
 from rlforge.tasks.generators.answers import null_submission, solve_script
+from rlforge.tasks.generators.reply_issues import IssueModel, issue_of, other_issue_attacks
 from rlforge.tasks.registry import Generator, register
 from rlforge.tasks.render import builtin_templates
 from rlforge.tasks.splits import THRESHOLD, shingles
@@ -258,6 +261,17 @@ class _Origin:
         self.default_idf = round(math.log(1 + n), 4)
         self._words: dict[int, list[str]] = {}
         self._reply_grams: dict[int, set] = {}
+        self._issues: IssueModel | None = None
+        self._trained = False
+
+    @property
+    def issues(self) -> IssueModel | None:
+        """The desk's issue model (`reply_issues`), trained on first use; None without labels."""
+        if not self._trained:
+            self._issues = IssueModel.fit([(r[0], issue_of(r[7], r[8]), r[4]) for r in self.rows],
+                                          lambda reply: key_facts(reply, limit=None))
+            self._trained = True
+        return self._issues
 
     # The verifier's word lists and 4-grams of a ticket, computed once per build.
     def words(self, i: int) -> list[str]:
@@ -291,7 +305,7 @@ class TicketReply(Generator):
         """Every ticket, usable or not (`unusable` says why not)."""
         return con.execute("""
             SELECT t.ticket_id, t.content_hash, t.subject, t.body, t.resolution, t.created_at,
-                   t.origin, t.category
+                   t.origin, t.category, t.intent
             FROM tickets t ORDER BY t.ticket_id""").fetchall()
 
     def specs(self, ctx: BuildContext):
@@ -343,7 +357,8 @@ class TicketReply(Generator):
 
     def _spec(self, ctx: BuildContext, row, origin: _Origin) -> TaskSpec | str:
         """The task for one ticket, or why it cannot be one."""
-        ticket_id, content_hash, subject, body, resolution, created_at, origin_name, category = row
+        ticket_id, content_hash, subject, body, resolution, created_at, origin_name, category, \
+            intent = row
         gold = resolution.strip()
         customer = f"{subject or ''}\n{body}"
         # A pseudonym (a name in the greeting, an agent's sign-off) stands for a value the
@@ -409,6 +424,16 @@ class TicketReply(Generator):
                  "others": [theirs[i] for i in off]}
         # What the replies to this issue name (their menu paths, steps, placeholders) a
         # reply to it may name too; the facts only other issues' replies hold it may not.
+        # Which issue the reply answers, as the desk's own labelled replies teach it: the
+        # real reply must be read as its own ticket's issue; other issues' replies are not.
+        issue = issue_of(category, intent)
+        model = origin.issues
+        issue_ref = model.for_task(issue) if model is not None else None
+        if issue_ref is not None and model is not None:
+            ahead = model.margin(str(issue), gold, facts)
+            if ahead < issue_ref["margin"]:
+                return (f"the real reply is not read as its own issue ({ahead:+.2f} ahead of "
+                        f"the next; at least {issue_ref['margin']:+.2f})")
         others_facts = distractors([origin.rows[i][4] for i in off] + list(self.docs.values()),
                                    facts, gold, customer)
         may_forbid = forbiddable(gold, customer)
@@ -425,6 +450,11 @@ class TicketReply(Generator):
         adversarial = self._adversarial(gold, body, facts, forbidden, nearest, max_words,
                                         [origin.rows[i][4] for i in kb], min_words,
                                         origin.rows[off[0]][4] if off else None)
+        if issue_ref is not None and model is not None:
+            adversarial += other_issue_attacks(
+                model, str(issue), facts,
+                [origin.rows[i][4] for i in kb if issue_of(origin.rows[i][7], origin.rows[i][8])
+                 not in (None, issue)])
         workspace = {path: text.encode() for path, text in files.items()}
         workspace["kb/search.py"] = Path(kb_search.__file__).read_bytes()
         return TaskSpec(
@@ -441,7 +471,8 @@ class TicketReply(Generator):
                        "min_common_share": min_common, "max_copy_share": copy_limit,
                        "common_trigrams": phrases, "min_trigram_share": min_phrased,
                        "distractors": others_facts,
-                       "max_distractors": distractor_allowance(facts), "topic": topic},
+                       "max_distractors": distractor_allowance(facts), "topic": topic,
+                       **({"issue": issue_ref} if issue_ref is not None else {})},
             solution_files={"solve.sh": solve_script(gold)},
             verifier="reply", kind="terminal", group_key=ticket_id,
             dedup_text=customer, time=created_at, null=null_submission(),

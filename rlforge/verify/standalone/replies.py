@@ -141,6 +141,59 @@ def topic_scores(topic, text, facts):
             max((cosine(mine, other) for other in topic["others"]), default=0.0))
 
 
+# Which issue a reply answers, as the company's own data tells it. At build time a linear
+# classifier is trained on the company's replies labelled by their issue (intent or
+# category; `rlforge.tasks.generators.reply_issues`); its weights ride in the task's hidden
+# reference. A reply must be read as this ticket's issue, ahead of every other issue by
+# `margin`. Its features are the reply's content words and word pairs outside the required
+# facts' spans, so appending this ticket's facts to another issue's reply adds nothing.
+ISSUE_MARGIN = 0.1
+
+
+def fact_positions(tokens, facts):
+    """The positions of `tokens` (a word list) that are part of a required fact."""
+    covered = set()
+    for f in facts:
+        needle = words(f)
+        for i in _spans(tokens, needle):
+            covered.update(range(i, i + len(needle)))
+    return covered
+
+
+def issue_features(text, facts=()):
+    """A reply's features for the issue model: its content words (as `topic_terms`) and
+    adjacent word pairs, leaving out the spans of `facts` (pairs never cross one)."""
+    tokens = words(text)
+    covered = fact_positions(tokens, facts)
+    out, prev = set(), None
+    for i, w in enumerate(tokens):
+        if i in covered or not w.isalpha():
+            prev = None
+            continue
+        if len(w) > 2 and w not in TOPIC_STOP:
+            out.add(w)
+        if prev is not None:
+            out.add(f"{prev} {w}")
+        prev = w
+    return out
+
+
+def issue_scores(model, text, facts=()):
+    """(this issue's score, the best other issue's score) of a reply under the issue model
+    (`{"classes", "label", "bias", "weights": {feature: "class:weight class:weight"}}`);
+    each present feature weighs 1/sqrt(number of features), as the model was trained."""
+    feats = issue_features(text, facts)
+    scale = 1 / math.sqrt(len(feats)) if feats else 0.0
+    logits = [float(b) for b in model["bias"]]
+    table = model["weights"]
+    for f in feats:
+        for item in table.get(f, "").split():
+            c, w = item.split(":")
+            logits[int(c)] += float(w) * scale
+    mine = model["classes"].index(model["label"])
+    return logits[mine], max((x for i, x in enumerate(logits) if i != mine), default=0.0)
+
+
 REPLY_CHARS_PER_WORD = 40  # a reply longer than this many characters a word allowed is too long
 
 
@@ -152,7 +205,9 @@ def score_reply(ref, submitted):
     not another (`on_topic`, `topic_scores`), how many of its word pairs are pairs the
     company's other replies use (filler such as lorem ipsum, or common words strung
     together, are not), and how many of its word triples are the company's common
-    phrasing (`phrased`: word pairs strung into a walk are not)."""
+    phrasing (`phrased`: word pairs strung into a walk are not); and, where the company's
+    data labels its tickets' issues, whether the reply is read as this ticket's issue
+    (`answers_issue`, `issue_scores`)."""
     text = (submitted or "").strip()
     comps = {}
     lo, hi = ref.get("min_words", 15), ref.get("max_words", 400)
@@ -173,11 +228,7 @@ def score_reply(ref, submitted):
     hits = [f for f in facts if _mentions_words(tokens, f)]
     comps["key_facts"] = component(len(hits) / len(facts) if facts else 1.0, 1.0, "coarse",
                                    detail=f"{len(hits)}/{len(facts)} key facts")
-    covered = set()
-    for f in facts:
-        needle = words(f)
-        for i in _spans(tokens, needle):
-            covered.update(range(i, i + len(needle)))
+    covered = fact_positions(tokens, facts)
     share = len(covered) / len(tokens) if tokens else 1.0
     limit = ref.get("max_fact_share", FACT_SHARE)
     comps["not_stuffed"] = component(share <= limit, 0, "medium", gate=True,
@@ -201,6 +252,14 @@ def score_reply(ref, submitted):
                                       detail=f"{own:.2f} alike the real reply's words (at least "
                                              f"{floor:.2f}); {other:.2f} another issue's (at most "
                                              f"{margin:.2f} more)")
+    issue = ref.get("issue")
+    if issue:
+        own, other = issue_scores(issue, text, facts)
+        need = issue.get("margin", ISSUE_MARGIN)
+        comps["answers_issue"] = component(
+            own - other >= need, 0, "medium", gate=True,
+            detail=f"read as this ticket's issue ahead of every other by {own - other:+.2f} "
+                   f"(at least {need:+.2f})")
     if ref.get("common_bigrams"):
         rate = common_share(text, ref["common_bigrams"])
         need = ref.get("min_common_share", 0.0)
