@@ -274,3 +274,31 @@ def test_the_framework_starts_from_the_bin_its_package_names(tmp_path):
     # a package.json naming nothing that exists: the current layout
     (old / "package.json").write_text(json.dumps({"bin": "./nowhere.js"}))
     assert noderun.entry_of(str(tmp_path / "node_modules"), "mocha") == str(old / "bin" / "mocha.js")
+
+
+def test_a_test_whose_verdict_rests_on_unchecked_code_is_not_kept():
+    # a red team (s48) fixed only what a test's checked assert measures and passed the
+    # rest of it: assert.throws / assert.ok patched to no-ops, or a function reading its
+    # call site (`assert(!isSlug(..))`) from a stack trace. Only tests whose every
+    # verdict-deciding statement is a checked assert count.
+    hidden = b"""const assert = require('node:assert');
+const { slugify, isSlug } = require('../lib');
+test('only checked', () => {
+  assert.strictEqual(slugify('  Rock & Roll  '), 'rock-roll');
+});
+test('plain asserts', () => {
+  assert.strictEqual(slugify('a b'), 'a-b');
+  assert(!isSlug('a b'));
+});
+test('throws', () => {
+  assert.strictEqual(slugify('x y'), 'x-y');
+  assert.throws(() => slugify(null), TypeError);
+});
+"""
+    f2p = [f"test/slug.test.js::{t}" for t in ("only checked", "plain asserts", "throws")]
+    every = {t: [0] for t in f2p}
+    keep = jsasserts.checked_tests({"test/slug.test.js": hidden}, f2p, {}, {}, every)
+    assert keep == ["test/slug.test.js::only checked"]
+    helper = hidden + b"function check(x) { assert.ok(x); }\n"
+    assert jsasserts.checked_tests({"test/slug.test.js": helper}, f2p, {}, {}, every) == []
+    assert jsasserts.unchecked_verdicts(hidden) == ({"plain asserts", "throws"}, False)
