@@ -27,6 +27,7 @@ import gzip
 import hashlib
 import importlib.util
 import json
+import mmap
 import os
 import re
 import sys
@@ -106,7 +107,8 @@ class NameLists(NamedTuple):
     common: Words
 
 
-_MAGIC = b"rlforge-name-table 1\n"
+_MAGIC = b"rlforge-name-table 2\n"
+_HEAD = 256  # the magic line and the list sizes (JSON), padded: the slots start aligned
 _LISTS = ("given", "surnames", "common")  # bit 0, 1, 2 of a slot
 _MEMO_LIMIT = 200_000
 
@@ -120,7 +122,7 @@ def _key(word: str) -> int:
 class _Table:
     """The hash table of the cache file: which lists each word is in (see the module)."""
 
-    def __init__(self, slots: array.array, sizes: dict[str, int]):
+    def __init__(self, slots: array.array | memoryview, sizes: dict[str, int]):
         self.slots, self.sizes, self.mask = slots, sizes, len(slots) - 1
         self.memo: dict[str, int] = {}
 
@@ -161,37 +163,40 @@ class _Table:
 
     def write(self, path: Path) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
-        slots = self.slots
+        slots = array.array("Q", self.slots)
         if sys.byteorder != "little":
-            slots = array.array("Q", slots)
             slots.byteswap()
+        head = _MAGIC + json.dumps(self.sizes).encode()
         # written whole, then renamed: a reader never sees half a file
         fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
         with os.fdopen(fd, "wb") as f:
-            f.write(_MAGIC + json.dumps(self.sizes).encode() + b"\n")
-            f.write(slots.tobytes())
+            f.write(head.ljust(_HEAD, b" ") + slots.tobytes())
         os.chmod(tmp, 0o644)
         os.replace(tmp, path)
 
     @classmethod
     def read(cls, path: Path) -> "_Table | None":
-        """The table of a cache file; None if it is missing or not whole."""
+        """The table of a cache file, mapped (a look-up reads the one page it probes);
+        None if it is missing or not whole."""
         try:
             with open(path, "rb") as f:
-                if f.readline() != _MAGIC:
+                head = f.read(_HEAD)
+                if not head.startswith(_MAGIC):
                     return None
-                sizes = json.loads(f.readline())
-                raw = f.read()
+                sizes = json.loads(head[len(_MAGIC):])
+                n = os.fstat(f.fileno()).st_size - _HEAD
+                if n <= 0 or n % 8 or (n // 8) & (n // 8 - 1) \
+                        or not isinstance(sizes, dict) or set(sizes) != set(_LISTS):
+                    return None
+                if sys.byteorder == "little":
+                    mapped = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+                    return cls(memoryview(mapped)[_HEAD:].cast("Q"), sizes)
+                slots = array.array("Q")
+                slots.frombytes(f.read())
+                slots.byteswap()
+                return cls(slots, sizes)
         except (OSError, ValueError):
             return None
-        if not raw or len(raw) % 8 or (len(raw) // 8) & (len(raw) // 8 - 1) \
-                or not isinstance(sizes, dict) or set(sizes) != set(_LISTS):
-            return None
-        slots = array.array("Q")
-        slots.frombytes(raw)
-        if sys.byteorder != "little":
-            slots.byteswap()
-        return cls(slots, sizes)
 
 
 class _InTable:
@@ -214,7 +219,7 @@ def _lists_of(table: _Table) -> NameLists:
 def cache_file(cache_dir: Path | None = None) -> Path:
     """The derived lists' file for the installed `names-dataset` (which need not exist)."""
     return (cache_dir or default_cache()) / (
-        f"names-{version('names-dataset')}-{TOP_RANK}-{COMMON_TOP}.table")
+        f"names-{version('names-dataset')}-{TOP_RANK}-{COMMON_TOP}-2.table")
 
 
 @functools.lru_cache(maxsize=4)
