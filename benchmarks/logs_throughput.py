@@ -4,7 +4,7 @@ Builds 1,000,000-line files by repeating the HDFS, BGL and Thunderbird 2k sample
 ../shared/data/loghub, then times, each in a fresh Python process:
 
 (a) rlforge: `ingest_file` — the library function `rlforge ingest logs` calls, with the
-    same defaults (redaction on) — end to end into a fresh DuckDB file: connect and
+    same defaults (redaction on, in its mode for ops logs) — end to end into a fresh DuckDB file: connect and
     migrate, read, parse, redact, mine, write, commit, close;
 (b) drain3 0.9.11 end to end: read the file line by line, the benchmark's header regex,
     `TemplateMiner.add_log_message` on the content (masks, similarity threshold and depth
@@ -52,7 +52,7 @@ spec, path, dbfile = json.loads(sys.argv[1]), sys.argv[2], sys.argv[3]
 t0 = time.perf_counter()
 con = db.connect(dbfile)
 result = logs.ingest_file(con, path, fmt=spec["log_format"], masks=spec["regex"],
-                          redactor=make_redactor(con, setting("redact").default))
+                          redactor=make_redactor(con, setting("redact").default, logs=True))
 con.close()
 seconds = time.perf_counter() - t0
 assert result.status == "ok", result.error

@@ -62,7 +62,7 @@ POSITIVES = [
      ".dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U", "Authorization: Bearer <JWT>"),
     ("Authorization: Basic dXNlcjpodW50ZXIy", "Authorization: Basic <PASSWORD>"),
     ("postgres://admin:s3cr3t!@db.internal:5432/app", "postgres://admin:<PASSWORD>@db.internal:5432/app"),
-    ("password=hunter22 and passwd: Tr0ub4dor&3", "password=<PASSWORD> and passwd: <PASSWORD>&3"),
+    ("password=hunter22 and passwd: Tr0ub4dor&3", "password=<PASSWORD> and passwd: <PASSWORD>"),
     ('{"password": "correct horse", "api_key": "a8Fk29xLq0Zp7Tw3"}',
      '{"password": "<PASSWORD>", "api_key": "<SECRET>"}'),
     ("GET /x?access_token=9f8e7d6c5b4aZZ&y=1", "GET /x?access_token=<SECRET>&y=1"),

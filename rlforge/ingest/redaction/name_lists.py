@@ -6,24 +6,35 @@ they are derived once into a small cached file and read lazily from there.
 Source: the `names-dataset` package (Apache-2.0; 730k first names and 983k last names with
 their rank in each of 105 countries). Unpickling it takes about 30 s and 1.8 GB, so the
 first use derives the names ranked within the top `TOP_RANK` of at least one country,
-case-folded, into ``names-<version>-<TOP_RANK>.txt.gz`` in the cache directory (about
-0.3 s to read back), and later uses read that file. Without the package, the given names
-of every country in `gender-guesser`'s dictionary are used, and no surnames. A listed
-word that is also one of the most frequent words of a supported language (`wordfreq`,
-derived into the same file) needs more evidence than the lists (`people`).
+case-folded, into a file in the cache directory, and later uses read that file. Without
+the package, the given names of every country in `gender-guesser`'s dictionary are used,
+and no surnames. A listed word that is also one of the most frequent words of a supported
+language (`wordfreq`, derived into the same file) needs more evidence than the lists
+(`people`).
+
+The file is a hash table, not a word list: 8 bytes a slot, each the top 61 bits of a
+word's BLAKE2b hash and 3 bits that say in which lists it is (open addressing, linear
+probing, at most half full). Reading it back is one read of a few MB and no per-word work
+(building sets of 430k words took 0.15 s of every process that redacts, a log ingest
+too); a look-up hashes the word, probes a slot or two and remembers the answer.
 """
 
 from __future__ import annotations
 
+import array
 import functools
 import gzip
+import hashlib
 import importlib.util
-from importlib.metadata import version
+import json
+import mmap
 import os
 import re
+import sys
 import tempfile
+from importlib.metadata import version
 from pathlib import Path
-from typing import NamedTuple
+from typing import Callable, Iterable, NamedTuple, Protocol
 
 # A name counts when it ranks within this many of one country's names (the lists rank
 # each country's names separately; a common word such as "Best" can rank high somewhere).
@@ -80,12 +91,135 @@ def _common_words() -> set[str]:
     return {w.casefold() for lang in LANGUAGES for w in wordfreq.top_n_list(lang, COMMON_TOP)}
 
 
+class Words(Protocol):
+    """A set of case-folded words, as far as name detection asks: membership and size."""
+
+    def __contains__(self, word: object) -> bool: ...
+
+    def __len__(self) -> int: ...
+
+
 class NameLists(NamedTuple):
     """Case-folded words: given names, surnames, and the languages' common words."""
 
-    given: frozenset[str]
-    surnames: frozenset[str]
-    common: frozenset[str]
+    given: Words
+    surnames: Words
+    common: Words
+
+
+_MAGIC = b"rlforge-name-table 2\n"
+_HEAD = 256  # the magic line and the list sizes (JSON), padded: the slots start aligned
+_LISTS = ("given", "surnames", "common")  # bit 0, 1, 2 of a slot
+_MEMO_LIMIT = 200_000
+
+
+def _key(word: str) -> int:
+    """A word's 64-bit hash (stable across processes, unlike `hash`)."""
+    return int.from_bytes(hashlib.blake2b(word.encode("utf-8", "surrogateescape"),
+                                          digest_size=8).digest(), "little")
+
+
+class _Table:
+    """The hash table of the cache file: which lists each word is in (see the module)."""
+
+    def __init__(self, slots: array.array | memoryview, sizes: dict[str, int]):
+        self.slots, self.sizes, self.mask = slots, sizes, len(slots) - 1
+        self.memo: dict[str, int] = {}
+
+    @classmethod
+    def build(cls, lists: dict[str, set[str]]) -> "_Table":
+        flags: dict[str, int] = {}
+        for bit, name in enumerate(_LISTS):
+            for w in lists[name]:
+                flags[w] = flags.get(w, 0) | 1 << bit
+        size = 1 << max(10, (2 * len(flags) - 1).bit_length())  # at most half full
+        slots = array.array("Q", bytes(8 * size))
+        for w, f in flags.items():
+            h = _key(w)
+            i = h & (size - 1)
+            while slots[i]:
+                i = (i + 1) & (size - 1)
+            slots[i] = (h >> 3) << 3 | f
+        return cls(slots, {name: len(lists[name]) for name in _LISTS})
+
+    def flags(self, word: str) -> int:
+        """The list bits of `word` (0: in none)."""
+        got = self.memo.get(word)
+        if got is None:
+            h = _key(word)
+            tag, i, got = h >> 3, h & self.mask, 0
+            while True:
+                slot = self.slots[i]
+                if not slot:
+                    break
+                if slot >> 3 == tag:
+                    got = slot & 7
+                    break
+                i = (i + 1) & self.mask
+            if len(self.memo) >= _MEMO_LIMIT:
+                self.memo.clear()
+            self.memo[word] = got
+        return got
+
+    def write(self, path: Path) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        slots = array.array("Q", self.slots)
+        if sys.byteorder != "little":
+            slots.byteswap()
+        head = _MAGIC + json.dumps(self.sizes).encode()
+        # written whole, then renamed: a reader never sees half a file
+        fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
+        with os.fdopen(fd, "wb") as f:
+            f.write(head.ljust(_HEAD, b" ") + slots.tobytes())
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+
+    @classmethod
+    def read(cls, path: Path) -> "_Table | None":
+        """The table of a cache file, mapped (a look-up reads the one page it probes);
+        None if it is missing or not whole."""
+        try:
+            with open(path, "rb") as f:
+                head = f.read(_HEAD)
+                if not head.startswith(_MAGIC):
+                    return None
+                sizes = json.loads(head[len(_MAGIC):])
+                n = os.fstat(f.fileno()).st_size - _HEAD
+                if n <= 0 or n % 8 or (n // 8) & (n // 8 - 1) \
+                        or not isinstance(sizes, dict) or set(sizes) != set(_LISTS):
+                    return None
+                if sys.byteorder == "little":
+                    mapped = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+                    return cls(memoryview(mapped)[_HEAD:].cast("Q"), sizes)
+                slots = array.array("Q")
+                slots.frombytes(f.read())
+                slots.byteswap()
+                return cls(slots, sizes)
+        except (OSError, ValueError):
+            return None
+
+
+class _InTable:
+    """One list of a `_Table`, as a set of words."""
+
+    def __init__(self, table: _Table, name: str):
+        self.table, self.bit, self.size = table, 1 << _LISTS.index(name), table.sizes[name]
+
+    def __contains__(self, word: object) -> bool:
+        return isinstance(word, str) and bool(self.table.flags(word) & self.bit)
+
+    def __len__(self) -> int:
+        return self.size
+
+
+def _lists_of(table: _Table) -> NameLists:
+    return NameLists(*(_InTable(table, name) for name in _LISTS))
+
+
+def cache_file(cache_dir: Path | None = None) -> Path:
+    """The derived lists' file for the installed `names-dataset` (which need not exist)."""
+    return (cache_dir or default_cache()) / (
+        f"names-{version('names-dataset')}-{TOP_RANK}-{COMMON_TOP}-2.table")
 
 
 @functools.lru_cache(maxsize=4)
@@ -96,24 +230,35 @@ def load(cache_dir: Path | None = None) -> NameLists:
     spec = importlib.util.find_spec("names_dataset")
     if spec is None or not spec.origin:
         return NameLists(frozenset(_gender_guesser_given()), frozenset(), frozenset(_common_words()))
-    folder = Path(spec.origin).parent / "v3"
-    cache = (cache_dir or default_cache()) / (
-        f"names-{version('names-dataset')}-{TOP_RANK}-{COMMON_TOP}.txt.gz")
+    cache = cache_file(cache_dir)
+    table = _Table.read(cache)
+    if table is None:
+        folder = Path(spec.origin).parent / "v3"
+        table = _Table.build({"given": _derive(folder / "first_names.pkl.gz") | _gender_guesser_given(),
+                              "surnames": _derive(folder / "last_names.pkl.gz"),
+                              "common": _common_words()})
+        table.write(cache)
+    return _lists_of(table)
+
+
+def cached_lines(name: str, package: str, derive: Callable[[], Iterable[str]],
+                 cache_dir: Path | None = None) -> list[str]:
+    """Lines derived from an installed package's data by `derive`, kept in the cache
+    directory under `name` and the package's version: later processes only read them."""
+    path = (cache_dir or default_cache()) / f"{name}-{version(package)}.txt.gz"
     try:
-        with gzip.open(cache, "rt", encoding="utf-8") as f:
-            lines = f.read().split("\n")
-        if len(lines) == 3:
-            return NameLists(*(frozenset(line.split(" ")) - {""} for line in lines))
+        with gzip.open(path, "rt", encoding="utf-8") as f:
+            text = f.read()
+        if text.endswith("\n"):  # whole
+            return text.split("\n")[:-1]
     except (OSError, ValueError, EOFError):
         pass
-    given = _derive(folder / "first_names.pkl.gz") | _gender_guesser_given()
-    surnames = _derive(folder / "last_names.pkl.gz")
-    common = _common_words()
-    cache.parent.mkdir(parents=True, exist_ok=True)
+    lines = list(derive())
+    path.parent.mkdir(parents=True, exist_ok=True)
     # written whole, then renamed: a reader never sees half a file
-    fd, tmp = tempfile.mkstemp(dir=cache.parent, suffix=".tmp")
+    fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
     with os.fdopen(fd, "wb") as raw, gzip.open(raw, "wt", encoding="utf-8") as f:
-        f.write("\n".join(" ".join(sorted(words)) for words in (given, surnames, common)))
+        f.write("".join(f"{line}\n" for line in lines))
     os.chmod(tmp, 0o644)
-    os.replace(tmp, cache)
-    return NameLists(frozenset(given), frozenset(surnames), frozenset(common))
+    os.replace(tmp, path)
+    return lines

@@ -94,7 +94,12 @@ _ABBREVIATIONS = TITLES | UNIT_WORDS | {w for w in STREET_WORDS_AFTER | STREET_W
 @functools.lru_cache(maxsize=1)
 def given_names() -> frozenset[str]:
     """Case-folded given names common (frequency class >= 2) in any of the six locales'
-    countries, from the gender-guesser package's nam_dict.txt, less `NOT_NAMES`."""
+    countries, from the gender-guesser package's nam_dict.txt, less `NOT_NAMES` (derived
+    once into the cache directory: reading the dictionary costs every process 40 ms)."""
+    return frozenset(name_lists.cached_lines("given-common", "gender-guesser", _derive_given)) - NOT_NAMES
+
+
+def _derive_given() -> set[str]:
     import gender_guesser
 
     path = Path(gender_guesser.__file__).parent / "data" / "nam_dict.txt"
@@ -111,7 +116,7 @@ def given_names() -> frozenset[str]:
             name = line.split(None, 2)[1]
             out.add(name.replace("+", "-").casefold())
             out.add(name.replace("+", " ").casefold())
-    return frozenset(out - NOT_NAMES)
+    return out
 
 
 class _Tok:
@@ -156,7 +161,7 @@ def _is_given(t: _Tok, names: frozenset[str]) -> bool:
     return t.low in names or t.low.split("-")[0] in names
 
 
-def _listed(low: str, words: frozenset[str]) -> bool:
+def _listed(low: str, words: name_lists.Words) -> bool:
     return low in words or any(part in words for part in low.split("-"))
 
 
@@ -164,7 +169,7 @@ class _Evidence:
     """What the name lists say of a word: a given name (the curated list, or the large one
     and not a common word), a surname (the large list, not a common word)."""
 
-    def __init__(self, strong: frozenset[str], lists: name_lists.NameLists):
+    def __init__(self, strong: name_lists.Words, lists: name_lists.NameLists):
         self.strong, self.lists = strong, lists
 
     def given(self, t: _Tok) -> bool:

@@ -63,12 +63,40 @@ class _Stage:
 
     def __init__(self, rules: list[Rule]):
         # A literal "\n", "\r" or "\t" (JSON-escaped text) also ends a word before a token.
-        py = "|".join(f"(?P<{r.name}>" + (f"(?P<{r.name}_p>\\\\[nrt]|{r.prefix})" if r.prefix else "")
-                      + f"(?:{r.token}))" for r in rules)
-        self.py = re.compile(py)
-        self.rust = re.sub(r"\(\?P<[a-z_0-9]+>", "(?:", py)
+        self.source = "|".join(f"(?P<{r.name}>" + (f"(?P<{r.name}_p>\\\\[nrt]|{r.prefix})" if r.prefix else "")
+                               + f"(?:{r.token}))" for r in rules)
+        self.rust = re.sub(r"\(\?P<[a-z_0-9]+>", "(?:", self.source)
+        self.names = [r.name for r in rules]
         self.prefixed = {r.name: r.prefix is not None for r in rules}
         self.cache: dict[str, tuple[str, tuple[str, ...], bool, tuple]] = {}
+
+    @functools.cached_property
+    def py(self) -> re.Pattern:
+        """The stage's expression for Python's `re`, compiled on first use: compiling it
+        costs more than a log file's whole redaction, and a column goes through Rust."""
+        return re.compile(self.source)
+
+    def rules_of(self, cands: list[str]) -> list[tuple[str, int] | None]:
+        """For each candidate (a whole match of `rust`), the rule that matched it and the
+        length of the character before its token that the rule consumed, read by Rust's
+        `regex` (the same expression with its groups named); None where that match does
+        not span the whole candidate (`_spans` then reads it with `re`, and says why)."""
+        import polars as pl
+
+        groups = pl.Series(cands, dtype=pl.String).str.extract_groups(self.source).struct
+        which = pl.lit(None, dtype=pl.String)
+        off = pl.lit(0, dtype=pl.UInt32)
+        size = pl.lit(None, dtype=pl.UInt32)
+        for name in reversed(self.names):  # the first rule that took part wins
+            took = pl.col(name).is_not_null()
+            which = pl.when(took).then(pl.lit(name)).otherwise(which)
+            size = pl.when(took).then(pl.col(name).str.len_chars()).otherwise(size)
+            if self.prefixed[name]:
+                off = pl.when(took).then(pl.col(f"{name}_p").str.len_chars()).otherwise(off)
+        frame = groups.unnest().select(which.alias("rule"), off.alias("off"), size.alias("size"))
+        names, offsets, lengths = frame["rule"].to_list(), frame["off"].to_list(), frame["size"].to_list()
+        return [(name, o) if name is not None and n == len(c) else None
+                for c, name, o, n in zip(cands, names, offsets, lengths)]
 
 
 def _normalise(kind: str, value: str) -> str:
@@ -127,7 +155,7 @@ class Redactor:
         rules = [r for r in RULES[:1] + tuple(extra) + RULES[1:]
                  if not r.kinds or set(r.kinds) & self.kinds]
         self._stages = [_Stage(rules)] if len(rules) > 1 else []
-        self._base = _Stage([r for r in rules if r.name not in _CONTEXTUAL])
+        self._rules = rules
         if self.kinds & RUN_KINDS:
             people_on, places_on = "PERSON" in self.kinds, "ADDRESS" in self.kinds
             self._handlers["run"] = functools.partial(people.judge, people=people_on,
@@ -208,14 +236,26 @@ class Redactor:
         self.counts[kind] += 1
         return hit
 
-    def _spans(self, cand: str, stage: _Stage) -> tuple[list[Span], bool]:
+    @functools.cached_property
+    def _base(self) -> _Stage:
+        """The rules less those that take a cue word: what a rejected cue's match is read
+        by again (built on first need)."""
+        return _Stage([r for r in self._rules if r.name not in _CONTEXTUAL])
+
+    def _spans(self, cand: str, stage: _Stage,
+               rule: tuple[str, int] | None = None) -> tuple[list[Span], bool]:
         """Redacted spans of one regex match (positions within `cand`), and whether the
-        text must be scanned again (a validator kept a tail of the match unredacted)."""
-        m = stage.py.match(cand)
-        if m is None or m.end() != len(cand) or m.lastgroup is None:  # both engines agree
-            raise AssertionError(f"candidate not re-matched: {cand!r}")
-        name = m.lastgroup
-        off = m.end(name + "_p") if stage.prefixed[name] else 0
+        text must be scanned again (a validator kept a tail of the match unredacted).
+        `rule`: the rule that matched and the length of its consumed prefix, when known
+        (`_Stage.rules_of`); else `cand` is matched again with `re`."""
+        if rule is None:
+            m = stage.py.match(cand)
+            if m is None or m.end() != len(cand) or m.lastgroup is None:  # both engines agree
+                raise AssertionError(f"candidate not re-matched: {cand!r}")
+            name = m.lastgroup
+            off = m.end(name + "_p") if stage.prefixed[name] else 0
+        else:
+            name, off = rule
         spans = [(s + off, e + off, k, _normalise(k, v)) for s, e, k, v in self._handlers[name](cand[off:])
                  if k in self.kinds]
         again = name in _TRIMMING and bool(spans) and spans[-1][1] < len(cand)
@@ -233,13 +273,14 @@ class Redactor:
             again = any(self._spans(x.group(), stage)[0] for x in stage.py.finditer(head))
         return spans, again
 
-    def _apply(self, cand: str, stage: _Stage) -> tuple[str, tuple[str, ...], bool, tuple]:
+    def _apply(self, cand: str, stage: _Stage,
+               rule: tuple[str, int] | None = None) -> tuple[str, tuple[str, ...], bool, tuple]:
         """A candidate's replacement, the kinds redacted, whether to pass again, and the
         (written value, placeholder, kind) triples to redact wherever else they occur."""
         hit = stage.cache.get(cand)
         if hit is None:
             out, pos, kinds, echo = [], 0, [], []
-            spans, again = self._spans(cand, stage)
+            spans, again = self._spans(cand, stage, rule)
             for s, e, kind, value in spans:
                 ph = self._placeholder(kind, value)
                 out += [cand[pos:s], ph]
@@ -407,7 +448,12 @@ class Redactor:
             pl.col("w").list.gather_every(2, 1).explode().drop_nulls().value_counts(sort=False)
         ).collect()
         keys, values, again, echoing = [], [], [], {}
-        for cand, n in found.to_series().struct.unnest().iter_rows():
+        counted = list(found.to_series().struct.unnest().iter_rows())
+        todo = [cand for cand, _ in counted if cand not in stage.cache]
+        if todo:  # the rule of each new candidate, read by Rust: `re` is not compiled
+            for cand, rule in zip(todo, stage.rules_of(todo)):
+                self._apply(cand, stage, rule)
+        for cand, n in counted:
             replaced, kinds, more, forms = self._apply(cand, stage)
             for kind in kinds:
                 self.counts[kind] += n

@@ -87,7 +87,9 @@ _CARD_CTX = rf"{phrases_rx(*CARD_WORDS)}{_GAP % 6}[ \t]*[:#]?[ \t]*(?:{CARD})"
 _NUMBER_WORD = rf"(?:[ \t]*{phrases_rx('number', 'nummer', 'numéro', 'numero', 'no', 'nr', 'n°', 'id', '#')}\.?)?"
 _ORDER_CTX = (rf"{phrases_rx(*ORDER_WORDS)}{_GAP % 3}{_NUMBER_WORD}"
               r"[ \t]*[:#]?[ \t]*[0-9]{6,}")
-_PW_VALUE = r"[^ \t\r\n]+"
+# not a quoted value ("password: \"a b\"", read by `assign`); to the next blank, whatever
+# it holds ("Password: C*)L)a@!4Z@D": `assign` would stop at the first bracket)
+_PW_VALUE = r"[^ \t\r\n\"'][^ \t\r\n]*"
 _KEY_VALUE = r"[A-Za-z0-9_+/=.][A-Za-z0-9_+/=.-]*"  # never "-----BEGIN": a PEM block is its own
 ID_VALUE = r"[A-Za-z0-9]+(?:[ .-][A-Za-z0-9]+){0,6}"
 _LINK = rf"(?:[ \t]*[:=]|[ \t]+{phrases_rx(*PASSWORD_LINKS)})"  # ":", "is", "ist", "est", "è"...
@@ -156,11 +158,12 @@ RULES: tuple[Rule, ...] = (
     Rule("url_cred", ("PASSWORD",), r"[^A-Za-z0-9+.-]", _URL_CRED),
     Rule("url_token", ("TOKEN", "GITHUB_TOKEN", "GITLAB_TOKEN", "API_KEY"), r"[^A-Za-z0-9+.-]",
           _URL_TOKEN),
+    # before `assign`: a password after a label and a blank is the whole word that follows
+    Rule("pin_prose", ("PASSWORD",), _P_WORD, _PIN_PROSE),
+    Rule("pw_prose", ("PASSWORD",), _P_WORD, _PW_PROSE),
     Rule("assign", ("PASSWORD", "SECRET", "AWS_SECRET_KEY"), _P_KEY,
          ASSIGN_KEY + ASSIGN_SEP + f"(?:{ASSIGN_VALUE})"),
     Rule("auth", ("SECRET", "PASSWORD"), _P_WORD, _AUTH),
-    Rule("pin_prose", ("PASSWORD",), _P_WORD, _PIN_PROSE),
-    Rule("pw_prose", ("PASSWORD",), _P_WORD, _PW_PROSE),
     Rule("pw_change", ("PASSWORD",), _P_WORD, _PW_CHANGE),
     Rule("key_prose", ("API_KEY",), _P_WORD, _KEY_PROSE),
     Rule("id_ctx", ("SSN", "NATIONAL_ID", "PASSPORT", "ACCOUNT"), _P_WORD,

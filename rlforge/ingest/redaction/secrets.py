@@ -123,17 +123,29 @@ def _password_like(val: str, strict: bool) -> bool:
     has_digit = any(c.isdigit() for c in val)
     has_alpha = any(c.isalpha() for c in val)
     has_other = any(not c.isalnum() for c in val)
-    if strict:  # after "changed it to": letters with digits or symbols, 8 or more
-        return len(val) >= 8 and has_alpha and (has_digit or has_other) and not re.fullmatch(
+    if strict:  # after "changed it to": letters with digits or symbols, 8 or more, or 6
+        # or more of three classes ("Paz1983", "/mZTyxy": a name or a version has fewer)
+        classes = sum((any(c.isupper() for c in val), any(c.islower() for c in val), has_digit,
+                       has_other))
+        return (len(val) >= 8 or len(val) >= 6 and classes >= 3) and has_alpha and (
+            has_digit or has_other) and not re.fullmatch(
             r"v?[0-9.]+[a-z]*|[A-Za-z]+[0-9]{1,2}|https?:.*|.*@.*\..*", val)
     if val.isalpha():
         return not val.islower() and not val.istitle() and not val.isupper()
     return has_alpha or has_digit and len(val) >= 4 and has_other or len(val) >= 6
 
 
+# a call in a log line, not a value: "passwd: pam_unix(passwd:chauthtok): password changed"
+_CALL = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*\(.*")
+
+
 def _h_pw_prose(tok: str) -> list[Span]:
     start, val = _prose_value(tok)
-    return [(start, start + len(val), "PASSWORD", val)] if _password_like(val, False) else []
+    inner = _classify_value(val)  # "password: ghp_…" is the token it is
+    if inner is not None:
+        return [(start, start + len(val), inner, val)]
+    ok = _password_like(val, False) and not _CALL.fullmatch(val)
+    return [(start, start + len(val), "PASSWORD", val)] if ok else []
 
 
 def _h_pw_change(tok: str) -> list[Span]:
