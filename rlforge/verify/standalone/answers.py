@@ -29,8 +29,8 @@ def extract_answer(text):
 
 def unmarked(text):
     """A one-line answer without the Markdown around it: a list item's marker, then
-    emphasis or code marks (`- \`billing\``, `**billing**`), as a label is shown in the
-    instruction's list of options. Several lines are left as they are."""
+    emphasis or code marks (a dash, then billing in backticks; billing in bold), as a label
+    is shown in the instruction's list of options. Several lines are left as they are."""
     if "\n" in text.strip():
         return text
     text = re.sub(r"^[ \t]*[-*+\u2022][ \t]+", "", text)
