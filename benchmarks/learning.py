@@ -29,7 +29,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "examples"))
 
-from learn_grpo import train  # noqa: E402
+from learn_grpo import warm_then_train  # noqa: E402
 
 from rlforge.difficulty import wilson  # noqa: E402
 from rlforge.hf_server import TransformersServer  # noqa: E402
@@ -103,6 +103,9 @@ def main() -> None:
     p.add_argument("--num-generations", type=int, default=4)
     p.add_argument("--max-completion-length", type=int, default=32)
     p.add_argument("--learning-rate", type=float, default=1e-5)
+    p.add_argument("--warm-up-samples", type=int, default=0, metavar="N",
+                   help="before GRPO, fine-tune on the base model's passing completions "
+                   "among N samples per train task (0: no warm-up)")
     p.add_argument("--samples", type=int, default=2, help="held-out samples per task")
     p.add_argument("--temperature", type=float, default=0.7)
     p.add_argument("--max-tokens", type=int, default=32)
@@ -127,10 +130,11 @@ def main() -> None:
     base = held_out(args.tasks, find_gguf(), "smollm2-135m-base", runs["base"], args, db)
     trained = args.work / "trained"
     t0 = time.monotonic()
-    result = train(export, trained, generators=gens, steps=args.steps, batch=args.batch,
-                   num_generations=args.num_generations,
-                   max_completion_length=args.max_completion_length,
-                   learning_rate=args.learning_rate, seed=args.seed)
+    result = warm_then_train(export, trained, generators=gens,
+                             warm_up_samples=args.warm_up_samples, steps=args.steps,
+                             batch=args.batch, num_generations=args.num_generations,
+                             max_completion_length=args.max_completion_length,
+                             learning_rate=args.learning_rate, seed=args.seed)
     train_seconds = time.monotonic() - t0
     rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     after = held_out(args.tasks, trained, "smollm2-135m-grpo", runs["trained"], args, db)
@@ -142,6 +146,12 @@ def main() -> None:
           f"{train_seconds:.0f} s wall, peak RSS {rss_mb:.0f} MB "
           f"(batch {args.batch}, {args.num_generations} generations, "
           f"{args.max_completion_length} tokens, lr {args.learning_rate})")
+    if "warm_up" in result:
+        w = result["warm_up"]
+        print(f"warm-up: base passed {w['sampled']['passes']}/{w['sampled']['completions']} "
+              f"train samples ({w['sampled']['by_generator']}) in {w['sampled']['seconds']:.0f} s; "
+              f"SFT {w['sft']['steps']} steps on {w['sft']['rows']} passing completions, "
+              f"loss {' '.join(f'{x:.2f}' for x in w['sft']['loss'])}")
     print("reward curve (mean verifier reward per step): "
           + " ".join(f"{c['reward']:.2f}" for c in result["curve"]))
     print("share of prompt groups with no reward spread (no gradient) per step: "

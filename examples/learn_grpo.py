@@ -8,7 +8,7 @@ the checkpoint. Then score it on held-out tasks with `rlforge run`, served by
 
     rlforge export tasks demo/tasks --format trl --out demo/trl --split all
     python examples/learn_grpo.py demo/trl --out demo/trained \\
-        --generators tickets.triage --steps 30
+        --generators tickets.triage --steps 30 [--warm-up-samples 4]
 
 Needs `pip install 'rlforge[learn]'` (torch CPU, transformers, trl, gguf).
 """
@@ -44,6 +44,84 @@ def train_rows(export_dir: str | Path, generators: list[str] | None) -> Any:
     if len(rows) == 0:
         raise SystemExit(f"no train rows of {generators} in {export_dir}")
     return rows
+
+
+def sample_passing(rows: Any, model: Any, tokenizer: Any, *, samples: int = 4,
+                   max_new_tokens: int = 32, temperature: float = 0.7, seed: int = 0,
+                   progress: Any = None, **generate: Any) -> dict[str, Any]:
+    """Sample `samples` completions per row from `model` and score each with the task's
+    verifier (`trl_reward`): the model's own pass rate on these rows, and its passing
+    completions (rejection sampling: what a warm-up can train on). `**generate`: more
+    `model.generate` arguments.
+
+    Returns:
+        `{"prompts", "completions", "passes", "prompts_passed", "seconds",
+        "passing": [{"prompt", "completion", "generator"}], "by_generator":
+        {generator: [passes, completions]}}`.
+    """
+    import torch
+
+    started = time.monotonic()
+    passing: list[dict[str, Any]] = []
+    by_generator: dict[str, list[int]] = {}
+    prompts_passed = 0
+    torch.manual_seed(seed)
+    for i, row in enumerate(rows):
+        inputs = tokenizer.apply_chat_template(row["prompt"], add_generation_prompt=True,
+                                               return_tensors="pt", return_dict=True)
+        with torch.no_grad():
+            out = model.generate(**inputs, max_new_tokens=max_new_tokens, do_sample=True,
+                                 temperature=temperature, top_k=0,
+                                 num_return_sequences=samples,
+                                 pad_token_id=tokenizer.eos_token_id, **generate)
+        texts = tokenizer.batch_decode(out[:, inputs["input_ids"].shape[1]:],
+                                       skip_special_tokens=True)
+        rewards = trl_reward(texts, [row["rlforge_reference"]] * len(texts))
+        gen = row["generator"].split("@")[0]
+        tally = by_generator.setdefault(gen, [0, 0])
+        tally[0] += sum(r >= 1.0 for r in rewards)
+        tally[1] += len(rewards)
+        kept = {t for t, r in zip(texts, rewards) if r >= 1.0}  # one copy of each text
+        prompts_passed += bool(kept)
+        passing += [{"prompt": row["prompt"], "completion": [{"role": "assistant", "content": t}],
+                     "generator": gen} for t in sorted(kept)]
+        if progress:
+            progress(i + 1, len(rows), sum(p for p, _ in by_generator.values()))
+    return {"prompts": len(rows), "completions": sum(n for _, n in by_generator.values()),
+            "passes": sum(p for p, _ in by_generator.values()), "prompts_passed": prompts_passed,
+            "seconds": time.monotonic() - started, "passing": passing,
+            "by_generator": by_generator}
+
+
+def warm_up(passing: list[dict[str, Any]], out: str | Path, model: Any, tokenizer: Any, *,
+            epochs: float = 2.0, learning_rate: float = 5e-5, batch: int = 8,
+            seed: int = 0) -> dict[str, Any]:
+    """Supervised fine-tuning (TRL `SFTTrainer`) on the model's own passing completions
+    (`sample_passing`), the loss on the completion only: the answer format the verifier
+    accepts becomes more likely, so GRPO's groups get some reward spread to learn from.
+    The tuned model is left in `model` (and saved to `out`)."""
+    import datasets
+    from trl import SFTConfig, SFTTrainer
+
+    if not passing:
+        raise SystemExit("no passing completion to warm up on: the model never passed a "
+                         "train task (sample more, or start from a larger model)")
+    rows = datasets.Dataset.from_list([{"prompt": p["prompt"], "completion": p["completion"]}
+                                       for p in passing])
+    args = SFTConfig(output_dir=str(Path(out) / "trainer"), num_train_epochs=epochs,
+                     per_device_train_batch_size=batch, learning_rate=learning_rate,
+                     logging_steps=1, report_to=[], use_cpu=True, save_strategy="no",
+                     seed=seed, data_seed=seed, completion_only_loss=True,
+                     max_length=None)  # a cut would drop the completion, the prompt's end
+    trainer = SFTTrainer(model=model, args=args, train_dataset=rows, processing_class=tokenizer)
+    started = time.monotonic()
+    trainer.train()
+    seconds = time.monotonic() - started
+    trainer.save_model(str(out))
+    tokenizer.save_pretrained(str(out))
+    losses = [h["loss"] for h in trainer.state.log_history if "loss" in h]
+    return {"steps": trainer.state.global_step, "seconds": seconds, "rows": len(rows),
+            "loss": losses}
 
 
 def train(export_dir: str | Path, out: str | Path, *, generators: list[str] | None = None,
@@ -93,6 +171,26 @@ def train(export_dir: str | Path, out: str | Path, *, generators: list[str] | No
             "curve": curve}
 
 
+def warm_then_train(export_dir: str | Path, out: str | Path, *,
+                    generators: list[str] | None = None, warm_up_samples: int = 0,
+                    seed: int = 0, **grpo: Any) -> dict[str, Any]:
+    """`train`, after an optional warm-up: with `warm_up_samples` > 0, the base model's
+    passing completions on the train rows (`sample_passing`) are fine-tuned on first
+    (`warm_up`) and GRPO starts from the tuned model. The result has a "warm_up" entry
+    (the sampling's pass counts and the SFT's steps and loss) when one ran."""
+    if not warm_up_samples:
+        return train(export_dir, out, generators=generators, seed=seed, **grpo)
+    model, tokenizer = load_policy()
+    sampled = sample_passing(train_rows(export_dir, generators), model, tokenizer,
+                             samples=warm_up_samples,
+                             max_new_tokens=grpo.get("max_completion_length", 48), seed=seed)
+    tuned = warm_up(sampled["passing"], Path(out) / "warm-up", model, tokenizer, seed=seed)
+    result = train(export_dir, out, generators=generators, seed=seed, model=model,
+                   tokenizer=tokenizer, **grpo)
+    sampled.pop("passing")
+    return {**result, "warm_up": {"sampled": sampled, "sft": tuned}}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("export_dir", help="an `rlforge export tasks --format trl` output")
@@ -104,12 +202,16 @@ def main() -> None:
     parser.add_argument("--max-completion-length", type=int, default=48)
     parser.add_argument("--learning-rate", type=float, default=1e-5)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--warm-up-samples", type=int, default=0, metavar="N",
+                        help="before GRPO, sample N completions per train task, keep those "
+                        "the verifier passes, and fine-tune on them (SFT); 0: no warm-up")
     a = parser.parse_args()
     gens = [g.strip() for g in a.generators.split(",")] if a.generators else None
-    result = train(a.export_dir, a.out, generators=gens, steps=a.steps, batch=a.batch,
-                   num_generations=a.num_generations,
-                   max_completion_length=a.max_completion_length,
-                   learning_rate=a.learning_rate, seed=a.seed)
+    result = warm_then_train(a.export_dir, a.out, generators=gens,
+                             warm_up_samples=a.warm_up_samples, steps=a.steps, batch=a.batch,
+                             num_generations=a.num_generations,
+                             max_completion_length=a.max_completion_length,
+                             learning_rate=a.learning_rate, seed=a.seed)
     print(json.dumps(result, indent=1))
 
 

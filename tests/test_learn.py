@@ -72,6 +72,34 @@ def test_grpo_loop_trains_on_the_export_and_logs_the_verifiers_reward(
     assert (tmp_path / "trained" / "tokenizer.json").is_file()
 
 
+def test_the_warm_up_keeps_only_what_the_verifier_passes_and_tunes_on_it(
+        cli, tasks_dir, tmp_path, learn_grpo):
+    out = tmp_path / "trl"
+    export(cli, tasks_dir, out, "trl", "--split", "all")
+    label, references = one_right_one_wrong(out)
+    spoken = f"ANSWER: {label}"
+    tokenizer = tiny_tokenizer([spoken])
+    only = tokenizer.convert_tokens_to_ids(spoken)
+    model = tiny_model(tokenizer)
+    rows = learn_grpo.train_rows(out, ["tickets.triage"])
+    sampled = learn_grpo.sample_passing(
+        rows, model, tokenizer, samples=3, max_new_tokens=1,
+        suppress_tokens=[i for i in range(len(tokenizer)) if i != only])
+    # every sample speaks the one label: right for one task, wrong for the other
+    assert sampled["by_generator"] == {"tickets.triage": [3, 6]}
+    assert sampled["prompts_passed"] == 1
+    assert [p["completion"][0]["content"] for p in sampled["passing"]] == [spoken]
+    assert sampled["passing"][0]["prompt"] == rows[0]["prompt"]  # the task it passed
+    before = {k: v.clone() for k, v in model.state_dict().items()}
+    tuned = learn_grpo.warm_up(sampled["passing"], tmp_path / "warm", model, tokenizer,
+                               epochs=1, batch=1)
+    assert tuned["steps"] == 1 and tuned["rows"] == 1 and tuned["loss"][0] > 0
+    assert any(not torch.equal(before[k], v) for k, v in model.state_dict().items())
+    assert (tmp_path / "warm" / "config.json").is_file()
+    with pytest.raises(SystemExit, match="never passed"):
+        learn_grpo.warm_up([], tmp_path / "none", model, tokenizer)
+
+
 def chat(port: int, body: dict) -> dict:
     connection = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
     try:

@@ -435,6 +435,45 @@ def test_limit_takes_tasks_from_every_generator_in_turn(tmp_path):
         ["test.a", "test.a"]
 
 
+def test_a_limited_run_keeps_its_tickets_when_the_verifier_changes(tmp_path, monkeypatch):
+    """A task's id hashes its verifier's files, so a verifier change gives every task a
+    new id; `--limit` must still pick the same source records (before and after a fix is
+    measured on the same tickets), as the build's own limit does."""
+    from builds import build_options
+    from paths import SAMPLE_DATA
+    from rlforge import db
+    from rlforge.ingest import tickets
+    from rlforge.run.session import select_tasks
+    from rlforge.taskdir import discover_tasks
+    from rlforge.tasks.build import build_tasks
+    from rlforge.verify import standalone
+
+    con = db.connect(tmp_path / "t.duckdb")
+    tickets.ingest_file(con, SAMPLE_DATA / "tickets" / "tickets.csv")
+    gens = ["tickets.triage", "tickets.reply"]
+
+    def build(out):
+        build_tasks(con, build_options(out=out, generators=gens, mix={g: 1 for g in gens},
+                                       limit=40, seed=0, validate=False))
+        found = discover_tasks(out)
+        built = {(t.generator, tuple(t.meta["metadata"]["rlforge"]["source_keys"]))
+                 for t in found}
+        picked = select_tasks(found, split="train", limit=6)
+        return ({t.task_id for t in found}, built,
+                [(t.generator, tuple(t.meta["metadata"]["rlforge"]["source_keys"]))
+                 for t in picked])
+
+    ids, built, picked = build(tmp_path / "before")
+    real = standalone.task_files
+    monkeypatch.setattr(standalone, "task_files", lambda verifier: {
+        name: data + b"\n# a changed verifier\n" for name, data in real(verifier).items()})
+    ids_after, built_after, picked_after = build(tmp_path / "after")
+    assert not ids & ids_after  # every task has a new id
+    assert built_after == built  # build-tasks --limit kept the same tickets
+    assert len(picked) == 6 and {g for g, _ in picked} == set(gens)
+    assert sorted(picked_after) == sorted(picked)  # and so does run --limit
+
+
 def test_the_ci_example_calls_real_commands_with_real_flags(cli, tmp_path):
     import re
     import shlex

@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import datetime as dt
+import hashlib
 import json
 import os
 import time
@@ -114,8 +115,10 @@ class RunReport:
 def select_tasks(tasks: list[Task], *, generators: list[str] | None = None,
                  split: str | None = None, limit: int | None = None) -> list[Task]:
     """Tasks of the given generators (names, `@version` ignored) and split; with `limit`,
-    that many taken in turn from each generator (by task id), so a small run still
-    covers every kind of task."""
+    that many taken in turn from each generator, so a small run still covers every kind
+    of task. Each generator's tasks are taken in an order fixed by the records they were
+    made from (`source_order`), so a limited run keeps the same records when a task's
+    files (its verifier, its template) and so its id change."""
     if generators:
         wanted = {g.split("@")[0] for g in generators}
         known = {t.generator for t in tasks}
@@ -132,13 +135,23 @@ def select_tasks(tasks: list[Task], *, generators: list[str] | None = None,
     if not limit or limit >= len(tasks):
         return tasks
     by_generator: dict[str, list[Task]] = {}
-    for t in tasks:
+    for t in sorted(tasks, key=source_order):
         by_generator.setdefault(t.generator, []).append(t)
     queues = [by_generator[g] for g in sorted(by_generator)]
     picked: list[Task] = []
     for rank in range(max(len(q) for q in queues)):
         picked += [q[rank] for q in queues if rank < len(q)]
     return sorted(picked[:limit], key=lambda t: t.task_id)
+
+
+def source_order(task: Task) -> tuple[str, str]:
+    """A sort key from the task's source records (a hash, so a limited run samples across
+    them rather than taking the lowest keys), its id where it names none (tasks made by
+    other tools) and to break ties."""
+    if not task.source_keys:
+        return task.task_id, task.task_id
+    joined = "\n".join((task.generator, *task.source_keys))
+    return hashlib.sha256(joined.encode()).hexdigest(), task.task_id
 
 
 def select_by_difficulty(db_path, tasks: list[Task], sel: difficulty.Selection

@@ -42,6 +42,7 @@ class Task:
     verifier: str
     kind: str
     split: str
+    source_keys: tuple[str, ...] = ()  # the records it was made from (build-tasks' tasks)
     _meta: dict[str, Any] | None = field(default=None, repr=False)
     _agent_timeout: float | None = field(default=None, repr=False)  # from the manifest
     _listed: bool = field(default=False, repr=False)  # task.toml seen to name this task
@@ -160,7 +161,12 @@ def load_task(task_dir: str | Path) -> Task:
         path=path, task_id=str(rl.get("task_id") or path.name), generator=name,
         generator_version=int(version) if version.isdigit() else None,
         verifier=str(rl.get("verifier", "script")), kind=str(rl.get("kind", "answer")),
-        split=str(rl.get("split", "")), _meta=meta)
+        split=str(rl.get("split", "")), source_keys=_keys(rl.get("source_keys")), _meta=meta)
+
+
+def _keys(value: Any) -> tuple[str, ...]:
+    """Source keys as recorded (a list in task.toml or the manifest; absent: none)."""
+    return tuple(str(k) for k in value) if isinstance(value, (list, tuple)) else ()
 
 
 def task_dirs(root: str | Path) -> list[Path]:
@@ -221,8 +227,9 @@ def _from_manifest(root: Path, names: list[str]) -> list[Task] | None:
             timeout = "agent_timeout_sec" if "agent_timeout_sec" in source.columns else "NULL"
             # retired tasks (rlforge.tasks.versions) stay listed, with no directory
             active = "WHERE status = 'active'" if "status" in source.columns else ""
+            keys = "source_keys" if "source_keys" in source.columns else "NULL"
             rows = con.execute("SELECT task_id, generator, version, verifier, kind, split, path, "
-                               f"{timeout} FROM read_parquet(?) {active} ORDER BY path",
+                               f"{timeout}, {keys} FROM read_parquet(?) {active} ORDER BY path",
                                [str(manifest)]).fetchall()
     except duckdb.Error:
         return None  # not a manifest rlforge can read: fall back to the directories
@@ -231,5 +238,6 @@ def _from_manifest(root: Path, names: list[str]) -> list[Task] | None:
     return [Task(path=root / str(path), task_id=str(task_id), generator=str(generator),
                  generator_version=int(version) if version is not None else None,
                  verifier=str(verifier), kind=str(kind), split=str(split or ""),
+                 source_keys=_keys(keys),
                  _agent_timeout=float(timeout) if timeout is not None else None)
-            for task_id, generator, version, verifier, kind, split, path, timeout in rows]
+            for task_id, generator, version, verifier, kind, split, path, timeout, keys in rows]

@@ -257,6 +257,24 @@ def test_forbidden_content_survives_invisible_characters_and_punctuation():
         "no_forbidden_content"]["value"] == 1
 
 
+def test_a_label_written_as_the_options_are_listed_is_read_and_only_one_label_is():
+    """The instruction lists options as `- \`label\``; a small model answered
+    `- \`account_management\`` (right) and scored 0. Markdown around one label is read;
+    it never turns a listing, a wrong label or prose into a pass."""
+    from rlforge.verify.standalone import answers
+
+    ref = {"answer_kind": "label", "answer": "account_management",
+           "labels": ["account_management", "billing", "login_access"]}
+    for right in ("account_management", "- `account_management`", "**account_management**",
+                  "* account_management", "`account_management`.", "ANSWER: **account_management**"):
+        assert answers.score_answer(ref, right)["total"] == 1.0, right
+    for wrong in ("- `billing`", "**billing**", "- account_management\n- billing",
+                  "account_management billing", "This belongs to **account_management**",
+                  "*account_management, billing*"):
+        got = answers.score_answer(ref, wrong)
+        assert got["total"] == 0.0 and got["outcome"] != "pass", wrong
+
+
 def test_a_time_with_another_utc_offset_is_not_the_logs_time():
     """A wrong instant written with an offset used to score: the offset was stripped and
     the digits compared. Now only the logs' own time (or Z, +00:00) is read; a minute

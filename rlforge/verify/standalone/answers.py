@@ -27,6 +27,16 @@ def extract_answer(text):
     return answer.strip().strip("`").strip()
 
 
+def unmarked(text):
+    """A one-line answer without the Markdown around it: a list item's marker, then
+    emphasis or code marks (a dash, then billing in backticks; billing in bold), as a label
+    is shown in the instruction's list of options. Several lines are left as they are."""
+    if "\n" in text.strip():
+        return text
+    text = re.sub(r"^[ \t]*[-*+\u2022][ \t]+", "", text)
+    return text.strip().strip("*_`").strip()
+
+
 def normalize(text):
     """Case-, space- and punctuation-insensitive form used for exact comparison."""
     text = text.casefold().strip().strip("\"'`.,;:!?()[]{}<>").strip()
@@ -100,7 +110,7 @@ def score_answer(ref, submitted):
     expected = ref["answer"]
     if kind == "label":
         labels = {normalize(x): x for x in ref["labels"]}
-        got = normalize(answer)
+        got = normalize(unmarked(answer))
         ok_format = got in labels
         correct = ok_format and got == normalize(expected)
         detail = "not one of the offered labels" if not ok_format else ""
