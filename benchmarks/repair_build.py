@@ -155,6 +155,7 @@ def _child(out: Path, argv: list[str]) -> None:
     def phase_validate(*a, **kw):
         rec["phase"] = "validate"
         rec["generate_wall"] = time.perf_counter() - started
+        rec["generate_cpu"] = cpu()
         return write_and_validate(*a, **kw)
     build_mod._write_and_validate = phase_validate
 
@@ -167,11 +168,16 @@ def _child(out: Path, argv: list[str]) -> None:
         code = exc.code if isinstance(exc.code, int) else 1
     rec["wall"] = time.perf_counter() - started
     rec.setdefault("generate_wall", rec["wall"])
-    me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
-    rec["cpu_self"] = me.ru_utime + me.ru_stime
-    rec["cpu_children"] = kids.ru_utime + kids.ru_stime
+    rec["cpu_self"], rec["cpu_children"] = cpu()
+    rec.setdefault("generate_cpu", cpu())
     rec["exit"] = code
     out.write_text(json.dumps(rec, default=dict))
+
+
+def cpu() -> tuple[float, float]:
+    """CPU seconds (user + system) of this process and of the processes it reaped."""
+    me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return me.ru_utime + me.ru_stime, kids.ru_utime + kids.ru_stime
 
 
 # --- the parent: set up, run the child, measure the floor -------------------------------------
@@ -202,8 +208,9 @@ def sandbox_setup_seconds(n: int = 15) -> float:
     return statistics.median(boxed[2:]) - statistics.median(bare[2:])
 
 
-def floor(repo: Path, shas: list[str], cache: Path) -> dict[str, dict]:
-    """Bare pytest at the parent and with the fix for each commit, interleaved."""
+def floor(repo: Path, shas: list[str], cache: Path, timeout: float) -> dict[str, dict]:
+    """Bare pytest at the parent and with the fix for each commit, interleaved; a run that
+    takes longer than `timeout` is killed and counts `timeout` (rlforge stops it too)."""
     from rlforge.tasks.generators.repair import gitrepo
     from rlforge.tasks.generators.repair.checks import apply_gold, write_tree
     from rlforge.tasks.generators.repair.options import RepoSettings
@@ -234,14 +241,17 @@ def floor(repo: Path, shas: list[str], cache: Path) -> dict[str, dict]:
                 continue
             env = {"PATH": f"{venv}/bin:/usr/bin:/bin", "HOME": tmp, "PYTHONDONTWRITEBYTECODE": "1",
                    "PYTHONPATH": os.pathsep.join(settings.pythonpath or ())}  # relative to the tree
-            times = {}
+            times, hung = {}, []
             for side in (("parent", "fixed") if i % 2 == 0 else ("fixed", "parent")):
                 tree = a if side == "parent" else b
                 t = time.perf_counter()
-                subprocess.run([f"{venv}/bin/python", "-m", "pytest", "-q", "-p", "no:cacheprovider"],
-                               cwd=tree, env=env, capture_output=True)
+                try:
+                    subprocess.run([f"{venv}/bin/python", "-m", "pytest", "-q", "-p", "no:cacheprovider"],
+                                   cwd=tree, env=env, capture_output=True, timeout=timeout)
+                except subprocess.TimeoutExpired:
+                    hung.append(side)
                 times[side] = time.perf_counter() - t
-            out[sha] = {**times, "floor": times["parent"] + times["fixed"]}
+            out[sha] = {**times, "floor": times["parent"] + times["fixed"], "hung": hung}
     return out
 
 
@@ -256,6 +266,10 @@ def main() -> None:
     ap.add_argument("--cache", type=Path, help="environment cache to reuse (default: a fresh one)")
     ap.add_argument("--work", type=Path, help="scratch directory (default: a new temp dir)")
     ap.add_argument("--no-floor", action="store_true", help="skip the bare pytest runs")
+    ap.add_argument("--reuse-build", action="store_true",
+                    help="take the build's figures from an earlier run in --work (floor again)")
+    ap.add_argument("--floor-timeout", type=float, default=120.0,
+                    help="seconds a bare run may take (rlforge's collect_timeout; a hang counts this)")
     ap.add_argument("--json-out", type=Path)
     args = ap.parse_args()
     work = args.work or Path(tempfile.mkdtemp(prefix="rlforge-repair-build-"))
@@ -273,20 +287,29 @@ def main() -> None:
         f'[tasks.repair]\nlast = {args.last}\n')
     print(f"load {load()}: sandbox set-up ...", file=sys.stderr)
     setup = sandbox_setup_seconds()
-    run([sys.executable, "-m", "rlforge", "ingest", "commits", str(repo), "--rev", "HEAD", "-q"], work)
+    if not args.reuse_build:
+        run([sys.executable, "-m", "rlforge", "ingest", "commits", str(repo), "--rev", "HEAD", "-q"], work)
     timings = work / "timings.json"
     print(f"load {load()}: build-tasks ...", file=sys.stderr)
-    load_before = load()
-    t = time.perf_counter()
-    out = run([sys.executable, __file__, CHILD, str(timings), "build-tasks", "--generators",
-               "commits.repair", "--out", str(work / "tasks"), "--force", "--json"], work, ok=(0, 1))
-    build_wall = time.perf_counter() - t
-    load_after = load()
-    built = json.loads(out[out.index("{"):])
+    saved = work / "build.json"
+    if args.reuse_build and saved.is_file() and timings.is_file():
+        built = json.loads(saved.read_text())
+    else:
+        load_before = load()
+        t = time.perf_counter()
+        out = run([sys.executable, __file__, CHILD, str(timings), "build-tasks", "--generators",
+                   "commits.repair", "--out", str(work / "tasks"), "--force", "--json"], work, ok=(0, 1))
+        if "{" not in out:
+            sys.exit(f"build-tasks wrote no report: see {timings} and rerun the child by hand")
+        built = {**json.loads(out[out.index("{"):]), "bench_wall": time.perf_counter() - t,
+                 "bench_load": [load_before, load()]}
+        saved.write_text(json.dumps(built))
+    build_wall = built["bench_wall"]
+    load_before, load_after = built["bench_load"]
     rec = json.loads(timings.read_text())
     sandboxed = sorted(s for s, c in rec["candidates"].items() if c["sandboxed"])
     print(f"load {load()}: floor over {len(sandboxed)} candidates ...", file=sys.stderr)
-    floors = {} if args.no_floor else floor(repo, sandboxed, cache)
+    floors = {} if args.no_floor else floor(repo, sandboxed, cache, args.floor_timeout)
     floor_load = load()
     cores = len(os.sched_getaffinity(0))
     floor_total = sum(f.get("floor", 0.0) for f in floors.values())
@@ -321,9 +344,11 @@ def main() -> None:
                   "validate_wall_s": round(rec["wall"] - rec["generate_wall"], 1),
                   "load_before": load_before, "load_after": load_after,
                   "cpu_self_s": round(rec["cpu_self"], 1), "cpu_children_s": round(rec["cpu_children"], 1),
+                  "generate_cpu_s": [round(x, 1) for x in rec.get("generate_cpu", (0, 0))],
                   "sandbox_runs": dict(rec["sandbox_runs"]), "emitted": built.get("emitted"),
                   "commits_considered": considered, "candidates_sandboxed": len(sandboxed)},
-        "floor": {"total_s": round(floor_total, 1), "load_after": floor_load},
+        "floor": {"total_s": round(floor_total, 1), "load_after": floor_load,
+                  "hung_runs": sum(len(f.get("hung", [])) for f in floors.values())},
         "ratio_wall": round(build_wall / floor_total, 2) if floor_total else None,
         "ratio_core_seconds": round((rec["cpu_self"] + rec["cpu_children"]) / floor_total, 2) if floor_total else None,
         "shares_s": {k: round(v, 1) for k, v in shares.items()},
@@ -338,7 +363,8 @@ def main() -> None:
     print(f"floor (bare pytest, parent + fix, once each) {floor_total:.1f}s [load {floor_load}]: "
           f"ratio {report['ratio_wall']}x wall, {report['ratio_core_seconds']}x core-seconds")
     print(f"sandbox set-up {setup * 1000:.0f} ms x {runs} sandboxes; rlforge CPU {rec['cpu_self']:.1f}s, "
-          f"children CPU {rec['cpu_children']:.1f}s")
+          f"children CPU {rec['cpu_children']:.1f}s (of which the check: "
+          f"{report['build']['generate_cpu_s']}); sandboxes {dict(rec['sandbox_runs'])}")
     for k, v in shares.items():
         print(f"  {k:55s} {v:8.1f}s  {100 * v / build_wall:5.1f}% of wall")
     print(f"candidates per core-hour {report['candidates_per_core_hour']}, commits per core-hour "
