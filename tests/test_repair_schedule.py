@@ -99,7 +99,7 @@ def test_a_build_in_a_pipe_says_checked_kept_dropped_and_rate(calc, cli):
     assert result.exit_code == 0, result.output
     done = [x for x in result.stderr.splitlines() if x.startswith("build-tasks: checking commits.repair 2/2")]
     assert done, result.stderr
-    assert "(1 kept, 1 dropped, " in done[0] and "/min" in done[0], done[0]
+    assert "(1 kept, 1 dropped" in done[0], done[0]  # then the rate, once a second has passed
 
 
 def test_rate_and_time_left():
