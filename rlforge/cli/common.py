@@ -12,7 +12,7 @@ from typing import Any, Callable, Iterator
 import typer
 from rich.console import Console, ConsoleDimensions
 from rich.progress import (BarColumn, Progress, ProgressColumn, SpinnerColumn, TaskID,
-                           TextColumn, TimeElapsedColumn)
+                           TextColumn, TimeElapsedColumn, TimeRemainingColumn)
 from rich.table import Table
 from rich.text import Text
 
@@ -103,47 +103,68 @@ def selection(cfg, band: str | None, model: str | None, unmeasured: str | None):
 #: seconds between status lines when the output is not a terminal (a CI log)
 STATUS_EVERY = 15.0
 
-Update = Callable[[str, int, "int | None"], None]
+Update = Callable[..., None]  # (stage, done, total, note="")
+
+
+def rate_eta(done: int, total: int | None, seconds: float) -> str:
+    """"1.5/min, ETA 4m10s" for `done` of `total` items in `seconds` ("" until one is done;
+    no ETA while the total is unknown; nothing in the first second)."""
+    if done <= 0 or seconds < 1:
+        return ""
+    per_min = 60 * done / seconds
+    rate = (f"{per_min * 60:,.1f}/h" if per_min < 1 else f"{per_min:,.1f}/min" if per_min < 100
+            else f"{per_min / 60:,.1f}/s")
+    if total is None or total <= done:
+        return rate
+    left = round((total - done) * seconds / done)
+    eta = f"{left // 3600}h{left % 3600 // 60:02d}m" if left >= 3600 else \
+        f"{left // 60}m{left % 60:02d}s" if left >= 60 else f"{left}s"
+    return f"{rate}, ETA {eta}"
 
 
 @contextlib.contextmanager
 def stage_progress(verb: str, quiet: bool) -> Iterator[Update | None]:
-    """A `progress(stage, done, total)` callback for long work, or None when `quiet`.
+    """A `progress(stage, done, total, note="")` callback for long work, or None when
+    `quiet`; `note` says what came of the items so far ("3 kept, 40 dropped").
 
-    On a terminal: a bar per stage (a count alone while the total is unknown). Elsewhere
-    (a pipe, a CI log): one line on stderr when a stage starts and one every
-    `STATUS_EVERY` seconds with the current stage's count and the time so far."""
+    On a terminal: a bar per stage (a count alone while the total is unknown) with the
+    note and the time left. Elsewhere (a pipe, a CI log): one line on stderr when a stage
+    starts, one every `STATUS_EVERY` seconds and one when its count reaches its total, with
+    the stage's count, note, rate, time left and the time so far."""
     if quiet:
         yield None
         return
     if err_console.is_terminal:
         prog = Progress(SpinnerColumn(), TextColumn("[bold]{task.description}"), BarColumn(),
-                        _CountColumn(), TimeElapsedColumn(), console=err_console,
-                        transient=True)
+                        _CountColumn(), TextColumn("{task.fields[note]}"), TimeElapsedColumn(),
+                        TimeRemainingColumn(), console=err_console, transient=True)
         ids: dict[str, TaskID] = {}
 
-        def update(stage: str, done: int, total: int | None) -> None:
+        def update(stage: str, done: int, total: int | None, note: str = "") -> None:
             if stage not in ids:
-                ids[stage] = prog.add_task(stage, total=total)
-            prog.update(ids[stage], completed=done, total=total)
+                ids[stage] = prog.add_task(stage, total=total, note=note)
+            prog.update(ids[stage], completed=done, total=total, note=note)
 
         with prog:
             yield update
         return
     started = time.monotonic()
     lock = threading.Lock()
-    current: list[Any] = []  # [stage, done, total]
+    current: list[Any] = []  # [stage, done, total, note, when the stage started]
 
     def line() -> str:
-        stage, done, total = current
+        stage, done, total, note, since = current
         count = f"{done:,}/{total:,}" if total is not None else f"{done:,}"
-        return f"{verb}: {stage} {count}, {time.monotonic() - started:,.0f}s"
+        now = time.monotonic()
+        extra = ", ".join(x for x in (note, rate_eta(done, total, now - since)) if x)
+        return f"{verb}: {stage} {count}{f' ({extra})' if extra else ''}, {now - started:,.0f}s"
 
-    def say(stage: str, done: int, total: int | None) -> None:
+    def say(stage: str, done: int, total: int | None, note: str = "") -> None:
         with lock:
             new = not current or current[0] != stage
-            current[:] = [stage, done, total]
-            if new:
+            finished = not new and total is not None and done >= total > current[1]
+            current[:] = [stage, done, total, note, time.monotonic() if new else current[4]]
+            if new or finished:
                 err_console.print(line(), highlight=False, soft_wrap=True, markup=False)
 
     stop = threading.Event()

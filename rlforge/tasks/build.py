@@ -337,7 +337,7 @@ def _validation_payload(spec: TaskSpec) -> bytes:
 
 
 def build_tasks(con: duckdb.DuckDBPyConnection, opts: BuildOptions,
-                progress: Callable[[str, int, int | None], None] | None = None,
+                progress: Callable[..., None] | None = None,
                 reconnect: Callable[[], duckdb.DuckDBPyConnection] | None = None) -> BuildReport:
     """Build, split, render, validate and record tasks; see the module docstring.
 
@@ -484,7 +484,7 @@ def _generate(con, opts: BuildOptions, gens: dict[str, registry.GeneratorInfo],
             made[name], rejections[name] = [], []
             return
         gen = instantiate(gens[name], opts.generator_options.get(name, {}), opts)
-        checking = (lambda done, total: progress(f"checking {name}", done, total)
+        checking = (lambda done, total, note="": progress(f"checking {name}", done, total, note)
                     ) if progress else None
         ctx = BuildContext(con, opts.seed, limit, opts.generator_options.get(name, {}),
                            progress=checking)
@@ -633,8 +633,13 @@ def _write_and_validate(area: BuildArea, tasks: list[RenderedTask], opts: BuildO
                 area.reject(t.task_id, digests[t.task_id], r.reason, definitive=_definitive(r))
             verdicts[t.task_id] = None if r.ok else r.reason
             if progress:
-                progress("validating", sum(p.task_id in verdicts for p in pending), len(pending))
+                done = [verdicts[p.task_id] for p in pending if p.task_id in verdicts]
+                passed = sum(v is None for v in done)
+                progress("validating", len(done), len(pending),
+                         f"{passed} emitted, {len(done) - passed} dropped")
 
+        if progress:
+            progress("validating", 0, len(pending), "")
         results = asyncio.run(opts.backend.validate(list(map(Path, by_path)), workers=opts.workers,
                                                     sandbox_mode=opts.sandbox_mode, progress=settle,
                                                     settings=_sandbox_settings(opts)))

@@ -86,13 +86,14 @@ class BuildContext:
     seed: int
     limit: int | None = None
     options: dict[str, Any] = field(default_factory=dict)
-    #: told (done, total) as a generator works through slow candidates (`tick`)
-    progress: Callable[[int, int | None], None] | None = field(default=None, repr=False)
+    #: told (done, total, note) as a generator works through slow candidates (`tick`)
+    progress: Callable[[int, int | None, str], None] | None = field(default=None, repr=False)
 
-    def tick(self, done: int, total: int | None = None) -> None:
-        """Report how many candidates a slow generator has examined, of how many."""
+    def tick(self, done: int, total: int | None = None, note: str = "") -> None:
+        """Report how many candidates a slow generator has examined, of how many, and
+        what came of them so far (`note`: "3 kept, 40 dropped")."""
         if self.progress is not None:
-            self.progress(done, total)
+            self.progress(done, total, note)
 
     def rng(self, *keys: Any) -> random.Random:
         """A generator of random numbers for one item, fixed by the seed and the keys.

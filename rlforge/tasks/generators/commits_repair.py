@@ -116,6 +116,26 @@ def _check_format(repo: str, settings: RepoSettings, runner: TestRunner) -> None
                         f"the {runner.name} runner writes; valid: {runner.result_format}")
 
 
+class CheckProgress:
+    """Commits checked so far, told to the build's progress as they finish: the count, and
+    how many were kept (to be validated) and dropped."""
+
+    def __init__(self, total: int, ctx: BuildContext):
+        self.total, self.ctx = total, ctx
+        self.kept = self.dropped = 0
+        ctx.tick(0, total, self.note())
+
+    def one(self, kept: bool) -> None:
+        if kept:
+            self.kept += 1
+        else:
+            self.dropped += 1
+        self.ctx.tick(self.kept + self.dropped, self.total, self.note())
+
+    def note(self) -> str:
+        return f"{self.kept} kept, {self.dropped} dropped"
+
+
 def _difficulty(lines: int) -> str:
     return "easy" if lines <= 10 else "medium" if lines <= 60 else "hard"
 
@@ -249,25 +269,58 @@ class CommitsRepair(Generator):
                                 "reason": reason + (f" ({detail})" if detail and "(" not in reason else "")})
 
     async def _check_all(self, ctx: BuildContext, rows: list[CommitRow]) -> list[tuple]:
-        """Check candidates in order until the quota is met; the kept ones, in that order."""
+        """Check candidates in order until the quota is met; the kept ones, in that order.
+
+        A commit keeps two sandboxes busy (parent, fix), so `pool.workers // 2` commits are
+        checked at once, each started as soon as one finishes. Under a quota the kept are
+        the first `ctx.limit` in `rows` order, whichever finishes first: no commit starts
+        once the rows up to the limit-th kept one are all decided, and the rejections of
+        commits after those are not reported (a larger quota would report them)."""
         build = self.build
         assert build is not None, "commits are checked in a build, with build-tasks' options"
         checker = await build.backend.repair_checker(
             ctx.con, self.opts, workers=build.workers, sandbox_mode=build.sandbox_mode,
             cache_dir=default_cache_dir(build.config.settings()), settings=self.sandbox)
         pool = checker.pool
-        batch = max(1, pool.workers // 2)  # a commit keeps two sandboxes busy (parent, fix)
-        kept: list[tuple] = []
+        checked = {f"{r.repo}@{r.sha}" for r in rows}
+        verdicts: list[Any] = [None] * len(rows)
+        decided = [False] * len(rows)
+        progress = CheckProgress(len(rows), ctx)
+
+        def settled_prefix() -> int | None:
+            """How many rows, from the first, decide the kept (None: not yet)."""
+            if ctx.limit is None:
+                return None
+            kept = 0
+            for i, done in enumerate(decided):
+                if not done:
+                    return None
+                kept += verdicts[i] is not None
+                if kept >= ctx.limit:
+                    return i + 1
+            return None
+
+        slots = asyncio.Semaphore(max(1, pool.workers // 2))
+
+        async def one(i: int, row: CommitRow) -> None:
+            async with slots:
+                if settled_prefix() is not None:
+                    return
+                verdicts[i] = await self._check_one(checker, row)
+                decided[i] = True
+                progress.one(verdicts[i] is not None)
+
         try:
-            for i in range(0, len(rows), batch):
-                if ctx.limit is not None and len(kept) >= ctx.limit:
-                    break
-                done = await asyncio.gather(*(self._check_one(checker, row) for row in rows[i:i + batch]))
-                kept += [d for d in done if d is not None]
-                ctx.tick(min(i + batch, len(rows)), len(rows))
+            await asyncio.gather(*(one(i, row) for i, row in enumerate(rows)))
         finally:
             checker.close()
             await asyncio.to_thread(pool.close)
+        upto = settled_prefix() or len(rows)
+        order = {f"{r.repo}@{r.sha}": i for i, r in enumerate(rows[:upto])}
+        screened = [r for r in self.rejections if r["source"] not in checked]
+        self.rejections = screened + sorted((r for r in self.rejections if r["source"] in order),
+                                            key=lambda r: order[r["source"]])  # as if one by one
+        kept = [v for v in verdicts[:upto] if v is not None]
         return kept if ctx.limit is None else kept[:ctx.limit]
 
     async def _check_one(self, checker: Checker, row: CommitRow):

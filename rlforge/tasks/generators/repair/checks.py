@@ -8,6 +8,10 @@ on each, in the sandbox with the repository's prepared environment mounted at /o
 - pass-to-pass (P2P): passes in all four runs;
 - flaky: a different verdict between the two runs of the same tree; never used.
 
+The second run of each tree happens only when the first runs leave a fail-to-pass test
+possible (`undecided`): a commit whose first runs show none, or hang, is dropped either
+way, for the reason its first runs give ("no F2P", a hang), at half the cost.
+
 Only tests that live in test files count (a doctest in a source module or the README
 would ask the policy to write it). A commit is kept with F2P >= 1, and P2P >= 1 when the
 suite has other tests. Every other outcome is a rejection with one of the reasons in
@@ -113,12 +117,12 @@ class EnvCache:
     def __init__(self, cache_dir: Path):
         self.cache_dir = cache_dir
         self._done: dict[tuple, Path | str] = {}
-        self._lock = asyncio.Lock()
+        self._locks: dict[tuple, asyncio.Lock] = {}  # one per key: other keys do not wait
 
     async def get(self, runner: TestRunner, requirements: list[str], settings: RepoSettings) -> Path | str:
         """The prepared environment, or the error message when it cannot be built."""
         key = (runner.id, runner.env_key(requirements, settings))
-        async with self._lock:
+        async with self._locks.setdefault(key, asyncio.Lock()):
             if key not in self._done:
                 try:
                     self._done[key] = await asyncio.to_thread(
@@ -235,13 +239,17 @@ class Checker:
             if self.opts.p2p_scope == "files":
                 paths = sorted(p for p in snap.hidden if p.endswith(runner.source_suffixes))
 
-            async def replicas(tree: Path, checks: str | None = None) -> list[dict | str]:
+            async def replicas(tree: Path, checks: str | None, n: int) -> list[dict | str]:
                 # One after the other on the same tree, as a re-run would be: a test that
                 # depends on what an earlier run left behind shows up as flaky.
                 return [await self._run(tree, Path(venv), settings, paths, work, checks)
-                        for _ in range(self.opts.runs)]
+                        for _ in range(n)]
 
-            parent, fixed = await asyncio.gather(replicas(a, check_name), replicas(b, fixed_name))
+            parent, fixed = await asyncio.gather(replicas(a, check_name, 1), replicas(b, fixed_name, 1))
+            if undecided(parent[0], fixed[0], rules, runner.test_file):
+                more = self.opts.runs - 1
+                again = await asyncio.gather(replicas(a, check_name, more), replicas(b, fixed_name, more))
+                parent, fixed = parent + again[0], fixed + again[1]
         finally:
             shutil.rmtree(work, ignore_errors=True)
         failures = [r for r in parent + fixed if isinstance(r, str)]
@@ -319,6 +327,20 @@ def _passed(run: dict, nodeid: str) -> bool:
 
 def _file_part(test_id: str) -> str:
     return test_id.split("::", 1)[0]
+
+
+def undecided(parent: dict | str, fixed: dict | str, rules: dict,
+              test_file: Callable[[str], str] = _file_part) -> bool:
+    """Whether the first run of each side leaves the verdict open: both ran, neither hung,
+    and some test fails (or is absent) at the parent and passes with the fix. Otherwise
+    the commit is dropped whatever the other runs say (no fail-to-pass test can appear
+    in them, `classify` takes it from the first), so they are not run."""
+    if isinstance(parent, str) or isinstance(fixed, str):
+        return False
+    if any(r["collection_hang"] or r["budget_exhausted"] for r in (parent, fixed)):
+        return False
+    return any(_passed(fixed, i) and not _passed(parent, i)
+               for i in fixed["outcomes"] if protect.is_protected(test_file(i), rules))
 
 
 def classify(parent: list[dict], fixed: list[dict], snap: CommitSnapshot, rules: dict,
