@@ -170,7 +170,9 @@ class RunStore:
         return line
 
     def rewrite_rollouts(self, records: Iterable[dict[str, Any]], keep_previous: str) -> None:
-        """Replace rollouts.jsonl atomically; the previous file is kept as `keep_previous`."""
+        """Replace rollouts.jsonl atomically; the previous file is kept as `keep_previous`
+        (`<stem>-2<suffix>`, `-3`, ... when a file of that name is kept already: two
+        rescores within one second)."""
         path = self.dir / ROLLOUTS
         tmp = path.with_suffix(".jsonl.tmp")
         with open(tmp, "w", encoding="utf-8") as fh:
@@ -179,7 +181,14 @@ class RunStore:
             fh.flush()
             os.fsync(fh.fileno())
         if path.exists():
-            os.link(path, self.dir / keep_previous)
+            keep, n = Path(keep_previous), 1
+            while True:
+                try:
+                    os.link(path, self.dir / keep)
+                    break
+                except FileExistsError:
+                    n += 1
+                    keep = Path(f"{Path(keep_previous).stem}-{n}{Path(keep_previous).suffix}")
         os.replace(tmp, path)
 
     def write_summary(self, summary: dict[str, Any], groups: list[dict[str, Any]]) -> None:

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import os
-import time
 from pathlib import Path
 
 import pytest
@@ -93,7 +92,21 @@ def test_an_incomplete_submission_is_judged_again_and_never_gains_a_pass(cli, tm
     record["outcome"] = "fail"
     log.write_text(json.dumps(record) + "\n")
     ref_path.write_text(json.dumps({**json.loads(ref_path.read_text()), "answer": 12}))
-    time.sleep(1.1)  # the previous log is kept under a name stamped to the second
-    cli("rescore", data["run_id"], "--json")
+    cli("rescore", data["run_id"], "--json")  # within the same second as the one above
     [record] = _rollouts(data["run_dir"])
     assert record["outcome"] == "fail" and "kept" in record["rescored"]
+
+
+def test_two_rescores_in_one_second_keep_both_previous_logs(tmp_path):
+    # the kept log's name is stamped to the second: a second rewrite in that second
+    # crashed with FileExistsError (after the rescore had run, before the table was written)
+    from rlforge.run.store import RunStore
+
+    store = RunStore.create(tmp_path / "runs", "r1")
+    store.rewrite_rollouts([{"n": 1}], keep_previous="rollouts.before-rescore-x.jsonl")
+    store.rewrite_rollouts([{"n": 2}], keep_previous="rollouts.before-rescore-x.jsonl")
+    store.rewrite_rollouts([{"n": 3}], keep_previous="rollouts.before-rescore-x.jsonl")
+    kept = sorted(p.name for p in store.dir.glob("rollouts.before-rescore-*"))
+    assert kept == ["rollouts.before-rescore-x-2.jsonl", "rollouts.before-rescore-x.jsonl"]
+    assert [json.loads(x)["n"] for x in (store.dir / "rollouts.jsonl").read_text().splitlines()] == [3]
+    assert json.loads((store.dir / "rollouts.before-rescore-x-2.jsonl").read_text())["n"] == 2
