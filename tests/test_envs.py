@@ -129,7 +129,10 @@ def test_a_planted_symlink_is_not_followed_when_scoring(tmp_path):
         env.step(bash_call("echo 12 > /tmp/real; ln -s /tmp/real answer.txt"))
         _, reward, done, info = env.step(SUBMIT)
         assert (reward, info["outcome"]) == (0.0, "fail")
-        assert info["submission"]["skipped"] == ["answer.txt"]
+        # the stored submission is what verifiers read: regular files; the link is ignored
+        # (absent), not skipped (which would make it incomplete and shield it from rescore)
+        assert info["submission"]["ignored"] == ["answer.txt"]
+        assert info["submission"]["skipped"] == [] and info["submission"]["complete"]
 
 
 def test_script_verifier_runs_the_submitted_program_in_the_sandbox(tmp_path):
