@@ -378,7 +378,8 @@ def test_the_build_time_check_runs_a_javascript_commit_through_the_runner(tmp_pa
     ingest_repo(con, repo)
     report = build_tasks(con, build_options(
         out=tmp_path / "tasks", generators=["commits.repair"], validate=False,
-        generator_options={"commits.repair": {"language": "javascript"}}))
+        generator_options={"commits.repair": {"language": "javascript",
+                                              "forgeable_runners": ["javascript"]}}))
     checks = con.execute("SELECT status, fail_to_pass, pass_to_pass FROM repair_checks").fetchall()
     drops = con.execute("SELECT reason FROM task_drops WHERE generator = 'commits.repair'").fetchall()
     con.close()

@@ -98,11 +98,29 @@ def slug(tmp_path_factory, shared_cache):
         con = db.connect(root / "rlforge.duckdb")
         ingest_repo(con, root / "slug")
         opts = build_options(out=root / "tasks", generators=["commits.repair"], seed=7, validate=False,
-                             generator_options={"commits.repair": {"language": "javascript"}})
+                             generator_options={"commits.repair": {"language": "javascript",
+                                                                   "forgeable_runners": ["javascript"]}})
         report = build_tasks(con, opts)
         con.close()
         tasks = sorted(p for p in (root / "tasks").iterdir() if (p / "task.toml").is_file())
         yield {"root": root, "report": report, "tasks": tasks, "db": root / "rlforge.duckdb"}
+
+
+def test_javascript_commits_make_no_task_unless_the_user_accepts_forgeable_results(slug, tmp_path):
+    # a red team (s48) passed tests with only their checked asserts satisfied; the rule
+    # that keeps such tests out reads patterns, not statements, so by default the build
+    # drops JavaScript commits and says why, before any test runs
+    con = db.connect(slug["db"])
+    try:
+        report = build_tasks(con, build_options(
+            out=tmp_path / "tasks", generators=["commits.repair"], seed=7, validate=False,
+            generator_options={"commits.repair": {"language": "javascript"}}))
+    finally:
+        con.close()
+    assert report.emitted == 0
+    reasons = [d["reason"] for d in report.drops]
+    assert reasons and all(r.startswith("the test runner's results can be forged (javascript@1: ")
+                           and 'forgeable_runners = ["javascript"]' in r for r in reasons), reasons
 
 
 def test_the_fix_becomes_a_javascript_task_with_its_checked_test(slug):

@@ -145,6 +145,13 @@ class NodeTests(TestRunner):
     result_format = "node-json"
     language_name = "JavaScript"
     source_suffixes = noderun.SCRIPT_SUFFIXES
+    # Checked asserts keep a test's values out of reach, but a test passes only if all of it
+    # does, and what decides the rest is found by patterns (`jsasserts.unchecked_verdicts`):
+    # a verdict decided by code they do not see (an assert function under another name, a
+    # `done(err)` callback, a rejected promise) would pass with only the checked part fixed.
+    # Until a test's body is read as statements, JavaScript tasks are for models one trusts.
+    forgeable = ("the framework's verdict on the parts of a test that are not checked asserts "
+                 "comes from the submission's own process")
 
     def test_rules(self) -> dict:
         return RULES
