@@ -58,11 +58,12 @@ def bitext_tasks(tmp_path_factory):
     import duckdb
 
     con = duckdb.connect(str(root / "b.duckdb"), read_only=True)
-    intent = {kb_name(t): i for t, i in con.execute("SELECT ticket_id, intent FROM tickets").fetchall()}
+    rows = con.execute("SELECT ticket_id, category, intent, resolution FROM tickets").fetchall()
     con.close()
+    intent = {kb_name(t): i for t, _, i, _ in rows}
     tasks = sorted(p for p in out.iterdir() if p.name.startswith("tickets-reply"))
     assert len(tasks) >= TASKS * 0.7
-    return tasks, intent
+    return tasks, intent, rows
 
 
 def _target(task: Path) -> str:
@@ -71,7 +72,7 @@ def _target(task: Path) -> str:
 
 @pytest.mark.slow
 def test_no_other_issues_reply_passes_not_even_the_best_of_the_knowledge_base(bitext_tasks):
-    tasks, intent = bitext_tasks
+    tasks, intent, _ = bitext_tasks
     passed, tried = [], 0
     for task in tasks:
         ref = json.loads((task / "tests" / "reference.json").read_text())
@@ -93,7 +94,7 @@ def test_the_real_reply_and_the_adversarial_set_see_the_gate(bitext_tasks):
     """Every task carries the issue model; its gold passes it and the build's own attacks
     on it (the likeliest other-issue replies) are in the adversarial set `rlforge
     validate` scores, and fail."""
-    tasks, _ = bitext_tasks
+    tasks, _, _ = bitext_tasks
     for task in tasks:
         ref = json.loads((task / "tests" / "reference.json").read_text())
         assert ref["issue"]["label"] in ref["issue"]["classes"]
@@ -105,3 +106,60 @@ def test_the_real_reply_and_the_adversarial_set_see_the_gate(bitext_tasks):
         attacks = {a["name"]: a["files"]["answer.txt"] for a in validation["adversarial"]}
         for name in ("likeliest_other_issue_reply", "likeliest_other_issue_reworded"):
             assert score_reply(ref, attacks[name])["outcome"] == "fail", (task.name, name)
+
+
+def _strongest_words(model, issue: str, k: int) -> list[str]:
+    """The attacker's own reading of its model: the words whose weight for `issue` most
+    exceeds their weight for any other issue."""
+    me = model.classes.index(issue)
+    gain = {}
+    for feature, table in model.weights.items():
+        ws = dict(item.split(":") for item in table.split())
+        mine = float(ws.pop(str(me), 0))
+        gain[feature] = mine - max([0.0, *map(float, ws.values())])
+    return sorted((f for f in gain if gain[f] > 0), key=lambda f: (-gain[f], f))[:k]
+
+
+@pytest.mark.slow
+def test_a_reply_that_names_the_issue_without_answering_it_fails(bitext_tasks):
+    """A red team's families (s48): the issue model sums its weights over the whole reply
+    and no gate reads negation, so a refusal listing the issue's strongest words, or a
+    template with the facts and those words, was read as this issue (31 of 77 Bitext tasks
+    passed one). Written here from what a policy has: the knowledge base, the ticket, the
+    facts, and an issue model fitted on the desk's train split as the build fits it."""
+    from rlforge.tasks.generators.reply_issues import IssueModel, issue_of
+    from rlforge.tasks.generators.tickets_reply import key_facts
+
+    tasks, intent, rows = bitext_tasks
+    model = IssueModel.fit([(t, issue_of(c, i), r) for t, c, i, r in rows],
+                           lambda reply: key_facts(reply, limit=None))
+    assert model is not None
+    passed, tried = [], 0
+    for task in tasks:
+        ref = json.loads((task / "tests" / "reference.json").read_text())
+        mine = intent[kb_name(_target(task))]
+        facts = ref["required"]
+        others = [r for name, r in _kb_replies(task).items() if intent[name] != mine]
+        message = (task / "instruction.md").read_text().split("~~~text", 1)[1].split("~~~")[0]
+        said = list(dict.fromkeys(re.findall(r"[a-z]{4,}", message.lower())))
+        lines = [s for r in others for s in re.split(r"(?<=[.!?])\s+", r) if len(s.split()) >= 6]
+        for k in (6, 16):
+            named = ", ".join(_strongest_words(model, mine, k))
+            for lead in (f"We regret that we cannot assist with {named}; we are unable to act "
+                         "on this request.",
+                         f"We regret that we cannot assist with {', '.join(said[:k])}.",
+                         f"Regarding: {named}."):
+                body = lead.split()
+                for line in lines:
+                    if len(body) + len(line.split()) + 2 * len(facts) < ref["max_words"] * 0.5:
+                        body += line.split()
+                candidates = [" ".join(body) + "\n\n" + ". ".join(facts) + ".",
+                              "Thank you for contacting us, we are glad to help with this. "
+                              "Please follow these steps: " + ", ".join(facts) + ". Let us know "
+                              f"if there is anything else we can do. Regarding: {named}."]
+                for text in candidates:
+                    tried += 1
+                    if score_reply(ref, text)["outcome"] == "pass":
+                        passed.append((task.name, lead[:40]))
+    assert tried > 100
+    assert passed == [], f"{len(passed)} of {tried} unanswering replies passed: {passed[:5]}"

@@ -40,14 +40,15 @@ from typing import Callable
 
 from rlforge.tasks.generators import kb_search
 from rlforge.tasks.generators.answers import null_submission, solve_script
-from rlforge.tasks.generators.reply_issues import IssueModel, issue_of, other_issue_attacks
+from rlforge.tasks.generators.reply_issues import (IssueModel, issue_of, other_issue_attacks,
+                                                   unanswering_attacks)
 from rlforge.tasks.registry import Generator, register
 from rlforge.tasks.render import builtin_templates
 from rlforge.tasks.splits import THRESHOLD, shingles
 from rlforge.tasks.spec import ANSWER_FILE, BuildContext, SourceRef, Submission, TaskSpec, stable_sample
 from rlforge.verify.standalone.replies import (COPY_N, COPY_SHARE, _mentions_words, _ngrams,
                                                bigrams, common_share, contains, copied_share,
-                                               cosine,
+                                               cosine, score_reply,
                                                topic_terms, topic_vector, trigrams, words)
 
 # A menu path: capitalised segments joined by '>'; a segment after the first may go on in
@@ -450,11 +451,22 @@ class TicketReply(Generator):
         adversarial = self._adversarial(gold, body, facts, forbidden, nearest, max_words,
                                         [origin.rows[i][4] for i in kb], min_words,
                                         origin.rows[off[0]][4] if off else None)
+        reference = {"verifier": "reply", "required": facts, "forbidden": forbidden,
+                     "min_words": min_words, "max_words": max_words,
+                     "submission": f"/app/{ANSWER_FILE}", "pass_threshold": 1.0,
+                     "copy_sources": copy_sources, "common_bigrams": vocab,
+                     "min_common_share": min_common, "max_copy_share": copy_limit,
+                     "common_trigrams": phrases, "min_trigram_share": min_phrased,
+                     "distractors": others_facts,
+                     "max_distractors": distractor_allowance(facts), "topic": topic,
+                     **({"issue": issue_ref} if issue_ref is not None else {})}
         if issue_ref is not None and model is not None:
-            adversarial += other_issue_attacks(
-                model, str(issue), facts,
-                [origin.rows[i][4] for i in kb if issue_of(origin.rows[i][7], origin.rows[i][8])
-                 not in (None, issue)])
+            other_replies = [origin.rows[i][4] for i in kb
+                             if issue_of(origin.rows[i][7], origin.rows[i][8]) not in (None, issue)]
+            adversarial += other_issue_attacks(model, str(issue), facts, other_replies)
+            adversarial += unanswering_attacks(
+                model, str(issue), facts, customer, [origin.rows[i][4] for i in kb],
+                other_replies, min_words, max_words, lambda text: _standing(reference, text))
         workspace = {path: text.encode() for path, text in files.items()}
         workspace["kb/search.py"] = Path(kb_search.__file__).read_bytes()
         return TaskSpec(
@@ -464,15 +476,7 @@ class TicketReply(Generator):
             context={"title": "Reply to a customer", "subject": subject or "", "body": body,
                      "n_tickets": len(kb), "n_docs": len(self.docs),
                      "search": SEARCH_COMMAND, "min_words": min_words, "max_words": max_words},
-            reference={"verifier": "reply", "required": facts, "forbidden": forbidden,
-                       "min_words": min_words, "max_words": max_words,
-                       "submission": f"/app/{ANSWER_FILE}", "pass_threshold": 1.0,
-                       "copy_sources": copy_sources, "common_bigrams": vocab,
-                       "min_common_share": min_common, "max_copy_share": copy_limit,
-                       "common_trigrams": phrases, "min_trigram_share": min_phrased,
-                       "distractors": others_facts,
-                       "max_distractors": distractor_allowance(facts), "topic": topic,
-                       **({"issue": issue_ref} if issue_ref is not None else {})},
+            reference=reference,
             solution_files={"solve.sh": solve_script(gold)},
             verifier="reply", kind="terminal", group_key=ticket_id,
             dedup_text=customer, time=created_at, null=null_submission(),
@@ -537,6 +541,13 @@ class TicketReply(Generator):
                                    {ANSWER_FILE: (gold + " " + masked).encode()},
                                    "the right reply plus a forbidden value with U+200B inside"))
         return subs
+
+
+def _standing(reference: dict, text: str) -> tuple[bool, int, float]:
+    """How near `text` comes to passing the task: passes, gates held, total."""
+    result = score_reply(reference, text)
+    held = sum(1 for c in result["components"].values() if c["gate"] and c["value"] >= 1)
+    return result["outcome"] == "pass", held, result["total"]
 
 
 def kb_walk(replies: list[str], max_words: int, facts: list[str] | None = None) -> str:

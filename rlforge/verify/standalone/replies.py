@@ -178,11 +178,35 @@ def issue_features(text, facts=()):
     return out
 
 
+# What the reply does for the customer, not what it names: a keyword list (a sentence of
+# `LIST_ITEMS` or more items of at most three words, joined by commas, "and" or "or") and
+# a refusal ("we are unable to help with ...") name an issue without answering it, so the
+# issue model reads the reply without them (a red team's refusals and templates listing
+# the issue's strongest words passed 31 of 77 Bitext tasks when it read the whole reply).
+LIST_ITEMS = 4
+REFUSAL = re.compile(r"\b(?:unable|cannot|can ?not|can[’']?t|not able|regret|unfortunately)\b")
+
+
+def answering_text(text):
+    """The sentences of a reply that are neither a keyword list nor a refusal."""
+    kept = []
+    for sentence in re.split(r"(?<=[.!?;:])\s+|\n+", text or ""):
+        folded = _fold(sentence)
+        items = re.split(r",|\band\b|\bor\b", folded)
+        if sum(1 for item in items if 0 < len(words(item)) <= 3) >= LIST_ITEMS:
+            continue
+        if REFUSAL.search(folded):
+            continue
+        kept.append(sentence)
+    return "\n".join(kept)
+
+
 def issue_scores(model, text, facts=()):
     """(this issue's score, the best other issue's score) of a reply under the issue model
     (`{"classes", "label", "bias", "weights": {feature: "class:weight class:weight"}}`);
-    each present feature weighs 1/sqrt(number of features), as the model was trained."""
-    feats = issue_features(text, facts)
+    each present feature weighs 1/sqrt(number of features), as the model was trained.
+    Only the reply's `answering_text` is read."""
+    feats = issue_features(answering_text(text), facts)
     scale = 1 / math.sqrt(len(feats)) if feats else 0.0
     logits = [float(b) for b in model["bias"]]
     table = model["weights"]
