@@ -41,6 +41,8 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
+from repair_workdir import prepare
+
 CHILD = "--child-build"
 
 
@@ -273,19 +275,8 @@ def main() -> None:
                     help="seconds a bare run may take (rlforge's collect_timeout; a hang counts this)")
     ap.add_argument("--json-out", type=Path)
     args = ap.parse_args()
-    work = args.work or Path(tempfile.mkdtemp(prefix="rlforge-repair-build-"))
-    work.mkdir(parents=True, exist_ok=True)
-    source = args.source.rstrip("/")
-    name = Path(source[:-4] if source.endswith(".git") else source).name
-    if name == "repo":  # a fetched mirror: .../<owner>+<name>/repo
-        name = Path(source).parent.name.split("+")[-1]
-    repo = work / name
-    if not repo.exists():
-        subprocess.run(["git", "clone", "-q", args.source, str(repo)], check=True)
-    cache = args.cache or work / "cache"
-    (work / "rlforge.toml").write_text(
-        f'db = "{work / "rlforge.duckdb"}"\ncache_dir = "{cache}"\n\n[sandbox]\nworkers = {args.workers}\n\n'
-        f'[tasks.repair]\nlast = {args.last}\n')
+    work, repo, cache = prepare(args.source, args.work, last=args.last, workers=args.workers,
+                         cache=args.cache, prefix="rlforge-repair-build-")
     print(f"load {load()}: sandbox set-up ...", file=sys.stderr)
     setup = sandbox_setup_seconds()
     if not args.reuse_build:

@@ -21,12 +21,12 @@ import json
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from collections import Counter
 from pathlib import Path
 
 import duckdb
+from repair_workdir import prepare
 
 
 def run(cmd: list[str], cwd: Path) -> tuple[float, str]:
@@ -47,19 +47,8 @@ def main() -> None:
     ap.add_argument("--work", type=Path, help="scratch directory (default: a new temp dir)")
     ap.add_argument("--json-out", type=Path)
     args = ap.parse_args()
-    work = args.work or Path(tempfile.mkdtemp(prefix="rlforge-repair-bench-"))
-    work.mkdir(parents=True, exist_ok=True)
-    source = args.source.rstrip("/")
-    name = Path(source[:-4] if source.endswith(".git") else source).name
-    if name == "repo":  # a fetched mirror: .../<owner>+<name>/repo
-        name = Path(source).parent.name.split("+")[-1]
-    repo = work / name  # the clone's directory name is the project name tasks show
-    if not repo.exists():
-        subprocess.run(["git", "clone", "-q", args.source, str(repo)], check=True)
-    cache = args.cache or work / "cache"
-    (work / "rlforge.toml").write_text(
-        f'db = "{work / "rlforge.duckdb"}"\ncache_dir = "{cache}"\n\n[sandbox]\nworkers = {args.workers}\n\n'
-        f'[tasks.repair]\nlast = {args.last}\n')
+    work, repo, _ = prepare(args.source, args.work, last=args.last, workers=args.workers,
+                         cache=args.cache, prefix="rlforge-repair-bench-")
     rlforge = [sys.executable, "-m", "rlforge"]
     ingest_s, _ = run(rlforge + ["ingest", "commits", str(repo), "--rev", "HEAD", "-q"], work)
     build_s, out = run(rlforge + ["build-tasks", "--generators", "commits.repair", "--out",
