@@ -38,10 +38,10 @@ $rlforge build-tasks --out demo/tasks --limit 40 --seed 1
 step "validate"
 $rlforge validate demo/tasks
 
-step "calibrate: the embedded model's pass rate on each triage task (8 samples; cheap, single turn)"
+step "calibrate: the embedded model's pass rate on each triage task (4 samples; cheap, single turn)"
 # SmolLM2-135M fails almost every task; a run of only those teaches nothing. This
 # measures where it is alive, so the run below can take those tasks first.
-$rlforge run demo/tasks --generators tickets.triage --samples 8 --temperature 0.7 --max-tokens 32 \
+$rlforge run demo/tasks --generators tickets.triage --samples 4 --temperature 0.7 --max-tokens 32 \
     --runs-dir demo/runs --run-id calibrate --quiet
 $rlforge calibrate calibrate
 
