@@ -9,6 +9,7 @@ curve, and each generator's held-out pass rate before and after with 95% Wilson
 intervals, the run ids, and the machine's load.
 
     python benchmarks/learning.py --tasks demo/learn-tasks --generators tickets.triage
+    python benchmarks/learning.py ... --difficulty 0.05:0.95   # train on the base model's band
 
 With no --tasks directory there yet, it ingests sample_data/ and builds the single-turn
 tasks (tickets.triage, logs.diagnose, tickets.reply) into it first.
@@ -64,12 +65,14 @@ def build_sample_tasks(out: Path, db: Path, limit: int) -> None:
 
 
 def held_out(tasks: Path, model: str | Path, name: str, run_id: str, args: argparse.Namespace,
-             db: Path) -> dict[str, Counter]:
-    """Serve `model`, run it on the test split; {generator: Counter(pass=, n=)}."""
+             db: Path, split: str | None = None, samples: int | None = None
+             ) -> dict[str, Counter]:
+    """Serve `model`, run it on the held-out split (or `split`); {generator: Counter(pass=,
+    n=)}. The run calibrates the model on those tasks (`task_stats`, under `name`)."""
     with TransformersServer(model, name, log_path=args.work / f"{run_id}.server.log") as server:
         rlforge("run", str(tasks), "--base-url", server.base_url, "--model", name,
-                "--api-key-env", "", "--split", args.split, "--generators", args.generators,
-                "--samples", str(args.samples), "--seed", str(args.seed),
+                "--api-key-env", "", "--split", split or args.split, "--generators", args.generators,
+                "--samples", str(samples or args.samples), "--seed", str(args.seed),
                 "--temperature", str(args.temperature), "--max-tokens", str(args.max_tokens),
                 "--concurrency", "1", "--request-timeout", str(args.request_timeout),
                 "--time-budget", str(args.request_timeout),
@@ -112,6 +115,11 @@ def main() -> None:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--limit", type=int, default=0, help="score at most this many held-out "
                    "tasks (0: all)")
+    p.add_argument("--difficulty", metavar="LOW:HIGH", help="train only on the train tasks "
+                   "whose pass rate under the base model lies in this band (measured first: "
+                   "--calibration-samples per train task); default: train on every task")
+    p.add_argument("--calibration-samples", type=int, default=4,
+                   help="with --difficulty: samples per train task of the base model")
     p.add_argument("--request-timeout", type=float, default=600.0,
                    help="seconds per request and per rollout (the CPU server is slow on a "
                    "loaded machine; the tasks' own budget is 60 s)")
@@ -122,11 +130,20 @@ def main() -> None:
     if not (args.tasks / "manifest.parquet").exists():
         build_sample_tasks(args.tasks, db, limit=400)
     export = args.work / "trl"
-    rlforge("export", "tasks", str(args.tasks), "--format", "trl", "--out", str(export),
-            "--split", "all", "--force", db=db)
     gens = [g.strip() for g in args.generators.split(",") if g.strip()]
     stamp = time.strftime("%Y%m%d-%H%M%S")
     runs = {"base": f"learn-base-{stamp}", "trained": f"learn-trained-{stamp}"}
+    band: list[str] = []
+    if args.difficulty:  # the calibration loop: measure the base model on train, keep the band
+        runs["calibration"] = f"learn-calibrate-{stamp}"
+        measured = held_out(args.tasks, find_gguf(), "smollm2-135m-base", runs["calibration"],
+                            args, db, split="train", samples=args.calibration_samples)
+        print("base model on the train split: " + ", ".join(
+            f"{g} {rate(c)}" for g, c in sorted(measured.items())))
+        band = ["--difficulty", args.difficulty, "--difficulty-model", "smollm2-135m-base",
+                "--unmeasured", "drop"]
+    rlforge("export", "tasks", str(args.tasks), "--format", "trl", "--out", str(export),
+            "--split", "all", "--force", *band, db=db)
     base = held_out(args.tasks, find_gguf(), "smollm2-135m-base", runs["base"], args, db)
     trained = args.work / "trained"
     t0 = time.monotonic()
@@ -142,7 +159,8 @@ def main() -> None:
                       str(args.work / "compare.html"), "--runs-dir", str(args.work / "runs"),
                       db=db)
 
-    print(f"training: {result['steps']} steps on {result['rows']} train rows of {args.generators}, "
+    print(f"training: {result['steps']} steps on {result['rows']} train rows of {args.generators}"
+          f"{f' in the band {args.difficulty}' if args.difficulty else ''}, "
           f"{train_seconds:.0f} s wall, peak RSS {rss_mb:.0f} MB "
           f"(batch {args.batch}, {args.num_generations} generations, "
           f"{args.max_completion_length} tokens, lr {args.learning_rate})")
@@ -164,7 +182,7 @@ def main() -> None:
         (bl, bh), (al, ah) = wilson(b["pass"], b["n"]), wilson(a["pass"], a["n"])
         verdict = "improved" if al > bh else "worse" if ah < bl else "no separable change"
         print(f"  {g:<16} base {rate(b)}   trained {rate(a)}   {verdict}")
-    print(f"runs: {runs['base']}, {runs['trained']} in {args.work / 'runs'}; "
+    print(f"runs: {', '.join(runs.values())} in {args.work / 'runs'}; "
           f"compare: {args.work / 'compare.html'} ({compare.returncode})")
     print(f"total wall {time.monotonic() - started:.0f} s; load average "
           f"{' '.join(f'{x:.1f}' for x in os.getloadavg())} on {os.cpu_count()} CPUs")

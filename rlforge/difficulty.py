@@ -306,7 +306,9 @@ class Calibration:
 def generator_shares(estimates: list[Estimate], band: Band = Band(*DEFAULT_BAND)
                      ) -> dict[str, dict[str, Any]]:
     """Per generator and over all: tasks, and the share saturated (all samples passed),
-    dead (none passed) and in band (estimate within `band`)."""
+    dead (none passed) and in band (estimate within `band`); the samples and passes pooled
+    over the tasks (`pass_rate` = passes / samples, with its Wilson interval) and the
+    tasks per difficulty bin (`histogram`, bins as `histogram_labels`)."""
     groups: dict[str, list[Estimate]] = {}
     for e in estimates:
         groups.setdefault(e.generator, []).append(e)
@@ -319,8 +321,13 @@ def generator_shares(estimates: list[Estimate], band: Band = Band(*DEFAULT_BAND)
         sat = sum(e.passes == e.samples for e in es)
         dead = sum(e.passes == 0 for e in es)
         inb = sum(e.estimate in band for e in es)
+        samples, passes = sum(e.samples for e in es), sum(e.passes for e in es)
         out[gen] = {"tasks": n, "saturated": sat, "dead": dead, "in_band": inb,
-                    "saturated_share": sat / n, "dead_share": dead / n, "in_band_share": inb / n}
+                    "saturated_share": sat / n, "dead_share": dead / n, "in_band_share": inb / n,
+                    "samples": samples, "passes": passes,
+                    "pass_rate": passes / samples if samples else None,
+                    "pass_rate_interval": list(wilson(passes, samples)),
+                    "histogram": histogram(e.estimate for e in es)}
     return out
 
 

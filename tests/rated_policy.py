@@ -44,9 +44,11 @@ def gold_text(task_dir: Path) -> str:
 class RatedPolicy(ScriptedPolicy):
     """The server (see the module docstring); `tasks` maps task id -> task directory."""
 
-    def __init__(self, tasks: dict[str, Path]):
+    def __init__(self, tasks: dict[str, Path], solved=solves):
+        """`solved(task_id, seed)`: whether a sample passes (default: `solves`)."""
         super().__init__({})
         self.tasks = tasks
+        self.solved = solved
         self.by_instruction: dict[str, str] = {}
         self.kind: dict[str, str] = {}
         for task_id, path in tasks.items():
@@ -68,7 +70,7 @@ class RatedPolicy(ScriptedPolicy):
         path = self.tasks[task_id]
 
         def step(body: dict[str, Any]):
-            good = solves(task_id, int(body.get("seed", 0)))
+            good = self.solved(task_id, int(body.get("seed", 0)))
             if self.kind[task_id] != "terminal":
                 return f"Let me think.\nANSWER: {gold_text(path)}" if good else "ANSWER: no idea"
             if turn == 1:

@@ -131,6 +131,11 @@ def test_calibration_recovers_known_rates_and_the_band_keeps_exactly_its_tasks(
     assert share["in_band"] == len(band) and share["tasks"] == len(tasks)
     assert share["saturated"] == sum(e == 1 for e in estimates.values())
     assert share["dead"] == sum(e == 0 for e in estimates.values())
+    # ... the pooled pass rate and the tasks per difficulty bin (dead first, saturated last).
+    assert (share["samples"], share["passes"]) == (sum(r[1] for r in rows), sum(r[2] for r in rows))
+    assert share["pass_rate"] == share["passes"] / share["samples"]
+    assert share["histogram"] == difficulty.histogram(estimates.values())
+    assert share["histogram"][0] == share["dead"] and share["histogram"][-1] == share["saturated"]
     # --difficulty 0.2:0.8 keeps exactly the tasks whose estimates lie in the band: in
     # build-tasks (same database, same seed: the same ids; the other 60 tickets give tasks
     # never measured, dropped here, kept by default) ...

@@ -433,6 +433,12 @@ def test_limit_takes_tasks_from_every_generator_in_turn(tmp_path):
     assert select_tasks(found, limit=4) == picked  # the same choice every time
     assert [t.generator for t in select_tasks(found, generators=["test.a@1"], limit=2)] == \
         ["test.a", "test.a"]
+    # Tasks a calibration put in the band come first: their generator takes the first
+    # turn and they come first within it, so a small limit still holds them.
+    late = [t for t in found if t.generator == "test.a" and t not in picked][0]
+    assert [t.task_id for t in select_tasks(found, limit=1, first={late.task_id})] == \
+        [late.task_id]
+    assert late not in select_tasks(found, limit=1)
 
 
 def test_a_limited_run_keeps_its_tickets_when_the_verifier_changes(tmp_path, monkeypatch):

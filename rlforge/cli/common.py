@@ -194,12 +194,21 @@ class _CountColumn(ProgressColumn):
 
 def print_shares(cal: dict) -> None:
     """The saturated / dead / in-band table of a calibration, per model and generator."""
+    from rlforge.difficulty import histogram_labels
+
     for model, per_gen in cal["shares"].items():
-        t = Table("generator", "tasks", "saturated", "dead", f"in band {cal['band']}",
-                  title=f"difficulty of {model} ({cal['method']}, runs {', '.join(cal['runs'])})")
+        t = Table("generator", "tasks", "pass rate [95%]", "saturated", "dead",
+                  f"in band {cal['band']}", "tasks by pass rate",
+                  title=f"difficulty of {model} ({cal['method']}, runs {', '.join(cal['runs'])})",
+                  caption="tasks by pass rate: " + " | ".join(histogram_labels()))
         for gen, s in per_gen.items():
-            t.add_row(gen, f"{s['tasks']:,}", f"{s['saturated_share']:.0%} ({s['saturated']})",
+            low, high = s["pass_rate_interval"]
+            rate = (f"{s['passes']}/{s['samples']} = {s['pass_rate']:.0%} "
+                    f"[{low:.0%}, {high:.0%}]") if s["samples"] else "-"
+            t.add_row(gen, f"{s['tasks']:,}", rate,
+                      f"{s['saturated_share']:.0%} ({s['saturated']})",
                       f"{s['dead_share']:.0%} ({s['dead']})",
                       f"{s['in_band_share']:.0%} ({s['in_band']})",
+                      " | ".join(str(c) for c in s["histogram"]),
                       style="bold" if gen == "all" else None)
         console.print(t)

@@ -113,12 +113,15 @@ class RunReport:
 # --- planning ----------------------------------------------------------------------------
 
 def select_tasks(tasks: list[Task], *, generators: list[str] | None = None,
-                 split: str | None = None, limit: int | None = None) -> list[Task]:
+                 split: str | None = None, limit: int | None = None,
+                 first: set[str] | frozenset[str] = frozenset()) -> list[Task]:
     """Tasks of the given generators (names, `@version` ignored) and split; with `limit`,
     that many taken in turn from each generator, so a small run still covers every kind
     of task. Each generator's tasks are taken in an order fixed by the records they were
     made from (`source_order`), so a limited run keeps the same records when a task's
-    files (its verifier, its template) and so its id change."""
+    files (its verifier, its template) and so its id change. The tasks in `first` (those a
+    calibration measured inside the band) come before the others: their generators take
+    the first turns, and within a generator they are taken first."""
     if generators:
         wanted = {g.split("@")[0] for g in generators}
         known = {t.generator for t in tasks}
@@ -135,9 +138,10 @@ def select_tasks(tasks: list[Task], *, generators: list[str] | None = None,
     if not limit or limit >= len(tasks):
         return tasks
     by_generator: dict[str, list[Task]] = {}
-    for t in sorted(tasks, key=source_order):
+    for t in sorted(tasks, key=lambda t: (t.task_id not in first, source_order(t))):
         by_generator.setdefault(t.generator, []).append(t)
-    queues = [by_generator[g] for g in sorted(by_generator)]
+    queues = [by_generator[g] for g in sorted(
+        by_generator, key=lambda g: (by_generator[g][0].task_id not in first, g))]
     picked: list[Task] = []
     for rank in range(max(len(q) for q in queues)):
         picked += [q[rank] for q in queues if rank < len(q)]
@@ -155,8 +159,9 @@ def source_order(task: Task) -> tuple[str, str]:
 
 
 def select_by_difficulty(db_path, tasks: list[Task], sel: difficulty.Selection
-                         ) -> tuple[list[Task], dict[str, Any]]:
-    """The tasks whose latest measured pass rate the selection keeps, and what it chose."""
+                         ) -> tuple[list[Task], dict[str, Any], set[str]]:
+    """The tasks whose latest measured pass rate the selection keeps, what it chose, and
+    the ids of the kept tasks that were measured (the others are kept unmeasured)."""
     if not os.path.exists(db_path):
         raise UserError(f"--difficulty reads the pass rates in the database, and {db_path} "
                         "does not exist; pass --db or run `rlforge calibrate` first")
@@ -172,7 +177,8 @@ def select_by_difficulty(db_path, tasks: list[Task], sel: difficulty.Selection
                         "widen --difficulty or use --unmeasured keep")
     band = difficulty.resolve_band(sel, estimates) if sel.band is not None else None
     return kept, {"model": model, "band": str(band) if band else None,
-                  "unmeasured": sel.unmeasured, "dropped": dict(dropped)}
+                  "unmeasured": sel.unmeasured, "dropped": dict(dropped)}, {
+        t.task_id for t in kept if t.task_id in estimates}
 
 
 def plan_run(settings: Settings, tasks_dir: Path, tasks: list[Task], run_id: str, *,
@@ -264,9 +270,11 @@ def start(settings: Settings, tasks_dir: Path, *, backend: RolloutBackend,
     measured pass rate it keeps (`rlforge.difficulty`)."""
     found = discover_tasks(tasks_dir)
     chosen: dict[str, Any] = {}
+    in_band: set[str] = set()
     if difficulty_selection is not None and difficulty_selection.active:
-        found, chosen = select_by_difficulty(settings.general.db, found, difficulty_selection)
-    tasks = select_tasks(found, generators=generators, split=split, limit=limit)
+        found, chosen, in_band = select_by_difficulty(settings.general.db, found,
+                                                      difficulty_selection)
+    tasks = select_tasks(found, generators=generators, split=split, limit=limit, first=in_band)
     run_id = run_id or new_run_id()
     plan = plan_run(settings, tasks_dir, tasks, run_id,
                     selection={"generators": generators, "split": split, "limit": limit,
