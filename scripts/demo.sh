@@ -38,18 +38,9 @@ $rlforge build-tasks --out demo/tasks --limit 40 --seed 1
 step "validate"
 $rlforge validate demo/tasks
 
-step "calibrate: the embedded model's pass rate on each triage task (4 samples; cheap, single turn)"
-# SmolLM2-135M fails almost every task; a run of only those teaches nothing. This
-# measures where it is alive, so the run below can take those tasks first.
-$rlforge run demo/tasks --generators tickets.triage --samples 4 --temperature 0.7 --max-tokens 32 \
-    --runs-dir demo/runs --run-id calibrate --quiet
-$rlforge calibrate calibrate
-
-step "run: a few tasks of each kind against the embedded default policy, those in its calibrated band first (SmolLM2-135M on CPU: a smoke test of the pipeline, not a baseline)"
-# --difficulty auto: the band of the curriculum schedule for the model's mean pass rate;
-# tasks measured dead or saturated are left out, tasks never measured are kept.
+step "run: a few tasks of each kind against the embedded default policy (SmolLM2-135M on CPU: a smoke test of the pipeline, not a baseline)"
 # Commands as ```bash blocks (--tool-protocol text): llama-cpp-python's function-calling
 # handler ignores max_tokens while it writes a tool call's arguments, and at temperature
 # 0.7 the tiny model can write one until its context is full (minutes on a CPU).
-$rlforge run demo/tasks --difficulty auto --limit 5 --samples 2 --temperature 0.7 --max-tokens 96 \
-    --max-turns 3 --tool-protocol text --runs-dir demo/runs --run-id demo
+$rlforge run demo/tasks --limit 5 --samples 2 --temperature 0.7 --max-tokens 96 --max-turns 3 \
+    --tool-protocol text --runs-dir demo/runs --run-id demo
