@@ -107,7 +107,7 @@ def grep_counts(pattern: str | None, text: str, question: str = "") -> dict[str,
         if pieces:
             count("grep_pattern_count", pieces, lambda ps, line: in_order(ps, line))
     for quoted in QUOTED.findall(question.replace(f"`{pattern}`", "") if pattern else question):
-        if len(quoted.strip()) >= 3 and "YYYY" not in quoted:
+        if len(quoted.strip()) >= 3 and "YYYY" not in quoted and "<*>" not in quoted:
             count(f"grep_quoted_{quoted.strip()[:20]}", [quoted.strip()], contains_all)
     count("grep_error_words", ["ERROR", "FATAL"], lambda ns, line: any(n in line for n in ns))
     out["every_line"] = len(lines)

@@ -63,7 +63,7 @@ NUMERIC = COUNTING + ("distinct_values",)
 #: How the distinct-values question reads a match (regular-expression leftmost, lazy).
 _ORDINAL = dict(enumerate(("zeroth", "first", "second", "third", "fourth", "fifth", "sixth",
                           "seventh", "eighth", "ninth")))
-SLOT_RULE = ("where a message could match in more than one way, each `<*>` from the left "
+SLOT_RULE = ("Where a message could match in more than one way, each `<*>` from the left "
              "stands for as few characters as it can")
 RECORD_LINE = r"^(\S+) +(\S+) +(\S+) +(\S+?): (.*)$"  # fields: one or more spaces apart
 
