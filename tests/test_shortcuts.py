@@ -18,7 +18,7 @@ from rlforge.tasks.generators.logs_diagnose import LogsDiagnose
 from rlforge.tasks.build import build_tasks
 from rlforge.tasks.generators.logs_script import LogsScript
 from rlforge.tasks.spec import BuildContext
-from rlforge.verify import shortcuts
+from rlforge.verify import shortcuts, shortcuts_script
 
 HEADER = "<Date> <Time> <Host> <Level> <Component>: <Content>"
 START = dt.datetime(2026, 3, 1, 10, 0, 0)
@@ -149,7 +149,8 @@ def test_validate_refuses_a_task_a_shortcut_answers(tmp_path, cli):
     (task / "solution" / "solve.sh").write_text(f"#!/bin/bash\necho {guess} > /app/answer.txt\n")
     checks = json.loads(cli("validate", task, "--json").output)
     assert checks["failed"] == 1
-    assert checks["results"][0]["reason"].startswith("shortcut_grep_piece_count scored 1")
+    assert checks["results"][0]["failure"] == "shortcut"
+    assert checks["results"][0]["reason"].startswith("shortcut: grep_piece_count solves the task")
 
 
 # --- logs.script on every shipped format -------------------------------------------------
@@ -257,5 +258,6 @@ def test_logs_script_counts_a_template_a_literal_grep_miscounts():
     """`logs.script` prefers, for a count, a template that a literal `grep -c` of its pieces
     miscounts; `grep_counts` is what such a grep counts."""
     text = "a cache refresh took 5 ms\nb\ncache refresh took 7 ms (slow)\nno cache refresh took\n"
-    counts = shortcuts.grep_counts("cache refresh took <*> ms", text)
-    assert counts == {"grep_piece_count": 3, "grep_word_count": 3, "grep_pattern_count": 2}
+    counts = shortcuts_script.grep_counts("cache refresh took <*> ms", text)
+    assert (counts["grep_piece_count"], counts["grep_word_count"],
+            counts["grep_pattern_count"]) == (3, 3, 2)
