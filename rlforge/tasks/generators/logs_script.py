@@ -502,6 +502,8 @@ class LogsScript(Generator):
                     continue
                 cheap = self._solved(fact, template, slot, [(visible, a), (files, b)])
                 if not cheap:
+                    # the window is a task: what it could not ask first is no drop
+                    del self.rejections[rejected_before:]
                     return fact, template, slot, a, b, files, differs
             else:
                 if cheap:
