@@ -102,6 +102,58 @@ def held_out_script(script) -> dict:
             "distinct_messages_all_words": distinct_all_words}
 
 
+def held_out_script_files(script) -> dict:
+    """Cheap programs for logs.script's other facts that read the files one by one (never
+    merged by time): name -> f(fact, files) -> answer or None."""
+    import datetime as dt
+    import gzip as gz
+    from collections import Counter
+
+    def records(data: bytes, name: str):
+        text = (gz.decompress(data) if name.endswith(".gz") else data).decode("utf-8", "replace")
+        return [m.groups() for line in text.splitlines() if (m := script.LINE.match(line))]
+
+    def biggest_file(fact, files):
+        """The fact over the largest file alone (the one the instruction previews)."""
+        name = max(files, key=lambda n: len(files[n]))
+        recs = records(files[name], name)
+        if fact == "busiest_minute":
+            top = Counter(r[0][:16].replace("T", " ") for r in recs).most_common(1)
+            return top[0][0] if top else None
+        if fact == "top_component":
+            top = Counter(r[3] for r in recs if r[3] != "-").most_common(1)
+            return top[0][0] if top else None
+        if fact == "top_host":
+            top = Counter(r[1] for r in recs if r[1] != "-").most_common(1)
+            return top[0][0] if top else None
+        return None
+
+    def gap_per_file(fact, files):
+        """The longest gap within one file (rotated parts and services not merged)."""
+        if fact != "longest_gap":
+            return None
+        best = None
+        for name, data in files.items():
+            stamps = [dt.datetime.fromisoformat(r[0]) for r in records(data, name)]
+            for a, b in zip(stamps, stamps[1:]):
+                if best is None or b - a > best[0]:
+                    best = (b - a, a)
+        return best[1].strftime("%Y-%m-%d %H:%M:%S") if best else None
+
+    def first_error_in_order(fact, files):
+        """The first ERROR/FATAL line in file-name order (not the earliest by time)."""
+        if fact != "first_error_time":
+            return None
+        for name in sorted(files):
+            for r in records(files[name], name):
+                if r[2] in ("ERROR", "FATAL"):
+                    return r[0][:19].replace("T", " ")
+        return None
+
+    return {"fact_of_biggest_file": biggest_file, "gap_per_file": gap_per_file,
+            "first_error_in_name_order": first_error_in_order}
+
+
 def held_out(battery) -> dict:
     """Strategies the battery does not hold, over its view of a question."""
     import re
@@ -159,6 +211,7 @@ def measure(path: Path, fmt: str, seed: int, battery) -> dict:
             rows.append(("logs.diagnose", kind, sorted(solved), other))
         script = LogsScript()
         unseen = held_out_script(battery.script)
+        unseen_files = held_out_script_files(battery.script)
         for spec in script.specs(BuildContext(con, seed)):
             answers = [c["answer"]["answer"] for c in spec.reference["cases"]]
             meta = spec.extra_metadata
@@ -175,6 +228,9 @@ def measure(path: Path, fmt: str, seed: int, battery) -> dict:
                 other = sorted({name for name, f in unseen.items() for ts in texts.values()
                                 if all(f(fact, pattern, slot, t) == a
                                        for t, a in zip(ts, answers))})
+            else:
+                other = sorted(name for name, f in unseen_files.items()
+                               if all(f(fact, files) == a for files, a in cases))
             rows.append(("logs.script", fact, solved, other))
         dropped = Counter(r["reason"].split(" (")[0] for r in script.rejections)
         con.close()

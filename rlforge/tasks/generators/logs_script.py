@@ -21,9 +21,13 @@ component, or host, logged the most records; the minute with the most records (t
 minute); after which record the logs fall silent longest (`GAP_RULE` states the order, so no
 gap is negative). Counting (at most `max_count_share` of the tasks, unless a window allows
 nothing else, as a log without times, hosts and components does): how many records are at
-level ERROR or FATAL, how many match a pattern (stated by `logs_common.PATTERN_RULE`). Every expected answer is computed
-again from the directories as written, by the rule the statement gives; a fact whose two
-answers differ is not asked (`rejections`).
+level ERROR or FATAL, how many match a pattern (stated by `logs_common.PATTERN_RULE`).
+Distinct values: how many distinct texts one `<*>` of a pattern stands for over the records
+that match it (a field read by the pattern; no count gives it). Every expected answer is
+computed again from the directories as written, by the rule the statement gives; a fact
+whose two answers differ is not asked (`rejections`). A numeric fact a cheap program of
+`rlforge.verify.shortcuts_script` answers on both directories is not asked either
+(`screen_shortcuts`; the drop names the program).
 """
 
 from __future__ import annotations
