@@ -263,19 +263,20 @@ def main(argv: list[str] | None = None) -> int:
         for gen, family, solved, other in got["rows"]:
             families[(gen, family)].append((solved, other))
     print(f"\n{'generator':<14} {'family':<24} {'tasks':>5} {'trivial':>7} {'share':>6} "
-          f"{'held-out':>8} {'share':>6}  shortcuts")
-    total = trivial = unseen = 0
+          f"{'held-out':>8} {'share':>6} {'either':>6}  shortcuts")
+    total = trivial = unseen = either = 0
     for (gen, family), got_rows in sorted(families.items()):
         n = len(got_rows)
         t = sum(1 for s, _ in got_rows if s)
         u = sum(1 for _, o in got_rows if o)
+        e = sum(1 for s, o in got_rows if s or o)
         names = Counter(x for s, o in got_rows for x in s + o)
-        total, trivial, unseen = total + n, trivial + t, unseen + u
-        print(f"{gen:<14} {family:<24} {n:>5} {t:>7} {t / n:>6.0%} {u:>8} {u / n:>6.0%}  "
-              + ", ".join(f"{k} {v}" for k, v in names.most_common(4)))
+        total, trivial, unseen, either = total + n, trivial + t, unseen + u, either + e
+        print(f"{gen:<14} {family:<24} {n:>5} {t:>7} {t / n:>6.0%} {u:>8} {u / n:>6.0%} "
+              f"{e / n:>6.0%}  " + ", ".join(f"{k} {v}" for k, v in names.most_common(4)))
     if total:
         print(f"{'all':<39} {total:>5} {trivial:>7} {trivial / total:>6.0%} {unseen:>8} "
-              f"{unseen / total:>6.0%}")
+              f"{unseen / total:>6.0%} {either / total:>6.0%}")
     return 0
 
 

@@ -380,6 +380,44 @@ def grep_script(fact: str, template: str | None) -> bytes:
     return f"#!/bin/bash\n{line}\n".encode()
 
 
+def _service_of(name: str) -> str:
+    """The service a file of a logs directory belongs to (`NAME.log.2.gz` -> `NAME.log`)."""
+    return re.sub(r"(?:\.\d+)?(?:\.gz)?$", "", name)
+
+
+def _biggest_file(fact, files, template, slot):
+    name = max(files, key=lambda n: (len(files[n]), n))
+    return stated_fact(fact, directory_text({name: files[name]}), template, slot), len(files) > 1
+
+
+def _biggest_service(fact, files, template, slot):
+    size: Counter = Counter()
+    for n, data in files.items():
+        size[_service_of(n)] += len(data)
+    top = max(size, key=lambda n: (size[n], n))
+    return stated_fact(fact, directory_text({n: d for n, d in files.items()
+                                             if _service_of(n) == top}), template, slot), \
+        len(size) > 1
+
+
+def _first_error_in_name_order(fact, files, template, slot):
+    if fact != "first_error_time":
+        return None, False
+    errors = [r for r in parse_shown(directory_text(files)) if r.level in ("ERROR", "FATAL")]
+    first = shown_time(errors[0]) if errors else None
+    return (first.strftime("%Y-%m-%d %H:%M:%S") if first else None), True
+
+
+#: Programs that read part of a directory, or read it out of order, and apply the stated
+#: rule there: the largest file alone (the one the instruction previews, mostly), the
+#: files of the service with the most bytes, the first ERROR line in file-name order. Each
+#: gives (answer, whether it skipped or reordered anything); a fact one of them answers on
+#: both directories, skipping something in one at least, is not asked.
+PARTIAL_READERS = {"biggest_file_only": _biggest_file,
+                   "biggest_service_only": _biggest_service,
+                   "first_error_in_name_order": _first_error_in_name_order}
+
+
 def statement_of(fact: str, template: str | None = None, slot: int = 1) -> str:
     """The fact as the instruction states it (`template`: the pattern a template question
     names; `slot`: which of its `<*>` a distinct-values question asks about, from 1)."""
@@ -504,7 +542,8 @@ class LogsScript(Generator):
                     break
                 if blind == b:
                     continue
-                cheap = self._solved(fact, template, slot, [(visible, a), (files, b)])
+                cheap = self._solved(fact, template, slot, [(visible, a), (files, b)]) or \
+                    self._partial_reader(fact, template, slot, [(visible, a), (files, b)])
                 if not cheap:
                     # the window is a task: what it could not ask first is no drop
                     del self.rejections[rejected_before:]
@@ -529,6 +568,22 @@ class LogsScript(Generator):
             return {}
         return script_shortcuts.solved(fact, template, statement_of(fact, template, slot), cases,
                                        slot)
+
+    def _partial_reader(self, fact: str, template: str | None, slot: int, cases) -> dict:
+        """The readers of part of a directory (`PARTIAL_READERS`) whose answer by the
+        stated rule is every case's (none where not screened)."""
+        if not self.screen_shortcuts:
+            return {}
+        out = {}
+        for name, reader in PARTIAL_READERS.items():
+            try:
+                got = [reader(fact, files, template, slot) for files, _ in cases]
+            except ValueError:
+                continue
+            if [g for g, _ in got] == [answer for _, answer in cases] and \
+                    any(partial for _, partial in got):
+                out[name] = cases[0][1]
+        return out
 
     def _template(self, ctx, rng, fact: str, seen, held, visible):
         """The pattern a template question names, and for a distinct-values question which
