@@ -6,12 +6,16 @@ limit, not rendered or validated). For each `logs.diagnose` task, every strategy
 shortcut battery (`rlforge/verify/shortcuts.py`) guesses from the question and the window
 as the policy sees them, and the task's own answer checker scores the guess: a task any
 guess gets right is trivial. For each `logs.script` task, the shortcut is the visible
-answer printed for the held-back case (a program that remembers it).
+answer printed for the held-back case (a program that remembers it), and every cheap
+program of the script battery (`rlforge/verify/shortcuts_script.py`) run on the visible and
+the held-back directory: a task one program passes on both is trivial.
 
 Beside it, a few strategies the battery does not hold (`held_out` below: the first or
 last option listed, the count of records whose message ends with the pattern's last fixed
 piece, the last record's time, the first WARN-or-worse record's time, the alphabetically
-first candidate)
+first candidate; for logs.script, `grep -c` of the pattern's last piece or of its two
+longest words, the distinct words after the piece before the asked `<*>`, the distinct
+lines holding every word of the pattern)
 are scored the same way and reported in their own columns: the builder never screened
 against them, so their rate is not zero by construction.
 
@@ -40,15 +44,114 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def load_battery():
-    """This checkout's shortcut battery, whichever rlforge is imported."""
-    spec = importlib.util.spec_from_file_location("shortcut_battery",
-                                                  ROOT / "rlforge" / "verify" / "shortcuts.py")
+def _load(name: str, path: Path):
+    spec = importlib.util.spec_from_file_location(name, path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module
     spec.loader.exec_module(module)
     return module
+
+
+def load_battery():
+    """This checkout's shortcut batteries (the log window's, then the script one's),
+    whichever rlforge is imported: the script battery is stdlib-only, and is put where the
+    window battery imports it from."""
+    script = _load("rlforge.verify.shortcuts_script", ROOT / "rlforge/verify/shortcuts_script.py")
+    battery = _load("shortcut_battery", ROOT / "rlforge/verify/shortcuts.py")
+    battery.script = script
+    return battery
+
+
+def held_out_script(script) -> dict:
+    """Cheap programs for logs.script the script battery does not hold: name -> f(fact,
+    pattern, slot, text) -> count or None."""
+    import re
+
+    def lines(text):
+        return [line for line in text.splitlines() if line and not line.startswith("\t")]
+
+    def last_piece(fact, pattern, slot, text):
+        piece = pattern.split("<*>")[-1].strip() if pattern else ""
+        return sum(piece in line for line in lines(text)) if piece else None
+
+    def two_words(fact, pattern, slot, text):
+        words = sorted(re.findall(r"[A-Za-z_]\w+", (pattern or "").replace("<*>", " ")),
+                       key=len)[-2:]
+        return sum(all(w in line for w in words) for line in lines(text)) if words else None
+
+    def words_after(fact, pattern, slot, text):
+        if fact != "distinct_values" or not pattern:
+            return None
+        before = pattern.split("<*>")[slot - 1].split()
+        if not before:
+            return None
+        key = before[-1]
+        return len({m.group(1) for line in lines(text)
+                    for m in [re.search(re.escape(key) + r"(\w*)", line)] if m})
+
+    def distinct_all_words(fact, pattern, slot, text):
+        if fact != "distinct_values" or not pattern:
+            return None
+        words = re.findall(r"[A-Za-z_]\w+", pattern.replace("<*>", " "))
+        hits = {line.split(": ", 1)[-1] for line in lines(text) if all(w in line for w in words)}
+        return len(hits) if words else None
+
+    return {"grep_last_piece": last_piece, "grep_two_words": two_words,
+            "distinct_word_after_piece": words_after,
+            "distinct_messages_all_words": distinct_all_words}
+
+
+def held_out_script_files(script) -> dict:
+    """Cheap programs for logs.script's other facts that read the files one by one (never
+    merged by time): name -> f(fact, files) -> answer or None."""
+    import datetime as dt
+    import gzip as gz
+    from collections import Counter
+
+    def records(data: bytes, name: str):
+        text = (gz.decompress(data) if name.endswith(".gz") else data).decode("utf-8", "replace")
+        return [m.groups() for line in text.splitlines() if (m := script.LINE.match(line))]
+
+    def biggest_file(fact, files):
+        """The fact over the largest file alone (the one the instruction previews)."""
+        name = max(files, key=lambda n: len(files[n]))
+        recs = records(files[name], name)
+        if fact == "busiest_minute":
+            top = Counter(r[0][:16].replace("T", " ") for r in recs).most_common(1)
+            return top[0][0] if top else None
+        if fact == "top_component":
+            top = Counter(r[3] for r in recs if r[3] != "-").most_common(1)
+            return top[0][0] if top else None
+        if fact == "top_host":
+            top = Counter(r[1] for r in recs if r[1] != "-").most_common(1)
+            return top[0][0] if top else None
+        return None
+
+    def gap_per_file(fact, files):
+        """The longest gap within one file (rotated parts and services not merged)."""
+        if fact != "longest_gap":
+            return None
+        best = None
+        for name, data in files.items():
+            stamps = [dt.datetime.fromisoformat(r[0]) for r in records(data, name)]
+            for a, b in zip(stamps, stamps[1:]):
+                if best is None or b - a > best[0]:
+                    best = (b - a, a)
+        return best[1].strftime("%Y-%m-%d %H:%M:%S") if best else None
+
+    def first_error_in_order(fact, files):
+        """The first ERROR/FATAL line in file-name order (not the earliest by time)."""
+        if fact != "first_error_time":
+            return None
+        for name in sorted(files):
+            for r in records(files[name], name):
+                if r[2] in ("ERROR", "FATAL"):
+                    return r[0][:19].replace("T", " ")
+        return None
+
+    return {"fact_of_biggest_file": biggest_file, "gap_per_file": gap_per_file,
+            "first_error_in_name_order": first_error_in_order}
 
 
 def held_out(battery) -> dict:
@@ -107,10 +210,28 @@ def measure(path: Path, fmt: str, seed: int, battery) -> dict:
                            and score_answer(spec.reference, guess)["total"] > 1e-9)
             rows.append(("logs.diagnose", kind, sorted(solved), other))
         script = LogsScript()
+        unseen = held_out_script(battery.script)
+        unseen_files = held_out_script_files(battery.script)
         for spec in script.specs(BuildContext(con, seed)):
-            visible, held = (c["answer"]["answer"] for c in spec.reference["cases"])
-            rows.append(("logs.script", spec.extra_metadata["fact"],
-                         ["visible_answer"] if visible == held else [], []))
+            answers = [c["answer"]["answer"] for c in spec.reference["cases"]]
+            meta = spec.extra_metadata
+            fact, pattern, slot = meta["fact"], meta.get("pattern"), int(meta.get("slot", 1))
+            cases = [({k.rpartition("/")[2]: v for k, v in spec.workspace.items()}, answers[0]),
+                     ({k.rpartition("/")[2]: v for k, v in spec.tests_data.items()}, answers[1])]
+            solved = ["visible_answer"] if answers[0] == answers[1] else []
+            other = []
+            if isinstance(answers[0], int):  # a numeric fact: the cheap programs
+                solved += sorted(battery.script.solved(fact, pattern, spec.context["statement"],
+                                                       cases, slot))
+                texts = {mode: [battery.script.read_files(f, mode) for f, _ in cases]
+                         for mode in battery.script.MODES}
+                other = sorted({name for name, f in unseen.items() for ts in texts.values()
+                                if all(f(fact, pattern, slot, t) == a
+                                       for t, a in zip(ts, answers))})
+            else:
+                other = sorted(name for name, f in unseen_files.items()
+                               if all(f(fact, files) == a for files, a in cases))
+            rows.append(("logs.script", fact, solved, other))
         dropped = Counter(r["reason"].split(" (")[0] for r in script.rejections)
         con.close()
     return {"rows": rows, "script_drops": dropped}
@@ -137,24 +258,25 @@ def main(argv: list[str] | None = None) -> int:
         per_gen = Counter(row[0] for row in got["rows"])
         print(f"{Path(name).name}: logs.diagnose {per_gen['logs.diagnose']} tasks, logs.script "
               f"{per_gen['logs.script']} tasks ({time.perf_counter() - started:.1f}s)")
-        for reason, n in got["script_drops"].most_common(3):
-            print(f"    logs.script dropped {n} × {reason[:110]}")
+        for reason, n in got["script_drops"].most_common():
+            print(f"    logs.script dropped {n} × {reason}")
         for gen, family, solved, other in got["rows"]:
             families[(gen, family)].append((solved, other))
     print(f"\n{'generator':<14} {'family':<24} {'tasks':>5} {'trivial':>7} {'share':>6} "
-          f"{'held-out':>8} {'share':>6}  shortcuts")
-    total = trivial = unseen = 0
+          f"{'held-out':>8} {'share':>6} {'either':>6}  shortcuts")
+    total = trivial = unseen = either = 0
     for (gen, family), got_rows in sorted(families.items()):
         n = len(got_rows)
         t = sum(1 for s, _ in got_rows if s)
         u = sum(1 for _, o in got_rows if o)
+        e = sum(1 for s, o in got_rows if s or o)
         names = Counter(x for s, o in got_rows for x in s + o)
-        total, trivial, unseen = total + n, trivial + t, unseen + u
-        print(f"{gen:<14} {family:<24} {n:>5} {t:>7} {t / n:>6.0%} {u:>8} {u / n:>6.0%}  "
-              + ", ".join(f"{k} {v}" for k, v in names.most_common(4)))
+        total, trivial, unseen, either = total + n, trivial + t, unseen + u, either + e
+        print(f"{gen:<14} {family:<24} {n:>5} {t:>7} {t / n:>6.0%} {u:>8} {u / n:>6.0%} "
+              f"{e / n:>6.0%}  " + ", ".join(f"{k} {v}" for k, v in names.most_common(4)))
     if total:
         print(f"{'all':<39} {total:>5} {trivial:>7} {trivial / total:>6.0%} {unseen:>8} "
-              f"{unseen / total:>6.0%}")
+              f"{unseen / total:>6.0%} {either / total:>6.0%}")
     return 0
 
 

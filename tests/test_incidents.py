@@ -239,20 +239,24 @@ def test_diagnose_asks_no_question_a_shortcut_answers(company):
 def test_diagnose_tasks_validate_at_two_budgets(company):
     con = db.connect(company["db"])
     out = company["root"] / "tasks"
+    # Unscreened (the fixture's questions mostly fall to a shortcut), validated below:
+    # `rlforge validate` runs the incident battery too, so a task a shortcut solves fails
+    # there with the typed reason `shortcut`; every other check holds on every task.
     report = build_tasks(con, build_options(
-        out=out, generators=["incidents.diagnose"], seed=5, validate=True,
-        generator_options={"incidents.diagnose": {"context_tokens": "8k,16k", "screen_shortcuts": False}}))
+        out=out, generators=["incidents.diagnose"], seed=5, validate=False,
+        generator_options={"incidents.diagnose": {"context_tokens": "8k,16k",
+                                                  "screen_shortcuts": False}}))
     con.close()
     assert report.per_generator["incidents.diagnose"]["emitted"] >= 3, report.drops
-    assert report.per_generator["incidents.diagnose"]["dropped_validation"] == 0, report.drops
     tasks = _tasks(out)
     results = asyncio.run(validate_many(tasks))
     names = set()
     for r in results:
-        assert r.ok, r.reason
+        assert r.ok or r.failure == "shortcut", r.reason
         checks = {c.name: c.got for c in r.checks}
         assert checks["oracle"] == 1.0 and checks["null"] == 0.0
-        assert all(v == 0.0 for k, v in checks.items() if k not in ("oracle", "leak"))
+        assert all(v == 0.0 for k, v in checks.items()
+                   if k not in ("oracle", "leak") and not k.startswith("shortcut_"))
         names |= set(checks)
     assert {"empty", "every_option", "long_candidate_list", "echo_instruction"} <= names
     assert {"ticket_opened_time", "ticket_opened_minute"} & names or \

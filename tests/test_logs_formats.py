@@ -346,3 +346,32 @@ def test_specimen_details():
     assert access["ts"][0] == dt.datetime(2019, 1, 22, 0, 26, 14)  # +0330 -> UTC
     docker = logs.read_log(FORMATS / "docker_json/plaso_container_json/container-json.log")
     assert docker["ts"][9] == dt.datetime(2016, 1, 7, 16, 49, 10, 237222)
+
+
+@pytest.mark.parametrize("line, want", [
+    # log4j's `[%d] %p %m (%c)`: the logger after the message, in parentheses
+    ("[2024-02-03 04:05:06,789] WARN Fetch of partition p-7 took 930 ms (com.acme.net.Fetcher)",
+     ("warn", "com.acme.net.Fetcher", "Fetch of partition p-7 took 930 ms",
+      dt.datetime(2024, 2, 3, 4, 5, 6, 789000), None)),
+    # a bracketed ISO time with a zone, a bracketed lower-case level, a thread, `logger:`
+    ("[2024-02-03T04:05:06.5Z] [error] [worker-3] pool: exhausted after 12 waits",
+     ("error", "pool", "exhausted after 12 waits", dt.datetime(2024, 2, 3, 4, 5, 6, 500000),
+      "worker-3")),
+    # logback's default: the thread before the level, `dotted.logger - message`
+    ("2024-02-03 04:05:06.001 [main] INFO com.acme.App - started in 3 s",
+     ("info", "com.acme.App", "started in 3 s", dt.datetime(2024, 2, 3, 4, 5, 6, 1000), "main")),
+    # a parenthesised word that is not a dotted logger stays in the message
+    ("[2024-02-03 04:05:06] ERROR Disk full (retrying)",
+     ("error", None, "Disk full (retrying)", dt.datetime(2024, 2, 3, 4, 5, 6), None)),
+])
+def test_plain_bracketed_and_iso_headers(tmp_path, line, want):
+    path = tmp_path / "app.log"
+    path.write_text(line + "\n" + line.replace("04:05:06", "04:05:09") + "\n"
+                    "java.io.IOException: reset\n\tat com.acme.X.y(X.java:1)\n")
+    df = logs.read_log(path)
+    assert detect(path.read_text().splitlines()).name == "plain"
+    assert df["n_lines"].to_list() == [1, 3]  # the trace continues the second record
+    first = df.row(0, named=True)
+    fields = first["fields"]
+    thread = (json.loads(fields) if isinstance(fields, str) else fields or {}).get("thread")
+    assert (first["level"], first["component"], first["message"], first["ts"], thread) == want

@@ -24,6 +24,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
+from rlforge.verify.shortcuts_script import in_order as _in_order
+from rlforge.verify.shortcuts_script import longest_piece
+
 #: A record line as a window shows it: `TIMESTAMP HOST LEVEL COMPONENT: MESSAGE`.
 LINE = re.compile(r"^(\S+) +(\S+) +(\S+) +(\S+?): (.*)$")
 SECTION_HEAD = re.compile(r"^==> \S+ <==$")
@@ -42,11 +45,6 @@ def pattern_regex(pattern: str) -> re.Pattern:
             pieces.append(".*?")
         pieces.append("[ \t]+".join(re.escape(w) for w in re.split(r"[ \t]+", literal)))
     return re.compile("".join(pieces))
-
-
-def longest_piece(pattern: str) -> str:
-    """The longest fixed piece of a pattern: what a literal `grep -F` of it would search."""
-    return max(pattern.split("<*>"), key=len).strip()
 
 
 @dataclass(frozen=True)
@@ -158,18 +156,6 @@ def grep_pattern_count(v: QuestionView) -> str | None:
         return None
     pieces = [p for p in pattern.split("<*>") if p]
     return str(sum(_in_order(pieces, f"{r.component}: {r.message}") for r in v.lines))
-
-
-def _in_order(pieces: list[str], text: str) -> bool:
-    """Whether the pieces occur in `text` in order, apart (what `grep -E 'a.*b.*c'` finds),
-    in linear time: each at its earliest place after the one before."""
-    at = 0
-    for piece in pieces:
-        found = text.find(piece, at)
-        if found < 0:
-            return False
-        at = found + len(piece)
-    return True
 
 
 def grep_first_piece_count(v: QuestionView) -> str | None:
@@ -323,26 +309,6 @@ def ids_on_error_lines(v: QuestionView) -> str | None:
     bad = sorted({i for r in v.lines if r.level in ("ERROR", "FATAL")
                   for i in ID.findall(r.message)})
     return ", ".join(bad) if bad else None
-
-
-def grep_counts(pattern: str, text: str) -> dict[str, int]:
-    """What a literal `grep -c` of a pattern's pieces counts over a text's lines, by
-    strategy: its longest fixed piece, its longest word, its fixed pieces in order (`grep
-    -cE 'a.*b'`). For a counting question over files (`logs.script`), where the battery's
-    record view does not apply."""
-    lines = text.splitlines()
-    out = {}
-    piece = longest_piece(pattern)
-    if piece:
-        out["grep_piece_count"] = sum(piece in line for line in lines)
-    words = re.findall(r"[A-Za-z_][\w.$-]*", pattern.replace("<*>", " "))
-    if words:
-        word = max(words, key=len)
-        out["grep_word_count"] = sum(word in line for line in lines)
-    pieces = [p for p in pattern.split("<*>") if p]
-    if pieces:
-        out["grep_pattern_count"] = sum(_in_order(pieces, line) for line in lines)
-    return out
 
 
 #: Every strategy, by name. Each returns a guess or None where it does not apply.

@@ -6,9 +6,10 @@ For each task directory:
   sandboxes of its own, the reward computed here: see `rlforge.verify.boundary`);
 - the null submission (an untouched workspace) must give 0;
 - every adversarial submission listed in `tests/validation.json` (and, for answer and reply
-  tasks, the instruction echoed back; for the questions the shortcut battery screens, each
-  of its guesses: `rlforge.verify.shortcuts`) must give 0, as a scored fail, not a missing
-  reward;
+  tasks, the instruction echoed back; for the questions a shortcut battery screens, each
+  of its guesses or cheap programs: `rlforge.verify.battery`) must give 0, as a scored
+  fail, not a missing reward (a guess that scores fails the task with the typed reason
+  `shortcut`);
 - a leak check: the reference answer must not appear in the instruction or the workspace,
   outside the parts where it legitimately may (the offered options, the source text).
 A sandbox that cannot start or broken verifier data makes the task invalid, not passed.
@@ -28,7 +29,7 @@ from typing import Any, Callable, Protocol
 from rlforge.errors import UserError
 from rlforge.sandbox import SandboxPool
 from rlforge.taskdir import INSTRUCTION, TESTS, WORKSPACE, load_task
-from rlforge.verify import kinds, shortcuts
+from rlforge.verify import battery, kinds
 from rlforge.verify.runner import TaskRunner, fresh_workspace
 
 #: In the task's tests/: the adversarial submissions and secrets validation checks it with.
@@ -52,6 +53,9 @@ class ValidationResult:
     ok: bool
     checks: list[Check] = field(default_factory=list)
     reason: str = ""
+    #: What failed first, typed: `leak`, `oracle`, `null`, `adversarial`, `shortcut` (a
+    #: cheap strategy of the shortcut battery got the answer) or `verifier_error`.
+    failure: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -111,7 +115,7 @@ async def validate_task(task_dir: Path, runner: TaskRunner, scratch_root: Path) 
         if kind is not None and kind.submission == "text":  # the instruction echoed back
             instruction = (task_dir / INSTRUCTION).read_text(encoding="utf-8", errors="surrogateescape")
             subs.append({"name": "echo_instruction", "files": {"answer.txt": instruction}})
-            subs.extend(shortcuts.submissions(task_dir, meta))  # the cheap strategies
+        subs.extend(battery.submissions(task_dir, meta))  # the cheap strategies
         runs = {}
         for sub in subs:
             files = {k: v.encode("utf-8", "surrogateescape") for k, v in sub["files"].items()}
@@ -128,13 +132,26 @@ async def validate_task(task_dir: Path, runner: TaskRunner, scratch_root: Path) 
     if failed:
         result.ok = False
         c = failed[0]
+        result.failure = failure_kind(c)
         if c.name == "leak":
             result.reason = f"leak: {c.detail}"
         elif c.got is None:
             result.reason = f"{c.name}: verifier error: {c.detail}"
+        elif result.failure == "shortcut":
+            result.reason = (f"shortcut: {c.name.removeprefix('shortcut_')} solves the task "
+                             f"(scored {c.got:g}, expected {c.expected}; {c.detail})")
         else:
             result.reason = f"{c.name} scored {c.got:g}, expected {c.expected} ({c.detail})"
     return result
+
+
+def failure_kind(check: Check) -> str:
+    """The type of a failed check (`ValidationResult.failure`)."""
+    if check.name in ("leak", "oracle", "null"):
+        return check.name if check.got is not None or check.name == "leak" else "verifier_error"
+    if check.got is None:
+        return "verifier_error"
+    return "shortcut" if check.name.startswith("shortcut_") else "adversarial"
 
 
 def _why(reward: dict | None) -> str:

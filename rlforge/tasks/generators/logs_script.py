@@ -21,9 +21,13 @@ component, or host, logged the most records; the minute with the most records (t
 minute); after which record the logs fall silent longest (`GAP_RULE` states the order, so no
 gap is negative). Counting (at most `max_count_share` of the tasks, unless a window allows
 nothing else, as a log without times, hosts and components does): how many records are at
-level ERROR or FATAL, how many match a pattern (stated by `logs_common.PATTERN_RULE`). Every expected answer is computed
-again from the directories as written, by the rule the statement gives; a fact whose two
-answers differ is not asked (`rejections`).
+level ERROR or FATAL, how many match a pattern (stated by `logs_common.PATTERN_RULE`).
+Distinct values: how many distinct texts one `<*>` of a pattern stands for over the records
+that match it (a field read by the pattern; no count gives it). Every expected answer is
+computed again from the directories as written, by the rule the statement gives; a fact
+whose two answers differ is not asked (`rejections`). A numeric fact a cheap program of
+`rlforge.verify.shortcuts_script` answers on both directories is not asked either
+(`screen_shortcuts`; the drop names the program).
 """
 
 from __future__ import annotations
@@ -40,12 +44,14 @@ from rlforge.tasks.generators.logs_common import (ERROR_LEVELS, PATTERN_RULE, Re
                                        templates_of, window_stats)
 from rlforge.tasks.registry import Generator, register
 from rlforge.tasks.spec import BuildContext, SourceRef, Submission, TaskSpec, stable_sample
-from rlforge.verify import shortcuts
+from rlforge.verify import shortcuts_script as script_shortcuts
 
 FACTS = ("first_error_time", "peak_error_minute", "top_error_component", "top_component",
-         "top_host", "busiest_minute", "longest_gap", "error_count", "template_count")
+         "top_host", "busiest_minute", "longest_gap", "error_count", "template_count",
+         "distinct_values")
 # Facts that need no record at level ERROR or FATAL (a source without errors still has tasks).
-ANY_LEVEL = ("top_component", "top_host", "busiest_minute", "longest_gap", "template_count")
+ANY_LEVEL = ("top_component", "top_host", "busiest_minute", "longest_gap", "template_count",
+             "distinct_values")
 TIMED = ("first_error_time", "peak_error_minute", "busiest_minute", "longest_gap")
 #: How the gap question orders records: every file's records together, by time (as shown,
 #: to the millisecond); a record without a time makes the question unanswerable, so it is
@@ -54,6 +60,15 @@ GAP_RULE = ("take the records of all the files together and sort them by time (r
             "of time order in a file, or across files, are sorted too, so no gap is negative); "
             "the gap after a record is the time to the next record in that order")
 COUNTING = ("error_count", "template_count")
+#: Facts about a pattern the statement names (a template of both windows).
+BY_TEMPLATE = ("template_count", "distinct_values")
+#: Facts answered by a number, screened by the script shortcut battery (`shortcuts_script`).
+NUMERIC = COUNTING + ("distinct_values",)
+#: How the distinct-values question reads a match (regular-expression leftmost, lazy).
+_ORDINAL = dict(enumerate(("zeroth", "first", "second", "third", "fourth", "fifth", "sixth",
+                          "seventh", "eighth", "ninth")))
+SLOT_RULE = ("Where a message could match in more than one way, each `<*>` from the left "
+             "stands for as few characters as it can")
 RECORD_LINE = r"^(\S+) +(\S+) +(\S+) +(\S+?): (.*)$"  # fields: one or more spaces apart
 
 GOLD = {
@@ -64,6 +79,10 @@ print(count)
     "template_count": '''
 pattern = re.compile(TEMPLATE_REGEX, re.S)
 print(sum(1 for _, _, message in records if pattern.fullmatch(message)))
+''',
+    "distinct_values": '''
+pattern = re.compile(TEMPLATE_REGEX, re.S)  # the asked `<*>` captured
+print(len({m.group(1) for _, _, message in records if (m := pattern.fullmatch(message))}))
 ''',
     "top_error_component": '''
 counts = collections.Counter(c for level, c, _ in records if level in ("ERROR", "FATAL") and c != "-")
@@ -139,14 +158,13 @@ print(cases[0 if visible else -1]["answer"]["answer"])
 """
 
 
-def fact_value(fact: str, records: list[Record], template: str | None = None):
+def fact_value(fact: str, records: list[Record], template: str | None = None, slot: int = 1):
     """The expected answer for one window, computed from the stored records."""
     if fact == "error_count":
         return sum(1 for r in records if r.level in ERROR_LEVELS)
-    if fact == "template_count":
-        assert template is not None, "a template count names its template"
-        rx = pattern_regex(template)
-        return sum(1 for r in records if rx.fullmatch(r.message.split("\n", 1)[0]))
+    if fact in BY_TEMPLATE:
+        assert template is not None, "a template question names its template"
+        return _by_template(fact, template, [r.message.split("\n", 1)[0] for r in records], slot)
     if fact in ("first_error_time", "peak_error_minute"):
         times = [r.ts for r in records if r.level in ERROR_LEVELS]
         errors = [t for t in times if t is not None]
@@ -162,6 +180,23 @@ def fact_value(fact: str, records: list[Record], template: str | None = None):
     counts = Counter((r.component or "").replace(" ", "_") for r in records
                      if (fact == "top_component" or r.level in ERROR_LEVELS) and r.component)
     return _top(counts)
+
+
+def slot_regex(template: str, slot: int) -> re.Pattern:
+    """The template's regex with its `slot`-th `<*>` (from 1) captured: `pattern_regex`
+    writes each `<*>` as an unescaped `.*?`, which nothing else it writes is."""
+    parts = pattern_regex(template).pattern.split(".*?")
+    return re.compile(".*?".join(parts[:slot]) + "(.*?)" + ".*?".join(parts[slot:]))
+
+
+def _by_template(fact: str, template: str, messages: list[str], slot: int = 1) -> int:
+    """How many messages match the template, or how many distinct texts its `slot`-th
+    `<*>` stands for among them."""
+    if fact == "template_count":
+        rx = pattern_regex(template)
+        return sum(1 for m in messages if rx.fullmatch(m))
+    capture = slot_regex(template, slot)
+    return len({hit.group(1) for m in messages if (hit := capture.fullmatch(m))})
 
 
 def _token(value: str) -> str:
@@ -191,17 +226,16 @@ def time_fact(fact: str, times: list) -> str | None:
     return at.strftime("%Y-%m-%d %H:%M:%S")
 
 
-def stated_fact(fact: str, text: str, template: str | None = None):
+def stated_fact(fact: str, text: str, template: str | None = None, slot: int = 1):
     """The fact by the statement's words alone, from a window as written (single-space
     record lines: `directory_text`)."""
     shown = parse_shown(text)
     errors = [r for r in shown if r.level in ("ERROR", "FATAL")]
     if fact == "error_count":
         return len(errors)
-    if fact == "template_count":
-        assert template is not None, "a template count names its template"
-        rx = pattern_regex(template)
-        return sum(1 for r in shown if rx.fullmatch(r.message))
+    if fact in BY_TEMPLATE:
+        assert template is not None, "a template question names its template"
+        return _by_template(fact, template, [r.message for r in shown], slot)
     if fact == "first_error_time":
         times = [shown_time(r) for r in errors]
         return min(times).strftime("%Y-%m-%d %H:%M:%S") if times and None not in times else None
@@ -217,13 +251,6 @@ def stated_fact(fact: str, text: str, template: str | None = None):
 
 
 LENIENT_LINE = re.compile(RECORD_LINE)
-
-
-def _grep_counts_right(template: str, texts: tuple[str, str], seen, held) -> bool:
-    """Whether a literal grep strategy counts a template right in both windows."""
-    want = [fact_value("template_count", rs, template) for rs in (seen, held)]
-    got = [shortcuts.grep_counts(template, t) for t in texts]
-    return any([got[0][n], got[1].get(n)] == want for n in got[0])
 
 
 def directory_text(files: dict[str, bytes], plain_only: bool = False) -> str:
@@ -253,7 +280,7 @@ def _turns_on(fact: str, template: str | None, answer=None):
         return lambda r: r.ts is not None and r.ts.strftime("%Y-%m-%d %H:%M") == answer
     if fact == "top_host":
         return lambda r: bool(r.host)
-    if fact == "template_count":
+    if fact in BY_TEMPLATE:
         rx = pattern_regex(template or "")
         return lambda r: rx.fullmatch(r.message.split("\n", 1)[0]) is not None
     if fact == "top_component":
@@ -344,21 +371,93 @@ GREP = {
 def grep_script(fact: str, template: str | None) -> bytes:
     """A `grep` one-liner for the fact (for counting by pattern: `grep -c` of the pattern's
     longest literal piece)."""
-    if fact == "template_count":
+    if fact in BY_TEMPLATE:
         piece = max((template or "").split("<*>"), key=len).strip().replace("'", "'\\''")
-        line = f"grep -hIF -- '{piece}' \"$1\"/* | wc -l"
+        line = f"grep -hIF -- '{piece}' \"$1\"/* | " + ("wc -l" if fact == "template_count"
+                                                       else "sort -u | wc -l")
     else:
         line = GREP[fact]
     return f"#!/bin/bash\n{line}\n".encode()
 
 
-@register("logs.script", 3, "Write a script that prints a fact about a logs directory; run "
+def _service_of(name: str) -> str:
+    """The service a file of a logs directory belongs to (`NAME.log.2.gz` -> `NAME.log`)."""
+    return re.sub(r"(?:\.\d+)?(?:\.gz)?$", "", name)
+
+
+def _biggest_file(fact, files, template, slot):
+    name = max(files, key=lambda n: (len(files[n]), n))
+    return stated_fact(fact, directory_text({name: files[name]}), template, slot), len(files) > 1
+
+
+def _biggest_service(fact, files, template, slot):
+    size: Counter = Counter()
+    for n, data in files.items():
+        size[_service_of(n)] += len(data)
+    top = max(size, key=lambda n: (size[n], n))
+    return stated_fact(fact, directory_text({n: d for n, d in files.items()
+                                             if _service_of(n) == top}), template, slot), \
+        len(size) > 1
+
+
+def _first_error_in_name_order(fact, files, template, slot):
+    if fact != "first_error_time":
+        return None, False
+    errors = [r for r in parse_shown(directory_text(files)) if r.level in ("ERROR", "FATAL")]
+    first = shown_time(errors[0]) if errors else None
+    return (first.strftime("%Y-%m-%d %H:%M:%S") if first else None), True
+
+
+#: Programs that read part of a directory, or read it out of order, and apply the stated
+#: rule there: the largest file alone (the one the instruction previews, mostly), the
+#: files of the service with the most bytes, the first ERROR line in file-name order. Each
+#: gives (answer, whether it skipped or reordered anything); a fact one of them answers on
+#: both directories, skipping something in one at least, is not asked.
+PARTIAL_READERS = {"biggest_file_only": _biggest_file,
+                   "biggest_service_only": _biggest_service,
+                   "first_error_in_name_order": _first_error_in_name_order}
+
+
+def statement_of(fact: str, template: str | None = None, slot: int = 1) -> str:
+    """The fact as the instruction states it (`template`: the pattern a template question
+    names; `slot`: which of its `<*>` a distinct-values question asks about, from 1)."""
+    if fact in BY_TEMPLATE:
+        if fact == "template_count":
+            return f"the number of records that match the pattern `{template}` ({PATTERN_RULE})"
+        return (f"the number of distinct texts the {_ORDINAL[slot]} `<*>` of the pattern "
+                f"`{template}` "
+                f"stands for, over the records that match it ({PATTERN_RULE} {SLOT_RULE}; "
+                "two texts are distinct when they differ in any character)")
+    return {
+        "error_count": "the number of records at level ERROR or FATAL",
+        "first_error_time": "the time of the earliest record at level ERROR or FATAL, in "
+                            "UTC as `YYYY-MM-DD HH:MM:SS`",
+        "peak_error_minute": "the minute with the most records at level ERROR or FATAL, "
+                             "in UTC as `YYYY-MM-DD HH:MM`",
+        "top_error_component": "the component that logged the most records at level ERROR "
+                               "or FATAL",
+        "top_component": "the component that logged the most records, at any level",
+        "top_host": "the host that logged the most records, at any level",
+        "busiest_minute": "the minute with the most records, at any level, in UTC as "
+                          "`YYYY-MM-DD HH:MM`",
+        "longest_gap": "the time of the record after which the logs fall silent longest, "
+                       f"in UTC as `YYYY-MM-DD HH:MM:SS` ({GAP_RULE}; answer the time of "
+                       "the record the longest gap follows)",
+    }[fact]
+
+
+@register("logs.script", 4, "Write a script that prints a fact about a logs directory; run "
           "in the sandbox on the visible logs and on a held-back variant.", verifier="script")
 class LogsScript(Generator):
     sources = ("log_records",)
 
-    def __init__(self, window: int = 120, facts=FACTS, max_count_share: float = 0.3):
+    def __init__(self, window: int = 120, facts=FACTS, max_count_share: float = 0.3,
+                 screen_shortcuts: bool = True):
+        """`screen_shortcuts`: do not ask a numeric question a script shortcut answers
+        (`rlforge.verify.shortcuts_script`; off: to measure the battery)."""
         self.window = int(window)
+        self.screen_shortcuts = bool(screen_shortcuts)
+        self.shortcuts: Counter = Counter()  # tasks each shortcut answered (not emitted)
         self.facts = tuple(f for f in facts if f in FACTS)
         self.max_count_share = float(max_count_share)
         self.rejections: list[dict[str, str]] = []
@@ -415,42 +514,25 @@ class LogsScript(Generator):
         facts.sort(key=keys.__getitem__)
         visible = {n: render(rs).encode() for n, rs in seen_secs}
         for fact in facts:
-            template = None
-            if fact == "template_count":
-                shared = sorted({r.template_id for r in seen if r.template_id} &
-                                {r.template_id for r in held if r.template_id})
-                tpl = templates_of(ctx.con, set(shared))
-                usable = [t for t in shared if tpl.get(t) and "<*>" in tpl[t] and
-                          len(tpl[t].replace("<*>", "").strip()) >= 4]
-                if not usable:
-                    skipped[fact] = "no parametrised template in both windows"
+            template, slot = None, 1
+            if fact in BY_TEMPLATE:
+                template, slot, why = self._template(ctx, rng, fact, seen, held, visible)
+                if template is None:
+                    skipped[fact] = why
                     continue
-                # A template a literal grep of its pieces miscounts in a window, where one
-                # is (else any): counting it then needs the stated rule.
-                rng.shuffle(usable)
-                texts = (render(seen), render(held))
-                tid = next((t for t in usable if not _grep_counts_right(tpl[t], texts, seen, held)),
-                           usable[0])
-                template = tpl[tid]
-                # The stored template ids and the template's regex must agree on both
-                # windows, or the task would grade against a different count than it states.
-                by_id = [sum(1 for r in rs if r.template_id == tid) for rs in (seen, held)]
-                by_rule = [fact_value(fact, rs, template) for rs in (seen, held)]
-                if by_id != by_rule:
-                    self._reject(f"stated rule disagrees ({fact}): the rule gives {by_rule!r}, "
-                                 f"the template ids {by_id!r}")
-                    continue
-            a, b = fact_value(fact, seen, template), fact_value(fact, held, template)
-            if a is None or b is None or a == b or a == 0 and fact != "template_count":
+            a, b = fact_value(fact, seen, template, slot), fact_value(fact, held, template, slot)
+            if a is None or b is None or a == b or a == 0 and fact not in BY_TEMPLATE:
                 skipped[fact] = ("no answer in a window" if a is None or b is None else
                                  "the visible and held-back answers are equal" if a == b else
                                  "none in the visible window")
                 continue
+            cheap: dict = {}
             for files, differs in held_back_variants(fact, template, held_secs, b):
                 try:
-                    stated = [stated_fact(fact, directory_text(d), template)
+                    stated = [stated_fact(fact, directory_text(d), template, slot)
                               for d in (visible, files)]
-                    blind = stated_fact(fact, directory_text(files, plain_only=True), template)
+                    blind = stated_fact(fact, directory_text(files, plain_only=True), template,
+                                        slot)
                 except ValueError as exc:
                     self._reject(f"stated rule: the logs do not read as described ({exc})")
                     break
@@ -458,15 +540,87 @@ class LogsScript(Generator):
                     self._reject(f"stated rule disagrees ({fact}): the rule gives {stated!r}, "
                                  f"the reference {[a, b]!r}")
                     break
-                if blind != b:
-                    return fact, template, a, b, files, differs
+                if blind == b:
+                    continue
+                cheap = self._solved(fact, template, slot, [(visible, a), (files, b)]) or \
+                    self._partial_reader(fact, template, slot, [(visible, a), (files, b)])
+                if not cheap:
+                    # the window is a task: what it could not ask first is no drop
+                    del self.rejections[rejected_before:]
+                    return fact, template, slot, a, b, files, differs
             else:
-                self._reject(f"held-back logs ({fact}): no rotation leaves a reader that skips "
-                             "compressed files with a wrong answer")
-        if len(self.rejections) == rejected_before:  # no candidate goes without a reason
+                if cheap:
+                    name = sorted(cheap)[0]
+                    self.shortcuts[name.partition("@")[0]] += 1
+                    self._reject(f"shortcut {name} answers {fact} (it counts {a} and {b}; "
+                                 f"{len(cheap)} strategies do)")
+                else:
+                    self._reject(f"held-back logs ({fact}): no rotation leaves a reader that "
+                                 "skips compressed files with a wrong answer")
+        if skipped or len(self.rejections) == rejected_before:  # every fact's reason
             self._reject("no question: " + "; ".join(f"{f}: {skipped[f]}" for f in self.facts
                                                      if f in skipped))
         return None
+
+    def _solved(self, fact: str, template: str | None, slot: int, cases) -> dict:
+        """The script shortcuts that print every case's answer (none where not screened)."""
+        if fact not in NUMERIC or not self.screen_shortcuts:
+            return {}
+        return script_shortcuts.solved(fact, template, statement_of(fact, template, slot), cases,
+                                       slot)
+
+    def _partial_reader(self, fact: str, template: str | None, slot: int, cases) -> dict:
+        """The readers of part of a directory (`PARTIAL_READERS`) whose answer by the
+        stated rule is every case's (none where not screened)."""
+        if not self.screen_shortcuts:
+            return {}
+        out = {}
+        for name, reader in PARTIAL_READERS.items():
+            try:
+                got = [reader(fact, files, template, slot) for files, _ in cases]
+            except ValueError:
+                continue
+            if [g for g, _ in got] == [answer for _, answer in cases] and \
+                    any(partial for _, partial in got):
+                out[name] = cases[0][1]
+        return out
+
+    def _template(self, ctx, rng, fact: str, seen, held, visible):
+        """The pattern a template question names, and for a distinct-values question which
+        `<*>` of it: a template of both windows whose stored ids agree with its stated rule
+        and whose answer differs between them, one no script shortcut answers on the
+        windows as shown where there is one (else the first, which the held-back check
+        then judges); (None, 0, why) when there is none."""
+        shared = sorted({r.template_id for r in seen if r.template_id} &
+                        {r.template_id for r in held if r.template_id})
+        tpl = templates_of(ctx.con, set(shared))
+        usable = [t for t in shared if tpl.get(t) and "<*>" in tpl[t] and
+                  len(tpl[t].replace("<*>", "").strip()) >= 4]
+        if not usable:
+            return None, 0, "no parametrised template in both windows"
+        rng.shuffle(usable)
+        held_files = {"held.log": render(held).encode()}
+        fits = []
+        for tid in usable:
+            by_id = [sum(1 for r in rs if r.template_id == tid) for rs in (seen, held)]
+            if [fact_value("template_count", rs, tpl[tid]) for rs in (seen, held)] != by_id:
+                # the stored template ids and the template's regex must agree, or the task
+                # would grade against a different count than it states
+                continue
+            slots = range(1, min(tpl[tid].count("<*>"), len(_ORDINAL) - 1) + 1) \
+                if fact == "distinct_values" else (1,)
+            for slot in slots:
+                answers = [fact_value(fact, rs, tpl[tid], slot) for rs in (seen, held)]
+                if answers[0] == answers[1] or min(answers) < (2 if fact == "distinct_values" else 0):
+                    continue
+                fits.append((tid, slot))
+                if not self._solved(fact, tpl[tid], slot,
+                                    [(visible, answers[0]), (held_files, answers[1])]):
+                    return tpl[tid], slot, ""
+        if not fits:
+            return None, 0, ("no template whose stated rule agrees with its ids and whose "
+                             "answer differs between the windows")
+        return tpl[fits[0][0]], fits[0][1], ""
 
     def _reject(self, reason: str) -> None:
         self.rejections.append({"source": self._source, "reason": reason})
@@ -482,11 +636,11 @@ class LogsScript(Generator):
         picked = self._pick(ctx, rng, seen_secs, held_secs, made)
         if picked is None:
             return None
-        fact, template, a, b, held_files, differs = picked
+        fact, template, slot, a, b, held_files, differs = picked
         service = service_name(visible.file)
         seen_texts = {n: render(rs) for n, rs in seen_secs}
         log_name, seen_text = f"logs/{seen_secs[0][0]}", render(seen_secs[0][1])
-        kind = "numeric" if fact in COUNTING else "exact"
+        kind = "numeric" if fact in NUMERIC else "exact"
         seen_hosts = {r.host for _, rs in seen_secs for r in rs}
         differs |= {"padded_fields": True,
                     "new_files": sorted(set(dict(held_secs)) - set(seen_texts)),
@@ -500,25 +654,10 @@ class LogsScript(Generator):
             return ({"answer_kind": "numeric", "answer": value, "abs_tol": 0} if kind == "numeric"
                     else {"answer_kind": "exact", "answer": value})
 
-        statement = {
-            "error_count": "the number of records at level ERROR or FATAL",
-            "template_count": f"the number of records that match the pattern `{template}` "
-                              f"({PATTERN_RULE})",
-            "first_error_time": "the time of the earliest record at level ERROR or FATAL, in "
-                                "UTC as `YYYY-MM-DD HH:MM:SS`",
-            "peak_error_minute": "the minute with the most records at level ERROR or FATAL, "
-                                 "in UTC as `YYYY-MM-DD HH:MM`",
-            "top_error_component": "the component that logged the most records at level ERROR "
-                                   "or FATAL",
-            "top_component": "the component that logged the most records, at any level",
-            "top_host": "the host that logged the most records, at any level",
-            "busiest_minute": "the minute with the most records, at any level, in UTC as "
-                              "`YYYY-MM-DD HH:MM`",
-            "longest_gap": "the time of the record after which the logs fall silent longest, "
-                           f"in UTC as `YYYY-MM-DD HH:MM:SS` ({GAP_RULE}; answer the time of "
-                           "the record the longest gap follows)",
-        }[fact]
-        gold = GOLD_HEAD + (f"TEMPLATE_REGEX = {pattern_regex(template).pattern!r}\n" if template else "") \
+        statement = statement_of(fact, template, slot)
+        regex = None if template is None else slot_regex(template, slot) \
+            if fact == "distinct_values" else pattern_regex(template)
+        gold = GOLD_HEAD + (f"TEMPLATE_REGEX = {regex.pattern!r}\n" if regex else "") \
             + GOLD[fact]
         reference = {
             "verifier": "script", "workspace": "/app", "programs": ["solution.sh", "solution.py"],
@@ -584,5 +723,6 @@ class LogsScript(Generator):
             category="ops-logs", difficulty="medium", keywords=["logs", "scripting", fact],
             agent_timeout_sec=600.0, verifier_timeout_sec=120.0, memory_mb=1024,
             extra_metadata={"fact": fact, "service": service, "files": list(seen_texts),
-                            "held_back": differs, **({"pattern": template} if template else {})},
+                            "held_back": differs, **({"pattern": template} if template else {}),
+                            **({"slot": slot} if fact == "distinct_values" else {})},
         )
