@@ -96,7 +96,7 @@ def test_name_lists_are_derived_once_then_read_from_the_cache(tmp_path):
         built = name_lists.load(tmp_path)
         build_s = time.perf_counter() - start
         (cached,) = tmp_path.glob("names-*.table")
-        assert cached.stat().st_size < 20_000_000
+        assert cached.stat().st_size < 40_000_000  # 1.4M words, mapped, not read whole
         name_lists.load.cache_clear()
         start = time.perf_counter()
         again = name_lists.load(tmp_path)

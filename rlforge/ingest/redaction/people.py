@@ -36,7 +36,7 @@ from rlforge.ingest.redaction.words import (BUSINESS_WORDS, CLOSINGS, GREETINGS,
 
 # Latin-1 and Latin Extended-A/B letters (Polish "ł", Turkish "ş", Czech "ř"); the
 # extended blocks mix cases, so they count as both.
-U, L = "A-ZÀ-ÖØ-ÞĀ-ɏ", "a-zß-öø-ÿĀ-ɏ"
+U, L = "A-ZÀ-ÖØ-ÞĀ-ɏḀ-ỿ", "a-zß-öø-ÿĀ-ɏḀ-ỿ"
 # One token of a run, to its natural end (a run never cuts another finding's token).
 TOKEN_CHARS = f"A-Za-z0-9{U}{L}_'’./:@+%=-"
 _RUN_TOKEN = rf"(?:[A-Z0-9{U}][{TOKEN_CHARS}]*|\([A-Z]{{2}}\))"
@@ -165,6 +165,11 @@ def _listed(low: str, words: name_lists.Words) -> bool:
     return low in words or any(part in words for part in low.split("-"))
 
 
+# The words of greetings, closings and cues ("Cumprimentos, Irina" is no "Surname, Given").
+_LEAD_WORDS = frozenset(w for phrase in (*CLOSINGS, *SIGN_OFFS, *GREETINGS, *PERSON_CUES, *WEAK_PERSON_CUES)
+                        for w in phrase.split())
+
+
 class _Evidence:
     """What the name lists say of a word: a given name (the curated list, or the large one
     and not a common word), a surname (the large list, not a common word)."""
@@ -182,6 +187,17 @@ class _Evidence:
     def any(self, t: _Tok) -> bool:
         return self.given(t) or self.surname(t)
 
+    def unknown(self, t: _Tok) -> bool:
+        """A word no list knows, not a common word: an unlisted name ("Hredhaan") or a brand."""
+        low = t.low
+        return len(low) > 2 and low not in self.lists.common and low not in _LEAD_WORDS and not (
+            _listed(low, self.lists.given) or _listed(low, self.lists.surnames)
+            or _listed(low, self.strong))
+
+    def surname_like(self, t: _Tok, common_ok: bool = False) -> bool:
+        """A listed surname, or a word no list knows (the lists miss rare surnames)."""
+        return self.surname(t, common_ok) or self.unknown(t)
+
 
 @functools.lru_cache(maxsize=1)
 def _evidence() -> _Evidence:
@@ -193,12 +209,20 @@ def _pair(a: _Tok, b: _Tok, ev: _Evidence) -> bool:
     "Xiaoming Wang", "WANG Xiaoming", "Rossi Mario", "Oluwaseun Adeyemi"."""
     if a.stop or not (_name_shaped(a) and _name_shaped(b)) or a.word.islower() or b.word.islower():
         return False
-    if b.line:  # "Duan, Jing": surname, comma, given name
-        return ev.surname(a) and (b.low in ev.strong or ev.given(b)) and not b.word.isupper() \
-            and a.end + 2 == b.start
+    if b.line:  # "Duan, Jing", "Rajagopalan, Aadhya": surname, comma, given name
+        return not b.word.isupper() and a.end + 2 == b.start and (
+            ev.surname(a) and (b.low in ev.strong or ev.given(b) or _listed(b.low, ev.lists.given))
+            or ev.surname_like(a) and ev.given(b) and b.low not in ev.lists.common)
     if a.word.isupper() != b.word.isupper():  # "KIMURA Kaori", not "LSI Logic"
-        return a.word.isupper() and ev.surname(a, common_ok=True) and b.low in ev.strong
-    return (ev.given(a) and ev.surname(b, common_ok=a.low in ev.strong)) or (
+        return a.word.isupper() and (ev.surname(a, common_ok=True) or ev.unknown(a) and len(a.word) > 3) \
+            and (b.low in ev.strong or ev.given(b))
+    # one word a name the lists know and no common word, the other listed too ("Min Xia",
+    # "Rufino Chávez"); a curated given name before a word in no list ("Edwin Schmiedt",
+    # not "Cisco Webex")
+    return (ev.given(a) and ev.surname(b, common_ok=True)) or (
+        a.low in ev.strong and a.low not in ev.lists.common and ev.unknown(b)) or (
+        _listed(a.low, ev.lists.given) and ev.surname(b)) or (
+        ev.unknown(a) and ev.surname(b)) or (
         ev.surname(a, common_ok=a.word.isupper()) and b.low in ev.strong
         and (b.low not in ev.lists.common or a.word.isupper())) or (ev.surname(a) and ev.given(b))
 
@@ -395,8 +419,10 @@ def _initials_then_surname(toks: list[_Tok], i: int, ev: _Evidence) -> bool:
     k = i
     while k < len(toks) and _INITIAL.fullmatch(toks[k].text) and (k == i or not toks[k].line):
         k += 1
+    while k > i and k + 1 < len(toks) and toks[k].low in PARTICLES and not toks[k + 1].line:
+        k += 1  # "B. da Conceição", "D. ter Waarbeek"
     return k > i and k < len(toks) and not toks[k].line and _is_name_word(toks[k]) and (
-        ev.surname(toks[k], common_ok=True) or ev.given(toks[k]))
+        ev.surname_like(toks[k], common_ok=True) or ev.given(toks[k]))
 
 
 def _continues(t: _Tok, first: _Tok, ev: _Evidence) -> bool:
