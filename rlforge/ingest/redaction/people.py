@@ -166,6 +166,7 @@ def _listed(low: str, words: name_lists.Words) -> bool:
 
 
 # The words of greetings, closings and cues ("Cumprimentos, Irina" is no "Surname, Given").
+_CAMEL = re.compile(r"[a-z][A-Z]")
 _LEAD_WORDS = frozenset(w for phrase in (*CLOSINGS, *SIGN_OFFS, *GREETINGS, *PERSON_CUES, *WEAK_PERSON_CUES)
                         for w in phrase.split())
 
@@ -188,11 +189,17 @@ class _Evidence:
         return self.given(t) or self.surname(t)
 
     def unknown(self, t: _Tok) -> bool:
-        """A word no list knows, not a common word: an unlisted name ("Hredhaan") or a brand."""
+        """A word no list knows, not even as a word of a language: an unlisted name
+        ("Hredhaan"), or a brand."""
         low = t.low
-        return len(low) > 2 and low not in self.lists.common and low not in _LEAD_WORDS and not (
+        return len(low) > 2 and low not in self.lists.known and low not in _LEAD_WORDS \
+            and not _CAMEL.search(t.word) and not (  # "DevOps", "ChargingSpeed"
             _listed(low, self.lists.given) or _listed(low, self.lists.surnames)
             or _listed(low, self.strong))
+
+    def rare(self, t: _Tok) -> bool:
+        """Not one of a language's known words ("Xia", "Pieszak"; not "Kernel", "Module")."""
+        return t.low not in self.lists.known
 
     def surname_like(self, t: _Tok, common_ok: bool = False) -> bool:
         """A listed surname, or a word no list knows (the lists miss rare surnames)."""
@@ -217,11 +224,12 @@ def _pair(a: _Tok, b: _Tok, ev: _Evidence) -> bool:
         return a.word.isupper() and (ev.surname(a, common_ok=True) or ev.unknown(a) and len(a.word) > 3) \
             and (b.low in ev.strong or ev.given(b))
     # one word a name the lists know and no common word, the other listed too ("Min Xia",
-    # "Rufino Chávez"); a curated given name before a word in no list ("Edwin Schmiedt",
-    # not "Cisco Webex")
-    return (ev.given(a) and ev.surname(b, common_ok=True)) or (
+    # "Pratyush Chakrabarti"), one of them rare (not "Kernel Module"; in upper case, where a
+    # log line shouts "RAS KERNEL", both names); a curated given name before a word in no
+    # list ("Edwin Schmiedt", not "Cisco Webex")
+    return (ev.given(a) and ev.surname(b, common_ok=a.low in ev.strong or ev.rare(a))) or (
         a.low in ev.strong and a.low not in ev.lists.common and ev.unknown(b)) or (
-        _listed(a.low, ev.lists.given) and ev.surname(b)) or (
+        _listed(a.low, ev.lists.given) and ev.surname(b) and ev.rare(b) and not a.word.isupper()) or (
         ev.unknown(a) and ev.surname(b)) or (
         ev.surname(a, common_ok=a.word.isupper()) and b.low in ev.strong
         and (b.low not in ev.lists.common or a.word.isupper())) or (ev.surname(a) and ev.given(b))
