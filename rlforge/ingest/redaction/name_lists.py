@@ -12,8 +12,8 @@ and no surnames. A listed word that is also one of the most frequent words of a 
 language (`wordfreq`, derived into the same file) needs more evidence than the lists
 (`people`).
 
-The file is a hash table, not a word list: 8 bytes a slot, each the top 60 bits of a
-word's BLAKE2b hash and 4 bits that say in which lists it is (open addressing, linear
+The file is a hash table, not a word list: 8 bytes a slot, each the top 59 bits of a
+word's BLAKE2b hash and 5 bits that say in which lists it is (open addressing, linear
 probing, at most half full: 32 MB for every ranked name). Reading it back maps the file
 and does no per-word work (building sets of 430k words took 0.15 s of every process that
 redacts, a log ingest too); a look-up hashes the word, reads the page of a slot or two
@@ -43,6 +43,10 @@ from typing import Callable, Iterable, NamedTuple, Protocol
 # ranked name: 573k given names and 842k surnames (3000 took 172k and 191k, and missed
 # rare surnames such as "Pieszak" or "Dobosiewicz").
 TOP_RANK = 30000
+# A surname ranked within this many of one country's is a prominent one ("Miller", "Rossi"):
+# the long tail holds words such as "Valley" too, which need more than a common given name
+# before them ("Hope Valley").
+PROMINENT_RANK = 3000
 # and is no evidence alone when it is one of this many most frequent words of a language
 # ("Label", "Printer" and "Stationery" are in the lists too)
 COMMON_TOP = 10000
@@ -75,18 +79,21 @@ def _gender_guesser_given() -> set[str]:
     return out
 
 
-def _derive(pickled: Path) -> set[str]:
+def _derive(pickled: Path) -> tuple[set[str], set[str]]:
+    """The names ranked within `TOP_RANK` of one country, and those within `PROMINENT_RANK`."""
     import pickle
 
     with gzip.open(pickled, "rb") as f:
         table = pickle.load(f)  # noqa: S301 - the installed package's own data file
-    out = set()
+    out, prominent = set(), set()
     for name, info in table.items():
         ranks = [r for r in (info.get("rank") or {}).values() if r is not None]
         if ranks and min(ranks) <= TOP_RANK and _WORD.fullmatch(name):
             out.add(name.casefold())
+            if min(ranks) <= PROMINENT_RANK:
+                prominent.add(name.casefold())
     del table
-    return out
+    return out, prominent
 
 
 def _common_words(top: int = COMMON_TOP) -> set[str]:
@@ -108,18 +115,20 @@ class Words(Protocol):
 
 
 class NameLists(NamedTuple):
-    """Case-folded words: given names, surnames, the languages' common words, and their
-    known words (a longer list of the same)."""
+    """Case-folded words: given names, surnames, the languages' common words, their known
+    words (a longer list of the same), and the prominent surnames."""
 
     given: Words
     surnames: Words
     common: Words
     known: Words
+    prominent: Words
 
 
 _MAGIC = b"rlforge-name-table 3\n"
 _HEAD = 256  # the magic line and the list sizes (JSON), padded: the slots start aligned
-_LISTS = ("given", "surnames", "common", "known")  # bit 0, 1, 2, 3 of a slot
+_LISTS = ("given", "surnames", "common", "known", "prominent")  # bit 0 to 4 of a slot
+_BITS = 5
 _MEMO_LIMIT = 200_000
 
 
@@ -149,7 +158,7 @@ class _Table:
             i = h & (size - 1)
             while slots[i]:
                 i = (i + 1) & (size - 1)
-            slots[i] = (h >> 4) << 4 | f
+            slots[i] = (h >> _BITS) << _BITS | f
         return cls(slots, {name: len(lists[name]) for name in _LISTS})
 
     def flags(self, word: str) -> int:
@@ -157,13 +166,13 @@ class _Table:
         got = self.memo.get(word)
         if got is None:
             h = _key(word)
-            tag, i, got = h >> 4, h & self.mask, 0
+            tag, i, got = h >> _BITS, h & self.mask, 0
             while True:
                 slot = self.slots[i]
                 if not slot:
                     break
-                if slot >> 4 == tag:
-                    got = slot & 15
+                if slot >> _BITS == tag:
+                    got = slot & (1 << _BITS) - 1
                     break
                 i = (i + 1) & self.mask
             if len(self.memo) >= _MEMO_LIMIT:
@@ -229,7 +238,7 @@ def _lists_of(table: _Table) -> NameLists:
 def cache_file(cache_dir: Path | None = None) -> Path:
     """The derived lists' file for the installed `names-dataset` (which need not exist)."""
     return (cache_dir or default_cache()) / (
-        f"names-{version('names-dataset')}-{TOP_RANK}-{COMMON_TOP}-{KNOWN_TOP}-3.table")
+        f"names-{version('names-dataset')}-{TOP_RANK}-{COMMON_TOP}-{KNOWN_TOP}-{PROMINENT_RANK}-3.table")
 
 
 @functools.lru_cache(maxsize=4)
@@ -240,13 +249,14 @@ def load(cache_dir: Path | None = None) -> NameLists:
     spec = importlib.util.find_spec("names_dataset")
     if spec is None or not spec.origin:
         return NameLists(frozenset(_gender_guesser_given()), frozenset(), frozenset(_common_words()),
-                         frozenset(_common_words(KNOWN_TOP)))
+                         frozenset(_common_words(KNOWN_TOP)), frozenset())
     cache = cache_file(cache_dir)
     table = _Table.read(cache)
     if table is None:
         folder = Path(spec.origin).parent / "v3"
-        table = _Table.build({"given": _derive(folder / "first_names.pkl.gz") | _gender_guesser_given(),
-                              "surnames": _derive(folder / "last_names.pkl.gz"),
+        surnames, prominent = _derive(folder / "last_names.pkl.gz")
+        table = _Table.build({"given": _derive(folder / "first_names.pkl.gz")[0] | _gender_guesser_given(),
+                              "surnames": surnames, "prominent": prominent,
                               "common": _common_words(),
                               "known": _common_words(KNOWN_TOP)})
         table.write(cache)

@@ -219,7 +219,8 @@ def _pair(a: _Tok, b: _Tok, ev: _Evidence) -> bool:
     if b.line:  # "Duan, Jing", "Rajagopalan, Aadhya": surname, comma, given name
         return not b.word.isupper() and a.end + 2 == b.start and (
             ev.surname(a) and (b.low in ev.strong or ev.given(b) or _listed(b.low, ev.lists.given))
-            or ev.surname_like(a) and ev.given(b) and b.low not in ev.lists.common)
+            or ev.surname_like(a) and ev.given(b) and b.low not in ev.lists.common
+            or ev.unknown(a) and b.low in ev.strong)  # "Tintzmann, Leonardo"
     if a.word.isupper() != b.word.isupper():  # "KIMURA Kaori", not "LSI Logic"
         return a.word.isupper() and (ev.surname(a, common_ok=True) or ev.unknown(a) and len(a.word) > 3) \
             and (b.low in ev.strong or ev.given(b))
@@ -227,7 +228,10 @@ def _pair(a: _Tok, b: _Tok, ev: _Evidence) -> bool:
     # "Pratyush Chakrabarti"), one of them rare (not "Kernel Module"; in upper case, where a
     # log line shouts "RAS KERNEL", both names); a curated given name before a word in no
     # list ("Edwin Schmiedt", not "Cisco Webex")
-    return (ev.given(a) and ev.surname(b, common_ok=a.low in ev.strong or ev.rare(a))) or (
+    # a common surname after a curated or rare given name: a prominent one, or any after a
+    # given name that is no common word ("David Miller", "Rufino Chávez"; not "Hope Valley")
+    return (ev.given(a) and (ev.surname(b) or (a.low in ev.strong or ev.rare(a)) and (
+        b.low in ev.lists.prominent or a.low not in ev.lists.common and _listed(b.low, ev.lists.surnames)))) or (
         a.low in ev.strong and a.low not in ev.lists.common and ev.unknown(b)) or (
         _listed(a.low, ev.lists.given) and ev.surname(b) and ev.rare(b) and not a.word.isupper()) or (
         ev.unknown(a) and ev.surname(b)) or (
@@ -398,6 +402,13 @@ def _house_before(toks: list[_Tok], i: int) -> bool:
 _PLACE_BEFORE = frozenset({"in", "im", "en", "am", "aan", "bei", "near", "nach", "à", "w", "em"})
 
 
+def _named(t: _Tok, ev: _Evidence) -> bool:
+    """Whether a word after a given name that is also a common word ("Hope", "Will") may be a
+    surname: a listed name that is no common word, or a word in no list ("Will Kowalczyk",
+    not "Hope Valley")."""
+    return ev.surname(t) or ev.given(t) or ev.unknown(t)
+
+
 def _lower_pair(a: _Tok, b: _Tok, ev: _Evidence) -> bool:
     """Two lower-case words after a lead that the lists make a given name and a surname
     ("this is xiaoming wang"); a typo ("i'm caling") is in the lists alone, not paired."""
@@ -486,7 +497,8 @@ def _names(run: str, toks: list[_Tok], skip: set[int], names: frozenset[str],
                                          or _lower_pair(t, nxt, ev)))):
             start = i  # "regards,\nanna", "this is Wang", "Un saludo, Marta"
         elif (_is_given(t, names) and nxt is not None and not t.stop and not nxt.line and (
-                _is_name_word(nxt) or nxt.low in PARTICLES or _INITIAL.fullmatch(nxt.text))
+                _is_name_word(nxt) and (t.low not in ev.lists.common or _named(nxt, ev))
+                or nxt.low in PARTICLES or _INITIAL.fullmatch(nxt.text))
                 or nxt is not None and _pair(t, nxt, ev) and not (i > 0 and toks[i - 1].low in _PLACE_BEFORE)) \
                 and not (i > 0 and toks[i - 1].low.rstrip(".") in SAINTS):
             start = i
@@ -578,14 +590,19 @@ def judge(run: str, people: bool = True, places: bool = True,
     if people:
         names = given_names()
         leads, weak = _after(_LEAD_RX, run, toks), _after(_WEAK_LEAD_RX, run, toks)
+        before_email: int | None = None
         if run.endswith(">") and toks:  # capitalised words right before an e-mail: a name
             k = len(toks) - 1
             while k > 0 and len(toks) - k < 3 and _is_name_word(toks[k - 1]) and not toks[k].line \
                     and not toks[k - 1].stop:
                 k -= 1
-            if _is_name_word(toks[k]) and toks[-1].end >= len(run) - 24:
-                leads.add(k)
+            before_email = k if _is_name_word(toks[k]) and toks[-1].end >= len(run) - 24 else None
+            if before_email is not None:
+                leads.add(before_email)
         found = _names(run, toks, skip, names, leads, weak)
+        if before_email is not None:
+            # the whole name up to the e-mail ("Luiz Miguel Carvalho <…>": no sentence starts)
+            found = [(a, len(toks) - 1) if a == before_email else (a, b) for a, b in found]
         for a, b in found:
             s, e = toks[a].start, toks[b].end
             value = " ".join(run[s:e].split()).casefold()
