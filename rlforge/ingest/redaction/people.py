@@ -230,13 +230,13 @@ def _pair(a: _Tok, b: _Tok, ev: _Evidence) -> bool:
     # "Pratyush Chakrabarti"), one of them rare (not "Kernel Module"; in upper case, where a
     # log line shouts "RAS KERNEL", both names); a curated given name before a word in no
     # list ("Edwin Schmiedt", not "Cisco Webex")
-    # a common surname after a curated or rare given name: a prominent one, or any after a
-    # given name that is no common word ("David Miller", "Rufino Chávez"; not "Hope Valley")
+    # a common surname after a curated or rare given name: a prominent one ("David Miller",
+    # "Rufino Chávez"; not "Hope Valley", "Lael Printer")
     return (ev.given(a) and (ev.surname(b) or (a.low in ev.strong or ev.rare(a)) and (
-        b.low in ev.lists.prominent or a.low not in ev.lists.common and _listed(b.low, ev.lists.surnames)))) or (
+        b.low in ev.lists.prominent and b.low in ev.lists.surnames))) or (
         a.low in ev.strong and a.low not in ev.lists.common and ev.unknown(b)) or (
         _listed(a.low, ev.lists.given) and ev.surname(b) and ev.rare(b) and not a.word.isupper()) or (
-        ev.unknown(a) and ev.surname(b)) or (
+        ev.unknown(a) and ev.surname(b) and ev.rare(b)) or (  # not "Brightside Optics"
         ev.surname(a, common_ok=a.word.isupper()) and b.low in ev.strong
         and (b.low not in ev.lists.common or a.word.isupper())) or (ev.surname(a) and ev.given(b))
 
