@@ -9,10 +9,12 @@ Names: a given name from the `gender-guesser` package's name dictionary (about 1
 given names of the six locales' countries; an independent list, not the generator's)
 followed by surname words; a given name and a surname that the large lists of
 `name_lists` know, in either order and in Title or upper case ("Xiaoming Wang", "ROSSI
-Mario", "Duan, Jing"), unless a common word or after "in" (a place); initials before a
-surname ("M. Rossi"); any capitalised word after a title ("Herr", "Mme", "Sig.ra"), a
-closing line or a cue ("my colleague"), or before an e-mail placeholder; a listed word
-after a greeting or a weak cue ("Hi Anna,", "this is Wang"). `CASED_RUN`, the other rule,
+Mario", "Duan, Jing"), unless a common word or after "in" (a place), or one of them listed
+and the other a rare word no list holds ("Edwin Schmiedt", "Tintzmann, Leonardo"); initials
+before a surname ("M. Rossi", "B. da Conceição"); any capitalised word after a title
+("Herr", "Mme", "Sig.ra"), a closing line or a cue ("my colleague"), or before an e-mail
+placeholder; a listed word after a greeting, a weak cue or a closing line of a few words
+("Hi Anna,", "this is Wang", "Thanks for your help!\nIsaque"). `CASED_RUN`, the other rule,
 reads words of any letter case after those leads ("hi maria,", "regards,\nanna
 kowalska") for `judge_cased`. Addresses: a street (a street word
 with a house number: "12 Oak Street", "Lindenstraße 5", "Via Roma 12", "12 rue Victor
