@@ -58,9 +58,8 @@ _LEAD = (rf"(?:{phrases_rx(*CLOSINGS)}[ ]*[,!.]?[ ]*\r?\n[ ]*|{phrases_rx(*SIGN_
 # Leads after which a word is a name only when the name lists know it: a closing with the
 # name on its line ("Un saludo, Marta"), a closing line of a few more words ("Thanks for
 # your help!\nIsaque", "Merci d'avance,\nLei"), "this is", "my name is", a greeting.
-_WEAK_LEAD = (rf"(?:{phrases_rx(*CLOSINGS)}[ ]*,[ ]*|{phrases_rx(*WEAK_PERSON_CUES)}[ ]*[:,]?[ ]+"
-              rf"|{phrases_rx(*CLOSINGS)}[ ][^\n.!?,:;]{{1,40}}[.!,][ ]*\r?\n[ ]*"
-              rf"|{phrases_rx(*GREETINGS)}[ ]*,?[ ]+)")
+_WEAK_LEAD = (rf"(?:{phrases_rx(*CLOSINGS)}(?:[ ]*,[ ]*|[ ][^\n.!?,:;]{{1,40}}[.!,][ ]*\r?\n[ ]*)"
+              rf"|{phrases_rx(*WEAK_PERSON_CUES)}[ ]*[:,]?[ ]+|{phrases_rx(*GREETINGS)}[ ]*,?[ ]+)")
 # (a lead may stand inside a run: "… €874,85. Un saludo, Eulalia Cruz")
 _MORE = (rf"(?:{_RUN_SEP}(?:{_LEAD}|{_WEAK_LEAD})?(?:{_JOIN}\.?[ ])*{_RUN_TOKEN}"
          rf"|[ ]+{phrases_rx(*_LINKS)}[ ]*[:,]?[ ]+{_RUN_TOKEN})")  # "Contactpersoon is Kick"
