@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import re
 import time
 
 import duckdb
@@ -68,6 +69,44 @@ def test_non_names_are_kept(text):
     assert Redactor(KEY).redact_text(text) == text
 
 
+# Written for issue 38's second round, not drawn from a generator: names whose words are
+# rare or in no list, in letters beyond Latin-1, surname first, three words before an
+# e-mail, under a closing line of a few words; and pairs of words that the long tail of
+# the lists also holds, which must stay.
+RARE_NAMES = [
+    ("I spoke with Phạm Minh Tuấn yesterday about the refund.", "Phạm Minh Tuấn"),
+    ("Approved by Trần Văn Hùng on Monday.", "Trần Văn Hùng"),
+    ("Copy to Ngô Bảo Châu in finance, please.", "Ngô Bảo Châu"),
+    ("Bestellung bitte an B. van der Heijden schicken.", "B. van der Heijden"),
+    ("Customer OKONKWO Chinedu has not paid the invoice.", "OKONKWO Chinedu"),
+    ("Customer SZYMAŃSKA Bożena asked to close the account.", "SZYMAŃSKA Bożena"),
+    ("Thanks for your patience!\nSiobhán", "Siobhán"),
+    ("Grazie mille per l'aiuto!\nGiuseppina", "Giuseppina"),
+    ("Dziękuję za pomoc!\nJadwiga", "Jadwiga"),
+    ("Dolores Ibárruri Gómez <dolores@example.org> asked about the order.", "Dolores Ibárruri Gómez"),
+]
+KEPT_NEAR_NAMES = [
+    "Hope Valley and Green Park stores are closed.",
+    "KERNEL FATAL machine check interrupt",
+    "Cisco Webex and Azure DevOps fail to sync.",
+    "Kernel Module loaded, Full Duplex link up.",
+]
+
+
+@pytest.mark.parametrize("text,name", RARE_NAMES)
+def test_a_name_beyond_the_curated_lists_is_redacted(text, name):
+    red = Redactor(KEY)
+    start = text.index(name)
+    covered = [any(s <= start + m.start() and e >= start + m.end() for s, e, kind in red.find(text)
+                   if kind == "PERSON") for m in re.finditer(r"\w+", name)]
+    assert all(covered), (red.redact_text(text), covered)
+
+
+@pytest.mark.parametrize("text", KEPT_NEAR_NAMES)
+def test_words_the_long_name_lists_hold_are_kept(text):
+    assert Redactor(KEY).find(text) == []
+
+
 def test_case_of_a_name_does_not_change_its_pseudonym():
     r = Redactor(KEY)
     assert r.redact_text("Regards,\nAnna Kowalska") == r.redact_text("Regards,\nanna kowalska")
@@ -96,7 +135,7 @@ def test_name_lists_are_derived_once_then_read_from_the_cache(tmp_path):
         built = name_lists.load(tmp_path)
         build_s = time.perf_counter() - start
         (cached,) = tmp_path.glob("names-*.table")
-        assert cached.stat().st_size < 20_000_000
+        assert cached.stat().st_size < 40_000_000  # 1.4M words, mapped, not read whole
         name_lists.load.cache_clear()
         start = time.perf_counter()
         again = name_lists.load(tmp_path)

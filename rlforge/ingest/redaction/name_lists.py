@@ -12,11 +12,12 @@ and no surnames. A listed word that is also one of the most frequent words of a 
 language (`wordfreq`, derived into the same file) needs more evidence than the lists
 (`people`).
 
-The file is a hash table, not a word list: 8 bytes a slot, each the top 61 bits of a
-word's BLAKE2b hash and 3 bits that say in which lists it is (open addressing, linear
-probing, at most half full). Reading it back is one read of a few MB and no per-word work
-(building sets of 430k words took 0.15 s of every process that redacts, a log ingest
-too); a look-up hashes the word, probes a slot or two and remembers the answer.
+The file is a hash table, not a word list: 8 bytes a slot, each the top 59 bits of a
+word's BLAKE2b hash and 5 bits that say in which lists it is (open addressing, linear
+probing, at most half full: 32 MB for every ranked name). Reading it back maps the file
+and does no per-word work (building sets of 430k words took 0.15 s of every process that
+redacts, a log ingest too); a look-up hashes the word, reads the page of a slot or two
+and remembers the answer.
 """
 
 from __future__ import annotations
@@ -37,11 +38,22 @@ from pathlib import Path
 from typing import Callable, Iterable, NamedTuple, Protocol
 
 # A name counts when it ranks within this many of one country's names (the lists rank
-# each country's names separately; a common word such as "Best" can rank high somewhere).
-TOP_RANK = 3000
+# each country's names separately; a common word such as "Best" can rank high somewhere,
+# which `COMMON_TOP` answers). No country ranks past about 20,000, so this takes every
+# ranked name: 573k given names and 842k surnames (3000 took 172k and 191k, and missed
+# rare surnames such as "Pieszak" or "Dobosiewicz").
+TOP_RANK = 30000
+# A surname ranked within this many of one country's is a prominent one ("Miller", "Rossi"):
+# the long tail holds words such as "Valley" too, which need more than a common given name
+# before them ("Hope Valley").
+PROMINENT_RANK = 3000
 # and is no evidence alone when it is one of this many most frequent words of a language
 # ("Label", "Printer" and "Stationery" are in the lists too)
 COMMON_TOP = 10000
+# A word within this many of a language's words is a known word ("kernel", "module"): a
+# listed name that is one cannot stand in for an unlisted partner ("Kernel Module"), while
+# a rare one can ("Min Xia", "Hredhaan Sanghvi": `people`).
+KNOWN_TOP = 30000
 LANGUAGES = ("en", "de", "fr", "es", "it", "nl", "pt", "pl")
 _WORD = re.compile(r"[^\W\d_]+(?:[-'’][^\W\d_]+)*")
 
@@ -67,28 +79,31 @@ def _gender_guesser_given() -> set[str]:
     return out
 
 
-def _derive(pickled: Path) -> set[str]:
+def _derive(pickled: Path) -> tuple[set[str], set[str]]:
+    """The names ranked within `TOP_RANK` of one country, and those within `PROMINENT_RANK`."""
     import pickle
 
     with gzip.open(pickled, "rb") as f:
         table = pickle.load(f)  # noqa: S301 - the installed package's own data file
-    out = set()
+    out, prominent = set(), set()
     for name, info in table.items():
         ranks = [r for r in (info.get("rank") or {}).values() if r is not None]
         if ranks and min(ranks) <= TOP_RANK and _WORD.fullmatch(name):
             out.add(name.casefold())
+            if min(ranks) <= PROMINENT_RANK:
+                prominent.add(name.casefold())
     del table
-    return out
+    return out, prominent
 
 
-def _common_words() -> set[str]:
-    """The `COMMON_TOP` most frequent words of each supported language (`wordfreq`): a
-    name-list entry that is also one ("Best", "Data", "Grace") is no evidence alone."""
+def _common_words(top: int = COMMON_TOP) -> set[str]:
+    """The `top` most frequent words of each supported language (`wordfreq`): a name-list
+    entry that is one of the `COMMON_TOP` ("Best", "Data", "Grace") is no evidence alone."""
     try:
         import wordfreq
     except ImportError:
         return set()
-    return {w.casefold() for lang in LANGUAGES for w in wordfreq.top_n_list(lang, COMMON_TOP)}
+    return {w.casefold() for lang in LANGUAGES for w in wordfreq.top_n_list(lang, top)}
 
 
 class Words(Protocol):
@@ -100,16 +115,20 @@ class Words(Protocol):
 
 
 class NameLists(NamedTuple):
-    """Case-folded words: given names, surnames, and the languages' common words."""
+    """Case-folded words: given names, surnames, the languages' common words, their known
+    words (a longer list of the same), and the prominent surnames."""
 
     given: Words
     surnames: Words
     common: Words
+    known: Words
+    prominent: Words
 
 
-_MAGIC = b"rlforge-name-table 2\n"
+_MAGIC = b"rlforge-name-table 3\n"
 _HEAD = 256  # the magic line and the list sizes (JSON), padded: the slots start aligned
-_LISTS = ("given", "surnames", "common")  # bit 0, 1, 2 of a slot
+_LISTS = ("given", "surnames", "common", "known", "prominent")  # bit 0 to 4 of a slot
+_BITS = 5
 _MEMO_LIMIT = 200_000
 
 
@@ -139,7 +158,7 @@ class _Table:
             i = h & (size - 1)
             while slots[i]:
                 i = (i + 1) & (size - 1)
-            slots[i] = (h >> 3) << 3 | f
+            slots[i] = (h >> _BITS) << _BITS | f
         return cls(slots, {name: len(lists[name]) for name in _LISTS})
 
     def flags(self, word: str) -> int:
@@ -147,13 +166,13 @@ class _Table:
         got = self.memo.get(word)
         if got is None:
             h = _key(word)
-            tag, i, got = h >> 3, h & self.mask, 0
+            tag, i, got = h >> _BITS, h & self.mask, 0
             while True:
                 slot = self.slots[i]
                 if not slot:
                     break
-                if slot >> 3 == tag:
-                    got = slot & 7
+                if slot >> _BITS == tag:
+                    got = slot & (1 << _BITS) - 1
                     break
                 i = (i + 1) & self.mask
             if len(self.memo) >= _MEMO_LIMIT:
@@ -219,7 +238,7 @@ def _lists_of(table: _Table) -> NameLists:
 def cache_file(cache_dir: Path | None = None) -> Path:
     """The derived lists' file for the installed `names-dataset` (which need not exist)."""
     return (cache_dir or default_cache()) / (
-        f"names-{version('names-dataset')}-{TOP_RANK}-{COMMON_TOP}-2.table")
+        f"names-{version('names-dataset')}-{TOP_RANK}-{COMMON_TOP}-{KNOWN_TOP}-{PROMINENT_RANK}-3.table")
 
 
 @functools.lru_cache(maxsize=4)
@@ -229,14 +248,17 @@ def load(cache_dir: Path | None = None) -> NameLists:
     # found, not imported: the package's import pulls in pycountry, and only its data is read
     spec = importlib.util.find_spec("names_dataset")
     if spec is None or not spec.origin:
-        return NameLists(frozenset(_gender_guesser_given()), frozenset(), frozenset(_common_words()))
+        return NameLists(frozenset(_gender_guesser_given()), frozenset(), frozenset(_common_words()),
+                         frozenset(_common_words(KNOWN_TOP)), frozenset())
     cache = cache_file(cache_dir)
     table = _Table.read(cache)
     if table is None:
         folder = Path(spec.origin).parent / "v3"
-        table = _Table.build({"given": _derive(folder / "first_names.pkl.gz") | _gender_guesser_given(),
-                              "surnames": _derive(folder / "last_names.pkl.gz"),
-                              "common": _common_words()})
+        surnames, prominent = _derive(folder / "last_names.pkl.gz")
+        table = _Table.build({"given": _derive(folder / "first_names.pkl.gz")[0] | _gender_guesser_given(),
+                              "surnames": surnames, "prominent": prominent,
+                              "common": _common_words(),
+                              "known": _common_words(KNOWN_TOP)})
         table.write(cache)
     return _lists_of(table)
 

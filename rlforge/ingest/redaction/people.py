@@ -9,10 +9,12 @@ Names: a given name from the `gender-guesser` package's name dictionary (about 1
 given names of the six locales' countries; an independent list, not the generator's)
 followed by surname words; a given name and a surname that the large lists of
 `name_lists` know, in either order and in Title or upper case ("Xiaoming Wang", "ROSSI
-Mario", "Duan, Jing"), unless a common word or after "in" (a place); initials before a
-surname ("M. Rossi"); any capitalised word after a title ("Herr", "Mme", "Sig.ra"), a
-closing line or a cue ("my colleague"), or before an e-mail placeholder; a listed word
-after a greeting or a weak cue ("Hi Anna,", "this is Wang"). `CASED_RUN`, the other rule,
+Mario", "Duan, Jing"), unless a common word or after "in" (a place), or one of them listed
+and the other a rare word no list holds ("Edwin Schmiedt", "Tintzmann, Leonardo"); initials
+before a surname ("M. Rossi", "B. da Conceição"); any capitalised word after a title
+("Herr", "Mme", "Sig.ra"), a closing line or a cue ("my colleague"), or before an e-mail
+placeholder; a listed word after a greeting, a weak cue or a closing line of a few words
+("Hi Anna,", "this is Wang", "Thanks for your help!\nIsaque"). `CASED_RUN`, the other rule,
 reads words of any letter case after those leads ("hi maria,", "regards,\nanna
 kowalska") for `judge_cased`. Addresses: a street (a street word
 with a house number: "12 Oak Street", "Lindenstraße 5", "Via Roma 12", "12 rue Victor
@@ -36,7 +38,7 @@ from rlforge.ingest.redaction.words import (BUSINESS_WORDS, CLOSINGS, GREETINGS,
 
 # Latin-1 and Latin Extended-A/B letters (Polish "ł", Turkish "ş", Czech "ř"); the
 # extended blocks mix cases, so they count as both.
-U, L = "A-ZÀ-ÖØ-ÞĀ-ɏ", "a-zß-öø-ÿĀ-ɏ"
+U, L = "A-ZÀ-ÖØ-ÞĀ-ɏḀ-ỿ", "a-zß-öø-ÿĀ-ɏḀ-ỿ"
 # One token of a run, to its natural end (a run never cuts another finding's token).
 TOKEN_CHARS = f"A-Za-z0-9{U}{L}_'’./:@+%=-"
 _RUN_TOKEN = rf"(?:[A-Z0-9{U}][{TOKEN_CHARS}]*|\([A-Z]{{2}}\))"
@@ -54,9 +56,10 @@ _LINKS = ("is", "ist", "est", "è", "bei uns ist", "bij ons is", "chez nous est"
 _LEAD = (rf"(?:{phrases_rx(*CLOSINGS)}[ ]*[,!.]?[ ]*\r?\n[ ]*|{phrases_rx(*SIGN_OFFS)}[ ]*,[ ]*"
          rf"|{phrases_rx(*PERSON_CUES)}(?:[ ]+{phrases_rx(*_LINKS)})?[ ]*[:,]?[ ]+)")
 # Leads after which a word is a name only when the name lists know it: a closing with the
-# name on its line ("Un saludo, Marta"), "this is", "my name is", a greeting.
-_WEAK_LEAD = (rf"(?:{phrases_rx(*CLOSINGS)}[ ]*,[ ]*|{phrases_rx(*WEAK_PERSON_CUES)}[ ]*[:,]?[ ]+"
-              rf"|{phrases_rx(*GREETINGS)}[ ]*,?[ ]+)")
+# name on its line ("Un saludo, Marta"), a closing line of a few more words ("Thanks for
+# your help!\nIsaque", "Merci d'avance,\nLei"), "this is", "my name is", a greeting.
+_WEAK_LEAD = (rf"(?:{phrases_rx(*CLOSINGS)}(?:[ ]*,[ ]*|[ ][^\n.!?,:;]{{1,40}}[.!,][ ]*\r?\n[ ]*)"
+              rf"|{phrases_rx(*WEAK_PERSON_CUES)}[ ]*[:,]?[ ]+|{phrases_rx(*GREETINGS)}[ ]*,?[ ]+)")
 # (a lead may stand inside a run: "… €874,85. Un saludo, Eulalia Cruz")
 _MORE = (rf"(?:{_RUN_SEP}(?:{_LEAD}|{_WEAK_LEAD})?(?:{_JOIN}\.?[ ])*{_RUN_TOKEN}"
          rf"|[ ]+{phrases_rx(*_LINKS)}[ ]*[:,]?[ ]+{_RUN_TOKEN})")  # "Contactpersoon is Kick"
@@ -165,6 +168,12 @@ def _listed(low: str, words: name_lists.Words) -> bool:
     return low in words or any(part in words for part in low.split("-"))
 
 
+# The words of greetings, closings and cues ("Cumprimentos, Irina" is no "Surname, Given").
+_CAMEL = re.compile(r"[a-z][A-Z]")
+_LEAD_WORDS = frozenset(w for phrase in (*CLOSINGS, *SIGN_OFFS, *GREETINGS, *PERSON_CUES, *WEAK_PERSON_CUES)
+                        for w in phrase.split())
+
+
 class _Evidence:
     """What the name lists say of a word: a given name (the curated list, or the large one
     and not a common word), a surname (the large list, not a common word)."""
@@ -182,6 +191,23 @@ class _Evidence:
     def any(self, t: _Tok) -> bool:
         return self.given(t) or self.surname(t)
 
+    def unknown(self, t: _Tok) -> bool:
+        """A word no list knows, not even as a word of a language: an unlisted name
+        ("Hredhaan"), or a brand."""
+        low = t.low
+        return len(low) > 2 and low not in self.lists.known and low not in _LEAD_WORDS \
+            and not _CAMEL.search(t.word) and not (  # "DevOps", "ChargingSpeed"
+            _listed(low, self.lists.given) or _listed(low, self.lists.surnames)
+            or _listed(low, self.strong))
+
+    def rare(self, t: _Tok) -> bool:
+        """Not one of a language's known words ("Xia", "Pieszak"; not "Kernel", "Module")."""
+        return t.low not in self.lists.known
+
+    def surname_like(self, t: _Tok, common_ok: bool = False) -> bool:
+        """A listed surname, or a word no list knows (the lists miss rare surnames)."""
+        return self.surname(t, common_ok) or self.unknown(t)
+
 
 @functools.lru_cache(maxsize=1)
 def _evidence() -> _Evidence:
@@ -193,12 +219,25 @@ def _pair(a: _Tok, b: _Tok, ev: _Evidence) -> bool:
     "Xiaoming Wang", "WANG Xiaoming", "Rossi Mario", "Oluwaseun Adeyemi"."""
     if a.stop or not (_name_shaped(a) and _name_shaped(b)) or a.word.islower() or b.word.islower():
         return False
-    if b.line:  # "Duan, Jing": surname, comma, given name
-        return ev.surname(a) and (b.low in ev.strong or ev.given(b)) and not b.word.isupper() \
-            and a.end + 2 == b.start
+    if b.line:  # "Duan, Jing", "Rajagopalan, Aadhya": surname, comma, given name
+        return not b.word.isupper() and a.end + 2 == b.start and (
+            ev.surname(a) and (b.low in ev.strong or ev.given(b) or _listed(b.low, ev.lists.given))
+            or ev.surname_like(a) and ev.given(b) and b.low not in ev.lists.common
+            or ev.unknown(a) and b.low in ev.strong)  # "Tintzmann, Leonardo"
     if a.word.isupper() != b.word.isupper():  # "KIMURA Kaori", not "LSI Logic"
-        return a.word.isupper() and ev.surname(a, common_ok=True) and b.low in ev.strong
-    return (ev.given(a) and ev.surname(b, common_ok=a.low in ev.strong)) or (
+        return a.word.isupper() and (ev.surname(a, common_ok=True) or ev.unknown(a) and len(a.word) > 3) \
+            and (b.low in ev.strong or ev.given(b))
+    # one word a name the lists know and no common word, the other listed too ("Min Xia",
+    # "Pratyush Chakrabarti"), one of them rare (not "Kernel Module"; in upper case, where a
+    # log line shouts "RAS KERNEL", both names); a curated given name before a word in no
+    # list ("Edwin Schmiedt", not "Cisco Webex")
+    # a common surname after a curated or rare given name: a prominent one ("David Miller",
+    # "Rufino Chávez"; not "Hope Valley", "Lael Printer")
+    return (ev.given(a) and (ev.surname(b) or (a.low in ev.strong or ev.rare(a)) and (
+        b.low in ev.lists.prominent and b.low in ev.lists.surnames))) or (
+        a.low in ev.strong and a.low not in ev.lists.common and ev.unknown(b)) or (
+        _listed(a.low, ev.lists.given) and ev.surname(b) and ev.rare(b) and not a.word.isupper()) or (
+        ev.unknown(a) and ev.surname(b) and ev.rare(b)) or (  # not "Brightside Optics"
         ev.surname(a, common_ok=a.word.isupper()) and b.low in ev.strong
         and (b.low not in ev.lists.common or a.word.isupper())) or (ev.surname(a) and ev.given(b))
 
@@ -366,6 +405,13 @@ def _house_before(toks: list[_Tok], i: int) -> bool:
 _PLACE_BEFORE = frozenset({"in", "im", "en", "am", "aan", "bei", "near", "nach", "à", "w", "em"})
 
 
+def _named(t: _Tok, ev: _Evidence) -> bool:
+    """Whether a word after a given name that is also a common word ("Hope", "Will") may be a
+    surname: a listed name that is no common word, or a word in no list ("Will Kowalczyk",
+    not "Hope Valley")."""
+    return ev.surname(t) or ev.given(t) or ev.unknown(t)
+
+
 def _lower_pair(a: _Tok, b: _Tok, ev: _Evidence) -> bool:
     """Two lower-case words after a lead that the lists make a given name and a surname
     ("this is xiaoming wang"); a typo ("i'm caling") is in the lists alone, not paired."""
@@ -395,8 +441,10 @@ def _initials_then_surname(toks: list[_Tok], i: int, ev: _Evidence) -> bool:
     k = i
     while k < len(toks) and _INITIAL.fullmatch(toks[k].text) and (k == i or not toks[k].line):
         k += 1
+    while k > i and k + 1 < len(toks) and toks[k].low in PARTICLES and not toks[k + 1].line:
+        k += 1  # "B. da Conceição", "D. ter Waarbeek"
     return k > i and k < len(toks) and not toks[k].line and _is_name_word(toks[k]) and (
-        ev.surname(toks[k], common_ok=True) or ev.given(toks[k]))
+        ev.surname_like(toks[k], common_ok=True) or ev.given(toks[k]))
 
 
 def _continues(t: _Tok, first: _Tok, ev: _Evidence) -> bool:
@@ -452,7 +500,8 @@ def _names(run: str, toks: list[_Tok], skip: set[int], names: frozenset[str],
                                          or _lower_pair(t, nxt, ev)))):
             start = i  # "regards,\nanna", "this is Wang", "Un saludo, Marta"
         elif (_is_given(t, names) and nxt is not None and not t.stop and not nxt.line and (
-                _is_name_word(nxt) or nxt.low in PARTICLES or _INITIAL.fullmatch(nxt.text))
+                _is_name_word(nxt) and (t.low not in ev.lists.common or _named(nxt, ev))
+                or nxt.low in PARTICLES or _INITIAL.fullmatch(nxt.text))
                 or nxt is not None and _pair(t, nxt, ev) and not (i > 0 and toks[i - 1].low in _PLACE_BEFORE)) \
                 and not (i > 0 and toks[i - 1].low.rstrip(".") in SAINTS):
             start = i
@@ -544,14 +593,19 @@ def judge(run: str, people: bool = True, places: bool = True,
     if people:
         names = given_names()
         leads, weak = _after(_LEAD_RX, run, toks), _after(_WEAK_LEAD_RX, run, toks)
+        before_email: int | None = None
         if run.endswith(">") and toks:  # capitalised words right before an e-mail: a name
             k = len(toks) - 1
             while k > 0 and len(toks) - k < 3 and _is_name_word(toks[k - 1]) and not toks[k].line \
                     and not toks[k - 1].stop:
                 k -= 1
-            if _is_name_word(toks[k]) and toks[-1].end >= len(run) - 24:
-                leads.add(k)
+            before_email = k if _is_name_word(toks[k]) and toks[-1].end >= len(run) - 24 else None
+            if before_email is not None:
+                leads.add(before_email)
         found = _names(run, toks, skip, names, leads, weak)
+        if before_email is not None:
+            # the whole name up to the e-mail ("Luiz Miguel Carvalho <…>": no sentence starts)
+            found = [(a, len(toks) - 1) if a == before_email else (a, b) for a, b in found]
         for a, b in found:
             s, e = toks[a].start, toks[b].end
             value = " ".join(run[s:e].split()).casefold()
