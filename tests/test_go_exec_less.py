@@ -145,6 +145,24 @@ func TestSignalOutside(t *testing.T) {
 	}
 }
 
+func TestFork(t *testing.T) {
+	for _, nr := range []uintptr{57, 58} { // fork, vfork: a child would return here too
+		if pid, _, errno := syscall.RawSyscall(nr, 0, 0, 0); errno == 0 {
+			if pid == 0 {
+				syscall.RawSyscall(syscall.SYS_EXIT_GROUP, 0, 0, 0)
+			}
+			t.Fatalf("system call %d made process %d", nr, pid)
+		}
+	}
+	pid, _, errno := syscall.RawSyscall6(syscall.SYS_CLONE, uintptr(syscall.SIGCHLD), 0, 0, 0, 0, 0)
+	if errno == 0 {
+		if pid == 0 {
+			syscall.RawSyscall(syscall.SYS_EXIT_GROUP, 0, 0, 0)
+		}
+		t.Fatalf("clone made process %d", pid)
+	}
+}
+
 func TestNamespaces(t *testing.T) {
 	if err := syscall.Unshare(syscall.CLONE_NEWUSER); err == nil {
 		t.Fatal("a user namespace was made")
@@ -174,7 +192,7 @@ func TestOrdinaryWork(t *testing.T) {
 }
 """
 ROUTES = ["TestShell", "TestOwnBinaryAgain", "TestCopiedProgram", "TestMemfd", "TestExecveatOnAnyDescriptor",
-          "TestProc", "TestPtrace", "TestSignalOutside", "TestNamespaces", "TestCgi", "TestOrdinaryWork"]
+          "TestProc", "TestPtrace", "TestSignalOutside", "TestFork", "TestNamespaces", "TestCgi", "TestOrdinaryWork"]
 
 
 def test_a_go_test_process_can_run_no_program_and_reach_no_proc(tmp_path):

@@ -17,12 +17,16 @@ the kernel, the same way on every scoring path (rlforge's sandbox, Harbor's test
    stay closed: nothing is allowed beneath /proc or / itself), and scopes signals and
    abstract unix sockets to the test's own processes;
 3. a seccomp filter makes `execve` fail, and `execveat` fail unless its descriptor is N;
+   a new process (fork, vfork, clone without CLONE_THREAD; clone3, whose flags a filter
+   cannot read, is "not implemented" so Go falls back to clone) fails, threads do not;
    memfd_create, ptrace, process_vm_*, pidfd_getfd, raising limits, io_uring, namespaces
    and mounts fail too; 32-bit and x32 system calls end the process;
 4. `execveat(N, "", AT_EMPTY_PATH)` starts the test binary, which closes N on the way.
 
 After that no descriptor N can exist, so no program runs (not the test binary again
-either, by /proc/self/exe or by a path), and no file under /proc opens. Landlock and the
+either, by /proc/self/exe or by a path), no copy of the process runs beside it (a forked
+child that ran the real test while its parent waited to relay the verdict), and no file
+under /proc opens. Landlock and the
 filter stay with every process the test starts. The binary remains readable to itself
 (through its own mapping), as it was before.
 
@@ -57,9 +61,10 @@ DENIED = {
     "unshare": 272, "setns": 308, "mount": 165, "umount2": 166, "pivot_root": 155,
     "chroot": 161, "open_by_handle_at": 304, "fsopen": 430, "fsmount": 432, "fspick": 433,
     "open_tree": 428, "move_mount": 429, "mount_setattr": 442, "add_key": 248,
-    "request_key": 249, "keyctl": 250, "uselib": 134, "personality": 135,
+    "request_key": 249, "keyctl": 250, "uselib": 134, "personality": 135, "fork": 57, "vfork": 58,
 }
 CLONE_NAMESPACES = 0x7E020000  # CLONE_NEWNS|NEWCGROUP|NEWUTS|NEWIPC|NEWUSER|NEWPID|NEWNET
+CLONE_THREAD = 0x10000
 AT_EMPTY_PATH = 0x1000
 MFD_CLOEXEC, MFD_EXEC = 0x1, 0x10
 PR_SET_NO_NEW_PRIVS, PR_SET_SECCOMP, SECCOMP_MODE_FILTER = 38, 22, 2
@@ -164,8 +169,9 @@ def filter_program(exec_fd):
                 (RET_K, 0, 0, RET_ERRNO | errno.ENOSYS),  # clone3's flags are out of reach
                 ("label", "execveat"), (LD_W_ABS, 0, 0, 16),  # the descriptor (an int)
                 (JEQ_K, "allow", "deny", exec_fd),
-                ("label", "clone"), (LD_W_ABS, 0, 0, 16),
-                (JSET_K, "deny", "allow", CLONE_NAMESPACES),
+                ("label", "clone"), (LD_W_ABS, 0, 0, 16),  # threads only: no process, no namespace
+                (JSET_K, "deny", 0, CLONE_NAMESPACES),
+                (JSET_K, "allow", "deny", CLONE_THREAD),
                 ("label", "allow"), (RET_K, 0, 0, RET_ALLOW),
                 ("label", "deny"), (RET_K, 0, 0, RET_ERRNO | errno.EPERM)]
     labels, pc = {}, 0
