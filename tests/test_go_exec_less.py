@@ -144,6 +144,23 @@ func TestSignalOutside(t *testing.T) {
 	if err := syscall.Kill(os.Getppid(), 0); err == nil {
 		t.Fatal("the parent can be signalled")
 	}
+	other, _ := strconv.Atoi(os.Getenv("OTHER_PROCESS"))
+	if err := syscall.Kill(other, syscall.SIGTERM); other <= 1 || err == nil {
+		t.Fatalf("process %d was signalled", other)
+	}
+}
+
+func TestOtherMemory(t *testing.T) {
+	buf := make([]byte, 8)
+	local := [2]uintptr{uintptr(unsafe.Pointer(&buf[0])), 8}
+	remote := [2]uintptr{0x400000, 8}
+	for _, nr := range []uintptr{310, 311} { // process_vm_readv, process_vm_writev
+		_, _, errno := syscall.Syscall6(nr, uintptr(os.Getppid()), uintptr(unsafe.Pointer(&local)), 1,
+			uintptr(unsafe.Pointer(&remote)), 1, 0)
+		if errno == 0 {
+			t.Fatalf("system call %d reached the parent's memory", nr)
+		}
+	}
 }
 
 func TestFork(t *testing.T) {
@@ -193,7 +210,7 @@ func TestOrdinaryWork(t *testing.T) {
 }
 """
 ROUTES = ["TestShell", "TestOwnBinaryAgain", "TestCopiedProgram", "TestMemfd", "TestExecveatOnAnyDescriptor",
-          "TestProc", "TestPtrace", "TestSignalOutside", "TestFork", "TestNamespaces", "TestCgi", "TestOrdinaryWork"]
+          "TestProc", "TestPtrace", "TestSignalOutside", "TestOtherMemory", "TestFork", "TestNamespaces", "TestCgi", "TestOrdinaryWork"]
 
 
 def test_a_go_test_process_can_run_no_program_and_reach_no_proc(tmp_path):
@@ -203,7 +220,13 @@ def test_a_go_test_process_can_run_no_program_and_reach_no_proc(tmp_path):
     (tree / "go.mod").write_text("module example.com/routes\n\ngo 1.19\n")
     (tree / "routes_test.go").write_text(ROUTES_TEST)
     (tree / "testdata" / "in.txt").write_text("input\n")
-    run = run_go_tests(str(tree), None, policy=LocalPolicy(drop=False))
+    other = subprocess.Popen(["sleep", "120"])  # a process of this uid the tests must not signal
+    try:
+        run = run_go_tests(str(tree), None, policy=LocalPolicy(drop=False), env={"OTHER_PROCESS": str(other.pid)})
+        assert other.poll() is None
+    finally:
+        other.kill()
+        other.wait()
     assert run["collect_errors"] == []
     assert run["outcomes"] == {f"routes_test.go::{name}": "passed" for name in ROUTES}, run["log_tail"]
 

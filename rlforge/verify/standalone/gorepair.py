@@ -178,8 +178,12 @@ def score_go_repair(ref, tests_dir, workspace=None, policy=None):
         return attempt.not_run()
     attempt.write_hidden()
     canaries = plant_canaries(attempt.tree, f2p)
+    # in an order code cannot predict: the tree outlives each test process, so code that
+    # noted which tests ran before it would otherwise know the canaries come last
+    order = f2p + p2p + canaries
+    random.SystemRandom().shuffle(order)
     try:
-        run = run_go_tests(attempt.tree, f2p + p2p + canaries, per_test_timeout=ref["per_test_timeout"],
+        run = run_go_tests(attempt.tree, order, per_test_timeout=ref["per_test_timeout"],
                            budget_sec=ref["budget_sec"], env=ref.get("env"),
                            policy=policy or LocalPolicy(), hide_sources=True)
     finally:
