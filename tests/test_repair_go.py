@@ -117,6 +117,8 @@ CAUGHT_BY = {
     "go_generate_writes_reward": "fail_to_pass", "signals_the_verifier": "harness_untouched",
     "plants_reward_files": "harness_untouched", "reexec_forges_results": "harness_untouched",
     "stub_compiles": "fail_to_pass", "stub_forges_results": "harness_untouched",
+    # past the static gate: the launcher leaves them nothing to run, and the tests decide
+    "cgi_forges_results": "fail_to_pass", "stub_cgi_forges_results": "fail_to_pass",
 }
 
 
@@ -142,6 +144,8 @@ def strs(tmp_path_factory, shared_cache):
         build_strs(root / "strs")
         con = db.connect(root / "rlforge.duckdb")
         ingest_repo(con, root / "strs")
+        # forgeable_runners changes nothing here (Go is not gated); it lets the same fixture
+        # build on a tree where Go still is, to check the attacks against it
         opts = build_options(out=root / "tasks", generators=["commits.repair"], seed=7, validate=True,
                              generator_options={"commits.repair": {"language": "go",
                                                                    "forgeable_runners": ["go"]}})
@@ -273,7 +277,7 @@ def test_build_tasks_list_names_each_repository_runner_or_why_none(strs, cli, mo
     monkeypatch.setenv("RLFORGE_TASKS_REPAIR_LANGUAGE", "go")
     shown = cli("build-tasks", "--list")
     assert shown.exit_code == 0, shown.output
-    assert f"commits.repair {repo}: runner go@1, whose results can be forged" in shown.output
+    assert f"commits.repair {repo}: runner go@1\n" in shown.output
     monkeypatch.setenv("RLFORGE_TASKS_REPAIR_LANGUAGE", "python")
     listed = cli("build-tasks", "--list", "--json")
     assert listed.exit_code == 0, listed.output
@@ -293,17 +297,13 @@ def _build_default(db_path: Path, out: Path):
         con.close()
 
 
-def test_go_commits_make_no_task_unless_the_user_accepts_forgeable_results(strs, tmp_path):
-    # a red team (s48) forged a pass past the static gate (a package that runs a shell and
-    # writes stdout; the binary's exit code patched through /proc): by default the build
-    # drops Go commits and says why, before any test runs
+def test_go_commits_make_tasks_by_default(strs, tmp_path):
+    # a red team (s48) forged a pass past the static gate by running programs and writing
+    # /proc/<pid>/mem; since a test process can do neither (`golaunch`), Go is no longer
+    # gated: the default build makes the task, and the summary names the runner alone
     report = _build_default(strs["db"], tmp_path / "tasks")
-    assert not _tasks(tmp_path / "tasks")
-    reasons = [d["reason"] for d in report.drops]
-    assert reasons and all(r.startswith("the test runner's results can be forged (go@1: ")
-                           and 'forgeable_runners = ["go"]' in r for r in reasons), reasons
-    assert report.runners["commits.repair"][str(strs["root"] / "strs")].startswith(
-        "go@1, whose results can be forged")
+    assert len(_tasks(tmp_path / "tasks")) == 1, report.drops
+    assert report.runners["commits.repair"][str(strs["root"] / "strs")] == "go@1"
 
 
 def test_a_runner_whose_results_can_be_forged_makes_no_task_unless_named(strs, tmp_path, monkeypatch):

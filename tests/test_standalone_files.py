@@ -113,7 +113,8 @@ def test_every_kind_carries_only_what_its_entry_imports():
                                             "repairscore", "siblings")}
     assert set(standalone.task_files("repair-go")) == {
         standalone.copied_name(m) for m in ("gorepair", "entry", "rewards", "policy_code", "patch",
-                                            "protect", "gotest", "goreach", "repairscore", "siblings")}
+                                            "protect", "gotest", "golaunch", "goreach", "repairscore",
+                                            "siblings")}
     for kind in ("answer", "reply", "script", "some.plugin.kind"):
         assert set(standalone.task_files(kind)) == {
             standalone.copied_name(m) for m in ("verify", "entry", "rewards", "policy_code",

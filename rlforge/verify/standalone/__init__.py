@@ -25,6 +25,7 @@ give the same reward.
                  protected-files gate, the hidden tests written, the components scored
     gotest       Go tests compiled, then run one top-level test a process, as policy code
     goreach      what a Go submission's code reaches of the test harness (a static gate)
+    golaunch     starts a Go test binary that can then run no program and reach no /proc
     noderun      JavaScript/TypeScript test files run one process each, as policy code
     jsasserts    checked asserts of JavaScript tests: the literals stay here, values come out
     jsvalues     JavaScript values as tagged JSON: literals read, compared as JavaScript does

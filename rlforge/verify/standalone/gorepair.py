@@ -50,21 +50,19 @@ import sys
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING or __package__:  # rlforge.verify.standalone.gorepair
-    from .entry import verifier_main
     from .goreach import beyond
     from .gotest import TEST_FUNC, package_of, run_go_tests
     from .policy_code import LocalPolicy, regular_file
-    from .repairscore import ids_text, open_attempt
+    from .repairscore import entry_main, ids_text, open_attempt
 else:  # tests/rlforge_gorepair.py, run as python3 -I: its siblings from their source beside it
     import runpy
 
     runpy.run_path(os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                 "rlforge_siblings.py"))["install"](__file__)
-    from rlforge_entry import verifier_main
     from rlforge_goreach import beyond
     from rlforge_gotest import TEST_FUNC, package_of, run_go_tests
     from rlforge_policy_code import LocalPolicy, regular_file
-    from rlforge_repairscore import ids_text, open_attempt
+    from rlforge_repairscore import entry_main, ids_text, open_attempt
 
 CANARIES = 3
 CANARY_BODY = """func {name}(t *testing.T) {{
@@ -180,8 +178,12 @@ def score_go_repair(ref, tests_dir, workspace=None, policy=None):
         return attempt.not_run()
     attempt.write_hidden()
     canaries = plant_canaries(attempt.tree, f2p)
+    # in an order code cannot predict: the tree outlives each test process, so code that
+    # noted which tests ran before it would otherwise know the canaries come last
+    order = f2p + p2p + canaries
+    random.SystemRandom().shuffle(order)
     try:
-        run = run_go_tests(attempt.tree, f2p + p2p + canaries, per_test_timeout=ref["per_test_timeout"],
+        run = run_go_tests(attempt.tree, order, per_test_timeout=ref["per_test_timeout"],
                            budget_sec=ref["budget_sec"], env=ref.get("env"),
                            policy=policy or LocalPolicy(), hide_sources=True)
     finally:
@@ -214,21 +216,7 @@ def main(argv=None):
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv and argv[0] == "--run-tests":
         return run_only(argv[1], argv[2])
-    logs = "/logs/verifier"
-    if "--logs" in argv:
-        i = argv.index("--logs")
-        logs = argv[i + 1]
-        del argv[i:i + 2]
-
-    def score_here(ref, tests_dir):
-        policy = LocalPolicy()
-        policy.require_apart()
-        try:
-            return score_go_repair(ref, tests_dir, policy=policy)
-        finally:
-            policy.sweep()
-
-    return verifier_main(argv[0], logs, score_here)
+    return entry_main(argv, score_go_repair)
 
 
 if __name__ == "__main__":

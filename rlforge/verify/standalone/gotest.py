@@ -5,6 +5,11 @@ proxy, the user's go env file and workspaces ignored); compiling runs no code of
 package. The binaries are then moved out of the tree into a directory the tests can only
 read, and each wanted top-level test runs alone in a fresh process
 (`-test.run '^TestX$' -test.v -test.paniconexit0`), cut off after the per-test timeout.
+Each process is started by `golaunch`, after which it can run no program (not even its
+own binary again) and open nothing under /proc; the launcher's probe runs first where the
+tests run, and a host that cannot enforce that is an infrastructure failure
+(SandboxBroken), never a weaker run. A test that runs a program (the helper-process
+pattern) therefore fails, at the parent and with the fix alike.
 
 The verdict of a test comes from the process's stdout pipe, which the verifier owns, read
 as the testing package prints it (`--- PASS: TestX/sub (0.01s)`). A test passes only when
@@ -23,20 +28,26 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import sys
 import tempfile
 import time
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING or __package__:  # rlforge.verify.standalone.gotest
+    from . import golaunch
+    from .policy_code import SandboxBroken
+else:  # tests/rlforge_gotest.py
+    import rlforge_golaunch as golaunch
+    from rlforge_policy_code import SandboxBroken
 
 GO_PATH = "/usr/local/go/bin:/usr/lib/go/bin:/usr/local/bin:/usr/bin:/bin"
 TEST_FUNC = re.compile(rb"^func\s+(Test[A-Za-z0-9_]*)\s*\(\s*\w+\s+\*testing\.T\s*\)", re.M)
 VERDICT = re.compile(r"^\s*\x16?\s*--- (PASS|FAIL|SKIP): (\S+) \(")
 SKIP_DIRS = ("vendor", "testdata")
 OUTCOME = {"PASS": "passed", "FAIL": "failed", "SKIP": "skipped"}
-# Runs a test binary from the read-only directory the verifier put it in ($1), in the
-# package's directory ($0): a launcher may hand data over without its execute bit, so the
-# binary is copied to a private directory first (no code of the policy runs between the
-# copy and the run; nothing it started before survives a launch).
-RUN_COPY = ('d=$(mktemp -d /tmp/rlforge-test-XXXXXX) && cp "$1" "$d/t" && chmod 700 "$d/t" '
-            '&& cd "$0" && shift && "$d/t" "$@"; rc=$?; rm -rf "$d"; exit $rc')
+# The interpreter that runs the launcher inside the policy's sandbox (which mounts /usr)
+PYTHONS = ("/usr/bin/python3", "/usr/local/bin/python3")
+LAUNCHER = "launch.py"
 
 
 def build_env(tree_inside, vendored):
@@ -166,6 +177,25 @@ def remove_test_sources(tree):
                     pass
 
 
+def launcher_python():
+    """The interpreter for the launcher: the system's python3, else this one."""
+    return next((p for p in PYTHONS if os.access(p, os.X_OK)), sys.executable)
+
+
+def check_launcher(policy, tree, bins, launch, deadline):
+    """Run the launcher's probe where the tests will run (before any test binary has):
+    SandboxBroken unless it confirms that exec, memfd and /proc are refused there."""
+    handle = policy.start([*launch, "--probe"], tree, {"bin": bins}, {"PATH": GO_PATH},
+                          timeout=max(1.0, min(30.0, deadline - time.monotonic())))
+    while not handle.poll():
+        time.sleep(0.02)
+    ran = handle.result()
+    if ran.code != 0 or (ran.stdout or "").strip() != "ok":
+        why = (ran.stderr or ran.stdout or f"exit status {ran.code}").strip().splitlines()
+        raise SandboxBroken("Go tests run only where they can neither run programs nor reach "
+                            f"/proc, which this host cannot enforce: {why[-1] if why else ran.reason}")
+
+
 def run_go_tests(tree, ids=None, *, paths=None, per_test_timeout=30.0, budget_sec=600.0,
                  env=None, policy, vendored=None, hide_sources=False):
     """Run Go tests in tree, as policy code; what happened to each (see the module docstring).
@@ -197,12 +227,18 @@ def run_go_tests(tree, ids=None, *, paths=None, per_test_timeout=30.0, budget_se
         _compile(tree, packages, policy, vendored, deadline, log_tail)
     if hide_sources:
         remove_test_sources(tree)
+    if built:
+        shutil.copyfile(golaunch.__file__, os.path.join(bins, LAUNCHER))
+        os.chmod(os.path.join(bins, LAUNCHER), 0o644)
     if ids is not None:
         tops = [(package_of(i), i.split("::", 1)[1].split("/", 1)[0]) for i in ids]
     else:
         tops = [(pkg, name) for pkg in packages if pkg in built for name in sorted(defined[pkg])]
     try:
         inside, places = policy.places(tree, {"bin": bins} if bins else {})
+        launch = [launcher_python(), "-I", "-S", f"{places.get('bin')}/{LAUNCHER}"]
+        if built:
+            check_launcher(policy, tree, bins, launch, deadline)
         for pkg, name in dict.fromkeys(tops):
             rel = defined.get(pkg, {}).get(name)
             if rel is None or pkg not in built:
@@ -214,8 +250,7 @@ def run_go_tests(tree, ids=None, *, paths=None, per_test_timeout=30.0, budget_se
             started.append(top_id)
             result["sessions"] += 1
             cwd = inside if pkg == "." else f"{inside.rstrip('/')}/{pkg}"
-            argv = ["/bin/sh", "-c", RUN_COPY, cwd, f"{places['bin']}/{built[pkg]}",
-                    f"-test.run=^{name}$", "-test.v", "-test.paniconexit0", "-test.count=1",
+            argv = [*launch, f"{places['bin']}/{built[pkg]}", cwd, f"-test.run=^{name}$", "-test.v", "-test.paniconexit0", "-test.count=1",
                     f"-test.timeout={per_test_timeout:g}s"]
             run_env = {"PATH": GO_PATH, **(env or {})}
             limit = min(per_test_timeout + 5, max(1.0, deadline - time.monotonic()))

@@ -39,24 +39,22 @@ import tempfile
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING or __package__:  # rlforge.verify.standalone.noderepair
-    from .entry import verifier_main
     from .jsasserts import apply_checks, externalize
     from .noderun import FRAMEWORKS
     from .patch import remove_file, write_file
     from .policy_code import LocalPolicy, regular_file
-    from .repairscore import ids_text, open_attempt
+    from .repairscore import entry_main, ids_text, open_attempt
     from .rewards import component, reward
 else:  # tests/rlforge_noderepair.py, run as python3 -I: its siblings from their source beside it
     import runpy
 
     runpy.run_path(os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                 "rlforge_siblings.py"))["install"](__file__)
-    from rlforge_entry import verifier_main
     from rlforge_jsasserts import apply_checks, externalize
     from rlforge_noderun import FRAMEWORKS
     from rlforge_patch import remove_file, write_file
     from rlforge_policy_code import LocalPolicy, regular_file
-    from rlforge_repairscore import ids_text, open_attempt
+    from rlforge_repairscore import entry_main, ids_text, open_attempt
     from rlforge_rewards import component, reward
 
 #: the modules the driver needs in the sandbox (`noderun` and what it imports)
@@ -173,21 +171,7 @@ def score_js_repair(ref, tests_dir, workspace=None, policy=None):
 
 def main(argv=None):
     argv = list(sys.argv[1:] if argv is None else argv)
-    logs = "/logs/verifier"
-    if "--logs" in argv:
-        i = argv.index("--logs")
-        logs = argv[i + 1]
-        del argv[i:i + 2]
-
-    def score_here(ref, tests_dir):
-        policy = LocalPolicy()
-        policy.require_apart()
-        try:
-            return score_js_repair(ref, tests_dir, policy=policy)
-        finally:
-            policy.sweep()
-
-    return verifier_main(argv[0], logs, score_here)
+    return entry_main(argv, score_js_repair)
 
 
 if __name__ == "__main__":

@@ -26,13 +26,15 @@ import tempfile
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING or __package__:  # rlforge.verify.standalone.repairscore
+    from .entry import verifier_main
     from .patch import apply_patch, remove_file, write_file
-    from .policy_code import regular_file
+    from .policy_code import LocalPolicy, regular_file
     from .protect import SUBMISSION_PATCH, copy_workspace, touched_protected
     from .rewards import component, reward
 else:  # tests/rlforge_repairscore.py, imported by an entry that installed its siblings
+    from rlforge_entry import verifier_main
     from rlforge_patch import apply_patch, remove_file, write_file
-    from rlforge_policy_code import regular_file
+    from rlforge_policy_code import LocalPolicy, regular_file
     from rlforge_protect import SUBMISSION_PATCH, copy_workspace, touched_protected
     from rlforge_rewards import component, reward
 
@@ -174,3 +176,25 @@ def open_attempt(ref, tests_dir, workspace=None):
     if not applied:
         attempt.refused = "patch_does_not_apply"
     return attempt
+
+
+def entry_main(argv, score):
+    """What a repair entry's main() does: `[--logs DIR] reference.json` parsed, then
+    `score(ref, tests_dir, policy=...)` run by `verifier_main` with a `LocalPolicy` that
+    must keep policy code apart (`require_apart`) and is swept afterwards."""
+    argv = list(argv)
+    logs = "/logs/verifier"
+    if "--logs" in argv:
+        i = argv.index("--logs")
+        logs = argv[i + 1]
+        del argv[i:i + 2]
+
+    def score_here(ref, tests_dir):
+        policy = LocalPolicy()
+        policy.require_apart()
+        try:
+            return score(ref, tests_dir, policy=policy)
+        finally:
+            policy.sweep()
+
+    return verifier_main(argv[0], logs, score_here)

@@ -10,8 +10,10 @@ golang-go), its version pinned in the task. A run compiles each package's tests 
 each top-level test in a process of its own (`rlforge/verify/standalone/gotest.py`),
 scored by the `repair-go` verifier (`gorepair.py`): a static gate keeps the submission's
 code from reaching the test harness (its stdout, exit status, own binary; `goreach`),
-the test sources leave the tree before any test runs, and canary tests must fail; Go has
-no checked asserts here (see `gorepair`).
+each test process can run no program and open nothing under /proc (`golaunch`: Landlock
+and seccomp; a host without them makes no Go tasks, with the reason), the test sources
+leave the tree before any test runs, and canary tests must fail; Go has no checked
+asserts here (see `gorepair`).
 """
 
 from __future__ import annotations
@@ -30,8 +32,9 @@ from typing import TYPE_CHECKING, Any
 from rlforge.errors import UserError
 from rlforge.tasks.generators.repair.runners.base import Dependencies, TestRun, TestRunner
 from rlforge.tasks.generators.repair.runners.golang_adversarial import go_adversarials
-from rlforge.verify.standalone import task_files
+from rlforge.verify.standalone import golaunch, task_files
 from rlforge.verify.standalone.goreach import reach_of_files
+from rlforge.verify.standalone.gotest import launcher_python
 
 if TYPE_CHECKING:
     from rlforge.tasks.generators.repair.options import RepoSettings
@@ -55,6 +58,21 @@ def go_version() -> str:
                           env={"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "GOENV": "off",
                                "HOME": "/nonexistent", "GOTOOLCHAIN": "local"})
     return proc.stdout.strip()
+
+
+@functools.cache
+def launcher_refusal() -> str:
+    """Why the test launcher (`golaunch`) cannot restrict a test process on this machine;
+    '' when its probe holds (exec, memfd and /proc refused)."""
+    try:
+        ran = subprocess.run([launcher_python(), "-I", "-S", golaunch.__file__, "--probe"],
+                             capture_output=True, text=True, timeout=60, env={"PATH": "/usr/bin:/bin"})
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return f"the launcher's probe did not run: {exc}"
+    if ran.returncode == 0 and ran.stdout.strip() == "ok":
+        return ""
+    lines = (ran.stderr or ran.stdout).strip().splitlines()
+    return lines[-1] if lines else f"the launcher's probe exited {ran.returncode}"
 
 
 def module_requirements(gomod: str) -> list[str]:
@@ -86,13 +104,6 @@ class GoTest(TestRunner):
     result_format = "go-test"
     source_suffixes = (".go",)
     test_files_text = "`*_test.go` files, anything under a `testdata/` or `vendor/` directory"
-    # The static gate (goreach) is a list of routes to the harness, and a red team walked
-    # around it on every scoring path: `net/http/cgi` both runs a shell and writes stdout,
-    # and a shell can patch the test binary's exit code through /proc/<pid>/mem (same
-    # uid). Until the test run itself cannot exec or reach /proc (an exec-less launcher,
-    # no /proc), Go tasks are for models one trusts.
-    forgeable = ("a Go test runs in one process with the submission's code, which can run "
-                 "other programs and rewrite its own results past the static gate")
 
     def test_rules(self) -> dict:
         return RULES
@@ -121,6 +132,11 @@ class GoTest(TestRunner):
         if not version:
             raise UserError("Go tests need the go tool: apt-get install golang-go "
                             "(scripts/setup.sh installs it)")
+        refused = launcher_refusal()
+        if refused:
+            raise UserError(f"Go tests run only where they can neither run programs nor reach /proc, "
+                            f"and this host cannot enforce that ({refused}): Go repair tasks need "
+                            "Linux 6.12 or later with Landlock enabled, on x86-64")
         if requirements:
             raise UserError(f"the module needs {len(requirements)} module(s) that are not vendored "
                             f"({', '.join(requirements[:3])}): rlforge has no Go module proxy, so "
