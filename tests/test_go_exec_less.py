@@ -187,6 +187,28 @@ func TestNamespaces(t *testing.T) {
 	}
 }
 
+func TestOwnSeccompFilter(t *testing.T) {
+	// a filter that allows everything: harmless, but a filter of its own could hold an exit
+	type sockFilter struct {
+		code   uint16
+		jt, jf uint8
+		k      uint32
+	}
+	type sockFprog struct {
+		n      uint16
+		_      [6]byte
+		filter *sockFilter
+	}
+	allow := sockFilter{code: 0x06, k: 0x7fff0000}
+	prog := sockFprog{n: 1, filter: &allow}
+	if _, _, errno := syscall.RawSyscall(317, 1, 0, uintptr(unsafe.Pointer(&prog))); errno == 0 {
+		t.Fatal("seccomp(SECCOMP_SET_MODE_FILTER) added a filter")
+	}
+	if _, _, errno := syscall.RawSyscall(syscall.SYS_PRCTL, 22, 2, uintptr(unsafe.Pointer(&prog))); errno == 0 {
+		t.Fatal("prctl(PR_SET_SECCOMP) added a filter")
+	}
+}
+
 func TestCgi(t *testing.T) {
 	rec := httptest.NewRecorder()
 	h := &cgi.Handler{Path: "/bin/sh", Args: []string{"-c", "printf 'Content-Type: text/plain\\r\\n\\r\\nran'"}}
@@ -210,7 +232,8 @@ func TestOrdinaryWork(t *testing.T) {
 }
 """
 ROUTES = ["TestShell", "TestOwnBinaryAgain", "TestCopiedProgram", "TestMemfd", "TestExecveatOnAnyDescriptor",
-          "TestProc", "TestPtrace", "TestSignalOutside", "TestOtherMemory", "TestFork", "TestNamespaces", "TestCgi", "TestOrdinaryWork"]
+          "TestProc", "TestPtrace", "TestSignalOutside", "TestOtherMemory", "TestFork", "TestNamespaces", "TestOwnSeccompFilter",
+          "TestCgi", "TestOrdinaryWork"]
 
 
 def test_a_go_test_process_can_run_no_program_and_reach_no_proc(tmp_path):

@@ -41,7 +41,11 @@ def test_a_route_to_the_verdict_is_found_however_the_package_is_named(source, re
     ('import "os"\n\nfunc init() { os. /* x */ Stdout.WriteString("--- PASS") }\n', ["os.Stdout"]),
     # an import path spelled with escapes is the path the go tool decodes
     ('import "os\\x2fexec"\n\nvar _ = exec.Command\n', ["import os/exec"]),
-    ('import "sys\\u0063all"\n\nfunc init() { syscall.Exit(0) }\n', ["import syscall"]),
+    ('import "sys\\u0063all"\n\nfunc init() { syscall.Exit(0) }\n', ["import syscall"]),    # an alias of letters outside the Basic Multilingual Plane is a Go name too (s49)
+    ('import \U0001d42c "syscall"\n\nfunc init() { \U0001d42c.Exit(0) }\n', ["import syscall"]),
+    ('import (\n\t\U0001d42e "unsafe"\n\t"fmt"\n)\n\nvar _ = fmt.Sprint\n', ["import unsafe"]),
+    # an import the scan cannot read refuses the file rather than ending the scan
+    ('import \u2022 "syscall"\n', ["import \u2022"]),
 ])
 def test_a_route_spelled_another_way_is_still_found(source, reached):
     # a red team's forgers (s48) wrote `os./**/Exit` and `"os\x2fexec"`: both built with Go

@@ -144,8 +144,7 @@ def strs(tmp_path_factory, shared_cache):
         build_strs(root / "strs")
         con = db.connect(root / "rlforge.duckdb")
         ingest_repo(con, root / "strs")
-        # forgeable_runners changes nothing here (Go is not gated); it lets the same fixture
-        # build on a tree where Go still is, to check the attacks against it
+        # Go is gated (forgeable): the fixture opts in, to check the attacks against it
         opts = build_options(out=root / "tasks", generators=["commits.repair"], seed=7, validate=True,
                              generator_options={"commits.repair": {"language": "go",
                                                                    "forgeable_runners": ["go"]}})
@@ -277,7 +276,7 @@ def test_build_tasks_list_names_each_repository_runner_or_why_none(strs, cli, mo
     monkeypatch.setenv("RLFORGE_TASKS_REPAIR_LANGUAGE", "go")
     shown = cli("build-tasks", "--list")
     assert shown.exit_code == 0, shown.output
-    assert f"commits.repair {repo}: runner go@1\n" in shown.output
+    assert f"commits.repair {repo}: runner go@1, whose results can be forged" in shown.output
     monkeypatch.setenv("RLFORGE_TASKS_REPAIR_LANGUAGE", "python")
     listed = cli("build-tasks", "--list", "--json")
     assert listed.exit_code == 0, listed.output
@@ -297,13 +296,17 @@ def _build_default(db_path: Path, out: Path):
         con.close()
 
 
-def test_go_commits_make_tasks_by_default(strs, tmp_path):
-    # a red team (s48) forged a pass past the static gate by running programs and writing
-    # /proc/<pid>/mem; since a test process can do neither (`golaunch`), Go is no longer
-    # gated: the default build makes the task, and the summary names the runner alone
+def test_go_commits_make_no_task_unless_the_user_accepts_forgeable_results(strs, tmp_path):
+    # red teams forged a pass past the static gate in s48 (a shell run by net/http/cgi,
+    # /proc/<pid>/mem) and in s49 (an import alias the scan did not read, a seccomp filter
+    # of the test's own): by default the build drops Go commits and says why
     report = _build_default(strs["db"], tmp_path / "tasks")
-    assert len(_tasks(tmp_path / "tasks")) == 1, report.drops
-    assert report.runners["commits.repair"][str(strs["root"] / "strs")] == "go@1"
+    assert not _tasks(tmp_path / "tasks")
+    reasons = [d["reason"] for d in report.drops]
+    assert reasons and all(r.startswith("the test runner's results can be forged (go@1: ")
+                           and 'forgeable_runners = ["go"]' in r for r in reasons), reasons
+    assert report.runners["commits.repair"][str(strs["root"] / "strs")].startswith(
+        "go@1, whose results can be forged")
 
 
 def test_a_runner_whose_results_can_be_forged_makes_no_task_unless_named(strs, tmp_path, monkeypatch):

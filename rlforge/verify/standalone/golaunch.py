@@ -19,8 +19,8 @@ the kernel, the same way on every scoring path (rlforge's sandbox, Harbor's test
 3. a seccomp filter makes `execve` fail, and `execveat` fail unless its descriptor is N;
    a new process (fork, vfork, clone without CLONE_THREAD; clone3, whose flags a filter
    cannot read, is "not implemented" so Go falls back to clone) fails, threads do not;
-   memfd_create, ptrace, process_vm_*, pidfd_getfd, raising limits, io_uring, namespaces
-   and mounts fail too; 32-bit and x32 system calls end the process;
+   memfd_create, ptrace, process_vm_*, pidfd_getfd, raising limits, io_uring, namespaces,
+   mounts and a seccomp filter of the test's own fail too; 32-bit and x32 system calls end the process;
 4. `execveat(N, "", AT_EMPTY_PATH)` starts the test binary, which closes N on the way.
 
 After that no descriptor N can exist, so no program runs (not the test binary again
@@ -53,6 +53,7 @@ EXIT_REFUSED = 125
 SYS_LANDLOCK_CREATE_RULESET, SYS_LANDLOCK_ADD_RULE, SYS_LANDLOCK_RESTRICT_SELF = 444, 445, 446
 SYS_EXECVEAT = 322
 SYS_CLONE, SYS_CLONE3 = 56, 435
+SYS_PRCTL = 157
 DENIED = {
     "execve": 59, "memfd_create": 319, "memfd_secret": 447, "ptrace": 101,
     "process_vm_readv": 310, "process_vm_writev": 311, "pidfd_getfd": 438, "kcmp": 312,
@@ -62,6 +63,7 @@ DENIED = {
     "chroot": 161, "open_by_handle_at": 304, "fsopen": 430, "fsmount": 432, "fspick": 433,
     "open_tree": 428, "move_mount": 429, "mount_setattr": 442, "add_key": 248,
     "request_key": 249, "keyctl": 250, "uselib": 134, "personality": 135, "fork": 57, "vfork": 58,
+    "seccomp": 317,  # no filter of the test's own: one could hold or refuse an exit
 }
 CLONE_NAMESPACES = 0x7E020000  # CLONE_NEWNS|NEWCGROUP|NEWUTS|NEWIPC|NEWUSER|NEWPID|NEWNET
 CLONE_THREAD = 0x10000
@@ -164,9 +166,12 @@ def filter_program(exec_fd):
     program = [(LD_W_ABS, 0, 0, 4), (JEQ_K, 1, 0, AUDIT_ARCH_X86_64), (RET_K, 0, 0, RET_KILL_PROCESS),
                (LD_W_ABS, 0, 0, 0), (JGE_K, 0, 1, X32_BIT), (RET_K, 0, 0, RET_KILL_PROCESS)]
     program += [(JEQ_K, "deny", 0, nr) for nr in sorted(DENIED.values())]
-    program += [(JEQ_K, "execveat", 0, SYS_EXECVEAT), (JEQ_K, "clone", 0, SYS_CLONE),
+    program += [(JEQ_K, "prctl", 0, SYS_PRCTL),
+                (JEQ_K, "execveat", 0, SYS_EXECVEAT), (JEQ_K, "clone", 0, SYS_CLONE),
                 (JEQ_K, 0, "allow", SYS_CLONE3),
                 (RET_K, 0, 0, RET_ERRNO | errno.ENOSYS),  # clone3's flags are out of reach
+                ("label", "prctl"), (LD_W_ABS, 0, 0, 16),  # prctl(PR_SET_SECCOMP, ...) is seccomp(2)
+                (JEQ_K, "deny", "allow", PR_SET_SECCOMP),
                 ("label", "execveat"), (LD_W_ABS, 0, 0, 16),  # the descriptor (an int)
                 (JEQ_K, "allow", "deny", exec_fd),
                 ("label", "clone"), (LD_W_ABS, 0, 0, 16),  # threads only: no process, no namespace

@@ -62,7 +62,7 @@ TOKEN = re.compile(r"""
     (?P<comment>//[^\n]*|/\*.*?\*/)
   | (?P<string>"(?:[^"\\\n]|\\.)*"|`[^`]*`)
   | (?P<rune>'(?:[^'\\\n]|\\.)*')
-  | (?P<ident>[A-Za-z_\u0080-\uffff][A-Za-z0-9_\u0080-\uffff]*)
+  | (?P<ident>[^\W\d]\w*)
   | (?P<punct>[.(){};])
   | (?P<other>\S)
 """, re.S | re.X)
@@ -137,7 +137,8 @@ def file_reach(text, module=""):
                         and toks[j + 1][0] == "string":
                     alias, j = tok2, j + 1
                     kind2, tok2 = toks[j]
-                if kind2 != "string":
+                if kind2 != "string":  # not an import spec the scan reads: it reaches everything
+                    found.add(f"import {tok2}")
                     break
                 path = _unquote(tok2)
                 if path is None:  # an escape the scan cannot read: reaches everything

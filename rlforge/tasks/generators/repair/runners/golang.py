@@ -104,6 +104,14 @@ class GoTest(TestRunner):
     result_format = "go-test"
     source_suffixes = (".go",)
     test_files_text = "`*_test.go` files, anything under a `testdata/` or `vendor/` directory"
+    # The test process can run no program and reach no /proc (golaunch), but what stops
+    # the submission's own code from writing the verdict in-process is the static gate
+    # (goreach), a list of routes. A red team (s49) walked around it: an import alias
+    # spelled with letters the scan did not read, plus a seccomp filter of the test's own
+    # holding a failing exit. Both are closed, but until a red team finds nothing, Go tasks
+    # are for models one trusts.
+    forgeable = ("a Go test runs in one process with the submission's code; the static gate "
+                 "that keeps it from writing the verdict is a list of routes")
 
     def test_rules(self) -> dict:
         return RULES
