@@ -184,7 +184,7 @@ def test_a_reply_cut_from_the_knowledge_base_fails(bitext_tasks):
     the copy gate's share of 4-grams low, and cut from the replies to this issue it is read
     as this issue: on the parent of this change the first half of each sentence, strung,
     passed 26 of 73 Bitext tasks. Here cut from this issue's replies, from other issues'
-    and from all, at half or 70% of each sentence, bare or with one or two words added to
+    and from all, at half or 70% of each sentence, bare or with one to four words added to
     each fragment; none may pass, and every task's real reply still does."""
     tasks, intent, _ = bitext_tasks
     passed, tried = [], 0
@@ -201,7 +201,7 @@ def test_a_reply_cut_from_the_knowledge_base_fails(bitext_tasks):
         budget = (ref["min_words"] + ref["max_words"]) // 2 - 2 * len(facts)
         for replies in sources:
             for share in (0.5, 0.7):
-                for added in ("", "now", "for you"):
+                for added in ("", "now", "for you", "for you now", "for you right now"):
                     body, n = [], 0
                     for part in _cut(replies, share, added):
                         if n + len(part.split()) <= budget:
@@ -213,5 +213,5 @@ def test_a_reply_cut_from_the_knowledge_base_fails(bitext_tasks):
                     text = " ".join(body) + "\n\n" + " ".join(f"{f}." for f in facts)
                     if score_reply(ref, text)["outcome"] == "pass":
                         passed.append((task.name, share, added))
-    assert tried > 300
+    assert tried > 500
     assert passed == [], f"{len(passed)} of {tried} replies cut from the KB passed: {passed[:5]}"
