@@ -251,39 +251,35 @@ def kb_sentences(texts):
                    if len(s) >= FRAGMENT_MIN + FRAGMENT_CUT})
 
 
-def _longest_run(a, b):
-    """The length of the longest run of words that the word lists `a` and `b` share."""
-    best, prev = 0, [0] * (len(b) + 1)
-    for x in a:
-        cur = [0] * (len(b) + 1)
-        for j, y in enumerate(b, 1):
-            if x == y:
-                cur[j] = prev[j - 1] + 1
-                best = max(best, cur[j])
-        prev = cur
-    return best
-
-
 def own_words(text, sentences):
     """For each sentence of a reply of `FRAGMENT_MIN` words or more: how many of its words
     are its own beside the longest run it shares with a longer sentence of `sentences`
     (`kb_sentences`), or None when it shares no such run of `FRAGMENT_MIN` words."""
     kb = [s.split() for s in sentences]
-    by_gram: dict = {}
+    at: dict = {}  # a KB 4-gram -> [(sentence, position)]
     for k, s in enumerate(kb):
-        for g in _ngrams(s, FRAGMENT_MIN):
-            by_gram.setdefault(g, set()).add(k)
+        for j in range(len(s) - FRAGMENT_MIN + 1):
+            at.setdefault(tuple(s[j:j + FRAGMENT_MIN]), []).append((k, j))
+    seen: dict = {}
     out = []
     for s in sentence_words(text):
         if len(s) < FRAGMENT_MIN:
             continue
-        near = set().union(*(by_gram.get(g, ()) for g in _ngrams(s, FRAGMENT_MIN)))
-        best = None
-        for k in sorted(near):
-            run = _longest_run(s, kb[k])
-            if run >= FRAGMENT_MIN and len(kb[k]) >= run + FRAGMENT_CUT:
-                best = len(s) - run if best is None else min(best, len(s) - run)
-        out.append(best)
+        key = tuple(s)
+        if key not in seen:
+            best = None
+            for i in range(len(s) - FRAGMENT_MIN + 1):
+                for k, j in at.get(key[i:i + FRAGMENT_MIN], ()):
+                    if j and i and s[i - 1] == kb[k][j - 1]:
+                        continue  # not where the shared run starts
+                    run = FRAGMENT_MIN
+                    while (i + run < len(s) and j + run < len(kb[k])
+                           and s[i + run] == kb[k][j + run]):
+                        run += 1
+                    if len(kb[k]) >= run + FRAGMENT_CUT:
+                        best = len(s) - run if best is None else min(best, len(s) - run)
+            seen[key] = best
+        out.append(seen[key])
     return out
 
 
