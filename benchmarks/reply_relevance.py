@@ -25,6 +25,8 @@ the product never sees (the sample's scenario tags, Bitext's intent), only to gr
 
 - **a walk with the facts**: the task's own required facts strung on the knowledge
   base's word pairs (no four words in a row copied), never a sentence (goal 0%);
+- **a cut stitch**: the first half of every sentence of the knowledge base's replies,
+  strung, with the facts (`whole_sentences`; goal 0%);
 - **held-out gold**: the real reply of a task whose ticket is not in the train split, so
   the issue classifier (`answers_issue`) never saw it (goal >= 95%); same-issue replies
   are drawn from held-out tickets too;
@@ -133,6 +135,22 @@ def _gold(task: Path) -> str:
     return script.split("<<'RLFORGE_ANSWER_EOF'\n", 1)[1].rsplit("\nRLFORGE_ANSWER_EOF", 1)[0]
 
 
+def _cut_stitch(replies: list[str], facts: list[str], budget: int) -> str:
+    """The first half of every sentence of eight words or more of `replies`, strung until
+    `budget` words, then the facts."""
+    import re
+
+    body, n = [], 0
+    for reply in replies:
+        for sentence in re.split(r"(?<=[.!?])\s+|\n+", reply):
+            w = sentence.split()
+            part = w[:max(4, len(w) // 2)]
+            if len(w) >= 8 and n + len(part) <= budget:
+                body.append(" ".join(part).rstrip(".,;:") + ".")
+                n += len(part)
+    return " ".join(body) + "\n\n" + " ".join(f"{f}." for f in facts)
+
+
 def _cleaned(reply: str) -> str:
     """A reply without the values specific to its own ticket."""
     from rlforge.tasks.generators.tickets_reply import distinctive
@@ -144,7 +162,7 @@ def _cleaned(reply: str) -> str:
 
 KINDS = ("gold", "gold_heldout", "same_issue", "same_cleaned", "other_issue", "other_reworded",
          "best_of_n_other", "best_of_n_reworded", "refusal_prefix", "same_kb_reworded",
-         "kb_walk", "walk_facts", "template")
+         "kb_walk", "walk_facts", "cut_stitch", "template")
 #: Pasted before the knowledge base's reply nearest the customer's message (a red team's
 #: attack: the reply now says the opposite).
 REFUSAL = ("Unfortunately none of the following applies to you and we cannot help with this "
@@ -223,6 +241,8 @@ def measure(source: str, limit: int, work: Path | None = None) -> dict:
             tally("kb_walk", kb_walk([r for _, r in kb], ref["max_words"]))
             tally("walk_facts", kb_walk([r for _, r in kb], max(ref["min_words"] + 10, 40),
                                         ref["required"]))
+            tally("cut_stitch", _cut_stitch([r for _, r in kb], ref["required"],
+                                            (ref["min_words"] + ref["max_words"]) // 2))
             tally("template", TEMPLATE.format(facts=" and ".join(ref["required"])))
     return {"source": source, "tasks": len(tasks), "build_sec": round(build_sec, 1),
             **{k: {"n": n, "pass": a / n if n else None, "pass_without_issue": b / n if n else None,

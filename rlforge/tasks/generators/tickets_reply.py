@@ -21,7 +21,8 @@ present (partial credit), distinctive values of the other customers in the knowl
 absent (never an ordinary one- or two-digit number, which any numbered step holds), a
 length window, and the gates against stuffing (fact share), naming the facts only other
 issues' replies hold (`focused`), copying (4-grams shared with the customer's message and
-the knowledge-base files that are no precedent), filler (word pairs the company's replies
+the knowledge-base files that are no precedent), a reply stitched from fragments cut out
+of the knowledge base's sentences (`whole_sentences`), filler (word pairs the company's replies
 use, and its word triples: `phrased`) and answering another ticket (`on_topic`: the
 reply's content words stay closer to the real reply's than to a knowledge-base reply
 written for another issue, and share some with it; and, where the desk labels its
@@ -46,10 +47,11 @@ from rlforge.tasks.registry import Generator, register
 from rlforge.tasks.render import builtin_templates
 from rlforge.tasks.splits import THRESHOLD, shingles
 from rlforge.tasks.spec import ANSWER_FILE, BuildContext, SourceRef, Submission, TaskSpec, stable_sample
-from rlforge.verify.standalone.replies import (COPY_N, COPY_SHARE, _mentions_words, _ngrams,
-                                               bigrams, common_share, contains, copied_share,
-                                               cosine, score_reply,
-                                               topic_terms, topic_vector, trigrams, words)
+from rlforge.verify.standalone.replies import (COPY_N, COPY_SHARE, FRAGMENT_LIMITS,
+                                               _mentions_words, _ngrams, bigrams, common_share,
+                                               contains, copied_share, cosine, cut_from_kb,
+                                               kb_sentences, score_reply, topic_terms,
+                                               topic_vector, trigrams, words)
 
 # A menu path: capitalised segments joined by '>'; a segment after the first may go on in
 # lower case ("Time zone", "Single sign-on") for up to three words, never into the sentence
@@ -406,6 +408,14 @@ class TicketReply(Generator):
         if copy_limit > MAX_COPY_LIMIT:
             return (f"the real reply repeats its knowledge base ({own_copy:.0%} of its 4-grams; "
                     f"at most {MAX_COPY_LIMIT - COPY_MARGIN:.0%} can be told from copying)")
+        # The sentences of the KB a reply could be cut from (`whole_sentences`): the real
+        # reply must not be such a cut itself.
+        sentences = kb_sentences([origin.docs[i] for i in kb] + list(self.docs.values()))
+        cut = cut_from_kb(gold, sentences)
+        if cut is not None:
+            return (f"the real reply reads as fragments of its knowledge base ({cut[1]:.0%} of "
+                    f"its sentences cut out of longer ones with at most {cut[0]} word(s) of "
+                    f"their own; at most {cut[2]:.0%})")
         # The replies of the KB written for another issue: the policy's reply must stay
         # closer to the real reply's words than to theirs (`on_topic`). Accepting
         # closeness to a KB reply alike the real one instead let a fixed template with the
@@ -454,7 +464,8 @@ class TicketReply(Generator):
         reference = {"verifier": "reply", "required": facts, "forbidden": forbidden,
                      "min_words": min_words, "max_words": max_words,
                      "submission": f"/app/{ANSWER_FILE}", "pass_threshold": 1.0,
-                     "copy_sources": copy_sources, "common_bigrams": vocab,
+                     "copy_sources": copy_sources, "kb_sentences": sentences,
+                     "fragment_limits": list(FRAGMENT_LIMITS), "common_bigrams": vocab,
                      "min_common_share": min_common, "max_copy_share": copy_limit,
                      "common_trigrams": phrases, "min_trigram_share": min_phrased,
                      "distractors": others_facts,
