@@ -26,8 +26,9 @@ module for what holds against tested code that forges results, and what does not
 
 Tasks are scored by the `repair-js` verifier (`rlforge/verify/standalone/noderepair.py`)
 with checked asserts (`jsasserts`): a build's runs report the values of every literal
-assert, and a fail-to-pass test is kept only when the fix's values passed all of its
-checked asserts in every run and one of them discriminates (`checked_tests`).
+assert, and a fail-to-pass test is kept only when nothing but its checked asserts can
+decide its verdict (its file read as statements: `js_statements`), the fix's values
+passed all of them in every run and one of them discriminates (`checked_tests`).
 """
 
 from __future__ import annotations
@@ -45,6 +46,7 @@ from rlforge.errors import UserError
 from rlforge.sandbox import node_envs
 from rlforge.sandbox.node_envs import tool_versions
 from rlforge.tasks.generators.repair.runners.base import Dependencies, TestRun, TestRunner
+from rlforge.tasks.generators.repair.runners import js_statements
 from rlforge.tasks.generators.repair.runners.js_adversarial import js_adversarials
 from rlforge.verify.standalone import copied_name, files_of, jsasserts, noderun
 
@@ -134,6 +136,46 @@ def _locked_versions(files: Mapping[str, bytes]) -> dict[str, str]:
     return out
 
 
+#: what a Mocha configuration may `require` before the tests: transpilers, which add no hook
+TRANSPILERS = {"ts-node/register", "ts-node/register/transpile-only", "ts-node/esm", "tsx",
+               "tsx/cjs", "tsx/esm", "@babel/register", "@babel/polyfill", "esm",
+               "source-map-support/register", "@swc/register", "@swc-node/register",
+               "esbuild-register", "esbuild-register/dist/node"}
+_SETUP_KEYS = re.compile(r"""["']?\b(setupFiles|setupFilesAfterEnv|globalSetup|globalTeardown|file)\b["']?\s*[:=]""")
+_REQUIRE = re.compile(r"""["']?\brequire["']?\s*[:=]\s*(\[[^\]]*\]|(?:\s*-\s*[^\n]+\n?)+|[^\n,}]+)""")
+
+
+def setup_code(files: Mapping[str, bytes]) -> str | None:
+    """Which configuration loads code of its own into every test file (Jest's or Vitest's
+    setup files, Mocha's `file` or a `require` that is not a transpiler), or None: such
+    code may add hooks or matchers that decide any test's verdict."""
+    data = _manifest(files)
+    texts = {name: files[name].decode("utf-8", "replace") for names in CONFIG_FILES.values()
+             for name in names if name in files}
+    for key in ("jest", "mocha"):
+        if key in data:
+            texts[f"package.json {key}"] = json.dumps(data[key])
+    for name, text in sorted(texts.items()):
+        if _SETUP_KEYS.search(text):
+            return name
+        for m in _REQUIRE.finditer(text):
+            if set(re.findall(r"[@\w][@\w./:-]*", m.group(1))) - TRANSPILERS:
+                return name
+    return None
+
+
+def counting(hidden: Mapping[str, bytes], fail_to_pass: list[str],
+             workspace: Mapping[str, bytes]) -> dict[str, set[str]]:
+    """{test file: names of its tests that nothing but checked asserts decides}
+    (`js_statements`), for the files of `fail_to_pass`; none where the configuration
+    loads setup code (`setup_code`)."""
+    if setup_code({**workspace, **hidden}) is not None:
+        return {}
+    own = js_statements.own_names(workspace)
+    files = sorted({i.split("::", 1)[0] for i in fail_to_pass} & set(hidden))
+    return {rel: js_statements.decided_by_checks(hidden[rel], rel, own) for rel in files}
+
+
 class NodeTests(TestRunner):
     name = "javascript"
     version = 1
@@ -145,14 +187,6 @@ class NodeTests(TestRunner):
     result_format = "node-json"
     language_name = "JavaScript"
     source_suffixes = noderun.SCRIPT_SUFFIXES
-    # Checked asserts keep a test's values out of reach, but a test passes only if all of it
-    # does, and what decides the rest is found by patterns (`jsasserts.unchecked_verdicts`):
-    # a verdict decided by code they do not see (an assert function under another name, a
-    # `done(err)` callback, a rejected promise) would pass with only the checked part fixed.
-    # Until a test's body is read as statements, JavaScript tasks are for models one trusts.
-    forgeable = ("the framework's verdict on the parts of a test that are not checked asserts "
-                 "comes from the submission's own process")
-
     def test_rules(self) -> dict:
         return RULES
 
@@ -238,11 +272,12 @@ class NodeTests(TestRunner):
     def checked_tests(self, hidden: Mapping[str, bytes], fail_to_pass: list[str],
                       workspace: Mapping[str, bytes], held_at_parent: dict,
                       held_with_fix: dict) -> list[str]:
-        """The fail-to-pass tests with a checked assert that discriminates, all of whose
-        checked asserts the fix's values passed, as the verifier compares them
-        (`jsasserts.checked_tests`)."""
+        """The fail-to-pass tests that nothing but checked asserts decides (`counting`), with
+        a checked assert that discriminates, all of whose checked asserts the fix's values
+        passed, as the verifier compares them (`jsasserts.checked_tests`)."""
         return jsasserts.checked_tests(dict(hidden), fail_to_pass, dict(workspace),
-                                       held_at_parent, held_with_fix)
+                                       held_at_parent, held_with_fix,
+                                       counting(hidden, fail_to_pass, workspace))
 
     def reference_fields(self, settings: "RepoSettings", workspace: Mapping[str, bytes]) -> dict:
         return {"framework": settings.test_command[0] if settings.test_command else "node",
