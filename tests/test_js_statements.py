@@ -16,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rlforge.tasks.generators.repair.runners import javascript
-from rlforge.tasks.generators.repair.runners.js_statements import decided_by_checks, own_names
+from rlforge.tasks.generators.repair.runners.js_statements import decided_by_checks, explain, own_names
 from rlforge.verify.standalone import jsasserts
 
 HEAD = """'use strict';
@@ -119,6 +119,11 @@ def test_an_alias_made_while_the_file_loads_is_untrusted():
     body = "test('alias', () => {\n  check(isSlug('a'));\n  assert.strictEqual(slugify('a b'), 'a-b');\n});\n"
     assert counted(body, head=HEAD + "const check = require('../lib').isSlug;\n") == {"plain", "alias"}
     assert counted(body, head=HEAD + "const { ok: check } = assert;\n") == {"plain"}
+    # a member of an untrusted module: its name untrusted, no code of the file's own
+    head = HEAD + ("const check = require('../lib').isSlug;\nvar Buffer = require('safe-buffer').Buffer;\n"
+                   "const ok = (await import('chai')).assert;\n")
+    assert counted(body, head=head) == {"plain", "alias"}
+    assert counted(body.replace("check(isSlug('a'))", "Buffer.from(isSlug('a'))"), head=head) == {"plain"}
 
 
 def test_hooks_in_scope_must_be_inert_and_after_hooks_empty():
@@ -154,6 +159,40 @@ describe('{name}', () => {{
 def test_code_run_while_the_file_loads_must_be_inert_or_nothing_counts(code):
     assert counted(code + "\n") == set()
     assert counted(f"describe('d', () => {{\n  {code}\n}});\n") == set()
+
+
+def test_a_loop_that_only_computes_or_prints_while_the_file_loads_is_inert():
+    loop = """
+describe('conflicts', function () {
+  console.warn('changed mappings:');
+  for (const [ext, old] of Object.entries({ a: slugify('A') })) {
+    console.warn(`${ext} -> ${old}`);
+  }
+});
+"""
+    assert counted(loop) == {"plain"}
+    why = explain((HEAD + PLAIN + loop.replace("console.warn", "assert.ok")).encode(), "t.test.js")
+    assert why[""].startswith("line 12: a statement that is not inert") and why["plain"] == why[""]
+
+
+def test_explain_says_why_each_test_does_not_count():
+    why = explain((HEAD + PLAIN + """
+test('unchecked', () => {
+  assert.strictEqual(slugify('a b'), 'a-b');
+  assert(!isSlug('a b'));
+});
+test('no check', () => {
+  slugify('a b');
+});
+test('cb', (done) => {
+  assert.strictEqual(slugify('a b'), 'a-b');
+  done();
+});
+""").encode(), "test/slug.test.js")
+    assert why == {"plain": "",
+                   "unchecked": "line 13: a statement that is not inert (an unchecked assert, a judge)",
+                   "no check": "no checked assert",
+                   "cb": "line 18: the test uses its parameter (done, t)"}
 
 
 def test_only_plainly_titled_tests_under_plain_describes_count_and_only_once():

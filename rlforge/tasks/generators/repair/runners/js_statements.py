@@ -34,7 +34,8 @@ inert function; or one of the global constructors and functions that judge nothi
 (`Object`, `Array`, `String`, `Number`, `Boolean`, `BigInt`, `Symbol`, `Math`, `JSON`,
 `Date`, `RegExp`, `Map`, `Set`, `WeakMap`, `WeakSet`, `Promise`, `Error` and its kinds,
 typed arrays, `Buffer`, `URL`, `URLSearchParams`, `TextEncoder`, `TextDecoder`,
-`parseInt`, `parseFloat`, `isNaN`, `isFinite`, the URI codecs, `NaN`, `Infinity`). Any
+`parseInt`, `parseFloat`, `isNaN`, `isFinite`, the URI codecs, `NaN`, `Infinity`,
+`console`, whose `assert` only prints). Any
 other name (`assert`, `expect`, `t`, `done`, `this`, `process`, `globalThis`, an alias of
 any of them) is not.
 
@@ -59,7 +60,8 @@ block), where:
 - every code that runs while the file is collected is inert: the file's top level and
   every `describe` body hold only imports, declarations (inert, or a require/import of any
   module: an untrusted one's names are untrusted), function declarations, `'use strict'`, TypeScript
-  type declarations, test calls, hook calls and inert expression statements; a
+  type declarations, test calls, hook calls, inert expression statements and the
+  statements of an inert function body (a loop that only computes or prints); a
   declaration that only names something (`const check = assert.ok`) is no code, its name
   is untrusted unless what it names is. A custom
   matcher (`expect.extend`), `chai.use`, a conditional test, a class with code: none
@@ -106,7 +108,7 @@ SAFE_GLOBALS = frozenset({
     "Uint32Array", "Int32Array", "Float32Array", "Float64Array", "BigInt64Array",
     "BigUint64Array", "Uint8ClampedArray", "Buffer", "URL", "URLSearchParams", "TextEncoder",
     "TextDecoder", "parseInt", "parseFloat", "isNaN", "isFinite", "encodeURIComponent",
-    "decodeURIComponent", "encodeURI", "decodeURI"})
+    "decodeURIComponent", "encodeURI", "decodeURI", "console"})
 #: expressions whose children are all expressions (or tokens) checked alike
 PLAIN = {"parenthesized_expression", "binary_expression", "unary_expression",
          "update_expression", "ternary_expression", "sequence_expression", "array",
@@ -246,9 +248,8 @@ class _Reader:
         return value[1] if value and value[0] == "s" else None
 
     def value_ok(self, node, scope: _Scope) -> bool:
-        """An initialiser: inert, or the require/import of a trusted module."""
-        inner = node.named_children[0] if node.type == "await_expression" and node.named_children else node
-        source = self.module_source(inner)
+        """An initialiser: inert, or the require/import of a trusted module (or a member of it)."""
+        source = self.module_source(_module_root(node))
         if source is not None:
             return trusted_module(source, self.own)
         return self.expr_ok(node, scope)
@@ -426,8 +427,13 @@ class _File(_Reader):
             a = len(text[:c["expr_start"]].encode("utf-8", "surrogateescape"))
             b = a + len(text[c["expr_start"]:c["expr_end"]].encode("utf-8", "surrogateescape"))
             self.checks[at] = (c, a, b)
-        self.poisoned = False  # code run at collection that is not inert: nothing counts
-        self.found: dict[str, list[bool]] = {}  # test name -> whether each such test counts
+        self.poisoned = ""  # why code run at collection is not inert: then nothing counts
+        self.found: dict[str, list[str]] = {}  # test name -> why each such test does not count, or ""
+
+    def poison(self, node, why: str) -> None:
+        if not self.poisoned:
+            line = node.start_point[0] + 1 if node is not None else 0
+            self.poisoned = f"line {line}: {why}"
 
     def title(self, node) -> str | None:
         value = jsasserts.parse_literal(self.text(node))
@@ -454,21 +460,20 @@ class _File(_Reader):
             stack.extend(n.named_children)
         return True
 
-    def container(self, statements, scope: _Scope, titles: list[str] | None, sound: bool) -> None:
-        """Read a block run at collection (the file's top level, a describe body)."""
+    def container(self, statements, scope: _Scope, titles: list[str] | None, refused: str) -> None:
+        """Read a block run at collection (the file's top level, a describe body);
+        `refused`: why no test in it counts ("" while they may)."""
         if not self.declare_container(statements, scope):
-            self.poisoned = True
+            self.poison(statements[0] if statements else None, "a declaration's pattern")
         calls = []
         for s in statements:
             t = s.type
             if t in DECLARATIONS:
                 for d in s.named_children:
                     v = d.child_by_field_name("value") if d.type == "variable_declarator" else None
-                    inner = v.named_children[0] if v is not None and v.type == "await_expression" \
-                        and v.named_children else v
-                    if v is not None and self.module_source(inner) is None and not _alias(v) \
+                    if v is not None and self.module_source(_module_root(v)) is None and not _alias(v) \
                             and not self.expr_ok(v, scope):
-                        self.poisoned = True
+                        self.poison(s, "a declaration runs code that is not inert")
             elif t == "import_statement" or t in TYPE_ONLY or t in (
                     "function_declaration", "generator_function_declaration", "empty_statement"):
                 continue
@@ -477,26 +482,27 @@ class _File(_Reader):
                 if expr is not None and expr.type == "call_expression" and _callee(expr):
                     calls.append(expr)
                 elif expr is None or not (expr.type == "string" or self.expr_ok(expr, scope)):
-                    self.poisoned = True
-            else:
-                self.poisoned = True
+                    self.poison(s, "a statement that is not inert")
+            elif not self.statement_ok(s, scope):  # a loop or `if` that only computes
+                self.poison(s, f"a statement that is not inert ({t})")
         for call in calls:  # hooks first: they cover every test of the block
             name, mods = _callee(call)  # type: ignore[misc]
             fn = self.function_arg(call)
+            line = call.start_point[0] + 1
             if name in BEFORE_HOOKS:
                 if fn is None or mods or not self.unused_params(fn) or not self.function_ok(fn, scope):
-                    sound = False
+                    refused = refused or f"line {line}: a {name} hook that is not inert"
             elif name in AFTER_HOOKS:
                 body = fn.child_by_field_name("body") if fn is not None else None
                 if body is None or body.type != "statement_block" or any(
                         c.type != "comment" for c in body.named_children):
-                    sound = False
+                    refused = refused or f"line {line}: an {name} hook with statements"
         for call in calls:
             name, mods = _callee(call)  # type: ignore[misc]
             if name in FRAME_NAMES:
-                self.frame(call, mods, scope, titles, sound)
+                self.frame(call, mods, scope, titles, refused)
             elif name in TEST_NAMES:
-                self.test(call, mods, scope, titles, sound)
+                self.test(call, mods, scope, titles, refused)
 
     def declare_container(self, statements, scope: _Scope) -> bool:
         ok = True
@@ -526,50 +532,55 @@ class _File(_Reader):
             return None
         return title, fn
 
-    def frame(self, call, mods, scope, titles, sound) -> None:
+    def frame(self, call, mods, scope, titles, refused) -> None:
         read = self.arguments(call, scope)
         body = read[1].child_by_field_name("body") if read and read[1] is not None else None
         if read is None or body is None or body.type != "statement_block" \
                 or not set(mods) <= SET_ASIDE | {"only"}:
-            self.poisoned = True  # a describe whose body runs but is not read
+            self.poison(call, "a describe whose body is not read")
             return
         title, fn = read
         mapped = titles is not None and title is not None and set(mods) <= {"only"} \
             and not _parameters(fn)
         self.container([c for c in body.named_children if c.type != "comment"], _Scope(scope),
                        titles + [title] if mapped and titles is not None and title is not None
-                       else None, sound and mapped)
+                       else None, refused)
 
-    def test(self, call, mods, scope, titles, sound) -> None:
+    def test(self, call, mods, scope, titles, refused) -> None:
         read = self.arguments(call, scope)
         if read is None or not set(mods) <= SET_ASIDE | {"only"}:
-            self.poisoned = True  # an option or a table computed at collection, a hook by another name
+            # an option or a table computed at collection, a hook by another name
+            self.poison(call, "a test call with an argument or modifier that is not inert")
             return
         title, fn = read
         if titles is None or title is None or fn is None or not set(mods) <= {"only"}:
             return
         name = jsasserts.SEP.join(titles + [title])
-        self.found.setdefault(name, []).append(sound and self.body_ok(fn, scope))
+        self.found.setdefault(name, []).append(refused or self.body_refused(fn, scope))
 
-    def body_ok(self, fn, scope: _Scope) -> bool:
-        """The statements of a test function: see the module docstring."""
+    def body_refused(self, fn, scope: _Scope) -> str:
+        """Why the statements of a test function do not let it count ("" when they do):
+        see the module docstring."""
         body = fn.child_by_field_name("body")
-        if body is None or body.type != "statement_block" or not self.unused_params(fn):
-            return False
+        line = fn.start_point[0] + 1
+        if body is None or body.type != "statement_block":
+            return f"line {line}: the test's body is an expression"
+        if not self.unused_params(fn):
+            return f"line {line}: the test uses its parameter (done, t)"
         inner = _Scope(scope)
-        if not all(self.bind_pattern(p, inner, False, inner) for p in _parameters(fn)):
-            return False
         statements = [c for c in body.named_children if c.type != "comment"]
-        if not statements or not self.declare_block(statements, inner):
-            return False
+        if not all(self.bind_pattern(p, inner, False, inner) for p in _parameters(fn)) \
+                or not statements or not self.declare_block(statements, inner):
+            return f"line {line}: the test's parameters or declarations"
         for s in statements:
+            at = f"line {s.start_point[0] + 1}: "
             if s.type in DECLARATIONS:
                 for d in s.named_children:
                     if d.type != "variable_declarator":
                         continue
                     v = d.child_by_field_name("value")
                     if v is None or not self.value_ok(v, inner):
-                        return False
+                        return at + "a declaration without an inert value"
             elif s.type == "expression_statement":
                 check = self.checks.get(s.start_byte)
                 if check is not None:
@@ -580,12 +591,27 @@ class _File(_Reader):
                         expr = expr.parent
                     if expr is None or expr.start_byte != a or expr.end_byte != b \
                             or not self.expr_ok(expr, inner):
-                        return False
+                        return at + "a checked assert whose expression is not inert"
                 elif not self.expr_ok(s.named_children[0], inner):
-                    return False
+                    return at + "a statement that is not inert (an unchecked assert, a judge)"
             elif s.type != "empty_statement":
-                return False
-        return statements[-1].start_byte in self.checks
+                return at + f"a statement the grammar does not allow ({s.type})"
+        if statements[-1].start_byte not in self.checks:
+            return f"line {statements[-1].start_point[0] + 1}: the last statement is not a checked assert"
+        return ""
+
+
+def _module_root(node):
+    """The call under `await` and member accesses: `require('x').Buffer` -> `require('x')`."""
+    while True:
+        if node.type == "await_expression" and node.named_children:
+            node = node.named_children[0]
+        elif node.type == "member_expression" and node.child_by_field_name("object") is not None:
+            node = node.child_by_field_name("object")
+        elif node.type == "parenthesized_expression" and node.named_children:
+            node = node.named_children[0]
+        else:
+            return node
 
 
 def _alias(node) -> bool:
@@ -632,17 +658,29 @@ def own_names(workspace: Mapping[str, bytes]) -> frozenset[str]:
     return frozenset({name}) if isinstance(name, str) and re.fullmatch(r"[@\w./-]+", name) else frozenset()
 
 
-def decided_by_checks(data: bytes, rel: str, own: frozenset[str] = frozenset()) -> set[str]:
-    """The names (titles joined) of the tests of a test file whose verdict nothing but
-    their checked asserts can decide (see the module docstring)."""
+def explain(data: bytes, rel: str, own: frozenset[str] = frozenset()) -> dict[str, str]:
+    """{test name: why it does not count, or "" when checked asserts alone decide it} of
+    every plainly named test of a test file; the key "" holds why nothing in the file
+    counts, if so (see the module docstring)."""
     reader = _File(data, rel, own)
     root = reader.tree.root_node
     if root.has_error:
-        return set()
+        return {"": "the file does not parse"}
     statements = [c for c in root.named_children if c.type not in ("comment", "hash_bang_line")]
-    reader.container(statements, _Scope(), [], True)
-    if reader.poisoned:
-        return set()
+    reader.container(statements, _Scope(), [], "")
     in_checks = {c["test"] for c, _, _ in reader.checks.values()}
-    return {name for name, verdicts in reader.found.items()
-            if verdicts == [True] and name in in_checks}
+    out = {"": reader.poisoned} if reader.poisoned else {}
+    for name, verdicts in reader.found.items():
+        if len(verdicts) > 1:
+            out[name] = "another test of the file has the same name"
+        elif name not in in_checks:
+            out[name] = "no checked assert"
+        else:
+            out[name] = reader.poisoned or verdicts[0]
+    return out
+
+
+def decided_by_checks(data: bytes, rel: str, own: frozenset[str] = frozenset()) -> set[str]:
+    """The names (titles joined) of the tests of a test file whose verdict nothing but
+    their checked asserts can decide (see the module docstring)."""
+    return {name for name, why in explain(data, rel, own).items() if name and not why}
