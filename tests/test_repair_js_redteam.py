@@ -177,3 +177,7 @@ def test_the_commit_whose_test_an_unchecked_assert_decides_is_dropped_with_its_r
     # one of the two made no task, and says why
     assert len(built["tasks"]) == 1
     assert [r for r in drops if r.startswith("no checked fail-to-pass test")] != [], drops
+    # the drop says which test and why
+    assert any("1 of 1 fail-to-pass tests are decided by more than checked asserts "
+               "(test/lib.test.js::slug check: line 13: a statement that is not inert" in r
+               for r in drops), drops

@@ -164,16 +164,37 @@ def setup_code(files: Mapping[str, bytes]) -> str | None:
     return None
 
 
+def refusals(hidden: Mapping[str, bytes], fail_to_pass: list[str],
+             workspace: Mapping[str, bytes]) -> dict[str, str]:
+    """{fail-to-pass id: why something besides checked asserts can decide its verdict, or
+    "" when nothing can} (`js_statements.explain`); every test is refused where the
+    configuration loads setup code (`setup_code`)."""
+    setup = setup_code({**workspace, **hidden})
+    own = js_statements.own_names(workspace)
+    read = {rel: js_statements.explain(hidden[rel], rel, own)
+            for rel in sorted({i.split("::", 1)[0] for i in fail_to_pass} & set(hidden))}
+    out = {}
+    for test_id in fail_to_pass:
+        rel, _, test = test_id.partition("::")
+        if setup is not None:
+            out[test_id] = f"{setup} loads setup code into every test file"
+        elif rel not in read:
+            out[test_id] = "not a hidden test file"
+        else:
+            out[test_id] = read[rel].get(test, read[rel].get("") or "not a plainly named test")
+    return out
+
+
 def counting(hidden: Mapping[str, bytes], fail_to_pass: list[str],
              workspace: Mapping[str, bytes]) -> dict[str, set[str]]:
-    """{test file: names of its tests that nothing but checked asserts decides}
-    (`js_statements`), for the files of `fail_to_pass`; none where the configuration
-    loads setup code (`setup_code`)."""
-    if setup_code({**workspace, **hidden}) is not None:
-        return {}
-    own = js_statements.own_names(workspace)
-    files = sorted({i.split("::", 1)[0] for i in fail_to_pass} & set(hidden))
-    return {rel: js_statements.decided_by_checks(hidden[rel], rel, own) for rel in files}
+    """{test file: names of its fail-to-pass tests that nothing but checked asserts
+    decides} (`refusals`)."""
+    out: dict[str, set[str]] = {}
+    for test_id, why in refusals(hidden, fail_to_pass, workspace).items():
+        rel, _, test = test_id.partition("::")
+        if not why:
+            out.setdefault(rel, set()).add(test)
+    return out
 
 
 class NodeTests(TestRunner):
@@ -278,6 +299,16 @@ class NodeTests(TestRunner):
         return jsasserts.checked_tests(dict(hidden), fail_to_pass, dict(workspace),
                                        held_at_parent, held_with_fix,
                                        counting(hidden, fail_to_pass, workspace))
+
+    def unchecked_why(self, hidden: Mapping[str, bytes], fail_to_pass: list[str],
+                      workspace: Mapping[str, bytes]) -> str:
+        """How many fail-to-pass tests more than checked asserts decide, and the first's why."""
+        refused = {i: w for i, w in refusals(hidden, fail_to_pass, workspace).items() if w}
+        if not refused:
+            return ""
+        first = min(refused)
+        return (f"{len(refused)} of {len(fail_to_pass)} fail-to-pass tests are decided by more than "
+                f"checked asserts ({first}: {refused[first]})")
 
     def reference_fields(self, settings: "RepoSettings", workspace: Mapping[str, bytes]) -> dict:
         return {"framework": settings.test_command[0] if settings.test_command else "node",
