@@ -153,7 +153,8 @@ describe('{name}', () => {{
     "process.on('exit', () => {});",
     "class Thing { static { assert.ok(1); } }",
     "test(assert.ok(1) || 'x', () => {});",          # a title a judge computes at load
-    "test.each([[1]])('each %s', (x) => {});",        # a table test by a call's call
+    "test.each([[assert.ok(1)]])('each %s', (x) => {});",  # a table a judge computes
+    "describe.each([[1]])('each %s', (x) => { assert.ok(x); });",  # a table describe that judges
     "test.custom('hook by another name', () => { assert.ok(1); });",
 ])
 def test_code_run_while_the_file_loads_must_be_inert_or_nothing_counts(code):
@@ -173,6 +174,21 @@ describe('conflicts', function () {
     assert counted(loop) == {"plain"}
     why = explain((HEAD + PLAIN + loop.replace("console.warn", "assert.ok")).encode(), "t.test.js")
     assert why[""].startswith("line 12: a statement that is not inert") and why["plain"] == why[""]
+
+
+def test_table_tests_never_count_and_an_inert_table_spoils_nothing():
+    table = """
+describe.each([{ path: '/a', expected: 'a' }])('parse $path', ({ path, expected }) => {
+  const parsed = slugify(path);
+  it('parses', () => {
+    expect(parsed).toEqual(expected);
+  });
+});
+it.each([[1, 2]])('adds %i', (a, b) => {
+  assert.strictEqual(a + b, 3);
+});
+"""
+    assert counted(table) == {"plain"}
 
 
 def test_explain_says_why_each_test_does_not_count():

@@ -181,3 +181,23 @@ def test_the_commit_whose_test_an_unchecked_assert_decides_is_dropped_with_its_r
     assert any("1 of 1 fail-to-pass tests are decided by more than checked asserts "
                "(test/lib.test.js::slug check: line 13: a statement that is not inert" in r
                for r in drops), drops
+
+
+def test_a_reported_pass_counts_only_with_every_checked_value_sent_and_holding():
+    # a test body that never ran (the process exited early with a passing report, or a
+    # hang was cut) sends nothing: the verifier fails it whatever the report says
+    from rlforge.verify.standalone import jsasserts
+
+    hidden = (TEST + NEW_TESTS["valued"]).encode()
+    _, plan = jsasserts.externalize(hidden, "test/lib.test.js", {"slug values"}, "__c")
+    test_id = "test/lib.test.js::slug values"
+    assert [item["literal"] for item in plan.values()] == [["s", "tom-jerry"], ["b", False], ["b", True]]
+    passed = {test_id: "passed"}
+    first, second, third = (str(i) for i in sorted(plan))
+    right = {first: [["s", "tom-jerry"]], second: [["b", False]], third: [["b", True]]}
+    assert jsasserts.apply_checks(passed, {}, plan)[0] == {test_id: "failed"}
+    partial = {"test/lib.test.js": {first: right[first], second: right[second]}}
+    assert jsasserts.apply_checks(passed, partial, plan)[1] == {test_id: "a checked assert did not run"}
+    wrong = {"test/lib.test.js": {**right, second: [["b", False], ["b", True]]}}
+    assert jsasserts.apply_checks(passed, wrong, plan)[1] == {test_id: "a checked assert does not hold"}
+    assert jsasserts.apply_checks(passed, {"test/lib.test.js": right}, plan) == (passed, {})

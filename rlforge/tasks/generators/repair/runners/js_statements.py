@@ -73,6 +73,10 @@ block), where:
 - its full title (titles joined as `jsasserts` names tests) is given to one test of the
   file only.
 
+A table test (`describe.each(TABLE)(TITLE, FN)`, `it.each(...)(...)`) never counts; its
+table and title must be inert, and the body of a table `describe` is read as code run at
+collection (its parameters, a row, trusted).
+
 The runner (`javascript`) adds one project rule: no test counts when the framework's
 configuration loads setup code into every test file (Jest's `setupFiles*`, Vitest's
 `setupFiles`, Mocha's `require`/`file`), which could hold hooks or matchers of its own.
@@ -481,6 +485,8 @@ class _File(_Reader):
                 expr = s.named_children[0] if s.named_children else None
                 if expr is not None and expr.type == "call_expression" and _callee(expr):
                     calls.append(expr)
+                elif expr is not None and _table(expr):
+                    self.table(expr, scope)
                 elif expr is None or not (expr.type == "string" or self.expr_ok(expr, scope)):
                     self.poison(s, "a statement that is not inert")
             elif not self.statement_ok(s, scope):  # a loop or `if` that only computes
@@ -546,6 +552,28 @@ class _File(_Reader):
                        titles + [title] if mapped and titles is not None and title is not None
                        else None, refused)
 
+    def table(self, call, scope: _Scope) -> None:
+        """`describe.each(TABLE)(TITLE, FN)` / `it.each(...)(...)`: no test of it counts;
+        the table and title must be inert, and a describe's body is read as code run at
+        collection, its parameters (a row) trusted."""
+        inner = call.child_by_field_name("function")
+        name, _ = _callee(inner)  # type: ignore[misc]
+        args = [c for a in (inner.child_by_field_name("arguments"), call.child_by_field_name("arguments"))
+                if a is not None for c in a.named_children if c.type != "comment"]
+        fn = self.function_arg(call)
+        if not all(self.expr_ok(c, scope) for c in args if c != fn):
+            self.poison(call, "a table test with an argument that is not inert")
+            return
+        if name in FRAME_NAMES:
+            body = fn.child_by_field_name("body") if fn is not None else None
+            inner_scope = _Scope(scope)
+            if body is None or body.type != "statement_block" or not all(
+                    self.bind_pattern(p, inner_scope, True, inner_scope) for p in _parameters(fn)):
+                self.poison(call, "a table describe whose body is not read")
+                return
+            self.container([c for c in body.named_children if c.type != "comment"], inner_scope,
+                           None, "a table describe")
+
     def test(self, call, mods, scope, titles, refused) -> None:
         read = self.arguments(call, scope)
         if read is None or not set(mods) <= SET_ASIDE | {"only"}:
@@ -599,6 +627,16 @@ class _File(_Reader):
         if statements[-1].start_byte not in self.checks:
             return f"line {statements[-1].start_point[0] + 1}: the last statement is not a checked assert"
         return ""
+
+
+def _table(node) -> bool:
+    """Whether a call is `describe.each(TABLE)(...)` or `it.each(...)(...)` (any framework
+    name with `each`)."""
+    inner = node.child_by_field_name("function") if node.type == "call_expression" else None
+    if inner is None or inner.type != "call_expression":
+        return False
+    callee = _callee(inner)
+    return callee is not None and callee[0] in FRAME_NAMES | TEST_NAMES and "each" in callee[1]
 
 
 def _module_root(node):
