@@ -126,6 +126,23 @@ def test_an_alias_made_while_the_file_loads_is_untrusted():
     assert counted(body.replace("check(isSlug('a'))", "Buffer.from(isSlug('a'))"), head=head) == {"plain"}
 
 
+def test_a_helper_trusted_only_while_a_judging_one_was_being_read_is_read_again():
+    # deciding `judge` reads `relay`, which calls `judge` (assumed trusted while it is
+    # being read); `judge` then turns out to judge, so `relay` must not stay trusted
+    assert counted("""
+function judge(x) { relay(x); assert.ok(x); return x; }
+function relay(x) { return judge(x); }
+test('first', () => {
+  const a = judge(1);
+  assert.strictEqual(slugify('a b'), 'a-b');
+});
+test('second', () => {
+  const b = relay(1);
+  assert.strictEqual(slugify('a b'), 'a-b');
+});
+""") == {"plain"}
+
+
 def test_hooks_in_scope_must_be_inert_and_after_hooks_empty():
     body = """
 describe('{name}', () => {{

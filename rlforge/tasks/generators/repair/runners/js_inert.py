@@ -90,6 +90,7 @@ class Reader:
         self.data = data
         self.own = own_names
         self.busy: set[int] = set()
+        self.trail: list[tuple[Scope, str]] = []  # names decided, in order
 
     # --- names --------------------------------------------------------------------------
 
@@ -102,9 +103,17 @@ class Reader:
                 return scope.known[name]
             if name in scope.pending:
                 how = scope.pending[name]
-                scope.known[name] = True  # a recursive use while deciding: the outer answer decides
+                # a recursive use while deciding assumes trust; if the answer is no, every
+                # name decided meanwhile (on that assumption) is decided again when next used
+                mark = len(self.trail)
+                scope.known[name] = True
                 ok = self._decide(how, scope)
+                if not ok:
+                    for where, other in self.trail[mark:]:
+                        where.known.pop(other, None)
+                    del self.trail[mark:]
                 scope.known[name] = ok
+                self.trail.append((scope, name))
                 return ok
             scope = scope.parent
         return name in SAFE_GLOBALS
