@@ -189,7 +189,7 @@ describe('conflicts', function () {
 });
 """
     assert counted(loop) == {"plain"}
-    why = explain((HEAD + PLAIN + loop.replace("console.warn", "assert.ok")).encode(), "t.test.js")
+    why = explain((HEAD + PLAIN + loop.replace("console.warn", "assert.ok")).encode(), "test/t.test.js")
     assert why[""].startswith("line 12: a statement that is not inert") and why["plain"] == why[""]
 
 
@@ -322,3 +322,72 @@ def test_any_text_is_read_without_error_and_counts_only_tests_with_checks(text):
     got = decided_by_checks(text.encode("utf-8", "surrogatepass"), "t.test.js")
     # never an exception; only tests that have a checked assert
     assert got <= {c["test"] for c in jsasserts.find_checks(text)}
+
+
+# red team s49: a judge reached through test code the submission can replace or that
+# registers hooks at load (B1, q05, p06), or put into a trusted name elsewhere (F1, q01-q04)
+TEST_CODE = {
+    "relative helper": "const { expectSlug } = require('./helpers');",
+    "helper through the package's own name": "const h = require('slug/test/helpers');",
+    "hooks loaded for their effects": "require('./support/hooks');",
+    "an import of a helper": "import { expectSlug } from './helpers.js';",
+    "an import for its effects": "import 'chai/register-should';",
+    "a sibling test file": "const other = require('./other.test');",
+}
+
+
+@pytest.mark.parametrize("shape", sorted(TEST_CODE))
+def test_test_code_loaded_by_the_file_keeps_every_test_out(shape):
+    why = explain((HEAD + TEST_CODE[shape] + "\n" + PLAIN).encode(), "test/slug.test.js",
+                  frozenset({"slug"}))
+    assert why["plain"] and why["plain"] == why[""], shape
+
+
+def test_the_projects_own_code_beside_a_colocated_test_is_still_trusted():
+    head = HEAD.replace("'../lib'", "'./lib'") + "const { norm } = require('slug/src/norm');\n"
+    assert decided_by_checks((head + PLAIN).encode(), "src/slug.test.js", frozenset({"slug"})) \
+        == {"plain"}
+
+
+WRITTEN_ELSEWHERE = {
+    "let assigned in another test": ("let check;", "test('setup', () => { check = assert.throws; });"),
+    "let assigned in a sibling describe's hook": (
+        "let check;", "describe('a', () => { before(() => { check = assert.throws; }); });"),
+    "a property written in another test": (
+        "const check = {}.constructor;", "test('setup', () => { check.x = assert.throws; });"),
+    "a function declaration reassigned": (
+        "function check() {}", "test('setup', () => { check = assert.throws; });"),
+    "Object.assign onto it": (
+        "const h = {};\nconst check = h;", "test('setup', () => { Object.assign(h, { x: assert.throws }); });"),
+    "a global's property": ("const check = Math;", "Math.max = assert.throws;"),
+    "passed to an untrusted helper": (
+        "const chai = require('chai');\nconst check = {};", "chai.use(check);"),
+}
+
+
+@pytest.mark.parametrize("shape", sorted(WRITTEN_ELSEWHERE))
+def test_a_name_written_anywhere_with_a_judge_is_untrusted(shape):
+    decl, write = WRITTEN_ELSEWHERE[shape]
+    use = "test('counted', () => {\n  check.x(() => slugify(null), TypeError);\n" \
+          "  assert.strictEqual(slugify('A.B'), 'ab');\n});\n"
+    if "reassigned" in shape or "let" in shape:
+        use = use.replace("check.x(", "check(")
+    body = decl + "\n" + write + "\n" + use
+    why = explain((HEAD + PLAIN + body).encode(), "test/slug.test.js", frozenset({"slug"}))
+    assert why.get("counted") and "not inert" in why["counted"], (shape, why)
+    # the same file with an inert write counts the test
+    inert = body.replace("assert.throws", "slugify")
+    assert "counted" in counted(inert.replace("chai.use(check);", "slugify(check);")), shape
+
+
+def test_inert_writes_loop_variables_and_callbacks_keep_a_name_trusted():
+    assert counted("""
+let total = 0;
+const seen = {};
+for (const w of ['a', 'b']) { total += w.length; seen[w] = slugify(w); }
+['c'].forEach((w) => { seen[w] = slugify(w); });
+test('counted', () => {
+  const n = seen.a;
+  assert.strictEqual(slugify(n + total), 'a2');
+});
+""") == {"plain", "counted"}

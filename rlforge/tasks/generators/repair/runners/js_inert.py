@@ -8,13 +8,15 @@ JavaScript, TypeScript and TSX grammars.
 
 from __future__ import annotations
 
+import posixpath
+import re
 from functools import cache
 
 import tree_sitter
 import tree_sitter_javascript
 import tree_sitter_typescript
 
-from rlforge.verify.standalone import jsasserts
+from rlforge.verify.standalone import jsasserts, noderun
 
 SAFE_BUILTINS = {"path", "fs", "os", "url", "util", "buffer", "events", "stream", "crypto",
                  "querystring", "zlib", "string_decoder"}
@@ -61,12 +63,46 @@ def parse(data: bytes, rel: str) -> tree_sitter.Tree:
     return _parser(kind).parse(data)
 
 
-def trusted_module(source: str, own_names: frozenset[str] = frozenset()) -> bool:
-    """Whether a module of this name can only be the project's own code or judge nothing."""
-    if source.startswith((".", "/")) or source in own_names:
-        return True
-    if any(source.startswith(n + "/") for n in own_names):
-        return True
+#: directories of test code and its support (helpers, hooks, fixtures, mocks)
+_TEST_TREE = re.compile(r"(^|/)(tests?|__tests__|specs?|__mocks__|__fixtures__|fixtures|testing"
+                        r"|test[-_]?(utils?|helpers?|support)|e2e)(/|$)")
+
+
+def project_path(source: str, importer: str, own_names: frozenset[str] = frozenset()) -> str | None:
+    """The repository path a relative or own-name module source names, seen from the test
+    file `importer` ("" for a source outside the repository or not the project's)."""
+    if source.startswith("."):
+        path = posixpath.normpath(posixpath.join(posixpath.dirname(importer), source))
+        return "" if path == ".." or path.startswith("../") else path
+    if source.startswith("/"):
+        return ""
+    for name in own_names:
+        if source == name:
+            return "."
+        if source.startswith(name + "/"):
+            return posixpath.normpath(source[len(name) + 1:])
+    return None
+
+
+def test_support(source: str, importer: str, own_names: frozenset[str] = frozenset()) -> bool:
+    """Whether a module is the project's test code (a test file, or a module under the test
+    tree: helpers, hooks, fixtures): the submission may replace what it exports, and its
+    load-time code is not read, so it is no trusted project code."""
+    path = project_path(source, importer, own_names)
+    if path is None:
+        return False
+    if not path:
+        return True  # outside the repository, or an absolute path: not known code
+    probe = path if path.endswith(noderun.SCRIPT_SUFFIXES) else path + ".js"
+    return bool(_TEST_TREE.search(path) or noderun.TEST_NAME.search(probe)
+                or noderun.TEST_DIR.search(path + "/"))
+
+
+def trusted_module(source: str, own_names: frozenset[str] = frozenset(), importer: str = "") -> bool:
+    """Whether a module of this name can only be the project's own code (not its test code,
+    `test_support`) or judge nothing."""
+    if project_path(source, importer, own_names) is not None:
+        return not test_support(source, importer, own_names)
     return source.removeprefix("node:") in SAFE_BUILTINS
 
 
@@ -86,11 +122,134 @@ class Scope:
 class Reader:
     """One test file read against the grammar of the module docstring."""
 
-    def __init__(self, data: bytes, own_names: frozenset[str]):
+    def __init__(self, data: bytes, own_names: frozenset[str], rel: str = ""):
         self.data = data
         self.own = own_names
+        self.rel = rel
         self.busy: set[int] = set()
         self.trail: list[tuple[Scope, str]] = []  # names decided, in order
+        self.sites: dict[str, list] = {}  # name -> every place the file may change what it holds
+        self.site_scopes: dict[int, Scope] = {}
+        self.checking: set[str] = set()
+
+    #: calls that never put a judge into their arguments (assertions, the framework's own)
+    QUIET_CALLS = frozenset({"assert", "expect", "require"})
+
+    def index_sites(self, root) -> None:
+        """Record, by name, every place of the file that may change what a binding holds:
+        an assignment to it or to a property of it (`h.check = ...`), a `for-in/of` onto
+        it, a method call on it or a call it is passed to (`Object.assign(h, ...)`). A
+        binding is trusted only when each of them is inert (`sites_ok`); a name written in
+        a scope of its own is held to its namesakes' writes too (stricter, never looser)."""
+        stack = [root]
+        while stack:
+            n = stack.pop()
+            stack.extend(n.named_children)
+            names: set[str] = set()
+            if n.type in ("assignment_expression", "augmented_assignment_expression"):
+                left = n.child_by_field_name("left")
+                names = _roots(left, self) if left is not None else set()
+            elif n.type == "for_in_statement" and n.child_by_field_name("kind") is None:
+                left = n.child_by_field_name("left")
+                names = _roots(left, self) if left is not None else set()
+            elif n.type == "call_expression":
+                fn = n.child_by_field_name("function")
+                args = n.child_by_field_name("arguments")
+                if fn is None or self.quiet(fn) or fn.type == "import":
+                    continue
+                if fn.type in ("member_expression", "subscript_expression"):
+                    names |= _roots(fn, self)
+                for a in args.named_children if args is not None else []:
+                    names |= _roots(a, self)
+            for name in names:
+                self.sites.setdefault(name, []).append(n)
+
+    def sites_ok(self, name: str) -> bool:
+        """Whether every place that may change what `name` holds is inert (`index_sites`),
+        each read in the scopes around it."""
+        if name in self.checking:
+            return True  # decided by the outer check
+        self.checking.add(name)
+        try:
+            return all(n.type != "for_in_statement" and self.expr_ok(n, self.site_scope(n))
+                       for n in self.sites.get(name, ()))
+        finally:
+            self.checking.discard(name)
+
+    def site_scope(self, node) -> Scope:
+        """The names in scope at a node, read afresh: each enclosing block's declarations;
+        parameters trusted only for a function that is not a call's argument (a test,
+        hook or callback gets its parameters from code that may judge)."""
+        chain = []
+        a = node.parent
+        while a is not None:
+            if a.type in ("program", "statement_block", "for_statement", "for_in_statement",
+                          "catch_clause") or a.type in FUNCTIONS or a.type in (
+                              "function_declaration", "generator_function_declaration",
+                              "method_definition"):
+                chain.append(a)
+            a = a.parent
+        scope: Scope | None = None
+        for a in reversed(chain):
+            if a.id not in self.site_scopes:
+                inner = Scope(scope)
+                kids = [c for c in a.named_children if c.type != "comment"]
+                if a.type in ("program", "statement_block"):
+                    self.declare_imports(kids, inner)
+                    self.declare_block(kids, inner)
+                elif a.type == "for_statement":
+                    self.declare_block(kids, inner)
+                elif a.type in ("for_in_statement", "catch_clause"):
+                    # a loop's variable holds what an inert iterable holds; a caught error, anything
+                    right = a.child_by_field_name("right")
+                    trusted = right is not None and self.expr_ok(right, scope or inner)
+                    for c in kids:
+                        if c.type in ("identifier", "object_pattern", "array_pattern") and c != right:
+                            self.bind_pattern(c, inner, trusted, inner)
+                else:
+                    trusted = self.callback_trusted(a, scope or inner)
+                    for p in parameters(a):
+                        self.bind_pattern(p, inner, trusted, inner)
+                self.site_scopes[a.id] = inner
+            scope = self.site_scopes[a.id]
+        return scope if scope is not None else Scope()
+
+    def callback_trusted(self, fn, scope: Scope) -> bool:
+        """Whether a function's parameters hold only inert values: it is not a call's
+        argument, or the call is an inert one's (`xs.map((x) => ...)`), not a test's, a
+        hook's or a judge's (which may hand it `t`, `done` or an assert)."""
+        args = fn.parent
+        if args is None or args.type != "arguments":
+            return True
+        callee = args.parent.child_by_field_name("function") if args.parent is not None else None
+        if callee is None:
+            return False
+        if callee.type == "call_expression" and self.quiet(callee):  # describe.each(TABLE)(...): a row
+            table = callee.child_by_field_name("arguments")
+            return table is not None and all(self.expr_ok(c, scope) for c in table.named_children)
+        return not self.quiet(callee) and self.expr_ok(callee, scope)
+
+    def quiet(self, callee) -> bool:
+        """Whether a call's function is an assertion's or the framework's (`QUIET_CALLS`):
+        `assert.equal`, `expect(x).toBe`, `describe.each(t)`."""
+        while callee.type in ("member_expression", "call_expression", "parenthesized_expression"):
+            inner = callee.child_by_field_name("object") if callee.type == "member_expression" else (
+                callee.child_by_field_name("function") if callee.type == "call_expression"
+                else (callee.named_children[0] if callee.named_children else None))
+            if inner is None:
+                return False
+            callee = inner
+        return callee.type == "identifier" and self.text(callee) in self.QUIET_CALLS
+
+    def declare_imports(self, statements, scope: Scope) -> None:
+        """Declare the names `import` statements bind: trusted when their module is."""
+        for s in statements:
+            if s.type == "import_statement":
+                src = s.child_by_field_name("source")
+                value = jsasserts.parse_literal(self.text(src)) if src is not None else None
+                trusted = bool(value and value[0] == "s" and trusted_module(value[1], self.own, self.rel))
+                for n in import_names(s):
+                    scope.declare(self.text(n), trusted)
 
     # --- names --------------------------------------------------------------------------
 
@@ -107,7 +266,7 @@ class Reader:
                 # name decided meanwhile (on that assumption) is decided again when next used
                 mark = len(self.trail)
                 scope.known[name] = True
-                ok = self._decide(how, scope)
+                ok = self._decide(how, scope) and self.sites_ok(name)
                 if not ok:
                     for where, other in self.trail[mark:]:
                         where.known.pop(other, None)
@@ -116,7 +275,7 @@ class Reader:
                 self.trail.append((scope, name))
                 return ok
             scope = scope.parent
-        return name in SAFE_GLOBALS
+        return name in SAFE_GLOBALS and self.sites_ok(name)
 
     def _decide(self, how, scope: Scope) -> bool:
         if isinstance(how, bool):
@@ -178,7 +337,7 @@ class Reader:
         """An initialiser: inert, or the require/import of a trusted module (or a member of it)."""
         source = self.module_source(module_root(node))
         if source is not None:
-            return trusted_module(source, self.own)
+            return trusted_module(source, self.own, self.rel)
         return self.expr_ok(node, scope)
 
     def expr_ok(self, node, scope: Scope) -> bool:
@@ -192,7 +351,7 @@ class Reader:
         if t == "call_expression":
             source = self.module_source(node)
             if source is not None:
-                return trusted_module(source, self.own)
+                return trusted_module(source, self.own, self.rel)
             fn = node.child_by_field_name("function")
             if fn is not None and fn.type in ("import", "super"):
                 return False
@@ -303,7 +462,8 @@ class Reader:
                     if not self.bind_pattern(c, inner, True, inner):
                         return False
                 elif c.type == "parenthesized_expression" or c.type.endswith("_expression") \
-                        or c.type in LITERALS or c.type in ("identifier", "member_expression"):
+                        or c.type in LITERALS or c.type in ("identifier", "member_expression", "array",
+                                                            "object", "subscript_expression"):
                     if not self.expr_ok(c, inner):
                         return False
                 elif c.type == "comment":
@@ -342,3 +502,44 @@ def parameters(fn) -> list:
     if params.type == "identifier":
         return [params]
     return [c for c in params.named_children if c.type != "comment"]
+
+
+def _roots(node, reader: Reader) -> set[str]:
+    """The names whose value an assignment target or an argument reaches into: `h` of
+    `h`, `h.check`, `h[k].x`, `(h as T)`, `...h`, and every name in a pattern."""
+    while node.type in ("member_expression", "subscript_expression", "parenthesized_expression",
+                        "non_null_expression", "as_expression", "satisfies_expression",
+                        "spread_element"):
+        inner = node.child_by_field_name("object") if node.type in (
+            "member_expression", "subscript_expression") else (
+                node.named_children[0] if node.named_children else None)
+        if inner is None:
+            return set()
+        node = inner
+    if node.type in ("identifier", "shorthand_property_identifier_pattern",
+                     "shorthand_property_identifier"):
+        return {reader.text(node)}
+    if node.type in ("object_pattern", "array_pattern", "pair_pattern", "assignment_pattern",
+                     "object_assignment_pattern", "rest_pattern"):
+        out: set[str] = set()
+        for c in node.named_children:
+            out |= _roots(c, reader)
+        return out
+    return set()
+
+
+def import_names(statement):
+    """The identifiers an import statement binds."""
+    out = []
+    stack = [c for c in statement.named_children if c.type == "import_clause"]
+    while stack:
+        n = stack.pop()
+        if n.type == "identifier":
+            out.append(n)
+        elif n.type == "import_specifier":
+            alias = n.child_by_field_name("alias") or n.child_by_field_name("name")
+            if alias is not None:
+                out.append(alias)
+        else:
+            stack.extend(n.named_children)
+    return out

@@ -21,11 +21,17 @@ access, calls and `new` whose parts are inert, `await`, TypeScript's `as`, `sati
 functions, `require(S)` / `import(S)` with S a string naming a *trusted module*, and
 identifiers that resolve to a *trusted binding*.
 
-*Trusted module*: a relative or absolute path (the project's own code), the package's own
-name (from `package.json`), or a node built-in that judges nothing (`path`, `fs`, `os`,
+*Trusted module*: a relative path or the package's own name (from `package.json`, with or
+without a subpath) naming the project's own code, or a node built-in that judges nothing (`path`, `fs`, `os`,
 `url`, `util`, `buffer`, `events`, `stream`, `crypto`, `querystring`, `zlib`,
 `string_decoder`, with or without `node:`). Never `assert`, `node:test`, `chai`, `expect`,
-`sinon`, a framework or any other package: their bindings are not trusted.
+`sinon`, a framework or any other package: their bindings are not trusted. Nor the
+project's *test code*: a module under the test tree (`test/`, `tests/`, `__tests__/`,
+`spec/`, `fixtures/`, `__mocks__/`, `test-utils/`, ...), a test file by its name, an
+absolute path or one outside the repository; the submission may replace what it exports,
+and its load-time code (hooks it registers) is not read, so a file that loads one (by
+`require`, `import`, with or without names) counts nothing. An import run only for its
+effects (`import 'x'`) counts nothing unless its module is trusted.
 
 *Trusted binding*: a parameter of an enclosing inert function; a `const`/`let`/`var`
 (destructured or not) whose initialiser is inert, or that has none outside a test body; an
@@ -37,7 +43,15 @@ typed arrays, `Buffer`, `URL`, `URLSearchParams`, `TextEncoder`, `TextDecoder`,
 `parseInt`, `parseFloat`, `isNaN`, `isFinite`, the URI codecs, `NaN`, `Infinity`,
 `console`, whose `assert` only prints). Any
 other name (`assert`, `expect`, `t`, `done`, `this`, `process`, `globalThis`, an alias of
-any of them) is not.
+any of them) is not. And any of these only while every place of the file that may change
+what the name holds is inert, read in the scopes around it: an assignment to it or to a
+property of it (in another test, a hook of another describe, a `let` declared without a
+value, a function declaration reassigned), a `for-in/of` onto it, a method call on it or a
+call it is passed to (`Object.assign(h, ...)`, `chai.use(h)`), except calls of `assert`,
+`expect` and the framework, which put no judge into their arguments. Namesakes in other
+scopes share their writes (stricter, never looser). A callback's parameters are trusted
+only when an inert call passes them (`xs.map((x) => ...)`, a table row), never a test's,
+a hook's or a judge's.
 
 *Inert function body*: declarations (initialisers inert), inert expression statements,
 `return`, `if`/`else`, `for`/`for-in`/`for-of`/`while`/`do`, blocks, `break`/`continue`,
@@ -101,6 +115,7 @@ from rlforge.tasks.generators.repair.runners.js_inert import (
     module_root,
     parameters,
     parse,
+    test_support,
     trusted_module,
 )
 from rlforge.verify.standalone import jsasserts
@@ -139,8 +154,10 @@ def _callee(node) -> tuple[str, list[str]] | None:
 class _File(Reader):
     """The tests of one file that checked asserts alone decide."""
 
+    QUIET_CALLS = Reader.QUIET_CALLS | FRAME_NAMES | TEST_NAMES | HOOKS
+
     def __init__(self, data: bytes, rel: str, own_names: frozenset[str]):
-        super().__init__(data, own_names)
+        super().__init__(data, own_names, rel)
         self.tree = parse(data, rel)
         text = data.decode("utf-8", "surrogateescape")
         self.checks = {}
@@ -193,15 +210,30 @@ class _File(Reader):
             if t in DECLARATIONS:
                 for d in s.named_children:
                     v = d.child_by_field_name("value") if d.type == "variable_declarator" else None
-                    if v is not None and self.module_source(module_root(v)) is None and not alias(v) \
+                    source = self.module_source(module_root(v)) if v is not None else None
+                    if source is not None and test_support(source, self.rel, self.own):
+                        self.poison(s, f"it loads test code ({source}) whose load-time code is not read")
+                    elif v is not None and source is None and not alias(v) \
                             and not self.expr_ok(v, scope):
                         self.poison(s, "a declaration runs code that is not inert")
-            elif t == "import_statement" or t in TYPE_ONLY or t in (
+            elif t == "import_statement":
+                src = s.child_by_field_name("source")
+                value = jsasserts.parse_literal(self.text(src)) if src is not None else None
+                source = value[1] if value and value[0] == "s" else ""
+                if test_support(source, self.rel, self.own):
+                    self.poison(s, f"it loads test code ({source}) whose load-time code is not read")
+                elif not any(c.type == "import_clause" for c in s.named_children) \
+                        and not trusted_module(source, self.own, self.rel):
+                    self.poison(s, f"an import run for its effects ({source or 'computed'})")
+            elif t in TYPE_ONLY or t in (
                     "function_declaration", "generator_function_declaration", "empty_statement"):
                 continue
             elif t == "expression_statement":
                 expr = s.named_children[0] if s.named_children else None
-                if expr is not None and expr.type == "call_expression" and _callee(expr):
+                source = self.module_source(expr) if expr is not None else None
+                if source is not None and test_support(source, self.rel, self.own):
+                    self.poison(s, f"it loads test code ({source}) whose load-time code is not read")
+                elif expr is not None and expr.type == "call_expression" and _callee(expr):
                     calls.append(expr)
                 elif expr is not None and _table(expr):
                     self.table(expr, scope)
@@ -229,15 +261,8 @@ class _File(Reader):
                 self.test(call, mods, scope, titles, refused)
 
     def declare_container(self, statements, scope: Scope) -> bool:
-        ok = True
-        for s in statements:
-            if s.type == "import_statement":
-                src = s.child_by_field_name("source")
-                value = jsasserts.parse_literal(self.text(src)) if src is not None else None
-                trusted = bool(value and value[0] == "s" and trusted_module(value[1], self.own))
-                for n in _import_names(s):
-                    scope.declare(self.text(n), trusted)
-        return self.declare_block(statements, scope) and ok
+        self.declare_imports(statements, scope)
+        return self.declare_block(statements, scope)
 
     def function_arg(self, call):
         args = call.child_by_field_name("arguments")
@@ -357,23 +382,6 @@ def _table(node) -> bool:
     return callee is not None and callee[0] in FRAME_NAMES | TEST_NAMES and "each" in callee[1]
 
 
-def _import_names(statement):
-    """The identifiers an import statement binds."""
-    out = []
-    stack = [c for c in statement.named_children if c.type == "import_clause"]
-    while stack:
-        n = stack.pop()
-        if n.type == "identifier":
-            out.append(n)
-        elif n.type == "import_specifier":
-            alias = n.child_by_field_name("alias") or n.child_by_field_name("name")
-            if alias is not None:
-                out.append(alias)
-        else:
-            stack.extend(n.named_children)
-    return out
-
-
 def own_names(workspace: Mapping[str, bytes]) -> frozenset[str]:
     """The package's own name from the root `package.json`, which its tests may require."""
     try:
@@ -392,6 +400,7 @@ def explain(data: bytes, rel: str, own: frozenset[str] = frozenset()) -> dict[st
     root = reader.tree.root_node
     if root.has_error:
         return {"": "the file does not parse"}
+    reader.index_sites(root)
     statements = [c for c in root.named_children if c.type not in ("comment", "hash_bang_line")]
     reader.container(statements, Scope(), [], "")
     in_checks = {c["test"] for c, _, _ in reader.checks.values()}
