@@ -391,3 +391,33 @@ test('counted', () => {
   assert.strictEqual(slugify(n + total), 'a2');
 });
 """) == {"plain", "counted"}
+
+
+def _refused(hidden: dict[str, str], workspace: dict[str, str] | None = None) -> dict[str, str]:
+    files = {p: t.encode() for p, t in hidden.items()}
+    ws = {"package.json": b'{"name": "slug"}'} | {p: t.encode() for p, t in (workspace or {}).items()}
+    return javascript.refusals(files, ["test/slug.test.js::counted"], ws)
+
+
+def test_a_checked_literal_or_call_that_code_in_the_sandbox_can_read_elsewhere_keeps_the_test_out():
+    # red team s49 C1: the counted check's call and literal repeated in a sibling test
+    counted_test = "test('counted', () => {\n  assert.strictEqual(slugify('  Rock & Roll  '), 'rock-roll');\n});\n"
+    sibling = ("test('other', () => {\n  assert.throws(() => slugify(null), TypeError);\n"
+               "  assert.strictEqual(slugify('  Rock & Roll  '), 'rock-roll');\n});\n")
+    alone = {"test/slug.test.js": HEAD + counted_test}
+    assert _refused(alone) == {"test/slug.test.js::counted": ""}
+    why = _refused({"test/slug.test.js": HEAD + counted_test + sibling})["test/slug.test.js::counted"]
+    assert "'rock-roll' also appears in test/slug.test.js" in why
+    # the literal in another test file, in a constant, in another quote style
+    for where, text in [("test/other.test.js", "const want = \"rock-roll\";\n"),
+                        ("test/data.json", '{"a": "rock-roll"}')]:
+        why = _refused({**alone, where: text})["test/slug.test.js::counted"]
+        assert f"also appears in {where}" in why, where
+    why = _refused(alone, {"test/visible.test.js": "x(`rock-roll`)"})["test/slug.test.js::counted"]
+    assert "also appears in test/visible.test.js" in why
+    # a boolean every file holds: the call text repeated is what gives it away
+    bool_test = "test('counted', () => {\n  assert.strictEqual(isSlug('a b'), false);\n});\n"
+    assert _refused({"test/slug.test.js": HEAD + bool_test + "const z = false;\n"}) == \
+        {"test/slug.test.js::counted": ""}
+    why = _refused({"test/slug.test.js": HEAD + bool_test + "console.log(isSlug( 'a b' ));\n"})
+    assert "the call it checks (isSlug('ab')) also appears" in why["test/slug.test.js::counted"]

@@ -182,7 +182,45 @@ def refusals(hidden: Mapping[str, bytes], fail_to_pass: list[str],
             out[test_id] = "not a hidden test file"
         else:
             out[test_id] = read[rel].get(test, read[rel].get("") or "not a plainly named test")
+            if not out[test_id]:
+                out[test_id] = literal_elsewhere(hidden, workspace, rel, test)
     return out
+
+
+#: literals every file holds: a check of one is refused only when its call text repeats
+_COMMON_LITERALS = frozenset({"true", "false", "null", "undefined"})
+
+
+def literal_elsewhere(hidden: Mapping[str, bytes], workspace: Mapping[str, bytes],
+                      rel: str, test: str) -> str:
+    """Where a checked literal of a test, or the call text it checks, also appears in the
+    test files that run in the sandbox ("" when nowhere). The verifier hides a counted
+    test's literals, but code running beside it can read every other test file (a sibling
+    test, a data table, an unchecked assert) and find the same call with its literal: such
+    a test does not count. Refusing is sound where rewriting every checked assert is not:
+    a literal also sits in asserts that are not checked, constants and tables."""
+    files = {p: d for p, d in workspace.items() if noderun.is_test_file(p)} | dict(hidden)
+    texts = {p: d.decode("utf-8", "surrogateescape") for p, d in sorted(files.items())}
+    squeezed = {p: re.sub(r"\s+", "", t) for p, t in texts.items()}
+    for c in jsasserts.find_checks(texts[rel], rel):
+        if c["test"] != test:
+            continue
+        src = c["literal_src"]
+        if src[:1] in "'\"`" and len(src) >= 2:
+            pattern = "|".join(q + re.escape(src[1:-1]) + q for q in "'\"`")
+        elif src not in _COMMON_LITERALS:
+            pattern = r"(?<![\w$.])" + re.escape(src) + r"(?![\w$])"
+        else:
+            pattern = ""
+        call = re.sub(r"\s+", "", texts[rel][c["expr_start"]:c["expr_end"]])
+        for path, text in texts.items():
+            own = (c["start"], c["end"]) if path == rel else (0, 0)
+            if pattern and any(not own[0] <= m.start() < own[1] for m in re.finditer(pattern, text)):
+                return f"its checked literal {src[:40]} also appears in {path}"
+            count = squeezed[path].count(call)
+            if count > (1 if path == rel else 0):
+                return f"the call it checks ({call[:40]}) also appears in {path}"
+    return ""
 
 
 def counting(hidden: Mapping[str, bytes], fail_to_pass: list[str],
