@@ -60,7 +60,7 @@ test('splits words', () => {
 TEST_FIXED = TEST + """
 test.describe('punctuation', () => {
   test.it('is dropped from the slug', () => {
-    assert.strictEqual(slugify('Hello, World!'), 'hello-world');
+    assert.strictEqual(slugify('Hello, Moon!'), 'hello-moon');
     assert.strictEqual(slugify('  Rock & Roll  '), 'rock-roll');
   });
 });
@@ -98,16 +98,17 @@ def slug(tmp_path_factory, shared_cache):
         con = db.connect(root / "rlforge.duckdb")
         ingest_repo(con, root / "slug")
         opts = build_options(out=root / "tasks", generators=["commits.repair"], seed=7, validate=False,
-                             generator_options={"commits.repair": {"language": "javascript"}})
+                             generator_options={"commits.repair": {"language": "javascript",
+                                                                   "forgeable_runners": ["javascript"]}})
         report = build_tasks(con, opts)
         con.close()
         tasks = sorted(p for p in (root / "tasks").iterdir() if (p / "task.toml").is_file())
         yield {"root": root, "report": report, "tasks": tasks, "db": root / "rlforge.duckdb"}
 
 
-def test_javascript_commits_make_tasks_with_no_opt_in_for_forgeable_results(slug, tmp_path):
-    # tests are read as statements (`js_statements`): only those that checked asserts
-    # alone decide count, so the runner is no longer gated behind forgeable_runners
+def test_javascript_commits_make_no_task_unless_the_user_accepts_forgeable_results(slug, tmp_path):
+    # tests are read as statements (`js_statements`), but until a red team re-checks that
+    # reading JavaScript stays opt-in: by default the build drops the commit and says why
     con = db.connect(slug["db"])
     try:
         report = build_tasks(con, build_options(
@@ -115,8 +116,11 @@ def test_javascript_commits_make_tasks_with_no_opt_in_for_forgeable_results(slug
             generator_options={"commits.repair": {"language": "javascript"}}))
     finally:
         con.close()
-    assert report.emitted == 1, report.drops
-    assert not any("forged" in d["reason"] for d in report.drops), report.drops
+    assert report.emitted == 0
+    reasons = [d["reason"] for d in report.drops if d["reason"] != "no parent commit"]
+    assert reasons and all(r.startswith("the test runner's results can be forged (javascript@1: ")
+                           and 'forgeable_runners = ["javascript"]' in r for r in reasons), reasons
+    assert slug["report"].emitted == 1, slug["report"].drops  # the fixture opts in
 
 
 def test_the_fix_becomes_a_javascript_task_with_its_checked_test(slug):

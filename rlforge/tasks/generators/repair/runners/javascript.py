@@ -246,6 +246,13 @@ class NodeTests(TestRunner):
     result_format = "node-json"
     language_name = "JavaScript"
     source_suffixes = noderun.SCRIPT_SUFFIXES
+    # Tests are read as statements (`js_statements`), but no red team has yet re-checked
+    # that reading after the s49 fixes, and a pass-to-pass gate can still be forged (see
+    # `noderepair`): JavaScript tasks are opt-in until one finds nothing.
+    forgeable = ("the tests a JavaScript task counts are read as statements, but the reading "
+                 "is not yet re-checked by a red team and pass-to-pass outcomes come from the "
+                 "submission's own process")
+
     def test_rules(self) -> dict:
         return RULES
 

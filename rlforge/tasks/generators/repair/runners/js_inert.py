@@ -109,8 +109,11 @@ def trusted_module(source: str, own_names: frozenset[str] = frozenset(), importe
 class Scope:
     """Names declared in one block: each trusted or not, decided on first use."""
 
-    def __init__(self, parent: Scope | None = None):
+    def __init__(self, parent: Scope | None = None, owner=None):
         self.parent = parent
+        #: the node whose names these are (a function for its parameters and body, a
+        #: block, a loop, the program): names are told apart from their namesakes by it
+        self.owner = owner.id if owner is not None else None
         self.pending: dict[str, object] = {}
         self.known: dict[str, bool] = {}
 
@@ -130,7 +133,7 @@ class Reader:
         self.trail: list[tuple[Scope, str]] = []  # names decided, in order
         self.sites: dict[str, list] = {}  # name -> every place the file may change what it holds
         self.site_scopes: dict[int, Scope] = {}
-        self.checking: set[str] = set()
+        self.checking: set[tuple[str, int | None]] = set()
 
     #: calls that never put a judge into their arguments (assertions, the framework's own)
     QUIET_CALLS = frozenset({"assert", "expect", "require"})
@@ -141,6 +144,7 @@ class Reader:
         it, a method call on it or a call it is passed to (`Object.assign(h, ...)`). A
         binding is trusted only when each of them is inert (`sites_ok`); a name written in
         a scope of its own is held to its namesakes' writes too (stricter, never looser)."""
+        project = self.project_modules(root)
         stack = [root]
         while stack:
             n = stack.pop()
@@ -158,23 +162,56 @@ class Reader:
                 if fn is None or self.quiet(fn) or fn.type == "import":
                     continue
                 if fn.type in ("member_expression", "subscript_expression"):
-                    names |= _roots(fn, self)
+                    # a method of the project's own module: what it keeps is the tested
+                    # code's, which the submission decides whatever the test hands it
+                    names |= _roots(fn, self) - project
                 for a in args.named_children if args is not None else []:
                     names |= _roots(a, self)
             for name in names:
                 self.sites.setdefault(name, []).append(n)
 
-    def sites_ok(self, name: str) -> bool:
-        """Whether every place that may change what `name` holds is inert (`index_sites`),
-        each read in the scopes around it."""
-        if name in self.checking:
+    def project_modules(self, root) -> set[str]:
+        """Names the file binds to a whole module of the project's own code (`const lib =
+        require('../lib')`, `import * as lib from '../lib'`), never declared otherwise."""
+        bound: dict[str, bool] = {}
+        stack = [root]
+        while stack:
+            n = stack.pop()
+            stack.extend(n.named_children)
+            if n.type == "variable_declarator":
+                name, value = n.child_by_field_name("name"), n.child_by_field_name("value")
+                if name is not None and name.type == "identifier":
+                    source = self.module_source(value) if value is not None else None
+                    ok = source is not None and project_path(source, self.rel, self.own) is not None \
+                        and trusted_module(source, self.own, self.rel)
+                    bound[self.text(name)] = bound.get(self.text(name), True) and ok
+            elif n.type in ("function_declaration", "formal_parameters", "catch_clause",
+                            "for_in_statement", "import_statement"):
+                for c in n.named_children if n.type != "function_declaration" else [
+                        n.child_by_field_name("name")]:
+                    if c is not None and c.type == "identifier":
+                        bound[self.text(c)] = False
+        return {name for name, ok in bound.items() if ok}
+
+    def sites_ok(self, name: str, owner: int | None) -> bool:
+        """Whether every place that may change what `name` declared in `owner` (a node id,
+        None for a global) holds is inert (`index_sites`), each read in the scopes around it."""
+        key = (name, owner)
+        if key in self.checking:
             return True  # decided by the outer check
-        self.checking.add(name)
+        self.checking.add(key)
         try:
-            return all(n.type != "for_in_statement" and self.expr_ok(n, self.site_scope(n))
-                       for n in self.sites.get(name, ()))
+            for n in self.sites.get(name, ()):
+                scope: Scope | None = self.site_scope(n)
+                while scope is not None and name not in scope.pending:
+                    scope = scope.parent
+                if (scope.owner if scope is not None else None) != owner:
+                    continue  # a namesake's
+                if n.type == "for_in_statement" or not self.expr_ok(n, self.site_scope(n)):
+                    return False
+            return True
         finally:
-            self.checking.discard(name)
+            self.checking.discard(key)
 
     def site_scope(self, node) -> Scope:
         """The names in scope at a node, read afresh: each enclosing block's declarations;
@@ -183,16 +220,15 @@ class Reader:
         chain = []
         a = node.parent
         while a is not None:
-            if a.type in ("program", "statement_block", "for_statement", "for_in_statement",
-                          "catch_clause") or a.type in FUNCTIONS or a.type in (
-                              "function_declaration", "generator_function_declaration",
-                              "method_definition"):
+            if a.type in ("program", "for_statement", "for_in_statement", "catch_clause") \
+                    or a.type in FUNCTIONS or a.type in _FUNCTION_DECLARATIONS \
+                    or (a.type == "statement_block" and not _function_body(a)):
                 chain.append(a)
             a = a.parent
         scope: Scope | None = None
         for a in reversed(chain):
             if a.id not in self.site_scopes:
-                inner = Scope(scope)
+                inner = Scope(scope, a)
                 kids = [c for c in a.named_children if c.type != "comment"]
                 if a.type in ("program", "statement_block"):
                     self.declare_imports(kids, inner)
@@ -210,6 +246,11 @@ class Reader:
                     trusted = self.callback_trusted(a, scope or inner)
                     for p in parameters(a):
                         self.bind_pattern(p, inner, trusted, inner)
+                    body = a.child_by_field_name("body")
+                    if body is not None and body.type == "statement_block":
+                        block = [c for c in body.named_children if c.type != "comment"]
+                        self.declare_imports(block, inner)
+                        self.declare_block(block, inner)
                 self.site_scopes[a.id] = inner
             scope = self.site_scopes[a.id]
         return scope if scope is not None else Scope()
@@ -266,7 +307,7 @@ class Reader:
                 # name decided meanwhile (on that assumption) is decided again when next used
                 mark = len(self.trail)
                 scope.known[name] = True
-                ok = self._decide(how, scope) and self.sites_ok(name)
+                ok = self._decide(how, scope) and self.sites_ok(name, scope.owner)
                 if not ok:
                     for where, other in self.trail[mark:]:
                         where.known.pop(other, None)
@@ -275,7 +316,7 @@ class Reader:
                 self.trail.append((scope, name))
                 return ok
             scope = scope.parent
-        return name in SAFE_GLOBALS and self.sites_ok(name)
+        return name in SAFE_GLOBALS and self.sites_ok(name, None)
 
     def _decide(self, how, scope: Scope) -> bool:
         if isinstance(how, bool):
@@ -396,7 +437,7 @@ class Reader:
             return True  # recursion: decided by the outer call
         self.busy.add(node.id)
         try:
-            inner = Scope(scope)
+            inner = Scope(scope, node)
             if not all(self.bind_pattern(p, inner, True, inner) for p in parameters(node)):
                 return False
             body = node.child_by_field_name("body")
@@ -449,10 +490,10 @@ class Reader:
         if t in ("empty_statement", "break_statement", "continue_statement") or t in TYPE_ONLY:
             return True
         if t == "statement_block":
-            return self.block_ok(s, Scope(scope))
+            return self.block_ok(s, Scope(scope, s))
         if t in ("if_statement", "else_clause", "while_statement", "do_statement",
                  "for_statement", "for_in_statement"):
-            inner = Scope(scope)
+            inner = Scope(scope, s)
             for c in s.named_children:
                 if c.type in DECLARATIONS:  # for (let i = 0; ...), for (const k of ...)
                     if not (self.declare_block([c], inner) and self.statement_ok(c, inner)):
@@ -502,6 +543,16 @@ def parameters(fn) -> list:
     if params.type == "identifier":
         return [params]
     return [c for c in params.named_children if c.type != "comment"]
+
+
+_FUNCTION_DECLARATIONS = ("function_declaration", "generator_function_declaration", "method_definition")
+
+
+def _function_body(block) -> bool:
+    """Whether a block is a function's body (its names share the function's scope)."""
+    parent = block.parent
+    return parent is not None and (parent.type in FUNCTIONS or parent.type in _FUNCTION_DECLARATIONS) \
+        and parent.child_by_field_name("body") == block
 
 
 def _roots(node, reader: Reader) -> set[str]:

@@ -291,7 +291,7 @@ class _File(Reader):
         title, fn = read
         mapped = titles is not None and title is not None and set(mods) <= {"only"} \
             and not parameters(fn)
-        self.container([c for c in body.named_children if c.type != "comment"], Scope(scope),
+        self.container([c for c in body.named_children if c.type != "comment"], Scope(scope, fn),
                        titles + [title] if mapped and titles is not None and title is not None
                        else None, refused)
 
@@ -309,7 +309,7 @@ class _File(Reader):
             return
         if name in FRAME_NAMES:
             body = fn.child_by_field_name("body") if fn is not None else None
-            inner_scope = Scope(scope)
+            inner_scope = Scope(scope, fn)
             if body is None or body.type != "statement_block" or not all(
                     self.bind_pattern(p, inner_scope, True, inner_scope) for p in parameters(fn)):
                 self.poison(call, "a table describe whose body is not read")
@@ -338,7 +338,7 @@ class _File(Reader):
             return f"line {line}: the test's body is an expression"
         if not self.unused_params(fn):
             return f"line {line}: the test uses its parameter (done, t)"
-        inner = Scope(scope)
+        inner = Scope(scope, fn)
         statements = [c for c in body.named_children if c.type != "comment"]
         if not all(self.bind_pattern(p, inner, False, inner) for p in parameters(fn)) \
                 or not statements or not self.declare_block(statements, inner):
@@ -402,7 +402,7 @@ def explain(data: bytes, rel: str, own: frozenset[str] = frozenset()) -> dict[st
         return {"": "the file does not parse"}
     reader.index_sites(root)
     statements = [c for c in root.named_children if c.type not in ("comment", "hash_bang_line")]
-    reader.container(statements, Scope(), [], "")
+    reader.container(statements, Scope(None, root), [], "")
     in_checks = {c["test"] for c, _, _ in reader.checks.values()}
     out = {"": reader.poisoned} if reader.poisoned else {}
     for name, verdicts in reader.found.items():
