@@ -201,3 +201,64 @@ def test_a_reported_pass_counts_only_with_every_checked_value_sent_and_holding()
     wrong = {"test/lib.test.js": {**right, second: [["b", False], ["b", True]]}}
     assert jsasserts.apply_checks(passed, wrong, plan)[1] == {test_id: "a checked assert does not hold"}
     assert jsasserts.apply_checks(passed, {"test/lib.test.js": right}, plan) == (passed, {})
+
+
+# red team s49: B1 (the judges in a helper module of the test tree), C1 (the counted
+# check's call and literal repeated in a sibling test), F1 (a judge put into a trusted
+# object by another test). Each made a task that a partial fix (or no fix) scored 1.0 on.
+HELPERS = """'use strict';
+const assert = require('node:assert');
+const { slugify } = require('../lib');
+function expectSlug(title, slug) { assert.strictEqual(slugify(title), slug); }
+module.exports = { expectSlug };
+"""
+S49 = {
+    "b1_helper": ("""const { expectSlug } = require('./helpers');
+test('slugs', () => {
+  expectSlug('Tom & Jerry', 'tom-jerry');
+  assert.strictEqual(slugify('  Rock & Roll  '), 'rock-roll');
+});
+""", "it loads test code (./helpers)"),
+    "c1_sibling_literal": ("""test('slugs', () => {
+  assert.strictEqual(slugify('  Rock & Roll  '), 'rock-roll');
+});
+test('slugs again', () => {
+  assert.throws(() => slugify(null), TypeError);
+  assert.strictEqual(slugify('  Rock & Roll  '), 'rock-roll');
+});
+""", "its checked literal 'rock-roll' also appears in test/lib.test.js"),
+    "f1_mutated_judge": ("""const h = {};
+test('set up', () => { h.holds = assert.ok; });
+test('slugs', () => {
+  h.holds(isSlug('tom-jerry'));
+  assert.strictEqual(slugify('  Rock & Roll  '), 'rock-roll');
+});
+""", "a statement that is not inert"),
+}
+
+
+def test_s49_judges_in_test_code_repeated_literals_and_mutated_objects_make_no_task(
+        tmp_path, shared_cache, monkeypatch):
+    for key in [k for k in os.environ if k.startswith("RLFORGE_")]:
+        monkeypatch.delenv(key)
+    monkeypatch.setenv("RLFORGE_CACHE_DIR", str(shared_cache))
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.chdir(tmp_path)
+    con = db.connect(tmp_path / "rlforge.duckdb")
+    head = TEST.replace("const check = assert.ok;\n", "")
+    for name, (new, _) in S49.items():
+        repo = Repo(tmp_path / name)
+        repo.commit("Start the slug package", {"package.json": MANIFEST, "lib.js": LIB,
+                                               "test/helpers.js": HELPERS, "test/lib.test.js": head})
+        repo.commit("Drop punctuation from slugs", {"lib.js": LIB_FIXED, "test/lib.test.js": head + new})
+        ingest_repo(con, tmp_path / name)
+    report = build_tasks(con, build_options(
+        out=tmp_path / "tasks", generators=["commits.repair"], seed=7, validate=False,
+        generator_options={"commits.repair": {"language": "javascript",
+                                              "forgeable_runners": ["javascript"]}}))
+    drops = {Path(d["source"].split("@")[0]).name: d["reason"] for d in report.drops
+             if d["reason"] != "no parent commit"}
+    con.close()
+    assert report.emitted == 0, drops
+    for name, (_, why) in S49.items():
+        assert drops[name].startswith("no checked fail-to-pass test") and why in drops[name], (name, drops)
