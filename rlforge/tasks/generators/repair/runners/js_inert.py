@@ -2,24 +2,26 @@
 
 The expression and function-body half of the grammar that `js_statements` (whose
 docstring states all of it) reads hidden test files with: which expressions, statements
-and names are inert, which modules and globals are trusted. Parsed by tree-sitter's
+and names are inert (a name only while every write to it is), which globals are trusted
+(modules: `js_modules`). Parsed by tree-sitter's
 JavaScript, TypeScript and TSX grammars.
 """
 
 from __future__ import annotations
 
-import posixpath
-import re
 from functools import cache
 
 import tree_sitter
 import tree_sitter_javascript
 import tree_sitter_typescript
 
-from rlforge.verify.standalone import jsasserts, noderun
+from rlforge.tasks.generators.repair.runners.js_modules import (
+    import_names,
+    project_path,
+    trusted_module,
+)
+from rlforge.verify.standalone import jsasserts
 
-SAFE_BUILTINS = {"path", "fs", "os", "url", "util", "buffer", "events", "stream", "crypto",
-                 "querystring", "zlib", "string_decoder"}
 SAFE_GLOBALS = frozenset({
     "undefined", "NaN", "Infinity", "Object", "Array", "String", "Number", "Boolean", "BigInt",
     "Symbol", "Math", "JSON", "Date", "RegExp", "Map", "Set", "WeakMap", "WeakSet", "Promise",
@@ -61,49 +63,6 @@ def parse(data: bytes, rel: str) -> tree_sitter.Tree:
     """The syntax tree of a test file, by the grammar its suffix names."""
     kind = "tsx" if rel.endswith(".tsx") else "ts" if rel.endswith(_TS) else "js"
     return _parser(kind).parse(data)
-
-
-#: directories of test code and its support (helpers, hooks, fixtures, mocks)
-_TEST_TREE = re.compile(r"(^|/)(tests?|__tests__|specs?|__mocks__|__fixtures__|fixtures|testing"
-                        r"|test[-_]?(utils?|helpers?|support)|e2e)(/|$)")
-
-
-def project_path(source: str, importer: str, own_names: frozenset[str] = frozenset()) -> str | None:
-    """The repository path a relative or own-name module source names, seen from the test
-    file `importer` ("" for a source outside the repository or not the project's)."""
-    if source.startswith("."):
-        path = posixpath.normpath(posixpath.join(posixpath.dirname(importer), source))
-        return "" if path == ".." or path.startswith("../") else path
-    if source.startswith("/"):
-        return ""
-    for name in own_names:
-        if source == name:
-            return "."
-        if source.startswith(name + "/"):
-            return posixpath.normpath(source[len(name) + 1:])
-    return None
-
-
-def test_support(source: str, importer: str, own_names: frozenset[str] = frozenset()) -> bool:
-    """Whether a module is the project's test code (a test file, or a module under the test
-    tree: helpers, hooks, fixtures): the submission may replace what it exports, and its
-    load-time code is not read, so it is no trusted project code."""
-    path = project_path(source, importer, own_names)
-    if path is None:
-        return False
-    if not path:
-        return True  # outside the repository, or an absolute path: not known code
-    probe = path if path.endswith(noderun.SCRIPT_SUFFIXES) else path + ".js"
-    return bool(_TEST_TREE.search(path) or noderun.TEST_NAME.search(probe)
-                or noderun.TEST_DIR.search(path + "/"))
-
-
-def trusted_module(source: str, own_names: frozenset[str] = frozenset(), importer: str = "") -> bool:
-    """Whether a module of this name can only be the project's own code (not its test code,
-    `test_support`) or judge nothing."""
-    if project_path(source, importer, own_names) is not None:
-        return not test_support(source, importer, own_names)
-    return source.removeprefix("node:") in SAFE_BUILTINS
 
 
 class Scope:
@@ -577,20 +536,3 @@ def _roots(node, reader: Reader) -> set[str]:
             out |= _roots(c, reader)
         return out
     return set()
-
-
-def import_names(statement):
-    """The identifiers an import statement binds."""
-    out = []
-    stack = [c for c in statement.named_children if c.type == "import_clause"]
-    while stack:
-        n = stack.pop()
-        if n.type == "identifier":
-            out.append(n)
-        elif n.type == "import_specifier":
-            alias = n.child_by_field_name("alias") or n.child_by_field_name("name")
-            if alias is not None:
-                out.append(alias)
-        else:
-            stack.extend(n.named_children)
-    return out

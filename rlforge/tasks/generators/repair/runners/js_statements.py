@@ -115,9 +115,8 @@ from rlforge.tasks.generators.repair.runners.js_inert import (
     module_root,
     parameters,
     parse,
-    test_support,
-    trusted_module,
 )
+from rlforge.tasks.generators.repair.runners.js_modules import test_support, trusted_module
 from rlforge.verify.standalone import jsasserts
 
 FRAME_NAMES = {"describe", "suite", "context"}
