@@ -60,7 +60,7 @@ test('splits words', () => {
 TEST_FIXED = TEST + """
 test.describe('punctuation', () => {
   test.it('is dropped from the slug', () => {
-    assert.strictEqual(slugify('Hello, World!'), 'hello-world');
+    assert.strictEqual(slugify('Hello, Moon!'), 'hello-moon');
     assert.strictEqual(slugify('  Rock & Roll  '), 'rock-roll');
   });
 });
@@ -107,9 +107,8 @@ def slug(tmp_path_factory, shared_cache):
 
 
 def test_javascript_commits_make_no_task_unless_the_user_accepts_forgeable_results(slug, tmp_path):
-    # a red team (s48) passed tests with only their checked asserts satisfied; the rule
-    # that keeps such tests out reads patterns, not statements, so by default the build
-    # drops JavaScript commits and says why, before any test runs
+    # tests are read as statements (`js_statements`), but until a red team re-checks that
+    # reading JavaScript stays opt-in: by default the build drops the commit and says why
     con = db.connect(slug["db"])
     try:
         report = build_tasks(con, build_options(
@@ -118,9 +117,10 @@ def test_javascript_commits_make_no_task_unless_the_user_accepts_forgeable_resul
     finally:
         con.close()
     assert report.emitted == 0
-    reasons = [d["reason"] for d in report.drops]
+    reasons = [d["reason"] for d in report.drops if d["reason"] != "no parent commit"]
     assert reasons and all(r.startswith("the test runner's results can be forged (javascript@1: ")
                            and 'forgeable_runners = ["javascript"]' in r for r in reasons), reasons
+    assert slug["report"].emitted == 1, slug["report"].drops  # the fixture opts in
 
 
 def test_the_fix_becomes_a_javascript_task_with_its_checked_test(slug):
@@ -298,7 +298,9 @@ def test_a_test_whose_verdict_rests_on_unchecked_code_is_not_kept():
     # a red team (s48) fixed only what a test's checked assert measures and passed the
     # rest of it: assert.throws / assert.ok patched to no-ops, or a function reading its
     # call site (`assert(!isSlug(..))`) from a stack trace. Only tests whose every
-    # verdict-deciding statement is a checked assert count.
+    # verdict-deciding statement is a checked assert count (`js_statements`).
+    from rlforge.tasks.generators.repair.runners.javascript import counting
+
     hidden = b"""const assert = require('node:assert');
 const { slugify, isSlug } = require('../lib');
 test('only checked', () => {
@@ -309,14 +311,16 @@ test('plain asserts', () => {
   assert(!isSlug('a b'));
 });
 test('throws', () => {
-  assert.strictEqual(slugify('x y'), 'x-y');
   assert.throws(() => slugify(null), TypeError);
+  assert.strictEqual(slugify('x y'), 'x-y');
 });
 """
     f2p = [f"test/slug.test.js::{t}" for t in ("only checked", "plain asserts", "throws")]
     every = {t: [0] for t in f2p}
-    keep = jsasserts.checked_tests({"test/slug.test.js": hidden}, f2p, {}, {}, every)
+    files = {"test/slug.test.js": hidden}
+    keep = jsasserts.checked_tests(files, f2p, {}, {}, every, counting(files, f2p, {}))
     assert keep == ["test/slug.test.js::only checked"]
-    helper = hidden + b"function check(x) { assert.ok(x); }\n"
-    assert jsasserts.checked_tests({"test/slug.test.js": helper}, f2p, {}, {}, every) == []
-    assert jsasserts.unchecked_verdicts(hidden) == ({"plain asserts", "throws"}, False)
+    helper = {"test/slug.test.js": hidden + b"function check(x) { assert.ok(x); }\ncheck(1);\n"}
+    assert jsasserts.checked_tests(helper, f2p, {}, {}, every, counting(helper, f2p, {})) == []
+    # nothing counts unless the build read it as statements
+    assert jsasserts.checked_tests(files, f2p, {}, {}, every, {}) == []

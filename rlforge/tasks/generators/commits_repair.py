@@ -354,8 +354,10 @@ class CommitsRepair(Generator):
         checked = runner.checked_tests(snap.hidden, check.fail_to_pass, snap.workspace,
                                        check.held_at_parent, check.p2p_checks)
         if not checked:
+            why = runner.unchecked_why(snap.hidden, check.fail_to_pass, snap.workspace)
             self._reject(row, "no checked fail-to-pass test",
-                         "no fail-to-pass test compares a result with a literal the policy "
+                         (f"{why}; " if why else "")
+                         + "no fail-to-pass test compares a result with a literal the policy "
                          "has not seen, which the verifier can hold back, no trivial value "
                          "passes, and the parent's code does not already pass")
             return None

@@ -38,13 +38,6 @@ ASSERT_MATCHERS = {"strictEqual": "same", "equal": "loose", "deepStrictEqual": "
 FRAME = re.compile(r"(?<![\w$.])(?:[A-Za-z_$][\w$]*\.)?(describe|test|it|suite|context|specify)"
                    r"((?:\.(?:only|concurrent|sequential|serial))*)((?:\.[A-Za-z_$][\w$]*)*)\s*\(")
 ASSERT_START = re.compile(r"(?:expect|(?:t\.)?assert(?:\.strict)?\s*\.\s*([A-Za-z]+))\s*\(")
-# What else can decide a test's verdict: an assertion, a matcher, a throw. Where such code
-# is not a checked assert, the verdict rests on the framework's report, which the tested
-# code can forge (patching assert's methods, or reading its call site from a stack trace).
-VERDICT_CODE = re.compile(r"(?<![\w$])(?:assert|expect|should|fail)\s*(?:\.\s*[\w$]+\s*)*\("
-                          r"|(?<![\w$])throw\b"
-                          r"|\.\s*(?:ok|notOk|equal|same|match|throws|rejects|fail)\s*\(")
-
 # Sends a value out, encoded as `encode` in Python reads it; returns it unchanged. One
 # declaration appended to the test file (hoisted in scripts and modules alike).
 HELPER_JS = r"""
@@ -265,28 +258,6 @@ def find_checks(source, suffix=".js"):
     return found
 
 
-def unchecked_verdicts(source):
-    """(tests, anywhere) of code in a test file that can decide a verdict but is not a
-    checked assert (`VERDICT_CODE`): `tests`, the names of the tests holding such code;
-    `anywhere`, whether any is outside a test with a plain title (a helper, a hook), where
-    it may decide any test's verdict."""
-    text = source.decode("utf-8", "surrogateescape") if isinstance(source, bytes) else source
-    scan = _Scan(text)
-    frames = _frames(scan)
-    checked = [(c["start"], c["end"]) for c in find_checks(text)]
-    tests, anywhere = set(), False
-    for m in VERDICT_CODE.finditer(text):
-        p = m.start()
-        if not scan.is_code(p) or any(a <= p < b for a, b in checked):
-            continue
-        around = [f for f in frames if f[0] < p < f[1]]
-        if not any(f[3] for f in around) or any(f[2] is None for f in around):
-            anywhere = True
-        else:
-            tests.add(SEP.join(f[2] for f in sorted(around)))
-    return tests, anywhere
-
-
 def helper_source(name, suffix):
     """The check function, typed for TypeScript files."""
     ts = suffix.endswith((".ts", ".mts", ".cts", ".tsx"))
@@ -389,19 +360,18 @@ def literal_seen(literal_src, literal, visible):
     return False
 
 
-def checked_tests(hidden, fail_to_pass, workspace, held_at_parent, held_with_fix):
-    """The fail-to-pass ids whose verdict tested code cannot forge: every checked assert
-    of the test held in every run with the fix (`held_with_fix`, {id: ordinals}), and at
-    least one discriminates: no trivial value passes it, its literal is not in the
-    policy's copy of the file, and the parent's code did not pass it (`held_at_parent`).
-    A test holding other code that can decide its verdict (`unchecked_verdicts`: a plain
-    `assert(x)`, `assert.throws`, a matcher, a throw) is not kept: the tested code could
-    pass that part without the fix."""
+def checked_tests(hidden, fail_to_pass, workspace, held_at_parent, held_with_fix, counting):
+    """The fail-to-pass ids whose verdict tested code cannot forge: the test is one whose
+    verdict nothing but its checked asserts can decide (`counting`, {file: test names}, as
+    the build reads the file's statements: `rlforge.tasks.generators.repair.runners.
+    js_statements`), every checked assert of it held in every run with the fix
+    (`held_with_fix`, {id: ordinals}), and at least one discriminates: no trivial value
+    passes it, its literal is not in the policy's copy of the file, and the parent's code
+    did not pass it (`held_at_parent`)."""
     keep = []
-    unchecked = {rel: unchecked_verdicts(data) for rel, data in hidden.items()}
     for test_id in fail_to_pass:
         rel, _, test = test_id.partition("::")
-        if rel not in hidden or unchecked[rel][1] or test in unchecked[rel][0]:
+        if rel not in hidden or test not in counting.get(rel, ()):
             continue
         items = [c for c in find_checks(hidden[rel]) if c["test"] == test]
         if not items or {c["ordinal"] for c in items} - set(held_with_fix.get(test_id, ())):

@@ -26,7 +26,15 @@ this process compared with a literal the code never saw (`jsasserts`). What does
 driver, the frameworks and the tested code share a uid inside the sandbox, so the code
 can rewrite the driver's results (outcomes, canaries); a forger gains nothing on a
 fail-to-pass test from that without the value its hidden assert expects, but a
-pass-to-pass test's outcome (a gate) is as forgeable as the framework's report.
+pass-to-pass test's outcome (a gate) is as forgeable as the framework's report. The
+canaries do not close that: code that reads its caller's line (or the test's name, or
+its place after the file's own tests) can tell a canary from a real assert and swallow
+only the real failures. Measured by a red team (s49, D1/E2): a submission wrapping node's
+`assert` so that failures are swallowed unless the calling line holds the canaries'
+`require("node:assert")` hid 9 broken pass-to-pass tests of a real mime-types task (it
+reported 46/46 and scored 1.0). Giving canaries the text of a real assert would only move
+the tell (their place in the file, their values), so the bound stands and JavaScript
+tasks are opt-in (`TestRunner.forgeable`).
 """
 
 from __future__ import annotations

@@ -176,6 +176,13 @@ class TestRunner:
         another language than the tests' (so the fix's values must be seen to hold)."""
         return self.checked_fail_to_pass(hidden, fail_to_pass, workspace, held_at_parent)
 
+    def unchecked_why(self, hidden: Mapping[str, bytes], fail_to_pass: list[str],
+                      workspace: Mapping[str, bytes]) -> str:
+        """Why fail-to-pass tests were left out before their values were looked at (a
+        runner that reads which tests its checks alone decide says which and why), for
+        the drop reason of a commit with no checked test; "" when nothing was."""
+        return ""
+
     def checked_fail_to_pass(self, hidden: Mapping[str, bytes], fail_to_pass: list[str],
                              workspace: Mapping[str, bytes], held_at_parent: dict) -> list[str]:
         """The fail-to-pass tests the verifier can check beyond their reported outcome (a

@@ -26,8 +26,9 @@ module for what holds against tested code that forges results, and what does not
 
 Tasks are scored by the `repair-js` verifier (`rlforge/verify/standalone/noderepair.py`)
 with checked asserts (`jsasserts`): a build's runs report the values of every literal
-assert, and a fail-to-pass test is kept only when the fix's values passed all of its
-checked asserts in every run and one of them discriminates (`checked_tests`).
+assert, and a fail-to-pass test is kept only when nothing but its checked asserts can
+decide its verdict (its file read as statements: `js_statements`), the fix's values
+passed all of them in every run and one of them discriminates (`checked_tests`).
 """
 
 from __future__ import annotations
@@ -45,6 +46,7 @@ from rlforge.errors import UserError
 from rlforge.sandbox import node_envs
 from rlforge.sandbox.node_envs import tool_versions
 from rlforge.tasks.generators.repair.runners.base import Dependencies, TestRun, TestRunner
+from rlforge.tasks.generators.repair.runners import js_statements
 from rlforge.tasks.generators.repair.runners.js_adversarial import js_adversarials
 from rlforge.verify.standalone import copied_name, files_of, jsasserts, noderun
 
@@ -134,6 +136,105 @@ def _locked_versions(files: Mapping[str, bytes]) -> dict[str, str]:
     return out
 
 
+#: what a Mocha configuration may `require` before the tests: transpilers, which add no hook
+TRANSPILERS = {"ts-node/register", "ts-node/register/transpile-only", "ts-node/esm", "tsx",
+               "tsx/cjs", "tsx/esm", "@babel/register", "@babel/polyfill", "esm",
+               "source-map-support/register", "@swc/register", "@swc-node/register",
+               "esbuild-register", "esbuild-register/dist/node"}
+_SETUP_KEYS = re.compile(r"""["']?\b(setupFiles|setupFilesAfterEnv|globalSetup|globalTeardown|file)\b["']?\s*[:=]""")
+_REQUIRE = re.compile(r"""["']?\brequire["']?\s*[:=]\s*(\[[^\]]*\]|(?:\s*-\s*[^\n]+\n?)+|[^\n,}]+)""")
+
+
+def setup_code(files: Mapping[str, bytes]) -> str | None:
+    """Which configuration loads code of its own into every test file (Jest's or Vitest's
+    setup files, Mocha's `file` or a `require` that is not a transpiler), or None: such
+    code may add hooks or matchers that decide any test's verdict."""
+    data = _manifest(files)
+    texts = {name: files[name].decode("utf-8", "replace") for names in CONFIG_FILES.values()
+             for name in names if name in files}
+    for key in ("jest", "mocha"):
+        if key in data:
+            texts[f"package.json {key}"] = json.dumps(data[key])
+    for name, text in sorted(texts.items()):
+        if _SETUP_KEYS.search(text):
+            return name
+        for m in _REQUIRE.finditer(text):
+            if set(re.findall(r"[@\w][@\w./:-]*", m.group(1))) - TRANSPILERS:
+                return name
+    return None
+
+
+def refusals(hidden: Mapping[str, bytes], fail_to_pass: list[str],
+             workspace: Mapping[str, bytes]) -> dict[str, str]:
+    """{fail-to-pass id: why something besides checked asserts can decide its verdict, or
+    "" when nothing can} (`js_statements.explain`); every test is refused where the
+    configuration loads setup code (`setup_code`)."""
+    setup = setup_code({**workspace, **hidden})
+    own = js_statements.own_names(workspace)
+    read = {rel: js_statements.explain(hidden[rel], rel, own)
+            for rel in sorted({i.split("::", 1)[0] for i in fail_to_pass} & set(hidden))}
+    out = {}
+    for test_id in fail_to_pass:
+        rel, _, test = test_id.partition("::")
+        if setup is not None:
+            out[test_id] = f"{setup} loads setup code into every test file"
+        elif rel not in read:
+            out[test_id] = "not a hidden test file"
+        else:
+            out[test_id] = read[rel].get(test, read[rel].get("") or "not a plainly named test")
+            if not out[test_id]:
+                out[test_id] = literal_elsewhere(hidden, workspace, rel, test)
+    return out
+
+
+#: literals every file holds: a check of one is refused only when its call text repeats
+_COMMON_LITERALS = frozenset({"true", "false", "null", "undefined"})
+
+
+def literal_elsewhere(hidden: Mapping[str, bytes], workspace: Mapping[str, bytes],
+                      rel: str, test: str) -> str:
+    """Where a checked literal of a test, or the call text it checks, also appears in the
+    test files that run in the sandbox ("" when nowhere). The verifier hides a counted
+    test's literals, but code running beside it can read every other test file (a sibling
+    test, a data table, an unchecked assert) and find the same call with its literal: such
+    a test does not count. Refusing is sound where rewriting every checked assert is not:
+    a literal also sits in asserts that are not checked, constants and tables."""
+    files = {p: d for p, d in workspace.items() if noderun.is_test_file(p)} | dict(hidden)
+    texts = {p: d.decode("utf-8", "surrogateescape") for p, d in sorted(files.items())}
+    squeezed = {p: re.sub(r"\s+", "", t) for p, t in texts.items()}
+    for c in jsasserts.find_checks(texts[rel], rel):
+        if c["test"] != test:
+            continue
+        src = c["literal_src"]
+        if src[:1] in "'\"`" and len(src) >= 2:
+            pattern = "|".join(q + re.escape(src[1:-1]) + q for q in "'\"`")
+        elif src not in _COMMON_LITERALS:
+            pattern = r"(?<![\w$.])" + re.escape(src) + r"(?![\w$])"
+        else:
+            pattern = ""
+        call = re.sub(r"\s+", "", texts[rel][c["expr_start"]:c["expr_end"]])
+        for path, text in texts.items():
+            own = (c["start"], c["end"]) if path == rel else (0, 0)
+            if pattern and any(not own[0] <= m.start() < own[1] for m in re.finditer(pattern, text)):
+                return f"its checked literal {src[:40]} also appears in {path}"
+            count = squeezed[path].count(call)
+            if count > (1 if path == rel else 0):
+                return f"the call it checks ({call[:40]}) also appears in {path}"
+    return ""
+
+
+def counting(hidden: Mapping[str, bytes], fail_to_pass: list[str],
+             workspace: Mapping[str, bytes]) -> dict[str, set[str]]:
+    """{test file: names of its fail-to-pass tests that nothing but checked asserts
+    decides} (`refusals`)."""
+    out: dict[str, set[str]] = {}
+    for test_id, why in refusals(hidden, fail_to_pass, workspace).items():
+        rel, _, test = test_id.partition("::")
+        if not why:
+            out.setdefault(rel, set()).add(test)
+    return out
+
+
 class NodeTests(TestRunner):
     name = "javascript"
     version = 1
@@ -145,13 +246,12 @@ class NodeTests(TestRunner):
     result_format = "node-json"
     language_name = "JavaScript"
     source_suffixes = noderun.SCRIPT_SUFFIXES
-    # Checked asserts keep a test's values out of reach, but a test passes only if all of it
-    # does, and what decides the rest is found by patterns (`jsasserts.unchecked_verdicts`):
-    # a verdict decided by code they do not see (an assert function under another name, a
-    # `done(err)` callback, a rejected promise) would pass with only the checked part fixed.
-    # Until a test's body is read as statements, JavaScript tasks are for models one trusts.
-    forgeable = ("the framework's verdict on the parts of a test that are not checked asserts "
-                 "comes from the submission's own process")
+    # Tests are read as statements (`js_statements`), but no red team has yet re-checked
+    # that reading after the s49 fixes, and a pass-to-pass gate can still be forged (see
+    # `noderepair`): JavaScript tasks are opt-in until one finds nothing.
+    forgeable = ("the tests a JavaScript task counts are read as statements, but the reading "
+                 "is not yet re-checked by a red team and pass-to-pass outcomes come from the "
+                 "submission's own process")
 
     def test_rules(self) -> dict:
         return RULES
@@ -238,11 +338,22 @@ class NodeTests(TestRunner):
     def checked_tests(self, hidden: Mapping[str, bytes], fail_to_pass: list[str],
                       workspace: Mapping[str, bytes], held_at_parent: dict,
                       held_with_fix: dict) -> list[str]:
-        """The fail-to-pass tests with a checked assert that discriminates, all of whose
-        checked asserts the fix's values passed, as the verifier compares them
-        (`jsasserts.checked_tests`)."""
+        """The fail-to-pass tests that nothing but checked asserts decides (`counting`), with
+        a checked assert that discriminates, all of whose checked asserts the fix's values
+        passed, as the verifier compares them (`jsasserts.checked_tests`)."""
         return jsasserts.checked_tests(dict(hidden), fail_to_pass, dict(workspace),
-                                       held_at_parent, held_with_fix)
+                                       held_at_parent, held_with_fix,
+                                       counting(hidden, fail_to_pass, workspace))
+
+    def unchecked_why(self, hidden: Mapping[str, bytes], fail_to_pass: list[str],
+                      workspace: Mapping[str, bytes]) -> str:
+        """How many fail-to-pass tests more than checked asserts decide, and the first's why."""
+        refused = {i: w for i, w in refusals(hidden, fail_to_pass, workspace).items() if w}
+        if not refused:
+            return ""
+        first = min(refused)
+        return (f"{len(refused)} of {len(fail_to_pass)} fail-to-pass tests are decided by more than "
+                f"checked asserts ({first}: {refused[first]})")
 
     def reference_fields(self, settings: "RepoSettings", workspace: Mapping[str, bytes]) -> dict:
         return {"framework": settings.test_command[0] if settings.test_command else "node",
