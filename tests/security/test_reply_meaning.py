@@ -19,7 +19,7 @@ import pytest
 
 from paths import SHARED_DATA
 from rlforge.tasks.generators.tickets_reply import kb_name
-from rlforge.verify.standalone.replies import score_reply
+from rlforge.verify.standalone.replies import cut_from_kb, kb_sentences, score_reply
 
 BITEXT = SHARED_DATA / "tickets" / "bitext" / "bitext_customer_support_sample.csv"
 TASKS = 30
@@ -215,3 +215,22 @@ def test_a_reply_cut_from_the_knowledge_base_fails(bitext_tasks):
                         passed.append((task.name, share, added))
     assert tried > 500
     assert passed == [], f"{len(passed)} of {tried} replies cut from the KB passed: {passed[:5]}"
+
+
+def test_a_sentence_mark_glued_or_hidden_still_ends_a_sentence():
+    """A red team (s49) strung the same cuts with `.` and a zero-width space, or with `.`
+    glued to the next word: the split saw one long sentence of mostly its own words, and
+    the cut gate passed 40 of 75 Bitext tasks it fails when the cuts are spaced."""
+    kb = ["To update your billing address, log in to your account and open the billing settings page.",
+          "Select the payment method you would like to change and follow the steps shown on the screen.",
+          "If you have any questions about your invoice, our support team is available around the clock."]
+    sentences = kb_sentences(kb)
+    pieces = ["To update your billing address, log in", "Select the payment method you would like",
+              "If you have any questions about your"]
+    assert cut_from_kb(". ".join(pieces) + ".", sentences) is not None
+    for joiner in (".\u200b", ".", ".\u2060", "\uff0e", "!\u200d", ";\ufeff"):
+        assert cut_from_kb(joiner.join(pieces) + ".", sentences) is not None, repr(joiner)
+    # a reply in its own words, with a web address and a price, is not read as cuts
+    own = ("Thanks for reaching out. You can change the card on file at www.example.com/account "
+           "whenever you like. The new plan costs 3.50 a month and starts on your next invoice.")
+    assert cut_from_kb(own, sentences) is None

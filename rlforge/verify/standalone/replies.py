@@ -237,12 +237,18 @@ def issue_scores(model, text, facts=()):
 FRAGMENT_MIN = 4
 FRAGMENT_CUT = 2
 FRAGMENT_LIMITS = (1 / 3, 1 / 2, 2 / 3, 0.85, 0.9)
-_SENTENCE = re.compile(r"(?<=[.!?:;])\s+|\n+")
+# a sentence ends at . ! ? : ; before white space or a letter (a mark glued to the next
+# word still ends it), and at a line break
+_SENTENCE = re.compile(r"(?<=[.!?:;])(?:\s+|(?=[^\W\d_]))|\n+")
 
 
 def sentence_words(text):
-    """The word lists of a text's sentences (split at . ! ? : ; and line breaks)."""
-    return [w for w in (words(s) for s in _SENTENCE.split(text or "")) if w]
+    """The word lists of a text's sentences (split at . ! ? : ; and line breaks), read as
+    `words` reads them: compatibility forms folded and invisible format characters (a zero
+    width space after a full stop, say) dropped before the text is split."""
+    text = unicodedata.normalize("NFKC", text or "")
+    text = "".join(c for c in text if unicodedata.category(c) != "Cf")
+    return [w for w in (words(s) for s in _SENTENCE.split(text)) if w]
 
 
 def kb_sentences(texts):
