@@ -237,18 +237,22 @@ def issue_scores(model, text, facts=()):
 FRAGMENT_MIN = 4
 FRAGMENT_CUT = 2
 FRAGMENT_LIMITS = (1 / 3, 1 / 2, 2 / 3, 0.85, 0.9)
-# a sentence ends at . ! ? : ; before white space or a letter (a mark glued to the next
-# word still ends it), and at a line break
-_SENTENCE = re.compile(r"(?<=[.!?:;])(?:\s+|(?=[^\W\d_]))|\n+")
+# a sentence ends at . ! ? : ; before white space, and at a line break; in a reply, a mark
+# glued to the next word ends one too (a policy can leave the space out, a KB's web address
+# or "e.g." is not a sentence end)
+_SENTENCE = re.compile(r"(?<=[.!?:;])\s+|\n+")
+_REPLY_SENTENCE = re.compile(r"(?<=[.!?:;])(?:\s+|(?=[^\W\d_]))|\n+")
 
 
-def sentence_words(text):
-    """The word lists of a text's sentences (split at . ! ? : ; and line breaks), read as
-    `words` reads them: compatibility forms folded and invisible format characters (a zero
-    width space after a full stop, say) dropped before the text is split."""
+def sentence_words(text, *, glued=False):
+    """The word lists of a text's sentences (split at . ! ? : ; and line breaks; with
+    `glued`, also where a mark touches the next word), read as `words` reads them:
+    compatibility forms folded and invisible format characters (a zero width space after a
+    full stop, say) dropped before the text is split."""
     text = unicodedata.normalize("NFKC", text or "")
     text = "".join(c for c in text if unicodedata.category(c) != "Cf")
-    return [w for w in (words(s) for s in _SENTENCE.split(text)) if w]
+    split = _REPLY_SENTENCE if glued else _SENTENCE
+    return [w for w in (words(s) for s in split.split(text)) if w]
 
 
 def kb_sentences(texts):
@@ -257,10 +261,11 @@ def kb_sentences(texts):
                    if len(s) >= FRAGMENT_MIN + FRAGMENT_CUT})
 
 
-def own_words(text, sentences):
-    """For each sentence of a reply of `FRAGMENT_MIN` words or more: how many of its words
-    are its own beside the longest run it shares with a longer sentence of `sentences`
-    (`kb_sentences`), or None when it shares no such run of `FRAGMENT_MIN` words."""
+def own_words(text, sentences, *, glued=False):
+    """For each sentence of a reply of `FRAGMENT_MIN` words or more (split as
+    `sentence_words` does with `glued`): how many of its words are its own beside the
+    longest run it shares with a longer sentence of `sentences` (`kb_sentences`), or None
+    when it shares no such run of `FRAGMENT_MIN` words."""
     kb = [s.split() for s in sentences]
     at: dict = {}  # a KB 4-gram -> [(sentence, position)]
     for k, s in enumerate(kb):
@@ -268,7 +273,7 @@ def own_words(text, sentences):
             at.setdefault(tuple(s[j:j + FRAGMENT_MIN]), []).append((k, j))
     seen: dict = {}
     out = []
-    for s in sentence_words(text):
+    for s in sentence_words(text, glued=glued):
         if len(s) < FRAGMENT_MIN:
             continue
         key = tuple(s)
@@ -289,21 +294,24 @@ def own_words(text, sentences):
     return out
 
 
-def fragment_shares(text, sentences):
+def fragment_shares(text, sentences, *, glued=False):
     """The share of a reply's sentences cut out of the knowledge base's with at most k
     words of their own, for each k of `FRAGMENT_LIMITS` (zeros for a reply of no sentence
     of `FRAGMENT_MIN` words)."""
-    own = own_words(text, sentences)
+    own = own_words(text, sentences, glued=glued)
     return [sum(1 for n in own if n is not None and n <= k) / len(own) if own else 0.0
             for k in range(len(FRAGMENT_LIMITS))]
 
 
 def cut_from_kb(text, sentences, limits=FRAGMENT_LIMITS):
     """Whether a reply is made of the knowledge base's fragments: the first k (words of
-    its own) whose share of cut sentences passes its limit, else None."""
-    for k, (share, limit) in enumerate(zip(fragment_shares(text, sentences), limits)):
-        if share > limit:
-            return k, share, limit
+    its own) whose share of cut sentences passes its limit, else None. The reply is read
+    split both ways (`sentence_words`): a mark glued to the next word hides a sentence end
+    from the first, and the second can split a sentence of its own in two."""
+    for glued in (False, True):
+        for k, (share, limit) in enumerate(zip(fragment_shares(text, sentences, glued=glued), limits)):
+            if share > limit:
+                return k, share, limit
     return None
 
 
