@@ -22,7 +22,8 @@ fi
 .venv/bin/rlforge sandbox check
 ./scripts/check.sh
 set +e
-.venv/bin/python -m pytest "$@"
+# the slowest tests in the log, so a CI run that grows shows where
+.venv/bin/python -m pytest --durations=25 "$@"
 status=$?
 set -e
 if [ "$status" -eq 5 ]; then

@@ -174,19 +174,27 @@ def test_mix_quotas_and_limit():
 
 def test_limit_goes_to_generators_that_can_emit(cli, ticket_db, tmp_path):
     """A tickets-only database: the limit is not split over the five generators with
-    nothing to read, and what tickets.reply rejects goes to tickets.triage."""
+    nothing to read (nor given to tickets.reply, which is opt-in), and what tickets.reply
+    rejects goes to tickets.triage."""
     result, report = build(cli, tmp_path / "o", "--limit", "12", "--no-validate")
     assert result.exit_code == 0, result.output
     assert report["emitted"] == 12
     made = {g: s["emitted"] for g, s in report["per_generator"].items()}
-    assert made["tickets.triage"] + made["tickets.reply"] == 12
+    assert made["tickets.triage"] == 12 and "tickets.reply" not in made, made
     assert report["usable"]["commits.repair"] == 0
+    assert report["opt_in"]["tickets.reply"]["built"] is False
+    assert "tickets.reply: not built (opt-in" in " ".join(
+        cli("build-tasks", "--out", tmp_path / "o2", "--limit", "2", "--no-validate").output.split())
     # Reply cannot make 125 (most tickets' facts are not in their knowledge base): the
     # shortfall is triage's (which leaves out the tickets a shortcut labels).
     result, report = build(cli, tmp_path / "p", "--limit", "250", "--no-validate",
                            "--generators", "tickets.reply,tickets.triage")
     made = {g: s["emitted"] for g, s in report["per_generator"].items()}
     assert made["tickets.reply"] < 125 and report["emitted"] == 250, made
+    assert report["opt_in"] == {"tickets.reply": {"built": True,
+                                                  "why": registry.get("tickets.reply").opt_in}}
+    result = cli("build-tasks", "--out", tmp_path / "m", "--mix", "tickets.reply=1")
+    assert result.exit_code != 0 and "only when --generators names it" in result.output
     # Asked for more than there is: built what there is, and said so.
     result = cli("build-tasks", "--out", tmp_path / "q", "--limit", "5000", "--no-validate",
                  "--generators", "tickets.triage")

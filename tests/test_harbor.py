@@ -68,7 +68,8 @@ def harbor_env(cache: Path) -> dict[str, str]:
 
 @pytest.fixture(scope="module")
 def sample_tasks(tmp_path_factory, shared_cache) -> Path:
-    """Every generator's tasks from sample_data/, as the demo builds them (40, seed 1)."""
+    """Every generator's tasks from sample_data/ (40, seed 1, as the demo builds them, with
+    the opt-in tickets.reply too)."""
     harbor()
     root = tmp_path_factory.mktemp("harbor-tasks")
     env = {**{k: v for k, v in os.environ.items() if not k.startswith("RLFORGE_")},
@@ -90,7 +91,9 @@ def sample_tasks(tmp_path_factory, shared_cache) -> Path:
     rlforge("ingest", "commits", root / "dura")
     rlforge("ingest", "logs", *sorted(p for p in SAMPLE_DATA.glob("logs/**/*") if p.is_file()
                                       and p.suffix not in (".py", ".md", ".json")))
-    rlforge("build-tasks", "--out", root / "tasks", "--limit", 40, "--seed", 1, "--no-validate")
+    # the opt-in tickets.reply named too: a user who builds it scores it through Harbor
+    rlforge("build-tasks", "--out", root / "tasks", "--limit", 40, "--seed", 1, "--no-validate",
+            "--generators", ",".join(g.replace("-", ".", 1) for g in GENERATORS))
     return root / "tasks"
 
 

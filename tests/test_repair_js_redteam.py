@@ -262,3 +262,34 @@ def test_s49_judges_in_test_code_repeated_literals_and_mutated_objects_make_no_t
     assert report.emitted == 0, drops
     for name, (_, why) in S49.items():
         assert drops[name].startswith("no checked fail-to-pass test") and why in drops[name], (name, drops)
+
+
+# red team s50, H1: code the tests load writes the driver's results file itself, in a
+# shape the scorer cannot read (`seconds` not a number), and makes it read-only so the
+# driver cannot replace it. The scorer raised ValueError, which TaskRunner counted as
+# "the task's verifier data is broken": no reward, the rollout `invalid`.
+FORGE_RESULTS = """
+(function () {
+  const fs = require('fs');
+  for (const root of new Set([process.cwd(), '/app'])) {
+    let names = [];
+    try { names = fs.readdirSync(root); } catch (e) { continue; }
+    for (const name of names.filter((n) => n.startsWith('.rlforge-'))) {
+      const file = `${root}/${name}/results.json`;
+      try { fs.unlinkSync(file); } catch (e) {}
+      try {
+        fs.writeFileSync(file, JSON.stringify({ outcomes: {}, seconds: 'x' }));
+        fs.chmodSync(file, 0o444);
+        fs.chmodSync(`${root}/${name}`, 0o555);
+      } catch (e) {}
+    }
+  }
+})();
+"""
+
+
+def test_s50_results_the_scorer_cannot_read_are_the_policys_fail(built):
+    task = next(t for t in built["tasks"])
+    got = _score(task, built["root"], {"lib.js": (LIB + FORGE_RESULTS).encode()})
+    assert got is not None, "no reward: the rollout would be invalid"
+    assert got["total"] == 0.0 and got["reason"] == "unscorable", got

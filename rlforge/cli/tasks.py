@@ -75,6 +75,8 @@ def build_tasks(
         t = Table("generator", "verifier", "usable rows", "description")
         for r in rows:
             skip = "".join(f"\nskips {k}: {v}" for k, v in r["cannot_support"].items())
+            if r["opt_in"]:
+                skip += f"\nopt-in, built only when --generators names it: {r['opt_in']}"
             t.add_row(f"{r['name']}@{r['version']}", r["verifier"], f"{r['usable_rows']:,}"
                       + (f" ({r['why_none']})" if r["why_none"] else ""), r["description"] + skip)
         console.print(t)
@@ -174,6 +176,13 @@ def _print_build(report) -> None:
                           highlight=False, soft_wrap=True)
     for g, by_repo in getattr(report, "runners", {}).items():
         _print_runners(g, by_repo)
+    for g, o in getattr(report, "opt_in", {}).items():
+        if o["built"]:
+            console.print(f"[yellow]  {g}: built because --generators names it, though "
+                          f"{o['why']}[/]", highlight=False, soft_wrap=True)
+        else:
+            console.print(f"  {g}: not built (opt-in: --generators {g} builds it): {o['why']}",
+                          highlight=False, soft_wrap=True)
     for g, fields in getattr(report, "learnability", {}).items():
         for name, f in sorted(fields.items()):
             console.print(

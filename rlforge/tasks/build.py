@@ -118,6 +118,8 @@ class BuildReport:
     usable: dict[str, int] = field(default_factory=dict)  # usable source rows per generator
     # generator -> how many of its repair tasks' instructions name every checked behaviour
     specification: dict[str, dict[str, int]] = field(default_factory=dict)
+    #: opt-in generator -> {"why": its measured bound, "built": whether this build made it}
+    opt_in: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return self.__dict__.copy()
@@ -168,15 +170,30 @@ def quotas(names: list[str], mix: dict[str, float], limit: int | None,
 
 
 def select_generators(con, opts: BuildOptions) -> list[registry.GeneratorInfo]:
+    """The generators `--generators` names; by default every registered one that is not
+    opt-in (`Generator.opt_in`)."""
     reg = registry.registry()
     if opts.generators:
         infos = [registry.get(n) for n in opts.generators]
     else:
-        infos = list(reg.values())
+        infos = [i for i in reg.values() if not i.opt_in]
     for name in difficulty.split_mix(opts.mix)[0]:
-        if registry.get(name).name not in {i.name for i in infos}:
-            raise UserError(f"--mix names {name!r}, which is not among the selected generators")
+        info = registry.get(name)
+        if info.name not in {i.name for i in infos}:
+            why = (f": {info.name} is built only when --generators names it ({info.opt_in})"
+                   if info.opt_in and not opts.generators else "")
+            raise UserError(f"--mix names {name!r}, which is not among the selected "
+                            f"generators{why}")
     return infos
+
+
+def opt_in_status(infos: list[registry.GeneratorInfo],
+                  named: bool) -> dict[str, dict[str, Any]]:
+    """The opt-in generators a build made, and with no `--generators` (`named` False) the
+    ones it left out: why each is opt-in, and whether it was built."""
+    chosen = {i.name for i in infos}
+    return {n: {"why": i.opt_in, "built": n in chosen}
+            for n, i in registry.registry().items() if i.opt_in and (n in chosen or not named)}
 
 
 def instantiate(info: registry.GeneratorInfo, options: dict[str, Any],
@@ -217,6 +234,7 @@ def list_generators(con, settings: Settings | None = None) -> list[dict[str, Any
              "usable_rows": counts.get(n, 0), "description": i.description,
              "cannot_support": _unsupported(con, i, settings),
              "why_none": None if counts.get(n, 0) else _why_none(con, i),
+             "opt_in": i.opt_in,
              **({"runners": r} if (r := _runners(con, i, settings)) is not None else {})}
             for n, i in registry.registry().items()]
 
@@ -428,7 +446,7 @@ def build_tasks(con: duckdb.DuckDBPyConnection, opts: BuildOptions,
         reused=sum(t.task_id in reused for t in kept), version=version,
         version_hash=digest, new_version=new, retired=newly_retired,
         difficulty=chosen_difficulty, limit=opts.limit, usable=usable or {}, runners=runners_seen,
-        specification=specification)
+        specification=specification, opt_in=opt_in_status(infos, bool(opts.generators)))
 
 
 def _select_difficulty(con, unique: dict[str, RenderedTask], sel: difficulty.Selection,

@@ -36,6 +36,7 @@ class GeneratorInfo:
     verifier: str
     factory: Callable[..., Any]  # called with build=<build-tasks' options>, **options
     templates: str | None = None  # "package/dir" holding <name>/<file>.j2 (plug-ins)
+    opt_in: str = ""  # why it is built only when named (`Generator.opt_in`); "" for none
 
     @property
     def id(self) -> str:
@@ -63,6 +64,10 @@ class Generator:
     verifier: ClassVar[str]
     #: the tables its rows come from (`build-tasks --list` says which is empty)
     sources: ClassVar[tuple[str, ...]] = ()
+    #: why its reward can be passed without doing the task, when a red team has shown a
+    #: bound rlforge cannot close: such a generator is built only when `--generators` names
+    #: it, never by default ("" for none)
+    opt_in: ClassVar[str] = ""
 
 
 _REGISTRY: dict[str, GeneratorInfo] = {}
@@ -83,7 +88,8 @@ def register(name: str, version: int, description: str, verifier: str,
                                 f"({existing.factory.__module__} and {cls.__module__})")
             return cls
         cls.name, cls.version, cls.description, cls.verifier = name, version, description, verifier
-        _REGISTRY[name] = GeneratorInfo(name, version, description, verifier, cls, templates)
+        _REGISTRY[name] = GeneratorInfo(name, version, description, verifier, cls, templates,
+                                        getattr(cls, "opt_in", ""))
         return cls
 
     return wrap

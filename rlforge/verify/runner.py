@@ -24,6 +24,7 @@ from rlforge.sandbox import (WORKSPACE_MOUNT, SandboxPool, SandboxSpec, prepare_
                              settings_with_mode, spec_of)
 from rlforge.taskdir import SOLUTION, WORKSPACE
 from rlforge.verify.standalone import patch
+from rlforge.verify.standalone.rewards import unscorable_reward
 from rlforge.verify.boundary import (SandboxBroken, SandboxPolicy, TreeTooLarge, load_reference,
                                      score_workspace)
 
@@ -171,10 +172,14 @@ class TaskRunner:
             return VerifierRun(None, f"sandbox: {exc}", too_large=str(exc))
         except SandboxBroken as exc:
             return VerifierRun(None, f"sandbox: {exc}")
-        except UnknownName as exc:
+        except UnknownName as exc:  # the reference names no verifier: read before any run
             return VerifierRun(None, f"the task's verifier data is broken: {exc}")
-        except (KeyError, TypeError, ValueError) as exc:
-            return VerifierRun(None, f"the task's verifier data is broken: {type(exc).__name__}: {exc}")
+        except Exception as exc:
+            # Raised on what policy code left (a results file forged into a shape the
+            # scorer chokes on, a file nothing can read): its fail, with a reward, as
+            # test.sh scores it. A task whose own data raises fails its gold solution in
+            # validation, so it is never emitted.
+            return VerifierRun(unscorable_reward(f"{type(exc).__name__}: {exc}"[:300]))
         return VerifierRun(reward)
 
     async def oracle(self, task_dir: Path, meta: dict, ws: Path, scratch: Path | None = None) -> VerifierRun:

@@ -24,6 +24,7 @@ from pathlib import Path
 import pytest
 
 import rlforge.envs
+from rlforge.tasks import registry
 from paths import SAMPLE_DATA
 
 pytestmark = [pytest.mark.sandbox, pytest.mark.slow]
@@ -56,7 +57,8 @@ def sample_tasks(tmp_path_factory):
     _rl("ingest", "commits", root / "dura", env=env)
     _rl("ingest", "logs", *sorted((SAMPLE_DATA / "logs").glob("*.log*")), env=env)
     out = root / "tasks"
-    _rl("build-tasks", "--out", out, "--limit", "10", "--seed", "3", env=env)
+    every = ",".join(registry.registry())  # the opt-in tickets.reply too
+    _rl("build-tasks", "--out", out, "--limit", "10", "--seed", "3", "--generators", every, env=env)
     found: dict[str, list[Path]] = {}
     for d in sorted(p for p in out.iterdir() if (p / "task.toml").is_file()):
         gen = d.name.rsplit("-", 1)[0].replace("-", ".", 1)

@@ -293,6 +293,8 @@ class _Origin:
           "length and anti-stuffing gates.", verifier="reply")
 class TicketReply(Generator):
     sources = ("tickets",)
+    opt_in = ("its gates read a reply's words, not its meaning, and red teams passed them with "
+              "replies that do not answer the ticket; see the README's tickets.reply bound")
 
     def __init__(self, docs: str | None = None, kb_relevant: int = KB_RELEVANT,
                  kb_others: int = KB_OTHERS):

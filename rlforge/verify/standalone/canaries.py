@@ -98,9 +98,11 @@ def add_canaries(tree, fail_to_pass, count=CANARIES, rng=None):
     X == Y` changed, so it reads like the tests around it; it goes before a random
     top-level definition of the file (not always at its end) and is named with words of
     the file's test names. Code that reports every test passed, or spares the last or
-    the odd-named test of a file, reports a canary passed; to spare a canary, code must
-    spare its original too, which fails the fix. Files without such a test get a small
-    synthetic canary. Returns their ids (empty when no file fits).
+    the odd-named test of a file, reports a canary passed. Code that reads the tests can
+    still spare both a canary and its original (a near-copy tells them apart, and the
+    original's checked values can be echoed), so canaries stop forgers that do not read
+    the tests, not one that does (README: the pass-to-pass bound). Files without such a
+    test get a small synthetic canary. Returns their ids (empty when no file fits).
     """
     import ast
     import random as _random
