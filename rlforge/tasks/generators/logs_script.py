@@ -33,15 +33,16 @@ whose two answers differ is not asked (`rejections`). A numeric fact a cheap pro
 from __future__ import annotations
 
 import hashlib
+import re
 from collections import Counter
 
 from rlforge.tasks.generators.logs_common import (WindowStats, incident_group, pattern_regex, render,
                                                   service_name, span_sections, templates_of,
                                                   window_stats)
-from rlforge.tasks.generators.logs_script_facts import (BY_TEMPLATE, COUNTING, FACTS, ANY_LEVEL,
-                                                        NUMERIC, ORDINAL, TIMED, directory_text,
-                                                        fact_value, slot_regex, stated_fact,
-                                                        statement_of)
+from rlforge.tasks.generators.logs_script_facts import (BY_PAIR, BY_TEMPLATE, COUNTING, FACTS,
+                                                        ANY_LEVEL, NUMERIC, ORDINAL, TIMED,
+                                                        directory_text, fact_value, slot_regex,
+                                                        slot_values, stated_fact, statement_of)
 from rlforge.tasks.generators.logs_script_heldback import PARTIAL_READERS, held_back_variants
 from rlforge.tasks.generators.logs_script_programs import GOLD, GOLD_HEAD, adversarial
 from rlforge.tasks.registry import Generator, register
@@ -49,7 +50,29 @@ from rlforge.tasks.spec import BuildContext, SourceRef, Submission, TaskSpec, st
 from rlforge.verify import shortcuts_script as script_shortcuts
 
 
-@register("logs.script", 4, "Write a script that prints a fact about a logs directory; run "
+#: How many candidate joins of a window the script battery screens before one is taken.
+JOINS_SCREENED = 20
+_SPACE = re.compile(r"\s")
+
+
+def _shared_templates(con, seen, held) -> dict[str, str]:
+    """The parametrised templates (id -> pattern, in id order) both windows' records have,
+    each with at least four fixed characters."""
+    shared = sorted({r.template_id for r in seen if r.template_id} &
+                    {r.template_id for r in held if r.template_id})
+    tpl = templates_of(con, set(shared))
+    return {t: tpl[t] for t in shared if tpl.get(t) and "<*>" in tpl[t] and
+            len(tpl[t].replace("<*>", "").strip()) >= 4}
+
+
+def _ids_agree(template_id: str, pattern: str, seen, held) -> bool:
+    """Whether the stored template ids and the pattern's regex pick the same records in both
+    windows: else a task would grade against another count than it states."""
+    by_id = [sum(1 for r in rs if r.template_id == template_id) for rs in (seen, held)]
+    return [fact_value("template_count", rs, pattern) for rs in (seen, held)] == by_id
+
+
+@register("logs.script", 5, "Write a script that prints a fact about a logs directory; run "
           "in the sandbox on the visible logs and on a held-back variant.", verifier="script")
 class LogsScript(Generator):
     sources = ("log_records",)
@@ -117,25 +140,27 @@ class LogsScript(Generator):
         facts.sort(key=keys.__getitem__)
         visible = {n: render(rs).encode() for n, rs in seen_secs}
         for fact in facts:
-            template, slot = None, 1
+            template, slot, other = None, 1, None
             if fact in BY_TEMPLATE:
                 template, slot, why = self._template(ctx, rng, fact, seen, held, visible)
-                if template is None:
-                    skipped[fact] = why
-                    continue
-            a, b = fact_value(fact, seen, template, slot), fact_value(fact, held, template, slot)
-            if a is None or b is None or a == b or a == 0 and fact not in BY_TEMPLATE:
+            elif fact in BY_PAIR:
+                template, slot, other, why = self._pair(ctx, rng, seen, held, visible)
+            if (fact in BY_TEMPLATE + BY_PAIR) and template is None:
+                skipped[fact] = why
+                continue
+            a, b = (fact_value(fact, rs, template, slot, other) for rs in (seen, held))
+            if a is None or b is None or a == b or a == 0 and fact not in BY_TEMPLATE + BY_PAIR:
                 skipped[fact] = ("no answer in a window" if a is None or b is None else
                                  "the visible and held-back answers are equal" if a == b else
                                  "none in the visible window")
                 continue
             cheap: dict = {}
-            for files, differs in held_back_variants(fact, template, held_secs, b):
+            for files, differs in held_back_variants(fact, template, held_secs, b, other):
                 try:
-                    stated = [stated_fact(fact, directory_text(d), template, slot)
+                    stated = [stated_fact(fact, directory_text(d), template, slot, other)
                               for d in (visible, files)]
                     blind = stated_fact(fact, directory_text(files, plain_only=True), template,
-                                        slot)
+                                        slot, other)
                 except ValueError as exc:
                     self._reject(f"stated rule: the logs do not read as described ({exc})")
                     break
@@ -145,12 +170,13 @@ class LogsScript(Generator):
                     break
                 if blind == b:
                     continue
-                cheap = self._solved(fact, template, slot, [(visible, a), (files, b)]) or \
-                    self._partial_reader(fact, template, slot, [(visible, a), (files, b)])
+                cases = [(visible, a), (files, b)]
+                cheap = self._solved(fact, template, slot, cases, other) or \
+                    self._partial_reader(fact, template, slot, cases, other)
                 if not cheap:
                     # the window is a task: what it could not ask first is no drop
                     del self.rejections[rejected_before:]
-                    return fact, template, slot, a, b, files, differs
+                    return fact, template, slot, other, a, b, files, differs
             else:
                 if cheap:
                     name = sorted(cheap)[0]
@@ -165,14 +191,16 @@ class LogsScript(Generator):
                                                      if f in skipped))
         return None
 
-    def _solved(self, fact: str, template: str | None, slot: int, cases) -> dict:
+    def _solved(self, fact: str, template: str | None, slot: int, cases,
+                other: tuple[str, int] | None = None) -> dict:
         """The script shortcuts that print every case's answer (none where not screened)."""
         if fact not in NUMERIC or not self.screen_shortcuts:
             return {}
-        return script_shortcuts.solved(fact, template, statement_of(fact, template, slot), cases,
-                                       slot)
+        return script_shortcuts.solved(fact, template, statement_of(fact, template, slot, other),
+                                       cases, slot, other)
 
-    def _partial_reader(self, fact: str, template: str | None, slot: int, cases) -> dict:
+    def _partial_reader(self, fact: str, template: str | None, slot: int, cases,
+                        other: tuple[str, int] | None = None) -> dict:
         """The readers of part of a directory (`PARTIAL_READERS`) whose answer by the
         stated rule is every case's (none where not screened)."""
         if not self.screen_shortcuts:
@@ -180,7 +208,7 @@ class LogsScript(Generator):
         out = {}
         for name, reader in PARTIAL_READERS.items():
             try:
-                got = [reader(fact, files, template, slot) for files, _ in cases]
+                got = [reader(fact, files, template, slot, other) for files, _ in cases]
             except ValueError:
                 continue
             if [g for g, _ in got] == [answer for _, answer in cases] and \
@@ -194,21 +222,15 @@ class LogsScript(Generator):
         and whose answer differs between them, one no script shortcut answers on the
         windows as shown where there is one (else the first, which the held-back check
         then judges); (None, 0, why) when there is none."""
-        shared = sorted({r.template_id for r in seen if r.template_id} &
-                        {r.template_id for r in held if r.template_id})
-        tpl = templates_of(ctx.con, set(shared))
-        usable = [t for t in shared if tpl.get(t) and "<*>" in tpl[t] and
-                  len(tpl[t].replace("<*>", "").strip()) >= 4]
+        tpl = _shared_templates(ctx.con, seen, held)
+        usable = list(tpl)
         if not usable:
             return None, 0, "no parametrised template in both windows"
         rng.shuffle(usable)
         held_files = {"held.log": render(held).encode()}
         fits = []
         for tid in usable:
-            by_id = [sum(1 for r in rs if r.template_id == tid) for rs in (seen, held)]
-            if [fact_value("template_count", rs, tpl[tid]) for rs in (seen, held)] != by_id:
-                # the stored template ids and the template's regex must agree, or the task
-                # would grade against a different count than it states
+            if not _ids_agree(tid, tpl[tid], seen, held):
                 continue
             slots = range(1, min(tpl[tid].count("<*>"), len(ORDINAL) - 1) + 1) \
                 if fact == "distinct_values" else (1,)
@@ -225,6 +247,45 @@ class LogsScript(Generator):
                              "answer differs between the windows")
         return tpl[fits[0][0]], fits[0][1], ""
 
+    def _pair(self, ctx, rng, seen, held, visible):
+        """The two patterns of a join and the `<*>` of each: templates of both windows whose
+        stored ids agree with their stated rule, whose `<*>` stands for single tokens (ids,
+        not times or phrases), sharing at least one text of four or more characters in each
+        window, where the first's texts the second
+        never names are at least one and differ in number between the windows; one no script
+        shortcut answers on the windows as shown where there is one (else the first, which
+        the held-back check then judges). (None, 0, None, why) when there is none."""
+        tpl = {t: p for t, p in _shared_templates(ctx.con, seen, held).items()
+               if _ids_agree(t, p, seen, held)}
+        messages = [[r.message.split("\n", 1)[0] for r in rs] for rs in (seen, held)]
+        texts = {}  # (template id, <*>) -> its distinct texts in each window
+        for tid, pattern in tpl.items():
+            per_window = [slot_values(pattern, m) for m in messages]
+            for slot, both in enumerate(zip(*per_window), start=1):
+                if slot < len(ORDINAL) and min(map(len, both)) >= 2 and \
+                        not any(_SPACE.search(v) for w in both for v in w):  # ids are tokens
+                    texts[(tid, slot)] = both
+        joins = []
+        for (first, i), a in texts.items():
+            for (second, j), b in texts.items():
+                shared = [a[w] & b[w] for w in (0, 1)]
+                answers = [len(a[w] - b[w]) for w in (0, 1)]
+                if first != second and all(any(len(v) >= 4 for v in s) for s in shared) and \
+                        min(answers) >= 1 and answers[0] != answers[1]:
+                    joins.append((first, i, second, j, answers))
+        if not joins:
+            return None, 0, None, ("no two templates of both windows share an id whose join "
+                                   "differs between the windows")
+        rng.shuffle(joins)
+        held_files = {"held.log": render(held).encode()}
+        for first, i, second, j, answers in joins[:JOINS_SCREENED]:
+            other = (tpl[second], j)
+            if not self._solved("unmatched_ids", tpl[first], i,
+                                [(visible, answers[0]), (held_files, answers[1])], other):
+                return tpl[first], i, other, ""
+        first, i, second, j, _ = joins[0]
+        return tpl[first], i, (tpl[second], j), ""
+
     def _reject(self, reason: str) -> None:
         self.rejections.append({"source": self._source, "reason": reason})
 
@@ -239,7 +300,7 @@ class LogsScript(Generator):
         picked = self._pick(ctx, rng, seen_secs, held_secs, made)
         if picked is None:
             return None
-        fact, template, slot, a, b, held_files, differs = picked
+        fact, template, slot, other, a, b, held_files, differs = picked
         service = service_name(visible.file)
         seen_texts = {n: render(rs) for n, rs in seen_secs}
         log_name, seen_text = f"logs/{seen_secs[0][0]}", render(seen_secs[0][1])
@@ -257,11 +318,11 @@ class LogsScript(Generator):
             return ({"answer_kind": "numeric", "answer": value, "abs_tol": 0} if kind == "numeric"
                     else {"answer_kind": "exact", "answer": value})
 
-        statement = statement_of(fact, template, slot)
+        statement = statement_of(fact, template, slot, other)
         regex = None if template is None else slot_regex(template, slot) \
-            if fact == "distinct_values" else pattern_regex(template)
+            if fact in ("distinct_values",) + BY_PAIR else pattern_regex(template)
         gold = GOLD_HEAD + (f"TEMPLATE_REGEX = {regex.pattern!r}\n" if regex else "") \
-            + GOLD[fact]
+            + (f"OTHER_REGEX = {slot_regex(*other).pattern!r}\n" if other else "") + GOLD[fact]
         reference = {
             "verifier": "script", "workspace": "/app", "programs": ["solution.sh", "solution.py"],
             "timeout_sec": 30,
@@ -295,5 +356,7 @@ class LogsScript(Generator):
             agent_timeout_sec=600.0, verifier_timeout_sec=120.0, memory_mb=1024,
             extra_metadata={"fact": fact, "service": service, "files": list(seen_texts),
                             "held_back": differs, **({"pattern": template} if template else {}),
-                            **({"slot": slot} if fact == "distinct_values" else {})},
+                            **({"slot": slot} if fact in ("distinct_values",) + BY_PAIR else {}),
+                            **({"other_pattern": other[0], "other_slot": other[1]}
+                               if other else {})},
         )

@@ -14,10 +14,10 @@ from rlforge.tasks.generators.logs_common import (ERROR_LEVELS, PATTERN_RULE, Re
 
 FACTS = ("first_error_time", "peak_error_minute", "top_error_component", "top_component",
          "top_host", "busiest_minute", "longest_gap", "error_count", "template_count",
-         "distinct_values")
+         "distinct_values", "unmatched_ids")
 # Facts that need no record at level ERROR or FATAL (a source without errors still has tasks).
 ANY_LEVEL = ("top_component", "top_host", "busiest_minute", "longest_gap", "template_count",
-             "distinct_values")
+             "distinct_values", "unmatched_ids")
 TIMED = ("first_error_time", "peak_error_minute", "busiest_minute", "longest_gap")
 #: How the gap question orders records: every file's records together, by time (as shown,
 #: to the millisecond); a record without a time makes the question unanswerable, so it is
@@ -28,8 +28,14 @@ GAP_RULE = ("take the records of all the files together and sort them by time (r
 COUNTING = ("error_count", "template_count")
 #: Facts about a pattern the statement names (a template of both windows).
 BY_TEMPLATE = ("template_count", "distinct_values")
+#: Facts that join two patterns by a shared value (an id two kinds of record both name):
+#: how many of the texts one `<*>` of the first stands for one `<*>` of the second never
+#: does (sessions opened and never closed, blocks allocated and never received). A join,
+#: not a count: no `grep -c` or `sort -u` of one pattern gives it, and it needs no time,
+#: host, component or level (a plain log of bare messages has it).
+BY_PAIR = ("unmatched_ids",)
 #: Facts answered by a number, screened by the script shortcut battery (`shortcuts_script`).
-NUMERIC = COUNTING + ("distinct_values",)
+NUMERIC = COUNTING + ("distinct_values",) + BY_PAIR
 #: How the distinct-values question reads a match (regular-expression leftmost, lazy).
 ORDINAL = dict(enumerate(("zeroth", "first", "second", "third", "fourth", "fifth", "sixth",
                           "seventh", "eighth", "ninth")))
@@ -38,10 +44,15 @@ SLOT_RULE = ("Where a message could match in more than one way, each `<*>` from 
 RECORD_LINE = r"^(\S+) +(\S+) +(\S+) +(\S+?): (.*)$"  # fields: one or more spaces apart
 
 
-def fact_value(fact: str, records: list[Record], template: str | None = None, slot: int = 1):
-    """The expected answer for one window, computed from the stored records."""
+def fact_value(fact: str, records: list[Record], template: str | None = None, slot: int = 1,
+               other: tuple[str, int] | None = None):
+    """The expected answer for one window, computed from the stored records (`other`: the
+    second pattern of a join, and its `<*>`)."""
     if fact == "error_count":
         return sum(1 for r in records if r.level in ERROR_LEVELS)
+    if fact in BY_PAIR:
+        assert template is not None and other is not None, "a join names two patterns"
+        return unmatched([r.message.split("\n", 1)[0] for r in records], (template, slot), other)
     if fact in BY_TEMPLATE:
         assert template is not None, "a template question names its template"
         return _by_template(fact, template, [r.message.split("\n", 1)[0] for r in records], slot)
@@ -67,6 +78,27 @@ def slot_regex(template: str, slot: int) -> re.Pattern:
     writes each `<*>` as an unescaped `.*?`, which nothing else it writes is."""
     parts = pattern_regex(template).pattern.split(".*?")
     return re.compile(".*?".join(parts[:slot]) + "(.*?)" + ".*?".join(parts[slot:]))
+
+
+def slot_values(template: str, messages: list[str]) -> list[set[str]]:
+    """For each `<*>` of the template (from the first), the distinct texts it stands for
+    over the messages that match the template (by `SLOT_RULE`)."""
+    parts = pattern_regex(template).pattern.split(".*?")
+    capture = re.compile("(.*?)".join(parts))
+    out: list[set[str]] = [set() for _ in parts[1:]]
+    for message in messages:
+        hit = capture.fullmatch(message)
+        if hit:
+            for values, value in zip(out, hit.groups()):
+                values.add(value)
+    return out
+
+
+def unmatched(messages: list[str], first: tuple[str, int], second: tuple[str, int]) -> int:
+    """How many distinct texts the `first` (pattern, `<*>` from 1) stands for over the
+    messages that match it, that the `second` stands for in none of those matching it."""
+    (a, i), (b, j) = first, second
+    return len(slot_values(a, messages)[i - 1] - slot_values(b, messages)[j - 1])
 
 
 def _by_template(fact: str, template: str, messages: list[str], slot: int = 1) -> int:
@@ -106,13 +138,17 @@ def time_fact(fact: str, times: list) -> str | None:
     return at.strftime("%Y-%m-%d %H:%M:%S")
 
 
-def stated_fact(fact: str, text: str, template: str | None = None, slot: int = 1):
+def stated_fact(fact: str, text: str, template: str | None = None, slot: int = 1,
+                other: tuple[str, int] | None = None):
     """The fact by the statement's words alone, from a window as written (single-space
     record lines: `directory_text`)."""
     shown = parse_shown(text)
     errors = [r for r in shown if r.level in ("ERROR", "FATAL")]
     if fact == "error_count":
         return len(errors)
+    if fact in BY_PAIR:
+        assert template is not None and other is not None, "a join names two patterns"
+        return unmatched([r.message for r in shown], (template, slot), other)
     if fact in BY_TEMPLATE:
         assert template is not None, "a template question names its template"
         return _by_template(fact, template, [r.message for r in shown], slot)
@@ -152,9 +188,18 @@ def directory_text(files: dict[str, bytes], plain_only: bool = False) -> str:
     return "".join(line + "\n" for line in out)
 
 
-def statement_of(fact: str, template: str | None = None, slot: int = 1) -> str:
+def statement_of(fact: str, template: str | None = None, slot: int = 1,
+                 other: tuple[str, int] | None = None) -> str:
     """The fact as the instruction states it (`template`: the pattern a template question
-    names; `slot`: which of its `<*>` a distinct-values question asks about, from 1)."""
+    names; `slot`: which of its `<*>` a distinct-values question asks about, from 1;
+    `other`: a join's second pattern and its `<*>`)."""
+    if fact in BY_PAIR:
+        assert other is not None, "a join names two patterns"
+        return (f"the number of distinct texts the {ORDINAL[slot]} `<*>` of the pattern "
+                f"`{template}` stands for, over the records that match it, that the "
+                f"{ORDINAL[other[1]]} `<*>` of the pattern `{other[0]}` stands for in no "
+                f"record that matches that pattern ({PATTERN_RULE} {SLOT_RULE}; two texts "
+                "are the same only when they are equal in every character)")
     if fact in BY_TEMPLATE:
         if fact == "template_count":
             return f"the number of records that match the pattern `{template}` ({PATTERN_RULE})"

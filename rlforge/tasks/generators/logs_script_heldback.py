@@ -9,10 +9,10 @@ import re
 from collections import Counter
 
 from rlforge.tasks.generators.logs_common import ERROR_LEVELS, parse_shown, pattern_regex, render, shown_time
-from rlforge.tasks.generators.logs_script_facts import BY_TEMPLATE, directory_text, stated_fact
+from rlforge.tasks.generators.logs_script_facts import BY_PAIR, BY_TEMPLATE, directory_text, stated_fact
 
 
-def turns_on(fact: str, template: str | None, answer=None):
+def turns_on(fact: str, template: str | None, answer=None, other: tuple[str, int] | None = None):
     """Whether a record is one the fact depends on (where a rotation must cut after)."""
     if fact == "longest_gap":  # the record the gap follows
         return lambda r: r.ts is not None and r.ts.strftime("%Y-%m-%d %H:%M:%S") == answer
@@ -20,6 +20,9 @@ def turns_on(fact: str, template: str | None, answer=None):
         return lambda r: r.ts is not None and r.ts.strftime("%Y-%m-%d %H:%M") == answer
     if fact == "top_host":
         return lambda r: bool(r.host)
+    if fact in BY_PAIR:  # the records of either pattern
+        either = [pattern_regex(template or ""), pattern_regex(other[0] if other else "")]
+        return lambda r: any(rx.fullmatch(r.message.split("\n", 1)[0]) for rx in either)
     if fact in BY_TEMPLATE:
         rx = pattern_regex(template or "")
         return lambda r: rx.fullmatch(r.message.split("\n", 1)[0]) is not None
@@ -28,7 +31,8 @@ def turns_on(fact: str, template: str | None, answer=None):
     return lambda r: r.level in ERROR_LEVELS
 
 
-def held_back_variants(fact: str, template: str | None, sections, answer=None):
+def held_back_variants(fact: str, template: str | None, sections, answer=None,
+                       other: tuple[str, int] | None = None):
     """Ways to write the held-back sections as a real logs directory holds them, each
     (files, what differs): host and level fields padded to fixed widths, and every file
     rotated at one moment (as a nightly logrotate does): its records before that moment in
@@ -38,7 +42,7 @@ def held_back_variants(fact: str, template: str | None, sections, answer=None):
     or last such record."""
     import datetime as dt
 
-    turns = turns_on(fact, template, answer)
+    turns = turns_on(fact, template, answer, other)
     hits = sorted(r.ts for _, recs in sections for r in recs if turns(r) and r.ts is not None)
     if hits:
         second = dt.timedelta(seconds=1)
@@ -87,22 +91,22 @@ def _service_of(name: str) -> str:
     return re.sub(r"(?:\.\d+)?(?:\.gz)?$", "", name)
 
 
-def _biggest_file(fact, files, template, slot):
+def _biggest_file(fact, files, template, slot, other=None):
     name = max(files, key=lambda n: (len(files[n]), n))
-    return stated_fact(fact, directory_text({name: files[name]}), template, slot), len(files) > 1
+    return stated_fact(fact, directory_text({name: files[name]}), template, slot, other), \
+        len(files) > 1
 
 
-def _biggest_service(fact, files, template, slot):
+def _biggest_service(fact, files, template, slot, other=None):
     size: Counter = Counter()
     for n, data in files.items():
         size[_service_of(n)] += len(data)
     top = max(size, key=lambda n: (size[n], n))
-    return stated_fact(fact, directory_text({n: d for n, d in files.items()
-                                             if _service_of(n) == top}), template, slot), \
-        len(size) > 1
+    text = directory_text({n: d for n, d in files.items() if _service_of(n) == top})
+    return stated_fact(fact, text, template, slot, other), len(size) > 1
 
 
-def _first_error_in_name_order(fact, files, template, slot):
+def _first_error_in_name_order(fact, files, template, slot, other=None):
     if fact != "first_error_time":
         return None, False
     errors = [r for r in parse_shown(directory_text(files)) if r.level in ("ERROR", "FATAL")]

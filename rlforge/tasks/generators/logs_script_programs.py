@@ -4,7 +4,7 @@ answer, `grep` one-liners blind to compressed files, tampering with the verifier
 
 from __future__ import annotations
 
-from rlforge.tasks.generators.logs_script_facts import BY_TEMPLATE, RECORD_LINE
+from rlforge.tasks.generators.logs_script_facts import BY_PAIR, BY_TEMPLATE, RECORD_LINE
 from rlforge.tasks.spec import Submission
 
 GOLD = {
@@ -19,6 +19,12 @@ print(sum(1 for _, _, message in records if pattern.fullmatch(message)))
     "distinct_values": '''
 pattern = re.compile(TEMPLATE_REGEX, re.S)  # the asked `<*>` captured
 print(len({m.group(1) for _, _, message in records if (m := pattern.fullmatch(message))}))
+''',
+    "unmatched_ids": '''
+first = re.compile(TEMPLATE_REGEX, re.S)  # the first pattern, its asked `<*>` captured
+second = re.compile(OTHER_REGEX, re.S)  # the second, likewise
+named = {m.group(1) for _, _, message in records if (m := second.fullmatch(message))}
+print(len({m.group(1) for _, _, message in records if (m := first.fullmatch(message))} - named))
 ''',
     "top_error_component": '''
 counts = collections.Counter(c for level, c, _ in records if level in ("ERROR", "FATAL") and c != "-")
@@ -122,8 +128,8 @@ GREP = {
 
 def grep_script(fact: str, template: str | None) -> bytes:
     """A `grep` one-liner for the fact (for counting by pattern: `grep -c` of the pattern's
-    longest literal piece)."""
-    if fact in BY_TEMPLATE:
+    longest literal piece; for a join, the distinct lines holding the first pattern's)."""
+    if fact in BY_TEMPLATE + BY_PAIR:
         piece = max((template or "").split("<*>"), key=len).strip().replace("'", "'\\''")
         line = f"grep -hIF -- '{piece}' \"$1\"/* | " + ("wc -l" if fact == "template_count"
                                                        else "sort -u | wc -l")
