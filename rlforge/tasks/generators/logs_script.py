@@ -155,7 +155,7 @@ class LogsScript(Generator):
                                  "none in the visible window")
                 continue
             cheap: dict = {}
-            for files, differs in held_back_variants(fact, template, held_secs, b, other):
+            for files, differs in held_back_variants(fact, template, held_secs, b, other, slot):
                 try:
                     stated = [stated_fact(fact, directory_text(d), template, slot, other)
                               for d in (visible, files)]

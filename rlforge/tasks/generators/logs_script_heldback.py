@@ -9,20 +9,32 @@ import re
 from collections import Counter
 
 from rlforge.tasks.generators.logs_common import ERROR_LEVELS, parse_shown, pattern_regex, render, shown_time
-from rlforge.tasks.generators.logs_script_facts import BY_PAIR, BY_TEMPLATE, directory_text, stated_fact
+from rlforge.tasks.generators.logs_script_facts import (BY_PAIR, BY_TEMPLATE, directory_text,
+                                                        slot_regex, slot_values, stated_fact)
 
 
-def turns_on(fact: str, template: str | None, answer=None, other: tuple[str, int] | None = None):
-    """Whether a record is one the fact depends on (where a rotation must cut after)."""
+def turns_on(fact: str, template: str | None, answer=None, other: tuple[str, int] | None = None,
+             slot: int = 1, sections=()):
+    """Whether a record is one the fact depends on (where a rotation must cut after; for a
+    join, `sections` are the records it is asked of)."""
     if fact == "longest_gap":  # the record the gap follows
         return lambda r: r.ts is not None and r.ts.strftime("%Y-%m-%d %H:%M:%S") == answer
     if fact == "busiest_minute":  # the records of that minute
         return lambda r: r.ts is not None and r.ts.strftime("%Y-%m-%d %H:%M") == answer
     if fact == "top_host":
         return lambda r: bool(r.host)
-    if fact in BY_PAIR:  # the records of either pattern
-        either = [pattern_regex(template or ""), pattern_regex(other[0] if other else "")]
-        return lambda r: any(rx.fullmatch(r.message.split("\n", 1)[0]) for rx in either)
+    if fact in BY_PAIR:
+        # the first pattern's records whose id the second names too: a cut after one parts
+        # it from its partner, so a reader of one file alone miscounts
+        assert template is not None and other is not None, "a join names two patterns"
+        named = slot_values(other[0], [r.message.split("\n", 1)[0] for _, recs in sections
+                                       for r in recs])[other[1] - 1]
+        capture = slot_regex(template, slot)
+
+        def partnered(r) -> bool:
+            hit = capture.fullmatch(r.message.split("\n", 1)[0])
+            return hit is not None and hit.group(1) in named
+        return partnered
     if fact in BY_TEMPLATE:
         rx = pattern_regex(template or "")
         return lambda r: rx.fullmatch(r.message.split("\n", 1)[0]) is not None
@@ -32,7 +44,7 @@ def turns_on(fact: str, template: str | None, answer=None, other: tuple[str, int
 
 
 def held_back_variants(fact: str, template: str | None, sections, answer=None,
-                       other: tuple[str, int] | None = None):
+                       other: tuple[str, int] | None = None, slot: int = 1):
     """Ways to write the held-back sections as a real logs directory holds them, each
     (files, what differs): host and level fields padded to fixed widths, and every file
     rotated at one moment (as a nightly logrotate does): its records before that moment in
@@ -42,7 +54,7 @@ def held_back_variants(fact: str, template: str | None, sections, answer=None,
     or last such record."""
     import datetime as dt
 
-    turns = turns_on(fact, template, answer, other)
+    turns = turns_on(fact, template, answer, other, slot, sections)
     hits = sorted(r.ts for _, recs in sections for r in recs if turns(r) and r.ts is not None)
     if hits:
         second = dt.timedelta(seconds=1)
