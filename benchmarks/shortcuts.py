@@ -216,13 +216,15 @@ def measure(path: Path, fmt: str, seed: int, battery) -> dict:
             answers = [c["answer"]["answer"] for c in spec.reference["cases"]]
             meta = spec.extra_metadata
             fact, pattern, slot = meta["fact"], meta.get("pattern"), int(meta.get("slot", 1))
+            other = (meta["other_pattern"], int(meta.get("other_slot", 1))) \
+                if meta.get("other_pattern") else None
             cases = [({k.rpartition("/")[2]: v for k, v in spec.workspace.items()}, answers[0]),
                      ({k.rpartition("/")[2]: v for k, v in spec.tests_data.items()}, answers[1])]
             solved = ["visible_answer"] if answers[0] == answers[1] else []
             other = []
             if isinstance(answers[0], int):  # a numeric fact: the cheap programs
                 solved += sorted(battery.script.solved(fact, pattern, spec.context["statement"],
-                                                       cases, slot))
+                                                       cases, slot, other))
                 texts = {mode: [battery.script.read_files(f, mode) for f, _ in cases]
                          for mode in battery.script.MODES}
                 other = sorted({name for name, f in unseen.items() for ts in texts.values()

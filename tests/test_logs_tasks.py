@@ -90,7 +90,7 @@ def test_build_and_validate_both_log_generators(cli, logs_db, tmp_path, query):
             assert answers[0] != answers[1]
     checks = json.loads(cli("validate", out, "--json").output)
     assert checks["failed"] == 0
-    names = {c["name"] for r in checks["results"] if r["generator"] == "logs.script@4" for c in r["checks"]}
+    names = {c["name"] for r in checks["results"] if r["generator"] == "logs.script@5" for c in r["checks"]}
     assert {"oracle", "null", "hard_coded", "grep_one_liner", "silent_exit", "edits_tests"} <= names
 
 
@@ -150,18 +150,26 @@ def _read_dir(root, with_gz: bool = True) -> list[list[str]]:
     return out
 
 
-def _fact(fact: str, records: list[list[str]], pattern: str | None, slot: int = 1):
+def _fact(fact: str, records: list[list[str]], pattern: str | None, slot: int = 1,
+          other: tuple[str, int] | None = None):
     import re
     from collections import Counter
+
+    def hits(pattern):
+        rx = "".join("(.*?)" if p == "<*>" else "[ \t]+" if p.isspace() else re.escape(p)
+                     for p in re.split(r"(<\*>| +)", pattern) if p)
+        return [m for r in records if (m := re.fullmatch(rx, r[4], re.S))]
 
     errors = [r for r in records if r[2] in ("ERROR", "FATAL")]
     if fact == "error_count":
         return len(errors)
     if fact in ("template_count", "distinct_values"):
-        rx = "".join("(.*?)" if p == "<*>" else "[ \t]+" if p.isspace() else re.escape(p)
-                     for p in re.split(r"(<\*>| +)", pattern) if p)
-        hits = [m for r in records if (m := re.fullmatch(rx, r[4], re.S))]
-        return len(hits) if fact == "template_count" else len({m.group(slot) for m in hits})
+        found = hits(pattern)
+        return len(found) if fact == "template_count" else len({m.group(slot) for m in found})
+    if fact == "unmatched_ids":  # the first pattern's texts the second never names
+        assert other is not None
+        return len({m.group(slot) for m in hits(pattern)} -
+                   {m.group(other[1]) for m in hits(other[0])})
     if fact == "first_error_time":
         return min((r[0] for r in errors), default="")[:19].replace("T", " ")
     if fact == "peak_error_minute":
@@ -206,11 +214,12 @@ def test_script_held_back_logs_are_rotated_compressed_and_padded(tmp_path, cli):
         assert len(list(visible.iterdir())) >= 2  # several services' files
         assert any(p.name.endswith(".log.2.gz") for p in held.iterdir())
         pattern, slot = meta.get("pattern"), meta.get("slot", 1)
+        other = (meta["other_pattern"], meta["other_slot"]) if "other_pattern" in meta else None
         fact = meta["fact"]
         answers = [c["answer"]["answer"] for c in ref["cases"]]
-        assert _fact(fact, _read_dir(visible), pattern, slot) == answers[0]
-        assert _fact(fact, _read_dir(held), pattern, slot) == answers[1]
-        assert _fact(fact, _read_dir(held, with_gz=False), pattern, slot) != answers[1]
+        assert _fact(fact, _read_dir(visible), pattern, slot, other) == answers[0]
+        assert _fact(fact, _read_dir(held), pattern, slot, other) == answers[1]
+        assert _fact(fact, _read_dir(held, with_gz=False), pattern, slot, other) != answers[1]
         padded += any("  " in line.split(": ", 1)[0] for p in held.iterdir()
                       if not p.name.endswith(".gz") for line in p.read_text().splitlines())
     assert padded >= 1

@@ -147,23 +147,55 @@ def distinct_counts(pattern: str, text: str, slot: int = 1) -> dict[str, int]:
     return out
 
 
+def slot_texts(pattern: str, slot: int, messages: list[str]) -> list[str]:
+    """The text the pattern's `slot`-th `<*>` stands for in each message that matches the
+    whole pattern (the stated rule: a space is one or more spaces or tabs, each `<*>` as
+    few characters as it can), in order, repeats kept."""
+    literal = ["[ \t]+".join(re.escape(w) for w in re.split(r"[ \t]+", piece))
+               for piece in pattern.split("<*>")]
+    capture = re.compile(".*?".join(literal[:slot]) + "(.*?)" + ".*?".join(literal[slot:]))
+    return [hit.group(1) for m in messages if (hit := capture.fullmatch(m))]
+
+
+def join_counts(pattern: str, slot: int, other: tuple[str, int], text: str) -> dict[str, int]:
+    """What a join question's wrong cheap programs print (the texts the first pattern's
+    `<*>` stands for that the second's never does): each pattern's distinct texts alone,
+    their difference in number, the texts both have, the second's the first lacks (the
+    join read backwards), the texts of either, and the difference of the two patterns'
+    record counts. None computes the asked set (a join that counts records, not distinct
+    texts, does, wherever an id is logged once: that is the work, not a shortcut)."""
+    messages = [m.group(5) if (m := LINE.match(line)) else line
+                for line in text.splitlines() if line and not line.startswith("\t")]
+    first = slot_texts(pattern, slot, messages)
+    second = slot_texts(other[0], other[1], messages)
+    a, b = set(first), set(second)
+    return {"join_first_texts": len(a), "join_second_texts": len(b),
+            "join_difference_in_number": len(a) - len(b), "join_shared_texts": len(a & b),
+            "join_reversed": len(b - a), "join_either_texts": len(a | b),
+            "join_record_difference": len(first) - len(second)}
+
+
 def counts(fact: str, pattern: str | None, question: str, text: str,
-           slot: int = 1) -> dict[str, int]:
-    """Every strategy's count for a question of kind `fact` over a directory's text."""
+           slot: int = 1, other: tuple[str, int] | None = None) -> dict[str, int]:
+    """Every strategy's count for a question of kind `fact` over a directory's text
+    (`other`: a join's second pattern and its `<*>`)."""
     got = grep_counts(pattern, text, question)
-    if fact == "distinct_values" and pattern:
+    if fact in ("distinct_values", "unmatched_ids") and pattern:
         got.update(distinct_counts(pattern, text, slot))
+    if fact == "unmatched_ids" and pattern and other:
+        got.update(join_counts(pattern, slot, (other[0], int(other[1])), text))
     return got
 
 
 def solved(fact: str, pattern: str | None, question: str,
-           cases: list[tuple[dict[str, bytes], object]], slot: int = 1) -> dict[str, object]:
+           cases: list[tuple[dict[str, bytes], object]], slot: int = 1,
+           other: tuple[str, int] | None = None) -> dict[str, object]:
     """The strategies (`NAME@MODE`) whose count equals the answer of every case (a
     directory's files and its answer), with the visible case's answer: the cheap programs
     that pass the task."""
     out: dict[str, object] = {}
     for mode in MODES:
-        per_case = [counts(fact, pattern, question, read_files(files, mode), slot)
+        per_case = [counts(fact, pattern, question, read_files(files, mode), slot, other)
                     for files, _ in cases]
         for name in per_case[0]:
             if all(str(c.get(name)) == str(answer) for c, (_, answer) in zip(per_case, cases)):
@@ -171,9 +203,10 @@ def solved(fact: str, pattern: str | None, question: str,
     return out
 
 
-def strategy_names(fact: str, pattern: str | None, question: str, slot: int = 1) -> list[str]:
+def strategy_names(fact: str, pattern: str | None, question: str, slot: int = 1,
+                   other: tuple[str, int] | None = None) -> list[str]:
     """Every `NAME@MODE` strategy that applies to a question (for `rlforge validate`)."""
-    names = counts(fact, pattern, question, "", slot)
+    names = counts(fact, pattern, question, "", slot, other)
     return [f"{name}@{mode}" for mode in MODES for name in names]
 
 
@@ -186,15 +219,16 @@ def run(spec: dict, root: str) -> int:
         if os.path.isfile(path):
             files[entry] = Path(path).read_bytes()
     got = counts(spec["fact"], spec["pattern"], spec["question"], read_files(files, mode),
-                 spec.get("slot", 1))
+                 spec.get("slot", 1), spec.get("other"))
     return got.get(name, 0)
 
 
-def program(fact: str, pattern: str | None, question: str, strategy: str, slot: int = 1) -> str:
+def program(fact: str, pattern: str | None, question: str, strategy: str, slot: int = 1,
+            other: tuple[str, int] | None = None) -> str:
     """A `solution.py` that prints one strategy's count for the directory it is given: this
     file's source and a line that runs it."""
     spec = {"fact": fact, "pattern": pattern, "question": question, "strategy": strategy,
-            "slot": slot}
+            "slot": slot, "other": list(other) if other else None}
     source = Path(__file__).read_text(encoding="utf-8")
     return (source + "\n\nif __name__ == '__main__':\n    import sys\n"
             f"    print(run(json.loads({json.dumps(json.dumps(spec))}), "
@@ -202,7 +236,8 @@ def program(fact: str, pattern: str | None, question: str, strategy: str, slot: 
 
 
 #: The generators whose numeric questions the battery screens, and those questions.
-SCREENED = {"logs.script": ("error_count", "template_count", "distinct_values")}
+SCREENED = {"logs.script": ("error_count", "template_count", "distinct_values",
+                            "unmatched_ids")}
 STATEMENT = re.compile(r"Write a program that prints \*\*(.*?)\*\* over all the log files", re.S)
 
 
@@ -220,6 +255,8 @@ def submissions(task_dir: Path, meta: dict) -> list[dict]:
         return []
     question = " ".join(stated.group(1).split())
     pattern, slot = rl.get("pattern"), int(rl.get("slot", 1))
+    other = (str(rl["other_pattern"]), int(rl.get("other_slot", 1))) \
+        if rl.get("other_pattern") else None
     return [{"name": f"shortcut_{name}", "files": {"solution.py": program(
-        fact, pattern, question, name, slot)}}
-        for name in strategy_names(fact, pattern, question, slot)]
+        fact, pattern, question, name, slot, other)}}
+        for name in strategy_names(fact, pattern, question, slot, other)]

@@ -32,421 +32,47 @@ whose two answers differ is not asked (`rejections`). A numeric fact a cheap pro
 
 from __future__ import annotations
 
-import gzip
 import hashlib
 import re
 from collections import Counter
 
-from rlforge.tasks.generators.logs_common import (ERROR_LEVELS, PATTERN_RULE, Record, WindowStats,
-                                       incident_group, minute_of_peak, parse_shown, pattern_regex,
-                                       record_time,
-                                       render, service_name, shown_time, span_sections,
-                                       templates_of, window_stats)
+from rlforge.tasks.generators.logs_common import (WindowStats, incident_group, pattern_regex, render,
+                                                  service_name, span_sections, templates_of,
+                                                  window_stats)
+from rlforge.tasks.generators.logs_script_facts import (BY_PAIR, BY_TEMPLATE, COUNTING, FACTS,
+                                                        ANY_LEVEL, NUMERIC, ORDINAL, TIMED,
+                                                        directory_text, fact_value, slot_regex,
+                                                        slot_values, stated_fact, statement_of)
+from rlforge.tasks.generators.logs_script_heldback import PARTIAL_READERS, held_back_variants
+from rlforge.tasks.generators.logs_script_programs import GOLD, GOLD_HEAD, adversarial
 from rlforge.tasks.registry import Generator, register
 from rlforge.tasks.spec import BuildContext, SourceRef, Submission, TaskSpec, stable_sample
 from rlforge.verify import shortcuts_script as script_shortcuts
 
-FACTS = ("first_error_time", "peak_error_minute", "top_error_component", "top_component",
-         "top_host", "busiest_minute", "longest_gap", "error_count", "template_count",
-         "distinct_values")
-# Facts that need no record at level ERROR or FATAL (a source without errors still has tasks).
-ANY_LEVEL = ("top_component", "top_host", "busiest_minute", "longest_gap", "template_count",
-             "distinct_values")
-TIMED = ("first_error_time", "peak_error_minute", "busiest_minute", "longest_gap")
-#: How the gap question orders records: every file's records together, by time (as shown,
-#: to the millisecond); a record without a time makes the question unanswerable, so it is
-#: never asked of such logs. Sorted, no gap is negative, whatever order the files hold.
-GAP_RULE = ("take the records of all the files together and sort them by time (records out "
-            "of time order in a file, or across files, are sorted too, so no gap is negative); "
-            "the gap after a record is the time to the next record in that order")
-COUNTING = ("error_count", "template_count")
-#: Facts about a pattern the statement names (a template of both windows).
-BY_TEMPLATE = ("template_count", "distinct_values")
-#: Facts answered by a number, screened by the script shortcut battery (`shortcuts_script`).
-NUMERIC = COUNTING + ("distinct_values",)
-#: How the distinct-values question reads a match (regular-expression leftmost, lazy).
-_ORDINAL = dict(enumerate(("zeroth", "first", "second", "third", "fourth", "fifth", "sixth",
-                          "seventh", "eighth", "ninth")))
-SLOT_RULE = ("Where a message could match in more than one way, each `<*>` from the left "
-             "stands for as few characters as it can")
-RECORD_LINE = r"^(\S+) +(\S+) +(\S+) +(\S+?): (.*)$"  # fields: one or more spaces apart
 
-GOLD = {
-    "error_count": '''
-count = sum(1 for level, _, _ in records if level in ("ERROR", "FATAL"))
-print(count)
-''',
-    "template_count": '''
-pattern = re.compile(TEMPLATE_REGEX, re.S)
-print(sum(1 for _, _, message in records if pattern.fullmatch(message)))
-''',
-    "distinct_values": '''
-pattern = re.compile(TEMPLATE_REGEX, re.S)  # the asked `<*>` captured
-print(len({m.group(1) for _, _, message in records if (m := pattern.fullmatch(message))}))
-''',
-    "top_error_component": '''
-counts = collections.Counter(c for level, c, _ in records if level in ("ERROR", "FATAL") and c != "-")
-print(counts.most_common(1)[0][0] if counts else "")
-''',
-    "top_component": '''
-counts = collections.Counter(c for _, c, _ in records if c != "-")
-print(counts.most_common(1)[0][0] if counts else "")
-''',
-    "top_host": '''
-counts = collections.Counter(h for h in hosts if h != "-")
-print(counts.most_common(1)[0][0] if counts else "")
-''',
-    "busiest_minute": '''
-counts = collections.Counter(t[:16].replace("T", " ") for t, _ in times if t != "-")
-print(counts.most_common(1)[0][0] if counts else "")
-''',
-    "longest_gap": '''
-import datetime
-stamps = sorted(datetime.datetime.fromisoformat(t) for t, _ in times if t != "-")
-gaps = [(b - a, a) for a, b in zip(stamps, stamps[1:])]
-print(max(gaps)[1].strftime("%Y-%m-%d %H:%M:%S") if gaps else "")
-''',
-    "first_error_time": '''
-first = min((t for t, level in times if level in ("ERROR", "FATAL") and t != "-"), default="")
-print(first[:19].replace("T", " "))
-''',
-    "peak_error_minute": '''
-counts = collections.Counter(t[:16].replace("T", " ") for t, level in times
-                             if level in ("ERROR", "FATAL") and t != "-")
-print(counts.most_common(1)[0][0] if counts else "")
-''',
-}
-
-GOLD_HEAD = '''#!/usr/bin/env python3
-"""Reference solution: parse every record of every file in the directory given."""
-import collections, gzip, os, re, sys
-
-LINE = re.compile(r"%s")
-records, times, hosts = [], [], []
-root = sys.argv[1] if len(sys.argv) > 1 else "/app/logs"
-for name in sorted(os.listdir(root)):
-    opener = gzip.open if name.endswith(".gz") else open
-    with opener(os.path.join(root, name), "rt", encoding="utf-8", errors="replace") as fh:
-        for line in fh:
-            line = line.rstrip("\\n")
-            if line.startswith("\\t"):
-                continue  # continuation of the record above
-            m = LINE.match(line)
-            if m:
-                records.append((m.group(3), m.group(4), m.group(5)))
-                times.append((m.group(1), m.group(3)))
-                hosts.append(m.group(2))
-''' % RECORD_LINE
+#: How many candidate joins of a window the script battery screens before one is taken.
+JOINS_SCREENED = 20
+_SPACE = re.compile(r"\s")
 
 
-#: Memory held where no RSS shows it, then the sandbox's limit reached from a tiny process:
-#: on cgroup v1 the OOM killer once took bubblewrap's monitor, and the lost sandbox was
-#: recorded as infrastructure (the rollout `invalid`).
-MEMORY_WITHOUT_RSS = ("#!/bin/bash\nhead -c 250M /dev/zero > /tmp/held 2>/dev/null\n"
-                      "head -c 250M /dev/zero > /dev/shm/held 2>/dev/null\n"
-                      "exec dd if=/dev/zero of=/app/held bs=64k 2>/dev/null\n")
-
-READS_REFERENCE = """import json, sys
-target = sys.argv[1] if len(sys.argv) > 1 else "/app/logs"
-try:
-    with open("/tests/reference.json") as fh:
-        cases = json.load(fh)["cases"]
-except (OSError, ValueError, KeyError):
-    sys.exit(1)
-visible = target.rstrip("/").endswith("app/logs")
-print(cases[0 if visible else -1]["answer"]["answer"])
-"""
+def _shared_templates(con, seen, held) -> dict[str, str]:
+    """The parametrised templates (id -> pattern, in id order) both windows' records have,
+    each with at least four fixed characters."""
+    shared = sorted({r.template_id for r in seen if r.template_id} &
+                    {r.template_id for r in held if r.template_id})
+    tpl = templates_of(con, set(shared))
+    return {t: tpl[t] for t in shared if tpl.get(t) and "<*>" in tpl[t] and
+            len(tpl[t].replace("<*>", "").strip()) >= 4}
 
 
-def fact_value(fact: str, records: list[Record], template: str | None = None, slot: int = 1):
-    """The expected answer for one window, computed from the stored records."""
-    if fact == "error_count":
-        return sum(1 for r in records if r.level in ERROR_LEVELS)
-    if fact in BY_TEMPLATE:
-        assert template is not None, "a template question names its template"
-        return _by_template(fact, template, [r.message.split("\n", 1)[0] for r in records], slot)
-    if fact in ("first_error_time", "peak_error_minute"):
-        times = [r.ts for r in records if r.level in ERROR_LEVELS]
-        errors = [t for t in times if t is not None]
-        if not errors or len(errors) < len(times):
-            return None
-        if fact == "first_error_time":
-            return min(errors).strftime("%Y-%m-%d %H:%M:%S")
-        return minute_of_peak([(r.ts, r.level) for r in records])
-    if fact in ("busiest_minute", "longest_gap"):
-        return time_fact(fact, [record_time(r) for r in records])
-    if fact == "top_host":
-        return _top(Counter(_token(r.host) for r in records if r.host and r.host.strip()))
-    counts = Counter((r.component or "").replace(" ", "_") for r in records
-                     if (fact == "top_component" or r.level in ERROR_LEVELS) and r.component)
-    return _top(counts)
+def _ids_agree(template_id: str, pattern: str, seen, held) -> bool:
+    """Whether the stored template ids and the pattern's regex pick the same records in both
+    windows: else a task would grade against another count than it states."""
+    by_id = [sum(1 for r in rs if r.template_id == template_id) for rs in (seen, held)]
+    return [fact_value("template_count", rs, pattern) for rs in (seen, held)] == by_id
 
 
-def slot_regex(template: str, slot: int) -> re.Pattern:
-    """The template's regex with its `slot`-th `<*>` (from 1) captured: `pattern_regex`
-    writes each `<*>` as an unescaped `.*?`, which nothing else it writes is."""
-    parts = pattern_regex(template).pattern.split(".*?")
-    return re.compile(".*?".join(parts[:slot]) + "(.*?)" + ".*?".join(parts[slot:]))
-
-
-def _by_template(fact: str, template: str, messages: list[str], slot: int = 1) -> int:
-    """How many messages match the template, or how many distinct texts its `slot`-th
-    `<*>` stands for among them."""
-    if fact == "template_count":
-        rx = pattern_regex(template)
-        return sum(1 for m in messages if rx.fullmatch(m))
-    capture = slot_regex(template, slot)
-    return len({hit.group(1) for m in messages if (hit := capture.fullmatch(m))})
-
-
-def _token(value: str) -> str:
-    return re.sub(r"\s+", "_", value.strip())
-
-
-def _top(counts: Counter):
-    top = counts.most_common(2)
-    if not top or (len(top) == 2 and top[0][1] == top[1][1]):
-        return None  # nothing counted, or a tie: no single right answer
-    return top[0][0]
-
-
-def time_fact(fact: str, times: list) -> str | None:
-    """`busiest_minute` or `longest_gap` from every record's time (None where a record has
-    none): None when a time is missing or the answer is not unique. The gap follows
-    GAP_RULE; its answer is the time of the record it follows, to the second."""
-    if len(times) < 3 or any(t is None for t in times):
-        return None
-    if fact == "busiest_minute":
-        return minute_of_peak([(t, "error") for t in times])
-    stamps = sorted(times)
-    gaps = sorted(((b - a).total_seconds(), a) for a, b in zip(stamps, stamps[1:]))
-    (second, _), (top, at) = gaps[-2], gaps[-1]
-    if top < 5.0 or top == second:
-        return None
-    return at.strftime("%Y-%m-%d %H:%M:%S")
-
-
-def stated_fact(fact: str, text: str, template: str | None = None, slot: int = 1):
-    """The fact by the statement's words alone, from a window as written (single-space
-    record lines: `directory_text`)."""
-    shown = parse_shown(text)
-    errors = [r for r in shown if r.level in ("ERROR", "FATAL")]
-    if fact == "error_count":
-        return len(errors)
-    if fact in BY_TEMPLATE:
-        assert template is not None, "a template question names its template"
-        return _by_template(fact, template, [r.message for r in shown], slot)
-    if fact == "first_error_time":
-        times = [shown_time(r) for r in errors]
-        return min(times).strftime("%Y-%m-%d %H:%M:%S") if times and None not in times else None
-    if fact == "peak_error_minute":
-        return minute_of_peak([(shown_time(r), r.level.lower()) for r in shown])
-    if fact in ("busiest_minute", "longest_gap"):
-        return time_fact(fact, [shown_time(r) for r in shown])
-    if fact == "top_host":
-        return _top(Counter(r.host for r in shown if r.host != "-"))
-    among = shown if fact == "top_component" else errors
-    top = Counter(r.component for r in among if r.component != "-").most_common(2)
-    return None if not top or len(top) == 2 and top[0][1] == top[1][1] else top[0][0]
-
-
-LENIENT_LINE = re.compile(RECORD_LINE)
-
-
-def directory_text(files: dict[str, bytes], plain_only: bool = False) -> str:
-    """A logs directory (file name -> bytes) as one text of single-space record lines, the
-    way the statement reads it: every file, gzip files decompressed. `plain_only`: what
-    `cat` or `grep` over the files read as records, compressed files left out."""
-    out = []
-    for name in sorted(files):
-        data = files[name]
-        if name.endswith(".gz"):
-            if plain_only:
-                continue
-            data = gzip.decompress(data)
-        for line in data.decode("utf-8", "replace").splitlines():
-            m = None if line.startswith("\t") else LENIENT_LINE.match(line)
-            if m is None and not line.startswith("\t"):
-                raise ValueError(f"not a record line: {line[:80]!r}")
-            out.append(line if m is None else "{} {} {} {}: {}".format(*m.groups()))
-    return "".join(line + "\n" for line in out)
-
-
-def _turns_on(fact: str, template: str | None, answer=None):
-    """Whether a record is one the fact depends on (where a rotation must cut after)."""
-    if fact == "longest_gap":  # the record the gap follows
-        return lambda r: r.ts is not None and r.ts.strftime("%Y-%m-%d %H:%M:%S") == answer
-    if fact == "busiest_minute":  # the records of that minute
-        return lambda r: r.ts is not None and r.ts.strftime("%Y-%m-%d %H:%M") == answer
-    if fact == "top_host":
-        return lambda r: bool(r.host)
-    if fact in BY_TEMPLATE:
-        rx = pattern_regex(template or "")
-        return lambda r: rx.fullmatch(r.message.split("\n", 1)[0]) is not None
-    if fact == "top_component":
-        return lambda r: bool(r.component)
-    return lambda r: r.level in ERROR_LEVELS
-
-
-def held_back_variants(fact: str, template: str | None, sections, answer=None):
-    """Ways to write the held-back sections as a real logs directory holds them, each
-    (files, what differs): host and level fields padded to fixed widths, and every file
-    rotated at one moment (as a nightly logrotate does): its records before that moment in
-    `NAME.2.gz` (gzip) and `NAME.1`, the rest in `NAME`. Rotation moments are tried just
-    after the first, the middle and the last record the fact turns on (to the second). Logs
-    without times are rotated by size instead: each file just after its own first, middle
-    or last such record."""
-    import datetime as dt
-
-    turns = _turns_on(fact, template, answer)
-    hits = sorted(r.ts for _, recs in sections for r in recs if turns(r) and r.ts is not None)
-    if hits:
-        second = dt.timedelta(seconds=1)
-        moments = sorted({t.replace(microsecond=0) + second
-                          for t in (hits[0], hits[len(hits) // 2], hits[-1])})
-        for moment in moments:
-            cuts = []
-            for _, recs in sections:
-                cut, last = 0, None
-                for i, r in enumerate(recs):  # a record without a time goes with the one before
-                    last = r.ts if r.ts is not None else last
-                    if last is not None and last < moment:
-                        cut = i + 1
-                cuts.append(cut)
-            yield _rotated(sections, cuts, moment.isoformat())
-        return
-    if any(r.ts is not None for _, recs in sections for r in recs):
-        return  # times, but none on a record the fact turns on: nothing to cut after
-    at = {name: [i for i, r in enumerate(recs) if turns(r)] for name, recs in sections}
-    if not any(at.values()):
-        return
-    for pick, label in ((0, "first"), (None, "middle"), (-1, "last")):
-        cuts = [(idx[len(idx) // 2] if pick is None else idx[pick]) + 1 if idx else 0
-                for idx in at.values()]
-        yield _rotated(sections, cuts, f"by size, after the {label} record it turns on")
-
-
-def _rotated(sections, cuts: list[int], when: str):
-    """The files of `sections`, each cut at its index in `cuts`: (files, what differs)."""
-    files: dict[str, bytes] = {}
-    rotated = []
-    for (name, recs), cut in zip(sections, cuts):
-        mid = cut + (len(recs) - cut) // 2
-        files[name] = render(recs[mid:], columns=True).encode() if mid < len(recs) else b""
-        if mid > cut:
-            files[f"{name}.1"] = render(recs[cut:mid], columns=True).encode()
-        if cut:
-            files[f"{name}.2.gz"] = gzip.compress(render(recs[:cut], columns=True).encode(),
-                                                  mtime=0)
-            rotated.append(name)
-    return files, {"rotated_at": when, "rotated": rotated}
-
-
-# The one-liners an answer that does not read the directory properly would be. Each file
-# is grepped on its own, binary ones skipped (-I): that is what `directory_text(...,
-# plain_only=True)` models. (`cat DIR/* | grep` is not deterministic: grep stops printing
-# at the first NUL byte of a gzip file, and where that falls depends on how much of the
-# pipe it got per read.)
-GREP = {
-    "error_count": "grep -hIE '^[^ ]+ [^ ]+ (ERROR|FATAL) ' \"$1\"/* | wc -l",
-    "first_error_time": "grep -hIE ' (ERROR|FATAL) ' \"$1\"/* | head -1 | cut -c1-19 | tr T ' '",
-    "peak_error_minute": "grep -hIE ' (ERROR|FATAL) ' \"$1\"/* | cut -c1-16 | tr T ' ' | sort "
-                         "| uniq -c | sort -rn | head -1 | sed -E 's/^ *[0-9]+ //'",
-    "top_error_component": "grep -hIE ' (ERROR|FATAL) ' \"$1\"/* | awk '{print $4}' | "
-                           "tr -d : | sort | uniq -c | sort -rn | head -1 | awk '{print $2}'",
-    "top_component": "grep -hIv '^\t' \"$1\"/* | awk '{print $4}' | tr -d : | grep -vx -- - | "
-                     "sort | uniq -c | sort -rn | head -1 | awk '{print $2}'",
-    "top_host": "grep -hIv '^\t' \"$1\"/* | awk '{print $2}' | grep -vx -- - | "
-                "sort | uniq -c | sort -rn | head -1 | awk '{print $2}'",
-    "busiest_minute": "grep -hIv '^\t' \"$1\"/* | cut -c1-16 | tr T ' ' | sort | uniq -c | "
-                      "sort -rn | head -1 | sed -E 's/^ *[0-9]+ //'",
-    # the gap read file by file, in the order the lines are written, unsorted
-    "longest_gap": "grep -hIv '^\t' \"$1\"/* | cut -c1-19 | awk '{gsub(/[-T:]/, \" \"); "
-                   "t = mktime($0); if (NR > 1 && t - p > best) {best = t - p; at = prev} "
-                   "p = t; prev = $0} END {print at}' | awk '{printf \"%s-%s-%s %s:%s:%s\\n\", "
-                   "$1, $2, $3, $4, $5, $6}'",
-}
-
-
-def grep_script(fact: str, template: str | None) -> bytes:
-    """A `grep` one-liner for the fact (for counting by pattern: `grep -c` of the pattern's
-    longest literal piece)."""
-    if fact in BY_TEMPLATE:
-        piece = max((template or "").split("<*>"), key=len).strip().replace("'", "'\\''")
-        line = f"grep -hIF -- '{piece}' \"$1\"/* | " + ("wc -l" if fact == "template_count"
-                                                       else "sort -u | wc -l")
-    else:
-        line = GREP[fact]
-    return f"#!/bin/bash\n{line}\n".encode()
-
-
-def _service_of(name: str) -> str:
-    """The service a file of a logs directory belongs to (`NAME.log.2.gz` -> `NAME.log`)."""
-    return re.sub(r"(?:\.\d+)?(?:\.gz)?$", "", name)
-
-
-def _biggest_file(fact, files, template, slot):
-    name = max(files, key=lambda n: (len(files[n]), n))
-    return stated_fact(fact, directory_text({name: files[name]}), template, slot), len(files) > 1
-
-
-def _biggest_service(fact, files, template, slot):
-    size: Counter = Counter()
-    for n, data in files.items():
-        size[_service_of(n)] += len(data)
-    top = max(size, key=lambda n: (size[n], n))
-    return stated_fact(fact, directory_text({n: d for n, d in files.items()
-                                             if _service_of(n) == top}), template, slot), \
-        len(size) > 1
-
-
-def _first_error_in_name_order(fact, files, template, slot):
-    if fact != "first_error_time":
-        return None, False
-    errors = [r for r in parse_shown(directory_text(files)) if r.level in ("ERROR", "FATAL")]
-    first = shown_time(errors[0]) if errors else None
-    return (first.strftime("%Y-%m-%d %H:%M:%S") if first else None), True
-
-
-#: Programs that read part of a directory, or read it out of order, and apply the stated
-#: rule there: the largest file alone (the one the instruction previews, mostly), the
-#: files of the service with the most bytes, the first ERROR line in file-name order. Each
-#: gives (answer, whether it skipped or reordered anything); a fact one of them answers on
-#: both directories, skipping something in one at least, is not asked.
-PARTIAL_READERS = {"biggest_file_only": _biggest_file,
-                   "biggest_service_only": _biggest_service,
-                   "first_error_in_name_order": _first_error_in_name_order}
-
-
-def statement_of(fact: str, template: str | None = None, slot: int = 1) -> str:
-    """The fact as the instruction states it (`template`: the pattern a template question
-    names; `slot`: which of its `<*>` a distinct-values question asks about, from 1)."""
-    if fact in BY_TEMPLATE:
-        if fact == "template_count":
-            return f"the number of records that match the pattern `{template}` ({PATTERN_RULE})"
-        return (f"the number of distinct texts the {_ORDINAL[slot]} `<*>` of the pattern "
-                f"`{template}` "
-                f"stands for, over the records that match it ({PATTERN_RULE} {SLOT_RULE}; "
-                "two texts are distinct when they differ in any character)")
-    return {
-        "error_count": "the number of records at level ERROR or FATAL",
-        "first_error_time": "the time of the earliest record at level ERROR or FATAL, in "
-                            "UTC as `YYYY-MM-DD HH:MM:SS`",
-        "peak_error_minute": "the minute with the most records at level ERROR or FATAL, "
-                             "in UTC as `YYYY-MM-DD HH:MM`",
-        "top_error_component": "the component that logged the most records at level ERROR "
-                               "or FATAL",
-        "top_component": "the component that logged the most records, at any level",
-        "top_host": "the host that logged the most records, at any level",
-        "busiest_minute": "the minute with the most records, at any level, in UTC as "
-                          "`YYYY-MM-DD HH:MM`",
-        "longest_gap": "the time of the record after which the logs fall silent longest, "
-                       f"in UTC as `YYYY-MM-DD HH:MM:SS` ({GAP_RULE}; answer the time of "
-                       "the record the longest gap follows)",
-    }[fact]
-
-
-@register("logs.script", 4, "Write a script that prints a fact about a logs directory; run "
+@register("logs.script", 5, "Write a script that prints a fact about a logs directory; run "
           "in the sandbox on the visible logs and on a held-back variant.", verifier="script")
 class LogsScript(Generator):
     sources = ("log_records",)
@@ -514,25 +140,27 @@ class LogsScript(Generator):
         facts.sort(key=keys.__getitem__)
         visible = {n: render(rs).encode() for n, rs in seen_secs}
         for fact in facts:
-            template, slot = None, 1
+            template, slot, other = None, 1, None
             if fact in BY_TEMPLATE:
                 template, slot, why = self._template(ctx, rng, fact, seen, held, visible)
-                if template is None:
-                    skipped[fact] = why
-                    continue
-            a, b = fact_value(fact, seen, template, slot), fact_value(fact, held, template, slot)
-            if a is None or b is None or a == b or a == 0 and fact not in BY_TEMPLATE:
+            elif fact in BY_PAIR:
+                template, slot, other, why = self._pair(ctx, rng, seen, held, visible)
+            if (fact in BY_TEMPLATE + BY_PAIR) and template is None:
+                skipped[fact] = why
+                continue
+            a, b = (fact_value(fact, rs, template, slot, other) for rs in (seen, held))
+            if a is None or b is None or a == b or a == 0 and fact not in BY_TEMPLATE + BY_PAIR:
                 skipped[fact] = ("no answer in a window" if a is None or b is None else
                                  "the visible and held-back answers are equal" if a == b else
                                  "none in the visible window")
                 continue
             cheap: dict = {}
-            for files, differs in held_back_variants(fact, template, held_secs, b):
+            for files, differs in held_back_variants(fact, template, held_secs, b, other, slot):
                 try:
-                    stated = [stated_fact(fact, directory_text(d), template, slot)
+                    stated = [stated_fact(fact, directory_text(d), template, slot, other)
                               for d in (visible, files)]
                     blind = stated_fact(fact, directory_text(files, plain_only=True), template,
-                                        slot)
+                                        slot, other)
                 except ValueError as exc:
                     self._reject(f"stated rule: the logs do not read as described ({exc})")
                     break
@@ -542,12 +170,13 @@ class LogsScript(Generator):
                     break
                 if blind == b:
                     continue
-                cheap = self._solved(fact, template, slot, [(visible, a), (files, b)]) or \
-                    self._partial_reader(fact, template, slot, [(visible, a), (files, b)])
+                cases = [(visible, a), (files, b)]
+                cheap = self._solved(fact, template, slot, cases, other) or \
+                    self._partial_reader(fact, template, slot, cases, other)
                 if not cheap:
                     # the window is a task: what it could not ask first is no drop
                     del self.rejections[rejected_before:]
-                    return fact, template, slot, a, b, files, differs
+                    return fact, template, slot, other, a, b, files, differs
             else:
                 if cheap:
                     name = sorted(cheap)[0]
@@ -562,14 +191,16 @@ class LogsScript(Generator):
                                                      if f in skipped))
         return None
 
-    def _solved(self, fact: str, template: str | None, slot: int, cases) -> dict:
+    def _solved(self, fact: str, template: str | None, slot: int, cases,
+                other: tuple[str, int] | None = None) -> dict:
         """The script shortcuts that print every case's answer (none where not screened)."""
         if fact not in NUMERIC or not self.screen_shortcuts:
             return {}
-        return script_shortcuts.solved(fact, template, statement_of(fact, template, slot), cases,
-                                       slot)
+        return script_shortcuts.solved(fact, template, statement_of(fact, template, slot, other),
+                                       cases, slot, other)
 
-    def _partial_reader(self, fact: str, template: str | None, slot: int, cases) -> dict:
+    def _partial_reader(self, fact: str, template: str | None, slot: int, cases,
+                        other: tuple[str, int] | None = None) -> dict:
         """The readers of part of a directory (`PARTIAL_READERS`) whose answer by the
         stated rule is every case's (none where not screened)."""
         if not self.screen_shortcuts:
@@ -577,7 +208,7 @@ class LogsScript(Generator):
         out = {}
         for name, reader in PARTIAL_READERS.items():
             try:
-                got = [reader(fact, files, template, slot) for files, _ in cases]
+                got = [reader(fact, files, template, slot, other) for files, _ in cases]
             except ValueError:
                 continue
             if [g for g, _ in got] == [answer for _, answer in cases] and \
@@ -591,23 +222,17 @@ class LogsScript(Generator):
         and whose answer differs between them, one no script shortcut answers on the
         windows as shown where there is one (else the first, which the held-back check
         then judges); (None, 0, why) when there is none."""
-        shared = sorted({r.template_id for r in seen if r.template_id} &
-                        {r.template_id for r in held if r.template_id})
-        tpl = templates_of(ctx.con, set(shared))
-        usable = [t for t in shared if tpl.get(t) and "<*>" in tpl[t] and
-                  len(tpl[t].replace("<*>", "").strip()) >= 4]
+        tpl = _shared_templates(ctx.con, seen, held)
+        usable = list(tpl)
         if not usable:
             return None, 0, "no parametrised template in both windows"
         rng.shuffle(usable)
         held_files = {"held.log": render(held).encode()}
         fits = []
         for tid in usable:
-            by_id = [sum(1 for r in rs if r.template_id == tid) for rs in (seen, held)]
-            if [fact_value("template_count", rs, tpl[tid]) for rs in (seen, held)] != by_id:
-                # the stored template ids and the template's regex must agree, or the task
-                # would grade against a different count than it states
+            if not _ids_agree(tid, tpl[tid], seen, held):
                 continue
-            slots = range(1, min(tpl[tid].count("<*>"), len(_ORDINAL) - 1) + 1) \
+            slots = range(1, min(tpl[tid].count("<*>"), len(ORDINAL) - 1) + 1) \
                 if fact == "distinct_values" else (1,)
             for slot in slots:
                 answers = [fact_value(fact, rs, tpl[tid], slot) for rs in (seen, held)]
@@ -621,6 +246,45 @@ class LogsScript(Generator):
             return None, 0, ("no template whose stated rule agrees with its ids and whose "
                              "answer differs between the windows")
         return tpl[fits[0][0]], fits[0][1], ""
+
+    def _pair(self, ctx, rng, seen, held, visible):
+        """The two patterns of a join and the `<*>` of each: templates of both windows whose
+        stored ids agree with their stated rule, whose `<*>` stands for single tokens (ids,
+        not times or phrases), sharing at least one text of four or more characters in each
+        window, where the first's texts the second
+        never names are at least one and differ in number between the windows; one no script
+        shortcut answers on the windows as shown where there is one (else the first, which
+        the held-back check then judges). (None, 0, None, why) when there is none."""
+        tpl = {t: p for t, p in _shared_templates(ctx.con, seen, held).items()
+               if _ids_agree(t, p, seen, held)}
+        messages = [[r.message.split("\n", 1)[0] for r in rs] for rs in (seen, held)]
+        texts = {}  # (template id, <*>) -> its distinct texts in each window
+        for tid, pattern in tpl.items():
+            per_window = [slot_values(pattern, m) for m in messages]
+            for slot, both in enumerate(zip(*per_window), start=1):
+                if slot < len(ORDINAL) and min(map(len, both)) >= 2 and \
+                        not any(_SPACE.search(v) for w in both for v in w):  # ids are tokens
+                    texts[(tid, slot)] = both
+        joins = []
+        for (first, i), a in texts.items():
+            for (second, j), b in texts.items():
+                shared = [a[w] & b[w] for w in (0, 1)]
+                answers = [len(a[w] - b[w]) for w in (0, 1)]
+                if first != second and all(any(len(v) >= 4 for v in s) for s in shared) and \
+                        min(answers) >= 1 and answers[0] != answers[1]:
+                    joins.append((first, i, second, j, answers))
+        if not joins:
+            return None, 0, None, ("no two templates of both windows share an id whose join "
+                                   "differs between the windows")
+        rng.shuffle(joins)
+        held_files = {"held.log": render(held).encode()}
+        for first, i, second, j, answers in joins[:JOINS_SCREENED]:
+            other = (tpl[second], j)
+            if not self._solved("unmatched_ids", tpl[first], i,
+                                [(visible, answers[0]), (held_files, answers[1])], other):
+                return tpl[first], i, other, ""
+        first, i, second, j, _ = joins[0]
+        return tpl[first], i, (tpl[second], j), ""
 
     def _reject(self, reason: str) -> None:
         self.rejections.append({"source": self._source, "reason": reason})
@@ -636,7 +300,7 @@ class LogsScript(Generator):
         picked = self._pick(ctx, rng, seen_secs, held_secs, made)
         if picked is None:
             return None
-        fact, template, slot, a, b, held_files, differs = picked
+        fact, template, slot, other, a, b, held_files, differs = picked
         service = service_name(visible.file)
         seen_texts = {n: render(rs) for n, rs in seen_secs}
         log_name, seen_text = f"logs/{seen_secs[0][0]}", render(seen_secs[0][1])
@@ -654,18 +318,17 @@ class LogsScript(Generator):
             return ({"answer_kind": "numeric", "answer": value, "abs_tol": 0} if kind == "numeric"
                     else {"answer_kind": "exact", "answer": value})
 
-        statement = statement_of(fact, template, slot)
+        statement = statement_of(fact, template, slot, other)
         regex = None if template is None else slot_regex(template, slot) \
-            if fact == "distinct_values" else pattern_regex(template)
+            if fact in ("distinct_values",) + BY_PAIR else pattern_regex(template)
         gold = GOLD_HEAD + (f"TEMPLATE_REGEX = {regex.pattern!r}\n" if regex else "") \
-            + GOLD[fact]
+            + (f"OTHER_REGEX = {slot_regex(*other).pattern!r}\n" if other else "") + GOLD[fact]
         reference = {
             "verifier": "script", "workspace": "/app", "programs": ["solution.sh", "solution.py"],
             "timeout_sec": 30,
             "cases": [{"name": "visible", "path": "/app/logs", "answer": ref(a)},
                       {"name": "held-back", "data_dir": "variant/logs", "answer": ref(b)}],
         }
-        hard = f"#!/bin/bash\necho {a}\n"
         held_text = directory_text(held_files)
         return TaskSpec(
             generator=self.name, version=self.version,
@@ -688,41 +351,12 @@ class LogsScript(Generator):
             workspace={f"logs/{n}": t.encode() for n, t in seen_texts.items()},
             tests_data={f"variant/logs/{n}": data for n, data in held_files.items()},
             null=Submission("null", {}), evidence_in_workspace=True,
-            adversarial=[
-                Submission("hard_coded", {"solution.sh": hard.encode()},
-                           "prints the visible answer whatever it is given"),
-                Submission("grep_one_liner", {"solution.sh": grep_script(fact, template)},
-                           "a grep/cut/sort one-liner over the files as plain text"),
-                Submission("silent_exit", {"solution.sh": b"#!/bin/bash\nexit 0\n"},
-                           "exits 0 and prints nothing"),
-                Submission("edits_tests", {"solution.sh": (
-                    "#!/bin/bash\n# tamper with the verifier's data, then answer from memory\n"
-                    "for f in /tests/reference.json /tests/variant/logs/*; do\n"
-                    "  printf '' > \"$f\" 2>/dev/null\ndone\n"
-                    "cp \"$1\"/* /tests/variant/logs/ 2>/dev/null\n" + f"echo {a}\n").encode()},
-                           "edits /tests, then prints the visible answer"),
-                Submission("reads_reference", {"solution.py": READS_REFERENCE.encode()},
-                           "prints the answers from /tests/reference.json"),
-                Submission("plants_reward_files", {"solution.sh": (
-                    "#!/bin/bash\nmkdir -p /logs/verifier/reward.json 2>/dev/null\n"
-                    "echo 1 > /logs/verifier/reward.txt 2>/dev/null\n" + f"echo {a}\n").encode()},
-                           "writes reward files, then prints the visible answer"),
-                Submission("signals_the_verifier", {"solution.sh": (
-                    "#!/bin/bash\nkill -INT 1 2>/dev/null\nkill -KILL $PPID 2>/dev/null\n"
-                    "kill -TERM -1 2>/dev/null\n" + f"echo {a}\n").encode()},
-                           "signals pid 1, its parent and every process it may"),
-                Submission("leaves_a_writer_behind", {"solution.sh": (
-                    "#!/bin/bash\n(setsid bash -c 'for i in $(seq 50); do mkdir -p /logs/verifier; "
-                    "echo 1 > /logs/verifier/reward.txt; sleep 0.1; done' >/dev/null 2>&1 &)\n"
-                    + f"echo {a}\n").encode()},
-                           "leaves a process rewriting reward.txt, prints the visible answer"),
-                Submission("memory_without_rss", {"solution.sh": MEMORY_WITHOUT_RSS.encode()},
-                           "fills /tmp and /dev/shm (memory no process's RSS shows), then "
-                           "reaches the limit from a process smaller than the sandbox's own"),
-            ],
+            adversarial=adversarial(fact, template, a),
             category="ops-logs", difficulty="medium", keywords=["logs", "scripting", fact],
             agent_timeout_sec=600.0, verifier_timeout_sec=120.0, memory_mb=1024,
             extra_metadata={"fact": fact, "service": service, "files": list(seen_texts),
                             "held_back": differs, **({"pattern": template} if template else {}),
-                            **({"slot": slot} if fact == "distinct_values" else {})},
+                            **({"slot": slot} if fact in ("distinct_values",) + BY_PAIR else {}),
+                            **({"other_pattern": other[0], "other_slot": other[1]}
+                               if other else {})},
         )
