@@ -28,7 +28,7 @@ import functools
 import re
 from pathlib import Path
 
-from rlforge.ingest.redaction import name_lists, numbers
+from rlforge.ingest.redaction import name_lists, numbers, pinyin
 from rlforge.ingest.redaction.rules import Span
 from rlforge.ingest.redaction.words import (BUSINESS_WORDS, CLOSINGS, GREETINGS, NOT_NAMES, PARTICLES, PERSON_CUES,
                                             SAINTS, SIGN_OFFS,
@@ -214,6 +214,29 @@ def _evidence() -> _Evidence:
     return _Evidence(given_names(), name_lists.load())
 
 
+def _chinese_surname(t: _Tok, ev: _Evidence) -> bool:
+    """A one-syllable pinyin word the lists hold as a surname ("Wang", "Xia")."""
+    return pinyin.syllables(t.low) == 1 and t.low in ev.lists.surnames
+
+
+def _pinyin_pair(a: _Tok, b: _Tok, ev: _Evidence) -> bool:
+    """A Chinese name in pinyin, in either order: a listed one-syllable surname and a given
+    name of one or two syllables ("Wang Xiuying", "Jianguo Li", "WANG Fang"). A given name
+    of two syllables is no common word ("China", "Change"); a pair of one-syllable words
+    needs one that is no common word ("Min Xia", not "Hong Kong"), unless the surname is
+    written in capitals before it ("DAI Ping")."""
+    for surname, given in ((a, b), (b, a)):
+        if not _chinese_surname(surname, ev):
+            continue
+        n = pinyin.syllables(given.low)
+        if n == 2 and given.low not in ev.lists.common:
+            return True
+        if n == 1 and (a.low not in ev.lists.common or b.low not in ev.lists.common
+                       or surname is a and a.word.isupper() and not b.word.isupper()):
+            return True
+    return False
+
+
 def _pair(a: _Tok, b: _Tok, ev: _Evidence) -> bool:
     """Two words that the lists make a name in either order, in Title or upper case:
     "Xiaoming Wang", "WANG Xiaoming", "Rossi Mario", "Oluwaseun Adeyemi"."""
@@ -223,10 +246,18 @@ def _pair(a: _Tok, b: _Tok, ev: _Evidence) -> bool:
         return not b.word.isupper() and a.end + 2 == b.start and (
             ev.surname(a) and (b.low in ev.strong or ev.given(b) or _listed(b.low, ev.lists.given))
             or ev.surname_like(a) and ev.given(b) and b.low not in ev.lists.common
-            or ev.unknown(a) and b.low in ev.strong)  # "Tintzmann, Leonardo"
+            or ev.unknown(a) and b.low in ev.strong  # "Tintzmann, Leonardo"
+            # a prominent surname, common as a word too, and a curated given name ("Miller,
+            # Chad"); a rare listed surname and a word no list holds ("Tarhan, Erdursun")
+            or a.low in ev.lists.prominent and ev.surname(a, common_ok=True) and b.low in ev.strong
+            or ev.surname(a) and ev.rare(a) and ev.unknown(b) and not b.word.isupper()
+            or _pinyin_pair(a, b, ev))
     if a.word.isupper() != b.word.isupper():  # "KIMURA Kaori", not "LSI Logic"
-        return a.word.isupper() and (ev.surname(a, common_ok=True) or ev.unknown(a) and len(a.word) > 3) \
-            and (b.low in ev.strong or ev.given(b))
+        return a.word.isupper() and ((ev.surname(a, common_ok=True) or ev.unknown(a) and len(a.word) > 3)
+                                     and (b.low in ev.strong or ev.given(b))
+                                     # a surname that is no common word: any listed given name
+                                     or ev.surname(a) and _listed(b.low, ev.lists.given)  # "CAVALCANTE Caio"
+                                     or _pinyin_pair(a, b, ev))
     # one word a name the lists know and no common word, the other listed too ("Min Xia",
     # "Pratyush Chakrabarti"), one of them rare (not "Kernel Module"; in upper case, where a
     # log line shouts "RAS KERNEL", both names); a curated given name before a word in no
@@ -239,7 +270,8 @@ def _pair(a: _Tok, b: _Tok, ev: _Evidence) -> bool:
         _listed(a.low, ev.lists.given) and ev.surname(b) and ev.rare(b) and not a.word.isupper()) or (
         ev.unknown(a) and ev.surname(b) and ev.rare(b)) or (  # not "Brightside Optics"
         ev.surname(a, common_ok=a.word.isupper()) and b.low in ev.strong
-        and (b.low not in ev.lists.common or a.word.isupper())) or (ev.surname(a) and ev.given(b))
+        and (b.low not in ev.lists.common or a.word.isupper())) or (ev.surname(a) and ev.given(b)) \
+        or _pinyin_pair(a, b, ev)
 
 
 def _street_word(low: str) -> bool:
@@ -416,7 +448,8 @@ def _lower_pair(a: _Tok, b: _Tok, ev: _Evidence) -> bool:
     """Two lower-case words after a lead that the lists make a given name and a surname
     ("this is xiaoming wang"); a typo ("i'm caling") is in the lists alone, not paired."""
     return a.word.islower() and b.word.islower() and not a.stop and not b.line and (
-        ev.given(a) and ev.surname(b, common_ok=True) or ev.surname(a) and ev.given(b))
+        ev.given(a) and ev.surname(b, common_ok=True) or ev.surname(a) and ev.given(b)
+        or _pinyin_pair(a, b, ev))
 
 
 def _two_capitals(a: _Tok, b: _Tok, ev: _Evidence) -> bool:
@@ -527,8 +560,15 @@ def _names(run: str, toks: list[_Tok], skip: set[int], names: frozenset[str],
                 and _sentence_start(toks, end, ev):
             end -= 1  # "Cordiali saluti, Anna Rossi Ho dimenticato": "Ho" starts a sentence
         if comma_pair:
-            end = start + 1  # "Duan, Jing"
-        if _name_shaped(toks[end]) and (toks[start].low not in PARTICLES or start == i + 1 or initial) \
+            end = start + 1  # "Duan, Jing", "Cardoso, Vitor Gabriel", "van Oostendorp, Maartje"
+            while end + 1 < n and end + 1 not in skip and not toks[end].stop and not toks[end + 1].line \
+                    and _is_name_word(toks[end + 1]) and _listed(toks[end + 1].low, ev.lists.given):
+                end += 1
+            while start > 0 and start - 1 not in skip and toks[start - 1].low in PARTICLES \
+                    and not toks[start].line and not toks[start - 1].stop:
+                start -= 1
+        if _name_shaped(toks[end]) and (toks[start].low not in PARTICLES or start == i + 1 or initial
+                                        or comma_pair) \
                 and not any(toks[k].low in BUSINESS_WORDS for k in range(start, end + 1)):
             out.append((start, end))
         i = end + 1
