@@ -30,8 +30,8 @@ from pathlib import Path
 
 from rlforge.ingest.redaction import name_lists, numbers, pinyin
 from rlforge.ingest.redaction.rules import Span
-from rlforge.ingest.redaction.words import (BUSINESS_WORDS, CLOSINGS, GREETINGS, NOT_NAMES, PARTICLES, PERSON_CUES,
-                                            SAINTS, SIGN_OFFS,
+from rlforge.ingest.redaction.words import (BUSINESS_WORDS, CLOSINGS, GREETINGS, LOWER_CUES, NOT_NAMES,
+                                            PARTICLES, PERSON_CUES, SAINTS, SIGN_OFFS,
                                             STREET_ENDINGS, STREET_WORDS_AFTER, STREET_WORDS_BEFORE,
                                             TITLES, TOWN_JOINERS, UNIT_WORDS, WEAK_PERSON_CUES,
                                             phrases_rx)
@@ -73,7 +73,13 @@ _LEAD_RX = re.compile(rf"(?<![^\s,(]){_LEAD}")
 _WEAK_LEAD_RX = re.compile(rf"(?<![^\s,(]){_WEAK_LEAD}")
 # Words of any case after a lead ("hi maria,", "regards,\nanna kowalska"): the other rule.
 _ANY_WORD = f"[A-Za-z{U}{L}][A-Za-z{U}{L}'’-]*"
-CASED_RUN = rf"(?:{_LEAD}|{_WEAK_LEAD}){_ANY_WORD}(?:[ ]{_ANY_WORD}){{0,2}}"
+_LOWER_WORD = f"[a-z{L}][a-z{L}'’-]+"
+# Lower-case words after a cue ("placed by ping liang") or before "here" ("ana moreira here").
+_LOWER_LEAD = rf"{phrases_rx(*LOWER_CUES)}[ ]+"
+_LOWER_HERE = rf"{_LOWER_WORD}(?:[ ]{_LOWER_WORD}){{1,3}}[ ]here\b"
+CASED_RUN = (rf"(?:(?:{_LEAD}|{_WEAK_LEAD}){_ANY_WORD}(?:[ ]{_ANY_WORD}){{0,2}}"
+             rf"|{_LOWER_LEAD}{_LOWER_WORD}(?:[ ]{_LOWER_WORD}){{1,3}}|{_LOWER_HERE})")
+_LOWER_LEAD_RX = re.compile(rf"(?<![^\s,(]){_LOWER_LEAD}")
 RUN_PREFIX = rf"[^<>\\{TOKEN_CHARS}]"
 
 _TOKEN = re.compile(rf"(?<![^\s,(])(?:{_RUN_TOKEN}|{_JOIN}\.?(?=[ ]))")
@@ -604,14 +610,46 @@ def _after(rx: re.Pattern, run: str, toks: list[_Tok]) -> set[int]:
     return out
 
 
+def _lower_names(toks: list[_Tok], starts: list[int]) -> list[tuple[int, int]]:
+    """A name in lower case after a cue word (`LOWER_CUES`) or before "here": two to four
+    words, with particles between, that the lists make a given name and a surname
+    (`_lower_pair` on the first two): a Chinese name in pinyin, or a last word that is no
+    common word after a curated given name or a word no more common ("placed by ping
+    liang", "ask michael babu"; not "by credit card", "with noline payment")."""
+    ev = _evidence()
+    start = next((i for i in starts if 0 <= i < len(toks) - 1 and _lower_pair(toks[i], toks[i + 1], ev)), -1)
+    if start < 0:
+        return []
+    end = start + 1
+    while end + 1 < len(toks) and end - start < 3 and not toks[end].stop and not toks[end + 1].line:
+        k = end + 1
+        while k + 1 < len(toks) and toks[k].low in PARTICLES:
+            k += 1
+        t = toks[k]
+        if not (t.word.islower() and _name_shaped(t) and t.low not in ev.lists.common
+                and (_listed(t.low, ev.lists.surnames) or _listed(t.low, ev.lists.given))):
+            break
+        end = k
+    first, last = toks[start], toks[end]
+    if _pinyin_pair(first, toks[start + 1], ev) or last.low not in ev.lists.common and (
+            first.low not in ev.lists.common or first.low in ev.strong):
+        return [(start, end)]
+    return []  # "with noline payment": a typo and a common word
+
+
 def judge_cased(run: str, regions: tuple[str, ...] = numbers.DEFAULT_REGIONS) -> list[Span]:
     """The PERSON spans in words of any letter case after a lead (`CASED_RUN`: "hi maria,",
     "regards,\nanna kowalska", "This is Wang from support")."""
     toks = _tokens(run, _ANY_TOKEN)
     names = given_names()
     leads, weak = _after(_LEAD_RX, run, toks), _after(_WEAK_LEAD_RX, run, toks)
+    found = _names(run, toks, set(), names, leads, weak)
+    if toks and toks[-1].word.islower():
+        lower = _lower_names(toks, sorted({0} | leads | weak | _after(_LOWER_LEAD_RX, run, toks)))
+        if lower and not any(a <= lower[0][0] and b >= lower[0][1] for a, b in found):
+            found = [(a, b) for a, b in found if b < lower[0][0] or a > lower[0][1]] + lower
     spans: list[Span] = []
-    for a, b in _names(run, toks, set(), names, leads, weak):
+    for a, b in found:
         s, e = toks[a].start, toks[b].end
         spans.append((s, e, "PERSON", " ".join(run[s:e].split()).casefold()))
     return spans
