@@ -74,11 +74,12 @@ _WEAK_LEAD_RX = re.compile(rf"(?<![^\s,(]){_WEAK_LEAD}")
 # Words of any case after a lead ("hi maria,", "regards,\nanna kowalska"): the other rule.
 _ANY_WORD = f"[A-Za-z{U}{L}][A-Za-z{U}{L}'’-]*"
 _LOWER_WORD = f"[a-z{L}][a-z{L}'’-]+"
-# Lower-case words after a cue ("placed by ping liang") or before "here" ("ana moreira here").
+# Lower-case words after a cue ("placed by ping liang"). (Words before "here", "ana moreira
+# here", would need an alternative that may start at every word: it cost a third of the
+# redaction time.)
 _LOWER_LEAD = rf"{phrases_rx(*LOWER_CUES)}[ ]+"
-_LOWER_HERE = rf"{_LOWER_WORD}(?:[ ]{_LOWER_WORD}){{1,3}}[ ]here\b"
 CASED_RUN = (rf"(?:(?:{_LEAD}|{_WEAK_LEAD}){_ANY_WORD}(?:[ ]{_ANY_WORD}){{0,2}}"
-             rf"|{_LOWER_LEAD}{_LOWER_WORD}(?:[ ]{_LOWER_WORD}){{1,3}}|{_LOWER_HERE})")
+             rf"|{_LOWER_LEAD}{_LOWER_WORD}(?:[ ]{_LOWER_WORD}){{1,3}})")
 _LOWER_LEAD_RX = re.compile(rf"(?<![^\s,(]){_LOWER_LEAD}")
 RUN_PREFIX = rf"[^<>\\{TOKEN_CHARS}]"
 
@@ -229,15 +230,18 @@ def _pinyin_pair(a: _Tok, b: _Tok, ev: _Evidence) -> bool:
     """A Chinese name in pinyin, in either order: a listed one-syllable surname and a given
     name of one or two syllables ("Wang Xiuying", "Jianguo Li", "WANG Fang"). A given name
     of two syllables is no common word ("China", "Change"); a pair of one-syllable words
-    needs one that is no common word ("Min Xia", not "Hong Kong"), unless the surname is
-    written in capitals before it ("DAI Ping")."""
+    needs one that is no known word ("Min Xia", not "Hong Kong" or "Yin Yang"), or in
+    capitals no common word ("FANG ZHANG"), unless the surname is written in capitals
+    before the given name ("DAI Ping")."""
     for surname, given in ((a, b), (b, a)):
         if not _chinese_surname(surname, ev):
             continue
         n = pinyin.syllables(given.low)
         if n == 2 and given.low not in ev.lists.common:
             return True
-        if n == 1 and (a.low not in ev.lists.common or b.low not in ev.lists.common
+        shouted = a.word.isupper() and b.word.isupper()
+        words = ev.lists.common if shouted else ev.lists.known
+        if n == 1 and (a.low not in words or b.low not in words
                        or surname is a and a.word.isupper() and not b.word.isupper()):
             return True
     return False
@@ -611,7 +615,7 @@ def _after(rx: re.Pattern, run: str, toks: list[_Tok]) -> set[int]:
 
 
 def _lower_names(toks: list[_Tok], starts: list[int]) -> list[tuple[int, int]]:
-    """A name in lower case after a cue word (`LOWER_CUES`) or before "here": two to four
+    """A name in lower case after a cue word (`LOWER_CUES`) or another lead: two to four
     words, with particles between, that the lists make a given name and a surname
     (`_lower_pair` on the first two): a Chinese name in pinyin, or a last word that is no
     common word after a curated given name or a word no more common ("placed by ping

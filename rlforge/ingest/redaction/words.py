@@ -270,8 +270,7 @@ WEAK_PERSON_CUES = (
     "sent by", "de la part de", "de parte de", "da parte di", "namens",
 )
 # Words after which two or more lower-case words may be a name the lists make a given name
-# and a surname ("placed by ping liang", "ask michael babu", "cc anna kowalska"); "here"
-# after them does the same ("ana moreira here").
+# and a surname ("placed by ping liang", "ask michael babu", "cc anna kowalska").
 LOWER_CUES = (
     "by", "to", "with", "ask", "cc", "tell", "from", "contact", "call", "for", "attn",
     "von", "mit", "par", "avec", "por", "con", "com", "door", "met", "przez", "od", "dla",
