@@ -257,16 +257,19 @@ def _pair(a: _Tok, b: _Tok, ev: _Evidence) -> bool:
             ev.surname(a) and (b.low in ev.strong or ev.given(b) or _listed(b.low, ev.lists.given))
             or ev.surname_like(a) and ev.given(b) and b.low not in ev.lists.common
             or ev.unknown(a) and b.low in ev.strong  # "Tintzmann, Leonardo"
-            # a prominent surname, common as a word too, and a curated given name ("Miller,
-            # Chad"); a rare listed surname and a word no list holds ("Tarhan, Erdursun")
+            # a prominent surname, common as a word too, and a curated given name that is not
+            # ("Scholz, Xaver"; not "Paris, France"); a rare listed surname and a word no
+            # list holds ("Tarhan, Erdursun")
             or a.low in ev.lists.prominent and ev.surname(a, common_ok=True) and b.low in ev.strong
+            and b.low not in ev.lists.common
             or ev.surname(a) and ev.rare(a) and ev.unknown(b) and not b.word.isupper()
             or _pinyin_pair(a, b, ev))
     if a.word.isupper() != b.word.isupper():  # "KIMURA Kaori", not "LSI Logic"
         return a.word.isupper() and ((ev.surname(a, common_ok=True) or ev.unknown(a) and len(a.word) > 3)
                                      and (b.low in ev.strong or ev.given(b))
-                                     # a surname that is no common word: any listed given name
-                                     or ev.surname(a) and _listed(b.low, ev.lists.given)  # "CAVALCANTE Caio"
+                                     # a surname that is no common word and no acronym ("LSI
+                                     # Logic"): any listed given name ("CAVALCANTE Caio")
+                                     or ev.surname(a) and len(a.word) > 3 and _listed(b.low, ev.lists.given)
                                      or _pinyin_pair(a, b, ev))
     # one word a name the lists know and no common word, the other listed too ("Min Xia",
     # "Pratyush Chakrabarti"), one of them rare (not "Kernel Module"; in upper case, where a

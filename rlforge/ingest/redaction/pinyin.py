@@ -44,15 +44,15 @@ _WORD = re.compile(rf"{_SYL}{{1,3}}")
 
 @functools.lru_cache(maxsize=65536)
 def syllables(low: str) -> int:
-    """How many pinyin syllables make the case-folded word `low` (0: it is not pinyin).
-    A word of several syllables counts only where the split is a real one ("xiuying" is
-    xiu-ying; "ana" is no pinyin word: a syllable may not start with a bare vowel inside
-    a word unless an apostrophe marks it)."""
+    """How many pinyin syllables make the case-folded word `low` (0: it is not pinyin):
+    the longest first syllable that leaves a split of the rest ("xiuying" is xiu-ying). No
+    syllable after the first starts with a vowel: pinyin marks such a split with an
+    apostrophe ("Xi'an"), so "xian" is one syllable."""
     if not _WORD.fullmatch(low):
         return 0
     if low in SYLLABLES:
         return 1
-    for cut in range(1, len(low)):
+    for cut in range(len(low) - 1, 0, -1):
         head, tail = low[:cut], low[cut:]
         if head in SYLLABLES and tail[0] not in "aoeiuv":
             rest = syllables(tail)
