@@ -57,14 +57,39 @@ KEPT = [
 ]
 
 
-@pytest.mark.parametrize("text,name", NAMES)
+# Written for session 50, not drawn from a generator or a corpus: a Chinese surname in
+# capitals before a one-syllable given name, `Surname, Given` with a common surname or
+# particles, and lower-case names after a cue word; and what must stay beside them.
+STYLE_NAMES = [
+    ("Passenger QIAO Lan missed the flight.", "QIAO Lan"),
+    ("Filed by Hoffmann, Annelie this morning.", "Hoffmann, Annelie"),
+    ("Approved by Brandt, Liselotte", "Brandt, Liselotte"),
+    ("Signed: van der Linden, Femke", "van der Linden, Femke"),
+    ("the parcel was collected by yusuf demirci on friday", "yusuf demirci"),
+    ("cc ingrid halvorsen - please check the stock", "ingrid halvorsen"),
+    ("please forward to ahmet yilmazer in accounting", "ahmet yilmazer"),
+]
+KEPT_NEAR_STYLES = [
+    "Our Hong Kong office moved to a new floor.",
+    "The Hong Kong team and the Yin Yang spa.",
+    "Meet at Long Beach, then Fang Sun Plaza.",
+    "The China Change programme starts in May.",
+    "we paid by credit card yesterday",
+    "is it possible to inform of a problem with noline payment?",
+    "I sent it to the support team with my order number",
+    "please forward this to the billing dept",
+    "send it by fedex ground please",
+]
+
+
+@pytest.mark.parametrize("text,name", NAMES + STYLE_NAMES)
 def test_a_name_is_redacted_whatever_its_shape(text, name):
     out = Redactor(KEY).redact_text(text)
     left = [w for w in name.replace(",", " ").split() if w in out.split() or w in out]
     assert not left and "<PERSON_" in out, out
 
 
-@pytest.mark.parametrize("text", KEPT)
+@pytest.mark.parametrize("text", KEPT + KEPT_NEAR_STYLES)
 def test_non_names_are_kept(text):
     assert Redactor(KEY).redact_text(text) == text
 
@@ -91,43 +116,6 @@ KEPT_NEAR_NAMES = [
     "Cisco Webex and Azure DevOps fail to sync.",
     "Kernel Module loaded, Full Duplex link up.",
 ]
-
-
-# Written for session 50, not drawn from a generator or a corpus: a Chinese surname in
-# capitals before a one-syllable given name, `Surname, Given` with a common surname or
-# particles, and lower-case names after a cue word; and what must stay beside them.
-STYLE_NAMES = [
-    ("Passenger QIAO Lan missed the flight.", "QIAO Lan"),
-    ("Filed by Hoffmann, Annelie this morning.", "Hoffmann, Annelie"),
-    ("Approved by Brandt, Liselotte", "Brandt, Liselotte"),
-    ("Signed: van der Linden, Femke", "van der Linden, Femke"),
-    ("the parcel was collected by yusuf demirci on friday", "yusuf demirci"),
-    ("cc ingrid halvorsen - please check the stock", "ingrid halvorsen"),
-    ("please forward to ahmet yilmazer in accounting", "ahmet yilmazer"),
-]
-KEPT_NEAR_STYLES = [
-    "Our Hong Kong office moved to a new floor.",
-    "The Hong Kong team and the Yin Yang spa.",
-    "Meet at Long Beach, then Fang Sun Plaza.",
-    "The China Change programme starts in May.",
-    "we paid by credit card yesterday",
-    "is it possible to inform of a problem with noline payment?",
-    "I sent it to the support team with my order number",
-    "please forward this to the billing dept",
-    "send it by fedex ground please",
-]
-
-
-@pytest.mark.parametrize("text,name", STYLE_NAMES)
-def test_a_name_in_another_writing_style_is_redacted(text, name):
-    out = Redactor(KEY).redact_text(text)
-    left = [w for w in re.findall(r"\w+", name) if re.search(rf"\b{w}\b", out)]
-    assert not left and "<PERSON_" in out, out
-
-
-@pytest.mark.parametrize("text", KEPT_NEAR_STYLES)
-def test_pairs_of_pinyin_or_lower_case_words_that_name_no_one_are_kept(text):
-    assert Redactor(KEY).redact_text(text) == text
 
 
 @pytest.mark.parametrize("word,count", [("xiuying", 2), ("jianguo", 2), ("wang", 1), ("zhuang", 1),

@@ -21,7 +21,10 @@ the default ``n=400``).
 
 from __future__ import annotations
 
+import functools
+import importlib.util
 import random
+from pathlib import Path
 
 # Chinese names in pinyin, parts written by hand (surname, then given name when native).
 ZH_SURNAMES = ("Wang", "Li", "Zhang", "Liu", "Chen", "Yang", "Huang", "Zhao", "Zhou", "Xu", "Sun",
@@ -183,19 +186,18 @@ def _write(style: str, origin: str, given: str, last: str, r: random.Random) -> 
     return full
 
 
+@functools.lru_cache(maxsize=1)
+def _name_styles():
+    spec = importlib.util.spec_from_file_location("name_styles", Path(__file__).with_name("name_styles.py"))
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 def _fill(template: str, slots: dict[str, str]) -> tuple[str, list[list]]:
-    text, planted, pos = [], [], 0
-    for part in template.replace("{", "\x00{").split("\x00"):
-        if part.startswith("{") and part[1:2] in slots and part[2:3] == "}":
-            value = slots[part[1]]
-            if part[1] in "ng":
-                planted.append([pos, pos + len(value), "PERSON", ""])
-            text.append(value + part[3:])
-            pos += len(value) + len(part) - 3
-        else:
-            text.append(part)
-            pos += len(part)
-    return "".join(text), planted
+    """`name_styles.fill`: the corpora share the way they fill a template, not their names."""
+    return _name_styles().fill(template, slots)
 
 
 def _negative(r: random.Random, i: int) -> dict:

@@ -221,18 +221,33 @@ def _evidence() -> _Evidence:
     return _Evidence(given_names(), name_lists.load())
 
 
+@functools.lru_cache(maxsize=1)
+def place_names() -> frozenset[str]:
+    """Case-folded names of countries and their regions (`pycountry`: "france", "georgia",
+    "victoria"), derived once into the cache directory."""
+    return frozenset(name_lists.cached_lines("places", "pycountry", _derive_places))
+
+
+def _derive_places() -> set[str]:
+    import pycountry
+
+    out = {c.name.casefold() for c in pycountry.countries}
+    out |= {c.common_name.casefold() for c in pycountry.countries if hasattr(c, "common_name")}
+    return out | {s.name.casefold() for s in pycountry.subdivisions}
+
+
 def _chinese_surname(t: _Tok, ev: _Evidence) -> bool:
     """A one-syllable pinyin word the lists hold as a surname ("Wang", "Xia")."""
     return pinyin.syllables(t.low) == 1 and t.low in ev.lists.surnames
 
 
-def _pinyin_pair(a: _Tok, b: _Tok, ev: _Evidence) -> bool:
+def _pinyin_pair(a: _Tok, b: _Tok, ev: _Evidence, led: bool = False) -> bool:
     """A Chinese name in pinyin, in either order: a listed one-syllable surname and a given
     name of one or two syllables ("Wang Xiuying", "Jianguo Li", "WANG Fang"). A given name
     of two syllables is no common word ("China", "Change"); a pair of one-syllable words
-    needs one that is no known word ("Min Xia", not "Hong Kong" or "Yin Yang"), or in
-    capitals no common word ("FANG ZHANG"), unless the surname is written in capitals
-    before the given name ("DAI Ping")."""
+    needs one that is no known word ("Min Xia", not "Hong Kong" or "Yin Yang"), or, in
+    capitals or after a lead (`led`: "placed by ping liang"), no common word ("FANG
+    ZHANG"), unless the surname is written in capitals before the given name ("DAI Ping")."""
     for surname, given in ((a, b), (b, a)):
         if not _chinese_surname(surname, ev):
             continue
@@ -240,7 +255,7 @@ def _pinyin_pair(a: _Tok, b: _Tok, ev: _Evidence) -> bool:
         if n == 2 and given.low not in ev.lists.common:
             return True
         shouted = a.word.isupper() and b.word.isupper()
-        words = ev.lists.common if shouted else ev.lists.known
+        words = ev.lists.common if shouted or led else ev.lists.known
         if n == 1 and (a.low not in words or b.low not in words
                        or surname is a and a.word.isupper() and not b.word.isupper()):
             return True
@@ -257,11 +272,11 @@ def _pair(a: _Tok, b: _Tok, ev: _Evidence) -> bool:
             ev.surname(a) and (b.low in ev.strong or ev.given(b) or _listed(b.low, ev.lists.given))
             or ev.surname_like(a) and ev.given(b) and b.low not in ev.lists.common
             or ev.unknown(a) and b.low in ev.strong  # "Tintzmann, Leonardo"
-            # a prominent surname, common as a word too, and a curated given name that is not
-            # ("Scholz, Xaver"; not "Paris, France"); a rare listed surname and a word no
-            # list holds ("Tarhan, Erdursun")
+            # a prominent surname, common as a word too, and a curated given name that names
+            # no country or region ("Taylor, Daniel"; not "Paris, France", "Atlanta,
+            # Georgia"); a rare listed surname and a word no list holds ("Tarhan, Erdursun")
             or a.low in ev.lists.prominent and ev.surname(a, common_ok=True) and b.low in ev.strong
-            and b.low not in ev.lists.common
+            and (b.low not in ev.lists.common or b.low not in place_names())
             or ev.surname(a) and ev.rare(a) and ev.unknown(b) and not b.word.isupper()
             or _pinyin_pair(a, b, ev))
     if a.word.isupper() != b.word.isupper():  # "KIMURA Kaori", not "LSI Logic"
@@ -462,7 +477,7 @@ def _lower_pair(a: _Tok, b: _Tok, ev: _Evidence) -> bool:
     ("this is xiaoming wang"); a typo ("i'm caling") is in the lists alone, not paired."""
     return a.word.islower() and b.word.islower() and not a.stop and not b.line and (
         ev.given(a) and ev.surname(b, common_ok=True) or ev.surname(a) and ev.given(b)
-        or _pinyin_pair(a, b, ev))
+        or _pinyin_pair(a, b, ev, led=True))
 
 
 def _two_capitals(a: _Tok, b: _Tok, ev: _Evidence) -> bool:
@@ -638,7 +653,7 @@ def _lower_names(toks: list[_Tok], starts: list[int]) -> list[tuple[int, int]]:
             break
         end = k
     first, last = toks[start], toks[end]
-    if _pinyin_pair(first, toks[start + 1], ev) or last.low not in ev.lists.common and (
+    if _pinyin_pair(first, toks[start + 1], ev, led=True) or last.low not in ev.lists.common and (
             first.low not in ev.lists.common or first.low in ev.strong):
         return [(start, end)]
     return []  # "with noline payment": a typo and a common word
