@@ -240,10 +240,11 @@ def test_second_generator_names_and_negatives():
 @pytest.mark.slow
 def test_name_styles_floor():
     """Names in ten writing styles from fifteen countries: a floor at today's figure
-    (0.60; the target is 0.95, see the README), so that a change can only raise it."""
+    (0.86 on 2,000 records after session 50; the target is 0.95, see the README), so that
+    a change can only raise it."""
     recall, kept, r = _score(_corpus("name_styles").build(3300))
     print(f"\nname styles: recall {recall}; negatives kept {kept:.4f}")
-    assert recall["PERSON"] >= 0.59 and kept >= 0.95
+    assert recall["PERSON"] >= 0.84 and kept >= 0.99
 
 
 # --- the model-based recognizer seam -----------------------------------------------------------
