@@ -16,7 +16,9 @@ before a surname ("M. Rossi", "B. da Conceição"); any capitalised word after a
 placeholder; a listed word after a greeting, a weak cue or a closing line of a few words
 ("Hi Anna,", "this is Wang", "Thanks for your help!\nIsaque"). `CASED_RUN`, the other rule,
 reads words of any letter case after those leads ("hi maria,", "regards,\nanna
-kowalska") for `judge_cased`. Addresses: a street (a street word
+kowalska"), or two to four lower-case words a cue word leads ("placed by ping liang",
+`LOWER_CUES`) for `judge_cased`. A Chinese name in pinyin is a listed one-syllable surname
+and a given name of pinyin syllables (`pinyin`). Addresses: a street (a street word
 with a house number: "12 Oak Street", "Lindenstraße 5", "Via Roma 12", "12 rue Victor
 Hugo") or a postcode of a supported country, taken with the unit, town, state and
 postcode lines around it.
