@@ -14,7 +14,7 @@ import pytest
 
 from paths import ROOT, SHARED_DATA
 from rlforge.errors import UnknownName, UserError
-from rlforge.ingest.redaction import name_lists
+from rlforge.ingest.redaction import name_lists, pinyin
 from rlforge.ingest.redaction.recognizers import get_recognizer, register_recognizer
 from rlforge.ingest.redaction.redactor import Redactor
 
@@ -57,14 +57,39 @@ KEPT = [
 ]
 
 
-@pytest.mark.parametrize("text,name", NAMES)
+# Written for session 50, not drawn from a generator or a corpus: a Chinese surname in
+# capitals before a one-syllable given name, `Surname, Given` with a common surname or
+# particles, and lower-case names after a cue word; and what must stay beside them.
+STYLE_NAMES = [
+    ("Passenger QIAO Lan missed the flight.", "QIAO Lan"),
+    ("Filed by Hoffmann, Annelie this morning.", "Hoffmann, Annelie"),
+    ("Approved by Brandt, Liselotte", "Brandt, Liselotte"),
+    ("Signed: van der Linden, Femke", "van der Linden, Femke"),
+    ("the parcel was collected by yusuf demirci on friday", "yusuf demirci"),
+    ("cc ingrid halvorsen - please check the stock", "ingrid halvorsen"),
+    ("please forward to ahmet yilmazer in accounting", "ahmet yilmazer"),
+]
+KEPT_NEAR_STYLES = [
+    "Our Hong Kong office moved to a new floor.",
+    "The Hong Kong team and the Yin Yang spa.",
+    "Meet at Long Beach, then Fang Sun Plaza.",
+    "The China Change programme starts in May.",
+    "we paid by credit card yesterday",
+    "is it possible to inform of a problem with noline payment?",
+    "I sent it to the support team with my order number",
+    "please forward this to the billing dept",
+    "send it by fedex ground please",
+]
+
+
+@pytest.mark.parametrize("text,name", NAMES + STYLE_NAMES)
 def test_a_name_is_redacted_whatever_its_shape(text, name):
     out = Redactor(KEY).redact_text(text)
     left = [w for w in name.replace(",", " ").split() if w in out.split() or w in out]
     assert not left and "<PERSON_" in out, out
 
 
-@pytest.mark.parametrize("text", KEPT)
+@pytest.mark.parametrize("text", KEPT + KEPT_NEAR_STYLES)
 def test_non_names_are_kept(text):
     assert Redactor(KEY).redact_text(text) == text
 
@@ -91,6 +116,12 @@ KEPT_NEAR_NAMES = [
     "Cisco Webex and Azure DevOps fail to sync.",
     "Kernel Module loaded, Full Duplex link up.",
 ]
+
+
+@pytest.mark.parametrize("word,count", [("xiuying", 2), ("jianguo", 2), ("wang", 1), ("zhuang", 1),
+                                        ("xian", 1), ("maria", 0), ("strength", 0), ("kernel", 0)])
+def test_pinyin_words_are_split_into_syllables(word, count):
+    assert pinyin.syllables(word) == count
 
 
 @pytest.mark.parametrize("text,name", RARE_NAMES)
@@ -209,10 +240,11 @@ def test_second_generator_names_and_negatives():
 @pytest.mark.slow
 def test_name_styles_floor():
     """Names in ten writing styles from fifteen countries: a floor at today's figure
-    (0.60; the target is 0.95, see the README), so that a change can only raise it."""
+    (0.86 on 2,000 records after session 50; the target is 0.95, see the README), so that
+    a change can only raise it."""
     recall, kept, r = _score(_corpus("name_styles").build(3300))
     print(f"\nname styles: recall {recall}; negatives kept {kept:.4f}")
-    assert recall["PERSON"] >= 0.59 and kept >= 0.95
+    assert recall["PERSON"] >= 0.84 and kept >= 0.99
 
 
 # --- the model-based recognizer seam -----------------------------------------------------------

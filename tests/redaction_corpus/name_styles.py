@@ -105,18 +105,24 @@ def build(n: int = 3000, seed: int = 38) -> list[dict]:
         written = _write(style, given, last)
         g = given.lower() if "hey" in template else given
         email = f"{given[0]}.{last}@{r.choice(DOMAINS)}".lower().replace(" ", "")
-        slots = {"n": written, "g": g, "e": email}
-        text, planted, pos = [], [], 0
-        for part in template.replace("{", "\x00{").split("\x00"):
-            if part.startswith("{") and part[1:2] in slots and part[2:3] == "}":
-                value = slots[part[1]]
-                if part[1] in "ng":
-                    planted.append([pos, pos + len(value), "PERSON", ""])
-                text.append(value + part[3:])
-                pos += len(value) + len(part) - 3
-            else:
-                text.append(part)
-                pos += len(part)
-        records.append({"locale": style, "origin": origin, "text": "".join(text),
+        text, planted = fill(template, {"n": written, "g": g, "e": email})
+        records.append({"locale": style, "origin": origin, "text": text,
                         "planted": planted, "negatives": []})
     return records
+
+
+def fill(template: str, slots: dict[str, str]) -> tuple[str, list[list]]:
+    """The template with its one-letter slots (``{n}``) filled, and the PERSON spans of the
+    name slots ``{n}`` and ``{g}`` in it."""
+    text, planted, pos = [], [], 0
+    for part in template.replace("{", "\x00{").split("\x00"):
+        if part.startswith("{") and part[1:2] in slots and part[2:3] == "}":
+            value = slots[part[1]]
+            if part[1] in "ng":
+                planted.append([pos, pos + len(value), "PERSON", ""])
+            text.append(value + part[3:])
+            pos += len(value) + len(part) - 3
+        else:
+            text.append(part)
+            pos += len(part)
+    return "".join(text), planted

@@ -1,9 +1,11 @@
 """Print per-kind recall and hard negatives kept, overall and per language (or style or
 source), on the held-out corpora: `heldout.py` (values from faker), `second.py` (values
-from mimesis), `name_styles.py` (names written in ten styles, fifteen countries) and
-`real.py` (real public ticket text, hand-labelled).
+from mimesis), `name_styles.py` (names written in ten styles, fifteen countries),
+`unseen_names.py` (names from sources no other corpus uses, held out from session 50's
+rules), `fresh.py` (hand-written tickets, scored once) and `real.py` (real public ticket
+text, hand-labelled).
 
-    PYTHONPATH=. .venv/bin/python tests/redaction_corpus/score.py [heldout|second|name_styles|real] [N]
+    PYTHONPATH=. .venv/bin/python tests/redaction_corpus/score.py [heldout|second|name_styles|unseen_names|fresh|real] [N]
 """
 
 from __future__ import annotations

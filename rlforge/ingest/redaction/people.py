@@ -16,7 +16,9 @@ before a surname ("M. Rossi", "B. da Conceição"); any capitalised word after a
 placeholder; a listed word after a greeting, a weak cue or a closing line of a few words
 ("Hi Anna,", "this is Wang", "Thanks for your help!\nIsaque"). `CASED_RUN`, the other rule,
 reads words of any letter case after those leads ("hi maria,", "regards,\nanna
-kowalska") for `judge_cased`. Addresses: a street (a street word
+kowalska"), or two to four lower-case words a cue word leads ("placed by ping liang",
+`LOWER_CUES`) for `judge_cased`. A Chinese name in pinyin is a listed one-syllable surname
+and a given name of pinyin syllables (`pinyin`). Addresses: a street (a street word
 with a house number: "12 Oak Street", "Lindenstraße 5", "Via Roma 12", "12 rue Victor
 Hugo") or a postcode of a supported country, taken with the unit, town, state and
 postcode lines around it.
@@ -28,10 +30,10 @@ import functools
 import re
 from pathlib import Path
 
-from rlforge.ingest.redaction import name_lists, numbers
+from rlforge.ingest.redaction import name_lists, numbers, pinyin
 from rlforge.ingest.redaction.rules import Span
-from rlforge.ingest.redaction.words import (BUSINESS_WORDS, CLOSINGS, GREETINGS, NOT_NAMES, PARTICLES, PERSON_CUES,
-                                            SAINTS, SIGN_OFFS,
+from rlforge.ingest.redaction.words import (BUSINESS_WORDS, CLOSINGS, GREETINGS, LOWER_CUES, NOT_NAMES,
+                                            PARTICLES, PERSON_CUES, SAINTS, SIGN_OFFS,
                                             STREET_ENDINGS, STREET_WORDS_AFTER, STREET_WORDS_BEFORE,
                                             TITLES, TOWN_JOINERS, UNIT_WORDS, WEAK_PERSON_CUES,
                                             phrases_rx)
@@ -73,7 +75,14 @@ _LEAD_RX = re.compile(rf"(?<![^\s,(]){_LEAD}")
 _WEAK_LEAD_RX = re.compile(rf"(?<![^\s,(]){_WEAK_LEAD}")
 # Words of any case after a lead ("hi maria,", "regards,\nanna kowalska"): the other rule.
 _ANY_WORD = f"[A-Za-z{U}{L}][A-Za-z{U}{L}'’-]*"
-CASED_RUN = rf"(?:{_LEAD}|{_WEAK_LEAD}){_ANY_WORD}(?:[ ]{_ANY_WORD}){{0,2}}"
+_LOWER_WORD = f"[a-z{L}][a-z{L}'’-]+"
+# Lower-case words after a cue ("placed by ping liang"). (Words before "here", "ana moreira
+# here", would need an alternative that may start at every word: it cost a third of the
+# redaction time.)
+_LOWER_LEAD = rf"{phrases_rx(*LOWER_CUES)}[ ]+"
+CASED_RUN = (rf"(?:(?:{_LEAD}|{_WEAK_LEAD}){_ANY_WORD}(?:[ ]{_ANY_WORD}){{0,2}}"
+             rf"|{_LOWER_LEAD}{_LOWER_WORD}(?:[ ]{_LOWER_WORD}){{1,3}})")
+_LOWER_LEAD_RX = re.compile(rf"(?<![^\s,(]){_LOWER_LEAD}")
 RUN_PREFIX = rf"[^<>\\{TOKEN_CHARS}]"
 
 _TOKEN = re.compile(rf"(?<![^\s,(])(?:{_RUN_TOKEN}|{_JOIN}\.?(?=[ ]))")
@@ -214,6 +223,47 @@ def _evidence() -> _Evidence:
     return _Evidence(given_names(), name_lists.load())
 
 
+@functools.lru_cache(maxsize=1)
+def place_names() -> frozenset[str]:
+    """Case-folded names of countries and their regions (`pycountry`: "france", "georgia",
+    "victoria"), derived once into the cache directory."""
+    return frozenset(name_lists.cached_lines("places", "pycountry", _derive_places))
+
+
+def _derive_places() -> set[str]:
+    import pycountry
+
+    out = {c.name.casefold() for c in pycountry.countries}
+    out |= {c.common_name.casefold() for c in pycountry.countries if hasattr(c, "common_name")}
+    return out | {s.name.casefold() for s in pycountry.subdivisions}
+
+
+def _chinese_surname(t: _Tok, ev: _Evidence) -> bool:
+    """A one-syllable pinyin word the lists hold as a surname ("Wang", "Xia")."""
+    return pinyin.syllables(t.low) == 1 and t.low in ev.lists.surnames
+
+
+def _pinyin_pair(a: _Tok, b: _Tok, ev: _Evidence, led: bool = False) -> bool:
+    """A Chinese name in pinyin, in either order: a listed one-syllable surname and a given
+    name of one or two syllables ("Wang Xiuying", "Jianguo Li", "WANG Fang"). A given name
+    of two syllables is no common word ("China", "Change"); a pair of one-syllable words
+    needs one that is no known word ("Min Xia", not "Hong Kong" or "Yin Yang"), or, in
+    capitals or after a lead (`led`: "placed by ping liang"), no common word ("FANG
+    ZHANG"), unless the surname is written in capitals before the given name ("DAI Ping")."""
+    for surname, given in ((a, b), (b, a)):
+        if not _chinese_surname(surname, ev):
+            continue
+        n = pinyin.syllables(given.low)
+        if n == 2 and given.low not in ev.lists.common:
+            return True
+        shouted = a.word.isupper() and b.word.isupper()
+        words = ev.lists.common if shouted or led else ev.lists.known
+        if n == 1 and (a.low not in words or b.low not in words
+                       or surname is a and a.word.isupper() and not b.word.isupper()):
+            return True
+    return False
+
+
 def _pair(a: _Tok, b: _Tok, ev: _Evidence) -> bool:
     """Two words that the lists make a name in either order, in Title or upper case:
     "Xiaoming Wang", "WANG Xiaoming", "Rossi Mario", "Oluwaseun Adeyemi"."""
@@ -223,10 +273,21 @@ def _pair(a: _Tok, b: _Tok, ev: _Evidence) -> bool:
         return not b.word.isupper() and a.end + 2 == b.start and (
             ev.surname(a) and (b.low in ev.strong or ev.given(b) or _listed(b.low, ev.lists.given))
             or ev.surname_like(a) and ev.given(b) and b.low not in ev.lists.common
-            or ev.unknown(a) and b.low in ev.strong)  # "Tintzmann, Leonardo"
+            or ev.unknown(a) and b.low in ev.strong  # "Tintzmann, Leonardo"
+            # a prominent surname, common as a word too, and a curated given name that names
+            # no country or region ("Taylor, Daniel"; not "Paris, France", "Atlanta,
+            # Georgia"); a rare listed surname and a word no list holds ("Tarhan, Erdursun")
+            or a.low in ev.lists.prominent and ev.surname(a, common_ok=True) and b.low in ev.strong
+            and (b.low not in ev.lists.common or b.low not in place_names())
+            or ev.surname(a) and ev.rare(a) and ev.unknown(b) and not b.word.isupper()
+            or _pinyin_pair(a, b, ev))
     if a.word.isupper() != b.word.isupper():  # "KIMURA Kaori", not "LSI Logic"
-        return a.word.isupper() and (ev.surname(a, common_ok=True) or ev.unknown(a) and len(a.word) > 3) \
-            and (b.low in ev.strong or ev.given(b))
+        return a.word.isupper() and ((ev.surname(a, common_ok=True) or ev.unknown(a) and len(a.word) > 3)
+                                     and (b.low in ev.strong or ev.given(b))
+                                     # a surname that is no common word and no acronym ("LSI
+                                     # Logic"): any listed given name ("CAVALCANTE Caio")
+                                     or ev.surname(a) and len(a.word) > 3 and _listed(b.low, ev.lists.given)
+                                     or _pinyin_pair(a, b, ev))
     # one word a name the lists know and no common word, the other listed too ("Min Xia",
     # "Pratyush Chakrabarti"), one of them rare (not "Kernel Module"; in upper case, where a
     # log line shouts "RAS KERNEL", both names); a curated given name before a word in no
@@ -239,7 +300,8 @@ def _pair(a: _Tok, b: _Tok, ev: _Evidence) -> bool:
         _listed(a.low, ev.lists.given) and ev.surname(b) and ev.rare(b) and not a.word.isupper()) or (
         ev.unknown(a) and ev.surname(b) and ev.rare(b)) or (  # not "Brightside Optics"
         ev.surname(a, common_ok=a.word.isupper()) and b.low in ev.strong
-        and (b.low not in ev.lists.common or a.word.isupper())) or (ev.surname(a) and ev.given(b))
+        and (b.low not in ev.lists.common or a.word.isupper())) or (ev.surname(a) and ev.given(b)) \
+        or _pinyin_pair(a, b, ev)
 
 
 def _street_word(low: str) -> bool:
@@ -416,7 +478,8 @@ def _lower_pair(a: _Tok, b: _Tok, ev: _Evidence) -> bool:
     """Two lower-case words after a lead that the lists make a given name and a surname
     ("this is xiaoming wang"); a typo ("i'm caling") is in the lists alone, not paired."""
     return a.word.islower() and b.word.islower() and not a.stop and not b.line and (
-        ev.given(a) and ev.surname(b, common_ok=True) or ev.surname(a) and ev.given(b))
+        ev.given(a) and ev.surname(b, common_ok=True) or ev.surname(a) and ev.given(b)
+        or _pinyin_pair(a, b, ev, led=True))
 
 
 def _two_capitals(a: _Tok, b: _Tok, ev: _Evidence) -> bool:
@@ -527,8 +590,15 @@ def _names(run: str, toks: list[_Tok], skip: set[int], names: frozenset[str],
                 and _sentence_start(toks, end, ev):
             end -= 1  # "Cordiali saluti, Anna Rossi Ho dimenticato": "Ho" starts a sentence
         if comma_pair:
-            end = start + 1  # "Duan, Jing"
-        if _name_shaped(toks[end]) and (toks[start].low not in PARTICLES or start == i + 1 or initial) \
+            end = start + 1  # "Duan, Jing", "Cardoso, Vitor Gabriel", "van Oostendorp, Maartje"
+            while end + 1 < n and end + 1 not in skip and not toks[end].stop and not toks[end + 1].line \
+                    and _is_name_word(toks[end + 1]) and _listed(toks[end + 1].low, ev.lists.given):
+                end += 1
+            while start > 0 and start - 1 not in skip and toks[start - 1].low in PARTICLES \
+                    and not toks[start].line and not toks[start - 1].stop:
+                start -= 1
+        if _name_shaped(toks[end]) and (toks[start].low not in PARTICLES or start == i + 1 or initial
+                                        or comma_pair) \
                 and not any(toks[k].low in BUSINESS_WORDS for k in range(start, end + 1)):
             out.append((start, end))
         i = end + 1
@@ -564,14 +634,46 @@ def _after(rx: re.Pattern, run: str, toks: list[_Tok]) -> set[int]:
     return out
 
 
+def _lower_names(toks: list[_Tok], starts: list[int]) -> list[tuple[int, int]]:
+    """A name in lower case after a cue word (`LOWER_CUES`) or another lead: two to four
+    words, with particles between, that the lists make a given name and a surname
+    (`_lower_pair` on the first two): a Chinese name in pinyin, or a last word that is no
+    common word after a curated given name or a word no more common ("placed by ping
+    liang", "ask michael babu"; not "by credit card", "with noline payment")."""
+    ev = _evidence()
+    start = next((i for i in starts if 0 <= i < len(toks) - 1 and _lower_pair(toks[i], toks[i + 1], ev)), -1)
+    if start < 0:
+        return []
+    end = start + 1
+    while end + 1 < len(toks) and end - start < 3 and not toks[end].stop and not toks[end + 1].line:
+        k = end + 1
+        while k + 1 < len(toks) and toks[k].low in PARTICLES:
+            k += 1
+        t = toks[k]
+        if not (t.word.islower() and _name_shaped(t) and t.low not in ev.lists.common
+                and (_listed(t.low, ev.lists.surnames) or _listed(t.low, ev.lists.given))):
+            break
+        end = k
+    first, last = toks[start], toks[end]
+    if _pinyin_pair(first, toks[start + 1], ev, led=True) or last.low not in ev.lists.common and (
+            first.low not in ev.lists.common or first.low in ev.strong):
+        return [(start, end)]
+    return []  # "with noline payment": a typo and a common word
+
+
 def judge_cased(run: str, regions: tuple[str, ...] = numbers.DEFAULT_REGIONS) -> list[Span]:
     """The PERSON spans in words of any letter case after a lead (`CASED_RUN`: "hi maria,",
     "regards,\nanna kowalska", "This is Wang from support")."""
     toks = _tokens(run, _ANY_TOKEN)
     names = given_names()
     leads, weak = _after(_LEAD_RX, run, toks), _after(_WEAK_LEAD_RX, run, toks)
+    found = _names(run, toks, set(), names, leads, weak)
+    if toks and toks[-1].word.islower():
+        lower = _lower_names(toks, sorted({0} | leads | weak | _after(_LOWER_LEAD_RX, run, toks)))
+        if lower and not any(a <= lower[0][0] and b >= lower[0][1] for a, b in found):
+            found = [(a, b) for a, b in found if b < lower[0][0] or a > lower[0][1]] + lower
     spans: list[Span] = []
-    for a, b in _names(run, toks, set(), names, leads, weak):
+    for a, b in found:
         s, e = toks[a].start, toks[b].end
         spans.append((s, e, "PERSON", " ".join(run[s:e].split()).casefold()))
     return spans

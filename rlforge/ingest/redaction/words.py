@@ -269,6 +269,12 @@ WEAK_PERSON_CUES = (
     "chamo-me", "sou", "aqui é", "nazywam się", "jestem", "mam na imię", "z tej strony",
     "sent by", "de la part de", "de parte de", "da parte di", "namens",
 )
+# Words after which two or more lower-case words may be a name the lists make a given name
+# and a surname ("placed by ping liang", "ask michael babu", "cc anna kowalska").
+LOWER_CUES = (
+    "by", "to", "with", "ask", "cc", "tell", "from", "contact", "call", "for", "attn",
+    "von", "mit", "par", "avec", "por", "con", "com", "door", "met", "przez", "od", "dla",
+)
 PARTICLES = {
     "van", "von", "de", "der", "den", "del", "della", "delle", "dei", "degli", "di", "da", "dal",
     "du", "des", "la", "le", "ten", "ter", "te", "zu", "zum", "zur", "vom", "het", "op", "dos",
