@@ -25,7 +25,7 @@ from rlforge import db
 from rlforge.tasks.build import build_tasks
 from rlforge.tasks.generators.repair import runners
 from rlforge.tasks.generators.repair.runners.golang import module_requirements
-from rlforge.verify.standalone.gorepair import plant_canaries
+from rlforge.verify.standalone.gocanaries import plant_canaries
 from rlforge.verify.standalone.gotest import verdicts
 from rlforge.verify.validate import validate_many
 from test_commits_repair import Repo
