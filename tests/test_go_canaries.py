@@ -162,6 +162,88 @@ def test_copied_canaries_build_and_fail_where_their_original_passes(tmp_path, se
         assert line[0] == line[1] and int(line[0]) <= 127  # the message moved with it; a byte still
 
 
+ROWS_TEST = '''package x
+
+import "testing"
+
+func TestRows(t *testing.T) {
+	tests := []struct {
+		name string
+		in   string
+		want int
+	}{
+		{"one", "a", 1},
+		{name: "two", in: "ab", want: 2},
+		{"three", "abc", Count("abc")},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := Count(tt.in); got != tt.want {
+				t.Errorf("Count(%q) = %d, want %d", tt.in, got, tt.want)
+			}
+		})
+	}
+}
+
+func TestInline(t *testing.T) {
+	cases := []struct{ in, want string }{{"alpha", "alpha"}, {"", "alpha"}}
+	for _, c := range cases {
+		if got := Name() + c.in[:0]; got != c.want {
+			t.Fatalf("Name() = %q", got)
+		}
+	}
+}
+
+func TestReadsTheWholeRow(t *testing.T) {
+	cases := []struct{ in, want string }{{"abc", "abc"}}
+	for _, c := range cases {
+		if got := pick(c); got != c.want {
+			t.Fatalf("pick = %q", got)
+		}
+	}
+}
+
+func TestLeavesEarly(t *testing.T) {
+	cases := []struct{ in, want string }{{"abc", "alpha"}}
+	for _, c := range cases {
+		if c.in != "" {
+			continue
+		}
+		if got := Name(); got != c.want {
+			t.Fatalf("Name() = %q", got)
+		}
+	}
+}
+
+func pick(c struct{ in, want string }) string { return c.want }
+'''
+
+
+def test_each_literal_row_of_a_table_a_passing_run_checks_is_a_site():
+    from rlforge.verify.standalone import gocanaries
+
+    found = {}
+    for name, (start, end, tvar) in gocanaries.test_functions(ROWS_TEST).items():
+        source = ROWS_TEST[start:end]
+        found[name] = [source[a:b] for a, b, _ in gocanaries.checks(source, tvar)]
+    # not a row whose field is a call; not where the row is read whole, or skipped first
+    assert found == {"TestRows": ["1", "2"], "TestInline": ['"alpha"', '"alpha"'],
+                     "TestReadsTheWholeRow": [], "TestLeavesEarly": []}
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_copies_of_table_driven_tests_fail_where_their_original_passes(tmp_path, seed):
+    (tmp_path / "go.mod").write_text("module example.com/x\n\ngo 1.19\n")
+    (tmp_path / "x.go").write_text(TABLE)
+    (tmp_path / "x_test.go").write_text(ROWS_TEST)
+    ids = gorepair.plant_canaries(str(tmp_path), ["x_test.go::TestRows", "x_test.go::TestInline"],
+                                  rng=random.Random(seed))
+    ran = _run(tmp_path)
+    assert {name: verdict for name, (verdict, _) in ran.items()} == {
+        "TestRows": "passed", "TestInline": "passed", "TestReadsTheWholeRow": "passed",
+        "TestLeavesEarly": "passed", **{i.split("::")[1]: "failed" for i in ids}}
+
+
 def test_gold_passes_and_canaries_fail_at_every_seed(tmp_path):
     for seed in range(6):
         tree = tmp_path / str(seed)

@@ -5,8 +5,10 @@ shape, `n = 4821, want 5177`), so code in the test process could forge every fai
 theirs. A canary is now a copy of one of the file's own passing tests, the task's
 fail-to-pass tests first, with one literal of one check changed: a check is a top-level
 `if X != LIT {` (or `if got, want := X, LIT; got != want {`) whose block starts with
-`t.Error`, `t.Errorf`, `t.Fatal` or `t.Fatalf`. The original passes, so X is LIT there,
-and the copy's check fails; the literal is changed in the block's message too, so the
+`t.Error`, `t.Errorf`, `t.Fatal` or `t.Fatalf`, or a literal row of a table the test
+checks in a `for _, tc := range` loop (`if X != tc.want {`). The original passes, so X is
+LIT there, and the copy's check fails; the literal is changed in the block's message too
+(a table's check prints the row's field itself), so the
 copy fails with its original's message shape, after its original's work (the same time),
 in the same file and package, named like the file's tests (a word of a real test's name
 changed or added). Only when no test of the file has such a check does a small synthetic
@@ -120,17 +122,9 @@ def test_functions(text):
         m = TEST_HEAD.match(text, start)
         if not m:
             continue
-        depth, i = 0, m.end() - 1
-        while i < len(text):
-            end = _literal_end(text, i) if text[i] in "/`\"'" else i
-            if end > i:
-                i = end
-                continue
-            depth += {"{": 1, "}": -1}.get(text[i], 0)
-            i += 1
-            if depth == 0:
-                out.setdefault(m.group(1), (start, i, m.group(2)))
-                break
+        closing = _closing_brace(text, m.end() - 1)
+        if closing is not None:
+            out.setdefault(m.group(1), (start, closing + 1, m.group(2)))
     return out
 
 
@@ -238,6 +232,100 @@ def checks(source, tvar):
             line_start = False
         depth += {"{": 1, "}": -1}.get(source[i], 0)
         i += 1
+    if "Parallel" not in source:  # parallel subtests share the loop variable (Go 1.21 and older)
+        out += _table_checks(source, tvar, stop_at)
+    return out
+
+
+def _fields(code):
+    """The field names of a struct type's body, in order; None when a field is embedded."""
+    names = []
+    for decl in re.split(r"[;\n]", code):
+        if not decl.strip():
+            continue
+        m = re.fullmatch(r"\s*(\w+(?:\s*,\s*\w+)*)\s+\S.*", decl)
+        if not m:
+            return None
+        names += [n.strip() for n in m.group(1).split(",")]
+    return names
+
+
+def _table_checks(source, tvar, stop_at):
+    """Checks of table-driven tests: `for _, tc := range cases {` (top level, over a slice
+    of an anonymous struct written as a literal just before), whose body (or a
+    `t.Run(..., func(t *testing.T) {` directly in it) checks `if X != tc.field {` with a
+    t.Error/t.Fatal block, and nothing before that check leaves the iteration or reads
+    `tc.field` or `tc` whole. Each row whose field is a literal is a site: (its offsets,
+    None)."""
+    code = _code(source, literal_spans(source))
+    out = []
+    for loop in re.finditer(r"^\tfor _, (\w+) := range (\w+) \{\n", code, re.M):
+        var, table = loop.group(1), loop.group(2)
+        if loop.start() >= stop_at:
+            break
+        defined = list(re.finditer(rf"^\t{table} := \[\]struct\s*\{{", code[:loop.start()], re.M))
+        if not defined:
+            continue
+        struct_open = defined[-1].end() - 1
+        struct_close = _closing_brace(code, struct_open)
+        if struct_close is None or code[struct_close + 1] != "{":
+            continue
+        rows_close = _closing_brace(code, struct_close + 1)
+        fields = _fields(code[struct_open + 1:struct_close])
+        if rows_close is None or not fields or re.search(rf"\b{table}\b", code[rows_close:loop.start()]):
+            continue
+        body_close = _closing_brace(code, loop.end() - 2)
+        if body_close is None:
+            continue
+        body = code[loop.end():body_close]
+        run = re.match(rf"\t\t{re.escape(tvar)}\.Run\([^\n]*func\((\w+) \*testing\.T\) \{{\n", body)
+        inner, indent = (run.group(1), "\t\t\t") if run else (tvar, "\t\t")
+        for check in re.finditer(rf"^{indent}if ([^\n]*) \{{\n", body, re.M):
+            before = body[:check.start()]
+            if re.search(r"\b(continue|break|return|goto)\b|Skip|os\.Exit|Goexit", before):
+                break
+            sides = _split_top(_split_top(check.group(1), ";")[-1], "!=")
+            if len(sides) != 2 or "&&" in check.group(1) or "||" in check.group(1):
+                continue
+            sides = [x.strip() for x in sides]
+            field = next((x[len(var) + 1:] for x in sides if re.fullmatch(rf"{var}\.\w+", x)), None)
+            if field not in fields:
+                continue
+            uses = re.findall(rf"\b{var}\b(?:\.(\w+))?", before + check.group(1).replace(f"{var}.{field}", "", 1))
+            if any(u in ("", field) for u in uses):
+                continue
+            block_open = loop.end() + check.end() - 2
+            block_close = _closing_brace(code, block_open)
+            first = code[block_open + 1:block_close].strip().split("\n", 1)[0] if block_close else ""
+            tail = code[block_close + 1:code.find("\n", block_close)] if block_close else "x"
+            if not re.match(rf"{re.escape(inner)}\.(Error|Errorf|Fatal|Fatalf)\(", first) or tail.strip():
+                continue
+            out += _rows(source, code, struct_close + 1, rows_close, fields.index(field), field)
+            break
+    return out
+
+
+def _rows(source, code, start, end, index, field):
+    """(start, end, None) of the literal that holds `field` (positional `index`) in each row
+    of the composite literal between the braces at start and end."""
+    out = []
+    offset = start + 1
+    for row in _split_top(code[start + 1:end], ","):
+        at = offset + len(row) - len(row.lstrip())
+        offset += len(row) + 1
+        if not row.strip().startswith("{"):
+            continue
+        cells, cell_at = _split_top(row.strip()[1:-1], ","), at + 1
+        for k, cell in enumerate(cells):
+            key, colon, value = cell.partition(":")
+            keyed = colon and re.fullmatch(r"\s*\w+\s*", key)
+            if (keyed and key.strip() == field) or (not any(":" in c for c in cells) and k == index):
+                value_at = cell_at + (len(key) + 1 if keyed else 0)
+                value = source[value_at:cell_at + len(cell)]
+                if LITERAL.fullmatch(value.strip()):
+                    lead = len(value) - len(value.lstrip())
+                    out.append((value_at + lead, value_at + lead + len(value.strip()), None))
+            cell_at += len(cell) + 1
     return out
 
 
@@ -307,6 +395,8 @@ def mutant(source, check, rng):
     start, end, closing = check
     old = source[start:end]
     new = changed_literal(old, rng)
+    if closing is None:  # a row of a table: its check prints the field
+        return source[:start] + new + source[end:]
     block_start = source.find("\n", end) + 1
     block = source[block_start:closing]
     spans = literal_spans(block)
