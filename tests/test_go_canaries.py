@@ -137,14 +137,14 @@ func TestChecks(t *testing.T) {
 
 
 def test_only_checks_every_passing_run_reaches_are_copied():
-    from rlforge.verify.standalone import gocanaries
+    from rlforge.verify.standalone import gocanaries, gosource
 
-    start, end, tvar = gocanaries.test_functions(TABLE_TEST)["TestChecks"]
+    start, end, tvar = gosource.test_functions(TABLE_TEST)["TestChecks"]
     source = TABLE_TEST[start:end]
     found = [source[a:b] for a, b, _ in gocanaries.checks(source, tvar)]
     # not the one with an else branch, not the one after a return, none in the raw string
     assert found == ["2", "97", "3.5", '"alpha"', "1"]
-    assert "TestInsideAString" not in gocanaries.test_functions(TABLE_TEST)
+    assert "TestInsideAString" not in gosource.test_functions(TABLE_TEST)
 
 
 @pytest.mark.parametrize("seed", range(8))
@@ -220,10 +220,10 @@ func pick(c struct{ in, want string }) string { return c.want }
 
 
 def test_each_literal_row_of_a_table_a_passing_run_checks_is_a_site():
-    from rlforge.verify.standalone import gocanaries
+    from rlforge.verify.standalone import gocanaries, gosource
 
     found = {}
-    for name, (start, end, tvar) in gocanaries.test_functions(ROWS_TEST).items():
+    for name, (start, end, tvar) in gosource.test_functions(ROWS_TEST).items():
         source = ROWS_TEST[start:end]
         found[name] = [source[a:b] for a, b, _ in gocanaries.checks(source, tvar)]
     # not a row whose field is a call; not where the row is read whole, or skipped first

@@ -25,21 +25,23 @@ its original's plus one line; a synthetic canary (no check to copy) is short and
 
 from __future__ import annotations
 
-import bisect
 import os
 import random
 import re
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING or __package__:  # rlforge.verify.standalone.gocanaries
+    from .gosource import (closing_brace, code_only, declaration_starts, literal_end,
+                           literal_spans, outside_closures, split_top, test_functions)
     from .gotest import TEST_FUNC, package_of
     from .policy_code import regular_file
 else:  # tests/rlforge_gocanaries.py
+    from rlforge_gosource import (closing_brace, code_only, declaration_starts, literal_end,
+                                  literal_spans, outside_closures, split_top, test_functions)
     from rlforge_gotest import TEST_FUNC, package_of
     from rlforge_policy_code import regular_file
 
 CANARIES = 3
-TEST_HEAD = re.compile(r"func\s+(Test\w*)\s*\(\s*(\w+)\s+\*testing\.T\s*\)\s*\{")
 IMPORTS_TESTING = re.compile(rb'^\s*(import\s+)?"testing"\s*$', re.M)
 LITERAL = re.compile(r'-?(?:[0-9]+\.[0-9]+|0|[1-9][0-9]*)|"[^"\\\n]*"')
 # the largest value of each integer type, smallest first: a changed constant stays within
@@ -55,97 +57,6 @@ SYNTHETIC = """func {name}(t *testing.T) {{
 """
 
 
-def _literal_end(text, i):
-    """The index just past the comment, string or rune literal that starts at i; i when none does."""
-    c, n = text[i], len(text)
-    if text.startswith("//", i):
-        end = text.find("\n", i)
-        return n if end < 0 else end
-    if text.startswith("/*", i):
-        end = text.find("*/", i + 2)
-        return n if end < 0 else end + 2
-    if c == "`":
-        end = text.find("`", i + 1)
-        return n if end < 0 else end + 1
-    if c in "\"'":
-        j = i + 1
-        while j < n and text[j] != c and text[j] != "\n":
-            j += 2 if text[j] == "\\" else 1
-        return j + 1
-    return i
-
-
-def literal_spans(text):
-    """(start, end) of every comment, string and rune literal of Go source, in order."""
-    spans, i, n = [], 0, len(text)
-    while i < n:
-        end = _literal_end(text, i) if text[i] in "/`\"'" else i
-        if end > i:
-            spans.append((i, end))
-            i = end
-        else:
-            i += 1
-    return spans
-
-
-def _inside(spans, pos):
-    at = bisect.bisect_right(spans, (pos, float("inf"))) - 1
-    return at >= 0 and spans[at][0] <= pos < spans[at][1]
-
-
-def declaration_starts(text):
-    """Offsets of the lines of Go source that begin a top-level `func` declaration: outside
-    any string, rune literal or comment and any brace (a `func` line inside a raw string
-    is test data, and a canary put there would never run)."""
-    out, depth, i, n = [], 0, 0, len(text)
-    while i < n:
-        end = _literal_end(text, i) if text[i] in "/`\"'" else i
-        if end > i:
-            i = end
-            continue
-        c = text[i]
-        if c == "{":
-            depth += 1
-        elif c == "}":
-            depth = max(0, depth - 1)
-        elif depth == 0 and (i == 0 or text[i - 1] == "\n") and re.match(r"func\s", text[i:i + 5]):
-            out.append(i)
-        i += 1
-    return out
-
-
-def test_functions(text):
-    """{name: (start, end, T parameter)} of the file's top-level `func TestX(t *testing.T)`
-    declarations; end is just past the closing brace."""
-    out = {}
-    for start in declaration_starts(text):
-        m = TEST_HEAD.match(text, start)
-        if not m:
-            continue
-        closing = _closing_brace(text, m.end() - 1)
-        if closing is not None:
-            out.setdefault(m.group(1), (start, closing + 1, m.group(2)))
-    return out
-
-
-def _split_top(text, sep):
-    """`text` split at each `sep` outside brackets and literals."""
-    spans, parts, depth, last, i = literal_spans(text), [], 0, 0, 0
-    while i < len(text):
-        if _inside(spans, i):
-            i += 1
-            continue
-        c = text[i]
-        depth += 1 if c in "([{" else -1 if c in ")]}" else 0
-        if depth == 0 and text.startswith(sep, i):
-            parts.append(text[last:i])
-            last = i + len(sep)
-            i = last
-            continue
-        i += 1
-    return parts + [text[last:]]
-
-
 def _checked_literal(header):
     """The span (within `header`, an `if ... {` line without its indent) of the literal a
     check compares with: `if X != LIT {`, `if LIT != X {`, `if a, b := X, LIT; a != b {`;
@@ -153,11 +64,11 @@ def _checked_literal(header):
     if not header.startswith("if ") or not header.rstrip().endswith("{"):
         return None
     body = header.rstrip()[3:-1]
-    clauses = _split_top(body, ";")
+    clauses = split_top(body, ";")
     if len(clauses) > 2:
         return None
     cond = clauses[-1]
-    sides = _split_top(cond, "!=")
+    sides = split_top(cond, "!=")
     if "&&" in cond or "||" in cond or len(sides) != 2:
         return None
     at = 3 + (len(clauses[0]) + 1 if len(clauses) == 2 else 0)
@@ -169,7 +80,7 @@ def _checked_literal(header):
     if len(clauses) != 2 or ":=" not in clauses[0]:
         return None
     names, _, values = clauses[0].partition(":=")
-    names, values = [n.strip() for n in names.split(",")], _split_top(values, ",")
+    names, values = [n.strip() for n in names.split(",")], split_top(values, ",")
     for k, side in enumerate(s.strip() for s in sides):
         if side in names and len(names) == len(values) and \
                 not re.search(rf"\b{re.escape(side)}\b", sides[1 - k]):
@@ -182,21 +93,6 @@ def _checked_literal(header):
     return None
 
 
-def _closing_brace(source, i):
-    """The index of the brace that closes the one at i."""
-    depth = 0
-    while i < len(source):
-        end = _literal_end(source, i) if source[i] in "/`\"'" else i
-        if end > i:
-            i = end
-            continue
-        depth += {"{": 1, "}": -1}.get(source[i], 0)
-        if depth == 0:
-            return i
-        i += 1
-    return None
-
-
 def checks(source, tvar):
     """The checks of a test function's source (`func ... {` to its closing brace) a copy
     can be made to fail at: [(offset of the literal, its end, offset of the closing brace
@@ -205,12 +101,12 @@ def checks(source, tvar):
     if re.search(r"\.Skip(Now|f)?\(", source):
         return []
     out = []
-    stop = re.search(r"\breturn\b|\bgoto\b|os\.Exit|runtime\.Goexit", _outside_closures(source))
+    stop = re.search(r"\breturn\b|\bgoto\b|os\.Exit|runtime\.Goexit", outside_closures(source))
     stop_at = stop.start() if stop else len(source)
     call = re.compile(rf"{re.escape(tvar)}\.(Error|Errorf|Fatal|Fatalf)\(")
     depth, i, line_start = 0, 0, True
     while i < len(source):
-        end = _literal_end(source, i) if source[i] in "/`\"'" else i
+        end = literal_end(source, i) if source[i] in "/`\"'" else i
         if end > i:
             i = end
             continue
@@ -219,7 +115,7 @@ def checks(source, tvar):
             header = source[i:line_end]
             span = _checked_literal(header)
             brace = i + len(header.rstrip()) - 1
-            closing = _closing_brace(source, brace) if span else None
+            closing = closing_brace(source, brace) if span else None
             if span and closing and i < stop_at:
                 block = source[line_end + 1:closing]
                 first = next((ln.strip() for ln in block.splitlines() if ln.strip()), "")
@@ -257,7 +153,7 @@ def _table_checks(source, tvar, stop_at):
     t.Error/t.Fatal block, and nothing before that check leaves the iteration or reads
     `tc.field` or `tc` whole. Each row whose field is a literal is a site: (its offsets,
     None)."""
-    code = _code(source, literal_spans(source))
+    code = code_only(source, literal_spans(source))
     out = []
     for loop in re.finditer(r"^\tfor _, (\w+) := range (\w+) \{\n", code, re.M):
         var, table = loop.group(1), loop.group(2)
@@ -267,14 +163,14 @@ def _table_checks(source, tvar, stop_at):
         if not defined:
             continue
         struct_open = defined[-1].end() - 1
-        struct_close = _closing_brace(code, struct_open)
+        struct_close = closing_brace(code, struct_open)
         if struct_close is None or code[struct_close + 1] != "{":
             continue
-        rows_close = _closing_brace(code, struct_close + 1)
+        rows_close = closing_brace(code, struct_close + 1)
         fields = _fields(code[struct_open + 1:struct_close])
         if rows_close is None or not fields or re.search(rf"\b{table}\b", code[rows_close:loop.start()]):
             continue
-        body_close = _closing_brace(code, loop.end() - 2)
+        body_close = closing_brace(code, loop.end() - 2)
         if body_close is None:
             continue
         body = code[loop.end():body_close]
@@ -284,7 +180,7 @@ def _table_checks(source, tvar, stop_at):
             before = body[:check.start()]
             if re.search(r"\b(continue|break|return|goto)\b|Skip|os\.Exit|Goexit", before):
                 break
-            sides = _split_top(_split_top(check.group(1), ";")[-1], "!=")
+            sides = split_top(split_top(check.group(1), ";")[-1], "!=")
             if len(sides) != 2 or "&&" in check.group(1) or "||" in check.group(1):
                 continue
             sides = [x.strip() for x in sides]
@@ -295,7 +191,7 @@ def _table_checks(source, tvar, stop_at):
             if any(u in ("", field) for u in uses):
                 continue
             block_open = loop.end() + check.end() - 2
-            block_close = _closing_brace(code, block_open)
+            block_close = closing_brace(code, block_open)
             first = code[block_open + 1:block_close].strip().split("\n", 1)[0] if block_close else ""
             tail = code[block_close + 1:code.find("\n", block_close)] if block_close else "x"
             if not re.match(rf"{re.escape(inner)}\.(Error|Errorf|Fatal|Fatalf)\(", first) or tail.strip():
@@ -310,12 +206,12 @@ def _rows(source, code, start, end, index, field):
     of the composite literal between the braces at start and end."""
     out = []
     offset = start + 1
-    for row in _split_top(code[start + 1:end], ","):
+    for row in split_top(code[start + 1:end], ","):
         at = offset + len(row) - len(row.lstrip())
         offset += len(row) + 1
         if not row.strip().startswith("{"):
             continue
-        cells, cell_at = _split_top(row.strip()[1:-1], ","), at + 1
+        cells, cell_at = split_top(row.strip()[1:-1], ","), at + 1
         for k, cell in enumerate(cells):
             key, colon, value = cell.partition(":")
             keyed = colon and re.fullmatch(r"\s*\w+\s*", key)
@@ -327,34 +223,6 @@ def _rows(source, code, start, end, index, field):
                     out.append((value_at + lead, value_at + lead + len(value.strip()), None))
             cell_at += len(cell) + 1
     return out
-
-
-def _outside_closures(source):
-    """The code of a function's source with its literals, comments and the bodies of the
-    function literals inside it blanked (a `return` there leaves only the closure)."""
-    code = _code(source, literal_spans(source))
-    for m in re.finditer(r"\bfunc\s*\(", code):
-        if m.start() == 0:
-            continue
-        depth, i = 0, m.end() - 1
-        while i < len(code):  # past the parameters, then to the body's brace
-            depth += {"(": 1, ")": -1}.get(code[i], 0)
-            if depth == 0 and code[i] == "{":
-                break
-            i += 1
-        end = _closing_brace(code, i) if i < len(code) else None
-        if end is not None:
-            code = code[:i + 1] + re.sub(r"\S", " ", code[i + 1:end]) + code[end:]
-    return code
-
-
-def _code(text, spans):
-    """`text` with its comments and literals blanked."""
-    pieces, last = [], 0
-    for a, b in spans:
-        pieces.append(text[last:a] + " " * (b - a))
-        last = b
-    return "".join(pieces) + text[last:]
 
 
 def _int_changed(value, rng):
