@@ -10,6 +10,9 @@ still depends on it, so those must not close a circle either.
 from __future__ import annotations
 
 import ast
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -186,7 +189,9 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
                               "rlforge.stats")),
     ("records", ("rlforge.taskdir", "rlforge.records", "rlforge.db", "rlforge.config",
                  "rlforge.plugins")),
-    ("the base", ("rlforge.errors", "rlforge")),
+    # golaunch is standard library only (it is copied alone beside Go test binaries), so
+    # the sandbox's seccomp filter can use its BPF assembler from below the verifiers
+    ("the base", ("rlforge.errors", "rlforge", "rlforge.verify.standalone.golaunch")),
 ]
 
 
@@ -219,6 +224,22 @@ def test_the_layer_rule_sees_an_upward_import():
     assert layer_of("rlforge.ingest.load") < layer_of("rlforge.ingest.tickets")
     assert layer_of("rlforge") == len(LAYERS) - 1
     assert layer_of("rlforge.somewhere_new") == -1
+    assert layer_of("rlforge.verify.standalone.golaunch") > layer_of("rlforge.sandbox.seccomp")
+
+
+def test_golaunch_imports_nothing_of_rlforge():
+    """The launcher is copied alone beside the test binaries: the standard library only."""
+    assert import_graph()["rlforge.verify.standalone.golaunch"] == set()
+
+
+def test_the_sandbox_loads_no_verifier_but_the_launcher():
+    """Importing the sandbox runs the verify packages' `__init__`s on the way to golaunch:
+    they must stay import-free of rlforge, or the sandbox would load the layer above it."""
+    code = ("import sys, rlforge.sandbox.seccomp; print(' '.join(sorted(m for m in sys.modules "
+            "if m.startswith('rlforge.verify'))))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)}).stdout.split()
+    assert out == ["rlforge.verify", "rlforge.verify.standalone", "rlforge.verify.standalone.golaunch"]
 
 
 def test_records_module_stands_alone():

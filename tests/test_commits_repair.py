@@ -35,7 +35,7 @@ from rlforge.tasks.generators.commits_repair import distinctive_lines
 from rlforge.tasks.generators.repair.gitrepo import CommitSnapshot
 from rlforge.tasks.generators.repair.score import score_patch, score_workspace, workspace_diff
 from rlforge.verify.validate import validate_many
-from builds import build_options
+from builds import build_options, build_repair, repair_home
 from paths import ROOT
 
 pytestmark = [pytest.mark.slow, pytest.mark.sandbox]
@@ -236,17 +236,9 @@ def _build(con, out: Path, validate: bool, **options) -> object:
 def calc(tmp_path_factory, shared_cache):
     """The calc repository ingested and built into validated tasks (once for the module)."""
     root = tmp_path_factory.mktemp("calc")
-    with pytest.MonkeyPatch.context() as mp:
-        for key in [k for k in os.environ if k.startswith("RLFORGE_")]:
-            mp.delenv(key)
-        mp.setenv("RLFORGE_CACHE_DIR", str(shared_cache))
-        mp.setenv("HOME", str(root))
-        mp.chdir(root)
+    with repair_home(root, shared_cache):
         expect = build_calc(root / "calc")
-        con = db.connect(root / "rlforge.duckdb")
-        ingest_repo(con, root / "calc")
-        report = _build(con, root / "tasks", validate=True)
-        con.close()
+        report = build_repair(root, [root / "calc"], validate=True, **REPAIR_OPTIONS)
         yield {"root": root, "repo": root / "calc", "expect": expect, "report": report,
                "db": root / "rlforge.duckdb", "out": root / "tasks", "cache": shared_cache}
 

@@ -20,13 +20,12 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from builds import build_options
+from builds import build_options, build_repair, repair_home
 from rlforge import db
-from rlforge.ingest.commits import ingest_repo
 from rlforge.tasks.build import build_tasks
 from rlforge.tasks.generators.repair import runners
 from rlforge.tasks.generators.repair.runners.golang import module_requirements
-from rlforge.verify.standalone.gorepair import plant_canaries
+from rlforge.verify.standalone.gocanaries import plant_canaries
 from rlforge.verify.standalone.gotest import verdicts
 from rlforge.verify.validate import validate_many
 from test_commits_repair import Repo
@@ -135,21 +134,11 @@ def build_strs(path: Path) -> None:
 @pytest.fixture(scope="module")
 def strs(tmp_path_factory, shared_cache):
     root = tmp_path_factory.mktemp("strs")
-    with pytest.MonkeyPatch.context() as mp:
-        for key in [k for k in os.environ if k.startswith("RLFORGE_")]:
-            mp.delenv(key)
-        mp.setenv("RLFORGE_CACHE_DIR", str(shared_cache))
-        mp.setenv("HOME", str(root))
-        mp.chdir(root)
+    with repair_home(root, shared_cache):
         build_strs(root / "strs")
-        con = db.connect(root / "rlforge.duckdb")
-        ingest_repo(con, root / "strs")
         # Go is gated (forgeable): the fixture opts in, to check the attacks against it
-        opts = build_options(out=root / "tasks", generators=["commits.repair"], seed=7, validate=True,
-                             generator_options={"commits.repair": {"language": "go",
-                                                                   "forgeable_runners": ["go"]}})
-        report = build_tasks(con, opts)
-        con.close()
+        report = build_repair(root, [root / "strs"], validate=True, language="go",
+                              forgeable_runners=["go"])
         yield {"root": root, "report": report, "out": root / "tasks", "db": root / "rlforge.duckdb"}
 
 

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import shutil
 import tomllib
 from pathlib import Path
@@ -25,10 +24,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from builds import build_options
-from rlforge import db
-from rlforge.ingest.commits import ingest_repo
-from rlforge.tasks.build import build_tasks
+from builds import build_repair, repair_home
 from test_commits_repair import Repo
 
 pytestmark = [pytest.mark.sandbox,
@@ -105,27 +101,17 @@ def submissions() -> dict[str, dict[str, bytes]]:
 @pytest.fixture(scope="module")
 def built(tmp_path_factory, shared_cache):
     root = tmp_path_factory.mktemp("redteam")
-    with pytest.MonkeyPatch.context() as mp:
-        for key in [k for k in os.environ if k.startswith("RLFORGE_")]:
-            mp.delenv(key)
-        mp.setenv("RLFORGE_CACHE_DIR", str(shared_cache))
-        mp.setenv("HOME", str(root))
-        mp.chdir(root)
-        con = db.connect(root / "rlforge.duckdb")
+    with repair_home(root, shared_cache):
         for name, new in NEW_TESTS.items():
             repo = Repo(root / name)
             repo.commit("Start the slug package", {"package.json": MANIFEST, "lib.js": LIB,
                                                    "test/lib.test.js": TEST})
             repo.commit("Drop punctuation from slugs and tell slugs from other text",
                         {"lib.js": LIB_FIXED, "test/lib.test.js": TEST + new})
-            ingest_repo(con, root / name)
         # the opt-in for forgeable results is given so that the same test shows, on a
         # build where JavaScript is still gated, what the gate was hiding
-        opts = build_options(out=root / "tasks", generators=["commits.repair"], seed=7, validate=False,
-                             generator_options={"commits.repair": {"language": "javascript",
-                                                                   "forgeable_runners": ["javascript"]}})
-        report = build_tasks(con, opts)
-        con.close()
+        report = build_repair(root, [root / name for name in NEW_TESTS], validate=False,
+                              language="javascript", forgeable_runners=["javascript"])
         tasks = sorted(p for p in (root / "tasks").iterdir() if (p / "task.toml").is_file())
         yield {"root": root, "report": report, "tasks": tasks, "db": root / "rlforge.duckdb"}
 
@@ -238,27 +224,18 @@ test('slugs', () => {
 
 
 def test_s49_judges_in_test_code_repeated_literals_and_mutated_objects_make_no_task(
-        tmp_path, shared_cache, monkeypatch):
-    for key in [k for k in os.environ if k.startswith("RLFORGE_")]:
-        monkeypatch.delenv(key)
-    monkeypatch.setenv("RLFORGE_CACHE_DIR", str(shared_cache))
-    monkeypatch.setenv("HOME", str(tmp_path))
-    monkeypatch.chdir(tmp_path)
-    con = db.connect(tmp_path / "rlforge.duckdb")
+        tmp_path, shared_cache):
     head = TEST.replace("const check = assert.ok;\n", "")
-    for name, (new, _) in S49.items():
-        repo = Repo(tmp_path / name)
-        repo.commit("Start the slug package", {"package.json": MANIFEST, "lib.js": LIB,
-                                               "test/helpers.js": HELPERS, "test/lib.test.js": head})
-        repo.commit("Drop punctuation from slugs", {"lib.js": LIB_FIXED, "test/lib.test.js": head + new})
-        ingest_repo(con, tmp_path / name)
-    report = build_tasks(con, build_options(
-        out=tmp_path / "tasks", generators=["commits.repair"], seed=7, validate=False,
-        generator_options={"commits.repair": {"language": "javascript",
-                                              "forgeable_runners": ["javascript"]}}))
+    with repair_home(tmp_path, shared_cache):
+        for name, (new, _) in S49.items():
+            repo = Repo(tmp_path / name)
+            repo.commit("Start the slug package", {"package.json": MANIFEST, "lib.js": LIB,
+                                                   "test/helpers.js": HELPERS, "test/lib.test.js": head})
+            repo.commit("Drop punctuation from slugs", {"lib.js": LIB_FIXED, "test/lib.test.js": head + new})
+        report = build_repair(tmp_path, [tmp_path / name for name in S49], validate=False,
+                              language="javascript", forgeable_runners=["javascript"])
     drops = {Path(d["source"].split("@")[0]).name: d["reason"] for d in report.drops
              if d["reason"] != "no parent commit"}
-    con.close()
     assert report.emitted == 0, drops
     for name, (_, why) in S49.items():
         assert drops[name].startswith("no checked fail-to-pass test") and why in drops[name], (name, drops)

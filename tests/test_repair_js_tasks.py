@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import re
 import shutil
 import tomllib
@@ -20,9 +19,8 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from builds import build_options
+from builds import build_options, build_repair, repair_home
 from rlforge import db
-from rlforge.ingest.commits import ingest_repo
 from rlforge.tasks.build import build_tasks
 from rlforge.verify.standalone import jsasserts, jsvalues
 from rlforge.verify.validate import validate_many
@@ -88,20 +86,10 @@ def build_slug(path: Path) -> None:
 @pytest.fixture(scope="module")
 def slug(tmp_path_factory, shared_cache):
     root = tmp_path_factory.mktemp("slug")
-    with pytest.MonkeyPatch.context() as mp:
-        for key in [k for k in os.environ if k.startswith("RLFORGE_")]:
-            mp.delenv(key)
-        mp.setenv("RLFORGE_CACHE_DIR", str(shared_cache))
-        mp.setenv("HOME", str(root))
-        mp.chdir(root)
+    with repair_home(root, shared_cache):
         build_slug(root / "slug")
-        con = db.connect(root / "rlforge.duckdb")
-        ingest_repo(con, root / "slug")
-        opts = build_options(out=root / "tasks", generators=["commits.repair"], seed=7, validate=False,
-                             generator_options={"commits.repair": {"language": "javascript",
-                                                                   "forgeable_runners": ["javascript"]}})
-        report = build_tasks(con, opts)
-        con.close()
+        report = build_repair(root, [root / "slug"], validate=False,
+                              language="javascript", forgeable_runners=["javascript"])
         tasks = sorted(p for p in (root / "tasks").iterdir() if (p / "task.toml").is_file())
         yield {"root": root, "report": report, "tasks": tasks, "db": root / "rlforge.duckdb"}
 

@@ -112,7 +112,7 @@ def test_every_kind_carries_only_what_its_entry_imports():
                                             "protect", "testrun", "plugin", "asserts", "canaries",
                                             "repairscore", "siblings")}
     assert set(standalone.task_files("repair-go")) == {
-        standalone.copied_name(m) for m in ("gorepair", "entry", "rewards", "policy_code", "patch",
+        standalone.copied_name(m) for m in ("gorepair", "gocanaries", "gosource", "entry", "rewards", "policy_code", "patch",
                                             "protect", "gotest", "golaunch", "goreach", "repairscore",
                                             "siblings")}
     for kind in ("answer", "reply", "script", "some.plugin.kind"):

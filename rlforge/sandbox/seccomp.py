@@ -22,7 +22,10 @@ from __future__ import annotations
 
 import errno
 import platform
-import struct
+
+# The classic-BPF assembler the Go test launcher carries (it is copied alone beside test
+# binaries, so the one copy lives there, standard library only).
+from rlforge.verify.standalone.golaunch import assemble
 
 # Classic BPF opcodes and seccomp return values (linux/filter.h, linux/seccomp.h).
 _LD_W_ABS = 0x20
@@ -61,26 +64,6 @@ _TABLES: dict[str, list[tuple[int, tuple[int, ...], tuple[tuple[int, int], ...],
          ((15, 1), (94, 1), (333, 2), (452, 2)), 172),
     ],
 }
-
-
-def _assemble(program: list[tuple]) -> bytes:
-    """Encode (code, jt, jf, k) instructions; jt/jf may name a label, a ("label", name) entry."""
-    labels, pc = {}, 0
-    for ins in program:
-        if ins[0] == "label":
-            labels[ins[1]] = pc
-        else:
-            pc += 1
-    out, pc = [], 0
-    for ins in program:
-        if ins[0] == "label":
-            continue
-        code, jt, jf, k = ins
-        jt = labels[jt] - pc - 1 if isinstance(jt, str) else jt
-        jf = labels[jf] - pc - 1 if isinstance(jf, str) else jf
-        out.append(struct.pack("=HBBI", code, jt, jf, k))
-        pc += 1
-    return b"".join(out)
 
 
 def _arch_section(n: int, blocked: tuple[int, ...], mode_checked: tuple[tuple[int, int], ...],
@@ -127,4 +110,4 @@ def filter_bytes(machine: str | None = None) -> bytes:
         program += _arch_section(n, blocked, mode_checked, prctl, x32_check=(arch == 0xC000003E))
         program.append(("label", f"arch{n + 1}"))
     program.append((_RET_K, 0, 0, _RET_ALLOW))
-    return _assemble(program)
+    return assemble(program)

@@ -21,6 +21,8 @@ give the same reward.
     plugin       the pytest plugin inside the test process, and what it sends
     asserts      checked asserts: the literals stay here, the values come out
     canaries     planted tests that must fail
+    gocanaries   Go canaries: copies of a file's passing tests with one checked literal changed
+    gosource     Go source read without a parser: literals, braces, test functions
     repairscore  what every repair entry does around its test run: the private tree, the
                  protected-files gate, the hidden tests written, the components scored
     gotest       Go tests compiled, then run one top-level test a process, as policy code

@@ -161,6 +161,29 @@ def _landlock(libc, abi):
         os.close(ruleset)
 
 
+def assemble(program):
+    """Classic BPF bytes of `program`: (code, jt, jf, k) instructions, where jt and jf are
+    offsets or the name of a label, placed by a ("label", name) entry before the
+    instruction it names. rlforge's bubblewrap filter (`rlforge.sandbox.seccomp`) is
+    assembled here too."""
+    labels, pc = {}, 0
+    for ins in program:
+        if ins[0] == "label":
+            labels[ins[1]] = pc
+        else:
+            pc += 1
+    out, pc = [], 0
+    for ins in program:
+        if ins[0] == "label":
+            continue
+        code, jt, jf, k = ins
+        jt = labels[jt] - pc - 1 if isinstance(jt, str) else jt
+        jf = labels[jf] - pc - 1 if isinstance(jf, str) else jf
+        out.append(struct.pack("=HBBI", code, jt, jf, k))
+        pc += 1
+    return b"".join(out)
+
+
 def filter_program(exec_fd):
     """The seccomp filter (classic BPF bytes): see the module docstring, step 3."""
     program = [(LD_W_ABS, 0, 0, 4), (JEQ_K, 1, 0, AUDIT_ARCH_X86_64), (RET_K, 0, 0, RET_KILL_PROCESS),
@@ -179,22 +202,7 @@ def filter_program(exec_fd):
                 (JSET_K, "allow", "deny", CLONE_THREAD),
                 ("label", "allow"), (RET_K, 0, 0, RET_ALLOW),
                 ("label", "deny"), (RET_K, 0, 0, RET_ERRNO | errno.EPERM)]
-    labels, pc = {}, 0
-    for ins in program:
-        if ins[0] == "label":
-            labels[ins[1]] = pc
-        else:
-            pc += 1
-    out, pc = [], 0
-    for ins in program:
-        if ins[0] == "label":
-            continue
-        code, jt, jf, k = ins
-        jt = labels[jt] - pc - 1 if isinstance(jt, str) else jt
-        jf = labels[jf] - pc - 1 if isinstance(jf, str) else jf
-        out.append(struct.pack("=HBBI", code, jt, jf, k))
-        pc += 1
-    return b"".join(out)
+    return assemble(program)
 
 
 def _seccomp(libc, exec_fd):

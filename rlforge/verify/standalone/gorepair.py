@@ -17,8 +17,9 @@ The steps and components of `repair` (Python), with Go's tests (`gotest`):
    package's code, so this is what keeps that code from printing or re-running its own
    verdict;
 4. write the hidden test changes over the tree, plant canary tests that must fail
-   (`plant_canaries`, named with words of the file's test names, at random places among
-   them), compile, delete every `_test.go` source from the tree (the binaries hold them),
+   (`gocanaries`: copies of the file's passing tests, fail-to-pass first, with one checked
+   literal changed, so they fail with their original's message shape; named like the
+   file's tests, at random places among them), compile, delete every `_test.go` source from the tree (the binaries hold them),
    and run the fail-to-pass, pass-to-pass and canary tests as policy code, each top-level
    test in its own process (`gotest`);
 5. score: `fail_to_pass` (coarse, all or nothing: 1 only when every fail-to-pass test
@@ -45,125 +46,25 @@ from __future__ import annotations
 import json
 import os
 import random
-import re
 import sys
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING or __package__:  # rlforge.verify.standalone.gorepair
+    from .gocanaries import plant_canaries
     from .goreach import beyond
-    from .gotest import TEST_FUNC, package_of, run_go_tests
-    from .policy_code import LocalPolicy, regular_file
+    from .gotest import run_go_tests
+    from .policy_code import LocalPolicy
     from .repairscore import entry_main, ids_text, open_attempt
 else:  # tests/rlforge_gorepair.py, run as python3 -I: its siblings from their source beside it
     import runpy
 
     runpy.run_path(os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                 "rlforge_siblings.py"))["install"](__file__)
+    from rlforge_gocanaries import plant_canaries
     from rlforge_goreach import beyond
-    from rlforge_gotest import TEST_FUNC, package_of, run_go_tests
-    from rlforge_policy_code import LocalPolicy, regular_file
+    from rlforge_gotest import run_go_tests
+    from rlforge_policy_code import LocalPolicy
     from rlforge_repairscore import entry_main, ids_text, open_attempt
-
-CANARIES = 3
-CANARY_BODY = """func {name}(t *testing.T) {{
-\t{var} := {value}
-\tif {var} != {other} {{
-\t\tt.Fatalf("{var} = %v, want %v", {var}, {other})
-\t}}
-}}
-
-"""
-
-
-def declaration_starts(text):
-    """Offsets of the lines of Go source that begin a top-level `func` declaration: outside
-    any string, rune literal or comment and any brace (a `func` line inside a raw string
-    is test data, and a canary put there would never run)."""
-    out, depth, i, n = [], 0, 0, len(text)
-    while i < n:
-        c = text[i]
-        if c == "/" and text.startswith("//", i):
-            i = text.find("\n", i)
-            i = n if i < 0 else i
-            continue
-        if c == "/" and text.startswith("/*", i):
-            end = text.find("*/", i + 2)
-            i = n if end < 0 else end + 2
-            continue
-        if c == "`":
-            end = text.find("`", i + 1)
-            i = n if end < 0 else end + 1
-            continue
-        if c in "\"'":
-            j = i + 1
-            while j < n and text[j] != c and text[j] != "\n":
-                j += 2 if text[j] == "\\" else 1
-            i = j + 1
-            continue
-        if c == "{":
-            depth += 1
-        elif c == "}":
-            depth = max(0, depth - 1)
-        elif depth == 0 and (i == 0 or text[i - 1] == "\n") and re.match(r"func\s", text[i:i + 5]):
-            out.append(i)
-        i += 1
-    return out
-
-
-def _words(names):
-    out = set()
-    for name in names:
-        out.update(w for w in re.findall(r"[A-Z][a-z0-9]+|[A-Z]+(?![a-z])", name[4:]) if w)
-    return sorted(out) or ["Value", "Result", "Case", "Parse", "Input", "Output"]
-
-
-def plant_canaries(tree, fail_to_pass, count=CANARIES, rng=None):
-    """Plant `count` failing tests among the tests of the fail-to-pass test files (those that
-    import "testing" by that name), each before a random test function of its file (or at
-    its end) and named with words of the package's test names; their ids (empty when no
-    file fits)."""
-    rng = rng or random.SystemRandom()
-    files = []
-    for rel in sorted({i.split("::", 1)[0] for i in fail_to_pass}):
-        path = os.path.join(tree, rel)
-        if rel.endswith("_test.go") and regular_file(path):
-            with open(path, "rb") as fh:
-                if re.search(rb'^\s*(import\s+)?"testing"\s*$', fh.read(), re.M):
-                    files.append(rel)
-    taken = set()
-    for rel in files:
-        pkg = os.path.join(tree, package_of(rel + "::"))
-        for name in os.listdir(pkg):
-            if name.endswith(".go") and regular_file(os.path.join(pkg, name)):
-                with open(os.path.join(pkg, name), "rb") as fh:
-                    taken.update(m.decode() for m in re.findall(rb"^func\s+(\w+)", fh.read(), re.M))
-    ids = []
-    for _ in range(count if files else 0):
-        rel = rng.choice(files)
-        path = os.path.join(tree, rel)
-        with open(path, "rb") as fh:
-            text = fh.read().decode("utf-8", "surrogateescape")
-        words = _words([m.decode() for m in TEST_FUNC.findall(text.encode("utf-8", "surrogateescape"))])
-        for _attempt in range(50):
-            name = "Test" + "".join(rng.sample(words, min(len(words), rng.choice((1, 2, 2, 3)))))
-            if name not in taken:
-                break
-        else:
-            name = "Test" + rng.choice(words) + str(rng.randrange(2, 99))
-        taken.add(name)
-        value = rng.randrange(2, 10_000)
-        source = CANARY_BODY.format(name=name, var=rng.choice(("got", "want", "n", "size", "count")),
-                                    value=value, other=value + rng.randrange(1, 1000))
-        starts = declaration_starts(text)
-        at = rng.choice(starts + [len(text)])
-        if at == len(text):
-            source = ("\n" if text.endswith("\n") else "\n\n") + source.rstrip("\n") + "\n"
-        text = text[:at] + source + text[at:]
-        with open(path, "wb") as fh:
-            fh.write(text.encode("utf-8", "surrogateescape"))
-        ids.append(f"{rel}::{name}")
-    return ids
-
 
 def score_go_repair(ref, tests_dir, workspace=None, policy=None):
     """Score the workspace (default ref['workspace']); see the module docstring."""
@@ -177,7 +78,7 @@ def score_go_repair(ref, tests_dir, workspace=None, policy=None):
     if attempt.refused:
         return attempt.not_run()
     attempt.write_hidden()
-    canaries = plant_canaries(attempt.tree, f2p)
+    canaries = plant_canaries(attempt.tree, f2p, p2p)
     # in an order code cannot predict: the tree outlives each test process, so code that
     # noted which tests ran before it would otherwise know the canaries come last
     order = f2p + p2p + canaries
