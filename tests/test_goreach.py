@@ -30,6 +30,11 @@ HEAD = "package strs\n\n"
     ('import "runtime/debug"\n\nfunc init() { debug.WriteHeapDump(1) }\n', ["import runtime/debug"]),
     ('import "os"; import "syscall"\n\nfunc init() { syscall.Exit(0) }\n', ["import syscall"]),
     ('import "embed"\n\n//go:embed strs_test.go\nvar src string\n', ["//go:embed", "import embed"]),
+    # s50: cgi.Serve writes a verdict to stdout; pprof and expvar hand out os.Args (the
+    # test's name) and function addresses
+    ('import "net/http/cgi"\n\nvar _ = cgi.Serve\n', ["import net/http/cgi"]),
+    ('import _ "net/http/pprof"\n', ["import net/http/pprof"]),
+    ('import "expvar"\n\nvar _ = expvar.Get("cmdline")\n', ["import expvar"]),
 ])
 def test_a_route_to_the_verdict_is_found_however_the_package_is_named(source, reached):
     assert file_reach(HEAD + source) == reached

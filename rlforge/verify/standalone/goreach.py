@@ -36,7 +36,9 @@ import re
 
 #: importing these at all reaches the harness
 WHOLE = ("os/exec", "syscall", "unsafe", "plugin", "runtime", "embed", "testing", "flag",
-         "os/signal", "C")
+         "os/signal", "C",
+         # stdout (cgi.Serve), os.Args and function addresses (pprof), os.Args (expvar)
+         "net/http/cgi", "net/http/pprof", "expvar")
 #: import path prefixes reached whole (`runtime/debug`, `debug/elf`, `golang.org/x/sys/unix`)
 WHOLE_PREFIXES = ("runtime/", "testing/", "debug/", "golang.org/x/sys/", "internal/", "go/build")
 #: members of otherwise ordinary packages that reach it

@@ -252,7 +252,10 @@ def run_go_tests(tree, ids=None, *, paths=None, per_test_timeout=30.0, budget_se
             cwd = inside if pkg == "." else f"{inside.rstrip('/')}/{pkg}"
             argv = [*launch, f"{places['bin']}/{built[pkg]}", cwd, f"-test.run=^{name}$", "-test.v", "-test.paniconexit0", "-test.count=1",
                     f"-test.timeout={per_test_timeout:g}s"]
-            run_env = {"PATH": GO_PATH, **(env or {})}
+            # one thread runs Go code: goroutines racing on an interface value (memory
+            # access without unsafe) rarely interleave, and code cannot raise it (runtime
+            # is gated; a Setenv after start has no effect)
+            run_env = {"PATH": GO_PATH, **(env or {}), "GOMAXPROCS": "1"}
             limit = min(per_test_timeout + 5, max(1.0, deadline - time.monotonic()))
             handle = policy.start(argv, tree, {"bin": bins}, run_env, timeout=limit)
             while not handle.poll():
