@@ -319,14 +319,16 @@ SHELL_RELAY_FORGER = cgi_forger("strs", SHELL_RELAY_INIT).decode()
 SELF_RELAY_FORGER = cgi_forger("strs", SELF_RELAY_INIT).decode()
 
 
-def _verify_allowing_exit(task: Path, tmp_path: Path, files: dict[str, str]) -> dict:
+def _verify_past_gate(task: Path, tmp_path: Path, files: dict[str, str],
+                      reached: tuple[str, ...] = ("import net/http/cgi",)) -> dict:
     """Verify against a copy of the task whose parent's code (so says go_reach) already
-    called os.Exit, as the red team's calc repository did."""
+    reached `reached` (net/http/cgi, which the gate refuses since s50; os.Exit, as the
+    red team's calc repository did), so the forgers meet the launcher, not the gate."""
     copy = tmp_path / task.name
     shutil.copytree(task, copy, symlinks=True)
     ref_path = copy / "tests" / "reference.json"
     ref = json.loads(ref_path.read_text())
-    ref.setdefault("go_reach", {}).setdefault(".", []).append("os.Exit")
+    ref.setdefault("go_reach", {}).setdefault(".", []).extend(reached)
     ref_path.write_text(json.dumps(ref))
     return _verify(copy, files)
 
@@ -335,19 +337,26 @@ def _verify_allowing_exit(task: Path, tmp_path: Path, files: dict[str, str]) -> 
 def test_forging_by_running_programs_or_patching_memory_scores_zero(strs, tmp_path, name):  # noqa: F811
     task = _tasks(strs["out"])[0]
     if name == "memory_patch":
-        result = _verify(task, {"zz_compat.go": MEMORY_PATCH_FORGER})
+        result = _verify_past_gate(task, tmp_path, {"zz_compat.go": MEMORY_PATCH_FORGER})
     else:
         forger = SHELL_RELAY_FORGER if name == "shell_relay" else SELF_RELAY_FORGER
-        result = _verify_allowing_exit(task, tmp_path, {"zz_compat.go": forger})
+        result = _verify_past_gate(task, tmp_path, {"zz_compat.go": forger},
+                                   ("import net/http/cgi", "os.Exit"))
     assert result["components"]["harness_untouched"]["value"] == 1, result  # past the static gate
     assert (result["total"], result["outcome"]) == (0.0, "fail"), result
     assert result["components"]["fail_to_pass"]["value"] == 0, result
 
 
-def test_the_fix_still_passes_beside_code_that_tries_the_routes(strs):  # noqa: F811
+def test_the_fix_still_passes_beside_code_that_tries_the_routes(strs, tmp_path):  # noqa: F811
     # the forger gives up when it cannot run anything, and the real tests decide
-    result = _verify(_tasks(strs["out"])[0], {"strs.go": STRS_FIXED, "zz_compat.go": MEMORY_PATCH_FORGER})
+    result = _verify_past_gate(_tasks(strs["out"])[0], tmp_path,
+                               {"strs.go": STRS_FIXED, "zz_compat.go": MEMORY_PATCH_FORGER})
     assert (result["total"], result["outcome"]) == (1.0, "pass"), result
+
+
+def test_the_gate_refuses_the_cgi_forger_outright(strs):  # noqa: F811
+    result = _verify(_tasks(strs["out"])[0], {"zz_compat.go": MEMORY_PATCH_FORGER})
+    assert result["reason"] == "forging_code", result
 
 
 if __name__ == "__main__":  # pragma: no cover
