@@ -190,6 +190,8 @@ def refusals(hidden: Mapping[str, bytes], fail_to_pass: list[str],
 
 #: literals every file holds: a check of one is refused only when its call text repeats
 _COMMON_LITERALS = frozenset({"true", "false", "null", "undefined"})
+#: the largest file of the package read for a checked call's text (bytes)
+_READ_LIMIT = 2 << 20
 
 
 def literal_elsewhere(hidden: Mapping[str, bytes], workspace: Mapping[str, bytes],
@@ -201,13 +203,18 @@ def literal_elsewhere(hidden: Mapping[str, bytes], workspace: Mapping[str, bytes
     fixture, a helper in `support`) and find the same call or the value: such a test does
     not count. A string's text of 3 or more characters is looked for anywhere, quoted or
     not and in any case (`'... into rock-roll'` in a title); a shorter string, quoted; a
-    number or other literal, as a word. Refusing is sound where rewriting every checked
-    assert is not: a literal also sits in asserts that are not checked, constants, tables
-    and titles."""
+    number or other literal, as a word; the call text also in the package's other files
+    (a README's example, up to `_READ_LIMIT` bytes each). Refusing is sound where
+    rewriting every checked assert is not: a literal also sits in asserts that are not
+    checked, constants, tables and titles."""
     files = {p: d for p, d in workspace.items()
              if noderun.is_test_file(p) or js_modules.in_test_tree(p) or p in support} | dict(hidden)
     texts = {p: d.decode("utf-8", "surrogateescape") for p, d in sorted(files.items())}
-    squeezed = {p: re.sub(r"\s+", "", t) for p, t in texts.items()}
+    # the call text is looked for in every file of the package (a README's example)
+    squeezed = {p: re.sub(r"\s+", "", d.decode("utf-8", "surrogateescape"))
+                for p, d in sorted(workspace.items()) if p not in files
+                and "node_modules/" not in f"/{p}" and len(d) <= _READ_LIMIT}
+    squeezed |= {p: re.sub(r"\s+", "", t) for p, t in texts.items()}
     folded: dict[str, str] = {}
     for c in jsasserts.find_checks(texts[rel], rel):
         if c["test"] != test:
@@ -230,8 +237,10 @@ def literal_elsewhere(hidden: Mapping[str, bytes], workspace: Mapping[str, bytes
                 rest = text[:own[0]] + text[own[1]:]
                 if needle in folded.setdefault(f"{path}\0{own}", rest.casefold()):
                     return f"the text of its checked literal {src[:40]} also appears in {path}"
-            count = squeezed[path].count(call)
-            if count > (1 if path == rel else 0):
+            if squeezed[path].count(call) > (1 if path == rel else 0):
+                return f"the call it checks ({call[:40]}) also appears in {path}"
+        for path, text in squeezed.items():
+            if path not in texts and call in text:
                 return f"the call it checks ({call[:40]}) also appears in {path}"
     return ""
 
