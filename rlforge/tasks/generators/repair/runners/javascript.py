@@ -175,6 +175,7 @@ def refusals(hidden: Mapping[str, bytes], fail_to_pass: list[str],
     read = {rel: js_statements.explain(hidden[rel], rel, own, support)
             for rel in sorted({i.split("::", 1)[0] for i in fail_to_pass} & set(hidden))}
     out = {}
+    readable = None
     for test_id in fail_to_pass:
         rel, _, test = test_id.partition("::")
         if setup is not None:
@@ -184,7 +185,8 @@ def refusals(hidden: Mapping[str, bytes], fail_to_pass: list[str],
         else:
             out[test_id] = read[rel].get(test, read[rel].get("") or "not a plainly named test")
             if not out[test_id]:
-                out[test_id] = literal_elsewhere(hidden, workspace, rel, test, support)
+                readable = readable or readable_text(hidden, workspace, support)
+                out[test_id] = literal_elsewhere(readable, rel, test)
     return out
 
 
@@ -194,27 +196,34 @@ _COMMON_LITERALS = frozenset({"true", "false", "null", "undefined"})
 _READ_LIMIT = 2 << 20
 
 
-def literal_elsewhere(hidden: Mapping[str, bytes], workspace: Mapping[str, bytes],
-                      rel: str, test: str, support: frozenset[str] = frozenset()) -> str:
-    """Where a checked literal of a test, or the call text it checks, also appears in the
-    test code that the sandbox can read ("" when nowhere). The verifier hides a counted
-    test's literals, but code running beside it can read every other byte of the test
-    code (a sibling test, a data table, an unchecked assert, a title, a comment, a
-    fixture, a helper in `support`) and find the same call or the value: such a test does
-    not count. A string's text of 3 or more characters is looked for anywhere, quoted or
-    not and in any case (`'... into rock-roll'` in a title); a shorter string, quoted; a
-    number or other literal, as a word; the call text also in the package's other files
-    (a README's example, up to `_READ_LIMIT` bytes each). Refusing is sound where
-    rewriting every checked assert is not: a literal also sits in asserts that are not
-    checked, constants, tables and titles."""
+def readable_text(hidden: Mapping[str, bytes], workspace: Mapping[str, bytes],
+                  support: frozenset[str] = frozenset()) -> tuple[dict[str, str], dict[str, str]]:
+    """What code in the sandbox can read, for `literal_elsewhere`: ({path: text} of the
+    test code: test files, the test tree's other files, the `support` modules, the hidden
+    test files), ({path: text without white space} of those and of every other file of the
+    package, node_modules aside, up to `_READ_LIMIT` bytes each)."""
     files = {p: d for p, d in workspace.items()
              if noderun.is_test_file(p) or js_modules.in_test_tree(p) or p in support} | dict(hidden)
     texts = {p: d.decode("utf-8", "surrogateescape") for p, d in sorted(files.items())}
-    # the call text is looked for in every file of the package (a README's example)
     squeezed = {p: re.sub(r"\s+", "", d.decode("utf-8", "surrogateescape"))
                 for p, d in sorted(workspace.items()) if p not in files
                 and "node_modules/" not in f"/{p}" and len(d) <= _READ_LIMIT}
     squeezed |= {p: re.sub(r"\s+", "", t) for p, t in texts.items()}
+    return texts, squeezed
+
+
+def literal_elsewhere(readable: tuple[dict[str, str], dict[str, str]], rel: str, test: str) -> str:
+    """Where a checked literal of a test, or the call text it checks, also appears in what
+    code in the sandbox can read (`readable_text`; "" when nowhere). The verifier hides a
+    counted test's literals, but code running beside it can read every other byte of the
+    test code (a sibling test, a data table, an unchecked assert, a title, a comment, a
+    fixture, a helper module) and find the same call or the value: such a test does not
+    count. A string's text of 3 or more characters is looked for anywhere, quoted or not
+    and in any case (`'... into rock-roll'` in a title); a shorter string, quoted; a
+    number or other literal, as a word; the call text also in the package's other files
+    (a README's example). Refusing is sound where rewriting every checked assert is not:
+    a literal also sits in asserts that are not checked, constants, tables and titles."""
+    texts, squeezed = readable
     folded: dict[str, str] = {}
     for c in jsasserts.find_checks(texts[rel], rel):
         if c["test"] != test:
