@@ -461,7 +461,8 @@ JUDGING_HELPERS = {
     "lib/check.js": ("const judge = require('my-judge');\nmodule.exports = { rejects: judge };\n",
                      '{"name": "slug", "devDependencies": {"my-judge": "1"}}'),
     "lib/by-hand.js": ("module.exports = { rejects(f) { try { f(); } catch (e) { return; } "
-                       "throw new Error('no throw'); } };\n", '{"name": "slug", "main": "lib.js"}'),
+                       "throw new Error('no throw'); } };\n",
+                       '{"name": "slug", "main": "lib.js", "files": ["lib.js"]}'),
 }
 
 
@@ -479,7 +480,7 @@ def test_a_helper_that_judges_is_test_code_wherever_it_lives(helper):
     why = javascript.refusals({"test/slug.test.js": test.encode()}, ["test/slug.test.js::counted"], ws)
     assert f"it loads test code ({source})" in why["test/slug.test.js::counted"], why
     # the same module reached from the package's entry point and loading no judge is its code
-    ws = {"package.json": b'{"name": "slug", "main": "index.js"}', "lib.js": b"module.exports = {};\n",
+    ws = {"package.json": b'{"name": "slug", "files": ["index.js"]}', "lib.js": b"module.exports = {};\n",
           "index.js": f"require('./lib');\nmodule.exports = require('./{helper}');\n".encode(),
           helper: b"module.exports = { rejects: (f) => f() };\n"}
     why = javascript.refusals({"test/slug.test.js": test.encode()}, ["test/slug.test.js::counted"], ws)

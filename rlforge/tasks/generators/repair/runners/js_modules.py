@@ -3,8 +3,8 @@ its test code, and node built-ins that judge nothing (`js_statements` states the
 
 Test code is known by where it lives (the test tree, a test file's name) and by what it
 does (`support_modules`): a module of the package that loads an assertion or test library
-(directly or through its own imports), or that the package's entry points never reach,
-is test support wherever it lives (`support/expect.js`, `helpers/expect.js`, `testUtils.js`).
+(directly or through its own imports), or that the package's public modules (its entry
+points, what its `files` list publishes) never reach, is test support wherever it lives (`support/expect.js`, `helpers/expect.js`, `testUtils.js`).
 """
 
 from __future__ import annotations
@@ -125,8 +125,13 @@ def _strings(value: object) -> Iterable[str]:
 
 
 def _entries(manifest: dict, files: Mapping[str, bytes]) -> set[str]:
-    """The package's entry files (`main`, `module`, `browser`, `exports`, `bin`; `index`
-    when none is named), a built path read as its source (`dist/x.js` -> `src/x.ts`)."""
+    """The package's public modules: its entry files (`main`, `module`, `browser`,
+    `exports`, `bin`; a built path read as its source, `dist/x.js` -> `src/x.ts`) and, with
+    no `exports` map, every module the `files` list publishes (a consumer may require any
+    of them by its subpath). Empty when that is not known: with neither `exports` nor
+    `files`, every module of the package is published."""
+    if "exports" not in manifest and not isinstance(manifest.get("files"), list):
+        return set()
     named = [s for key in ("main", "module", "browser", "exports", "bin")
              for s in _strings(manifest.get(key)) if "*" not in s]
     out = set()
@@ -137,15 +142,22 @@ def _entries(manifest: dict, files: Mapping[str, bytes]) -> set[str]:
         found = _resolve(path, files) or _resolve(_BUILD_DIRS.sub("src/", path), files)
         if found is not None:
             out.add(found)
+    if "exports" not in manifest:
+        for entry in _strings(manifest.get("files")):
+            top = posixpath.normpath(re.sub(r"(/\*\*?)+(/\*\.[\w.]+)?$", "", entry))
+            if "*" in top or top.startswith(".."):
+                return set()  # a pattern this reading does not follow: publishes what it may
+            out |= {p for p in files if p.endswith(noderun.SCRIPT_SUFFIXES)
+                    and (p == top or p.startswith(top + "/") or top == ".")}
     return out
 
 
 def support_modules(files: Mapping[str, bytes]) -> frozenset[str]:
     """The package's modules (repository paths) that are test support by what they do: one
     that loads an assertion or test library (`JUDGES`, or a package only `devDependencies`
-    names), directly or through the project modules it loads, or one the package's entry
-    points never reach (when the package has an entry point found in the repository). "."
-    is among them when an entry point is. Read from each module's text (its `require`,
+    names), directly or through the project modules it loads, or one the package's public
+    modules (`_entries`, when the package says what it publishes) never reach. "." is
+    among them when an entry point is. Read from each module's text (its `require`,
     `import` and `export ... from` of a plain string), a test file's too."""
     try:
         manifest = json.loads(files.get("package.json", b"{}").decode("utf-8", "replace"))

@@ -30,7 +30,7 @@ project's *test code*: a module under the test tree (`test/`, `tests/`, `__tests
 `spec/`, `fixtures/`, `__mocks__/`, `test-utils/`, ...), a test file by its name, an
 absolute path or one outside the repository, or a module that is test support by what it
 does wherever it lives (`js_modules.support_modules`: it loads an assertion or test
-library directly or through its own imports, or the package's entry points never reach
+library directly or through its own imports, or the package's public modules never reach
 it); the submission may replace what it exports,
 and its load-time code (hooks it registers) is not read, so a file that loads one (by
 `require`, `import`, with or without names) counts nothing. An import run only for its
