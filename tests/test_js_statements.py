@@ -421,3 +421,67 @@ def test_a_checked_literal_or_call_that_code_in_the_sandbox_can_read_elsewhere_k
         {"test/slug.test.js::counted": ""}
     why = _refused({"test/slug.test.js": HEAD + bool_test + "console.log(isSlug( 'a b' ));\n"})
     assert "the call it checks (isSlug('ab')) also appears" in why["test/slug.test.js::counted"]
+
+
+def test_a_checked_strings_text_anywhere_in_the_test_code_keeps_the_test_out():
+    # red team s50 T1: the value unquoted in the test's own title, read from the stack
+    body = "  assert.strictEqual(slugify('  Rock & Roll  '), 'rock-roll');\n});\n"
+    titled = {"test/slug.test.js": HEAD + "test('counted', () => {\n" + body}
+    assert _refused(titled) == {"test/slug.test.js::counted": ""}
+    in_title = HEAD + "describe('turns punctuation into Rock-Roll', () => {\n" \
+        "test('counted', () => {\n" + body + "});\n"
+    why = javascript.refusals({"test/slug.test.js": in_title.encode()},
+                              ["test/slug.test.js::turns punctuation into Rock-Roll > counted"],
+                              {"package.json": b'{"name": "slug"}'})
+    assert list(why.values()) == ["the text of its checked literal 'rock-roll' also appears in "
+                                  "test/slug.test.js"], why
+    for where, text in [("test/slug.test.js", HEAD + "// gives rock-roll\ntest('counted', () => {\n" + body),
+                        ("test/fixtures/words.txt", "Rock & Roll -> rock-roll\n")]:
+        why = _refused({**titled, where: text})["test/slug.test.js::counted"]
+        assert why.startswith("the text of its checked literal") and where in why, (where, why)
+    # the call text in a file of the package beside the tests (an example in the README)
+    why = _refused(titled, {"README.md": "slugify('  Rock & Roll  ') // a slug\n"})
+    assert "the call it checks (slugify('Rock&Roll')) also appears in README.md" in \
+        why["test/slug.test.js::counted"]
+    # a string under 3 characters is looked for only quoted
+    short = HEAD + "test('counted slab', () => {\n  assert.strictEqual(slugify('A.B'), 'ab');\n});\n"
+    assert javascript.refusals({"test/slug.test.js": short.encode()}, ["test/slug.test.js::counted slab"],
+                               {"package.json": b'{"name": "slug"}'}) == {"test/slug.test.js::counted slab": ""}
+
+
+EXPECT_HELPER = "const assert = require('node:assert');\nmodule.exports = { rejects: (f, k) => assert.throws(f, k) };\n"
+JUDGING_HELPERS = {
+    # module path -> its text, and the package.json beside it
+    "support/expect.js": (EXPECT_HELPER, '{"name": "slug"}'),
+    "helpers/expect.js": (EXPECT_HELPER, '{"name": "slug"}'),
+    "testUtils.js": (EXPECT_HELPER, '{"name": "slug"}'),
+    "src/expect.js": ("module.exports = require('./inner');\n", '{"name": "slug"}'),
+    "lib/should.js": ("const { expect } = require('chai');\nmodule.exports = { rejects: expect };\n",
+                      '{"name": "slug"}'),
+    "lib/check.js": ("const judge = require('my-judge');\nmodule.exports = { rejects: judge };\n",
+                     '{"name": "slug", "devDependencies": {"my-judge": "1"}}'),
+    "lib/by-hand.js": ("module.exports = { rejects(f) { try { f(); } catch (e) { return; } "
+                       "throw new Error('no throw'); } };\n",
+                       '{"name": "slug", "main": "lib.js", "files": ["lib.js"]}'),
+}
+
+
+@pytest.mark.parametrize("helper", sorted(JUDGING_HELPERS))
+def test_a_helper_that_judges_is_test_code_wherever_it_lives(helper):
+    # red team s50 G1: `rejects` from a project module outside the test tree that wraps
+    # assert.throws; the submission may make it a no-op
+    text, manifest = JUDGING_HELPERS[helper]
+    source = "../" + helper.removesuffix(".js")
+    test = HEAD + f"const {{ rejects }} = require('{source}');\n" \
+        "test('counted', () => {\n  rejects(() => slugify(null), TypeError);\n" \
+        "  assert.strictEqual(slugify('  Rock & Roll  '), 'rock-roll');\n});\n"
+    ws = {"package.json": manifest.encode(), "lib.js": b"module.exports = {};\n", helper: text.encode(),
+          "src/inner.js": EXPECT_HELPER.encode()}
+    why = javascript.refusals({"test/slug.test.js": test.encode()}, ["test/slug.test.js::counted"], ws)
+    assert f"it loads test code ({source})" in why["test/slug.test.js::counted"], why
+    # the same module reached from the package's entry point and loading no judge is its code
+    ws = {"package.json": b'{"name": "slug", "files": ["index.js"]}', "lib.js": b"module.exports = {};\n",
+          "index.js": f"require('./lib');\nmodule.exports = require('./{helper}');\n".encode(),
+          helper: b"module.exports = { rejects: (f) => f() };\n"}
+    why = javascript.refusals({"test/slug.test.js": test.encode()}, ["test/slug.test.js::counted"], ws)
+    assert why == {"test/slug.test.js::counted": ""}, why

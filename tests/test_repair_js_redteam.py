@@ -270,3 +270,72 @@ def test_s50_results_the_scorer_cannot_read_are_the_policys_fail(built):
     got = _score(task, built["root"], {"lib.js": (LIB + FORGE_RESULTS).encode()})
     assert got is not None, "no reward: the rollout would be invalid"
     assert got["total"] == 0.0 and got["reason"] == "unscorable", got
+
+
+# red team s50: G1 (a judging helper outside the test tree: a partial fix made it a no-op
+# and scored 1.0), T1 (the checked value unquoted in the test's title: a submission read its
+# caller's title from the stack and scored 1.0 with no fix). Each made a task on main.
+S50_LIB_FIXED = LIB.replace(
+    "return String(text).toLowerCase().replace(/\\s+/g, '-');",
+    "if (typeof text !== 'string') throw new TypeError('slugify needs a string');\n  "
+    + SLUGIFY_FIXED)
+EXPECTATIONS = """'use strict';
+const assert = require('node:assert');
+// shared expectations for the package's tests
+function rejects(fn, kind) {
+  assert.throws(fn, kind);
+}
+module.exports = { rejects };
+"""
+S50_G1 = """
+test.describe('slugs', () => {
+  test.it('drop punctuation and reject non-strings', () => {
+    rejects(() => slugify(null), TypeError);
+    rejects(() => slugify(42), TypeError);
+    assert.strictEqual(slugify('  Rock & Roll  '), 'rock-roll');
+  });
+});
+"""
+S50 = {
+    # helper module (no suffix) -> the new test, why no task comes of it
+    "g1_support": ("support/expect", S50_G1, "it loads test code (../support/expect)"),
+    "g1_helpers_dir": ("helpers/expect", S50_G1, "it loads test code (../helpers/expect)"),
+    "g1_test_utils": ("testUtils", S50_G1, "it loads test code (../testUtils)"),
+    "t1_title": (None, """
+test.describe('slugs', () => {
+  test.it('turns a title with punctuation into rock-roll', () => {
+    assert.strictEqual(slugify('  Rock & Roll  '), 'rock-roll');
+  });
+});
+""", "the text of its checked literal 'rock-roll' also appears in test/lib.test.js"),
+}
+
+
+def test_s50_judging_helpers_outside_the_test_tree_and_values_in_titles_make_no_task(
+        tmp_path, shared_cache):
+    head = TEST.replace("const check = assert.ok;\n", "")
+    with repair_home(tmp_path, shared_cache):
+        for name, (helper, new, _) in S50.items():
+            start = {"package.json": MANIFEST, "lib.js": LIB, "test/lib.test.js": head}
+            fixed = head + new
+            if helper is not None:
+                start[f"{helper}.js"] = EXPECTATIONS
+                fixed = fixed.replace("require('../lib');\n",
+                                      f"require('../lib');\nconst {{ rejects }} = require('../{helper}');\n")
+            repo = Repo(tmp_path / name)
+            repo.commit("Start the slug package", start)
+            repo.commit("Drop punctuation from slugs, reject non-strings",
+                        {"lib.js": S50_LIB_FIXED, "test/lib.test.js": fixed})
+        report = build_repair(tmp_path, [tmp_path / name for name in S50], validate=False,
+                              language="javascript", forgeable_runners=["javascript"])
+    drops = {Path(d["source"].split("@")[0]).name: d["reason"] for d in report.drops
+             if d["reason"] != "no parent commit"}
+    con = duckdb.connect(str(tmp_path / "rlforge.duckdb"), read_only=True)
+    checks = con.execute("SELECT fail_to_pass FROM repair_checks WHERE status = 'kept'").fetchall()
+    con.close()
+    # every commit's new test fails at the parent and passes with the fix: only the
+    # reading of what decides it keeps it out
+    assert len(checks) == len(S50), checks
+    assert report.emitted == 0, drops
+    for name, (_, _, why) in S50.items():
+        assert drops[name].startswith("no checked fail-to-pass test") and why in drops[name], (name, drops)

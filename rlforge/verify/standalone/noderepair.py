@@ -22,7 +22,11 @@ and checked asserts in JavaScript (`jsasserts`):
    `results_trusted` (medium, gate: every canary failed, no file's results forged).
 
 What holds: a fail-to-pass test counts only through a value the tested code computed and
-this process compared with a literal the code never saw (`jsasserts`). What does not: the
+this process compared with a literal the code never saw (`jsasserts`): the build counts
+no test whose literal's text (3 or more characters, any case) is anywhere else in the
+test code the sandbox can read, a title or comment included, nor one whose file loads a
+helper that judges (`runners.javascript.literal_elsewhere`, `runners.js_modules`); a
+value the test code implies without spelling it is not seen. What does not: the
 driver, the frameworks and the tested code share a uid inside the sandbox, so the code
 can rewrite the driver's results (outcomes, canaries); a forger gains nothing on a
 fail-to-pass test from that without the value its hidden assert expects, but a

@@ -46,7 +46,7 @@ from rlforge.errors import UserError
 from rlforge.sandbox import node_envs
 from rlforge.sandbox.node_envs import tool_versions
 from rlforge.tasks.generators.repair.runners.base import Dependencies, TestRun, TestRunner
-from rlforge.tasks.generators.repair.runners import js_statements
+from rlforge.tasks.generators.repair.runners import js_modules, js_statements
 from rlforge.tasks.generators.repair.runners.js_adversarial import js_adversarials
 from rlforge.verify.standalone import copied_name, files_of, jsasserts, noderun
 
@@ -171,9 +171,11 @@ def refusals(hidden: Mapping[str, bytes], fail_to_pass: list[str],
     configuration loads setup code (`setup_code`)."""
     setup = setup_code({**workspace, **hidden})
     own = js_statements.own_names(workspace)
-    read = {rel: js_statements.explain(hidden[rel], rel, own)
+    support = js_modules.support_modules({**workspace, **hidden})
+    read = {rel: js_statements.explain(hidden[rel], rel, own, support)
             for rel in sorted({i.split("::", 1)[0] for i in fail_to_pass} & set(hidden))}
     out = {}
+    readable = None
     for test_id in fail_to_pass:
         rel, _, test = test_id.partition("::")
         if setup is not None:
@@ -183,29 +185,52 @@ def refusals(hidden: Mapping[str, bytes], fail_to_pass: list[str],
         else:
             out[test_id] = read[rel].get(test, read[rel].get("") or "not a plainly named test")
             if not out[test_id]:
-                out[test_id] = literal_elsewhere(hidden, workspace, rel, test)
+                readable = readable or readable_text(hidden, workspace, support)
+                out[test_id] = literal_elsewhere(readable, rel, test)
     return out
 
 
 #: literals every file holds: a check of one is refused only when its call text repeats
 _COMMON_LITERALS = frozenset({"true", "false", "null", "undefined"})
+#: the largest file of the package read for a checked call's text (bytes)
+_READ_LIMIT = 2 << 20
 
 
-def literal_elsewhere(hidden: Mapping[str, bytes], workspace: Mapping[str, bytes],
-                      rel: str, test: str) -> str:
-    """Where a checked literal of a test, or the call text it checks, also appears in the
-    test files that run in the sandbox ("" when nowhere). The verifier hides a counted
-    test's literals, but code running beside it can read every other test file (a sibling
-    test, a data table, an unchecked assert) and find the same call with its literal: such
-    a test does not count. Refusing is sound where rewriting every checked assert is not:
-    a literal also sits in asserts that are not checked, constants and tables."""
-    files = {p: d for p, d in workspace.items() if noderun.is_test_file(p)} | dict(hidden)
+def readable_text(hidden: Mapping[str, bytes], workspace: Mapping[str, bytes],
+                  support: frozenset[str] = frozenset()) -> tuple[dict[str, str], dict[str, str]]:
+    """What code in the sandbox can read, for `literal_elsewhere`: ({path: text} of the
+    test code: test files, the test tree's other files, the `support` modules, the hidden
+    test files), ({path: text without white space} of those and of every other file of the
+    package, node_modules aside, up to `_READ_LIMIT` bytes each)."""
+    files = {p: d for p, d in workspace.items()
+             if noderun.is_test_file(p) or js_modules.in_test_tree(p) or p in support} | dict(hidden)
     texts = {p: d.decode("utf-8", "surrogateescape") for p, d in sorted(files.items())}
-    squeezed = {p: re.sub(r"\s+", "", t) for p, t in texts.items()}
+    squeezed = {p: re.sub(r"\s+", "", d.decode("utf-8", "surrogateescape"))
+                for p, d in sorted(workspace.items()) if p not in files
+                and "node_modules/" not in f"/{p}" and len(d) <= _READ_LIMIT}
+    squeezed |= {p: re.sub(r"\s+", "", t) for p, t in texts.items()}
+    return texts, squeezed
+
+
+def literal_elsewhere(readable: tuple[dict[str, str], dict[str, str]], rel: str, test: str) -> str:
+    """Where a checked literal of a test, or the call text it checks, also appears in what
+    code in the sandbox can read (`readable_text`; "" when nowhere). The verifier hides a
+    counted test's literals, but code running beside it can read every other byte of the
+    test code (a sibling test, a data table, an unchecked assert, a title, a comment, a
+    fixture, a helper module) and find the same call or the value: such a test does not
+    count. A string's text of 3 or more characters is looked for anywhere, quoted or not
+    and in any case (`'... into rock-roll'` in a title); a shorter string, quoted; a
+    number or other literal, as a word; the call text also in the package's other files
+    (a README's example). Refusing is sound where rewriting every checked assert is not:
+    a literal also sits in asserts that are not checked, constants, tables and titles."""
+    texts, squeezed = readable
+    folded: dict[str, str] = {}
     for c in jsasserts.find_checks(texts[rel], rel):
         if c["test"] != test:
             continue
         src = c["literal_src"]
+        value = c["literal"]
+        needle = value[1].casefold() if value[0] == "s" and len(value[1]) >= 3 else ""
         if src[:1] in "'\"`" and len(src) >= 2:
             pattern = "|".join(q + re.escape(src[1:-1]) + q for q in "'\"`")
         elif src not in _COMMON_LITERALS:
@@ -217,8 +242,14 @@ def literal_elsewhere(hidden: Mapping[str, bytes], workspace: Mapping[str, bytes
             own = (c["start"], c["end"]) if path == rel else (0, 0)
             if pattern and any(not own[0] <= m.start() < own[1] for m in re.finditer(pattern, text)):
                 return f"its checked literal {src[:40]} also appears in {path}"
-            count = squeezed[path].count(call)
-            if count > (1 if path == rel else 0):
+            if needle:
+                rest = text[:own[0]] + text[own[1]:]
+                if needle in folded.setdefault(f"{path}\0{own}", rest.casefold()):
+                    return f"the text of its checked literal {src[:40]} also appears in {path}"
+            if squeezed[path].count(call) > (1 if path == rel else 0):
+                return f"the call it checks ({call[:40]}) also appears in {path}"
+        for path, text in squeezed.items():
+            if path not in texts and call in text:
                 return f"the call it checks ({call[:40]}) also appears in {path}"
     return ""
 

@@ -84,10 +84,12 @@ class Scope:
 class Reader:
     """One test file read against the grammar of the module docstring."""
 
-    def __init__(self, data: bytes, own_names: frozenset[str], rel: str = ""):
+    def __init__(self, data: bytes, own_names: frozenset[str], rel: str = "",
+                 support: frozenset[str] = frozenset()):
         self.data = data
         self.own = own_names
         self.rel = rel
+        self.support = support  # the package's test support by what it does (`js_modules`)
         self.busy: set[int] = set()
         self.trail: list[tuple[Scope, str]] = []  # names decided, in order
         self.sites: dict[str, list] = {}  # name -> every place the file may change what it holds
@@ -142,7 +144,7 @@ class Reader:
                 if name is not None and name.type == "identifier":
                     source = self.module_source(value) if value is not None else None
                     ok = source is not None and project_path(source, self.rel, self.own) is not None \
-                        and trusted_module(source, self.own, self.rel)
+                        and trusted_module(source, self.own, self.rel, self.support)
                     bound[self.text(name)] = bound.get(self.text(name), True) and ok
             elif n.type in ("function_declaration", "formal_parameters", "catch_clause",
                             "for_in_statement", "import_statement"):
@@ -247,7 +249,7 @@ class Reader:
             if s.type == "import_statement":
                 src = s.child_by_field_name("source")
                 value = jsasserts.parse_literal(self.text(src)) if src is not None else None
-                trusted = bool(value and value[0] == "s" and trusted_module(value[1], self.own, self.rel))
+                trusted = bool(value and value[0] == "s" and trusted_module(value[1], self.own, self.rel, self.support))
                 for n in import_names(s):
                     scope.declare(self.text(n), trusted)
 
@@ -337,7 +339,7 @@ class Reader:
         """An initialiser: inert, or the require/import of a trusted module (or a member of it)."""
         source = self.module_source(module_root(node))
         if source is not None:
-            return trusted_module(source, self.own, self.rel)
+            return trusted_module(source, self.own, self.rel, self.support)
         return self.expr_ok(node, scope)
 
     def expr_ok(self, node, scope: Scope) -> bool:
@@ -351,7 +353,7 @@ class Reader:
         if t == "call_expression":
             source = self.module_source(node)
             if source is not None:
-                return trusted_module(source, self.own, self.rel)
+                return trusted_module(source, self.own, self.rel, self.support)
             fn = node.child_by_field_name("function")
             if fn is not None and fn.type in ("import", "super"):
                 return False

@@ -28,7 +28,10 @@ without a subpath) naming the project's own code, or a node built-in that judges
 `sinon`, a framework or any other package: their bindings are not trusted. Nor the
 project's *test code*: a module under the test tree (`test/`, `tests/`, `__tests__/`,
 `spec/`, `fixtures/`, `__mocks__/`, `test-utils/`, ...), a test file by its name, an
-absolute path or one outside the repository; the submission may replace what it exports,
+absolute path or one outside the repository, or a module that is test support by what it
+does wherever it lives (`js_modules.support_modules`: it loads an assertion or test
+library directly or through its own imports, or the package's public modules never reach
+it); the submission may replace what it exports,
 and its load-time code (hooks it registers) is not read, so a file that loads one (by
 `require`, `import`, with or without names) counts nothing. An import run only for its
 effects (`import 'x'`) counts nothing unless its module is trusted.
@@ -155,8 +158,9 @@ class _File(Reader):
 
     QUIET_CALLS = Reader.QUIET_CALLS | FRAME_NAMES | TEST_NAMES | HOOKS
 
-    def __init__(self, data: bytes, rel: str, own_names: frozenset[str]):
-        super().__init__(data, own_names, rel)
+    def __init__(self, data: bytes, rel: str, own_names: frozenset[str],
+                 support: frozenset[str] = frozenset()):
+        super().__init__(data, own_names, rel, support)
         self.tree = parse(data, rel)
         text = data.decode("utf-8", "surrogateescape")
         self.checks = {}
@@ -210,7 +214,7 @@ class _File(Reader):
                 for d in s.named_children:
                     v = d.child_by_field_name("value") if d.type == "variable_declarator" else None
                     source = self.module_source(module_root(v)) if v is not None else None
-                    if source is not None and test_support(source, self.rel, self.own):
+                    if source is not None and test_support(source, self.rel, self.own, self.support):
                         self.poison(s, f"it loads test code ({source}) whose load-time code is not read")
                     elif v is not None and source is None and not alias(v) \
                             and not self.expr_ok(v, scope):
@@ -219,10 +223,10 @@ class _File(Reader):
                 src = s.child_by_field_name("source")
                 value = jsasserts.parse_literal(self.text(src)) if src is not None else None
                 source = value[1] if value and value[0] == "s" else ""
-                if test_support(source, self.rel, self.own):
+                if test_support(source, self.rel, self.own, self.support):
                     self.poison(s, f"it loads test code ({source}) whose load-time code is not read")
                 elif not any(c.type == "import_clause" for c in s.named_children) \
-                        and not trusted_module(source, self.own, self.rel):
+                        and not trusted_module(source, self.own, self.rel, self.support):
                     self.poison(s, f"an import run for its effects ({source or 'computed'})")
             elif t in TYPE_ONLY or t in (
                     "function_declaration", "generator_function_declaration", "empty_statement"):
@@ -230,7 +234,7 @@ class _File(Reader):
             elif t == "expression_statement":
                 expr = s.named_children[0] if s.named_children else None
                 source = self.module_source(expr) if expr is not None else None
-                if source is not None and test_support(source, self.rel, self.own):
+                if source is not None and test_support(source, self.rel, self.own, self.support):
                     self.poison(s, f"it loads test code ({source}) whose load-time code is not read")
                 elif expr is not None and expr.type == "call_expression" and _callee(expr):
                     calls.append(expr)
@@ -391,11 +395,13 @@ def own_names(workspace: Mapping[str, bytes]) -> frozenset[str]:
     return frozenset({name}) if isinstance(name, str) and re.fullmatch(r"[@\w./-]+", name) else frozenset()
 
 
-def explain(data: bytes, rel: str, own: frozenset[str] = frozenset()) -> dict[str, str]:
+def explain(data: bytes, rel: str, own: frozenset[str] = frozenset(),
+            support: frozenset[str] = frozenset()) -> dict[str, str]:
     """{test name: why it does not count, or "" when checked asserts alone decide it} of
     every plainly named test of a test file; the key "" holds why nothing in the file
-    counts, if so (see the module docstring)."""
-    reader = _File(data, rel, own)
+    counts, if so (see the module docstring). `support`: the package's modules that are
+    test support by what they do (`js_modules.support_modules`)."""
+    reader = _File(data, rel, own, support)
     root = reader.tree.root_node
     if root.has_error:
         return {"": "the file does not parse"}
@@ -414,7 +420,8 @@ def explain(data: bytes, rel: str, own: frozenset[str] = frozenset()) -> dict[st
     return out
 
 
-def decided_by_checks(data: bytes, rel: str, own: frozenset[str] = frozenset()) -> set[str]:
+def decided_by_checks(data: bytes, rel: str, own: frozenset[str] = frozenset(),
+                      support: frozenset[str] = frozenset()) -> set[str]:
     """The names (titles joined) of the tests of a test file whose verdict nothing but
     their checked asserts can decide (see the module docstring)."""
-    return {name for name, why in explain(data, rel, own).items() if name and not why}
+    return {name for name, why in explain(data, rel, own, support).items() if name and not why}
