@@ -173,3 +173,27 @@ def test_a_thread_that_only_feeds_the_test_asks_for_no_concurrency():
                            {"envy/__init__.py": b"", "envy/main.py": ENVY})
     [line] = spec.specify(derivation, "Read named pipes").lines
     assert "several threads at the same time" in line
+
+
+def test_a_logged_wording_and_an_environment_variable_the_test_sets():
+    test = ('import logging\nimport os\nfrom unittest import mock\n\nfrom envy.main import load\n\n\n'
+            'def test_load_turned_off(tmp_path):\n'
+            '    with mock.patch.dict(os.environ, {"ENVY_OFF": "1"}, clear=True):\n'
+            '        logger = logging.getLogger("envy.main")\n'
+            '        with mock.patch.object(logger, "debug") as debug:\n'
+            '            assert load(tmp_path / ".env") is False\n'
+            '        debug.assert_called_once_with("envy: loading turned off by ENVY_OFF")\n')
+    workspace = {"envy/__init__.py": b"", "envy/main.py": ENVY}
+    derivation = _describe({"tests/test_main.py": test.encode()}, ["tests/test_main.py::test_load_turned_off"],
+                           workspace)
+    assert derivation.behaviours[0].messages == ("envy: loading turned off by",)
+    said = "Set ENVY_OFF to skip loading; log `envy: loading turned off by ENVY_OFF` at debug level"
+    assert spec.specify(derivation, said).reason is None
+    assert spec.specify(derivation, "Add the ENVY_OFF flag").reason == spec.UNSTATED_MESSAGE
+    # Without the log check, the variable is what must be named: by the request, or described.
+    quiet = test.replace('        debug.assert_called_once_with("envy: loading turned off by ENVY_OFF")\n', "")
+    derivation = _describe({"tests/test_main.py": quiet.encode()}, ["tests/test_main.py::test_load_turned_off"],
+                           workspace)
+    [line] = spec.specify(derivation, "Turn loading off").lines
+    assert "reads the environment variable `ENVY_OFF`" in line
+    assert spec.specify(derivation, "Turn loading off with ENVY_OFF").stated == [True]

@@ -75,9 +75,10 @@ class Behaviour:
         """Whether there is anything to say: a named project item or summary words."""
         return bool(self.words) or any(a.kind == "uses" for a in self.aspects)
 
-    def describe(self) -> str:
-        """One line for the instruction: the summary, then every aspect."""
-        parts = [a.text for a in self.aspects]
+    def describe(self, leave_out: Iterable[Aspect] = ()) -> str:
+        """One line for the instruction: the summary, then every aspect (but `leave_out`)."""
+        skipped = set(leave_out)
+        parts = [a.text for a in self.aspects if a not in skipped]
         head = self.summary or "a hidden test"
         return f"{head}: " + "; ".join(parts) if parts else head
 
@@ -265,6 +266,10 @@ def specify(derivation: Derivation | None, request: str) -> Specification:
                            f"({', '.join(gaps)}) and nothing of it can be described")
             return spec
         line = b.describe()
+        if shows_literal(line, derivation.literals, derived_only=True) is not None:
+            # What the request already names need not be described (an environment
+            # variable it quotes, whose name the test also compares with).
+            line = b.describe(leave_out=[a for a in b.aspects if a.terms and a.text not in gaps])
         if line not in spec.lines:
             spec.lines.append(line)
     for line in spec.lines:

@@ -1,7 +1,8 @@
 """The messages a hidden pytest test checks word for word, and which the policy cannot know.
 
-A test that checks an error message or printed text word for word (`"Command not found:
-x" in result.stderr`, `pytest.raises(E, match="no such key")`) fails a correct solution
+A test that checks an error message, a log line or printed text word for word (`"Command
+not found: x" in result.stderr`, `pytest.raises(E, match="no such key")`,
+`debug.assert_called_once_with("loading disabled")`) fails a correct solution
 that words it differently. Such a check is fair only when the policy can know the words:
 the request quotes them, the project's source at the parent already holds them (an
 existing message reused), or they are the test's own inputs echoed back (a key the test
@@ -22,6 +23,7 @@ TEXT_ATTRS = frozenset({"output", "stdout", "stderr", "out", "err", "text", "mes
 TEXT_CALLS = frozenset({"str", "repr", "format"})
 MATCH_CALLS = frozenset({"raises", "warns", "assertRaisesRegex", "assertWarnsRegex",
                          "assertRaisesRegexp", "assertRegex"})
+MOCK_CALLS = frozenset({"assert_called_with", "assert_called_once_with", "assert_any_call", "call"})
 MIN_WORDS = 2  # words of two letters or more: fewer is a keyword, not a wording
 REGEX_SYNTAX = re.compile(r"\\[AbBdDsSwWZ]|[\^$.*+?()\[\]{}|]")
 
@@ -51,7 +53,8 @@ def _pattern_text(pattern: str) -> str:
 
 def checked_messages(func: ast.AST) -> list[ast.expr]:
     """The string literals a test checks as a message: contained in a text (`"x" in out`),
-    equal to one (`str(err) == "x"`), a `match=` pattern, unittest's `assertIn`."""
+    equal to one (`str(err) == "x"`), a `match=` pattern, unittest's `assertIn`, the
+    arguments a mock must have been called with (`debug.assert_called_once_with("x")`)."""
     found: list[ast.expr] = []
     for node in ast.walk(func):
         if isinstance(node, ast.Compare) and len(node.comparators) == 1:
@@ -72,6 +75,8 @@ def checked_messages(func: ast.AST) -> list[ast.expr]:
                 found.append(node.args[1])
             if name == "assertIn" and node.args and _string(node.args[0]) is not None:
                 found.append(node.args[0])
+            if name in MOCK_CALLS:  # a mock's recorded arguments: a logger's, print's
+                found += [a for a in node.args if _string(a) is not None]
     return found
 
 

@@ -4,9 +4,10 @@ Read from each checked fail-to-pass test's source (`ast`), never run: the projec
 uses (imported from the project, or defined in its source at the parent or by the fix),
 where a name the parent does not have is imported from, the exceptions it expects
 (`pytest.raises`, `assertRaises`), warnings (`pytest.warns`, `deprecated_call`), threads
-or processes (`threading`, `concurrent.futures`, `multiprocessing`), coroutines (an async
-test, `asyncio`), what it reads of printed output (`capsys`, `capfd`) or logs (`caplog`),
-the environment variables it sets (`monkeypatch.setenv`), the kinds of value its asserts
+or processes running project code (`threading`, `concurrent.futures`, `multiprocessing`),
+coroutines (an async test, `asyncio`), what it reads of printed output (`capsys`, `capfd`)
+or logs (`caplog`), the environment variables it sets (`monkeypatch.setenv`,
+`mock.patch.dict(os.environ, ...)`), the kinds of value its asserts
 compare with, and its docstring's first line or its name's words. The literals its
 comparisons expect (and `match=` patterns) are collected as `Derivation.literals`: they
 never appear in a description, and a word of a name or docstring that is one is left out.
@@ -252,6 +253,24 @@ def _called(calls: list[ast.Call], name: str) -> str:
     return f"called as `{name}({', '.join(args)})`{also}"
 
 
+def _env_set(call: ast.Call) -> list[str]:
+    """The environment variables a call sets for a test: `monkeypatch.setenv("X", ...)`,
+    `mock.patch.dict(os.environ, {"X": ...})`, `monkeypatch.setitem(os.environ, "X", ...)`."""
+    name = _name(call.func) or ""
+    if name.endswith("setenv") and call.args:
+        ok, var = _literal(call.args[0])
+        return [var] if ok and isinstance(var, str) else []
+    if not call.args or _name(call.args[0]) not in ("os.environ", "environ"):
+        return []
+    if name.endswith("patch.dict") and len(call.args) > 1 and isinstance(call.args[1], ast.Dict):
+        return [k.value for k in call.args[1].keys
+                if isinstance(k, ast.Constant) and isinstance(k.value, str)]
+    if name.endswith("setitem") and len(call.args) > 1:
+        ok, var = _literal(call.args[1])
+        return [var] if ok and isinstance(var, str) else []
+    return []
+
+
 def _edge(value: object) -> str | None:
     """The edge case a literal is (zero, a negative number, an empty value, None), if any."""
     if value is None:
@@ -471,11 +490,11 @@ class _TestReader:
                 label = _name(node.args[0]) if node.args else "DeprecationWarning"
                 aspects.append(Aspect("warns", f"emits a `{label}` warning",
                                       ("warn", "deprecat")))
-            elif isinstance(node, ast.Call) and _name(node.func) == "monkeypatch.setenv" and node.args:
-                ok, var = _literal(node.args[0])
-                if ok and isinstance(var, str):
+            elif isinstance(node, ast.Call):
+                for var in _env_set(node):
                     aspects.append(Aspect("env", f"reads the environment variable `{var}`",
-                                          (var.lower(), "environment")))
+                                          (var.lower(), " ".join(words_of(var)), "environment",
+                                           "env var", "environ"), exact=True))
         if attrs & THREADS and self._runs_in_thread(func):
             aspects.append(Aspect("threads", "must hold when called from several threads at "
                                   "the same time", THREAD_TERMS))
