@@ -159,8 +159,12 @@ def test_unstated_literal_forms_and_edge_cases_are_described_not_shown():
     shown = spec.specify(derivation, request + "Zero renders as '0s'; '3 wks' parses too.\n")
     assert shown.stated == [True, True] and shown.lines == []
     # The forms alone do not name an edge case: zero must be said.
-    assert spec.specify(derivation, "format_duration renders zero as '5s'; weeks: '3 wks', '2w'.").stated == [True, True]
-    assert spec.specify(derivation, "format_duration renders as '5s'; weeks: '3 wks', '2w'.").stated == [False, True]
+    assert spec.specify(derivation, "format_duration renders zero as '5s'; parse_duration weeks: '3 wks', '2w'."
+                        ).stated == [True, True]
+    assert spec.specify(derivation, "format_duration renders as '5s'; parse_duration weeks: '3 wks', '2w'."
+                        ).stated == [False, True]
+    # The function a test calls is named too: weeks parsed by what?
+    assert spec.specify(derivation, "format_duration renders zero as '5s'; weeks: '3 wks', '2w'.").stated == [True, False]
 
 
 def test_a_new_keyword_of_an_old_function_and_an_aliased_import_are_described():

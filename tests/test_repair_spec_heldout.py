@@ -196,4 +196,21 @@ def test_a_logged_wording_and_an_environment_variable_the_test_sets():
                            workspace)
     [line] = spec.specify(derivation, "Turn loading off").lines
     assert "reads the environment variable `ENVY_OFF`" in line
-    assert spec.specify(derivation, "Turn loading off with ENVY_OFF").stated == [True]
+    assert spec.specify(derivation, "Turn loading off with ENVY_OFF").stated == [False]  # load() unnamed
+    assert spec.specify(derivation, "Turn load() off with ENVY_OFF").stated == [True]
+
+
+def test_the_function_a_test_calls_is_named_or_described():
+    """The request speaks of the `set` command; the hidden test calls the library's
+    `set_key`: a fix made in the command alone fails it, so the call is described."""
+    test = ('from envy.main import set_key\n\n\ndef test_set_key_no_file(tmp_path):\n'
+            '    path = tmp_path / "nx"\n    assert set_key(str(path), "foo", "bar") == (True, "foo", "bar")\n'
+            '    assert path.exists()\n')
+    workspace = {"envy/__init__.py": b"", "envy/main.py": b"def set_key(path, key, value):\n    return None\n"}
+    derivation = _describe({"tests/test_main.py": test.encode()}, ["tests/test_main.py::test_set_key_no_file"],
+                           workspace)
+    verdict = spec.specify(derivation, "Make the `set` command create the .env file if no file was found")
+    assert verdict.stated == [False]
+    [line] = verdict.lines
+    assert "uses `set_key`, called as `set_key(..., str, str)`" in line
+    assert spec.specify(derivation, "set_key creates the file when there is no file").stated == [True]

@@ -462,7 +462,11 @@ class _TestReader:
                                       (" ".join(words_of(name)), name.lower()), exact=True))
                 aspects += _form_aspects(func, name, calls)
                 continue
-            aspects.append(Aspect("uses", f"uses `{name}`" + (f", {shape}" if shape else "")))
+            # What the test calls is the interface the change must have: the request names
+            # it (`set_key`, not only the `set` command), or it is described.
+            terms = tuple(dict.fromkeys((name.lower(), original.lower(), " ".join(words_of(original)))))
+            aspects.append(Aspect("uses", f"uses `{name}`" + (f", {shape}" if shape else ""),
+                                  terms if calls else (), exact=True))
             aspects += _form_aspects(func, name, calls)
             # A keyword its signature lacks; for one taking **kwargs (or unknown), a keyword
             # no function of the parent has.
