@@ -214,3 +214,21 @@ def test_the_function_a_test_calls_is_named_or_described():
     [line] = verdict.lines
     assert "uses `set_key`, called as `set_key(..., str, str)`" in line
     assert spec.specify(derivation, "set_key creates the file when there is no file").stated == [True]
+
+
+def test_an_attribute_the_test_assigns_must_be_settable_and_is_named_or_described():
+    """"add config and docs for limits": the hidden test also sets a request's
+    `max_parts` and reads it back, which a read-only view of the config would fail."""
+    test = ('from web.wrappers import Request\n\n\ndef test_limit_config():\n'
+            '    r = Request({})\n    assert r.max_parts == 1000\n    r.max_parts = 4\n'
+            '    assert r.max_parts == 4\n')
+    source = (b"class Request:\n    def __init__(self, environ):\n        self.environ = environ\n\n"
+              b"    @property\n    def max_parts(self):\n        return 1000\n")
+    derivation = _describe({"tests/test_request.py": test.encode()}, ["tests/test_request.py::test_limit_config"],
+                           {"web/__init__.py": b"", "web/wrappers.py": source})
+    verdict = spec.specify(derivation, "add config and docs for limits")
+    assert verdict.stated == [False]
+    [line] = verdict.lines
+    assert "sets `max_parts` on an object and reads it back (it must be assignable)" in line
+    assert spec.specify(derivation, "Request(empty environ): max_parts can be set per request; config for limits"
+                        ).stated == [True]

@@ -7,7 +7,7 @@ where a name the parent does not have is imported from, the exceptions it expect
 or processes running project code (`threading`, `concurrent.futures`, `multiprocessing`),
 coroutines (an async test, `asyncio`), what it reads of printed output (`capsys`, `capfd`)
 or logs (`caplog`), the environment variables it sets (`monkeypatch.setenv`,
-`mock.patch.dict(os.environ, ...)`), the kinds of value its asserts
+`mock.patch.dict(os.environ, ...)`), the project attributes it assigns, the kinds of value its asserts
 compare with, and its docstring's first line or its name's words. The literals its
 comparisons expect (and `match=` patterns) are collected as `Derivation.literals`: they
 never appear in a description, and a word of a name or docstring that is one is left out.
@@ -413,6 +413,26 @@ class _TestReader:
             found.append((name, original, module if new else None))
         return found[:MAX_NAMES]
 
+    def _assigned(self, func: ast.FunctionDef | ast.AsyncFunctionDef) -> list[Aspect]:
+        """The project attributes a test assigns on an object (`request.max_parts = 4`):
+        each must be settable, which the request names (the attribute) or is described."""
+        outside = _outside(self.tree, func, self.project)
+        out: list[Aspect] = []
+        for node in ast.walk(func):
+            targets = node.targets if isinstance(node, ast.Assign) else \
+                [node.target] if isinstance(node, (ast.AugAssign, ast.AnnAssign)) else []
+            for t in targets:
+                if not (isinstance(t, ast.Attribute) and t.attr in self.defined):
+                    continue
+                base = _root(t.value)
+                if isinstance(base, ast.Name) and (base.id in outside or base.id == "self"):
+                    continue
+                aspect = Aspect("sets", f"sets `{t.attr}` on an object and reads it back (it must be "
+                                        "assignable)", (t.attr.lower(), " ".join(words_of(t.attr))), exact=True)
+                if aspect not in out:
+                    out.append(aspect)
+        return out[:MAX_NAMES]
+
     def _runs_in_thread(self, func: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
         """Whether project code runs in a thread or process the test starts: a
         `Thread(target=...)`, `Process(target=...)`, an executor's `submit`/`map` given a
@@ -464,9 +484,9 @@ class _TestReader:
                 continue
             # What the test calls is the interface the change must have: the request names
             # it (`set_key`, not only the `set` command), or it is described.
-            terms = tuple(dict.fromkeys((name.lower(), original.lower(), " ".join(words_of(original)))))
+            called = tuple(dict.fromkeys((name.lower(), original.lower(), " ".join(words_of(original)))))
             aspects.append(Aspect("uses", f"uses `{name}`" + (f", {shape}" if shape else ""),
-                                  terms if calls else (), exact=True))
+                                  called if calls else (), exact=True))
             aspects += _form_aspects(func, name, calls)
             # A keyword its signature lacks; for one taking **kwargs (or unknown), a keyword
             # no function of the parent has.
@@ -474,6 +494,7 @@ class _TestReader:
             for kw in sorted({k.arg for c in calls for k in c.keywords if k.arg} - accepted):
                 aspects.append(Aspect("keyword", f"`{name}` takes a new keyword argument `{kw}`",
                                       (kw.lower(), " ".join(words_of(kw))), exact=True))
+        aspects += self._assigned(func)
         names = {n for n in (_name(x) for x in ast.walk(func)) if n}
         attrs = {part for n in names for part in n.split(".")}
         params = {a.arg for a in func.args.args}
