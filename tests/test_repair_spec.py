@@ -111,9 +111,10 @@ def test_expected_exceptions_and_new_names_are_required_by_name():
     fixed: dict[str, bytes | None] = {"shapes/area.py": b"def circle_area(r, precise=False):\n    pass\n"}
     derivation = _describe(hidden, f2p, {"shapes/__init__.py": b""}, fixed)
     assert "radius must be" in derivation.literals and "12.5" in derivation.literals
-    said = spec.specify(derivation, "circle_area: a negative radius raises ValueError")
+    # The message's wording is checked word for word: every request here states it.
+    said = spec.specify(derivation, "circle_area: a negative radius raises ValueError: radius must be >= 0")
     assert said.stated == [True]
-    vague = spec.specify(derivation, "Reject a negative radius")
+    vague = spec.specify(derivation, "Reject a negative radius (the error says: radius must be positive)")
     [line] = vague.lines
     assert "raises `ValueError`" in line and "`circle_area(int)` (also with `precise=`)" in line
     assert "radius must be" not in line and "12.5" not in line
@@ -158,8 +159,12 @@ def test_unstated_literal_forms_and_edge_cases_are_described_not_shown():
     shown = spec.specify(derivation, request + "Zero renders as '0s'; '3 wks' parses too.\n")
     assert shown.stated == [True, True] and shown.lines == []
     # The forms alone do not name an edge case: zero must be said.
-    assert spec.specify(derivation, "format_duration renders zero as '5s'; weeks: '3 wks', '2w'.").stated == [True, True]
-    assert spec.specify(derivation, "format_duration renders as '5s'; weeks: '3 wks', '2w'.").stated == [False, True]
+    assert spec.specify(derivation, "format_duration renders zero as '5s'; parse_duration weeks: '3 wks', '2w'."
+                        ).stated == [True, True]
+    assert spec.specify(derivation, "format_duration renders as '5s'; parse_duration weeks: '3 wks', '2w'."
+                        ).stated == [False, True]
+    # The function a test calls is named too: weeks parsed by what?
+    assert spec.specify(derivation, "format_duration renders zero as '5s'; weeks: '3 wks', '2w'.").stated == [True, False]
 
 
 def test_a_new_keyword_of_an_old_function_and_an_aliased_import_are_described():
@@ -191,7 +196,8 @@ def test_a_behaviour_nothing_can_describe_drops_the_commit():
 
 
 def test_a_description_showing_a_literal_drops_the_commit():
-    b = spec.Behaviour("t.py::test_x", "gives blue", ("blue",), (spec.Aspect("uses", "uses `paint`"),))
+    b = spec.Behaviour("t.py::test_x", "a test named “gives blue”", ("blue",),
+                       (spec.Aspect("uses", "uses `paint`"),))
     verdict = spec.specify(spec.Derivation((b,), frozenset({"blue"})), "Paint things")
     assert verdict.reason == spec.SHOWS_LITERAL and verdict.lines == []
     assert spec.shows_literal("uses `format_duration`", {"format"}) is None

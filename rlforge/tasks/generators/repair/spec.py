@@ -29,6 +29,7 @@ from typing import Any
 
 NOT_SPECIFIED = "instruction does not specify a checked behaviour"
 SHOWS_LITERAL = "description would show a hidden literal"
+UNSTATED_MESSAGE = "a hidden test checks a wording the request does not state"
 SUMMARY_SHARE = 0.5  # of a test name's content words the request must contain
 # Words of a test's name that say nothing about the behaviour by themselves.
 FILLER = frozenset("""test tests the a an of is are be been in on to for with and or it its as
@@ -57,21 +58,27 @@ class Aspect:
 @dataclass(frozen=True)
 class Behaviour:
     """What one fail-to-pass test checks: `summary` (the words of its name or docstring),
-    `words` (the content words of that summary the request is matched against) and its
-    aspects."""
+    `words` (the content words of that summary the request is matched against), its
+    aspects, and `messages`: the wordings it checks word for word (a message's text but
+    the test's own inputs) that the policy cannot find in its workspace, which the request
+    must state as written (no description can: they are held back). What a summary or an
+    aspect's text takes from the test is quoted (“…”) or in backticks (`DERIVED_PART`):
+    only that is searched for hidden literals."""
 
     test: str
     summary: str
     words: tuple[str, ...]
     aspects: tuple[Aspect, ...]
+    messages: tuple[str, ...] = ()
 
     def describable(self) -> bool:
         """Whether there is anything to say: a named project item or summary words."""
         return bool(self.words) or any(a.kind == "uses" for a in self.aspects)
 
-    def describe(self) -> str:
-        """One line for the instruction: the summary, then every aspect."""
-        parts = [a.text for a in self.aspects]
+    def describe(self, leave_out: Iterable[Aspect] = ()) -> str:
+        """One line for the instruction: the summary, then every aspect (but `leave_out`)."""
+        skipped = set(leave_out)
+        parts = [a.text for a in self.aspects if a not in skipped]
         head = self.summary or "a hidden test"
         return f"{head}: " + "; ".join(parts) if parts else head
 
@@ -99,6 +106,12 @@ def content_words(text: str, skip: Iterable[str] = ()) -> tuple[str, ...]:
         if len(w) >= 3 and w not in FILLER and w not in skipped and not w.isdigit() and w not in out:
             out.append(w)
     return tuple(out)
+
+
+def states_wording(request: str, wording: str) -> bool:
+    """Whether the request holds a wording as written (case and punctuation included;
+    runs of white space count as one space)."""
+    return " ".join(wording.split()) in " ".join(request.split())
 
 
 def _stem(word: str) -> str:
@@ -131,8 +144,15 @@ MAX_FORM = 40  # characters: a longer literal is content, not a form
 
 def form_of(text: str) -> str:
     """The form of a literal as a request would state it: every number replaced by `<n>`
-    (`"3 wks"` -> `<n> wks`, `"1w 3d"` -> `<n>w <n>d`)."""
-    return NUMBER.sub(PLACEHOLDER, text)
+    (`"3 wks"` -> `<n> wks`, `"1h30m"` -> `<n>h<n>m`). Digits inside a word that starts
+    with a letter are no number (`S3cr3t_P4ss` has none; `v2` and `sha256` end in one)."""
+    def number(m: re.Match[str]) -> str:
+        start = m.start()
+        while start and text[start - 1].isalnum():
+            start -= 1
+        inside = text[start].isalpha() and m.end() < len(text) and text[m.end()].isalpha()
+        return m.group() if inside else PLACEHOLDER
+    return NUMBER.sub(number, text)
 
 
 def form_tokens(text: str) -> list[str]:
@@ -172,9 +192,18 @@ def missing(behaviour: Behaviour, request: str) -> list[str]:
     return out
 
 
-def shows_literal(text: str, literals: Iterable[str]) -> str | None:
+# The parts of a description that come from a test: quoted (its summary) or in backticks
+# (names, forms, kinds); the rest is the description's own sentences.
+DERIVED_PART = re.compile(r"“[^”]*”|`[^`]*`")
+
+
+def shows_literal(text: str, literals: Iterable[str], derived_only: bool = False) -> str | None:
     """The first hidden literal (its text as written) the text shows, if any: standing on
-    its own, not inside a longer word, identifier or number (case-insensitively)."""
+    its own, not inside a longer word, identifier or number (case-insensitively).
+    `derived_only`: the text is a description; only its parts that come from the test
+    (`DERIVED_PART`) can show one, not the words of its own sentences (`a`, `text`)."""
+    if derived_only:
+        text = " ".join(DERIVED_PART.findall(text))
     for lit in sorted(literals):
         core = lit.strip()
         if not core:
@@ -219,6 +248,14 @@ def specify(derivation: Derivation | None, request: str) -> Specification:
         return Specification(measured=False)
     spec = Specification(measured=True, behaviours=list(derivation.behaviours))
     for b in derivation.behaviours:
+        unstated = [m for m in b.messages if not states_wording(request, m)]
+        if unstated:
+            spec.reason = UNSTATED_MESSAGE
+            spec.detail = (f"{b.test}: checks {len(unstated)} wording(s) word for word "
+                           f"({', '.join(str(len(m.split())) + ' words' for m in unstated)}) that "
+                           "neither the request nor the workspace holds; a different wording fails")
+            spec.lines = []
+            return spec
         gaps = missing(b, request)
         spec.stated.append(not gaps)
         if not gaps:
@@ -229,10 +266,14 @@ def specify(derivation: Derivation | None, request: str) -> Specification:
                            f"({', '.join(gaps)}) and nothing of it can be described")
             return spec
         line = b.describe()
+        if shows_literal(line, derivation.literals, derived_only=True) is not None:
+            # What the request already names need not be described (an environment
+            # variable it quotes, whose name the test also compares with).
+            line = b.describe(leave_out=[a for a in b.aspects if a.terms and a.text not in gaps])
         if line not in spec.lines:
             spec.lines.append(line)
     for line in spec.lines:
-        if (lit := shows_literal(line, derivation.literals)) is not None:
+        if (lit := shows_literal(line, derivation.literals, derived_only=True)) is not None:
             spec.reason = SHOWS_LITERAL
             spec.detail = f"a description of a hidden test would show one of its literals ({len(lit)} chars)"
             spec.lines = []

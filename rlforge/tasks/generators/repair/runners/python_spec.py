@@ -4,9 +4,10 @@ Read from each checked fail-to-pass test's source (`ast`), never run: the projec
 uses (imported from the project, or defined in its source at the parent or by the fix),
 where a name the parent does not have is imported from, the exceptions it expects
 (`pytest.raises`, `assertRaises`), warnings (`pytest.warns`, `deprecated_call`), threads
-or processes (`threading`, `concurrent.futures`, `multiprocessing`), coroutines (an async
-test, `asyncio`), what it reads of printed output (`capsys`, `capfd`) or logs (`caplog`),
-the environment variables it sets (`monkeypatch.setenv`), the kinds of value its asserts
+or processes running project code (`threading`, `concurrent.futures`, `multiprocessing`),
+coroutines (an async test, `asyncio`), what it reads of printed output (`capsys`, `capfd`)
+or logs (`caplog`), the environment variables it sets (`monkeypatch.setenv`,
+`mock.patch.dict(os.environ, ...)`), the project attributes it assigns, the kinds of value its asserts
 compare with, and its docstring's first line or its name's words. The literals its
 comparisons expect (and `match=` patterns) are collected as `Derivation.literals`: they
 never appear in a description, and a word of a name or docstring that is one is left out.
@@ -15,9 +16,11 @@ never appear in a description, and a word of a name or docstring that is one is 
 from __future__ import annotations
 
 import ast
+import builtins
 from collections.abc import Mapping
 
-from rlforge.tasks.generators.repair.spec import (MAX_FORM, Aspect, Behaviour, Derivation,
+from rlforge.tasks.generators.repair.runners.python_messages import unstated_wordings
+from rlforge.tasks.generators.repair.spec import (MAX_FORM, PLACEHOLDER, Aspect, Behaviour, Derivation,
                                                   content_words, form_of, shows_literal,
                                                   words_of)
 
@@ -119,7 +122,8 @@ def _bound(trees: list[ast.Module]) -> set[str]:
 
 def _parameters(trees: list[ast.Module]) -> dict[str, set[str] | None]:
     """{function or class name: the keyword parameters its definitions accept (None: any,
-    it takes **kwargs)}; a class's are its `__init__`'s; under "" those of every function."""
+    it takes **kwargs)}; a class's are its `__init__`'s, or without one its annotated
+    fields (a NamedTuple's, a dataclass's); under "" those of every function."""
     out: dict[str, set[str] | None] = {}
 
     def accept(name: str, func: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
@@ -141,9 +145,14 @@ def _parameters(trees: list[ast.Module]) -> dict[str, set[str] | None]:
                 assert every is not None
                 every.update(x.arg for x in a.posonlyargs + a.args + a.kwonlyargs)
             elif isinstance(node, ast.ClassDef):
-                for item in node.body:
-                    if isinstance(item, ast.FunctionDef) and item.name == "__init__":
-                        accept(node.name, item)
+                inits = [i for i in node.body if isinstance(i, ast.FunctionDef) and i.name == "__init__"]
+                for item in inits:
+                    accept(node.name, item)
+                fields = {i.target.id for i in node.body
+                          if isinstance(i, ast.AnnAssign) and isinstance(i.target, ast.Name)}
+                if not inits and fields and out.get(node.name, set()) is not None:
+                    # A NamedTuple's or dataclass's fields are its keyword parameters.
+                    out[node.name] = (out.get(node.name) or set()) | fields
     return out
 
 
@@ -176,6 +185,52 @@ def _imports(tree: ast.Module, project: set[str]) -> dict[str, tuple[str, str]]:
     return out
 
 
+def _root(node: ast.AST) -> ast.AST:
+    """The expression an attribute chain, call or subscript starts from (`a` of
+    `a.b(c).d[0]`; the call itself for `open(p).read`, its root being `open`)."""
+    while True:
+        if isinstance(node, (ast.Attribute, ast.Subscript)):
+            node = node.value
+        elif isinstance(node, ast.Call):
+            node = node.func
+        else:
+            return node
+
+
+def _outside(tree: ast.Module, func: ast.AST, project: set[str]) -> set[str]:
+    """Names in a test that hold no project object: the builtins, what the test module
+    imports from elsewhere (`mock`, `threading`), and the local names it binds from
+    those (`t = threading.Thread(...)`, `with open(p) as f`). A project name reached
+    through one (`mock.patch.dict`, `t.start()`, `f.read()`) is not the project's."""
+    out = set(dir(builtins))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and (node.level or not node.module
+                                                 or node.module.split(".")[0] not in project):
+            if node.level == 0:
+                out.update(a.asname or a.name for a in node.names)
+        elif isinstance(node, ast.Import):
+            out.update((a.asname or a.name).split(".")[0] for a in node.names
+                       if a.name.split(".")[0] not in project)
+    out -= {n for n in _imports(tree, project)}
+    bindings: list[tuple[ast.AST, ast.AST]] = []
+    for node in ast.walk(func):
+        if isinstance(node, ast.Assign):
+            bindings += [(t, node.value) for t in node.targets]
+        elif isinstance(node, (ast.With, ast.AsyncWith)):
+            bindings += [(i.optional_vars, i.context_expr) for i in node.items if i.optional_vars]
+    for _ in range(len(bindings)):
+        grew = False
+        for target, value in bindings:
+            base = _root(value)
+            if isinstance(target, ast.Name) and target.id not in out \
+                    and isinstance(base, ast.Name) and base.id in out:
+                out.add(target.id)
+                grew = True
+        if not grew:
+            break
+    return out
+
+
 def _calls(func: ast.AST, name: str) -> list[ast.Call]:
     return [n for n in ast.walk(func) if isinstance(n, ast.Call)
             and (_name(n.func) or "").split(".")[-1] == name]
@@ -198,6 +253,24 @@ def _called(calls: list[ast.Call], name: str) -> str:
     return f"called as `{name}({', '.join(args)})`{also}"
 
 
+def _env_set(call: ast.Call) -> list[str]:
+    """The environment variables a call sets for a test: `monkeypatch.setenv("X", ...)`,
+    `mock.patch.dict(os.environ, {"X": ...})`, `monkeypatch.setitem(os.environ, "X", ...)`."""
+    name = _name(call.func) or ""
+    if name.endswith("setenv") and call.args:
+        ok, var = _literal(call.args[0])
+        return [var] if ok and isinstance(var, str) else []
+    if not call.args or _name(call.args[0]) not in ("os.environ", "environ"):
+        return []
+    if name.endswith("patch.dict") and len(call.args) > 1 and isinstance(call.args[1], ast.Dict):
+        return [k.value for k in call.args[1].keys
+                if isinstance(k, ast.Constant) and isinstance(k.value, str)]
+    if name.endswith("setitem") and len(call.args) > 1:
+        ok, var = _literal(call.args[1])
+        return [var] if ok and isinstance(var, str) else []
+    return []
+
+
 def _edge(value: object) -> str | None:
     """The edge case a literal is (zero, a negative number, an empty value, None), if any."""
     if value is None:
@@ -218,7 +291,7 @@ def _forms(value: object) -> list[str]:
         return [f for v in value for f in _forms(v)]
     if isinstance(value, bytes):
         value = value.decode("utf-8", "replace")
-    if isinstance(value, str) and any(c.isdigit() for c in value) and "\n" not in value \
+    if isinstance(value, str) and PLACEHOLDER in form_of(value) and "\n" not in value \
             and len(value.strip()) <= MAX_FORM:
         return [form_of(value.strip())]
     return []
@@ -270,8 +343,10 @@ class _TestReader:
     """Reads the behaviours of the tests of one hidden test module."""
 
     def __init__(self, source: bytes, project: set[str], defined: set[str], at_parent: set[str],
-                 parameters: dict[str, set[str] | None]):
+                 parameters: dict[str, set[str] | None], visible_text: str = " "):
         self.tree = ast.parse(source)
+        self.visible_text = visible_text  # the workspace's text (`python_messages`)
+        self.project = project
         self.imported = _imports(self.tree, project)
         self.defined = defined
         self.at_parent = at_parent
@@ -316,15 +391,18 @@ class _TestReader:
         parent lacks it) of the project items a test uses, in the order they appear; its
         parameters (pytest fixtures) are no project items."""
         fixtures = {a.arg for a in func.args.args + func.args.kwonlyargs}
+        outside = _outside(self.tree, func, self.project)
         found: list[tuple[str, str, str | None]] = []
         seen: set[str] = set()
         for node in ast.walk(func):
             name = None
             if isinstance(node, ast.Name) and node.id not in self.helpers and node.id not in fixtures \
-                    and (node.id in self.imported or node.id in self.defined):
+                    and (node.id in self.imported or (node.id in self.defined and node.id not in outside)):
                 name = node.id
             elif isinstance(node, ast.Attribute) and node.attr in self.defined:
-                name = node.attr
+                base = _root(node.value)
+                if not (isinstance(base, ast.Name) and base.id in outside):
+                    name = node.attr
             if name is None or name in seen:
                 continue
             seen.add(name)
@@ -334,6 +412,53 @@ class _TestReader:
             new = original not in self.at_parent and module is not None
             found.append((name, original, module if new else None))
         return found[:MAX_NAMES]
+
+    def _assigned(self, func: ast.FunctionDef | ast.AsyncFunctionDef) -> list[Aspect]:
+        """The project attributes a test assigns on an object (`request.max_parts = 4`):
+        each must be settable, which the request names (the attribute) or is described."""
+        outside = _outside(self.tree, func, self.project)
+        out: list[Aspect] = []
+        for node in ast.walk(func):
+            targets = node.targets if isinstance(node, ast.Assign) else \
+                [node.target] if isinstance(node, (ast.AugAssign, ast.AnnAssign)) else []
+            for t in targets:
+                if not (isinstance(t, ast.Attribute) and t.attr in self.defined):
+                    continue
+                base = _root(t.value)
+                if isinstance(base, ast.Name) and (base.id in outside or base.id == "self"):
+                    continue
+                aspect = Aspect("sets", f"sets `{t.attr}` on an object and reads it back (it must be "
+                                        "assignable)", (t.attr.lower(), " ".join(words_of(t.attr))), exact=True)
+                if aspect not in out:
+                    out.append(aspect)
+        return out[:MAX_NAMES]
+
+    def _runs_in_thread(self, func: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+        """Whether project code runs in a thread or process the test starts: a
+        `Thread(target=...)`, `Process(target=...)`, an executor's `submit`/`map` given a
+        project name, or a lambda or local function using one (a thread that only feeds
+        the test, a FIFO's writer, is no concurrency the change must hold under)."""
+        outside = _outside(self.tree, func, self.project)
+        project = set(self.imported) | (self.defined - outside)
+        local = {n.name: n for n in ast.walk(func) if n is not func
+                 and isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
+        touching: set[str] = set()
+        for _ in range(len(local) + 1):  # local functions calling each other
+            touching |= {name for name, d in local.items()
+                         if any(isinstance(x, ast.Name) and x.id in project | touching for x in ast.walk(d))}
+        targets: list[ast.AST] = []
+        for node in ast.walk(func):
+            if not isinstance(node, ast.Call):
+                continue
+            called = (_name(node.func) or "").split(".")[-1]
+            if called in ("Thread", "Process", "Timer"):
+                targets += [kw.value for kw in node.keywords if kw.arg in ("target", "function")]
+                targets += node.args[1:2] if called == "Timer" else []
+            elif called in ("submit", "map", "apply_async", "run_in_executor") and node.args:
+                targets.append(node.args[1] if called == "run_in_executor" and len(node.args) > 1
+                               else node.args[0])
+        return any(isinstance(x, ast.Name) and x.id in project | touching
+                   for t in targets for x in ast.walk(t))
 
     def collect(self, key: str) -> bool:
         """Collect a test's literals (before any test is described); whether it exists."""
@@ -357,7 +482,11 @@ class _TestReader:
                                       (" ".join(words_of(name)), name.lower()), exact=True))
                 aspects += _form_aspects(func, name, calls)
                 continue
-            aspects.append(Aspect("uses", f"uses `{name}`" + (f", {shape}" if shape else "")))
+            # What the test calls is the interface the change must have: the request names
+            # it (`set_key`, not only the `set` command), or it is described.
+            called = tuple(dict.fromkeys((name.lower(), original.lower(), " ".join(words_of(original)))))
+            aspects.append(Aspect("uses", f"uses `{name}`" + (f", {shape}" if shape else ""),
+                                  called if calls else (), exact=True))
             aspects += _form_aspects(func, name, calls)
             # A keyword its signature lacks; for one taking **kwargs (or unknown), a keyword
             # no function of the parent has.
@@ -365,6 +494,7 @@ class _TestReader:
             for kw in sorted({k.arg for c in calls for k in c.keywords if k.arg} - accepted):
                 aspects.append(Aspect("keyword", f"`{name}` takes a new keyword argument `{kw}`",
                                       (kw.lower(), " ".join(words_of(kw))), exact=True))
+        aspects += self._assigned(func)
         names = {n for n in (_name(x) for x in ast.walk(func)) if n}
         attrs = {part for n in names for part in n.split(".")}
         params = {a.arg for a in func.args.args}
@@ -385,12 +515,12 @@ class _TestReader:
                 label = _name(node.args[0]) if node.args else "DeprecationWarning"
                 aspects.append(Aspect("warns", f"emits a `{label}` warning",
                                       ("warn", "deprecat")))
-            elif isinstance(node, ast.Call) and _name(node.func) == "monkeypatch.setenv" and node.args:
-                ok, var = _literal(node.args[0])
-                if ok and isinstance(var, str):
+            elif isinstance(node, ast.Call):
+                for var in _env_set(node):
                     aspects.append(Aspect("env", f"reads the environment variable `{var}`",
-                                          (var.lower(), "environment")))
-        if attrs & THREADS:
+                                          (var.lower(), " ".join(words_of(var)), "environment",
+                                           "env var", "environ"), exact=True))
+        if attrs & THREADS and self._runs_in_thread(func):
             aspects.append(Aspect("threads", "must hold when called from several threads at "
                                   "the same time", THREAD_TERMS))
         if isinstance(func, ast.AsyncFunctionDef) or "asyncio" in attrs:
@@ -403,7 +533,8 @@ class _TestReader:
             aspects.append(Aspect("expects", "its checks expect " + ", ".join(kinds)))
         summary, words = self._summary(func, owner, {n for n, _, _ in uses})
         dedup = tuple(dict.fromkeys(aspects))
-        return Behaviour(test_id, summary, words, dedup)
+        messages = tuple(unstated_wordings(self.tree, func, self.visible_text))
+        return Behaviour(test_id, summary, words, dedup, messages)
 
     def _summary(self, func: ast.AST, owner: str, used: set[str]) -> tuple[str, tuple[str, ...]]:
         """The docstring's first line when it shows no literal, else the test's name as
@@ -435,6 +566,7 @@ def behaviours(hidden: Mapping[str, bytes], fail_to_pass: list[str], workspace: 
     at_parent = _defined(parent_trees) | _bound(parent_trees)
     at_parent |= {p.rsplit("/", 1)[-1][:-3] for p in parent_source}
     parameters = _parameters(parent_trees)
+    visible = " ".join(b"\n".join(workspace.values()).decode("utf-8", "replace").split())
     readers: dict[str, _TestReader] = {}
     tests: list[tuple[str, _TestReader, str]] = []
     for test_id in fail_to_pass:
@@ -444,7 +576,7 @@ def behaviours(hidden: Mapping[str, bytes], fail_to_pass: list[str], workspace: 
             return None
         if rel not in readers:
             try:
-                readers[rel] = _TestReader(hidden[rel], project, defined, at_parent, parameters)
+                readers[rel] = _TestReader(hidden[rel], project, defined, at_parent, parameters, visible)
             except (SyntaxError, ValueError, RecursionError):
                 return None
         if not readers[rel].collect(key):
