@@ -256,6 +256,20 @@ def test_split_by_time_needs_a_cutoff_and_cuts_there(cli, ticket_db, tmp_path, q
     assert str(by["train"][2]) < "2024-06-01" <= str(by["test"][1])
 
 
+def test_a_cutoff_without_a_zone_splits_times_with_one():
+    # commits carry their zone, a --cutoff date has none: comparing them raised TypeError
+    # after every check of a build had run
+    import datetime as dt
+
+    from rlforge.tasks.splits import time_split
+
+    cutoff = dt.datetime.fromisoformat("2024-06-01")
+    zoned = dt.timezone(dt.timedelta(hours=2))
+    assert time_split(dt.datetime(2024, 6, 1, 1, 0, tzinfo=zoned), cutoff) == "train"
+    assert time_split(dt.datetime(2024, 6, 1, 3, 0, tzinfo=zoned), cutoff) == "test"
+    assert time_split(dt.datetime(2024, 5, 31), cutoff) == "train"
+
+
 def test_user_templates_override_the_builtin_ones(cli, ticket_db, tmp_path):
     custom = tmp_path / "tpl" / "tickets.triage"
     custom.mkdir(parents=True)

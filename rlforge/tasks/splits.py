@@ -99,9 +99,15 @@ def hash_split(group: str, ratios: tuple[float, float, float] = (0.8, 0.1, 0.1))
 
 
 def time_split(when: dt.datetime | None, cutoff: dt.datetime) -> str:
+    """`test` from `cutoff` on; a time without a zone (a `--cutoff` date, a ticket export's
+    local stamp) is read as UTC, so zoned and unzoned times compare."""
     if when is None:
         return "train"
-    return "train" if when < cutoff else "test"
+    return "train" if _utc(when) < _utc(cutoff) else "test"
+
+
+def _utc(when: dt.datetime) -> dt.datetime:
+    return when.replace(tzinfo=dt.timezone.utc) if when.tzinfo is None else when
 
 
 def exact_key(text: str, reference: dict) -> str:
