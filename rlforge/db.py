@@ -396,6 +396,11 @@ MIGRATIONS: list[Migration] = [
         ALTER TABLE commit_files ADD COLUMN path_bytes BLOB;
         ALTER TABLE commit_files ADD COLUMN old_path_bytes BLOB;
     """),
+    Migration("0012_repair_p2p_variants", """
+        -- [copies of pass-to-pass tests with an input changed, with the values the build
+        --  measured at the parent and with the fix] (rlforge/verify/standalone/variants.py)
+        ALTER TABLE repair_checks ADD COLUMN p2p_variants VARCHAR;
+    """),
 ]
 
 

@@ -43,6 +43,7 @@ from rlforge.tasks.generators.repair.runners import Dependencies, TestRunner
 from rlforge.tasks.generators.repair.runners.python import RULES
 from rlforge.tasks.generators.repair.select import CommitRow, screen, window
 from rlforge.tasks.spec import BuildContext, SourceRef, Submission, TaskSpec, stable_sample
+from rlforge.verify.standalone import variants
 from rlforge.verify.standalone.protect import SUBMISSION_PATCH, is_protected
 
 PROTECTED = RULES  # the Python runner's test files and configuration
@@ -140,7 +141,7 @@ def _difficulty(lines: int) -> str:
     return "easy" if lines <= 10 else "medium" if lines <= 60 else "hard"
 
 
-@register("commits.repair", 1, "Fix the code so the commit's own tests pass: workspace at the "
+@register("commits.repair", 2, "Fix the code so the commit's own tests pass: workspace at the "
           "parent commit, hidden fail-to-pass and pass-to-pass tests run in the sandbox.",
           verifier="repair")
 class CommitsRepair(Generator):
@@ -225,7 +226,7 @@ class CommitsRepair(Generator):
         ordered = stable_sample(candidates, None, ctx.seed, key=lambda r: f"{r.repo}@{r.sha}")
         kept = asyncio.run(self._check_all(ctx, ordered))
         for row, snap, settings, reqs, check in kept:
-            yield self._spec(row, snap, settings, reqs, check)
+            yield self._spec(row, snap, settings, reqs, check, ctx)
 
     def _detect_runners(self, rows: list[CommitRow]) -> dict[str, TestRunner | str]:
         """{repository: its test runner, or why none serves it}: the runner its settings
@@ -377,7 +378,7 @@ class CommitsRepair(Generator):
         return f"{subject}\n{body}"
 
     def _spec(self, row: CommitRow, snap: gitrepo.CommitSnapshot, settings: RepoSettings,
-              found: Dependencies, check: CheckResult) -> TaskSpec:
+              found: Dependencies, check: CheckResult, ctx: BuildContext) -> TaskSpec:
         o = self.opts
         runner: TestRunner = runner_of(settings)
         rules = runner.test_rules()
@@ -389,11 +390,14 @@ class CommitsRepair(Generator):
                           for p, d in workspace.items() if is_protected(p, rules)}
         per_test, collect = settings.per_test_timeout, settings.collect_timeout
         verifier_timeout = round(60 + collect + 2 * per_test + 4 * check.gold_seconds)
+        held_back = variants.chosen(check.p2p_variants, ctx.rng("p2p-variants", repo_name, row.sha))
         reference = {
             "verifier": runner.verifier, "workspace": "/app", "submission_patch": SUBMISSION_PATCH,
             "result_format": settings.result_format,
             "fail_to_pass": check.fail_to_pass, "pass_to_pass": check.pass_to_pass,
             "p2p_checks": {i: check.p2p_checks[i] for i in check.pass_to_pass if i in check.p2p_checks},
+            # held-back pass-to-pass checks: copies of visible tests with an input changed
+            "p2p_variants": held_back,
             "hidden_dir": "hidden", "hidden_files": sorted(snap.hidden),
             "hidden_deleted": snap.hidden_deleted, "protected": rules,
             "base_protected": base_protected, "per_test_timeout": per_test,
@@ -437,6 +441,7 @@ class CommitsRepair(Generator):
                 "gold_files_added": sum(1 for p in snap.gold_paths if p not in snap.workspace),
                 "fail_to_pass_count": len(check.fail_to_pass),
                 "pass_to_pass_count": len(check.pass_to_pass),
+                "held_back_checks": len(held_back),
                 "sandbox_tmp_mb": max(256, int(3 * size_mb) + 64),
                 **self._specified[(row.repo, row.sha)].metadata(),
             },

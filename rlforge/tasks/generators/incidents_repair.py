@@ -39,7 +39,7 @@ EXCERPT_LINES = 12
 BORROWED_TEMPLATES = ["commits.repair/Dockerfile.j2", "commits.repair/test.sh.j2"]
 
 
-@register("incidents.repair", 1, "Fix the code so the tests of the commit that fixed a "
+@register("incidents.repair", 2, "Fix the code so the tests of the commit that fixed a "
           "customer's ticket pass; the instruction is the ticket (and optionally its log "
           "excerpt), not the commit message; commits.repair's workspace and verifier.",
           verifier="repair")
@@ -120,8 +120,8 @@ class IncidentsRepair(CommitsRepair):
         chosen = sorted((r for _, r in found[:self.log_excerpt]), key=lambda r: (r.ts, r.line_no))
         return render(chosen) if chosen else ""
 
-    def _spec(self, row, snap, settings, found, check):
-        spec = super()._spec(row, snap, settings, found, check)
+    def _spec(self, row, snap, settings, found, check, ctx):
+        spec = super()._spec(row, snap, settings, found, check, ctx)
         link, ticket, excerpt = self._chosen[(row.repo, row.sha)]
         subject, _ = problem_statement(row.message)
         spec.context.update({

@@ -21,6 +21,7 @@ give the same reward.
     plugin       the pytest plugin inside the test process, and what it sends
     asserts      checked asserts: the literals stay here, the values come out
     canaries     planted tests that must fail
+    variants     held-back pass-to-pass checks: copies of visible tests, an input changed
     gocanaries   Go canaries: copies of a file's passing tests with one checked literal changed
     gosource     Go source read without a parser: literals, braces, test functions
     repairscore  what every repair entry does around its test run: the private tree, the

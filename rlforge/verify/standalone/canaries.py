@@ -91,6 +91,26 @@ def _mutant(raw, node, rng):
     return None
 
 
+def insert_definition(text, body, source, rng):
+    """`text` (a module whose parsed `body` is given) with the definition `source` inserted
+    before one of its top-level definitions or at its end, chosen by `rng`, with the blank
+    lines a definition has around it."""
+    import ast
+
+    starts = [min([n.lineno] + [d.lineno for d in getattr(n, "decorator_list", [])])
+              for n in body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))]
+    lines = text.splitlines(keepends=True)
+    at = rng.choice(starts + [len(lines) + 1]) if starts else len(lines) + 1
+    if lines and not lines[-1].endswith("\n"):
+        lines[-1] += "\n"
+    if at > len(lines):  # at the end: the blank lines a definition has before it
+        source = "\n\n" + source.rstrip("\n") + "\n"
+    else:  # before a definition, which keeps the blank lines it had
+        source = source.rstrip("\n") + "\n\n\n"
+    lines.insert(at - 1, source)
+    return "".join(lines)
+
+
 def add_canaries(tree, fail_to_pass, count=CANARIES, rng=None):
     """Plant `count` tests that must fail among the tests of the fail-to-pass files.
 
@@ -123,8 +143,6 @@ def add_canaries(tree, fail_to_pass, count=CANARIES, rng=None):
             body = ast.parse(raw).body
         except (SyntaxError, ValueError):
             body = []
-        starts = [min([n.lineno] + [d.lineno for d in getattr(n, "decorator_list", [])])
-                  for n in body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))]
         existing = set(_test_names(text))
         words = sorted({w for n in existing for w in n.split("_")[1:] if w.isidentifier()}) or \
             ["value", "result", "case", "check", "input", "output"]
@@ -152,16 +170,7 @@ def add_canaries(tree, fail_to_pass, count=CANARIES, rng=None):
             a = rng.randrange(2, 10_000)
             var = rng.choice(("expected", "want", "result", "value", "got"))
             source = f"def {name}():\n    {var} = {a}\n    assert {var} == {a + rng.randrange(1, 1000)}\n"
-        lines = text.splitlines(keepends=True)
-        at = rng.choice(starts + [len(lines) + 1]) if starts else len(lines) + 1
-        if lines and not lines[-1].endswith("\n"):
-            lines[-1] += "\n"
-        if at > len(lines):  # at the end: the blank lines a definition has before it
-            source = "\n\n" + source.rstrip("\n") + "\n"
-        else:  # before a definition, which keeps the blank lines it had
-            source = source.rstrip("\n") + "\n\n\n"
-        lines.insert(at - 1, source)
         with open(path, "wb") as fh:
-            fh.write("".join(lines).encode("utf-8", "surrogateescape"))
+            fh.write(insert_definition(text, body, source, rng).encode("utf-8", "surrogateescape"))
         ids.append(f"{rel}::{name}")
     return ids

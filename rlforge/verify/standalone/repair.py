@@ -13,16 +13,19 @@ with the submission (the final state of the workspace; a unified diff at
    was added, and no new top-level module shadows pytest, its plugins or the standard
    library (`protect`); tampering stops here, nothing is run;
 4. write the hidden test changes over the tree, plant canary tests that must fail (placed
-   among the real tests, named like them: `canaries`), rewrite the literal asserts of the
-   fail-to-pass tests so their values come out and their literals stay here (`asserts`),
-   and run the fail-to-pass and every pass-to-pass test as policy code (`testrun`).
+   among the real tests, named like them: `canaries`) and the held-back copies of
+   pass-to-pass tests with an input changed (`variants`), rewrite the literal asserts of
+   the fail-to-pass tests and of those copies so their values come out and their literals
+   stay here (`asserts`), and run the fail-to-pass and every pass-to-pass test as policy
+   code (`testrun`).
    Reports come back over a FIFO, first report of each test wins, so nothing the tests do
    after a test ended can change its outcome; a test running longer than the per-test
    timeout is killed and counted as failed, and the others run again without it;
 5. score: `fail_to_pass` (coarse, the fraction passing: reported passed, and every checked
-   assert ran and holds), `pass_to_pass` (coarse, gate: all
-   still pass), `collects` (medium, gate: no test file failed to import),
-   `results_trusted` (medium, gate: every canary failed, so no code forged results).
+   assert ran and holds), `pass_to_pass` (coarse, gate: all still pass, the held-back
+   copies too, every checked assert of theirs holding), `collects` (medium, gate: no test
+   file failed to import), `results_trusted` (medium, gate: every canary failed, so no
+   code forged results).
 
 `--run-tests SPEC OUT` is the build's mode: run tests in a prepared tree, write the raw
 outcomes.
@@ -32,6 +35,7 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import sys
 from typing import TYPE_CHECKING
 
@@ -43,6 +47,7 @@ if TYPE_CHECKING or __package__:  # rlforge.verify.standalone.repair
     from .protect import installed_modules, shadow_modules, tree_hashes
     from .repairscore import ids_text, open_attempt
     from .testrun import environment_site_dirs, run_tests
+    from .variants import held_back, plant
 else:  # tests/rlforge_repair.py, run as python3 -I: its siblings from their source beside it
     import runpy
 
@@ -55,6 +60,7 @@ else:  # tests/rlforge_repair.py, run as python3 -I: its siblings from their sou
     from rlforge_protect import installed_modules, shadow_modules, tree_hashes
     from rlforge_repairscore import ids_text, open_attempt
     from rlforge_testrun import environment_site_dirs, run_tests
+    from rlforge_variants import held_back, plant
 
 
 def score_repair(ref, tests_dir, workspace=None, policy=None):
@@ -74,23 +80,30 @@ def score_repair(ref, tests_dir, workspace=None, policy=None):
         return attempt.not_run()
     attempt.write_hidden()
     canaries = add_canaries(tree, f2p)
+    variants = plant(tree, ref.get("p2p_variants", []), random.SystemRandom())
     check_name, plan = "_rlforge_check_" + os.urandom(6).hex(), {}
     f2p_keys = {rel: keys for rel, keys in keys_by_file(f2p).items() if rel in hidden}
     p2p_lines = ref.get("p2p_checks", {})  # {pass-to-pass id: lines the fix passed}
     p2p_keys = keys_by_file(list(p2p_lines))
-    for rel in sorted(set(f2p_keys) | set(p2p_keys)):
+    held = keys_by_file(list(variants))  # held-back variants: their values stay here
+    for rel in sorted(set(f2p_keys) | set(p2p_keys) | set(held)):
         path = os.path.join(tree, rel)
         if not (rel.endswith(".py") and regular_file(path)):
             continue
         kept = p2p_keys.get(rel, set()) - f2p_keys.get(rel, set())
         with open(path, "rb") as fh:
-            text, found = externalize_checks(fh.read(), f2p_keys.get(rel, set()) | kept, check_name,
-                                             start=len(plan), keep_assert=kept)
+            text, found = externalize_checks(
+                fh.read(), f2p_keys.get(rel, set()) | kept | held.get(rel, set()), check_name,
+                start=len(plan), keep_assert=kept)
         if found:
             with open(path, "wb") as fh:
                 fh.write(text)
             for i, item in found.items():
-                if item["test"] in kept:  # a pass-to-pass test: the asserts the fix passed
+                if f"{rel}::{item['test']}" in variants:
+                    item = held_back(item, variants[f"{rel}::{item['test']}"])
+                    if item is None:
+                        continue
+                elif item["test"] in kept:  # a pass-to-pass test: the asserts the fix passed
                     only = [n for n, lines in p2p_lines.items() if n.split("::", 1)[0] == rel
                             and n.split("::", 1)[1].split("[", 1)[0] == item["test"]
                             and item["line"] in lines]
@@ -99,7 +112,7 @@ def score_repair(ref, tests_dir, workspace=None, policy=None):
                     item = {**item, "only": only}
                 plan[i] = {**item, "file": rel}
     try:
-        run = run_tests(tree, ref["test_command"], f2p + p2p + canaries,
+        run = run_tests(tree, ref["test_command"], f2p + p2p + canaries + list(variants),
                         per_test_timeout=ref["per_test_timeout"], collect_timeout=ref["collect_timeout"],
                         budget_sec=ref["budget_sec"], pythonpath=ref.get("pythonpath", []),
                         env=ref.get("env"), policy=policy, check_name=check_name)
@@ -112,7 +125,7 @@ def score_repair(ref, tests_dir, workspace=None, policy=None):
     if cut:
         extra = "; the test run was cut off (time budget)"
     return attempt.score(
-        run, out, canaries, why=contradicted,
+        run, out, canaries, why=contradicted, held_back=list(variants),
         collects=(not errors, f"test files failed to import: {ids_text(errors)}" if errors else
                   "every test file imports"),
         detail=f"{run['sessions']} session(s), {run['seconds']:.1f}s{extra}",

@@ -106,7 +106,7 @@ class Attempt:
         shutil.rmtree(self.scratch, ignore_errors=True)
 
     def score(self, run, outcomes, canaries, *, collects, partial=True, why=None,
-              canaries_required=False, forged=(), detail="", reason=""):
+              canaries_required=False, forged=(), held_back=(), detail="", reason=""):
         """The reward after the run.
 
         Args:
@@ -120,9 +120,11 @@ class Attempt:
                 (else it is left out then).
             forged: the test files whose results the runner found forged (`results_trusted`
                 fails).
+            held_back: the ids of planted copies of pass-to-pass tests whose expected
+                values the verifier kept (`variants`): they count as pass-to-pass tests.
             detail: the reward's detail; reason: the fail's reason before any gate's.
         """
-        f2p, p2p = list(self.ref["fail_to_pass"]), list(self.ref["pass_to_pass"])
+        f2p, p2p = list(self.ref["fail_to_pass"]), list(self.ref["pass_to_pass"]) + list(held_back)
         why = why or {}
         ok = [t for t in f2p if outcomes.get(t) == "passed"]
         bad = [f"{t} ({why.get(t) or outcomes.get(t)})" for t in f2p if outcomes.get(t) != "passed"]

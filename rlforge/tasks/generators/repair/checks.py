@@ -25,6 +25,7 @@ import asyncio
 import hashlib
 import json
 import os
+import random
 import shutil
 import subprocess
 import tempfile
@@ -45,8 +46,9 @@ from rlforge.verify.standalone import asserts, protect
 
 __all__ = ["Checker", "CheckResult", "classify", "runner_of", "system_python_version", "write_tree"]
 
-CHECK_VERSION = 3  # 2: pytest run with autoload off, -c config, FIFO reports; 3: literal
-#                    asserts report their values (hidden ones at the parent, all with the fix)
+CHECK_VERSION = 4  # 2: pytest run with autoload off, -c config, FIFO reports; 3: literal
+#                    asserts report their values (hidden ones at the parent, all with the fix);
+#                    4: held-back variants of the pass-to-pass tests measured
 KEPT = "kept"
 REJECTED = "rejected"
 # Rejection reasons of the build-time check (selection adds its own, see select.py).
@@ -74,6 +76,9 @@ class CheckResult:
     #: {pass-to-pass or fail-to-pass id: lines of its literal asserts the fix passed in
     #: every run} (a task's reference keeps the pass-to-pass ones)
     p2p_checks: dict[str, list[int]] = field(default_factory=dict)
+    #: copies of pass-to-pass tests with an input changed, with the values they gave in
+    #: two runs at the parent and two with the fix (`rlforge/verify/standalone/variants.py`)
+    p2p_variants: list[dict] = field(default_factory=list)
 
     @property
     def kept(self) -> bool:
@@ -162,7 +167,7 @@ class Checker:
     def cached(self, repo: str, sha: str, key: str) -> CheckResult | None:
         rows = self.con.execute(
             "SELECT status, reason, detail, fail_to_pass, pass_to_pass, flaky, requirements, "
-            "env_key, gold_seconds, seconds, held_at_parent, p2p_checks FROM repair_checks "
+            "env_key, gold_seconds, seconds, held_at_parent, p2p_checks, p2p_variants FROM repair_checks "
             "WHERE repo = ? AND sha = ? AND check_key = ?", [repo, sha, key]).fetchall()
         if not rows:
             return None
@@ -170,7 +175,7 @@ class Checker:
         return CheckResult(r[0], r[1] or "", r[2] or "", list(r[3] or []), list(r[4] or []),
                            list(r[5] or []), list(r[6] or []), r[7] or "", r[8] or 0.0, r[9] or 0.0,
                            cached=True, held_at_parent=json.loads(r[10] or "{}"),
-                           p2p_checks=json.loads(r[11] or "{}"))
+                           p2p_checks=json.loads(r[11] or "{}"), p2p_variants=json.loads(r[12] or "[]"))
 
     def store(self, repo: str, sha: str, key: str, r: CheckResult) -> None:
         self.con.execute("DELETE FROM repair_checks WHERE repo = ? AND sha = ? AND check_key = ?",
@@ -178,10 +183,12 @@ class Checker:
         self.con.execute(
             "INSERT INTO repair_checks (repo, sha, check_key, status, reason, detail, fail_to_pass, "
             "pass_to_pass, flaky, requirements, env_key, gold_seconds, seconds, checked_at, "
-            "held_at_parent, p2p_checks) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "held_at_parent, p2p_checks, p2p_variants) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             [repo, sha, key, r.status, r.reason, r.detail, r.fail_to_pass, r.pass_to_pass, r.flaky,
              r.requirements, r.env_key, r.gold_seconds, r.seconds, db.now(),
-             json.dumps(r.held_at_parent, sort_keys=True), json.dumps(r.p2p_checks, sort_keys=True)])
+             json.dumps(r.held_at_parent, sort_keys=True), json.dumps(r.p2p_checks, sort_keys=True),
+             json.dumps(r.p2p_variants, sort_keys=True)])
 
     # --- one commit ------------------------------------------------------------------------
 
@@ -250,23 +257,53 @@ class Checker:
                 more = self.opts.runs - 1
                 again = await asyncio.gather(replicas(a, check_name, more), replicas(b, fixed_name, more))
                 parent, fixed = parent + again[0], fixed + again[1]
+            failures = [r for r in parent + fixed if isinstance(r, str)]
+            if failures:
+                return CheckResult(REJECTED, "sandbox failure", failures[0][:300])
+            # No failure: every run returned its report (a dict).
+            result = classify(cast("list[dict]", parent), cast("list[dict]", fixed), snap, rules,
+                              self.opts.max_p2p, runner.test_file)
+            result.held_at_parent = runner.held_lines(
+                plan, cast("dict", parent[0]).get("checks", {}), result.fail_to_pass)
+            result.p2p_checks = passed_in_every(fixed_plan, cast("list[dict]", fixed),
+                                                result.pass_to_pass + result.fail_to_pass,
+                                                runner.held_lines)
+            if result.kept:
+                result.p2p_variants = await self._held_back(snap, (a, b), Path(venv), settings, work, result)
         finally:
             shutil.rmtree(work, ignore_errors=True)
-        failures = [r for r in parent + fixed if isinstance(r, str)]
-        if failures:
-            return CheckResult(REJECTED, "sandbox failure", failures[0][:300])
-        # No failure: every run returned its report (a dict).
-        result = classify(cast("list[dict]", parent), cast("list[dict]", fixed), snap, rules,
-                          self.opts.max_p2p, runner.test_file)
-        result.held_at_parent = runner.held_lines(
-            plan, cast("dict", parent[0]).get("checks", {}), result.fail_to_pass)
-        result.p2p_checks = passed_in_every(fixed_plan, cast("list[dict]", fixed),
-                                            result.pass_to_pass + result.fail_to_pass,
-                                            runner.held_lines)
         return result
 
+    async def _held_back(self, snap: CommitSnapshot, trees: tuple[Path, Path], venv: Path,
+                         settings: RepoSettings, work: Path, result: CheckResult) -> list[dict]:
+        """Variants of the kept pass-to-pass tests (copies with one input changed, made by
+        the runner from a generator fixed by the commit) run twice at the parent and twice
+        with the fix (`trees`, after their own runs); those whose values all four runs
+        agree on (`rlforge/verify/standalone/variants.py`). A sandbox failure keeps none."""
+        runner = runner_of(settings)
+        checked = {i: result.p2p_checks[i] for i in result.pass_to_pass if i in result.p2p_checks}
+        files = {p: d for p, d in {**snap.workspace, **snap.hidden}.items() if runner.is_test_file(p)}
+        seed = int.from_bytes(hashlib.sha256(f"p2p-variants:{snap.sha}".encode()).digest()[:8], "big")
+        made = runner.held_back_variants(files, checked, random.Random(seed))
+        if not made:
+            return []
+        ids = [f"{v['file']}::{v['test']}" for v in made]
+        planted = [runner.plant_variants(tree, files, made) for tree in trees]
+        paths = sorted({v["file"] for v in made})
+
+        async def twice(tree: Path, name: str | None) -> list[dict | str]:
+            return [await self._run(tree, venv, settings, paths, work, name, ids=ids) for _ in range(2)]
+
+        sides = await asyncio.gather(*(twice(tree, name) for tree, (name, _) in zip(trees, planted)))
+        runs = [r for side in sides for r in side]
+        if any(isinstance(r, str) for r in runs):
+            return []
+        kept = runner.kept_variants(made, planted[0][1], cast("list[dict]", runs))
+        result.detail += f", {len(kept)} of {len(made)} held-back variants kept"
+        return kept
+
     async def _run(self, tree: Path, venv: Path, settings: RepoSettings, paths: list[str] | None,
-                   work: Path, check_name: str | None = None) -> dict | str:
+                   work: Path, check_name: str | None = None, ids: list[str] | None = None) -> dict | str:
         """One sandboxed test run by the settings' runner; the raw result, or an
         infrastructure error message. `check_name`: what the tree's checked asserts report
         through (`report_checks`)."""
@@ -280,7 +317,7 @@ class Checker:
                               out="/logs/verifier" if sandboxed else str(logs),
                               env="/opt/venv" if sandboxed else str(venv), settings=settings,
                               paths=paths, budget_sec=self.opts.run_budget_sec,
-                              check_name=check_name)
+                              check_name=check_name, ids=ids)
         write_tree(runner_dir, run.files)
         sandbox = spec_of({"tmp_mb": 512}, self.settings, workspace=tree, tests=runner_dir, logs=logs,
                           venv=venv, timeout_sec=self.opts.run_budget_sec + 60,

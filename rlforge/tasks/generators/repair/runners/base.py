@@ -25,6 +25,7 @@ language has none). The build-time check (`checks.classify`) reads only that.
 
 from __future__ import annotations
 
+import random
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -151,11 +152,32 @@ class TestRunner:
         return {"runner": self.id, "runtime": self.runtime_version()}
 
     def test_run(self, *, tree: str, tests: str, out: str, env: str, settings: "RepoSettings",
-                 paths: list[str] | None, budget_sec: float, check_name: str | None) -> TestRun:
+                 paths: list[str] | None, budget_sec: float, check_name: str | None,
+                 ids: list[str] | None = None) -> TestRun:
         """The sandboxed run of the tests in `tree` (the tests under `paths`, or all),
         as the sandbox sees it: runner files in `tests`, the environment at `env`, the
-        result JSON to write at `{out}/results.json`."""
+        result JSON to write at `{out}/results.json`. `ids`: only these tests (a runner
+        that makes `held_back_variants` must honour it)."""
         raise NotImplementedError
+
+    def held_back_variants(self, files: Mapping[str, bytes], checked: dict[str, list[int]],
+                           rng: random.Random) -> list[dict]:
+        """Copies of pass-to-pass tests with one input of a checked assert changed, for the
+        build to measure (`rlforge/verify/standalone/variants.py`); `files`: the test files,
+        `checked`: {pass-to-pass id: lines of the checked asserts the fix passed}. The
+        default makes none (the verifier must be able to plant and check them)."""
+        return []
+
+    def plant_variants(self, tree: Path, files: Mapping[str, bytes],
+                       variants: list[dict]) -> tuple[str | None, dict]:
+        """Write `variants` into their files in `tree` (from `files`), their checked asserts
+        sending their values; (the name they report through, the plan)."""
+        return None, {}
+
+    def kept_variants(self, variants: list[dict], plan: dict, runs: list[dict]) -> list[dict]:
+        """Of `variants` (planted with `plan`), those the build's `runs` at the parent and
+        with the fix agree on, with their values."""
+        return []
 
     def report_checks(self, tree: Path, files: Mapping[str, bytes]) -> tuple[str | None, dict]:
         """Make the literal asserts of the test `files` (path -> bytes in `tree`) report

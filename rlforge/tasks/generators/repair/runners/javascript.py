@@ -337,7 +337,8 @@ class NodeTests(TestRunner):
                 "npm": tool_versions()["npm"], "checked_asserts": "1"}
 
     def test_run(self, *, tree: str, tests: str, out: str, env: str, settings: "RepoSettings",
-                 paths: list[str] | None, budget_sec: float, check_name: str | None) -> TestRun:
+                 paths: list[str] | None, budget_sec: float, check_name: str | None,
+                 ids: list[str] | None = None) -> TestRun:
         chosen = settings.test_command[0] if settings.test_command else "node"
         if chosen not in noderun.FRAMEWORKS:
             raise UserError(f"the javascript runner runs {', '.join(noderun.FRAMEWORKS)}, not "

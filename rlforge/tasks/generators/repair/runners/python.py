@@ -16,6 +16,7 @@ from __future__ import annotations
 import functools
 import json
 import os
+import random
 import subprocess
 from collections.abc import Collection, Mapping
 from dataclasses import replace
@@ -29,7 +30,7 @@ from rlforge.tasks.generators.repair import envs
 from rlforge.tasks.generators.repair.adversarial import repair_adversarials
 from rlforge.tasks.generators.repair.runners.python_spec import behaviours as test_behaviours
 from rlforge.tasks.generators.repair.runners.base import Dependencies, TestRun, TestRunner
-from rlforge.verify.standalone import asserts, protect, task_files
+from rlforge.verify.standalone import asserts, protect, task_files, variants
 from rlforge.verify.standalone.protect import top_level_modules
 
 if TYPE_CHECKING:
@@ -126,9 +127,10 @@ class Pytest(TestRunner):
         return {"python": self.runtime_version()}
 
     def test_run(self, *, tree: str, tests: str, out: str, env: str, settings: "RepoSettings",
-                 paths: list[str] | None, budget_sec: float, check_name: str | None) -> TestRun:
+                 paths: list[str] | None, budget_sec: float, check_name: str | None,
+                 ids: list[str] | None = None) -> TestRun:
         spec = {"tree": tree, "test_command": list(settings.test_command),
-                "ids": None, "paths": paths, "per_test_timeout": settings.per_test_timeout,
+                "ids": ids, "paths": paths, "per_test_timeout": settings.per_test_timeout,
                 "collect_timeout": settings.collect_timeout, "budget_sec": budget_sec,
                 "pythonpath": list(settings.pythonpath or ()), "env": dict(settings.env),
                 "check_name": check_name}
@@ -138,6 +140,24 @@ class Pytest(TestRunner):
 
     def report_checks(self, tree: Path, files: Mapping[str, bytes]) -> tuple[str | None, dict]:
         return report_checks(tree, files)
+
+    def held_back_variants(self, files: Mapping[str, bytes], checked: dict[str, list[int]],
+                           rng: random.Random) -> list[dict]:
+        return variants.candidates(files, checked, rng)
+
+    def plant_variants(self, tree: Path, files: Mapping[str, bytes],
+                       chosen: list[dict]) -> tuple[str | None, dict]:
+        name = "_rlforge_check_" + os.urandom(6).hex()
+        plan: dict[int, dict] = {}
+        for rel, text in sorted(variants.appended(files, chosen).items()):
+            keys = {v["test"] for v in chosen if v["file"] == rel}
+            text, found = asserts.externalize_checks(text, keys, name, start=len(plan))
+            (tree / rel).write_bytes(text)
+            plan.update({i: {**item, "file": rel} for i, item in found.items()})
+        return name, plan
+
+    def kept_variants(self, chosen: list[dict], plan: dict, runs: list[dict]) -> list[dict]:
+        return variants.kept(chosen, plan, runs)
 
     def checked_fail_to_pass(self, hidden: Mapping[str, bytes], fail_to_pass: list[str],
                              workspace: Mapping[str, bytes], held_at_parent: dict) -> list[str]:
