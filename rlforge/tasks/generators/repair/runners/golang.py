@@ -161,8 +161,9 @@ class GoTest(TestRunner):
         return go_version()
 
     def test_run(self, *, tree: str, tests: str, out: str, env: str, settings: "RepoSettings",
-                 paths: list[str] | None, budget_sec: float, check_name: str | None) -> TestRun:
-        spec = {"tree": tree, "ids": None, "paths": paths, "per_test_timeout": settings.per_test_timeout,
+                 paths: list[str] | None, budget_sec: float, check_name: str | None,
+                 ids: list[str] | None = None) -> TestRun:
+        spec = {"tree": tree, "ids": ids, "paths": paths, "per_test_timeout": settings.per_test_timeout,
                 "budget_sec": budget_sec, "env": dict(settings.env)}
         files = {**task_files(self.verifier), "run.json": json.dumps(spec).encode()}
         python = SYSTEM_PYTHON if os.path.exists(SYSTEM_PYTHON) else "python3"

@@ -337,12 +337,13 @@ class NodeTests(TestRunner):
                 "npm": tool_versions()["npm"], "checked_asserts": "1"}
 
     def test_run(self, *, tree: str, tests: str, out: str, env: str, settings: "RepoSettings",
-                 paths: list[str] | None, budget_sec: float, check_name: str | None) -> TestRun:
+                 paths: list[str] | None, budget_sec: float, check_name: str | None,
+                 ids: list[str] | None = None) -> TestRun:
         chosen = settings.test_command[0] if settings.test_command else "node"
         if chosen not in noderun.FRAMEWORKS:
             raise UserError(f"the javascript runner runs {', '.join(noderun.FRAMEWORKS)}, not "
                             f"{' '.join(settings.test_command)!r} (tasks.repair.repos.*.test_command)")
-        spec = {"tree": tree, "framework": chosen, "env": env, "ids": None, "paths": paths,
+        spec = {"tree": tree, "framework": chosen, "env": env, "ids": ids, "paths": paths,
                 "per_test_timeout": settings.per_test_timeout,
                 "collect_timeout": settings.collect_timeout, "budget_sec": budget_sec,
                 "env_vars": dict(settings.env)}

@@ -77,6 +77,7 @@ class Pytest(TestRunner):
     verifier = "repair"
     result_format = "pytest-junit"
     source_suffixes = (".py",)
+    selects_tests = True
     test_files_text = "anything under a `tests/` or `test/` directory,\n`test_*.py`, `*_test.py`, `conftest.py`"
 
     def detect(self, paths: Collection[str]) -> bool:
@@ -126,9 +127,10 @@ class Pytest(TestRunner):
         return {"python": self.runtime_version()}
 
     def test_run(self, *, tree: str, tests: str, out: str, env: str, settings: "RepoSettings",
-                 paths: list[str] | None, budget_sec: float, check_name: str | None) -> TestRun:
+                 paths: list[str] | None, budget_sec: float, check_name: str | None,
+                 ids: list[str] | None = None) -> TestRun:
         spec = {"tree": tree, "test_command": list(settings.test_command),
-                "ids": None, "paths": paths, "per_test_timeout": settings.per_test_timeout,
+                "ids": ids, "paths": paths, "per_test_timeout": settings.per_test_timeout,
                 "collect_timeout": settings.collect_timeout, "budget_sec": budget_sec,
                 "pythonpath": list(settings.pythonpath or ()), "env": dict(settings.env),
                 "check_name": check_name}
