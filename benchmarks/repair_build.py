@@ -8,7 +8,9 @@ the fix. This benchmark measures, on one repository:
    child process that times, without changing them, the parts the build spends in:
    preparing environments, sandboxed test runs of the check (and the sandbox set-up inside
    them), the oracle, null and adversarial runs of validation (and the canaries inside
-   them, by their share of the tests run), and rlforge's own process (its CPU time);
+   them, by their share of the tests run), and rlforge's own process (its CPU time); and,
+   per candidate, the sandboxed runs of its check (at the parent or with the fix) and how
+   many tests each reported;
 2. the floor: for every candidate the check ran in the sandbox, the same tests run bare
    (`<the prepared venv>/bin/python -m pytest`, no sandbox, no rlforge) on the parent
    tree (the commit's tests applied) and on the fixed tree, parent and fix interleaved,
@@ -67,7 +69,7 @@ def _child(out: Path, argv: list[str]) -> None:
     rec: dict = {"phase": "generate", "sandbox_runs": defaultdict(int), "sandbox_wall": defaultdict(float),
                  "env_prep": 0.0, "env_prep_calls": 0, "check_test_seconds": 0.0,
                  "candidates": {}, "tasks": {}, "verify": defaultdict(float), "verify_runs": defaultdict(int),
-                 "canary_share": 0.0}
+                 "canary_share": 0.0, "check_runs": {}}
     verify_seen: dict[str, int] = defaultdict(int)
     in_oracle = contextvars.ContextVar("in_oracle", default=False)
 
@@ -85,6 +87,17 @@ def _child(out: Path, argv: list[str]) -> None:
     def on_sandbox(dt, a, kw, result):
         rec["sandbox_runs"][rec["phase"]] += 1
         rec["sandbox_wall"][rec["phase"]] += dt
+        spec = a[2] if len(a) > 2 else kw.get("spec")
+        workspace = getattr(spec, "workspace", None)
+        if rec["phase"] == "generate" and workspace is not None:
+            # a check's trees are <scratch>/<sha[:12]>-<random>/{parent,fixed}
+            tree = Path(workspace)
+            runs = rec["check_runs"].setdefault(tree.parent.name.split("-")[0], [])
+            try:
+                tests = len(json.loads((Path(spec.logs) / "results.json").read_text())["outcomes"])
+            except (OSError, ValueError, KeyError, TypeError):
+                tests = None
+            runs.append([tree.name, tests])
 
     def on_check(dt, a, kw, result):
         snap = a[1]
@@ -363,6 +376,21 @@ def main() -> None:
     print("where the time went (seconds summed over concurrent runs; they overlap):")
     for k, v in shares.items():
         print(f"  {k:55s} {v:8.1f}s")
+    runs_of = rec.get("check_runs", {})
+    if runs_of:
+        per_side: dict[str, list[int]] = defaultdict(list)
+        for runs_one in runs_of.values():
+            for side, tests in runs_one:
+                per_side[side].append(tests or 0)
+        shape = defaultdict(int)
+        for runs_one in runs_of.values():
+            shape["+".join(sorted(side for side, _ in runs_one))] += 1
+        print(f"check runs per candidate: mean {sum(map(len, runs_of.values())) / len(runs_of):.2f} "
+              f"({', '.join(f'{n} x {k}' for k, n in sorted(shape.items(), key=lambda x: -x[1]))}); "
+              "tests reported per run: " + ", ".join(
+                  f"{side} median {statistics.median(v):g} over {len(v)} runs"
+                  for side, v in sorted(per_side.items())))
+        report["check_runs"] = {"per_candidate": {k: v for k, v in runs_of.items()}}
     print(f"candidates per core-hour {report['candidates_per_core_hour']}, commits per core-hour "
           f"{report['commits_per_core_hour']}")
     for p in per:

@@ -1,5 +1,5 @@
 """How `commits.repair` spends its sandboxes: a commit its first runs already drop is not
-run again; candidates are checked side by side, kept in a fixed order; a build in a pipe
+run again; the fix runs first and the parent only the tests that passed with it; candidates are checked side by side, kept in a fixed order; a build in a pipe
 says how many were checked, kept and dropped, at what rate, and how long is left.
 
 A real git history, real pytest, the real sandbox; the pool's `run` is counted, not
@@ -9,6 +9,7 @@ replaced.
 from __future__ import annotations
 
 import collections
+import json
 import os
 from pathlib import Path
 
@@ -51,45 +52,115 @@ def _history(path: Path) -> dict[str, str]:
     return shas
 
 
-@pytest.fixture
-def calc(tmp_path, shared_cache, monkeypatch):
+BROKEN_TEST = "def test_never():\n    assert 1 == 2\n"
+FIXED_OPS = OPS.replace("def mul(a, b):\n    return a + b", "def mul(a, b):\n    return a * b")
+
+
+def _broken_history(path: Path) -> dict[str, str]:
+    """calc whose suite has a test that fails everywhere, a real fix (kept), then a
+    commit whose fix breaks the import of every test (nothing passes with it)."""
+    r = Repo(path)
+    shas = {"init": r.commit("Initial calculator with add, sub, mul and div",
+                             {"pyproject.toml": PYPROJECT, "calc/__init__.py": "", "calc/ops.py": OPS,
+                              "tests/test_ops.py": TESTS, "tests/test_broken.py": BROKEN_TEST})}
+    shas["mul"] = r.commit(
+        "mul returns the sum of its arguments instead of the product\n\nmul(3, 4) gives 7.",
+        {"calc/ops.py": FIXED_OPS, "tests/test_ops.py": TESTS + MUL_TEST})
+    shas["unimportable"] = r.commit(
+        "ops: take the operators from a helper module that is not there",
+        {"calc/ops.py": "from calc.nowhere_to_be_found import *\n" + FIXED_OPS,
+         "tests/test_ops.py": TESTS + MUL_TEST + "\n\ndef test_add_zero():\n    assert add(2, 0) == 2\n"})
+    return shas
+
+
+def _ingested(tmp_path, shared_cache, monkeypatch, history) -> dict:
+    """A clean rlforge home in tmp_path with the repository `history(path)` writes there
+    ingested; {root, shas, db}."""
     for key in [k for k in os.environ if k.startswith("RLFORGE_")]:
         monkeypatch.delenv(key)
     monkeypatch.setenv("RLFORGE_CACHE_DIR", str(shared_cache))
     monkeypatch.setenv("HOME", str(tmp_path))
     monkeypatch.chdir(tmp_path)
-    shas = _history(tmp_path / "calc")
+    shas = history(tmp_path / "calc")
     con = db.connect(tmp_path / "rlforge.duckdb")
     ingest_repo(con, tmp_path / "calc")
     con.close()
     return {"root": tmp_path, "shas": shas, "db": tmp_path / "rlforge.duckdb"}
 
 
-def test_a_commit_its_first_runs_drop_is_not_run_again(calc, monkeypatch):
-    """Before, every candidate ran its tests twice at the parent and twice with the fix;
-    a commit with no fail-to-pass test after the first run of each side now stops there
-    (dropped for the same reason), and a kept one still runs all four."""
+@pytest.fixture
+def calc(tmp_path, shared_cache, monkeypatch):
+    return _ingested(tmp_path, shared_cache, monkeypatch, _history)
+
+
+@pytest.fixture
+def calc_broken(tmp_path, shared_cache, monkeypatch):
+    return _ingested(tmp_path, shared_cache, monkeypatch, _broken_history)
+
+
+def _checked(repo: dict, monkeypatch) -> tuple:
+    """Build (no validation) with the pool's runs observed, not replaced: the report, the
+    sandboxes per commit, the test ids each run reported per (commit, tree) in order, and
+    the verdicts {sha: reason}."""
     runs: collections.Counter[str] = collections.Counter()
+    seen: dict[tuple[str, str], list[list[str]]] = collections.defaultdict(list)
     original = SandboxPool.run
 
     async def counted(self, cmd, spec=None):
+        result = await original(self, cmd, spec)
         if spec is not None and spec.workspace is not None:
-            runs[Path(spec.workspace).parent.name.split("-")[0]] += 1  # <sha[:12]>-.../parent
-        return await original(self, cmd, spec)
+            tree = Path(spec.workspace)
+            sha = tree.parent.name.split("-")[0]  # <sha[:12]>-.../parent
+            runs[sha] += 1
+            results = Path(spec.logs or tree) / "results.json"
+            if results.is_file():
+                seen[(sha, tree.name)].append(sorted(json.loads(results.read_text())["outcomes"]))
+        return result
 
     monkeypatch.setattr(SandboxPool, "run", counted)
-    con = db.connect(calc["db"])
-    report = build_tasks(con, build_options(out=calc["root"] / "tasks", generators=["commits.repair"],
+    con = db.connect(repo["db"])
+    report = build_tasks(con, build_options(out=repo["root"] / "tasks", generators=["commits.repair"],
                                             seed=7, validate=False,
                                             generator_options={"commits.repair": SETTINGS}))
-    con = db.connect(calc["db"])
+    con = db.connect(repo["db"])
     verdicts = dict(con.execute("SELECT sha, reason FROM repair_checks").fetchall())
     con.close()
+    return report, runs, seen, verdicts
+
+
+def test_a_commit_its_first_runs_drop_is_not_run_again(calc, monkeypatch):
+    """Before, every candidate ran its tests twice at the parent and twice with the fix;
+    a commit with no fail-to-pass test after the first run of each side now stops there
+    (dropped for the same reason), and a kept one still runs all four (and its held-back
+    pass-to-pass copies)."""
+    report, runs, _, verdicts = _checked(calc, monkeypatch)
     div, mul = calc["shas"]["div"], calc["shas"]["mul"]
     assert verdicts[div] == "no F2P" and verdicts[mul] == ""
     assert report.emitted == 1
     assert runs[div[:12]] == 2  # one at the parent, one with the fix
-    assert runs[mul[:12]] == 4  # twice each: flaky tests are still found
+    # twice each: flaky tests are still found; then the held-back copies of its
+    # pass-to-pass tests, twice a side
+    assert runs[mul[:12]] == 4 + 4
+
+
+def test_the_parent_runs_only_the_tests_that_pass_with_the_fix(calc_broken, monkeypatch):
+    """The fix runs first; a commit with which no test passes is dropped after that one
+    run, and a kept one runs at the parent (and again on both sides) only the tests that
+    passed with the fix: a test failing everywhere is never run at the parent."""
+    report, runs, seen, verdicts = _checked(calc_broken, monkeypatch)
+    con = db.connect(calc_broken["db"])
+    kept = dict(con.execute("SELECT sha, fail_to_pass FROM repair_checks WHERE status = 'kept'").fetchall())
+    con.close()
+    unimportable, mul = calc_broken["shas"]["unimportable"], calc_broken["shas"]["mul"]
+    assert verdicts[unimportable] == "no F2P" and verdicts[mul] == ""
+    assert report.emitted == 1 and kept[mul] == ["tests/test_ops.py::test_mul"]
+    assert runs[unimportable[:12]] == 1  # with the fix only: nothing passed there
+    assert runs[mul[:12]] == 4 + 4  # and its held-back copies, twice a side
+    never = "tests/test_broken.py::test_never"
+    assert never in seen[(mul[:12], "fixed")][0]  # the whole suite, once
+    passed = [i for i in seen[(mul[:12], "fixed")][0] if i != never]
+    assert seen[(mul[:12], "parent")][:2] == [passed, passed]
+    assert seen[(mul[:12], "fixed")][1] == passed
 
 
 def test_a_build_in_a_pipe_says_checked_kept_dropped_and_rate(calc, cli):

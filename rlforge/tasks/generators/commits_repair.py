@@ -272,8 +272,9 @@ class CommitsRepair(Generator):
     async def _check_all(self, ctx: BuildContext, rows: list[CommitRow]) -> list[tuple]:
         """Check candidates in order until the quota is met; the kept ones, in that order.
 
-        A commit keeps two sandboxes busy (parent, fix), so `pool.workers // 2` commits are
-        checked at once, each started as soon as one finishes. Under a quota the kept are
+        A commit runs its fix first, then its parent (two sandboxes at once only for the
+        repeats), so `pool.workers` commits are checked at once, each started as soon as
+        one finishes. Under a quota the kept are
         the first `ctx.limit` in `rows` order, whichever finishes first: no commit starts
         once the rows up to the limit-th kept one are all decided, and the rejections of
         commits after those are not reported (a larger quota would report them)."""
@@ -301,7 +302,7 @@ class CommitsRepair(Generator):
                     return i + 1
             return None
 
-        slots = asyncio.Semaphore(max(1, pool.workers // 2))
+        slots = asyncio.Semaphore(max(1, pool.workers))
 
         async def one(i: int, row: CommitRow) -> None:
             async with slots:

@@ -8,9 +8,13 @@ on each, in the sandbox with the repository's prepared environment mounted at /o
 - pass-to-pass (P2P): passes in all four runs;
 - flaky: a different verdict between the two runs of the same tree; never used.
 
-The second run of each tree happens only when the first runs leave a fail-to-pass test
-possible (`undecided`): a commit whose first runs show none, or hang, is dropped either
-way, for the reason its first runs give ("no F2P", a hang), at half the cost.
+The fixed tree runs first, its whole suite. Only a test that passes there can be
+fail-to-pass or pass-to-pass, so the parent's run and every repeat run those tests alone
+(for a runner that `selects_tests`; the others run whole), and when none passes (the
+suite does not collect with this environment, or the fix hangs) the parent is not run at
+all: the commit is dropped for what that one run shows ("no F2P", a hang). The second run
+of each tree happens only when the first runs leave a fail-to-pass test possible
+(`undecided`); a commit whose first runs show none, or hang, is dropped either way.
 
 Only tests that live in test files count (a doctest in a source module or the README
 would ask the policy to write it). A commit is kept with F2P >= 1, and P2P >= 1 when the
@@ -32,7 +36,7 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import AbstractSet, Any, Awaitable, Callable, Protocol, cast
+from typing import AbstractSet, Any, Awaitable, Callable, Collection, Protocol, cast
 
 from rlforge import db
 from rlforge.errors import UserError
@@ -246,23 +250,37 @@ class Checker:
             if self.opts.p2p_scope == "files":
                 paths = sorted(p for p in snap.hidden if p.endswith(runner.source_suffixes))
 
-            async def replicas(tree: Path, checks: str | None, n: int) -> list[dict | str]:
+            async def replicas(tree: Path, checks: str | None, n: int,
+                               ids: list[str] | None) -> list[dict | str]:
                 # One after the other on the same tree, as a re-run would be: a test that
                 # depends on what an earlier run left behind shows up as flaky.
-                return [await self._run(tree, Path(venv), settings, paths, work, checks)
+                return [await self._run(tree, Path(venv), settings, paths, work, checks, ids)
                         for _ in range(n)]
 
-            parent, fixed = await asyncio.gather(replicas(a, check_name, 1), replicas(b, fixed_name, 1))
-            if undecided(parent[0], fixed[0], rules, runner.test_file):
-                more = self.opts.runs - 1
-                again = await asyncio.gather(replicas(a, check_name, more), replicas(b, fixed_name, more))
-                parent, fixed = parent + again[0], fixed + again[1]
+            # The fix first: only a test that passes with it can be fail-to-pass or
+            # pass-to-pass, so the parent runs those tests alone (a runner that
+            # `selects_tests`), and not at all when there are none.
+            fixed = await replicas(b, fixed_name, 1, None)
+            wanted = passing(fixed[0], rules, runner.test_file)
+            elsewhere: list[str] = []
+            if not wanted:
+                parent: list[dict | str] = [dict(NOT_RUN)]
+            else:
+                only = wanted if runner.selects_tests else None
+                parent = await replicas(a, check_name, 1, only)
+                if undecided(parent[0], fixed[0], rules, runner.test_file):
+                    more = self.opts.runs - 1
+                    again = await asyncio.gather(replicas(a, check_name, more, only),
+                                                 replicas(b, fixed_name, more, only))
+                    parent, fixed = parent + again[0], fixed + again[1]
+                    elsewhere = await self._other_tests(a, Path(venv), settings, paths, work, check_name,
+                                                        parent, fixed, snap, rules)
             failures = [r for r in parent + fixed if isinstance(r, str)]
             if failures:
                 return CheckResult(REJECTED, "sandbox failure", failures[0][:300])
             # No failure: every run returned its report (a dict).
             result = classify(cast("list[dict]", parent), cast("list[dict]", fixed), snap, rules,
-                              self.opts.max_p2p, runner.test_file)
+                              self.opts.max_p2p, runner.test_file, elsewhere)
             result.held_at_parent = runner.held_lines(
                 plan, cast("dict", parent[0]).get("checks", {}), result.fail_to_pass)
             result.p2p_checks = passed_in_every(fixed_plan, cast("list[dict]", fixed),
@@ -273,6 +291,28 @@ class Checker:
         finally:
             shutil.rmtree(work, ignore_errors=True)
         return result
+
+    async def _other_tests(self, tree: Path, venv: Path, settings: RepoSettings,
+                           paths: list[str] | None, work: Path, check_name: str | None,
+                           parent: list[dict | str], fixed: list[dict | str], snap: CommitSnapshot,
+                           rules: dict) -> list[str]:
+        """When the parent's runs were only of the tests that passed with the fix and
+        every one of them is fail-to-pass, whether the suite has other tests (ones the fix
+        breaks, say: then the commit has no pass-to-pass test and is dropped) shows only in
+        a whole run at the parent: run it, and return the ids it reported. A whole run
+        that fails or hangs joins `parent`, so the verdict says so."""
+        runner = runner_of(settings)
+        if not runner.selects_tests or any(isinstance(r, str) for r in parent + fixed):
+            return []
+        first = classify(cast("list[dict]", parent), cast("list[dict]", fixed), snap, rules,
+                         self.opts.max_p2p, runner.test_file)
+        if not first.kept or first.pass_to_pass:
+            return []
+        whole = await self._run(tree, venv, settings, paths, work, check_name)
+        if isinstance(whole, str) or whole["collection_hang"] or whole["budget_exhausted"]:
+            parent.append(whole)
+            return []
+        return list(whole["outcomes"])
 
     async def _held_back(self, snap: CommitSnapshot, trees: tuple[Path, Path], venv: Path,
                          settings: RepoSettings, work: Path, result: CheckResult) -> list[dict]:
@@ -303,10 +343,11 @@ class Checker:
         return kept
 
     async def _run(self, tree: Path, venv: Path, settings: RepoSettings, paths: list[str] | None,
-                   work: Path, check_name: str | None = None, ids: list[str] | None = None) -> dict | str:
+                   work: Path, check_name: str | None = None,
+                   ids: list[str] | None = None) -> dict | str:
         """One sandboxed test run by the settings' runner; the raw result, or an
         infrastructure error message. `check_name`: what the tree's checked asserts report
-        through (`report_checks`)."""
+        through (`report_checks`); `ids`: only these tests (None: all under `paths`)."""
         runner = runner_of(settings)
         runner_dir = Path(tempfile.mkdtemp(prefix="runner-", dir=work))
         logs = Path(tempfile.mkdtemp(prefix="logs-", dir=work))
@@ -366,6 +407,21 @@ def _file_part(test_id: str) -> str:
     return test_id.split("::", 1)[0]
 
 
+#: the report of the parent's run when none was needed (no test passes with the fix)
+NOT_RUN: dict = {"outcomes": {}, "started": [], "hung": [], "collect_errors": [], "checks": {},
+                 "collection_hang": False, "budget_exhausted": False, "sessions": 0, "seconds": 0.0}
+
+
+def passing(fixed: dict | str, rules: dict, test_file: Callable[[str], str] = _file_part) -> list[str]:
+    """The tests of test files that passed in a run with the fix (sorted), the only ones
+    that can be fail-to-pass or pass-to-pass; none when the run failed or did not finish
+    (the commit is dropped for that, whatever the parent does)."""
+    if isinstance(fixed, str) or fixed["collection_hang"] or fixed["budget_exhausted"]:
+        return []
+    return sorted(i for i in fixed["outcomes"]
+                  if _passed(fixed, i) and protect.is_protected(test_file(i), rules))
+
+
 def undecided(parent: dict | str, fixed: dict | str, rules: dict,
               test_file: Callable[[str], str] = _file_part) -> bool:
     """Whether the first run of each side leaves the verdict open: both ran, neither hung,
@@ -381,9 +437,12 @@ def undecided(parent: dict | str, fixed: dict | str, rules: dict,
 
 
 def classify(parent: list[dict], fixed: list[dict], snap: CommitSnapshot, rules: dict,
-             max_p2p: int, test_file: Callable[[str], str] = _file_part) -> CheckResult:
+             max_p2p: int, test_file: Callable[[str], str] = _file_part,
+             elsewhere: Collection[str] = ()) -> CheckResult:
     """F2P / P2P / flaky from the runs of each side; see the module docstring. `test_file`:
-    where a test id lives (`TestRunner.test_file`)."""
+    where a test id lives (`TestRunner.test_file`); `elsewhere`: the ids of a whole run at
+    the parent when its runs here were of some tests only (`Checker._other_tests`), which
+    count among the other tests a fail-to-pass test needs a pass-to-pass one beside."""
     gold_seconds = round(sum(r["seconds"] for r in fixed) / len(fixed), 3)
     if any(r["collection_hang"] or r["budget_exhausted"] for r in parent):
         return CheckResult(REJECTED, "hang at parent", "the test run at the parent never finished "
@@ -413,7 +472,8 @@ def classify(parent: list[dict], fixed: list[dict], snap: CommitSnapshot, rules:
             detail = ("no test fails at the parent and passes with the fix"
                       + (f" ({len(hung)} hung at the parent)" if hung else ""))
         return CheckResult(REJECTED, "no F2P", detail, flaky=flaky, gold_seconds=gold_seconds)
-    others = [i for i in ids if i not in set(f2p)]
+    others = sorted(i for i in set(ids) | {e for e in elsewhere if protect.is_protected(test_file(e), rules)}
+                    if i not in set(f2p))
     if not p2p and others:
         return CheckResult(REJECTED, "no P2P", f"none of the {len(others)} other tests passes both "
                            "at the parent and with the fix", fail_to_pass=f2p, flaky=flaky,

@@ -86,6 +86,10 @@ class TestRunner:
     language_name: ClassVar[str] = ""
     #: the test files, as the instruction names them ("... test files (<this>) or ...")
     test_files_text: ClassVar[str] = "the project's test files"
+    #: whether `test_run` runs only the test ids it is given (`ids`): then the build's
+    #: runs at the parent and its repeats run only the tests that passed with the fix
+    #: (the only ones that can be fail-to-pass or pass-to-pass); False: every run is whole
+    selects_tests: ClassVar[bool] = False
 
     @property
     def id(self) -> str:
@@ -154,10 +158,10 @@ class TestRunner:
     def test_run(self, *, tree: str, tests: str, out: str, env: str, settings: "RepoSettings",
                  paths: list[str] | None, budget_sec: float, check_name: str | None,
                  ids: list[str] | None = None) -> TestRun:
-        """The sandboxed run of the tests in `tree` (the tests under `paths`, or all),
-        as the sandbox sees it: runner files in `tests`, the environment at `env`, the
-        result JSON to write at `{out}/results.json`. `ids`: only these tests (a runner
-        that makes `held_back_variants` must honour it)."""
+        """The sandboxed run of the tests in `tree` (the tests under `paths`, or all; a
+        runner that `selects_tests` runs only `ids` when they are given, and so must one
+        that makes `held_back_variants`), as the sandbox sees it: runner files in `tests`,
+        the environment at `env`, the result JSON to write at `{out}/results.json`."""
         raise NotImplementedError
 
     def held_back_variants(self, files: Mapping[str, bytes], checked: dict[str, list[int]],

@@ -343,7 +343,7 @@ class NodeTests(TestRunner):
         if chosen not in noderun.FRAMEWORKS:
             raise UserError(f"the javascript runner runs {', '.join(noderun.FRAMEWORKS)}, not "
                             f"{' '.join(settings.test_command)!r} (tasks.repair.repos.*.test_command)")
-        spec = {"tree": tree, "framework": chosen, "env": env, "ids": None, "paths": paths,
+        spec = {"tree": tree, "framework": chosen, "env": env, "ids": ids, "paths": paths,
                 "per_test_timeout": settings.per_test_timeout,
                 "collect_timeout": settings.collect_timeout, "budget_sec": budget_sec,
                 "env_vars": dict(settings.env)}

@@ -78,6 +78,7 @@ class Pytest(TestRunner):
     verifier = "repair"
     result_format = "pytest-junit"
     source_suffixes = (".py",)
+    selects_tests = True
     test_files_text = "anything under a `tests/` or `test/` directory,\n`test_*.py`, `*_test.py`, `conftest.py`"
 
     def detect(self, paths: Collection[str]) -> bool:
