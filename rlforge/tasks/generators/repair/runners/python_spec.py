@@ -399,16 +399,18 @@ class _TestReader:
             if isinstance(node, ast.Name) and node.id not in self.helpers and node.id not in fixtures \
                     and (node.id in self.imported or (node.id in self.defined and node.id not in outside)):
                 name = node.id
+                module, original = self.imported.get(name, (None, name))
+                if module is not None and "." not in module and module == name:
+                    continue  # `import pkg`: the package itself is no behaviour
             elif isinstance(node, ast.Attribute) and node.attr in self.defined:
                 base = _root(node.value)
                 if not (isinstance(base, ast.Name) and base.id in outside):
-                    name = node.attr
+                    # An attribute is the project's own name, whatever the test imports
+                    # under it (`parse.parse`: the function, not the package `parse`).
+                    name, module, original = node.attr, None, node.attr
             if name is None or name in seen:
                 continue
             seen.add(name)
-            module, original = self.imported.get(name, (None, name))
-            if module is not None and "." not in module and module == name:
-                continue  # `import pkg`: the package itself is no behaviour
             new = original not in self.at_parent and module is not None
             found.append((name, original, module if new else None))
         return found[:MAX_NAMES]
