@@ -12,6 +12,8 @@ description): each test is one defect class, read from real test sources.
   literal itself and must not be described;
 - a short literal (`"a"`) is not shown by the words of a description's own sentences
   ("a test named ..."), so it drops nothing;
+- an option a function taking **kwargs reads by key (`options.get("strip_comments")`) is
+  no new keyword argument;
 - `import parse` then `parse.parse(...)`: the attribute is the project's function, not the
   package, so the call and the forms it is given are named or described.
 """
@@ -250,3 +252,18 @@ def test_a_function_named_like_its_module_is_the_function_a_test_calls():
     assert "uses `fmt`, called as `fmt(str, str)`" in line
     assert "`{:<n>d}{:<n>d}`" in line and "0440" not in line and "02" not in line
     assert spec.specify(derivation, "fmt: a width in `{:2d}{:2d}` bounds each int; '1234' parses").stated == [True]
+
+
+def test_an_option_a_kwargs_function_reads_by_key_is_no_new_keyword():
+    """`format(sql, **options)` reads `options.get("strip_comments")`: a hidden test
+    passing `strip_comments=True` uses an existing option, while `wrap_after=` is new."""
+    test = ('import sqlfmt\n\n\ndef test_strip_comments_keeps_hints():\n'
+            '    assert sqlfmt.format("select --+hint", strip_comments=True, wrap_after=3) == "select --+hint"\n')
+    source = (b"def format(sql, **options):\n    if options.get('strip_comments'):\n"
+              b"        sql = sql.split('--')[0]\n    return sql\n")
+    derivation = _describe({"tests/test_format.py": test.encode()},
+                           ["tests/test_format.py::test_strip_comments_keeps_hints"],
+                           {"sqlfmt/__init__.py": source})
+    [line] = spec.specify(derivation, "keep SQL hints when stripping comments").lines
+    assert "new keyword argument `wrap_after`" in line
+    assert "new keyword argument `strip_comments`" not in line
