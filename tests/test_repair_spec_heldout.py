@@ -11,7 +11,11 @@ description): each test is one defect class, read from real test sources.
 - digits inside a word (`S3cr3t`) are no number: the "form" of such a literal is the
   literal itself and must not be described;
 - a short literal (`"a"`) is not shown by the words of a description's own sentences
-  ("a test named ..."), so it drops nothing.
+  ("a test named ..."), so it drops nothing;
+- an option a function taking **kwargs reads by key (`options.get("strip_comments")`) is
+  no new keyword argument;
+- `import parse` then `parse.parse(...)`: the attribute is the project's function, not the
+  package, so the call and the forms it is given are named or described.
 """
 
 from __future__ import annotations
@@ -232,3 +236,34 @@ def test_an_attribute_the_test_assigns_must_be_settable_and_is_named_or_describe
     assert "sets `max_parts` on an object and reads it back (it must be assignable)" in line
     assert spec.specify(derivation, "Request(empty environ): max_parts can be set per request; config for limits"
                         ).stated == [True]
+
+
+def test_a_function_named_like_its_module_is_the_function_a_test_calls():
+    """`import fmt` then `fmt.fmt("{:02d}{:02d}", "0440")`: the attribute is the project's
+    function, not the package, so its call and the forms it is given are required."""
+    test = ('import fmt\n\n\ndef test_width_multi_int():\n'
+            '    assert fmt.fmt("{:02d}{:02d}", "0440") == (4, 40)\n')
+    workspace = {"fmt.py": b"def fmt(pattern, text):\n    return None\n"}
+    derivation = _describe({"tests/test_fmt.py": test.encode()}, ["tests/test_fmt.py::test_width_multi_int"],
+                           workspace)
+    verdict = spec.specify(derivation, "Adding width to multi ints")
+    assert verdict.stated == [False]
+    [line] = verdict.lines
+    assert "uses `fmt`, called as `fmt(str, str)`" in line
+    assert "`{:<n>d}{:<n>d}`" in line and "0440" not in line and "02" not in line
+    assert spec.specify(derivation, "fmt: a width in `{:2d}{:2d}` bounds each int; '1234' parses").stated == [True]
+
+
+def test_an_option_a_kwargs_function_reads_by_key_is_no_new_keyword():
+    """`format(sql, **options)` reads `options.get("strip_comments")`: a hidden test
+    passing `strip_comments=True` uses an existing option, while `wrap_after=` is new."""
+    test = ('import sqlfmt\n\n\ndef test_strip_comments_keeps_hints():\n'
+            '    assert sqlfmt.format("select --+hint", strip_comments=True, wrap_after=3) == "select --+hint"\n')
+    source = (b"def format(sql, **options):\n    if options.get('strip_comments'):\n"
+              b"        sql = sql.split('--')[0]\n    return sql\n")
+    derivation = _describe({"tests/test_format.py": test.encode()},
+                           ["tests/test_format.py::test_strip_comments_keeps_hints"],
+                           {"sqlfmt/__init__.py": source})
+    [line] = spec.specify(derivation, "keep SQL hints when stripping comments").lines
+    assert "new keyword argument `wrap_after`" in line
+    assert "new keyword argument `strip_comments`" not in line

@@ -156,6 +156,26 @@ def _parameters(trees: list[ast.Module]) -> dict[str, set[str] | None]:
     return out
 
 
+def _option_keys(trees: list[ast.Module]) -> set[str]:
+    """The option names the sources read by key (`options.get("strip_comments")`,
+    `options["indent"]`, `"reindent" in options`): keywords a function taking **kwargs
+    already accepts, though no signature names them."""
+    out: set[str] = set()
+    for tree in trees:
+        for node in ast.walk(tree):
+            key: ast.AST | None = None
+            if isinstance(node, ast.Subscript):
+                key = node.slice
+            elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
+                    and node.func.attr in ("get", "pop", "setdefault") and node.args:
+                key = node.args[0]
+            elif isinstance(node, ast.Compare) and isinstance(node.ops[0], (ast.In, ast.NotIn)):
+                key = node.left
+            if isinstance(key, ast.Constant) and isinstance(key.value, str) and key.value.isidentifier():
+                out.add(key.value)
+    return out
+
+
 def _find(tree: ast.Module, key: str) -> tuple[ast.FunctionDef | ast.AsyncFunctionDef | None, str]:
     """The test function of a key (`name` or `Class::name`) and its class's name."""
     owner, _, name = key.rpartition("::")
@@ -399,16 +419,18 @@ class _TestReader:
             if isinstance(node, ast.Name) and node.id not in self.helpers and node.id not in fixtures \
                     and (node.id in self.imported or (node.id in self.defined and node.id not in outside)):
                 name = node.id
+                module, original = self.imported.get(name, (None, name))
+                if module is not None and "." not in module and module == name:
+                    continue  # `import pkg`: the package itself is no behaviour
             elif isinstance(node, ast.Attribute) and node.attr in self.defined:
                 base = _root(node.value)
                 if not (isinstance(base, ast.Name) and base.id in outside):
-                    name = node.attr
+                    # An attribute is the project's own name, whatever the test imports
+                    # under it (`parse.parse`: the function, not the package `parse`).
+                    name, module, original = node.attr, None, node.attr
             if name is None or name in seen:
                 continue
             seen.add(name)
-            module, original = self.imported.get(name, (None, name))
-            if module is not None and "." not in module and module == name:
-                continue  # `import pkg`: the package itself is no behaviour
             new = original not in self.at_parent and module is not None
             found.append((name, original, module if new else None))
         return found[:MAX_NAMES]
@@ -489,7 +511,7 @@ class _TestReader:
                                   called if calls else (), exact=True))
             aspects += _form_aspects(func, name, calls)
             # A keyword its signature lacks; for one taking **kwargs (or unknown), a keyword
-            # no function of the parent has.
+            # no function of the parent has and no option it reads by key.
             accepted = self.parameters.get(original) or self.parameters.get("") or set()
             for kw in sorted({k.arg for c in calls for k in c.keywords if k.arg} - accepted):
                 aspects.append(Aspect("keyword", f"`{name}` takes a new keyword argument `{kw}`",
@@ -566,6 +588,9 @@ def behaviours(hidden: Mapping[str, bytes], fail_to_pass: list[str], workspace: 
     at_parent = _defined(parent_trees) | _bound(parent_trees)
     at_parent |= {p.rsplit("/", 1)[-1][:-3] for p in parent_source}
     parameters = _parameters(parent_trees)
+    every = parameters.setdefault("", set())
+    assert every is not None
+    every.update(_option_keys(parent_trees))
     visible = " ".join(b"\n".join(workspace.values()).decode("utf-8", "replace").split())
     readers: dict[str, _TestReader] = {}
     tests: list[tuple[str, _TestReader, str]] = []
