@@ -17,10 +17,10 @@ without a name). Same seed, same corpus: ``build(n, seed)``.
 
 from __future__ import annotations
 
+import functools
+import importlib.util
 import random
-import re
-
-_MARK = re.compile(r"\[\[([A-Z_]+)\|(.+?)\]\]|\{\{([a-z_]+)\|(.+?)\}\}", re.S)
+from pathlib import Path
 
 # Name parts per origin: (given names, family names). Written for this file.
 PARTS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
@@ -220,21 +220,18 @@ def _negatives(lang: str, r: random.Random) -> dict[str, str]:
     return slots
 
 
+@functools.lru_cache(maxsize=1)
+def _fresh():
+    spec = importlib.util.spec_from_file_location("fresh", Path(__file__).with_name("fresh.py"))
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 def _record(locale: str, marked: str, origin: str, country: str) -> dict:
-    text, planted, negatives, pos, last = [], [], [], 0, 0
-    for m in _MARK.finditer(marked):
-        before = marked[last:m.start()]
-        text.append(before)
-        pos += len(before)
-        kind, value = (m.group(1), m.group(2)) if m.group(1) else (m.group(3), m.group(4))
-        (planted.append([pos, pos + len(value), kind, ""]) if m.group(1)
-         else negatives.append([pos, pos + len(value), kind]))
-        text.append(value)
-        pos += len(value)
-        last = m.end()
-    text.append(marked[last:])
-    return {"locale": locale, "origin": origin, "country": country, "text": "".join(text),
-            "planted": planted, "negatives": negatives}
+    """A record of the marked text, read as `fresh.py` reads its tickets."""
+    return {**_fresh()._record(locale, marked), "origin": origin, "country": country}
 
 
 def build(n: int = 1200, seed: int = 51) -> list[dict]:
