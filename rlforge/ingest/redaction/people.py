@@ -192,10 +192,19 @@ class _Evidence:
 
     def given(self, t: _Tok) -> bool:
         return _listed(t.low, self.strong) or (
-            _listed(t.low, self.lists.given) and t.low not in self.lists.common)
+            _listed(t.low, self.lists.given) and t.low not in self.lists.common and not self.plural(t.low))
 
     def surname(self, t: _Tok, common_ok: bool = False) -> bool:
-        return _listed(t.low, self.lists.surnames) and (common_ok or t.low not in self.lists.common)
+        return _listed(t.low, self.lists.surnames) and (
+            common_ok or t.low not in self.lists.common and not self.plural(t.low))
+
+    def plural(self, low: str) -> bool:
+        """A plural of a common word that the large lists hold as a name too ("Buds",
+        "Chips"), which is no more evidence than the word itself; not a prominent surname
+        or a curated given name ("Rivers", "Brooks", "Charles")."""
+        return len(low) > 3 and low[-1] == "s" and (
+            low[:-1] in self.lists.common or low[-2] == "e" and low[:-2] in self.lists.common) \
+            and low not in self.lists.prominent and low not in self.strong
 
     def any(self, t: _Tok) -> bool:
         return self.given(t) or self.surname(t)
@@ -236,6 +245,21 @@ def _derive_places() -> set[str]:
     out = {c.name.casefold() for c in pycountry.countries}
     out |= {c.common_name.casefold() for c in pycountry.countries if hasattr(c, "common_name")}
     return out | {s.name.casefold() for s in pycountry.subdivisions}
+
+
+def _place_name(toks: list[_Tok], start: int, end: int) -> bool:
+    """Whether the words `start` to `end`, two or more, are the name of a country or region
+    or part of one with a word or two either side, written with spaces or hyphens ("Monte
+    Carlo", "Santa Catarina", "Grande do Sul" of "Rio Grande do Sul")."""
+    if end <= start:
+        return False
+    places = place_names()
+    for a in range(max(0, start - 2), start + 1):
+        for b in range(end, min(len(toks) - 1, end + 2) + 1):
+            lows = [t.low for t in toks[a:b + 1]]
+            if " ".join(lows) in places or "-".join(lows) in places:
+                return True
+    return False
 
 
 def _chinese_surname(t: _Tok, ev: _Evidence) -> bool:
@@ -499,6 +523,33 @@ def _sentence_start(toks: list[_Tok], k: int, ev: _Evidence) -> bool:
     return not listed or (t.low in ev.lists.common and t.low not in ev.strong)
 
 
+def _multi_part(toks: list[_Tok], i: int, ev: _Evidence) -> bool:
+    """A full name of many parts, as Portuguese and Spanish names are written: three or more
+    capitalised words, or two with a particle between ("Jéssica Alves da Barbosa"), each a
+    curated given name or a prominent surname, one at least a surname. Each word may also be
+    a common word of its language ("Rodrigo Siqueira Medeiros": a name frequent in text is a
+    frequent word), which is why a pair alone is not enough; a place of such words
+    ("Rio Grande do Sul") is left by `_place_name`."""
+    if toks[i].low in LOWER_CUES or toks[i].low in _LEAD_WORDS:
+        return False  # "Ask Wellington Nascimento Teixeira": a cue word before the name
+    words = particles = surnames = 0
+    k, n = i, len(toks)
+    while k < n and (k == i or not toks[k].line) and words + particles < 6:
+        t = toks[k]
+        if words and t.low in PARTICLES and k + 1 < n and not t.stop:
+            particles, k = particles + 1, k + 1
+            continue
+        if not (_is_name_word(t) and (t.low in ev.lists.prominent or _listed(t.low, ev.strong))) \
+                or _street_word(t.low) or t.low in STREET_WORDS_BEFORE:
+            break  # (not "Fang Sun Plaza")
+        words += 1
+        surnames += t.low in ev.lists.prominent
+        if t.stop:
+            break
+        k += 1
+    return surnames > 0 and (words >= 3 or words >= 2 and particles > 0)
+
+
 def _initials_then_surname(toks: list[_Tok], i: int, ev: _Evidence) -> bool:
     """ "M. Rossi", "J. R. Smith": initials, then a listed surname or given name."""
     k = i
@@ -568,6 +619,8 @@ def _names(run: str, toks: list[_Tok], skip: set[int], names: frozenset[str],
                 or nxt is not None and _pair(t, nxt, ev) and not (i > 0 and toks[i - 1].low in _PLACE_BEFORE)) \
                 and not (i > 0 and toks[i - 1].low.rstrip(".") in SAINTS):
             start = i
+        elif _multi_part(toks, i, ev) and not (i > 0 and toks[i - 1].low in _PLACE_BEFORE):
+            start = i  # "Rodrigo Siqueira Medeiros", "Jéssica Alves da Barbosa"
         if start is None or start in skip:
             i += 1
             continue
@@ -599,7 +652,8 @@ def _names(run: str, toks: list[_Tok], skip: set[int], names: frozenset[str],
                 start -= 1
         if _name_shaped(toks[end]) and (toks[start].low not in PARTICLES or start == i + 1 or initial
                                         or comma_pair) \
-                and not any(toks[k].low in BUSINESS_WORDS for k in range(start, end + 1)):
+                and not any(toks[k].low in BUSINESS_WORDS for k in range(start, end + 1)) \
+                and not _place_name(toks, start, end):
             out.append((start, end))
         i = end + 1
     return out
