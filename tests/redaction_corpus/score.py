@@ -2,10 +2,11 @@
 source), on the held-out corpora: `heldout.py` (values from faker), `second.py` (values
 from mimesis), `name_styles.py` (names written in ten styles, fifteen countries),
 `unseen_names.py` (names from sources no other corpus uses, held out from session 50's
-rules), `fresh.py` (hand-written tickets, scored once) and `real.py` (real public ticket
-text, hand-labelled).
+rules), `fresh.py` (hand-written tickets, scored once), `real.py` (real public ticket
+text, hand-labelled) and `crafted.py` (names of 22 origins in eight styles and words that
+look like names, written for session 51 before its rules).
 
-    PYTHONPATH=. .venv/bin/python tests/redaction_corpus/score.py [heldout|second|name_styles|unseen_names|fresh|real] [N]
+    PYTHONPATH=. .venv/bin/python tests/redaction_corpus/score.py [heldout|second|name_styles|unseen_names|fresh|real|crafted] [N]
 """
 
 from __future__ import annotations
@@ -44,13 +45,14 @@ def main() -> None:
         cells = [f"{r['caught'][k] / r['planted'][k]:.3f}" if r["planted"][k] else "-" for k in kinds]
         kept = sum(r["kept"].values()) / max(1, sum(r["negatives"].values()))
         print(f"{lang:6s}" + "".join(f"{c:>12s}" for c in cells) + f"{kept:12.4f}")
-    origins = collections.defaultdict(list)
-    for rec in records:
-        origins[rec.get("origin", "")].append(rec)
-    if len(origins) > 1:  # name_styles: PERSON recall per country of the name
-        print("PERSON recall per origin:", {o: f"{x['caught']['PERSON'] / x['planted']['PERSON']:.3f}"
-                                            for o, x in ((o, scorer(red, v)) for o, v in sorted(origins.items()))
-                                            if x["planted"]["PERSON"]})
+    for key in ("origin", "country"):  # PERSON recall per style or country of the name
+        groups = collections.defaultdict(list)
+        for rec in records:
+            groups[rec.get(key, "")].append(rec)
+        if len(groups) > 1:
+            print(f"PERSON recall per {key}:", {o: f"{x['caught']['PERSON'] / x['planted']['PERSON']:.3f}"
+                                               for o, x in ((o, scorer(red, v)) for o, v in sorted(groups.items()))
+                                               if x["planted"]["PERSON"]})
     r = results["all"]
     print("negatives kept per label:", {k: f"{r['kept'][k]}/{v}" for k, v in sorted(r["negatives"].items())})
     if "-v" in sys.argv:

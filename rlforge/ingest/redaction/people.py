@@ -21,7 +21,7 @@ kowalska"), or two to four lower-case words a cue word leads ("placed by ping li
 and a given name of pinyin syllables (`pinyin`). Addresses: a street (a street word
 with a house number: "12 Oak Street", "Lindenstraße 5", "Via Roma 12", "12 rue Victor
 Hugo") or a postcode of a supported country, taken with the unit, town, state and
-postcode lines around it.
+postcode lines around it (module `addresses`; the words of a run are `run_words`).
 """
 
 from __future__ import annotations
@@ -31,16 +31,13 @@ import re
 from pathlib import Path
 
 from rlforge.ingest.redaction import name_lists, numbers, pinyin
+from rlforge.ingest.redaction.addresses import addresses, street_word
 from rlforge.ingest.redaction.rules import Span
+from rlforge.ingest.redaction.run_words import INITIAL, L, U, Tok, tokens
 from rlforge.ingest.redaction.words import (BUSINESS_WORDS, CLOSINGS, GREETINGS, LOWER_CUES, NOT_NAMES,
-                                            PARTICLES, PERSON_CUES, SAINTS, SIGN_OFFS,
-                                            STREET_ENDINGS, STREET_WORDS_AFTER, STREET_WORDS_BEFORE,
-                                            TITLES, TOWN_JOINERS, UNIT_WORDS, WEAK_PERSON_CUES,
-                                            phrases_rx)
+                                            PARTICLES, PERSON_CUES, SAINTS, SIGN_OFFS, STREET_WORDS_BEFORE,
+                                            TITLES, WEAK_PERSON_CUES, phrases_rx)
 
-# Latin-1 and Latin Extended-A/B letters (Polish "ł", Turkish "ş", Czech "ř"); the
-# extended blocks mix cases, so they count as both.
-U, L = "A-ZÀ-ÖØ-ÞĀ-ɏḀ-ỿ", "a-zß-öø-ÿĀ-ɏḀ-ỿ"
 # One token of a run, to its natural end (a run never cuts another finding's token).
 TOKEN_CHARS = f"A-Za-z0-9{U}{L}_'’./:@+%=-"
 _RUN_TOKEN = rf"(?:[A-Z0-9{U}][{TOKEN_CHARS}]*|\([A-Z]{{2}}\))"
@@ -88,19 +85,6 @@ RUN_PREFIX = rf"[^<>\\{TOKEN_CHARS}]"
 _TOKEN = re.compile(rf"(?<![^\s,(])(?:{_RUN_TOKEN}|{_JOIN}\.?(?=[ ]))")
 _ANY_TOKEN = re.compile(rf"(?<![^\s,(]){_ANY_WORD}[.,:;!?]?")
 _NAME_WORD = re.compile(rf"[{U}](?:[{L}]+|['’][{U}][{L}]+)(?:[{U}][{L}]+)?(?:-[{U}][{L}]+)*")
-_INITIAL = re.compile(rf"[{U}]\.")
-_NUMBER = re.compile(r"[0-9]{1,5}[A-Za-z]?(?:[-/][0-9]{1,4}[A-Za-z]?)?")
-_ZIP5 = re.compile(r"[0-9]{5}")
-_US_ZIP = re.compile(r"[0-9]{5}(?:-[0-9]{4})?")
-_STATE = re.compile(r"[A-Z]{2}")
-_GB_OUT = re.compile(r"[A-Z]{1,2}[0-9][A-Z0-9]?")
-_GB_IN = re.compile(r"[0-9][A-Z]{2}")
-_NL_PC = re.compile(r"[1-9][0-9]{3}(?:[A-Z]{2})?")
-_NL_LETTERS = re.compile(r"[A-Z]{2}")
-_PROVINCE = re.compile(r"\([A-Z]{2}\)")
-_TOWN = re.compile(rf"[{U}][{L}]+(?:['’ -]?[{U}{L}][{L}]+)*")
-_END_PUNCT = ".,:;!?"
-_ABBREVIATIONS = TITLES | UNIT_WORDS | {w for w in STREET_WORDS_AFTER | STREET_WORDS_BEFORE if len(w) <= 4}
 
 
 @functools.lru_cache(maxsize=1)
@@ -131,35 +115,15 @@ def _derive_given() -> set[str]:
     return out
 
 
-class _Tok:
-    __slots__ = ("start", "end", "text", "word", "low", "stop", "line")
-
-    def __init__(self, m: re.Match, prev_end: int, run: str):
-        self.start, self.text = m.start(), m.group()
-        self.word = self.text.rstrip(_END_PUNCT)
-        self.end = self.start + len(self.word)
-        self.low = self.word.casefold()
-        # a full stop after a word ends the sentence (not after a title or an initial)
-        self.stop = self.text != self.word and self.text[len(self.word):][:1] in ".!?:;" and not (
-            self.text.endswith(".") and (self.low in _ABBREVIATIONS or len(self.word) <= 2
-                                         or self.low.endswith("str"))
-            or _INITIAL.fullmatch(self.text))
-        self.line = "\n" in run[prev_end:self.start] or "," in run[prev_end:self.start]
+def _tokens(run: str, rx: re.Pattern = _TOKEN) -> list[Tok]:
+    return tokens(run, rx)
 
 
-def _tokens(run: str, rx: re.Pattern = _TOKEN) -> list[_Tok]:
-    out, prev = [], 0
-    for m in rx.finditer(run):
-        out.append(_Tok(m, prev, run))
-        prev = m.end()
-    return out
-
-
-def _is_name_word(t: _Tok) -> bool:
+def _is_name_word(t: Tok) -> bool:
     return bool(_NAME_WORD.fullmatch(t.word)) and t.low not in NOT_NAMES and t.low not in TITLES
 
 
-def _name_shaped(t: _Tok) -> bool:
+def _name_shaped(t: Tok) -> bool:
     """A name word in any letter case: "Anna", "ANNA", "anna", "Hans-Otto"."""
     w = t.word
     return (bool(_NAME_WORD.fullmatch(w)) or ((w.isupper() or w.islower()) and len(w) > 1
@@ -167,7 +131,7 @@ def _name_shaped(t: _Tok) -> bool:
         and t.low not in NOT_NAMES and t.low not in TITLES
 
 
-def _is_given(t: _Tok, names: frozenset[str]) -> bool:
+def _is_given(t: Tok, names: frozenset[str]) -> bool:
     if not _is_name_word(t):
         return False
     return t.low in names or t.low.split("-")[0] in names
@@ -190,17 +154,26 @@ class _Evidence:
     def __init__(self, strong: name_lists.Words, lists: name_lists.NameLists):
         self.strong, self.lists = strong, lists
 
-    def given(self, t: _Tok) -> bool:
+    def given(self, t: Tok) -> bool:
         return _listed(t.low, self.strong) or (
-            _listed(t.low, self.lists.given) and t.low not in self.lists.common)
+            _listed(t.low, self.lists.given) and t.low not in self.lists.common and not self.plural(t.low))
 
-    def surname(self, t: _Tok, common_ok: bool = False) -> bool:
-        return _listed(t.low, self.lists.surnames) and (common_ok or t.low not in self.lists.common)
+    def surname(self, t: Tok, common_ok: bool = False) -> bool:
+        return _listed(t.low, self.lists.surnames) and (
+            common_ok or t.low not in self.lists.common and not self.plural(t.low))
 
-    def any(self, t: _Tok) -> bool:
+    def plural(self, low: str) -> bool:
+        """A plural of a common word that the large lists hold as a name too ("Buds",
+        "Chips"), which is no more evidence than the word itself; not a prominent surname
+        or a curated given name ("Rivers", "Brooks", "Charles")."""
+        return len(low) > 3 and low[-1] == "s" and (
+            low[:-1] in self.lists.common or low[-2] == "e" and low[:-2] in self.lists.common) \
+            and low not in self.lists.prominent and low not in self.strong
+
+    def any(self, t: Tok) -> bool:
         return self.given(t) or self.surname(t)
 
-    def unknown(self, t: _Tok) -> bool:
+    def unknown(self, t: Tok) -> bool:
         """A word no list knows, not even as a word of a language: an unlisted name
         ("Hredhaan"), or a brand."""
         low = t.low
@@ -209,11 +182,11 @@ class _Evidence:
             _listed(low, self.lists.given) or _listed(low, self.lists.surnames)
             or _listed(low, self.strong))
 
-    def rare(self, t: _Tok) -> bool:
+    def rare(self, t: Tok) -> bool:
         """Not one of a language's known words ("Xia", "Pieszak"; not "Kernel", "Module")."""
         return t.low not in self.lists.known
 
-    def surname_like(self, t: _Tok, common_ok: bool = False) -> bool:
+    def surname_like(self, t: Tok, common_ok: bool = False) -> bool:
         """A listed surname, or a word no list knows (the lists miss rare surnames)."""
         return self.surname(t, common_ok) or self.unknown(t)
 
@@ -238,12 +211,27 @@ def _derive_places() -> set[str]:
     return out | {s.name.casefold() for s in pycountry.subdivisions}
 
 
-def _chinese_surname(t: _Tok, ev: _Evidence) -> bool:
+def _place_name(toks: list[Tok], start: int, end: int) -> bool:
+    """Whether the words `start` to `end`, two or more, are the name of a country or region
+    or part of one with a word or two either side, written with spaces or hyphens ("Monte
+    Carlo", "Santa Catarina", "Grande do Sul" of "Rio Grande do Sul")."""
+    if end <= start:
+        return False
+    places = place_names()
+    for a in range(max(0, start - 2), start + 1):
+        for b in range(end, min(len(toks) - 1, end + 2) + 1):
+            lows = [t.low for t in toks[a:b + 1]]
+            if " ".join(lows) in places or "-".join(lows) in places:
+                return True
+    return False
+
+
+def _chinese_surname(t: Tok, ev: _Evidence) -> bool:
     """A one-syllable pinyin word the lists hold as a surname ("Wang", "Xia")."""
     return pinyin.syllables(t.low) == 1 and t.low in ev.lists.surnames
 
 
-def _pinyin_pair(a: _Tok, b: _Tok, ev: _Evidence, led: bool = False) -> bool:
+def _pinyin_pair(a: Tok, b: Tok, ev: _Evidence, led: bool = False) -> bool:
     """A Chinese name in pinyin, in either order: a listed one-syllable surname and a given
     name of one or two syllables ("Wang Xiuying", "Jianguo Li", "WANG Fang"). A given name
     of two syllables is no common word ("China", "Change"); a pair of one-syllable words
@@ -264,7 +252,7 @@ def _pinyin_pair(a: _Tok, b: _Tok, ev: _Evidence, led: bool = False) -> bool:
     return False
 
 
-def _pair(a: _Tok, b: _Tok, ev: _Evidence) -> bool:
+def _pair(a: Tok, b: Tok, ev: _Evidence) -> bool:
     """Two words that the lists make a name in either order, in Title or upper case:
     "Xiaoming Wang", "WANG Xiaoming", "Rossi Mario", "Oluwaseun Adeyemi"."""
     if a.stop or not (_name_shaped(a) and _name_shaped(b)) or a.word.islower() or b.word.islower():
@@ -304,177 +292,19 @@ def _pair(a: _Tok, b: _Tok, ev: _Evidence) -> bool:
         or _pinyin_pair(a, b, ev)
 
 
-def _street_word(low: str) -> bool:
-    return low in STREET_WORDS_AFTER or low.rstrip(".") in STREET_WORDS_AFTER
-
-
-_STRONG_ENDINGS = ("straße", "strasse", "str", "weg", "gasse", "allee", "platz", "straat", "laan",
-                   "plein", "gracht", "kade", "singel", "dijk", "steeg", "dreef")
-
-
-_STRONG_RX = re.compile("(?:" + "|".join(_STRONG_ENDINGS) + ")$")
-_WEAK_RX = re.compile("(?:" + "|".join(e.rstrip(".") for e in STREET_ENDINGS) + ")$")
-
-
-@functools.lru_cache(maxsize=65536)
-def _compound_street(low: str) -> int:
-    """2 for a word ending in a street word ("Lindenstraße", "Kerkstraat"), 1 for a weaker
-    ending that other words share ("Lindenring", "Rosenhof": a postcode must follow)."""
-    part = low.rsplit("-", 1)[-1].rstrip(".")
-    if not part.isalpha():
-        return 0
-    for strong, rx in ((2, _STRONG_RX), (1, _WEAK_RX)):
-        m = rx.search(part)
-        if m and (m.start() >= 3 or ("-" in low and m.start() == 0)):
-            return strong
-    return 0
-
-
-def _number(t: _Tok) -> bool:
-    return bool(_NUMBER.fullmatch(t.word))
-
-
-def _streets(toks: list[_Tok]) -> list[tuple[int, int]]:
-    """Token index ranges [i, j] of street lines (with their house number)."""
-    found = []
-    n = len(toks)
-    for i, t in enumerate(toks):
-        low = t.low
-        strength = _compound_street(low) if _is_capital(t) else 0
-        if strength and i + 1 < n and _number(toks[i + 1]) and not t.stop and (
-                strength == 2 or any(_postcode(toks, k) is not None
-                                     for k in range(i + 2, min(n, i + 5)))):
-            start = i  # "Lindenstraße 5", "van der Dussenstr. 2"
-            while start > 0 and toks[start - 1].low in PARTICLES:
-                start -= 1
-            found.append((start, i + 1))
-        if low in STREET_WORDS_BEFORE and not t.stop:
-            j = i
-            while j + 1 < n and j - i < 5 and not toks[j].stop and (
-                    toks[j + 1].low in PARTICLES or _is_capital(toks[j + 1])):
-                j += 1
-            if j == i:
-                continue
-            if i > 0 and _number(toks[i - 1]):  # "12, rue de la Paix"
-                found.append((i - 1, j))
-            elif j + 1 < n and toks[j + 1].line and _postcode(toks, j + 1) is not None:
-                found.append((i, j))  # "rue de Neveu, 11426 Hamon": a postcode, no number
-            elif j + 1 < n and _number(toks[j + 1]) and not toks[j].stop:  # "Via Roma 12"
-                found.append((i, j + 1))
-        if _street_word(low) and i >= 2 and _is_capital(t):  # "12 Oak Street"
-            k = i - 1
-            while k > 0 and i - k < 4 and _is_capital(toks[k]) and not _number(toks[k]) \
-                    and not toks[k].stop:
-                k -= 1
-            if k < i - 1 + 1 and _number(toks[k]) and k < i - 1 and not toks[k].stop:
-                found.append((k, i))
-    return found
-
-
-def _is_capital(t: _Tok) -> bool:
-    return t.word[:1].isupper() or t.word[:1] == "("
-
-
-def _postcode(toks: list[_Tok], i: int) -> int | None:
-    """If a postcode starts at token i, the index of its last token (with what belongs
-    after it: the town after a continental postcode, the province in brackets)."""
-    n = len(toks)
-    w = toks[i].word
-    nxt = toks[i + 1].word if i + 1 < n else ""
-    if _STATE.fullmatch(w) and i + 1 < n and _US_ZIP.fullmatch(nxt):
-        return i + 1
-    if _GB_OUT.fullmatch(w) and _GB_IN.fullmatch(nxt) and not toks[i].stop:
-        return i + 1
-    if _NL_PC.fullmatch(w) and (len(w) == 6 or (_NL_LETTERS.fullmatch(nxt) and not toks[i].stop)):
-        j = i if len(w) == 6 else i + 1
-        return _town_after(toks, j)
-    if _ZIP5.fullmatch(w) and not toks[i].stop and i + 1 < n and _TOWN.fullmatch(toks[i + 1].word):
-        return _town_after(toks, i)
-    return None
-
-
-def _town_after(toks: list[_Tok], j: int) -> int:
-    n = len(toks)
-    k = j
-    while k + 1 < n and k - j < 5 and not toks[k].stop and (
-            _is_capital(toks[k + 1]) or toks[k + 1].low in TOWN_JOINERS) \
-            and not (k > j and toks[k + 1].line):
-        k += 1
-        if _PROVINCE.fullmatch(toks[k].word):
-            break
-    while k > j and toks[k].low in TOWN_JOINERS:
-        k -= 1
-    return k
-
-
-def _addresses(toks: list[_Tok]) -> list[tuple[int, int]]:
-    n = len(toks)
-    out: list[tuple[int, int]] = []
-    for i, j in _streets(toks):
-        if any(a <= i <= b for a, b in out):
-            continue
-        if i >= 1 and toks[i - 1].low.rstrip(".") in UNIT_WORDS:
-            i -= 1  # "Flat 3, 12 High Street"
-        elif i >= 2 and toks[i - 2].low.rstrip(".") in UNIT_WORDS and _number(toks[i - 1]):
-            i -= 2  # "Flat 35X, Valerie Hollow"
-        # units, town and postcode lines that follow the street
-        k, end = j, j
-        while k + 1 < n and k - j < 9 and not toks[k].stop:
-            k += 1
-            pc = _postcode(toks, k)
-            if pc is not None:
-                end = pc
-                break
-            if toks[k].low.rstrip(".") in UNIT_WORDS and k + 1 < n and _number(toks[k + 1]):
-                end = k = k + 1
-                continue
-            if not (_is_capital(toks[k]) or toks[k].low in PARTICLES):
-                break
-        out.append((i, end))
-    taken = {x for a, b in out for x in range(a, b + 1)}
-    for i in range(n):
-        if i in taken:
-            continue
-        pc = _postcode(toks, i)
-        if pc is None or (_ZIP5.fullmatch(toks[i].word) and not _house_before(toks, i)):
-            continue
-        # the lines before the postcode: town, street, unit (not across a sentence end)
-        k = i
-        while k > 0 and i - k < 7 and not toks[k - 1].stop and (k - 1) not in taken and (
-                _is_capital(toks[k - 1]) or _number(toks[k - 1]) or toks[k - 1].low in PARTICLES) \
-                and toks[k - 1].low not in GREETINGS and toks[k - 1].low not in TITLES:
-            k -= 1
-        while k < i and toks[k].low in PARTICLES:
-            k += 1
-        out.append((k, pc))
-        taken |= set(range(k, pc + 1))
-    return out
-
-
-def _house_before(toks: list[_Tok], i: int) -> bool:
-    """Whether a house number stands in the few tokens before a postcode at `i`: a number
-    with a word beside it ("Lindenstraße 5, 10115 Berlin"). Numbers with only numbers
-    around them up to the postcode are a list of values ("ids 75428, 64748, 97777
-    SendWorker"), not a house number and a postcode."""
-    lo = max(0, i - 5)
-    return any(_number(toks[k]) and any(not _number(toks[x]) for x in range(max(lo, k - 1), i)
-                                        if x != k)
-               for k in range(lo, i))
-
-
 # Before a place rather than a person: "per seat in Lake Troy" (a pair the lists alone make a
 # name is not taken after one of these).
 _PLACE_BEFORE = frozenset({"in", "im", "en", "am", "aan", "bei", "near", "nach", "à", "w", "em"})
 
 
-def _named(t: _Tok, ev: _Evidence) -> bool:
+def _named(t: Tok, ev: _Evidence) -> bool:
     """Whether a word after a given name that is also a common word ("Hope", "Will") may be a
     surname: a listed name that is no common word, or a word in no list ("Will Kowalczyk",
     not "Hope Valley")."""
     return ev.surname(t) or ev.given(t) or ev.unknown(t)
 
 
-def _lower_pair(a: _Tok, b: _Tok, ev: _Evidence) -> bool:
+def _lower_pair(a: Tok, b: Tok, ev: _Evidence) -> bool:
     """Two lower-case words after a lead that the lists make a given name and a surname
     ("this is xiaoming wang"); a typo ("i'm caling") is in the lists alone, not paired."""
     return a.word.islower() and b.word.islower() and not a.stop and not b.line and (
@@ -482,14 +312,14 @@ def _lower_pair(a: _Tok, b: _Tok, ev: _Evidence) -> bool:
         or _pinyin_pair(a, b, ev, led=True))
 
 
-def _two_capitals(a: _Tok, b: _Tok, ev: _Evidence) -> bool:
+def _two_capitals(a: Tok, b: Tok, ev: _Evidence) -> bool:
     """Two capitalised words after a lead, one of them a name the lists know: "This is
     Forest Larson", "Cumprimentos, Esméria Monteiro" (not "This is Visual Studio")."""
     return _is_name_word(a) and _is_name_word(b) and not a.stop and not b.line and (
         ev.given(a) or ev.surname(a) or ev.given(b) or ev.surname(b, common_ok=True))
 
 
-def _sentence_start(toks: list[_Tok], k: int, ev: _Evidence) -> bool:
+def _sentence_start(toks: list[Tok], k: int, ev: _Evidence) -> bool:
     """Whether the third or later word of a name after a lead rather starts the next
     sentence: no list knows it as a name, or it is a common word that is no given name."""
     t = toks[k]
@@ -499,10 +329,37 @@ def _sentence_start(toks: list[_Tok], k: int, ev: _Evidence) -> bool:
     return not listed or (t.low in ev.lists.common and t.low not in ev.strong)
 
 
-def _initials_then_surname(toks: list[_Tok], i: int, ev: _Evidence) -> bool:
+def _multi_part(toks: list[Tok], i: int, ev: _Evidence) -> bool:
+    """A full name of many parts, as Portuguese and Spanish names are written: three or more
+    capitalised words, or two with a particle between ("Jéssica Alves da Barbosa"), each a
+    curated given name or a prominent surname, one at least a surname. Each word may also be
+    a common word of its language ("Rodrigo Siqueira Medeiros": a name frequent in text is a
+    frequent word), which is why a pair alone is not enough; a place of such words
+    ("Rio Grande do Sul") is left by `_place_name`."""
+    if toks[i].low in LOWER_CUES or toks[i].low in _LEAD_WORDS:
+        return False  # "Ask Wellington Nascimento Teixeira": a cue word before the name
+    words = particles = surnames = 0
+    k, n = i, len(toks)
+    while k < n and (k == i or not toks[k].line) and words + particles < 6:
+        t = toks[k]
+        if words and t.low in PARTICLES and k + 1 < n and not t.stop:
+            particles, k = particles + 1, k + 1
+            continue
+        if not (_is_name_word(t) and (t.low in ev.lists.prominent or _listed(t.low, ev.strong))) \
+                or street_word(t.low) or t.low in STREET_WORDS_BEFORE:
+            break  # (not "Fang Sun Plaza")
+        words += 1
+        surnames += t.low in ev.lists.prominent
+        if t.stop:
+            break
+        k += 1
+    return surnames > 0 and (words >= 3 or words >= 2 and particles > 0)
+
+
+def _initials_then_surname(toks: list[Tok], i: int, ev: _Evidence) -> bool:
     """ "M. Rossi", "J. R. Smith": initials, then a listed surname or given name."""
     k = i
-    while k < len(toks) and _INITIAL.fullmatch(toks[k].text) and (k == i or not toks[k].line):
+    while k < len(toks) and INITIAL.fullmatch(toks[k].text) and (k == i or not toks[k].line):
         k += 1
     while k > i and k + 1 < len(toks) and toks[k].low in PARTICLES and not toks[k + 1].line:
         k += 1  # "B. da Conceição", "D. ter Waarbeek"
@@ -510,18 +367,18 @@ def _initials_then_surname(toks: list[_Tok], i: int, ev: _Evidence) -> bool:
         ev.surname_like(toks[k], common_ok=True) or ev.given(toks[k]))
 
 
-def _continues(t: _Tok, first: _Tok, ev: _Evidence) -> bool:
+def _continues(t: Tok, first: Tok, ev: _Evidence) -> bool:
     """Whether `t` may continue a name that began with `first`: a capitalised name word, an
     initial, or a listed word in the first word's letter case ("ANNA KOWALSKA", "anna
     kowalska")."""
-    if _is_name_word(t) or _INITIAL.fullmatch(t.text):
+    if _is_name_word(t) or INITIAL.fullmatch(t.text):
         return True
     return _name_shaped(t) and (t.word.isupper() == first.word.isupper()) and (
         _listed(t.low, ev.lists.surnames) or _listed(t.low, ev.lists.given)
         or _listed(t.low, ev.strong))
 
 
-def _names(run: str, toks: list[_Tok], skip: set[int], names: frozenset[str],
+def _names(run: str, toks: list[Tok], skip: set[int], names: frozenset[str],
            leads: set[int], weak: set[int] = frozenset()) -> list[tuple[int, int]]:  # type: ignore[assignment]
     """Token ranges of names; `leads` are the tokens after a closing line or a cue word,
     `weak` those after a word a name may follow (a greeting, "this is")."""
@@ -538,7 +395,7 @@ def _names(run: str, toks: list[_Tok], skip: set[int], names: frozenset[str],
         start = None
         low = t.low.rstrip(".")
         nxt = toks[i + 1] if i + 1 < n else None
-        if _INITIAL.fullmatch(t.text) and _initials_then_surname(toks, i, ev) and not (
+        if INITIAL.fullmatch(t.text) and _initials_then_surname(toks, i, ev) and not (
                 i > 0 and toks[i - 1].low.rstrip(".") in TITLES and not toks[i - 1].stop):
             start = i  # "M. Rossi" (also "M." for Monsieur: the whole is redacted)
         elif (low in TITLES or t.low in TITLES) and (len(low) > 2 or t.word[:1].isupper()) \
@@ -564,16 +421,18 @@ def _names(run: str, toks: list[_Tok], skip: set[int], names: frozenset[str],
             start = i  # "regards,\nanna", "this is Wang", "Un saludo, Marta"
         elif (_is_given(t, names) and nxt is not None and not t.stop and not nxt.line and (
                 _is_name_word(nxt) and (t.low not in ev.lists.common or _named(nxt, ev))
-                or nxt.low in PARTICLES or _INITIAL.fullmatch(nxt.text))
+                or nxt.low in PARTICLES or INITIAL.fullmatch(nxt.text))
                 or nxt is not None and _pair(t, nxt, ev) and not (i > 0 and toks[i - 1].low in _PLACE_BEFORE)) \
                 and not (i > 0 and toks[i - 1].low.rstrip(".") in SAINTS):
             start = i
+        elif _multi_part(toks, i, ev) and not (i > 0 and toks[i - 1].low in _PLACE_BEFORE):
+            start = i  # "Rodrigo Siqueira Medeiros", "Jéssica Alves da Barbosa"
         if start is None or start in skip:
             i += 1
             continue
         comma_pair = start == i and nxt is not None and nxt.line and _pair(t, nxt, ev)
         end = start
-        initial = bool(_INITIAL.fullmatch(toks[start].text))  # "Y. Sato": "y" is no particle here
+        initial = bool(INITIAL.fullmatch(toks[start].text))  # "Y. Sato": "y" is no particle here
         while toks[end].low in PARTICLES and end + 1 < n and not initial:
             end += 1
         first = toks[end]
@@ -599,13 +458,14 @@ def _names(run: str, toks: list[_Tok], skip: set[int], names: frozenset[str],
                 start -= 1
         if _name_shaped(toks[end]) and (toks[start].low not in PARTICLES or start == i + 1 or initial
                                         or comma_pair) \
-                and not any(toks[k].low in BUSINESS_WORDS for k in range(start, end + 1)):
+                and not any(toks[k].low in BUSINESS_WORDS for k in range(start, end + 1)) \
+                and not _place_name(toks, start, end):
             out.append((start, end))
         i = end + 1
     return out
 
 
-def _signature_phones(run: str, toks: list[_Tok], found: list[tuple[int, int]], leads: set[int],
+def _signature_phones(run: str, toks: list[Tok], found: list[tuple[int, int]], leads: set[int],
                       regions: tuple[str, ...]) -> list[Span]:
     """A digit run alone on the line under a name that follows a closing line
     ("Best,\nRobert Ayala\n4813595016"): the signature's phone number."""
@@ -626,7 +486,7 @@ def _signature_phones(run: str, toks: list[_Tok], found: list[tuple[int, int]], 
     return out
 
 
-def _after(rx: re.Pattern, run: str, toks: list[_Tok]) -> set[int]:
+def _after(rx: re.Pattern, run: str, toks: list[Tok]) -> set[int]:
     """The indexes of the tokens that follow a match of `rx` (a lead)."""
     out = set()
     for lead in rx.finditer(run):
@@ -634,7 +494,7 @@ def _after(rx: re.Pattern, run: str, toks: list[_Tok]) -> set[int]:
     return out
 
 
-def _lower_names(toks: list[_Tok], starts: list[int]) -> list[tuple[int, int]]:
+def _lower_names(toks: list[Tok], starts: list[int]) -> list[tuple[int, int]]:
     """A name in lower case after a cue word (`LOWER_CUES`) or another lead: two to four
     words, with particles between, that the lists make a given name and a surname
     (`_lower_pair` on the first two): a Chinese name in pinyin, or a last word that is no
@@ -687,7 +547,7 @@ def judge(run: str, people: bool = True, places: bool = True,
     spans: list[Span] = []
     skip: set[int] = set()
     if places:
-        for a, b in _addresses(toks):
+        for a, b in addresses(toks):
             s, e = toks[a].start, toks[b].end
             value = " ".join(re.findall(rf"[0-9A-Za-z{U}{L}]+", run[s:e])).casefold()
             spans.append((s, e, "ADDRESS", value))
