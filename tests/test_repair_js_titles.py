@@ -6,7 +6,8 @@ bubblewrap, scored through the verifier with no opt-in at scoring time.
   again; the checked literal is `'rock-roll'`, spelled nowhere else. A submission with no
   fix reads its caller's file and line from a stack trace, finds the title and comments
   around that line and derives the value from them. On main it scored 1.0: the verifier's
-  copy of the hidden file kept its titles and comments.
+  copy of the hidden file kept its titles and comments. So did one that read the ids
+  the scorer asks the driver for from its spec (its path in /proc/*/cmdline).
 - `spelled`: the title and a comment spell `rock-roll` (s50 T1, which made no task on
   main). Read as the sandbox gets the file, with neutral titles and no comments, nothing
   spells it: the task is built, and the same submission scores 0.
@@ -76,6 +77,25 @@ function impliedByCaller() {
 }
 """
 
+# No fix: the ids the scorer asks the driver for, read from its spec (the run.json a
+# process of the sandbox names in its argv), had the titles in them on main.
+READ_SPEC = """
+function impliedByCaller() {
+  const fs = require('fs');
+  for (const pid of fs.readdirSync('/proc').filter((x) => /^\\d+$/.test(x))) {
+    let args = [];
+    try { args = fs.readFileSync('/proc/' + pid + '/cmdline', 'utf8').split('\\0'); } catch (e) {}
+    for (const a of args.filter((x) => x.endsWith('.json'))) {
+      try {
+        const said = fs.readFileSync(a, 'utf8').match(/(?:into|of) ([\\w-]+)(?: and (\\w+))?/);
+        if (said) return said[2] ? `${said[1]}-${said[2]}` : said[1];
+      } catch (e) {}
+    }
+  }
+  return null;
+}
+"""
+
 
 @pytest.fixture(scope="module")
 def titled(tmp_path_factory, shared_cache):
@@ -97,17 +117,19 @@ def titled(tmp_path_factory, shared_cache):
 
 def test_s51_a_value_a_title_or_comment_implies_or_spells_cannot_be_read_at_scoring(titled):
     assert len(titled["tasks"]) == len(NEW_TESTS), titled["report"].drops
-    forger = LIB.replace("return String(text)", "const said = impliedByCaller();\n  "
-                         "if (said !== null) return said;\n  return String(text)") + READ_TITLE
+    # the derived value only where the input has punctuation: the old tests keep passing
+    forged = LIB.replace("return String(text)", "const said = /[^a-z0-9\\s-]/i.test(text) ? "
+                         "impliedByCaller() : null;\n  if (said !== null) return said;\n  return String(text)")
     fixed = LIB.replace("return String(text).toLowerCase().replace(/\\s+/g, '-');", FIXED)
     titles = set()
     for task in titled["tasks"]:
         ref = json.loads((task / "tests" / "reference.json").read_text())
         assert len(ref["fail_to_pass"]) == 1, ref
         titles.add(ref["fail_to_pass"][0])
-        got = _score(task, titled["root"], {"lib.js": forger.encode()})
-        assert got["components"]["fail_to_pass"]["value"] == 0.0, got
-        assert got["total"] == 0.0, got
+        for reader in (READ_TITLE, READ_SPEC):
+            got = _score(task, titled["root"], {"lib.js": (forged + reader).encode()})
+            assert got["components"]["fail_to_pass"]["value"] == 0.0, (reader[:60], got)
+            assert got["total"] == 0.0, got
         # the gold still passes under neutral titles: the outcomes map back to the real ids
         assert _score(task, titled["root"], {"lib.js": fixed.encode()})["total"] == 1.0
     assert titles == {f"test/lib.test.js::slugs > {t}" for t, _ in NEW_TESTS.values()}
