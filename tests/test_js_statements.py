@@ -424,21 +424,30 @@ def test_a_checked_literal_or_call_that_code_in_the_sandbox_can_read_elsewhere_k
 
 
 def test_a_checked_strings_text_anywhere_in_the_test_code_keeps_the_test_out():
-    # red team s50 T1: the value unquoted in the test's own title, read from the stack
+    # red team s50 T1: the value unquoted in the test's own title, read from the stack.
+    # s51: the sandbox's copy of a hidden file has neutral titles and no comments
+    # (`jstitles`), so only what it keeps, and the files it does not hide, are searched
     body = "  assert.strictEqual(slugify('  Rock & Roll  '), 'rock-roll');\n});\n"
     titled = {"test/slug.test.js": HEAD + "test('counted', () => {\n" + body}
     assert _refused(titled) == {"test/slug.test.js::counted": ""}
     in_title = HEAD + "describe('turns punctuation into Rock-Roll', () => {\n" \
         "test('counted', () => {\n" + body + "});\n"
-    why = javascript.refusals({"test/slug.test.js": in_title.encode()},
-                              ["test/slug.test.js::turns punctuation into Rock-Roll > counted"],
+    real = "test/slug.test.js::turns punctuation into Rock-Roll > counted"
+    why = javascript.refusals({"test/slug.test.js": in_title.encode()}, [real],
                               {"package.json": b'{"name": "slug"}'})
-    assert list(why.values()) == ["the text of its checked literal 'rock-roll' also appears in "
-                                  "test/slug.test.js"], why
-    for where, text in [("test/slug.test.js", HEAD + "// gives rock-roll\ntest('counted', () => {\n" + body),
+    assert why == {real: ""}, why
+    commented = HEAD + "// gives rock-roll\ntest('counted', () => {\n" + body
+    assert _refused({"test/slug.test.js": commented}) == {"test/slug.test.js::counted": ""}
+    # a title the framework computes is kept in the copy, so it is still searched
+    each = titled["test/slug.test.js"] + "test.each([1])('rock-roll %s', (n) => {});\n"
+    why = _refused({"test/slug.test.js": each})["test/slug.test.js::counted"]
+    assert why.startswith("the text of its checked literal 'rock-roll' also appears"), why
+    for where, text in [("test/other.test.js", "// gives rock-roll\n"),
                         ("test/fixtures/words.txt", "Rock & Roll -> rock-roll\n")]:
-        why = _refused({**titled, where: text})["test/slug.test.js::counted"]
+        why = _refused(titled, {where: text})["test/slug.test.js::counted"]
         assert why.startswith("the text of its checked literal") and where in why, (where, why)
+    why = _refused(titled, {"test/visible.test.js": "test('into Rock-Roll', () => {});\n"})
+    assert "also appears in test/visible.test.js" in why["test/slug.test.js::counted"], why
     # the call text in a file of the package beside the tests (an example in the README)
     why = _refused(titled, {"README.md": "slugify('  Rock & Roll  ') // a slug\n"})
     assert "the call it checks (slugify('Rock&Roll')) also appears in README.md" in \
@@ -485,3 +494,23 @@ def test_a_helper_that_judges_is_test_code_wherever_it_lives(helper):
           helper: b"module.exports = { rejects: (f) => f() };\n"}
     why = javascript.refusals({"test/slug.test.js": test.encode()}, ["test/slug.test.js::counted"], ws)
     assert why == {"test/slug.test.js::counted": ""}, why
+
+
+def test_an_array_or_object_literals_strings_seen_elsewhere_keep_the_test_out():
+    # s51: a literal is also looked for element by element (strings of 3+ characters, at
+    # any depth, object values not keys) and as a whole with white space ignored
+    body = ("test('counted', () => {\n  assert.deepStrictEqual(slugify.split('A/b C'), "
+            "['alpha/beta', 'ga', {kind: 'sierra-x'}]);\n});\n")
+    alone = {"test/slug.test.js": HEAD + body}
+    assert _refused(alone) == {"test/slug.test.js::counted": ""}
+    for where, text, element in [("test/fixtures/words.txt", "split: Alpha/Beta\n", "alpha/beta"),
+                                 ("test/other.test.js", "// sierra-x is the kind\n", "sierra-x")]:
+        why = _refused(alone, {where: text})["test/slug.test.js::counted"]
+        assert why.startswith("the text of its checked literal") and where in why \
+            and repr(element) in why, (where, why)
+    # the whole literal, spaced and quoted otherwise than the check's
+    why = _refused(alone, {"test/other.test.js": "x(['alpha/beta','ga',{kind:'sierra-x'}]);\n"})
+    assert why["test/slug.test.js::counted"].startswith("its checked literal ['alpha/beta'"), why
+    # short strings and keys are not looked for on their own
+    assert _refused(alone, {"test/other.test.js": "const kind = 'ga';\n"}) == \
+        {"test/slug.test.js::counted": ""}

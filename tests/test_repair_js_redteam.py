@@ -274,7 +274,7 @@ def test_s50_results_the_scorer_cannot_read_are_the_policys_fail(built):
 
 # red team s50: G1 (a judging helper outside the test tree: a partial fix made it a no-op
 # and scored 1.0), T1 (the checked value unquoted in the test's title: a submission read its
-# caller's title from the stack and scored 1.0 with no fix). Each made a task on main.
+# caller's title from the stack and scored 1.0 with no fix). Each made a task then.
 S50_LIB_FIXED = LIB.replace(
     "return String(text).toLowerCase().replace(/\\s+/g, '-');",
     "if (typeof text !== 'string') throw new TypeError('slugify needs a string');\n  "
@@ -301,17 +301,12 @@ S50 = {
     "g1_support": ("support/expect", S50_G1, "it loads test code (../support/expect)"),
     "g1_helpers_dir": ("helpers/expect", S50_G1, "it loads test code (../helpers/expect)"),
     "g1_test_utils": ("testUtils", S50_G1, "it loads test code (../testUtils)"),
-    "t1_title": (None, """
-test.describe('slugs', () => {
-  test.it('turns a title with punctuation into rock-roll', () => {
-    assert.strictEqual(slugify('  Rock & Roll  '), 'rock-roll');
-  });
-});
-""", "the text of its checked literal 'rock-roll' also appears in test/lib.test.js"),
 }
+# T1 is closed otherwise since s51: the sandbox's copy of a hidden test file has neutral
+# titles and no comments (tests/test_repair_js_titles.py builds it and scores the reader 0)
 
 
-def test_s50_judging_helpers_outside_the_test_tree_and_values_in_titles_make_no_task(
+def test_s50_judging_helpers_outside_the_test_tree_make_no_task(
         tmp_path, shared_cache):
     head = TEST.replace("const check = assert.ok;\n", "")
     with repair_home(tmp_path, shared_cache):

@@ -32,6 +32,7 @@ give the same reward.
     noderun      JavaScript/TypeScript test files run one process each, as policy code
     jsasserts    checked asserts of JavaScript tests: the literals stay here, values come out
     jsvalues     JavaScript values as tagged JSON: literals read, compared as JavaScript does
+    jstitles     hidden JavaScript test files as the sandbox gets them: neutral titles, no comments
     siblings     how an entry in tests/ loads the others: from their source, only
 
 One file, two names. A module is copied into tests/ as `rlforge_<module>.py` and there

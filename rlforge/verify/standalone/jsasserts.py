@@ -74,12 +74,14 @@ HELPER_JS = r"""
 
 class _Scan:
     """Positions of code in JavaScript source: what is inside strings, comments and regex
-    literals (never code), and the matching bracket of each opening one."""
+    literals (never code), the matching bracket of each opening one, and where each
+    comment is (`comments`: [(start, end)])."""
 
     def __init__(self, text):
         self.text = text
         self.code = bytearray(len(text))  # 1 where the character is code
         self.match = {}
+        self.comments = []
         stack, i, n, last = [], 0, len(text), ""
         while i < n:
             c = text[i]
@@ -89,10 +91,12 @@ class _Scan:
                 continue
             if c == "/" and text.startswith("//", i):
                 j = text.find("\n", i)
+                self.comments.append((i, n if j < 0 else j))
                 i = n if j < 0 else j
                 continue
             if c == "/" and text.startswith("/*", i):
                 j = text.find("*/", i + 2)
+                self.comments.append((i, n if j < 0 else j + 2))
                 i = n if j < 0 else j + 2
                 continue
             if c == "/" and (last == "" or last in "(,=:[!&|?{};+-*%<>~^"):

@@ -13,9 +13,12 @@ and checked asserts in JavaScript (`jsasserts`):
    adds never runs);
 3. write the hidden test changes over the tree and rewrite the checked asserts of the
    fail-to-pass tests: each sends its value out, its literal stays here (`externalize`);
-4. run the fail-to-pass and pass-to-pass tests as policy code: the driver `noderun`
-   (copied beside the tree, read-only) runs each test file in a process of its own with
-   canary tests appended (`run_tests`);
+   every title of a hidden test file is made neutral (`case 7`) and every comment of a
+   hidden script removed (`jstitles`), the map back to the real test names kept here;
+4. run the fail-to-pass and pass-to-pass tests as policy code, asked for by their neutral
+   names: the driver `noderun` (copied beside the tree, read-only) runs each test file in
+   a process of its own with canary tests appended (`run_tests`); its outcomes are mapped
+   back to the real names here;
 5. score here, in this process, with the hidden literals: `fail_to_pass` (coarse, the
    fraction passing: reported passed *and* every checked assert ran and every value it
    sent holds), `pass_to_pass` (coarse, gate), `collects` (medium, gate),
@@ -23,10 +26,13 @@ and checked asserts in JavaScript (`jsasserts`):
 
 What holds: a fail-to-pass test counts only through a value the tested code computed and
 this process compared with a literal the code never saw (`jsasserts`): the build counts
-no test whose literal's text (3 or more characters, any case) is anywhere else in the
-test code the sandbox can read, a title or comment included, nor one whose file loads a
-helper that judges (`runners.javascript.literal_elsewhere`, `runners.js_modules`); a
-value the test code implies without spelling it is not seen. What does not: the
+no test whose literal's text (3 or more characters, any case; each such string of an
+array or object literal too) is anywhere else in the test code the sandbox can read,
+nor one whose file loads a helper that judges (`runners.javascript.literal_elsewhere`,
+`runners.js_modules`). A value a hidden file's titles or comments imply without
+spelling it (`rock and roll` of `'rock-roll'`) cannot be read at scoring: the sandbox
+gets neither (`jstitles`); a value the code of the test implies otherwise (a variable's
+name, a title the framework computes, such as `test.each`'s) is not seen. What does not: the
 driver, the frameworks and the tested code share a uid inside the sandbox, so the code
 can rewrite the driver's results (outcomes, canaries); a forger gains nothing on a
 fail-to-pass test from that without the value its hidden assert expects, but a
@@ -52,7 +58,8 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING or __package__:  # rlforge.verify.standalone.noderepair
     from .jsasserts import apply_checks, externalize
-    from .noderun import FRAMEWORKS
+    from .jstitles import neutral_ids, neutralize, restore
+    from .noderun import FRAMEWORKS, SCRIPT_SUFFIXES, is_test_file
     from .patch import remove_file, write_file
     from .policy_code import LocalPolicy, regular_file
     from .repairscore import entry_main, ids_text, open_attempt
@@ -63,7 +70,8 @@ else:  # tests/rlforge_noderepair.py, run as python3 -I: its siblings from their
     runpy.run_path(os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                 "rlforge_siblings.py"))["install"](__file__)
     from rlforge_jsasserts import apply_checks, externalize
-    from rlforge_noderun import FRAMEWORKS
+    from rlforge_jstitles import neutral_ids, neutralize, restore
+    from rlforge_noderun import FRAMEWORKS, SCRIPT_SUFFIXES, is_test_file
     from rlforge_patch import remove_file, write_file
     from rlforge_policy_code import LocalPolicy, regular_file
     from rlforge_repairscore import entry_main, ids_text, open_attempt
@@ -78,18 +86,22 @@ RESULT_LIMIT = 100 * 1024 * 1024
 
 def hide_literals(tree, hidden, fail_to_pass):
     """Write the hidden tests over the tree with the checked asserts of the fail-to-pass
-    tests sending their values; the plan ({index: check}) this process compares with."""
+    tests sending their values, every hidden test file's titles neutral and every hidden
+    script's comments gone (`jstitles`); (the plan ({index: check}) this process compares with, {file:
+    {neutral test name: real name}})."""
     wanted = {}
     for test_id in fail_to_pass:
         rel, _, test = test_id.partition("::")
         wanted.setdefault(rel, set()).add(test)
     name = "__rlforge_check_" + os.urandom(6).hex()
-    plan = {}
+    plan, names = {}, {}
     for rel, data in sorted(hidden.items()):
         text, found = externalize(data, rel, wanted.get(rel, set()), name, start=len(plan))
+        if rel.endswith(SCRIPT_SUFFIXES):
+            text, names[rel] = neutralize(text, titles=is_test_file(rel))
         write_file(tree, rel, text)
         plan.update(found)
-    return plan
+    return plan, names
 
 
 def _driver_files(here):
@@ -154,10 +166,10 @@ def score_js_repair(ref, tests_dir, workspace=None, policy=None):
         attempt.untouched()
         if attempt.refused:
             return attempt.not_run()
-        plan = hide_literals(attempt.tree, attempt.hidden, f2p)
+        plan, names = hide_literals(attempt.tree, attempt.hidden, f2p)
         for rel in ref.get("hidden_deleted", []):
             remove_file(attempt.tree, rel)
-        run, ran = run_driver(ref, attempt.tree, f2p + list(ref["pass_to_pass"]),
+        run, ran = run_driver(ref, attempt.tree, neutral_ids(f2p + list(ref["pass_to_pass"]), names),
                               policy or LocalPolicy())
     finally:
         attempt.close()
@@ -168,7 +180,7 @@ def score_js_repair(ref, tests_dir, workspace=None, policy=None):
         attempt.comps["pass_to_pass"] = component(0, 0, "coarse", gate=True, detail="no results")
         return reward(attempt.comps, detail="the test run gave no results", reason="no_results")
     sent = run.get("checks") if isinstance(run.get("checks"), dict) else {}
-    out, contradicted = apply_checks(run["outcomes"], sent, plan)
+    out, contradicted = apply_checks(restore(run["outcomes"], names), sent, plan)
     errors = [str(e) for e in run.get("collect_errors") or []]
     canaries = run.get("canaries") if isinstance(run.get("canaries"), dict) else {}
     return attempt.score(

@@ -48,7 +48,7 @@ from rlforge.sandbox.node_envs import tool_versions
 from rlforge.tasks.generators.repair.runners.base import Dependencies, TestRun, TestRunner
 from rlforge.tasks.generators.repair.runners import js_modules, js_statements
 from rlforge.tasks.generators.repair.runners.js_adversarial import js_adversarials
-from rlforge.verify.standalone import copied_name, files_of, jsasserts, noderun
+from rlforge.verify.standalone import copied_name, files_of, jsasserts, jstitles, noderun
 
 if TYPE_CHECKING:
     from rlforge.tasks.generators.repair.options import RepoSettings
@@ -196,56 +196,87 @@ _COMMON_LITERALS = frozenset({"true", "false", "null", "undefined"})
 _READ_LIMIT = 2 << 20
 
 
+Readable = tuple[dict[str, str], dict[str, str], dict[str, dict[str, str]]]
+
+
 def readable_text(hidden: Mapping[str, bytes], workspace: Mapping[str, bytes],
-                  support: frozenset[str] = frozenset()) -> tuple[dict[str, str], dict[str, str]]:
+                  support: frozenset[str] = frozenset()) -> Readable:
     """What code in the sandbox can read, for `literal_elsewhere`: ({path: text} of the
     test code: test files, the test tree's other files, the `support` modules, the hidden
-    test files), ({path: text without white space} of those and of every other file of the
-    package, node_modules aside, up to `_READ_LIMIT` bytes each)."""
+    test files as the verifier writes them there (`jstitles.neutralize`: neutral titles,
+    no comments)), ({path: text without white space} of those and of every other file of
+    the package, node_modules aside, up to `_READ_LIMIT` bytes each), ({hidden test file:
+    {neutral test name: real name}})."""
+    names: dict[str, dict[str, str]] = {}
+    neutral = dict(hidden)
+    for p, d in hidden.items():
+        if p.endswith(noderun.SCRIPT_SUFFIXES):
+            neutral[p], names[p] = jstitles.neutralize(d, titles=noderun.is_test_file(p))
     files = {p: d for p, d in workspace.items()
-             if noderun.is_test_file(p) or js_modules.in_test_tree(p) or p in support} | dict(hidden)
+             if noderun.is_test_file(p) or js_modules.in_test_tree(p) or p in support} | neutral
     texts = {p: d.decode("utf-8", "surrogateescape") for p, d in sorted(files.items())}
     squeezed = {p: re.sub(r"\s+", "", d.decode("utf-8", "surrogateescape"))
                 for p, d in sorted(workspace.items()) if p not in files
                 and "node_modules/" not in f"/{p}" and len(d) <= _READ_LIMIT}
     squeezed |= {p: re.sub(r"\s+", "", t) for p, t in texts.items()}
-    return texts, squeezed
+    return texts, squeezed, names
 
 
-def literal_elsewhere(readable: tuple[dict[str, str], dict[str, str]], rel: str, test: str) -> str:
+def _strings_of(value: list) -> list[str]:
+    """The strings of a tagged literal (`jsvalues`): itself, or an array's or object's
+    string values at any depth (not the object's keys, which name fields code spells)."""
+    if value[0] == "s":
+        return [value[1]]
+    if value[0] == "a":
+        return [s for item in value[1] for s in _strings_of(item)]
+    if value[0] == "o":
+        return [s for _, item in value[1] for s in _strings_of(item)]
+    return []
+
+
+def literal_elsewhere(readable: Readable, rel: str, test: str) -> str:
     """Where a checked literal of a test, or the call text it checks, also appears in what
     code in the sandbox can read (`readable_text`; "" when nowhere). The verifier hides a
     counted test's literals, but code running beside it can read every other byte of the
-    test code (a sibling test, a data table, an unchecked assert, a title, a comment, a
-    fixture, a helper module) and find the same call or the value: such a test does not
-    count. A string's text of 3 or more characters is looked for anywhere, quoted or not
-    and in any case (`'... into rock-roll'` in a title); a shorter string, quoted; a
-    number or other literal, as a word; the call text also in the package's other files
+    test code (a sibling test, a data table, an unchecked assert, a fixture, a helper
+    module, the titles and comments of the files it does not hide) and find the same call
+    or the value: such a test does not count. The hidden files are read as the sandbox
+    gets them, titles neutral and comments gone (`jstitles`): a value a title implies
+    without spelling it could not be found here, so no title of theirs is left to read.
+    A string's text of 3 or more characters is looked for anywhere, quoted or not
+    and in any case (`'... into rock-roll'` in a visible title), and so is each such string of an
+    array or object literal (at any depth), whose whole text is also looked for with white
+    space ignored; a shorter string, quoted; a number or other literal, as a word; the call text also in the package's other files
     (a README's example). Refusing is sound where rewriting every checked assert is not:
     a literal also sits in asserts that are not checked, constants, tables and titles."""
-    texts, squeezed = readable
+    texts, squeezed, names = readable
     folded: dict[str, str] = {}
+    called = {new for new, real in names.get(rel, {}).items() if real == test} or {test}
     for c in jsasserts.find_checks(texts[rel], rel):
-        if c["test"] != test:
+        if c["test"] not in called:
             continue
         src = c["literal_src"]
-        value = c["literal"]
-        needle = value[1].casefold() if value[0] == "s" and len(value[1]) >= 3 else ""
+        needles = sorted({s.casefold() for s in _strings_of(c["literal"]) if len(s) >= 3})
         if src[:1] in "'\"`" and len(src) >= 2:
             pattern = "|".join(q + re.escape(src[1:-1]) + q for q in "'\"`")
         elif src not in _COMMON_LITERALS:
             pattern = r"(?<![\w$.])" + re.escape(src) + r"(?![\w$])"
         else:
             pattern = ""
+        whole = re.sub(r"\s+", "", src) if c["literal"][0] in ("a", "o") else ""
         call = re.sub(r"\s+", "", texts[rel][c["expr_start"]:c["expr_end"]])
         for path, text in texts.items():
             own = (c["start"], c["end"]) if path == rel else (0, 0)
             if pattern and any(not own[0] <= m.start() < own[1] for m in re.finditer(pattern, text)):
                 return f"its checked literal {src[:40]} also appears in {path}"
-            if needle:
-                rest = text[:own[0]] + text[own[1]:]
-                if needle in folded.setdefault(f"{path}\0{own}", rest.casefold()):
-                    return f"the text of its checked literal {src[:40]} also appears in {path}"
+            if whole and squeezed[path].count(whole) > (1 if path == rel else 0):
+                return f"its checked literal {src[:40]} also appears in {path}"
+            rest = folded.setdefault(f"{path}\0{own}", (text[:own[0]] + text[own[1]:]).casefold()
+                                     ) if needles else ""
+            for needle in needles:
+                if needle in rest:
+                    return f"the text of its checked literal {src[:40]} also appears in {path}" + (
+                        f" (its element {needle[:40]!r})" if c["literal"][0] != "s" else "")
             if squeezed[path].count(call) > (1 if path == rel else 0):
                 return f"the call it checks ({call[:40]}) also appears in {path}"
         for path, text in squeezed.items():
