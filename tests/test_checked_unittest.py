@@ -130,6 +130,17 @@ def test_kept_unittest_checks_wrap_only_the_value():
     assert len(plan) == 9
 
 
+def test_a_value_spanning_lines_with_non_ascii_text_is_sent_as_written():
+    source = ("from unittest import TestCase\n\n\nclass CaféTests(TestCase):\n    def test_é(self):\n"
+              "        self.assertEqual(f('é',\n                           'ü'), 'ß')  # ok\n")
+    for keep in (True, False):
+        text, plan = asserts.externalize_checks(source.encode(), {"CaféTests::test_é"}, "_c", keep_assert=keep)
+        out = text.decode()
+        assert "_c(0, (f('é',\n                           'ü')))" in out and len(plan) == 1
+        assert ("'ß'" in out) is keep and out.count("\n") == source.count("\n")
+        compile(text, "t.py", "exec")
+
+
 def test_pytest_collects_test_case_subclasses_whatever_their_name():
     assert asserts.test_keys(UNIT.encode()) == {
         "ChunkedTests::test_eq", "DerivedTests::test_derived", "OwnEqualTests::test_own",
