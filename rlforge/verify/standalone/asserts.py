@@ -2,10 +2,11 @@
 
 Code that the tests import runs in the test process and can make pytest report anything,
 so a verdict computed there can be forged. What it cannot forge is a value it does not
-know: each top-level `assert <expression> <op> <literal>` of a fail-to-pass test becomes a
-call that sends the expression's value out, the literal stays with the verifier, and the
-comparison is made here. A fail-to-pass test passes only when pytest says so *and* every
-checked assert ran and holds.
+know: each top-level `assert <expression> <op> <literal>` of a fail-to-pass test, and each
+top-level unittest comparison `self.assertEqual(<expression>, <literal>)` (`UNITTEST_OPS`,
+either order) of a `unittest.TestCase` subclass, becomes a call that sends the expression's
+value out, the literal stays with the verifier, and the comparison is made here. A
+fail-to-pass test passes only when pytest says so *and* every checked assert ran and holds.
 """
 
 from __future__ import annotations
@@ -41,7 +42,22 @@ def is_tolerant(test):
 CHECK_OPS = {"Eq": lambda a, b: a == b, "NotEq": lambda a, b: a != b,
              "Lt": lambda a, b: a < b, "LtE": lambda a, b: a <= b,
              "Gt": lambda a, b: a > b, "GtE": lambda a, b: a >= b,
-             "In": lambda a, b: a in b, "NotIn": lambda a, b: a not in b}
+             "In": lambda a, b: a in b, "NotIn": lambda a, b: a not in b,
+             "Is": lambda a, b: a is b, "IsNot": lambda a, b: a is not b}
+BARE_OPS = ("Eq", "NotEq", "Lt", "LtE", "Gt", "GtE", "In", "NotIn")  # of `assert a <op> b`
+# unittest's assert methods that compare two arguments as an op of CHECK_OPS does
+# (`assertIn(a, b)` is `a in b`; the typed equalities add a type check that a plain value
+# of another type fails under == as well). assertSequenceEqual and assertCountEqual accept
+# values == does not (a tuple for a list, any order): they stay unchecked, as do the
+# tolerant ones (assertAlmostEqual) and truthiness (assertTrue).
+UNITTEST_OPS = {"assertEqual": "Eq", "assertEquals": "Eq", "assertListEqual": "Eq",
+                "assertTupleEqual": "Eq", "assertDictEqual": "Eq", "assertSetEqual": "Eq",
+                "assertMultiLineEqual": "Eq", "assertNotEqual": "NotEq", "assertNotEquals": "NotEq",
+                "assertLess": "Lt", "assertLessEqual": "LtE", "assertGreater": "Gt",
+                "assertGreaterEqual": "GtE", "assertIn": "In", "assertNotIn": "NotIn",
+                "assertIs": "Is", "assertIsNot": "IsNot"}
+UNITTEST_NONE = {"assertIsNone": "Is", "assertIsNotNone": "IsNot"}  # one argument, against None
+SINGLETONS = (None, True, False)  # the only literals `is` compares reliably
 # Values a policy could send without knowing the expected one: a check that one of them
 # passes (`== 0`, `in [None, 3]`, `in "0123"`, which "" passes) is not counted as checked.
 TRIVIAL: tuple[object, ...] = (None, True, False, 0, 1, -1, 0.0, 1.0, "", b"", (), [], {}, set())
@@ -68,7 +84,8 @@ def trivially_holds(op, literal, literal_left=False):
     return False
 
 
-def _literal(node):
+def literal_value(node):
+    """(True, value) of a node that is a literal (`ast.literal_eval`), else (False, None)."""
     import ast
 
     try:
@@ -77,15 +94,79 @@ def _literal(node):
         return False, None
 
 
-def _test_functions(body, prefix=""):
-    """(key, FunctionDef) of the test functions of a module body: `name` or `Class::name`."""
+def _is_testcase(base, classes):
+    """Whether a class base is `TestCase`, `unittest.TestCase` or a class of the module that
+    is one (`classes`: {name: whether it is one})."""
     import ast
 
+    if isinstance(base, ast.Name):
+        return base.id == "TestCase" or classes.get(base.id, False)
+    return isinstance(base, ast.Attribute) and base.attr == "TestCase" \
+        and isinstance(base.value, ast.Name) and base.value.id == "unittest"
+
+
+def test_functions(body):
+    """(key, FunctionDef, unittest methods) of the test functions of a module body: `name`,
+    or `Class::name` in a class pytest collects (named `Test*`, or a `unittest.TestCase`
+    subclass whatever its name). The unittest methods are the names of `UNITTEST_OPS` and
+    `UNITTEST_NONE` whose asserts are read in it: none unless every base of the class is
+    `TestCase`, `unittest.TestCase`, `object` or a class of the module that is so too
+    (a base imported from elsewhere could redefine `assertEqual`), and none that the class
+    or its bases of this module define."""
+    import ast
+
+    known = set(UNITTEST_OPS) | set(UNITTEST_NONE)
+    classes, plain, defines = {}, {}, {}
     for node in body:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name.startswith("test"):
-            yield prefix + node.name, node
-        elif isinstance(node, ast.ClassDef) and not prefix and node.name.startswith("Test"):
-            yield from _test_functions(node.body, node.name + "::")
+            yield node.name, node, frozenset()
+        if not isinstance(node, ast.ClassDef):
+            continue
+        here = {n.name for n in node.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
+        here |= {t.id for n in node.body if isinstance(n, (ast.Assign, ast.AnnAssign))
+                 for t in (n.targets if isinstance(n, ast.Assign) else [n.target]) if isinstance(t, ast.Name)}
+        local = [b.id for b in node.bases if isinstance(b, ast.Name) and b.id in classes]
+        defines[node.name] = here.union(*(defines[b] for b in local))
+        plain[node.name] = not node.keywords and all(
+            plain[b.id] if isinstance(b, ast.Name) and b.id in classes else
+            _is_testcase(b, {}) or (isinstance(b, ast.Name) and b.id == "object") for b in node.bases)
+        classes[node.name] = any(_is_testcase(b, classes) for b in node.bases)
+        if not (classes[node.name] or node.name.startswith("Test")):
+            continue
+        methods = frozenset(known - defines[node.name]) if classes[node.name] and plain[node.name] \
+            else frozenset()
+        for func in node.body:
+            if isinstance(func, (ast.FunctionDef, ast.AsyncFunctionDef)) and func.name.startswith("test"):
+                yield node.name + "::" + func.name, func, methods
+
+
+def compared(stmt, func, methods=frozenset()):
+    """(op, left, right, node) of a top-level statement of test function `func` that
+    compares: `assert left <op> right`, or a call `self.<method>(left, right[, msg])` of
+    `methods` (see `UNITTEST_OPS`) on the test's own first argument, with `node` the Compare
+    or Call; None for anything else."""
+    import ast
+
+    if isinstance(stmt, ast.Assert):
+        test = stmt.test
+        if isinstance(test, ast.Compare) and len(test.ops) == 1 and type(test.ops[0]).__name__ in BARE_OPS:
+            return type(test.ops[0]).__name__, test.left, test.comparators[0], test
+        return None
+    call = stmt.value if isinstance(stmt, ast.Expr) else None
+    if not (methods and isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute)
+            and call.func.attr in methods and isinstance(call.func.value, ast.Name)
+            and func.args.args and call.func.value.id == func.args.args[0].arg):
+        return None
+    if any(kw.arg != "msg" for kw in call.keywords) or any(isinstance(a, ast.Starred) for a in call.args):
+        return None
+    name, args = call.func.attr, call.args
+    if name in UNITTEST_NONE:
+        if not 1 <= len(args) <= 2:
+            return None
+        return UNITTEST_NONE[name], args[0], ast.copy_location(ast.Constant(None), args[0]), call
+    if not 2 <= len(args) <= 3:
+        return None
+    return UNITTEST_OPS[name], args[0], args[1], call
 
 
 def _leaves_early(func):
@@ -124,30 +205,28 @@ def externalize_checks(source, keys, name, start=0, keep_assert=False):
         return source, {}
     lines = source.splitlines(keepends=True)
     edits, plan, index = [], {}, start
-    for key, func in _test_functions(tree.body):
+    for key, func, methods in test_functions(tree.body):
         if key not in keys or _leaves_early(func):
             continue
         for stmt in func.body:
-            test = stmt.test if isinstance(stmt, ast.Assert) else None
-            if not isinstance(test, ast.Compare) or len(test.ops) != 1:
+            found = compared(stmt, func, methods)
+            if found is None:
                 continue
-            op = type(test.ops[0]).__name__
-            left, right = test.left, test.comparators[0]
-            (lit_l, val_l), (lit_r, val_r) = _literal(left), _literal(right)
-            if op not in CHECK_OPS or lit_l == lit_r:
+            op, left, right, node = found
+            (lit_l, val_l), (lit_r, val_r) = literal_value(left), literal_value(right)
+            if lit_l == lit_r or is_tolerant(node):
                 continue
-            if is_tolerant(test):
+            literal, expr = (val_l, right) if lit_l else (val_r, left)
+            if op in ("Is", "IsNot") and not any(literal is v for v in SINGLETONS):
                 continue
-            expr = right if lit_l else left
+            # unittest's `assertEqual(6, x)`: plain values compare alike either way round
+            literal_left = lit_l and not (isinstance(node, ast.Call) and op in ("Eq", "NotEq"))
             first, last = lines[stmt.lineno - 1], lines[stmt.end_lineno - 1]
             if first[:stmt.col_offset].strip() or last[stmt.end_col_offset:].strip()[:1] not in (b"", b"#"):
                 continue
-            seg = ast.get_source_segment(source.decode("utf-8", "surrogateescape"), expr)
-            if seg is None:
-                continue
-            literal = val_l if lit_l else val_r
+            seg = _segment(lines, expr)
             plan[index] = {"test": key, "line": stmt.lineno - func.lineno, "op": op, "literal": repr(literal),
-                           "literal_left": lit_l, "trivial": trivially_holds(op, literal, lit_l)}
+                           "literal_left": literal_left, "trivial": trivially_holds(op, literal, literal_left)}
             call = f"{name}({index}, ({seg}))".encode("utf-8", "surrogateescape")
             kept = keep_assert if isinstance(keep_assert, bool) else key in keep_assert
             edits.append((expr if kept else stmt, call))
@@ -159,6 +238,18 @@ def externalize_checks(source, keys, name, start=0, keep_assert=False):
         tail = lines[node.end_lineno - 1][node.end_col_offset:]
         lines[node.lineno - 1:node.end_lineno] = [head + call + tail]
     return b"".join(lines), plan
+
+
+def _segment(lines, node):
+    """The source text of a node, from the file's lines (bytes; ast's offsets count bytes):
+    `ast.get_source_segment` splits the whole file again on every call, which made a file
+    of 300 checks take minutes."""
+    if node.lineno == node.end_lineno:
+        text = lines[node.lineno - 1][node.col_offset:node.end_col_offset]
+    else:
+        text = b"".join([lines[node.lineno - 1][node.col_offset:], *lines[node.lineno:node.end_lineno - 1],
+                         lines[node.end_lineno - 1][:node.end_col_offset]])
+    return text.decode("utf-8", "surrogateescape")
 
 
 def apply_checks(outcomes, sent, plan):
@@ -206,7 +297,7 @@ def test_keys(source):
     import ast
 
     try:
-        return {key for key, _ in _test_functions(ast.parse(source).body)}
+        return {key for key, _, _ in test_functions(ast.parse(source).body)}
     except (SyntaxError, ValueError, RecursionError):
         return set()
 
@@ -261,7 +352,7 @@ def _literals_in(source):
     out = set()
     for node in ast.walk(tree):
         if isinstance(node, (ast.Constant, ast.List, ast.Tuple, ast.Set, ast.Dict, ast.UnaryOp)):
-            ok, value = _literal(node)
+            ok, value = literal_value(node)
             if ok:
                 out.add(repr(value))
     return out.__contains__

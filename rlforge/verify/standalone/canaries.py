@@ -7,9 +7,9 @@ import re
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING or __package__:  # rlforge.verify.standalone.canaries
-    from .asserts import is_tolerant, keys_by_file
+    from .asserts import compared, is_tolerant, keys_by_file, literal_value, test_functions
 else:  # tests/rlforge_canaries.py: its siblings by their copied names
-    from rlforge_asserts import is_tolerant, keys_by_file
+    from rlforge_asserts import compared, is_tolerant, keys_by_file, literal_value, test_functions
 
 CANARIES = 3
 
@@ -35,23 +35,28 @@ def _value_literals(node):
     return []  # a call (approx tolerates small changes), a name, an expression
 
 
-def _mutant(raw, node, rng):
+def _mutant(raw, node, rng, methods=frozenset()):
     """The source of test function `node` with one literal of one of its top-level
-    `assert X == Y` statements changed (in the expected side, Y, where it has one), so it
-    fails where the original passes; None when it has no such assert."""
+    equality checks changed (`assert X == Y`, or a unittest `self.assertEqual(X, Y)` of
+    `methods`), in the expected side where it has one (Y, or the side that is a whole
+    literal), so it fails where the original passes; None when it has no such check."""
     import ast
 
     sites = []
     for stmt in node.body:
-        test = stmt.test if isinstance(stmt, ast.Assert) else None
-        if not isinstance(test, ast.Compare) or len(test.ops) != 1 or not isinstance(test.ops[0], ast.Eq):
+        found = compared(stmt, node, methods)
+        if found is None or found[0] != "Eq":
             continue
-        if is_tolerant(test):
+        _, left, right, check = found
+        if is_tolerant(check):
             continue  # approx(1e9) == 1000000003.5 still holds
         # The expected value: never the inputs on the left, whose change may not change the
         # result (percent(0, 5) == 0.0 holds for any 5), and only literals that are the value
         # itself or an element of it: one inside a call may not count (max(3, 10), round(x, 2)).
-        found = _value_literals(test.comparators[0])
+        # unittest's expected value is as often first (`assertEqual(6, area(2, 3))`).
+        expected = left if isinstance(check, ast.Call) and literal_value(left)[0] and not literal_value(right)[0] \
+            else right
+        found = _value_literals(expected)
         sites.extend(n for n in found if type(n.value) in (int, float, str)
                      and n.lineno == n.end_lineno)
     lines = raw.splitlines(keepends=True)
@@ -91,22 +96,27 @@ def _mutant(raw, node, rng):
     return None
 
 
-def insert_definition(text, body, source, rng):
+def insert_definition(text, body, source, rng, owner=None):
     """`text` (a module whose parsed `body` is given) with the definition `source` inserted
     before one of its top-level definitions or at its end, chosen by `rng`, with the blank
-    lines a definition has around it."""
+    lines a definition has around it; with `owner` (a class of `body`; `source` indented as
+    its methods are), before one of the class's methods or after its last line."""
     import ast
 
+    defs = (ast.FunctionDef, ast.AsyncFunctionDef) if owner is not None else \
+        (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
     starts = [min([n.lineno] + [d.lineno for d in getattr(n, "decorator_list", [])])
-              for n in body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))]
+              for n in (owner.body if owner is not None else body) if isinstance(n, defs)]
     lines = text.splitlines(keepends=True)
-    at = rng.choice(starts + [len(lines) + 1]) if starts else len(lines) + 1
+    end = owner.end_lineno + 1 if owner is not None else len(lines) + 1
+    at = rng.choice(starts + [end]) if starts else end
     if lines and not lines[-1].endswith("\n"):
         lines[-1] += "\n"
-    if at > len(lines):  # at the end: the blank lines a definition has before it
-        source = "\n\n" + source.rstrip("\n") + "\n"
+    blank = 1 if owner is not None else 2  # between methods, between top-level definitions
+    if at == end:  # after the last definition: the blank lines a definition has before it
+        source = "\n" * blank + source.rstrip("\n") + "\n"
     else:  # before a definition, which keeps the blank lines it had
-        source = source.rstrip("\n") + "\n\n\n"
+        source = source.rstrip("\n") + "\n" * (blank + 1)
     lines.insert(at - 1, source)
     return "".join(lines)
 
@@ -115,9 +125,10 @@ def add_canaries(tree, fail_to_pass, count=CANARIES, rng=None):
     """Plant `count` tests that must fail among the tests of the fail-to-pass files.
 
     A canary is a copy of one of the file's own tests with one literal of one `assert
-    X == Y` changed, so it reads like the tests around it; it goes before a random
-    top-level definition of the file (not always at its end) and is named with words of
-    the file's test names. Code that reports every test passed, or spares the last or
+    X == Y` (or unittest `self.assertEqual(X, Y)`) changed, so it reads like the tests
+    around it; it goes before a random top-level definition of the file (not always at its
+    end), or a method's copy before a random method of its class or after its last, and is
+    named with words of the file's test names. Code that reports every test passed, or spares the last or
     the odd-named test of a file, reports a canary passed. Code that reads the tests can
     still spare both a canary and its original (a near-copy tells them apart, and the
     original's checked values can be echoed), so canaries stop forgers that do not read
@@ -146,31 +157,34 @@ def add_canaries(tree, fail_to_pass, count=CANARIES, rng=None):
         existing = set(_test_names(text))
         words = sorted({w for n in existing for w in n.split("_")[1:] if w.isidentifier()}) or \
             ["value", "result", "case", "check", "input", "output"]
+        planted = {i.split("::", 1)[1] for i in ids if i.split("::", 1)[0] == rel}
         for _attempt in range(50):
             name = "test_" + "_".join(rng.sample(words, min(len(words), rng.choice((1, 2, 2, 3)))))
-            if name not in existing and f"{rel}::{name}" not in ids:
+            if name not in existing | {k.rsplit("::", 1)[-1] for k in planted}:
                 break
         else:
             name = "test_" + "_".join(rng.sample(words, 1)) + f"_{rng.randrange(2, 99)}"
         # Never a canary planted before (mutating one can give back its original's literal),
         # and never a fail-to-pass test: its copy would show the literals its checked
-        # asserts hold back, all but the one changed.
-        planted = {i.split("::", 1)[1] for i in ids if i.split("::", 1)[0] == rel}
+        # asserts hold back, all but the one changed. A method's copy goes into its class.
         checked = keys_by_file(fail_to_pass).get(rel, set())
-        originals = [n for n in body if isinstance(n, ast.FunctionDef) and n.name.startswith("test")
-                     and n.name not in planted | checked and not n.decorator_list and n.lineno > 0]
+        originals = [(key, n, methods) for key, n, methods in test_functions(body)
+                     if isinstance(n, ast.FunctionDef) and key not in planted | checked
+                     and not n.decorator_list and n.lineno > 0]
         rng.shuffle(originals)
-        source = None
-        for node in originals:
-            clone = _mutant(raw, node, rng)
+        source, owner = None, None
+        for key, node, methods in originals:
+            clone = _mutant(raw, node, rng, methods)
             if clone is not None:
                 source = re.sub(rf"^(\s*def\s+){re.escape(node.name)}\b", rf"\g<1>{name}", clone, count=1)
+                owner = next((n for n in body if isinstance(n, ast.ClassDef)
+                              and n.name == key.rpartition("::")[0]), None)
                 break
         if source is None:
             a = rng.randrange(2, 10_000)
             var = rng.choice(("expected", "want", "result", "value", "got"))
             source = f"def {name}():\n    {var} = {a}\n    assert {var} == {a + rng.randrange(1, 1000)}\n"
         with open(path, "wb") as fh:
-            fh.write(insert_definition(text, body, source, rng).encode("utf-8", "surrogateescape"))
-        ids.append(f"{rel}::{name}")
+            fh.write(insert_definition(text, body, source, rng, owner).encode("utf-8", "surrogateescape"))
+        ids.append(f"{rel}::{owner.name}::{name}" if owner is not None else f"{rel}::{name}")
     return ids

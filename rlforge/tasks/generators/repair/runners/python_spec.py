@@ -388,7 +388,7 @@ class _TestReader:
                             kinds.append(kind)
             elif isinstance(node, ast.Call):
                 if (_name(node.func) or "").split(".")[-1].startswith("assert"):  # unittest's
-                    for arg in node.args[1:2]:
+                    for arg in node.args[:2]:  # the expected value may come first
                         ok, value = _literal(arg)
                         if ok:
                             self.literals.update(_constants(value))
