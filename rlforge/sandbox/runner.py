@@ -166,17 +166,28 @@ def run(cmd: Sequence[str], spec: SandboxSpec | None = None, *,
     return result
 
 
+# Linux refuses (E2BIG) to start a program given one argument or environment string of
+# this many bytes or more, its terminating NUL included (MAX_ARG_STRLEN: 32 pages).
+MAX_ARG_BYTES = 32 * 4096
+
+
 def _unusable(cmd: Sequence[str], spec: SandboxSpec) -> str:
     """Why no program could be given `cmd` and the spec's environment ("" when it can): a
-    NUL byte, or a character with no bytes (a lone surrogate from a JSON string)."""
+    NUL byte, a character with no bytes (a lone surrogate from a JSON string), or a string
+    longer than the kernel passes to a program (`MAX_ARG_BYTES`; a command of 128 KiB
+    once failed bubblewrap's start, an infrastructure failure the policy chose)."""
     for kind, text in [*(("argument", a) for a in cmd), *(("cwd", spec.cwd or "") for _ in (0,)),
                        *(("environment variable", f"{k}={v}") for k, v in spec.env.items())]:
         if "\0" in text:
             return f"the {kind} holds a NUL byte, which no program can receive"
         try:
-            os.fsencode(text)
+            size = len(os.fsencode(text))
         except UnicodeEncodeError:
             return f"the {kind} holds a character that has no bytes (a lone surrogate)"
+        if kind != "cwd" and size >= MAX_ARG_BYTES:
+            return (f"the {kind} is {size:,} bytes; a program can be given at most "
+                    f"{MAX_ARG_BYTES - 1:,} in one (Argument list too long): write long "
+                    "content in several commands")
     return ""
 
 

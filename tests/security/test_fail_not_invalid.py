@@ -43,7 +43,12 @@ def test_memory_without_rss_never_costs_the_sandbox_its_monitor(argv):
         assert r.oom_killed and r.exit_code == 137, r
 
 
-@pytest.mark.parametrize("bad", ["echo a\0b", "echo \ud800"], ids=["nul", "lone-surrogate"])
+@pytest.mark.parametrize("bad", ["echo a\0b", "echo \ud800",
+                                 # one byte over what the kernel passes in one argument
+                                 "echo " + "x" * (128 * 1024 - 5),
+                                 # a third of the characters, four bytes each
+                                 ": " + "\U0001f600" * 33_000],
+                         ids=["nul", "lone-surrogate", "128-kib", "emoji"])
 def test_a_command_no_program_can_receive_is_its_own_failure(bad):
     r = run(["bash", "-c", bad], SandboxSpec(timeout_sec=10))
     assert r.failure is None and r.exit_code == 126, r
