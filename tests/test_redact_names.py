@@ -323,27 +323,15 @@ KEPT_LOOKALIKES = [
     "Shipping to Monte Carlo takes a week.",
     "Orders from Sierra Leone are stuck in customs.",
 ]
-MANY_PARTS = [
-    ("Yesterday Rodrigo Siqueira Medeiros called about the invoice.", "Rodrigo Siqueira Medeiros"),
-    ("Customer name: Wellington Nascimento Teixeira", "Wellington Nascimento Teixeira"),
-    ("Please forward it to Rodrigo Teixeira dos Reis before noon.", "Rodrigo Teixeira dos Reis"),
-    ("Tell Sebastião Medeiros das Barbosa the plan was renewed.", "Sebastião Medeiros das Barbosa"),
-    ("Thanks,\nWellington Medeiros da Silva", "Wellington Medeiros da Silva"),
-]
-KEPT_BESIDE_MANY_PARTS = [
+KEPT_PLACES = [
     "The store in Rio Grande do Sul is closed.",
     "The Santa Cruz de Tenerife office reopens on Monday.",
 ]
 
 
-@pytest.mark.parametrize("text", KEPT_LOOKALIKES + KEPT_BESIDE_MANY_PARTS)
+@pytest.mark.parametrize("text", KEPT_LOOKALIKES + KEPT_PLACES)
 def test_plurals_and_places_of_name_words_are_kept(text):
     assert Redactor(KEY).find(text) == []
-
-
-@pytest.mark.parametrize("text,name", MANY_PARTS)
-def test_a_name_of_many_frequent_parts_is_redacted(text, name):
-    _assert_person_covers(text, name)
 
 
 def test_a_plural_is_no_surname_unless_a_prominent_one():

@@ -31,7 +31,7 @@ import re
 from pathlib import Path
 
 from rlforge.ingest.redaction import name_lists, numbers, pinyin
-from rlforge.ingest.redaction.addresses import addresses, street_word
+from rlforge.ingest.redaction.addresses import addresses
 from rlforge.ingest.redaction.rules import Span
 from rlforge.ingest.redaction.run_words import INITIAL, L, U, Tok, tokens
 from rlforge.ingest.redaction.words import (BUSINESS_WORDS, CLOSINGS, GREETINGS, LOWER_CUES, NOT_NAMES,
@@ -329,33 +329,6 @@ def _sentence_start(toks: list[Tok], k: int, ev: _Evidence) -> bool:
     return not listed or (t.low in ev.lists.common and t.low not in ev.strong)
 
 
-def _multi_part(toks: list[Tok], i: int, ev: _Evidence) -> bool:
-    """A full name of many parts, as Portuguese and Spanish names are written: three or more
-    capitalised words, or two with a particle between ("Jéssica Alves da Barbosa"), each a
-    curated given name or a prominent surname, one at least a surname. Each word may also be
-    a common word of its language ("Rodrigo Siqueira Medeiros": a name frequent in text is a
-    frequent word), which is why a pair alone is not enough; a place of such words
-    ("Rio Grande do Sul") is left by `_place_name`."""
-    if toks[i].low in LOWER_CUES or toks[i].low in _LEAD_WORDS:
-        return False  # "Ask Wellington Nascimento Teixeira": a cue word before the name
-    words = particles = surnames = 0
-    k, n = i, len(toks)
-    while k < n and (k == i or not toks[k].line) and words + particles < 6:
-        t = toks[k]
-        if words and t.low in PARTICLES and k + 1 < n and not t.stop:
-            particles, k = particles + 1, k + 1
-            continue
-        if not (_is_name_word(t) and (t.low in ev.lists.prominent or _listed(t.low, ev.strong))) \
-                or street_word(t.low) or t.low in STREET_WORDS_BEFORE:
-            break  # (not "Fang Sun Plaza")
-        words += 1
-        surnames += t.low in ev.lists.prominent
-        if t.stop:
-            break
-        k += 1
-    return surnames > 0 and (words >= 3 or words >= 2 and particles > 0)
-
-
 def _initials_then_surname(toks: list[Tok], i: int, ev: _Evidence) -> bool:
     """ "M. Rossi", "J. R. Smith": initials, then a listed surname or given name."""
     k = i
@@ -425,8 +398,6 @@ def _names(run: str, toks: list[Tok], skip: set[int], names: frozenset[str],
                 or nxt is not None and _pair(t, nxt, ev) and not (i > 0 and toks[i - 1].low in _PLACE_BEFORE)) \
                 and not (i > 0 and toks[i - 1].low.rstrip(".") in SAINTS):
             start = i
-        elif _multi_part(toks, i, ev) and not (i > 0 and toks[i - 1].low in _PLACE_BEFORE):
-            start = i  # "Rodrigo Siqueira Medeiros", "Jéssica Alves da Barbosa"
         if start is None or start in skip:
             i += 1
             continue
