@@ -60,7 +60,7 @@ logger = logging.getLogger("rlforge.policy")
 # length"), llama-cpp-python ("exceed context window"), llama.cpp's server ("exceeds the
 # available context size", type exceed_context_size_error), TGI ("... tokens ... must be
 # <= N"), Anthropic-style proxies ("prompt is too long").
-_CONTEXT_LENGTH = re.compile(
+CONTEXT_LENGTH = re.compile(
     r"context[ _]length|context window|context[ _]size|maximum context|too many tokens|"
     r"prompt is too long|tokens?\b[^.]{0,80}must be <=", re.I)
 _LOOPBACK = {"127.0.0.1", "localhost", "::1", "[::1]"}
@@ -440,7 +440,7 @@ class PolicyClient:
             return PolicyAuthError(text + hint, status=status)
         if status == 409 or status >= 500:
             return PolicyServerError(text, status=status, retry_after=retry_after)
-        if _CONTEXT_LENGTH.search(text):
+        if CONTEXT_LENGTH.search(text):
             return PolicyContextLength(text, status=status)
         return PolicyBadRequest(text, status=status)
 

@@ -69,6 +69,7 @@ from verifiers.v1.tasksets.harbor.taskset import (
 )
 from verifiers.v1.utils.compile import resolve_runtime_config
 
+from rlforge.policy import CONTEXT_LENGTH
 from rlforge.sandbox import SandboxSpec, copy_tree, read_file, run
 from rlforge.sandbox.mounts import Mounts, trusted_fields
 from rlforge.sandbox.spec import LOGS_MOUNT, TESTS_MOUNT, WORKSPACE_MOUNT
@@ -389,11 +390,23 @@ async def run_episode(task: HarborTask, model: str, base_url: str,
         try:
             await runtime.start()
             trace = await agent.run(task.defer_scoring() if separate else task, runtime=runtime)
-            if separate and trace.ok:
+            if separate and (trace.ok or outgrew_context(trace)):
                 await _grade_apart(task, runtime, trace)
             return trace
         finally:
             await runtime.stop()
+
+
+def outgrew_context(trace: Any) -> bool:
+    """Whether an episode that did not end ok ended only because the endpoint said the
+    conversation outgrew the model's context: the policy's doing, which `rlforge run`
+    scores as a fail (`ended_by` context_length). Such an episode is graded like any
+    other, or a policy that bloats its context on tasks it would fail is never scored."""
+    errors = list(getattr(trace, "errors", None) or [])
+    return bool(errors) and all(
+        getattr(e, "type", "") == "ProviderError"
+        and getattr(e, "status_code", None) in (400, 413, 422)
+        and CONTEXT_LENGTH.search(str(getattr(e, "message", ""))) for e in errors)
 
 
 async def _grade_apart(task: HarborTask, agent_box: SandboxRuntime, trace: Any) -> None:
@@ -456,9 +469,10 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     trace = asyncio.run(run_episode(tasks[0], args.model, args.base_url, args.api_key_var, args.max_turns))
     print(json.dumps({"task": tasks[0].data.name, "reward": trace.reward, "ok": trace.ok,
+                      "outgrew_context": outgrew_context(trace),
                       "metrics": trace.metrics, "turns": trace.num_turns,
                       "errors": [e.model_dump(mode="json") for e in trace.errors]}))
-    return 0 if trace.ok else 1
+    return 0 if trace.ok or outgrew_context(trace) else 1
 
 
 if __name__ == "__main__":

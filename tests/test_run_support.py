@@ -15,6 +15,7 @@ The tests at the end check the helpers themselves.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 import threading
@@ -122,6 +123,14 @@ SUBMIT = {"role": "assistant", "content": None, "tool_calls": [{
     "id": "call_submit", "type": "function", "function": {"name": "submit", "arguments": "{}"}}]}
 
 
+@dataclasses.dataclass(frozen=True)
+class Refuse:
+    """A step the endpoint answers with an HTTP error and an OpenAI-style error body."""
+
+    status: int
+    message: str
+
+
 class ScriptedPolicy:
     """The server; `scripts[name]` lists the assistant messages of the task marked
     `[script:name]`, turn by turn (past the end: a plain "done" reply). A step may be a
@@ -150,13 +159,15 @@ class ScriptedPolicy:
     def url(self) -> str:
         return f"http://127.0.0.1:{self.server.server_address[1]}/v1"
 
-    def reply(self, body: dict[str, Any]) -> dict[str, Any]:
+    def reply(self, body: dict[str, Any]) -> dict[str, Any] | Refuse:
         messages = body["messages"]
         script = self.scripts.get(self.script_name(body), [])
         turn = sum(1 for m in messages if m["role"] == "assistant")
         step = script[turn] if turn < len(script) else "done"
         if callable(step):
             step = step(body)
+        if isinstance(step, Refuse):
+            return step
         message = {"role": "assistant", "content": step} if isinstance(step, str) else dict(step)
         return {"id": "chatcmpl-scripted", "object": "chat.completion", "created": 0,
                 "model": body.get("model", "scripted"),
@@ -186,12 +197,19 @@ class ScriptedPolicy:
                 try:
                     if policy.delay:
                         time.sleep(policy.delay)
-                    data = json.dumps(policy.reply(body)).encode()
+                    answer = policy.reply(body)
                 finally:
                     with policy.lock:
                         policy.in_flight[name] -= 1
+                status, data = 200, b""
+                if isinstance(answer, Refuse):
+                    status = answer.status
+                    data = json.dumps({"error": {"message": answer.message, "type": "BadRequestError",
+                                                 "code": status}}).encode()
+                else:
+                    data = json.dumps(answer).encode()
                 try:
-                    self.send_response(200)
+                    self.send_response(status)
                     self.send_header("Content-Type", "application/json")
                     self.send_header("Content-Length", str(len(data)))
                     self.end_headers()

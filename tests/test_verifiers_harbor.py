@@ -21,7 +21,7 @@ import pytest
 
 from paths import ROOT
 from test_harbor import GENERATORS, _attack, built_by_setup, sample_tasks, task_dirs  # noqa: F401
-from test_run_support import ScriptedPolicy, bash_call
+from test_run_support import Refuse, ScriptedPolicy, bash_call
 
 VENV = ROOT / ".venv-verifiers"
 MODULE = "rlforge.verifiers_env"
@@ -102,3 +102,23 @@ def test_adversarial_episodes_score_0_never_a_task_error(sample_tasks, shared_ca
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     result = json.loads(done.stdout)
     assert result["ok"] and not result["errors"] and result["reward"] == 0.0, result
+
+
+def test_an_episode_that_outgrows_the_context_is_graded(sample_tasks, shared_cache):
+    """A policy that bloats its conversation until the endpoint refuses it (400, "maximum
+    context length") once left the episode ungraded (verifiers' `ok` false, no reward
+    recorded): a rollout a policy could choose on every task it would fail. It is now
+    graded, as `rlforge run` scores it: a fail, unless the workspace passes."""
+    task = next(d for d in task_dirs(sample_tasks) if d.name.startswith("logs-script-"))
+    refusal = Refuse(400, "This model's maximum context length is 4096 tokens. However, you "
+                          "requested 5000 tokens. Please reduce the length of the messages.")
+    policy = ScriptedPolicy({"": [bash_call("echo hello", "call-0"), refusal]}).start()
+    try:
+        done = in_verifiers("-m", MODULE, "run", str(sample_tasks), "--task", task.name,
+                            "--model", "bloater", "--base-url", policy.url, cache=shared_cache)
+    finally:
+        policy.server.shutdown()
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    result = json.loads(done.stdout)
+    assert result["outgrew_context"] and result["reward"] == 0.0, result
+    assert result["metrics"].get("correct") == 0.0, result  # the task's verifier ran
