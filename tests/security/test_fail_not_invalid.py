@@ -218,3 +218,26 @@ def test_a_reply_that_normalizes_to_millions_of_words_fails_at_once():
     result = replies.score_reply(ref, "\ufdfa" * 1_000_000)
     assert time.perf_counter() - started < 2
     assert result["outcome"] == "fail" and result["reason"] == "length", result
+
+
+def test_the_script_verifier_keeps_to_one_budget_across_its_cases(tmp_path):
+    """Each case of a script task once had its own timeout and its own copy of the
+    workspace, with nothing bounding their sum: a policy that made its workspace slow to
+    copy (76,000 files) and its program slow pushed scoring past Harbor's verifier timeout,
+    which records no reward at all (red team, s51). The cases now share one budget, kept
+    under that timeout: what is left when a case's turn comes is all it gets, and a case
+    with less than a second left is not run, the policy's fail."""
+    from rlforge.verify.standalone import verify
+
+    ws = tmp_path / "app"
+    ws.mkdir()
+    (ws / "data.log").write_text("".join(f"line {i}\n" for i in range(12)))
+    (ws / "count.sh").write_text('sleep 3\nwc -l < "$1"\n')
+    case = {"path": "/app/data.log", "answer": {"answer_kind": "numeric", "answer": 12}}
+    ref = {"verifier": "script", "workspace": "/app", "programs": ["count.sh"], "timeout_sec": 10,
+           "cases": [{"name": "visible", **case}, {"name": "again", **case}]}
+    unbounded = verify.score(ref, str(tmp_path), workspace=str(ws))
+    assert unbounded["outcome"] == "pass", unbounded  # 10 s a case: both run, both right
+    bounded = verify.score({**ref, "budget_sec": 4}, str(tmp_path), workspace=str(ws))
+    assert bounded["outcome"] == "fail" and bounded["reason"] == "timeout", bounded
+    assert "again: not run" in bounded["components"]["correct"]["detail"], bounded

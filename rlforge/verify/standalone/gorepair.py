@@ -85,7 +85,7 @@ def score_go_repair(ref, tests_dir, workspace=None, policy=None):
     random.SystemRandom().shuffle(order)
     try:
         run = run_go_tests(attempt.tree, order, per_test_timeout=ref["per_test_timeout"],
-                           budget_sec=ref["budget_sec"], env=ref.get("env"),
+                           budget_sec=attempt.budget_left(ref["budget_sec"]), env=ref.get("env"),
                            policy=policy or LocalPolicy(), hide_sources=True)
     finally:
         attempt.close()

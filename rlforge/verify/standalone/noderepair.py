@@ -169,7 +169,8 @@ def score_js_repair(ref, tests_dir, workspace=None, policy=None):
         plan, names = hide_literals(attempt.tree, attempt.hidden, f2p)
         for rel in ref.get("hidden_deleted", []):
             remove_file(attempt.tree, rel)
-        run, ran = run_driver(ref, attempt.tree, neutral_ids(f2p + list(ref["pass_to_pass"]), names),
+        left = {**ref, "budget_sec": attempt.budget_left(ref["budget_sec"])}
+        run, ran = run_driver(left, attempt.tree, neutral_ids(f2p + list(ref["pass_to_pass"]), names),
                               policy or LocalPolicy())
     finally:
         attempt.close()

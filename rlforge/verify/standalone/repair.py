@@ -114,7 +114,8 @@ def score_repair(ref, tests_dir, workspace=None, policy=None):
     try:
         run = run_tests(tree, ref["test_command"], f2p + p2p + canaries + list(variants),
                         per_test_timeout=ref["per_test_timeout"], collect_timeout=ref["collect_timeout"],
-                        budget_sec=ref["budget_sec"], pythonpath=ref.get("pythonpath", []),
+                        budget_sec=attempt.budget_left(ref["budget_sec"]),
+                        pythonpath=ref.get("pythonpath", []),
                         env=ref.get("env"), policy=policy, check_name=check_name)
     finally:
         attempt.close()

@@ -23,6 +23,7 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
+import time
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING or __package__:  # rlforge.verify.standalone.repairscore
@@ -66,6 +67,15 @@ class Attempt:
         self.ref, self.hidden, self.scratch, self.tree = ref, hidden, scratch, tree
         self.comps = {}
         self.refused = ""  # the reason of the first gate that refused the submission
+        self.started = time.monotonic()  # (open_attempt sets it to before the tests are read)
+
+    def budget_left(self, budget_sec):
+        """What is left of the tests' time budget `budget_sec` once this attempt's own work
+        (reading the tests, copying and hashing the workspace) is paid from it. The budget
+        is the verifier's timeout less a margin, so a workspace made slow to copy cannot
+        push scoring past that timeout, where Harbor records no reward at all (red team,
+        s51: 76,000 files); it shortens the test run instead, the policy's fail."""
+        return max(0.0, float(budget_sec) - (time.monotonic() - self.started))
 
     @property
     def applied(self):
@@ -157,11 +167,13 @@ def open_attempt(ref, tests_dir, workspace=None):
     """The hidden tests read (before any code of the policy runs), the workspace (default
     ref['workspace']) copied into a private tree, and the submitted diff
     (`.rlforge/submission.diff`), if any, applied: `patch_applies` (medium, gate)."""
+    started = time.monotonic()
     hidden = load_hidden(ref, tests_dir)
     scratch = tempfile.mkdtemp(prefix="rlforge-tree-")
     tree = os.path.join(scratch, "app")
     os.mkdir(tree)
     attempt = Attempt(ref, hidden, scratch, tree)
+    attempt.started = started
     ws = workspace or ref["workspace"]
     try:
         copy_workspace(ws, tree)

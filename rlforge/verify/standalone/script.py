@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
+import time
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING or __package__:  # rlforge.verify.standalone.script
@@ -34,9 +35,25 @@ def score_script(ref, tests_dir, workspace=None, policy=None):
         comps["correct"] = component(0)
         return reward(comps, detail="no program", reason="no_program")
     ran_ok, right, details, per_case, reasons = 0, 0, [], [], []
+    # Every case's copy and run come out of one budget, less than the verifier's timeout:
+    # a workspace made slow to copy shortens the runs (the policy's fail), and never
+    # pushes scoring past the timeout, where Harbor records no reward at all.
+    started, budget = time.monotonic(), float(ref.get("budget_sec", 90))
+
+    def spent(case):
+        """Whether the budget is spent (under a second left): the case is then not run."""
+        if budget - (time.monotonic() - started) >= 1:
+            return False
+        reasons.append("timeout")
+        per_case.append(False)
+        details.append(f"{case['name']}: not run, the verifier's time budget was spent")
+        return True
+
     scratch = tempfile.mkdtemp(prefix="rlforge-cases-")
     try:
         for i, case in enumerate(ref["cases"]):
+            if spent(case):
+                continue
             root = os.path.join(scratch, f"case{i}")
             os.mkdir(root)
             tree = os.path.join(root, "app")
@@ -60,7 +77,10 @@ def score_script(ref, tests_dir, workspace=None, policy=None):
             path = inside.rstrip("/") + "/" + program
             argv = ([policy.python if hasattr(policy, "python") else "python3", path, target]
                     if program.endswith(".py") else ["bash", path, target])
-            ran = policy.run(argv, tree, data, timeout=ref.get("timeout_sec", 30))
+            if spent(case):  # again after the copies, the slow part a policy controls
+                continue
+            left = budget - (time.monotonic() - started)
+            ran = policy.run(argv, tree, data, timeout=min(float(ref.get("timeout_sec", 30)), left))
             if ran.code == 0:
                 ran_ok += 1
             elif ran.reason:
