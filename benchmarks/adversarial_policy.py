@@ -61,6 +61,9 @@ COMMANDS: dict[str, str] = {
                          "chmod 000 /app/*.py 2>/dev/null; true"),
     "readonly_workspace": "chmod -R 000 /app 2>/dev/null; true",
     "setuid_bits": "cp /bin/sh /app/sh && chmod 4755 /app/sh 2>/dev/null; true",
+    # one argument past what the kernel passes to a program (E2BIG at bubblewrap's start)
+    "argument_too_long": "echo " + "x" * 140_000,
+    "emoji_too_long": ": " + "\U0001f600" * 33_000,
 }
 # Tool calls whose bytes no parser expects (the arguments string is the policy's).
 RAW_CALLS: dict[str, tuple[str, str]] = {
@@ -85,8 +88,12 @@ ANSWERS: dict[str, str] = {
     "every_line_a_label": "\n".join(f"option {i}" for i in range(2000)),
     "bidi_and_zero_width": "\u202e\u200b\ufeff\u2066",
 }
+# After its first command, the endpoint refuses the conversation as too long for the
+# model (a policy that bloats its context until it is cut off): the rollout's own end.
+CONTEXT_REFUSAL = ("This model's maximum context length is 4096 tokens. However, you requested "
+                   "9000 tokens. Please reduce the length of the messages or completion.")
 ATTACKS = ([("command", n) for n in COMMANDS] + [("call", n) for n in RAW_CALLS]
-           + [("answer", n) for n in ANSWERS])
+           + [("answer", n) for n in ANSWERS] + [("refuse", "outgrow_the_context")])
 
 
 class AdversarialPolicy:
@@ -109,9 +116,14 @@ class AdversarialPolicy:
                 self.next_index[task] += 1
             return ATTACKS[self.assigned[key]]
 
-    def reply(self, body: dict[str, Any]) -> dict[str, Any]:
+    def reply(self, body: dict[str, Any]) -> dict[str, Any] | None:
+        """The next message, or None where the endpoint refuses the request (400)."""
         kind, name = self.attack_for(body)
         turn = sum(1 for m in body["messages"] if m["role"] == "assistant")
+        if kind == "refuse":
+            if turn >= 1:
+                return None
+            kind, name = "command", "huge_output"
         tools = {t["function"]["name"] for t in body.get("tools") or []}
         message: dict[str, Any]
         if not tools or kind == "answer" or turn >= 2:
@@ -145,8 +157,13 @@ class AdversarialPolicy:
 
             def do_POST(self) -> None:
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                data = json.dumps(policy.reply(body)).encode()
-                self.send_response(200)
+                answer = policy.reply(body)
+                status = 200 if answer is not None else 400
+                if answer is None:
+                    answer = {"error": {"message": CONTEXT_REFUSAL, "type": "invalid_request_error",
+                                        "code": "context_length_exceeded"}}
+                data = json.dumps(answer).encode()
+                self.send_response(status)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(data)))
                 self.end_headers()
