@@ -90,7 +90,7 @@ def test_build_and_validate_both_log_generators(cli, logs_db, tmp_path, query):
             assert answers[0] != answers[1]
     checks = json.loads(cli("validate", out, "--json").output)
     assert checks["failed"] == 0
-    names = {c["name"] for r in checks["results"] if r["generator"] == "logs.script@6" for c in r["checks"]}
+    names = {c["name"] for r in checks["results"] if r["generator"] == "logs.script@5" for c in r["checks"]}
     assert {"oracle", "null", "hard_coded", "grep_one_liner", "silent_exit", "edits_tests"} <= names
 
 

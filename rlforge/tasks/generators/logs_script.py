@@ -72,10 +72,7 @@ def _ids_agree(template_id: str, pattern: str, seen, held) -> bool:
     return [fact_value("template_count", rs, pattern) for rs in (seen, held)] == by_id
 
 
-VERIFIER_TIMEOUT_SEC = 120.0
-
-
-@register("logs.script", 6, "Write a script that prints a fact about a logs directory; run "
+@register("logs.script", 5, "Write a script that prints a fact about a logs directory; run "
           "in the sandbox on the visible logs and on a held-back variant.", verifier="script")
 class LogsScript(Generator):
     sources = ("log_records",)
@@ -328,8 +325,7 @@ class LogsScript(Generator):
             + (f"OTHER_REGEX = {slot_regex(*other).pattern!r}\n" if other else "") + GOLD[fact]
         reference = {
             "verifier": "script", "workspace": "/app", "programs": ["solution.sh", "solution.py"],
-            # every case's copy and run, out of the verifier's timeout (less a margin)
-            "timeout_sec": 30, "budget_sec": VERIFIER_TIMEOUT_SEC - 20,
+            "timeout_sec": 30,
             "cases": [{"name": "visible", "path": "/app/logs", "answer": ref(a)},
                       {"name": "held-back", "data_dir": "variant/logs", "answer": ref(b)}],
         }
@@ -357,7 +353,7 @@ class LogsScript(Generator):
             null=Submission("null", {}), evidence_in_workspace=True,
             adversarial=adversarial(fact, template, a),
             category="ops-logs", difficulty="medium", keywords=["logs", "scripting", fact],
-            agent_timeout_sec=600.0, verifier_timeout_sec=VERIFIER_TIMEOUT_SEC, memory_mb=1024,
+            agent_timeout_sec=600.0, verifier_timeout_sec=120.0, memory_mb=1024,
             extra_metadata={"fact": fact, "service": service, "files": list(seen_texts),
                             "held_back": differs, **({"pattern": template} if template else {}),
                             **({"slot": slot} if fact in ("distinct_values",) + BY_PAIR else {}),
