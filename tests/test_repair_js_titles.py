@@ -22,12 +22,11 @@ import pytest
 
 from builds import build_repair, repair_home
 from test_commits_repair import Repo
-from test_repair_js_redteam import _score
+from test_repair_js_redteam import MANIFEST, _score
 
 pytestmark = [pytest.mark.sandbox,
               pytest.mark.skipif(shutil.which("node") is None, reason="needs node")]
 
-MANIFEST = json.dumps({"name": "slug", "version": "1.0.0", "scripts": {"test": "node --test"}}) + "\n"
 LIB = """'use strict';
 function slugify(text) {
   return String(text).toLowerCase().replace(/\\s+/g, '-');
