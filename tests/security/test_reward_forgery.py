@@ -260,9 +260,9 @@ def test_forbidden_content_survives_invisible_characters_and_punctuation():
 
 
 def test_a_label_written_as_the_options_are_listed_is_read_and_only_one_label_is():
-    """The instruction lists options as `- \`label\``; a small model answered
-    `- \`account_management\`` (right) and scored 0. Markdown around one label is read;
-    it never turns a listing, a wrong label or prose into a pass."""
+    """The instruction lists options as bulleted, backquoted labels; a small model answered
+    `account_management` that way (right) and scored 0. Markdown around one label is
+    read; it never turns a listing, a wrong label or prose into a pass."""
     from rlforge.verify.standalone import answers
 
     ref = {"answer_kind": "label", "answer": "account_management",
