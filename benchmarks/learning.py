@@ -109,6 +109,9 @@ def main() -> None:
     p.add_argument("--warm-up-samples", type=int, default=0, metavar="N",
                    help="before GRPO, fine-tune on the base model's passing completions "
                    "among N samples per train task (0: no warm-up)")
+    p.add_argument("--warm-up-gold", action="store_true",
+                   help="before GRPO, fine-tune on the train tasks' gold answers; the "
+                   "warmed-up checkpoint is scored on the held-out split too")
     p.add_argument("--samples", type=int, default=2, help="held-out samples per task")
     p.add_argument("--temperature", type=float, default=0.7)
     p.add_argument("--max-tokens", type=int, default=32)
@@ -148,13 +151,20 @@ def main() -> None:
     trained = args.work / "trained"
     t0 = time.monotonic()
     result = warm_then_train(export, trained, generators=gens,
-                             warm_up_samples=args.warm_up_samples, steps=args.steps,
+                             warm_up_samples=args.warm_up_samples,
+                             warm_up_gold=args.warm_up_gold, steps=args.steps,
                              batch=args.batch, num_generations=args.num_generations,
                              max_completion_length=args.max_completion_length,
                              learning_rate=args.learning_rate, seed=args.seed)
     train_seconds = time.monotonic() - t0
     rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     after = held_out(args.tasks, trained, "smollm2-135m-grpo", runs["trained"], args, db)
+    stages = {"base": base, "trained": after}
+    if "warm_up" in result:  # what the warm-up alone did, apart from GRPO
+        runs["warm_up"] = f"learn-warm-up-{stamp}"
+        stages = {"base": base, "warm-up": held_out(
+            args.tasks, trained / "warm-up", "smollm2-135m-warm-up", runs["warm_up"], args, db),
+            "trained": after}
     compare = rlforge("report", "--compare", runs["base"], runs["trained"], "--out",
                       str(args.work / "compare.html"), "--runs-dir", str(args.work / "runs"),
                       db=db)
@@ -165,11 +175,13 @@ def main() -> None:
           f"(batch {args.batch}, {args.num_generations} generations, "
           f"{args.max_completion_length} tokens, lr {args.learning_rate})")
     if "warm_up" in result:
-        w = result["warm_up"]
-        print(f"warm-up: base passed {w['sampled']['passes']}/{w['sampled']['completions']} "
-              f"train samples ({w['sampled']['by_generator']}) in {w['sampled']['seconds']:.0f} s; "
-              f"SFT {w['sft']['steps']} steps on {w['sft']['rows']} passing completions, "
-              f"loss {' '.join(f'{x:.2f}' for x in w['sft']['loss'])}")
+        w, found = result["warm_up"], result["warm_up"]["sampled"]
+        if found:
+            print(f"warm-up sampling: base passed {found['passes']}/{found['completions']} "
+                  f"train samples ({found['by_generator']}) in {found['seconds']:.0f} s")
+        print(f"warm-up: SFT {w['sft']['steps']} steps on {w['sft']['rows']} "
+              f"{'gold answers' if w['source'] == 'gold' else 'passing completions'} in "
+              f"{w['sft']['seconds']:.0f} s, loss {' '.join(f'{x:.2f}' for x in w['sft']['loss'])}")
     print("reward curve (mean verifier reward per step): "
           + " ".join(f"{c['reward']:.2f}" for c in result["curve"]))
     print("share of prompt groups with no reward spread (no gradient) per step: "
@@ -181,7 +193,8 @@ def main() -> None:
         b, a = base.get(g, Counter()), after.get(g, Counter())
         (bl, bh), (al, ah) = wilson(b["pass"], b["n"]), wilson(a["pass"], a["n"])
         verdict = "improved" if al > bh else "worse" if ah < bl else "no separable change"
-        print(f"  {g:<16} base {rate(b)}   trained {rate(a)}   {verdict}")
+        print(f"  {g:<16} " + "   ".join(f"{name} {rate(stage.get(g, Counter()))}"
+                                         for name, stage in stages.items()) + f"   {verdict}")
     print(f"runs: {', '.join(runs.values())} in {args.work / 'runs'}; "
           f"compare: {args.work / 'compare.html'} ({compare.returncode})")
     print(f"total wall {time.monotonic() - started:.0f} s; load average "

@@ -8,7 +8,7 @@ the checkpoint. Then score it on held-out tasks with `rlforge run`, served by
 
     rlforge export tasks demo/tasks --format trl --out demo/trl --split all
     python examples/learn_grpo.py demo/trl --out demo/trained \\
-        --generators tickets.triage --steps 30 [--warm-up-samples 4]
+        --generators tickets.triage --steps 30 [--warm-up-samples 4 | --warm-up-gold]
 
 Needs `pip install 'rlforge[learn]'` (torch CPU, transformers, trl, gguf).
 """
@@ -93,13 +93,22 @@ def sample_passing(rows: Any, model: Any, tokenizer: Any, *, samples: int = 4,
             "by_generator": by_generator}
 
 
+def gold_completions(rows: Any) -> list[dict[str, Any]]:
+    """Each train row's gold answer (the export's `gold_answer`: what the task's gold
+    solution writes) as a completion: supervised targets for `warm_up`."""
+    return [{"prompt": r["prompt"], "completion": [{"role": "assistant", "content": r["gold_answer"]}],
+             "generator": r["generator"].split("@")[0]}
+            for r in rows if r.get("gold_answer") is not None]
+
+
 def warm_up(passing: list[dict[str, Any]], out: str | Path, model: Any, tokenizer: Any, *,
             epochs: float = 2.0, learning_rate: float = 5e-5, batch: int = 8,
             seed: int = 0) -> dict[str, Any]:
-    """Supervised fine-tuning (TRL `SFTTrainer`) on the model's own passing completions
-    (`sample_passing`), the loss on the completion only: the answer format the verifier
-    accepts becomes more likely, so GRPO's groups get some reward spread to learn from.
-    The tuned model is left in `model` (and saved to `out`)."""
+    """Supervised fine-tuning (TRL `SFTTrainer`) on completions that pass: the model's own
+    (`sample_passing`) or the train tasks' gold answers (`gold_completions`), the loss on
+    the completion only. The answer format the verifier accepts becomes more likely, so
+    GRPO's groups get some reward spread to learn from. The tuned model is left in `model`
+    (and saved to `out`)."""
     import datasets
     from trl import SFTConfig, SFTTrainer
 
@@ -173,22 +182,27 @@ def train(export_dir: str | Path, out: str | Path, *, generators: list[str] | No
 
 def warm_then_train(export_dir: str | Path, out: str | Path, *,
                     generators: list[str] | None = None, warm_up_samples: int = 0,
-                    seed: int = 0, **grpo: Any) -> dict[str, Any]:
+                    warm_up_gold: bool = False, seed: int = 0, **grpo: Any) -> dict[str, Any]:
     """`train`, after an optional warm-up: with `warm_up_samples` > 0, the base model's
     passing completions on the train rows (`sample_passing`) are fine-tuned on first
-    (`warm_up`) and GRPO starts from the tuned model. The result has a "warm_up" entry
-    (the sampling's pass counts and the SFT's steps and loss) when one ran."""
-    if not warm_up_samples:
+    (`warm_up`); with `warm_up_gold`, the train rows' gold answers are. GRPO starts from
+    the tuned model, which is also saved to `out`/warm-up. The result has a "warm_up"
+    entry (the sampling's pass counts, the SFT's steps and loss) when one ran."""
+    if not warm_up_samples and not warm_up_gold:
         return train(export_dir, out, generators=generators, seed=seed, **grpo)
     model, tokenizer = load_policy()
-    sampled = sample_passing(train_rows(export_dir, generators), model, tokenizer,
-                             samples=warm_up_samples,
-                             max_new_tokens=grpo.get("max_completion_length", 48), seed=seed)
-    tuned = warm_up(sampled["passing"], Path(out) / "warm-up", model, tokenizer, seed=seed)
+    rows = train_rows(export_dir, generators)
+    found: dict[str, Any] = {}
+    if warm_up_samples:
+        found = sample_passing(rows, model, tokenizer, samples=warm_up_samples,
+                               max_new_tokens=grpo.get("max_completion_length", 48), seed=seed)
+    targets = gold_completions(rows) if warm_up_gold else found["passing"]
+    tuned = warm_up(targets, Path(out) / "warm-up", model, tokenizer, seed=seed)
     result = train(export_dir, out, generators=generators, seed=seed, model=model,
                    tokenizer=tokenizer, **grpo)
-    sampled.pop("passing")
-    return {**result, "warm_up": {"sampled": sampled, "sft": tuned}}
+    found.pop("passing", None)
+    return {**result, "warm_up": {"sampled": found or None, "sft": tuned,
+                                  "source": "gold" if warm_up_gold else "samples"}}
 
 
 def main() -> None:
@@ -205,10 +219,13 @@ def main() -> None:
     parser.add_argument("--warm-up-samples", type=int, default=0, metavar="N",
                         help="before GRPO, sample N completions per train task, keep those "
                         "the verifier passes, and fine-tune on them (SFT); 0: no warm-up")
+    parser.add_argument("--warm-up-gold", action="store_true",
+                        help="before GRPO, fine-tune on the train tasks' gold answers (SFT)")
     a = parser.parse_args()
     gens = [g.strip() for g in a.generators.split(",")] if a.generators else None
     result = warm_then_train(a.export_dir, a.out, generators=gens,
-                             warm_up_samples=a.warm_up_samples, steps=a.steps, batch=a.batch,
+                             warm_up_samples=a.warm_up_samples,
+                             warm_up_gold=a.warm_up_gold, steps=a.steps, batch=a.batch,
                              num_generations=a.num_generations,
                              max_completion_length=a.max_completion_length,
                              learning_rate=a.learning_rate, seed=a.seed)

@@ -212,7 +212,9 @@ def test_trl_dataset_and_reward_function_score_like_the_task(cli, tasks_dir, tmp
     # The call GRPOTrainer makes: every column but the prompt as a keyword argument, one
     # entry per completion; conversational completions are lists of assistant messages.
     batch = {key: ds[key] for key in ds.column_names if key != "prompt"}
-    right = [[{"role": "assistant", "content": gold_answer(train[t])}] for t in ds["task_id"]]
+    # gold_answer: what the gold solution writes, the warm-up's supervised target
+    assert ds["gold_answer"] == [gold_answer(train[t]) for t in ds["task_id"]]
+    right = [[{"role": "assistant", "content": g}] for g in ds["gold_answer"]]
     assert trl_reward(completions=right, prompts=ds["prompt"], **batch) == [1.0] * ds.num_rows
     empty = [[{"role": "assistant", "content": ""}] for _ in ds["task_id"]]
     assert trl_reward(completions=empty, **batch) == [0.0] * ds.num_rows
@@ -223,6 +225,16 @@ def test_trl_dataset_and_reward_function_score_like_the_task(cli, tasks_dir, tmp
             "and I added your vote to roadmap item FR-1262.")
     assert trl_reward([gold], [ref]) == [1.0]
     assert 0.0 < trl_reward([gold.replace("FR-1262", "our list")], [ref])[0] < 1.0
+
+
+def test_the_gold_answer_is_read_back_from_any_solve_script_rlforge_writes():
+    from rlforge.tasks.generators.answers import gold_answer as read_gold, solve_script
+
+    for text in ("billing", "", "two\nlines\n", "RLFORGE_ANSWER_EOF\nRLFORGE_ANSWER_EOF_",
+                 "quotes ' and \"$HOME\" stay"):
+        assert read_gold(solve_script(text).decode()) == text
+    assert read_gold("#!/bin/bash\ngit apply <<'EOF'\n+x\nEOF\n") is None
+    assert read_gold(solve_script("x").decode().replace("RLFORGE_ANSWER_EOF\n", "EOF\n")) is None
 
 
 def test_jsonl_rows_carry_instruction_reference_and_lineage(cli, tasks_dir, tmp_path):

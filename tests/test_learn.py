@@ -100,6 +100,24 @@ def test_the_warm_up_keeps_only_what_the_verifier_passes_and_tunes_on_it(
         learn_grpo.warm_up([], tmp_path / "none", model, tokenizer)
 
 
+def test_the_gold_warm_up_tunes_on_each_train_tasks_gold_answer(
+        cli, tasks_dir, tmp_path, learn_grpo):
+    from rlforge.export import trl_reward
+
+    out = tmp_path / "trl"
+    export(cli, tasks_dir, out, "trl", "--split", "all")
+    rows = learn_grpo.train_rows(out, None)
+    gold = learn_grpo.gold_completions(rows)
+    assert [g["prompt"] for g in gold] == rows["prompt"]  # one target per train task
+    assert trl_reward([g["completion"] for g in gold], rows["rlforge_reference"]) == [1.0] * len(gold)
+    tokenizer = tiny_tokenizer()
+    model = tiny_model(tokenizer)
+    before = {k: v.clone() for k, v in model.state_dict().items()}
+    tuned = learn_grpo.warm_up(gold[:2], tmp_path / "warm", model, tokenizer, epochs=1, batch=2)
+    assert tuned["steps"] == 1 and tuned["rows"] == 2 and tuned["loss"][0] > 0
+    assert any(not torch.equal(before[k], v) for k, v in model.state_dict().items())
+
+
 def chat(port: int, body: dict) -> dict:
     connection = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
     try:

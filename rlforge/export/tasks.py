@@ -7,7 +7,8 @@ Four formats, each a directory of files named by split (`train`, `val`, `test`):
   `rlforge_reward.py` and the text verifier's `rlforge_*.py` for veRL's
   `custom_reward_function.path`;
 - `trl`: a conversational prompt dataset for TRL's `GRPOTrainer` (column `prompt`), whose
-  `rlforge_reference` column feeds `rlforge.export.trl_reward`;
+  `rlforge_reference` column feeds `rlforge.export.trl_reward`, and `gold_answer` the
+  answer the task's gold solution writes (a supervised target for a warm-up);
 - `jsonl`: one JSON object per task with everything (instruction, prompt, reference,
   lineage), for `jq` and custom loaders, plus `target` (the reference as a JSON string)
   for inspect_ai, and `rlforge_inspect.py` (an inspect_ai task and scorer) with
@@ -46,7 +47,8 @@ from rlforge import db, difficulty
 from rlforge.errors import UserError
 from rlforge.export import reward_fn
 from rlforge.run.environment import SINGLE_TURN_SYSTEM
-from rlforge.taskdir import Task, discover_tasks
+from rlforge.taskdir import SOLVE_SCRIPT, Task, discover_tasks
+from rlforge.tasks.generators.answers import gold_answer
 from rlforge.verify import kinds, standalone
 
 TASK_FORMATS = ("verl", "trl", "jsonl", "hf")
@@ -86,6 +88,7 @@ TRL_SCHEMA = pa.schema([
     ("generator", pa.string()),
     ("split", pa.string()),
     ("rlforge_reference", pa.string()),
+    ("gold_answer", pa.string()),
     *DIFFICULTY_FIELDS,
     ("prompt_tokens", pa.int64()),
 ])
@@ -149,6 +152,15 @@ def prompt_messages(task: Task) -> list[dict[str, str]]:
             {"role": "user", "content": task.instruction}]
 
 
+def gold_text(task: Task) -> str | None:
+    """The answer the task's gold solution writes (an SFT target), None if it writes none."""
+    try:
+        script = (task.path / SOLVE_SCRIPT).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None
+    return gold_answer(script)
+
+
 def parse_splits(text: str) -> list[str]:
     """`train`, `train,val` or `all` into split names."""
     if text.strip() == "all":
@@ -185,8 +197,8 @@ def _trl_row(task: Task, index: int, e: difficulty.Estimate | None,
              tokens: int | None = None) -> dict[str, Any]:
     return {"prompt": prompt_messages(task), "task_id": task.task_id,
             "generator": task.generator, "split": task.split,
-            "rlforge_reference": _json(task.reference), **difficulty_fields(e),
-            "prompt_tokens": tokens}
+            "rlforge_reference": _json(task.reference), "gold_answer": gold_text(task),
+            **difficulty_fields(e), "prompt_tokens": tokens}
 
 
 def _hf_row(task: Task, index: int, e: difficulty.Estimate | None,

@@ -35,6 +35,7 @@ from typing import Any, Callable, Sequence
 
 from rlforge.errors import UserError
 from rlforge.taskdir import INSTRUCTION, SOLVE_SCRIPT, TASK_TOML
+from rlforge.tasks.generators.answers import gold_answer
 
 MIN_AUC = 0.8        # gold replies must outrank shuffled ones at least this often
 JUDGE_WEIGHT = 0.25  # the judge component's weight (key_facts weighs 1.0)
@@ -161,11 +162,9 @@ def reply_pairs(out: Path) -> list[tuple[str, str]]:
         script = task / SOLVE_SCRIPT
         if 'verifier = "reply"' not in (task / TASK_TOML).read_text() or not script.is_file():
             continue
-        text = script.read_text()
-        if "<<'RLFORGE_ANSWER_EOF'\n" not in text:
-            continue
-        gold = text.split("<<'RLFORGE_ANSWER_EOF'\n", 1)[1].rsplit("\nRLFORGE_ANSWER_EOF", 1)[0]
-        pairs.append(((task / INSTRUCTION).read_text(), gold))
+        gold = gold_answer(script.read_text())
+        if gold is not None:
+            pairs.append(((task / INSTRUCTION).read_text(), gold))
     return pairs
 
 

@@ -25,6 +25,19 @@ def solve_script(answer_text: str) -> bytes:
             f"cat > /app/{ANSWER_FILE} <<'{marker}'\n{answer_text}\n{marker}\n").encode()
 
 
+def gold_answer(script: str) -> str | None:
+    """The answer a `solve_script` writes, read back from its text; None for any other
+    script (a repair task's, or one another tool wrote)."""
+    head, sep, rest = script.partition(f"cat > /app/{ANSWER_FILE} <<'")
+    if not sep or not head.startswith("#!/bin/bash\n"):
+        return None
+    marker, sep, body = rest.partition("'\n")
+    end = f"\n{marker}\n"
+    if not sep or not marker.startswith("RLFORGE_ANSWER_EOF") or not body.endswith(end):
+        return None
+    return body[:-len(end)]
+
+
 def null_submission() -> Submission:
     return Submission("null", {}, "nothing submitted")
 
