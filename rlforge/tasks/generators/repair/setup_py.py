@@ -13,6 +13,7 @@ what its environment did not get.
 from __future__ import annotations
 
 import ast
+from collections import Counter
 from dataclasses import dataclass, field
 
 SETUP_PY = "setup.py"
@@ -41,44 +42,40 @@ def _where(node: ast.AST) -> str:
 
 
 def _bindings(tree: ast.Module) -> dict[str, ast.expr | None]:
-    """Names bound at the module's top level: their value when bound exactly once by a
-    plain assignment, else None (bound twice, augmented, or bound by anything else)."""
-    bound: dict[str, ast.expr | None] = {}
-
-    def bind(name: str, value: ast.expr | None) -> None:
-        bound[name] = None if name in bound else value
-
+    """Names bound in the file: the value of those bound exactly once, by a plain assignment
+    at the top level, and never changed in place (`REQS.append(...)`, `REQS[0] = ...`);
+    None for every other name bound anywhere (twice, in a block, by an import, a loop...)."""
+    values: dict[str, ast.expr] = {}
     for stmt in tree.body:
-        if isinstance(stmt, ast.Assign):
-            for target in stmt.targets:
-                if isinstance(target, ast.Name):
-                    bind(target.id, stmt.value)
-                else:
-                    for node in ast.walk(target):
-                        if isinstance(node, ast.Name):
-                            bind(node.id, None)
-        elif isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name):
-            bind(stmt.target.id, stmt.value)
-        elif isinstance(stmt, ast.AugAssign) and isinstance(stmt.target, ast.Name):
-            bind(stmt.target.id, None)
-    # A name also bound inside a block (an `if`, a function, a loop), or changed in place
-    # anywhere (`REQS.append(...)`, `REQS[0] = ...`), is not a literal.
-    for stmt in tree.body:
-        nested = not isinstance(stmt, (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.Expr))
-        for node in ast.walk(stmt):
-            if nested and isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
-                changed = node.id
-            elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
-                    and isinstance(node.func.value, ast.Name) and node.func.attr in _MUTATORS:
-                changed = node.func.value.id
-            elif isinstance(node, ast.Subscript) and isinstance(node.ctx, (ast.Store, ast.Del)) \
-                    and isinstance(node.value, ast.Name):
-                changed = node.value.id
-            else:
-                continue
-            if changed in bound:
-                bound[changed] = None
-    return bound
+        if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
+            values[stmt.targets[0].id] = stmt.value
+        elif isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name) and stmt.value is not None:
+            values[stmt.target.id] = stmt.value
+    times: Counter[str] = Counter()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
+            times[node.id] += 1
+        elif isinstance(node, ast.alias):
+            times[(node.asname or node.name).split(".")[0]] += 1
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            times[node.name] += 1
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
+                and isinstance(node.func.value, ast.Name) and node.func.attr in _MUTATORS:
+            times[node.func.value.id] += 2
+        elif isinstance(node, ast.Subscript) and isinstance(node.ctx, (ast.Store, ast.Del)) \
+                and isinstance(node.value, ast.Name):
+            times[node.value.id] += 2
+    return {name: values.get(name) if count == 1 else None for name, count in times.items()}
+
+
+def _bound(node: ast.Name, names: dict[str, ast.expr | None]) -> ast.expr:
+    """The value the name `node` is bound to; raises _NotLiteral when it has none to read."""
+    value = names.get(node.id)
+    if value is None:
+        why = "is bound more than once, in a block, or changed in place" if node.id in names \
+            else "is not bound in setup.py"
+        raise _NotLiteral(f"the name {node.id} {why} ({_where(node)})")
+    return value
 
 
 def _strings(node: ast.expr, names: dict[str, ast.expr | None], depth: int = 0) -> list[str]:
@@ -96,11 +93,7 @@ def _strings(node: ast.expr, names: dict[str, ast.expr | None], depth: int = 0) 
             out.append(item.value.strip())
         return [line for line in out if line]
     if isinstance(node, ast.Name):
-        value = names.get(node.id)
-        if value is None:
-            why = "is bound more than once, in a block, or changed in place" if node.id in names \
-                else "is not bound in setup.py"
-            raise _NotLiteral(f"the name {node.id} {why} ({_where(node)})")
+        value = _bound(node, names)
         if depth == 0:
             try:
                 return _strings(value, names, depth + 1)
@@ -114,10 +107,12 @@ def _strings(node: ast.expr, names: dict[str, ast.expr | None], depth: int = 0) 
 
 def _extras(node: ast.expr, names: dict[str, ast.expr | None], unread: list[str],
             depth: int = 0) -> dict[str, list[str]]:
-    if isinstance(node, ast.Name) and names.get(node.id) is not None and depth < _MAX_DEPTH:
-        value = names[node.id]
-        assert value is not None
-        return _extras(value, names, unread, depth + 1)
+    if isinstance(node, ast.Name) and depth < _MAX_DEPTH:
+        value = _bound(node, names)
+        try:
+            return _extras(value, names, unread, depth + 1)
+        except _NotLiteral as exc:
+            raise _NotLiteral(f"{exc}, in the value of {node.id}") from None
     if not isinstance(node, ast.Dict):
         raise _NotLiteral(f"a {type(node).__name__} at {_where(node)}, not a dict")
     out: dict[str, list[str]] = {}
