@@ -438,6 +438,8 @@ class CommitsRepair(Generator):
                 "repo": repo_name, "commit": row.sha, "parent": row.parent,
                 **runner.task_metadata(requirements, settings),
                 "dependency_files": list(found.sources), "dependency_files_sha256": found.files_sha256,
+                # what the dependency files declare that the environment did not get, and why
+                **({"dependency_files_unread": list(found.unread)} if found.unread else {}),
                 # A fix that adds files asks the policy to guess their names (file_hints helps).
                 "gold_files_added": sum(1 for p in snap.gold_paths if p not in snap.workspace),
                 "fail_to_pass_count": len(check.fail_to_pass),

@@ -2,8 +2,12 @@
 
 Read from the tree at the task's starting commit: `pyproject.toml` (PEP 621 dependencies
 and the test extras, PEP 735 dependency groups), `setup.cfg` (install_requires and test
-extras) and requirements files (runtime and test ones, following `-r` includes). Test
-extras are `test`/`tests`/`testing`; `dev` ones are used only when there are none. The
+extras), `setup.py` (the literal arguments of its `setup()` call, read by `setup_py`
+without running it: install_requires, tests_require and the test extras) and requirements
+files (runtime and test ones, following `-r` includes). Test extras are
+`test`/`tests`/`testing` (and setup.py's tests_require); `dev` ones are used only when
+there are none. What a dependency file declares in a way that is not read (setup.py's
+arguments that are not literals) is listed, with why, in `unread`. The
 project itself is never installed: its code is the workspace, on the test's path. pytest is
 always added. The result is sorted, so the same dependency files give the same prepared
 environment (`rlforge.sandbox.prepare_env` keys it by these lines).
@@ -16,6 +20,9 @@ import hashlib
 import re
 import tomllib
 from dataclasses import dataclass
+
+from rlforge.tasks.generators.repair import setup_py
+from rlforge.tasks.generators.repair.setup_py import SETUP_PY
 
 PYPROJECT, SETUP_CFG = "pyproject.toml", "setup.cfg"
 REQUIREMENT_FILES = (
@@ -46,6 +53,7 @@ class Requirements:
     requirements: tuple[str, ...]
     sources: tuple[str, ...]
     files_sha256: str  # hash of the dependency files read (lineage)
+    unread: tuple[str, ...] = ()  # "<file>: <what was not read, and why>"
 
 
 def _requirements_file(files: dict[str, bytes], path: str, seen: set[str]) -> list[str]:
@@ -117,6 +125,17 @@ def discover(files: dict[str, bytes]) -> Requirements:
         if got:
             sources.append(SETUP_CFG)
             found += got
+    unread: list[str] = []
+    if SETUP_PY in files:
+        declared = setup_py.read(files[SETUP_PY])
+        project = project or declared.name
+        unread += [f"{SETUP_PY}: {why}" for why in declared.unread]
+        test = declared.tests_require + [r for g in TEST_GROUPS for r in declared.extras_require.get(g, [])]
+        got = declared.install_requires + (
+            test or [r for g in DEV_GROUPS for r in declared.extras_require.get(g, [])])
+        if got:
+            sources.append(SETUP_PY)
+            found += got
     seen: set[str] = set()
     test_files = [p for p in REQUIREMENT_FILES if p in files]
     for path in test_files or [p for p in DEV_REQUIREMENT_FILES if p in files]:
@@ -138,7 +157,7 @@ def discover(files: dict[str, bytes]) -> Requirements:
     for path in sorted(set(sources) | set(seen)):
         h.update(path.encode() + b"\0" + files[path] + b"\0")
     return Requirements(tuple(sorted(unique, key=lambda r: (requirement_name(r) or "", r))),
-                        tuple(sources), h.hexdigest()[:16])
+                        tuple(sources), h.hexdigest()[:16], tuple(unread))
 
 
 def default_pythonpath(files: dict[str, bytes]) -> tuple[str, ...]:

@@ -45,6 +45,7 @@ class Dependencies:
     requirements: tuple[str, ...]
     sources: tuple[str, ...]
     files_sha256: str  # hash of the dependency files read (lineage)
+    unread: tuple[str, ...] = ()  # what the dependency files declare that was not read, and why
 
 
 @dataclass(frozen=True)

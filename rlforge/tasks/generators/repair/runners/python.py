@@ -96,7 +96,7 @@ class Pytest(TestRunner):
 
     def dependencies(self, files: Mapping[str, bytes]) -> Dependencies:
         found = envs.discover(dict(files))
-        return Dependencies(found.requirements, found.sources, found.files_sha256)
+        return Dependencies(found.requirements, found.sources, found.files_sha256, found.unread)
 
     def settings_for(self, files: Mapping[str, bytes], settings: "RepoSettings") -> "RepoSettings":
         if settings.pythonpath is None:
