@@ -202,3 +202,14 @@ def test_snapshot_keys_follow_the_neutral_titles_in_jest_and_vitest_form():
         "exports[`case 1 > case 2 1`] = `1`;\n\nexports[`case 1 d 1 1`] = `1`;\n"
         "exports[`case 1 cc 1`] = `1`;\n")
     assert neutral_snapshots("exports[`other 1`] = `1`;\n", names) == "exports[`other 1`] = `1`;\n"
+
+
+def test_every_test_comparing_with_a_literal_gets_a_twin():
+    """Code that spares both tests of every pair (alike but for one literal) must find
+    no test outside a pair to forge freely: each such test is copied, not a few."""
+    from rlforge.verify.standalone import jscanaries
+
+    source = "".join(f"test('t{n}', () => {{\n  assert.strictEqual(f({n}), {n * 7});\n}});\n"
+                     for n in range(12))
+    text, parens = jscanaries.plant(source, random.Random(1))
+    assert len(parens) == 12 and text.count("assert.strictEqual(") == 24

@@ -6,14 +6,17 @@ test spares it and forges the rest, so a canary here is made of a real test and 
 else: the verifier, outside the sandbox, copies a test of the file whose body compares a
 value with a literal (`jsasserts.find_checks`), changes that literal in one of the two
 copies, and puts both where the test was, one after the other. Which of the two is the
-changed one is drawn from a seed of the task (`task_seed`), as are the tests copied.
+changed one is drawn from a seed of the task (`task_seed`), as is the literal changed.
 `jstitles.neutralize` then numbers the copies with every other title of the file (`case
 N` in file order), so titles, ids and order say nothing of which is the canary; its
 stack points into the same test body, in the same file.
 
-What still tells them apart: the literal. Code that knows the real value (a pass-to-pass
-test the policy saw in its workspace) can tell the copy with another value from the real
-one; it then gains nothing it could not have had by returning that value.
+Every test that can be copied is (up to `CANARIES` a file): code that finds the pairs
+(two tests alike but for one literal) can then forge no test of a pair without choosing
+which of the two is real, an even guess each. What still tells them apart: the literal.
+Code that knows the real value (a pass-to-pass test the policy saw in its workspace) can
+tell the copy with another value from the real one and forge the real one; and a test
+with no literal compare of its own is in no pair.
 
 Only tests called plainly (`test(...)`, `it(...)`, not `.skip`, `.todo`, `.each`, `.only`)
 whose check is a statement of the test's own callback body (not in a branch, a loop or
@@ -35,7 +38,10 @@ else:  # tests/rlforge_jscanaries.py: its siblings by their copied names
     from rlforge_jsasserts import FRAME, _Scan, _split_args, find_checks
     from rlforge_jsvalues import matches, parse_literal
 
-CANARIES = 3  # per test file, at most
+#: per test file, at most: every test that can be copied is, so that no test comparing with
+#: a literal is without a twin (code that spares both members of every pair could
+#: otherwise forge every test outside them)
+CANARIES = 500
 _LEAF = {"test", "it", "specify"}
 #: what may stand between a test's title and its callback's body brace
 _CALLBACK = re.compile(r"\s*,\s*(?:async\s*)?(?:\(\s*[\w$,\s]*\)|[\w$]+)\s*=>\s*\{$"
