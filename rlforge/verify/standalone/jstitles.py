@@ -16,7 +16,8 @@ of each hidden test file gets, before it enters the sandbox:
   (`@jest-environment`, `@vitest-environment`, `@ts-*`, `@flow`, `/// <reference>`),
   kept bare.
 
-Lines are kept, so stack traces still point at the same lines. `names` maps each neutral
+Lines are kept here (the canaries planted before, `jscanaries`, add the lines of their
+copies), so stack traces point at the lines the sandbox's copy has. `names` maps each neutral
 test name back to its real one (titles joined with ` > `, as `noderun` names tests),
 and `restore` maps a run's outcomes back: that map never enters the sandbox.
 """
