@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import ast
 import json
+import random
 import shutil
 import textwrap
 from pathlib import Path
@@ -30,7 +31,7 @@ from rlforge.tasks.generators.repair import runners
 from rlforge.tasks.generators.repair.checks import write_tree
 from rlforge.tasks.generators.repair.options import RepoSettings
 from rlforge.tasks.generators.repair.runners.javascript import framework
-from rlforge.verify.standalone import noderun
+from rlforge.verify.standalone import jscanaries, jstitles, noderepair, noderun
 from rlforge.verify.standalone.protect import SUBMISSION_PATCH, is_protected
 from test_repair_runners import git
 
@@ -50,7 +51,18 @@ def manifest(test: str, dev: dict[str, str] | None = None, **extra) -> str:
 
 def sandboxed_run(tmp: Path, files: dict[str, bytes], env: Path, settings: RepoSettings,
                   ids: list[str] | None = None, canaries: bool = False) -> dict:
-    """The runner's test run of `files` in bubblewrap; the result JSON it wrote."""
+    """The runner's test run of `files` in bubblewrap; the result JSON it wrote. With
+    `canaries`, planted in the files of `ids` and judged as the verifier does
+    (`jscanaries`): their outcomes under `canaries`, the files they caught under `forged`."""
+    names: dict[str, dict[str, str]] = {}
+    planted: list[str] = []
+    if canaries:
+        files = dict(files)
+        for rel in sorted({i.split("::", 1)[0] for i in ids or []}):
+            text, parens = jscanaries.plant(files[rel].decode(), random.Random(rel))
+            files[rel], names[rel], marked = jstitles.neutralize(text, canaries=set(parens))
+            planted += [f"{rel}::{n}" for n in marked]
+        ids = jstitles.neutral_ids(ids or [], names) + planted
     work = tmp / f"run-{len(list(tmp.glob('run-*')))}"
     tree, tests, logs = work / "app", work / "tests", work / "logs"
     for d in (tree, tests, logs):
@@ -60,16 +72,20 @@ def sandboxed_run(tmp: Path, files: dict[str, bytes], env: Path, settings: RepoS
     plan = JS.test_run(tree="/app", tests="/tests", out="/logs/verifier", env="/opt/venv",
                        settings=settings, paths=None, budget_sec=120, check_name=None)
     spec = json.loads(plan.files["run.json"])
-    spec.update(ids=ids, canaries=canaries)  # what a verifier asks of the same driver
+    spec.update(ids=ids)  # what a verifier asks of the same driver
     write_tree(tests, {**plan.files, "run.json": json.dumps(spec).encode()})
     result = run(plan.argv, spec_of({"tmp_mb": 512}, settings_with_mode(None, "bwrap"),
                                     workspace=tree, tests=tests, logs=logs, venv=env,
                                     timeout_sec=180, env={"RLFORGE_SANDBOXED": "1"}))
     assert result.failure is None, result.failure
     try:
-        return json.loads(read_file(logs, "results.json", max_bytes=10_000_000))
+        got = json.loads(read_file(logs, "results.json", max_bytes=10_000_000))
     except OSError:
         raise AssertionError(f"no results (exit {result.exit_code}): {result.stderr_text[-2000:]}")
+    if canaries:
+        real, got["canaries"], got["forged"] = jscanaries.judge(got["outcomes"], planted)
+        got["outcomes"] = jstitles.restore(real, names)
+    return got
 
 
 def prepared(files: dict[str, bytes], cache: Path) -> tuple[Path, RepoSettings]:
@@ -386,3 +402,40 @@ def test_the_build_time_check_runs_a_javascript_commit_through_the_runner(tmp_pa
     assert checks == [("kept", ["test/lib.test.js::mul > multiplies"], ["test/lib.test.js::adds"])]
     assert report.emitted == 0
     assert any(r[0].startswith("no checked fail-to-pass test") for r in drops), drops
+
+
+SNAP_TEST = """
+const { mul } = require('../lib');
+describe('mul', () => {
+  it('matches its snapshot', () => { expect(mul(2, 3)).toMatchSnapshot(); });
+  it('multiplies', () => { expect(mul(2, 3)).toBe(6); });
+});
+"""
+SNAP = "// Jest Snapshot v1, https://goo.gl/fbAQLP\n\nexports[`mul matches its snapshot 1`] = `6`;\n"
+
+
+@pytest.mark.slow
+def test_jest_snapshots_are_keyed_by_the_neutral_titles_the_sandbox_runs(shared_cache, tmp_path):
+    """Jest keys a snapshot by its test's titles: under neutral titles (`case 2`) the
+    stored one is not found and, with --ci, the test fails. The verifier renames the keys
+    of its copy of the snapshot file (`jstitles.neutral_snapshots`); without that, the
+    gold would fail a pass-to-pass test and the task be dropped at validation."""
+    files = project({**CASES["jest"][0], "test/snap.test.js": SNAP_TEST})
+    files = fix({**files, "test/__snapshots__/snap.test.js.snap": SNAP.encode()}, "lib.js")
+    env, settings = prepared(files, shared_cache)
+    wanted = ["test/snap.test.js::mul > matches its snapshot"]
+    got = {}
+    for keyed in (True, False):
+        tree = tmp_path / f"tree-{keyed}"
+        write_tree(tree, files)
+        plan, names, planted = noderepair.hide_literals(str(tree), {}, [], ["test/snap.test.js"], "seed")
+        if not keyed:
+            (tree / "test/__snapshots__/snap.test.js.snap").write_bytes(SNAP.encode())
+        written = {p: (tree / p).read_bytes() for p in files}
+        run = sandboxed_run(tmp_path, written, env, settings,
+                            ids=jstitles.neutral_ids(wanted, names) + planted)
+        real, canaries, forged = jscanaries.judge(run["outcomes"], planted)
+        got[keyed] = jstitles.restore(real, names)
+        assert planted and set(canaries.values()) == {"failed"} and not forged, run
+    assert "exports[`case 1 case 2 1`]" in (tree.parent / "tree-True/test/__snapshots__/snap.test.js.snap").read_text()
+    assert got == {True: {wanted[0]: "passed"}, False: {wanted[0]: "failed"}}, got

@@ -33,6 +33,7 @@ give the same reward.
     jsasserts    checked asserts of JavaScript tests: the literals stay here, values come out
     jsvalues     JavaScript values as tagged JSON: literals read, compared as JavaScript does
     jstitles     hidden JavaScript test files as the sandbox gets them: neutral titles, no comments
+    jscanaries   JavaScript canaries: a file's own tests copied, one literal changed, placed beside them
     siblings     how an entry in tests/ loads the others: from their source, only
 
 One file, two names. A module is copied into tests/ as `rlforge_<module>.py` and there

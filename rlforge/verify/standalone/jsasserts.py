@@ -198,11 +198,13 @@ def _frames(scan):
     return out
 
 
-def find_checks(source, suffix=".js"):
+def find_checks(source, suffix=".js", alone=True):
     """Every checked-assert statement of a test file: dicts with `test` (the titles
     joined), `ordinal` (its place among its test's checks), `kind`, `literal` (tagged),
-    `literal_src`, the statement's span (`start`, `end`) and its expression's
-    (`expr_start`, `expr_end`)."""
+    `literal_src`, the statement's span (`start`, `end`), its expression's (`expr_start`,
+    `expr_end`) and its literal's (`lit_start`, `lit_end`). `alone` False: also a
+    statement that shares its lines with other code (one a canary may copy, never one
+    to rewrite)."""
     text = source.decode("utf-8", "surrogateescape") if isinstance(source, bytes) else source
     scan = _Scan(text)
     frames = _frames(scan)
@@ -210,7 +212,7 @@ def find_checks(source, suffix=".js"):
     for m in ASSERT_START.finditer(text):
         s = m.start()
         line_start = text.rfind("\n", 0, s) + 1
-        if text[line_start:s].strip() or not scan.is_code(s):
+        if (alone and text[line_start:s].strip()) or not scan.is_code(s):
             continue
         paren = m.end() - 1
         if paren not in scan.match:
@@ -240,7 +242,7 @@ def find_checks(source, suffix=".js"):
             literal_left = left is not None
             expr, lit = (args[1], args[0]) if literal_left else (args[0], args[1])
             end = close + 1
-        tail = re.compile(r"[ \t]*;?[ \t]*(//[^\n]*)?(\n|$)").match(text, end)
+        tail = re.compile(r"[ \t]*;?[ \t]*(//[^\n]*)?(\n|$)" if alone else "").match(text, end)
         if not tail:
             continue
         literal_src = text[lit[0]:lit[1]].strip()
@@ -258,7 +260,9 @@ def find_checks(source, suffix=".js"):
                       "literal_src": literal_src, "literal_left": literal_left,
                       "trivial": trivially_holds(kind, literal),
                       "start": s, "end": end + len(tail.group(0).rstrip("\n")),
-                      "expr_start": expr[0], "expr_end": expr[1]})
+                      "expr_start": expr[0], "expr_end": expr[1],
+                      "lit_start": lit[0] + len(text[lit[0]:lit[1]]) - len(text[lit[0]:lit[1]].lstrip()),
+                      "lit_end": lit[0] + len(text[lit[0]:lit[1]].rstrip())})
     return found
 
 

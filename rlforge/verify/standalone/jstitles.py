@@ -16,7 +16,8 @@ of each hidden test file gets, before it enters the sandbox:
   (`@jest-environment`, `@vitest-environment`, `@ts-*`, `@flow`, `/// <reference>`),
   kept bare.
 
-Lines are kept, so stack traces still point at the same lines. `names` maps each neutral
+Lines are kept here (the canaries planted before, `jscanaries`, add the lines of their
+copies), so stack traces point at the lines the sandbox's copy has. `names` maps each neutral
 test name back to its real one (titles joined with ` > `, as `noderun` names tests),
 and `restore` maps a run's outcomes back: that map never enters the sandbox.
 """
@@ -81,14 +82,16 @@ def _titles(scan):
     return out
 
 
-def neutralize(source, titles=True):
+def neutralize(source, titles=True, canaries=()):
     """The sandbox's copy of a hidden test file (see the module docstring): (new bytes,
-    {neutral name: real name} of every test and suite it renamed). `titles` False: only
-    the comments go (a helper module, whose calls are named where a test file makes them)."""
+    {neutral name: real name} of every test and suite it renamed, [neutral names of the
+    canaries]). `titles` False: only the comments go (a helper module, whose calls are
+    named where a test file makes them). `canaries`: the call parens of the canary tests
+    (`jscanaries.plant`), numbered with the others but left out of the map."""
     text = source.decode("utf-8", "surrogateescape") if isinstance(source, bytes) else source
     scan = _Scan(text)
     frames = _titles(scan) if titles else []
-    edits, names, neutral = [], {}, {}
+    edits, names, neutral, planted = [], {}, {}, []
     for n, (start, end, span, title) in enumerate(frames):
         around = [f for f in frames if f[0] < start < f[1]]
         if span is None or any(f[0] not in neutral for f in around):
@@ -96,12 +99,15 @@ def neutralize(source, titles=True):
         new = NEUTRAL.format(n=len(neutral) + 1)
         neutral[start] = (new, title)
         path = [neutral[f[0]] for f in sorted(around)] + [(new, title)]
-        names[SEP.join(p[0] for p in path)] = SEP.join(p[1] for p in path)
+        if start in canaries:
+            planted.append(SEP.join(p[0] for p in path))
+        else:
+            names[SEP.join(p[0] for p in path)] = SEP.join(p[1] for p in path)
         edits.append((span[0], span[1], f'"{new}"'))
     edits += [(a, b, _bare(text[a:b])) for a, b in scan.comments]
     for a, b, new in sorted(edits, reverse=True):
         text = text[:a] + new + text[b:]
-    return text.encode("utf-8", "surrogateescape"), names
+    return text.encode("utf-8", "surrogateescape"), names, planted
 
 
 def real_name(name, names):
@@ -133,3 +139,37 @@ def neutral_ids(ids, names):
         for new, real in renamed.items():
             back.setdefault(f"{rel}::{real}", []).append(f"{rel}::{new}")
     return [n for i in ids for n in back.get(i, [i])]
+
+
+def _template_text(text):
+    """`text` as it stands inside a template literal's backticks."""
+    return text.replace("\\", "\\\\").replace("`", "\\`").replace("${", "\\${")
+
+
+_SNAPSHOT_KEY = re.compile(r"^exports\[`((?:[^`\\]|\\.)*)`\]", re.M)
+
+
+def neutral_snapshots(text, names):
+    """A Jest or Vitest snapshot file (`__snapshots__/x.test.js.snap`) with each key named
+    as the run under neutral titles names it (`names`: the test file's map): the key is
+    the test's titles joined with a space (Jest) or ` > ` (Vitest) and its count. A key
+    of a test whose own title the framework computes (`.each`) gets its renamed suites'
+    titles (the longest that starts it); any other is kept."""
+    pairs = []
+    for new, real in names.items():
+        for sep in (" ", SEP):
+            pairs.append((_template_text(sep.join(real.split(SEP))) + " ",
+                          _template_text(sep.join(new.split(SEP))) + " "))
+    pairs.sort(key=lambda p: -len(p[0]))
+
+    def rename(m):
+        key = m.group(1)
+        for real, new in pairs:
+            if key.startswith(real) and key[len(real):].isdigit():
+                return f"exports[`{new}{key[len(real):]}`]"
+        for real, new in pairs:
+            if key.startswith(real):
+                return f"exports[`{new}{key[len(real):]}`]"
+        return m.group(0)
+
+    return _SNAPSHOT_KEY.sub(rename, text)

@@ -15,10 +15,13 @@ and checked asserts in JavaScript (`jsasserts`):
    fail-to-pass tests: each sends its value out, its literal stays here (`externalize`);
    every title of a hidden test file is made neutral (`case 7`) and every comment of a
    hidden script removed (`jstitles`), the map back to the real test names kept here;
-4. run the fail-to-pass and pass-to-pass tests as policy code, asked for by their neutral
-   names: the driver `noderun` (copied beside the tree, read-only) runs each test file in
-   a process of its own with canary tests appended (`run_tests`); its outcomes are mapped
-   back to the real names here;
+4. plant canaries in every test file the run uses (`jscanaries`: a test of the file copied
+   beside itself, one literal changed in one of the two, drawn from a seed of the task)
+   before the titles are made neutral, so they are numbered with the rest; run the
+   fail-to-pass and pass-to-pass tests, the canaries and every other test of their files
+   as policy code, asked for by their neutral names: the driver `noderun` (copied beside
+   the tree, read-only) runs each test file in a process of its own (`run_tests`); the
+   canaries are judged and the outcomes mapped back to the real names here;
 5. score here, in this process, with the hidden literals: `fail_to_pass` (coarse, the
    fraction passing: reported passed *and* every checked assert ran and every value it
    sent holds), `pass_to_pass` (coarse, gate), `collects` (medium, gate),
@@ -37,14 +40,15 @@ driver, the frameworks and the tested code share a uid inside the sandbox, so th
 can rewrite the driver's results (outcomes, canaries); a forger gains nothing on a
 fail-to-pass test from that without the value its hidden assert expects, but a
 pass-to-pass test's outcome (a gate) is as forgeable as the framework's report. The
-canaries do not close that: code that reads its caller's line (or the test's name, or
-its place after the file's own tests) can tell a canary from a real assert and swallow
-only the real failures. Measured by a red team (s49, D1/E2): a submission wrapping node's
-`assert` so that failures are swallowed unless the calling line holds the canaries'
-`require("node:assert")` hid 9 broken pass-to-pass tests of a real mime-types task (it
-reported 46/46 and scored 1.0). Giving canaries the text of a real assert would only move
-the tell (their place in the file, their values), so the bound stands and JavaScript
-tasks are opt-in (`TestRunner.forgeable`).
+canaries narrow that: their titles, ids, place and stack are a real test's, so code that
+swallows failures must tell the real literal from the changed one. It can where it knows
+the real one (a pass-to-pass test of a file the policy saw), and a file with no test
+that compares with a literal in its own body gets no canary. Measured by a red team
+(s49, D1/E2): a submission wrapping node's `assert` so that failures are swallowed
+unless the calling line holds the canaries' `require("node:assert")` hid 9 broken
+pass-to-pass tests of a real mime-types task (it reported 46/46 and scored 1.0); s52: one
+sparing tests titled like the old canaries (`case N M`) scored 1.0 before and 0 now. So
+the bound stands and JavaScript tasks are opt-in (`TestRunner.forgeable`).
 """
 
 from __future__ import annotations
@@ -57,8 +61,9 @@ import tempfile
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING or __package__:  # rlforge.verify.standalone.noderepair
+    from .jscanaries import judge, plant_files, task_seed
     from .jsasserts import apply_checks, externalize
-    from .jstitles import neutral_ids, neutralize, restore
+    from .jstitles import neutral_ids, neutral_snapshots, neutralize, restore
     from .noderun import FRAMEWORKS, SCRIPT_SUFFIXES, is_test_file
     from .patch import remove_file, write_file
     from .policy_code import LocalPolicy, regular_file
@@ -69,8 +74,9 @@ else:  # tests/rlforge_noderepair.py, run as python3 -I: its siblings from their
 
     runpy.run_path(os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                 "rlforge_siblings.py"))["install"](__file__)
+    from rlforge_jscanaries import judge, plant_files, task_seed
     from rlforge_jsasserts import apply_checks, externalize
-    from rlforge_jstitles import neutral_ids, neutralize, restore
+    from rlforge_jstitles import neutral_ids, neutral_snapshots, neutralize, restore
     from rlforge_noderun import FRAMEWORKS, SCRIPT_SUFFIXES, is_test_file
     from rlforge_patch import remove_file, write_file
     from rlforge_policy_code import LocalPolicy, regular_file
@@ -84,24 +90,43 @@ SYSTEM_PYTHON = "/usr/bin/python3"
 RESULT_LIMIT = 100 * 1024 * 1024
 
 
-def hide_literals(tree, hidden, fail_to_pass):
+def hide_literals(tree, hidden, fail_to_pass, files, seed):
     """Write the hidden tests over the tree with the checked asserts of the fail-to-pass
-    tests sending their values, every hidden test file's titles neutral and every hidden
-    script's comments gone (`jstitles`); (the plan ({index: check}) this process compares with, {file:
-    {neutral test name: real name}})."""
+    tests sending their values, canaries planted in every test file of `files` (the run's:
+    hidden or not, `jscanaries`, drawn from `seed`), every such file's titles neutral, its
+    Jest or Vitest snapshots keyed by them, and every hidden script's comments gone
+    (`jstitles`); (the plan ({index: check}) this
+    process compares with, {file: {neutral test name: real name}}, [canary ids])."""
     wanted = {}
     for test_id in fail_to_pass:
         rel, _, test = test_id.partition("::")
         wanted.setdefault(rel, set()).add(test)
     name = "__rlforge_check_" + os.urandom(6).hex()
-    plan, names = {}, {}
+    plan, names, sources, canaries = {}, {}, {}, []
     for rel, data in sorted(hidden.items()):
-        text, found = externalize(data, rel, wanted.get(rel, set()), name, start=len(plan))
-        if rel.endswith(SCRIPT_SUFFIXES):
-            text, names[rel] = neutralize(text, titles=is_test_file(rel))
-        write_file(tree, rel, text)
+        sources[rel], found = externalize(data, rel, wanted.get(rel, set()), name, start=len(plan))
         plan.update(found)
-    return plan, names
+    for rel in sorted(set(files) - set(sources)):
+        path = os.path.join(tree, rel)
+        if rel.endswith(SCRIPT_SUFFIXES) and regular_file(path):
+            with open(path, "rb") as fh:
+                sources[rel] = fh.read()
+    tests = {rel: text.decode("utf-8", "surrogateescape") for rel, text in sources.items()
+             if rel in set(files) and is_test_file(rel)}
+    planted, parens = plant_files(tests, seed, avoid=name)
+    for rel, text in sorted(sources.items()):
+        if rel.endswith(SCRIPT_SUFFIXES):
+            text, names[rel], marked = neutralize(planted.get(rel, text), titles=is_test_file(rel),
+                                                  canaries=set(parens.get(rel, ())))
+            canaries += [f"{rel}::{n}" for n in marked]
+        write_file(tree, rel, text)
+    for rel, renamed in sorted(names.items()):  # after every hidden file is written
+        snap = os.path.join(os.path.dirname(rel), "__snapshots__", os.path.basename(rel) + ".snap")
+        if renamed and regular_file(os.path.join(tree, snap)):
+            with open(os.path.join(tree, snap), "rb") as fh:
+                keyed = neutral_snapshots(fh.read().decode("utf-8", "surrogateescape"), renamed)
+            write_file(tree, snap, keyed.encode("utf-8", "surrogateescape"))
+    return plan, names, canaries
 
 
 def _driver_files(here):
@@ -136,7 +161,7 @@ def run_driver(ref, tree, ids, policy):
         spec = {"tree": inside, "framework": ref["framework"], "env": environment_of(policy, ref),
                 "ids": ids, "paths": None, "per_test_timeout": ref["per_test_timeout"],
                 "collect_timeout": ref["collect_timeout"], "budget_sec": ref["budget_sec"],
-                "env_vars": ref.get("env") or {}, "canaries": True}
+                "env_vars": ref.get("env") or {}}
         for name, data in {**_driver_files(os.path.dirname(os.path.abspath(__file__))),
                            "run.json": json.dumps(spec).encode()}.items():
             with open(os.path.join(drv, name), "wb") as fh:
@@ -166,11 +191,17 @@ def score_js_repair(ref, tests_dir, workspace=None, policy=None):
         attempt.untouched()
         if attempt.refused:
             return attempt.not_run()
-        plan, names = hide_literals(attempt.tree, attempt.hidden, f2p)
         for rel in ref.get("hidden_deleted", []):
             remove_file(attempt.tree, rel)
+        ids = f2p + list(ref["pass_to_pass"])
+        seed = task_seed(ids, {rel: data.hex() for rel, data in sorted(attempt.hidden.items())})
+        files = sorted({i.split("::", 1)[0] for i in ids})
+        plan, names, planted = hide_literals(attempt.tree, attempt.hidden, f2p, files, seed)
         left = {**ref, "budget_sec": attempt.budget_left(ref["budget_sec"])}
-        run, ran = run_driver(left, attempt.tree, neutral_ids(f2p + list(ref["pass_to_pass"]), names),
+        # every test of the files run is asked for: which were wanted says nothing of
+        # which test is a canary (a canary's twin may be a test nobody wants)
+        asked = {f"{rel}::{n}" for rel, renamed in names.items() if rel in files for n in renamed}
+        run, ran = run_driver(left, attempt.tree, sorted({*neutral_ids(ids, names), *asked, *planted}),
                               policy or LocalPolicy())
     finally:
         attempt.close()
@@ -181,12 +212,12 @@ def score_js_repair(ref, tests_dir, workspace=None, policy=None):
         attempt.comps["pass_to_pass"] = component(0, 0, "coarse", gate=True, detail="no results")
         return reward(attempt.comps, detail="the test run gave no results", reason="no_results")
     sent = run.get("checks") if isinstance(run.get("checks"), dict) else {}
-    out, contradicted = apply_checks(restore(run["outcomes"], names), sent, plan)
+    real, canaries, forged = judge(run["outcomes"], planted)
+    out, contradicted = apply_checks(restore(real, names), sent, plan)
     errors = [str(e) for e in run.get("collect_errors") or []]
-    canaries = run.get("canaries") if isinstance(run.get("canaries"), dict) else {}
     return attempt.score(
         run, {**out, **canaries}, list(canaries), why=contradicted, canaries_required=True,
-        forged=[str(f) for f in run.get("forged") or []],
+        forged=forged,
         collects=(not errors, f"test files failed to load: {ids_text(errors)}" if errors
                   else "every test file loads"),
         detail=f"{run.get('sessions', 0)} test process(es), {float(run.get('seconds') or 0):.1f}s"

@@ -39,7 +39,8 @@ reporter (Jest and Mocha in band, node's test runner in a child whose reports th
 parses from its stdout). Code that patches the runner's internals, or learns the report's
 path (from the runner's argv, readable in /proc by the same uid) and writes a passing
 report before calling `process.exit(0)`, forges its own file's outcomes, and code that
-reads its test file can spare the canaries; checked asserts (compared by the verifier,
+reads its test file can tell a canary from the real test it copies by its literal
+where it knows the real one (`jscanaries`); checked asserts (compared by the verifier,
 `noderepair`) are what catch that.
 """
 
@@ -266,37 +267,6 @@ def parse_json(text, rel):
     return results, errors, False
 
 
-_CALL = re.compile(r"""(?<![\w$.])(test|it)\s*\(\s*(['"`])((?:(?!\2)[^\\\n]|\\.){1,80})\2""")
-
-
-def plant_canaries(tree, rel):
-    """Append to the test file `rel` tests that must fail, named like its own tests and
-    written with its own test function: one failing through node's `assert`, one through
-    `expect` if the file uses it. Their names (ids), or [] when the file has no test call."""
-    path = os.path.join(tree, rel)
-    with open(path, "rb") as fh:
-        text = fh.read().decode("utf-8", "replace")
-    calls = _CALL.findall(text)
-    if not calls:
-        return []
-    rng = int.from_bytes(os.urandom(4), "big")
-    fn, _, title = calls[rng % len(calls)]
-    a, b = 2 + rng % 97, 101 + rng % 89
-    # require where the file has it (Jest runs no dynamic import without a node flag)
-    bodies = [f'(typeof require === "function" ? require("node:assert") : '
-              f'(await import("node:assert")).default).strictEqual({a}, {b});']
-    if re.search(r"(?<![\w$.])expect\s*\(", text):
-        bodies.append(f"expect({b}).toBe({a});")
-    ids, code = [], ""
-    for n, body in enumerate(bodies):
-        name = f"{title} {rng % 9 + 2 + n}"
-        ids.append(f"{rel}::{name}")
-        code += f"\n;{fn}({json.dumps(name)}, async () => {{ {body} }});\n"
-    with open(path, "ab") as fh:
-        fh.write(code.encode())
-    return ids
-
-
 def _private_dir(parent, mode):
     path = tempfile.mkdtemp(prefix="r", dir=parent)
     os.chmod(path, mode)
@@ -365,14 +335,11 @@ def run_file(policy, tree, framework, env, rel, timeout, work, env_vars, node_fl
 
 
 def run_tests(tree, framework, env, ids=None, *, paths=None, per_test_timeout=15.0,
-              collect_timeout=120.0, budget_sec=600.0, env_vars=None, policy=None,
-              canaries=False):
+              collect_timeout=120.0, budget_sec=600.0, env_vars=None, policy=None):
     """Run the test files of `tree` (those of `ids`, else `paths`, else all) one process
-    each; the RunResult dict (see the module docstring).
-
-    canaries: plant tests that must fail in each file run (`plant_canaries`); a file where
-    one did not fail had its results forged, so every test of it counts as failed and the
-    file is listed in `forged`. The canaries' own outcomes are under `canaries`."""
+    each; the RunResult dict (see the module docstring). Canaries are the verifier's: it
+    plants them in the files and asks for them among `ids` (`jscanaries`), so nothing
+    here knows which they are."""
     if framework not in FRAMEWORKS:
         raise ValueError(f"unknown test framework {framework!r}; valid: {', '.join(FRAMEWORKS)}")
     policy = policy or LocalPolicy()
@@ -388,7 +355,6 @@ def run_tests(tree, framework, env, ids=None, *, paths=None, per_test_timeout=15
     if framework == "node":  # node 20 runs no TypeScript (type stripping came in node 22)
         files = [f for f in files if not f.endswith(TYPESCRIPT_SUFFIXES)]
     files = [f for f in files if regular_file(os.path.join(tree, f))]
-    planted = {rel: plant_canaries(tree, rel) for rel in files} if canaries else {}
     flags = node_options()
     work = tempfile.mkdtemp(prefix="rlforge-node-")
     os.chmod(work, 0o711)
@@ -420,14 +386,6 @@ def run_tests(tree, framework, env, ids=None, *, paths=None, per_test_timeout=15
         shutil.rmtree(work, ignore_errors=True)
         if hasattr(policy, "sweep"):
             policy.sweep()
-    canary_outcomes, forged = {}, []
-    for rel, names in planted.items():
-        canary_outcomes.update({n: outcomes.pop(n, "missing") for n in names})
-        if any(canary_outcomes[n] != "failed" for n in names):  # hung before them too
-            forged.append(rel)
-            for test_id in outcomes:
-                if test_id.split("::", 1)[0] == rel:
-                    outcomes[test_id] = "failed"
     started = [i for i in started if i in outcomes]
     if wanted is not None:
         lost = "timeout" if result["budget_exhausted"] else "missing"
@@ -435,7 +393,6 @@ def run_tests(tree, framework, env, ids=None, *, paths=None, per_test_timeout=15
                     for i in wanted}
         started = [i for i in started if i in outcomes]
     result.update(outcomes=outcomes, started=started, hung=hung, checks=checks,
-                  canaries=canary_outcomes, forged=forged,
                   collect_errors=sorted(set(errors)), log_tail=tail,
                   seconds=round(time.monotonic() - started_at, 3))
     return result
@@ -448,7 +405,7 @@ def run_only(spec_path, out_path):
     result = run_tests(spec["tree"], spec["framework"], spec["env"], spec.get("ids"),
                        paths=spec.get("paths"), per_test_timeout=spec["per_test_timeout"],
                        collect_timeout=spec["collect_timeout"], budget_sec=spec["budget_sec"],
-                       env_vars=spec.get("env_vars"), canaries=bool(spec.get("canaries")))
+                       env_vars=spec.get("env_vars"))
     with open(out_path, "w", encoding="utf-8") as fh:
         json.dump(result, fh, sort_keys=True)
     return 0

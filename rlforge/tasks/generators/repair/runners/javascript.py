@@ -211,7 +211,7 @@ def readable_text(hidden: Mapping[str, bytes], workspace: Mapping[str, bytes],
     neutral = dict(hidden)
     for p, d in hidden.items():
         if p.endswith(noderun.SCRIPT_SUFFIXES):
-            neutral[p], names[p] = jstitles.neutralize(d, titles=noderun.is_test_file(p))
+            neutral[p], names[p], _ = jstitles.neutralize(d, titles=noderun.is_test_file(p))
     files = {p: d for p, d in workspace.items()
              if noderun.is_test_file(p) or js_modules.in_test_tree(p) or p in support} | neutral
     texts = {p: d.decode("utf-8", "surrogateescape") for p, d in sorted(files.items())}
