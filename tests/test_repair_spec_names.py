@@ -181,3 +181,27 @@ def test_an_unchanged_default_asks_for_nothing(tmp_path: Path):
     derivation = _derive(r, sha, ["tests/test_clip.py::test_clip"])
     verdict = spec.specify(derivation, "clip: text exactly as long as the width is kept\n")
     assert all("default" not in line for line in verdict.lines)
+
+
+STAMP = '''import datetime
+
+
+class Stamp:
+    def __init__(self, text):
+        self.when = datetime.datetime.fromisoformat(text)
+'''
+
+
+def test_an_attribute_the_fix_gives_is_described_a_library_values_is_not(tmp_path: Path):
+    r = Repo(tmp_path / "stamps")
+    r.commit("Stamps", {"stamps/__init__.py": "", "stamps/core.py": STAMP})
+    fixed = STAMP + "        self.zone_name = self.when.tzname() or 'local'\n"
+    test = ('from stamps.core import Stamp\n\n\ndef test_zone():\n'
+            '    s = Stamp("2024-01-02T03:04:05.25+00:00")\n'
+            '    assert s.zone_name == "UTC"\n    assert s.when.microsecond == 250000\n')
+    sha = r.commit("stamps: name the time zone", {"stamps/core.py": fixed, "tests/test_core.py": test})
+    derivation = _derive(r, sha, ["tests/test_core.py::test_zone"])
+    [line] = spec.specify(derivation, "stamps: name the time zone\n").lines
+    assert "reads the attribute `zone_name` of a project object" in line
+    # `microsecond` is the datetime's, which the fix's source never gives: not the project's.
+    assert "microsecond" not in line

@@ -96,11 +96,35 @@ def project_values(func: ast.AST, project: set[str]) -> set[str]:
     return out
 
 
+def given_by_fix(trees: Iterable[ast.Module]) -> tuple[set[str], set[str]]:
+    """(the attributes the sources give objects: assigned on one, `self.x = ...`, or
+    defined in a class body; the string constants they hold): an attribute or a key a test
+    reads is the project's only when its source gives it, not a value's of another library
+    (a `datetime`'s `microsecond`)."""
+    attrs: set[str] = set()
+    strings: set[str] = set()
+    for tree in trees:
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store):
+                attrs.add(node.attr)
+            elif isinstance(node, ast.ClassDef):
+                for item in node.body:
+                    if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                        attrs.add(item.name)
+                    elif isinstance(item, (ast.Assign, ast.AnnAssign)):
+                        targets = item.targets if isinstance(item, ast.Assign) else [item.target]
+                        attrs.update(t.id for t in targets if isinstance(t, ast.Name))
+            elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+                strings.add(node.value)
+    return attrs, strings
+
+
 def unshown_names(func: ast.AST, project: set[str], known: set[str], visible: str,
-                  inputs: Iterable[str]) -> list[tuple[str, Aspect]]:
+                  inputs: Iterable[str], given: tuple[set[str], set[str]]) -> list[tuple[str, Aspect]]:
     """The names a test's values and calls hold that nothing the policy sees shows: keys of
     the dict literals it expects or passes, constant keys and attributes it reads from
-    project values (`project_values`), keywords of its calls of project code.
+    project values (`project_values`) that the fix's source gives (`given`, of
+    `given_by_fix`), keywords of its calls of project code.
     A name in the workspace's text (`visible`), in one of the test's own input strings
     (`inputs`: echoed data), among `known` (names other aspects already require), or an
     attribute of a builtin type, is left out. Returns (name, aspect) pairs."""
@@ -120,14 +144,16 @@ def unshown_names(func: ast.AST, project: set[str], known: set[str], visible: st
                 add("key", _key(k))
         elif isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Load) \
                 and _root_name(node.value) in project:
-            add("read", _key(node.slice))
+            key = _key(node.slice)
+            add("read", key if key in given[1] else None)
         elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Load) \
-                and _root_name(node.value) in project and node.attr not in BUILTIN_ATTRS:
+                and _root_name(node.value) in project and node.attr in given[0] - BUILTIN_ATTRS:
             add("attribute", node.attr)
         elif isinstance(node, ast.Call):
             callee = _root_name(node.func)
             if callee in ("getattr", "hasattr") and len(node.args) >= 2 and _root_name(node.args[0]) in project:
-                add("attribute", _key(node.args[1]))
+                name = _key(node.args[1])
+                add("attribute", name if name in given[0] else None)
             elif callee in project:
                 for kw in node.keywords:
                     add("keyword", kw.arg if kw.arg and not kw.arg.startswith("_") else None)

@@ -20,8 +20,8 @@ import builtins
 from collections.abc import Mapping
 
 from rlforge.tasks.generators.repair.runners.python_messages import own_inputs, unstated_wordings
-from rlforge.tasks.generators.repair.runners.python_names import (Signature, compared_calls, expected_constants, project_values,
-                                                                  signatures,
+from rlforge.tasks.generators.repair.runners.python_names import (Signature, compared_calls, expected_constants, given_by_fix,
+                                                                  project_values, signatures,
                                                                   unshown_defaults, unshown_names)
 from rlforge.tasks.generators.repair.spec import (MAX_FORM, PLACEHOLDER, Aspect, Behaviour, Derivation,
                                                   content_words, form_of, shows_literal,
@@ -368,8 +368,10 @@ class _TestReader:
 
     def __init__(self, source: bytes, project: set[str], defined: set[str], at_parent: set[str],
                  parameters: dict[str, set[str] | None], visible_text: str = " ",
-                 signatures: tuple[dict[str, list[Signature]], dict[str, list[Signature]]] = ({}, {})):
+                 signatures: tuple[dict[str, list[Signature]], dict[str, list[Signature]]] = ({}, {}),
+                 given: tuple[set[str], set[str]] = (set(), set())):
         self.tree = ast.parse(source)
+        self.given = given  # the attributes and strings the fix's source gives
         self.signatures = signatures  # (the fix's, the parent's): the defaults a call relies on
         self.visible_text = visible_text  # the workspace's text (`python_messages`)
         self.project = project
@@ -474,7 +476,7 @@ class _TestReader:
         project = project_values(func, set(self.imported) | (self.defined - outside - self.helpers))
         known = {t for a in aspects for t in a.terms}
         found = unshown_names(func, project, known, self.visible_text,
-                              own_inputs(self.tree, func, expected_constants(self.tree, func)))
+                              own_inputs(self.tree, func, expected_constants(self.tree, func)), self.given)
         self.names.update(name for name, _ in found)
         return [aspect for _, aspect in found]
 
@@ -610,11 +612,13 @@ def behaviours(hidden: Mapping[str, bytes], fail_to_pass: list[str], workspace: 
     project = _project_modules(sorted(source))
     parent_source = {p: d for p, d in workspace.items() if p.endswith(".py") and not is_test_file(p)}
     parent_trees = _trees(parent_source)
-    defined = _defined(_trees(source))
+    fix_trees = _trees(source)
+    defined = _defined(fix_trees)
     at_parent = _defined(parent_trees) | _bound(parent_trees)
     at_parent |= {p.rsplit("/", 1)[-1][:-3] for p in parent_source}
     parameters = _parameters(parent_trees)
-    sigs = (signatures(_trees(source)), signatures(parent_trees))
+    sigs = (signatures(fix_trees), signatures(parent_trees))
+    given = given_by_fix(fix_trees)
     every = parameters.setdefault("", set())
     assert every is not None
     every.update(_option_keys(parent_trees))
@@ -628,7 +632,8 @@ def behaviours(hidden: Mapping[str, bytes], fail_to_pass: list[str], workspace: 
             return None
         if rel not in readers:
             try:
-                readers[rel] = _TestReader(hidden[rel], project, defined, at_parent, parameters, visible, sigs)
+                readers[rel] = _TestReader(hidden[rel], project, defined, at_parent, parameters, visible, sigs,
+                                           given)
             except (SyntaxError, ValueError, RecursionError):
                 return None
         if not readers[rel].collect(key):
