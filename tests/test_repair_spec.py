@@ -112,7 +112,8 @@ def test_expected_exceptions_and_new_names_are_required_by_name():
     derivation = _describe(hidden, f2p, {"shapes/__init__.py": b""}, fixed)
     assert "radius must be" in derivation.literals and "12.5" in derivation.literals
     # The message's wording is checked word for word: every request here states it.
-    said = spec.specify(derivation, "circle_area: a negative radius raises ValueError: radius must be >= 0")
+    said = spec.specify(derivation, "circle_area: a negative radius raises ValueError: radius must be >= 0; "
+                                    "precise=True gives more digits")
     assert said.stated == [True]
     vague = spec.specify(derivation, "Reject a negative radius (the error says: radius must be positive)")
     [line] = vague.lines

@@ -45,14 +45,17 @@ class Aspect:
 
     `terms`: words (lower case; a word matches any text word its stem starts) of which the
     request must contain one for the aspect to count as named, or with `exact` whole
-    identifiers or phrases (a keyword argument's name, an exception type); empty: an
-    aspect shown in a description but never required (the kind of value a test expects)."""
+    identifiers or phrases (a keyword argument's name, an exception type); `stated`: texts
+    the request must all hold, each standing on its own (a parameter's name and its default
+    value); neither: an aspect shown in a description but never required (the kind of
+    value a test expects)."""
 
     kind: str
     text: str
     terms: tuple[str, ...] = ()
     exact: bool = False  # terms are identifiers or phrases: matched whole, not by stem
     forms: tuple[str, ...] = ()  # literal forms (`form_of`) the request must all state
+    stated: tuple[str, ...] = ()  # texts the request must each show on their own (a default)
 
 
 @dataclass(frozen=True)
@@ -90,6 +93,11 @@ class Derivation:
 
     behaviours: tuple[Behaviour, ...]
     literals: frozenset[str] = frozenset()
+    names: frozenset[str] = frozenset()  # literals that are interface names a description may show
+
+    def hidden(self) -> frozenset[str]:
+        """The literals no description may show."""
+        return self.literals - self.names
 
 
 def words_of(text: str) -> list[str]:
@@ -176,13 +184,15 @@ def states_form(request: str, form: str) -> bool:
 
 def missing(behaviour: Behaviour, request: str) -> list[str]:
     """What of a behaviour the request does not name: required aspects' texts (one of an
-    aspect's terms, all of its forms), and "summary" when fewer than `SUMMARY_SHARE` of
+    aspect's terms, all of its forms, all of its stated texts), and "summary" when fewer than `SUMMARY_SHARE` of
     its words appear (or it has neither words nor required aspects to look for)."""
     found = set(words_of(request))
     out = [a.text for a in behaviour.aspects if a.terms and not any(
         says_exactly(request, t) if a.exact else mentions(found, t) for t in a.terms)]
     out += [a.text for a in behaviour.aspects
             if a.forms and not all(states_form(request, f) for f in a.forms)]
+    out += [a.text for a in behaviour.aspects
+            if a.stated and not all(shows_literal(request, [s]) is not None for s in a.stated)]
     if behaviour.words:
         named = sum(mentions(found, w) for w in behaviour.words)
         if named < SUMMARY_SHARE * len(behaviour.words):
@@ -266,14 +276,14 @@ def specify(derivation: Derivation | None, request: str) -> Specification:
                            f"({', '.join(gaps)}) and nothing of it can be described")
             return spec
         line = b.describe()
-        if shows_literal(line, derivation.literals, derived_only=True) is not None:
+        if shows_literal(line, derivation.hidden(), derived_only=True) is not None:
             # What the request already names need not be described (an environment
             # variable it quotes, whose name the test also compares with).
             line = b.describe(leave_out=[a for a in b.aspects if a.terms and a.text not in gaps])
         if line not in spec.lines:
             spec.lines.append(line)
     for line in spec.lines:
-        if (lit := shows_literal(line, derivation.literals, derived_only=True)) is not None:
+        if (lit := shows_literal(line, derivation.hidden(), derived_only=True)) is not None:
             spec.reason = SHOWS_LITERAL
             spec.detail = f"a description of a hidden test would show one of its literals ({len(lit)} chars)"
             spec.lines = []

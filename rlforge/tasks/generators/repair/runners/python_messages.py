@@ -80,9 +80,9 @@ def checked_messages(func: ast.AST) -> list[ast.expr]:
     return found
 
 
-def _inputs(tree: ast.Module, func: ast.AST, checked: list[ast.expr]) -> list[str]:
-    """The test's other string literals (its own, its parameters', the module's constants),
-    longest first: what a message may echo."""
+def own_inputs(tree: ast.Module, func: ast.AST, checked: list[ast.expr]) -> list[str]:
+    """The test's string literals but `checked` (its own, its parameters', the module's
+    constants), longest first: what a message may echo."""
     held = {id(c) for c in checked}
     module_level = [n for n in tree.body if not isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef,
                                                               ast.ClassDef))]
@@ -102,7 +102,7 @@ def unstated_wordings(tree: ast.Module, func: ast.AST, visible: str) -> list[str
     more, that the text of the workspace (`visible`, runs of white space as one space)
     does not hold as written."""
     checked = checked_messages(func)
-    inputs = _inputs(tree, func, checked)
+    inputs = own_inputs(tree, func, checked)
     matches = {id(kw.value) for c in ast.walk(func) if isinstance(c, ast.Call)
                for kw in c.keywords if kw.arg == "match"}
     out: list[str] = []

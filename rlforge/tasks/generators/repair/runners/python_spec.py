@@ -19,7 +19,10 @@ import ast
 import builtins
 from collections.abc import Mapping
 
-from rlforge.tasks.generators.repair.runners.python_messages import unstated_wordings
+from rlforge.tasks.generators.repair.runners.python_messages import own_inputs, unstated_wordings
+from rlforge.tasks.generators.repair.runners.python_names import (Signature, compared_calls, expected_constants, given_by_fix,
+                                                                  project_values, signatures,
+                                                                  unshown_defaults, unshown_names)
 from rlforge.tasks.generators.repair.spec import (MAX_FORM, PLACEHOLDER, Aspect, Behaviour, Derivation,
                                                   content_words, form_of, shows_literal,
                                                   words_of)
@@ -49,13 +52,14 @@ def _name(node: ast.AST) -> str | None:
     return None
 
 
-def _constants(value: object) -> list[str]:
+def _constants(value: object, keys: bool = True) -> list[str]:
     """The texts a literal value could be shown as: strings and numbers, each element of
-    a container; trivial values (booleans, None, 0, 1, empty) are no secret."""
+    a container (and each key of a dict, but with `keys` False); trivial values (booleans,
+    None, 0, 1, empty) are no secret."""
     if isinstance(value, (list, tuple, set, frozenset)):
-        return [t for v in value for t in _constants(v)]
+        return [t for v in value for t in _constants(v, keys)]
     if isinstance(value, dict):
-        return [t for k, v in value.items() for t in _constants(k) + _constants(v)]
+        return [t for k, v in value.items() for t in (_constants(k) if keys else []) + _constants(v, keys)]
     if isinstance(value, bool) or value is None:
         return []
     if isinstance(value, bytes):
@@ -363,8 +367,12 @@ class _TestReader:
     """Reads the behaviours of the tests of one hidden test module."""
 
     def __init__(self, source: bytes, project: set[str], defined: set[str], at_parent: set[str],
-                 parameters: dict[str, set[str] | None], visible_text: str = " "):
+                 parameters: dict[str, set[str] | None], visible_text: str = " ",
+                 signatures: tuple[dict[str, list[Signature]], dict[str, list[Signature]]] = ({}, {}),
+                 given: tuple[set[str], set[str]] = (set(), set())):
         self.tree = ast.parse(source)
+        self.given = given  # the attributes and strings the fix's source gives
+        self.signatures = signatures  # (the fix's, the parent's): the defaults a call relies on
         self.visible_text = visible_text  # the workspace's text (`python_messages`)
         self.project = project
         self.imported = _imports(self.tree, project)
@@ -373,6 +381,8 @@ class _TestReader:
         self.parameters = parameters  # of the parent's functions and classes
         self.helpers = {n.name for n in self.tree.body if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
         self.literals: set[str] = set()
+        self.values: set[str] = set()  # the literals compared as values (not a dict's keys)
+        self.names: set[str] = set()  # names a description shows (`python_names`)
 
     def _expected(self, func: ast.AST) -> list[str]:
         """Kinds of value the comparisons of a test expect; their literals are collected."""
@@ -383,6 +393,7 @@ class _TestReader:
                     ok, value = _literal(side)
                     if ok:
                         self.literals.update(_constants(value))
+                        self.values.update(_constants(value, keys=False))
                         kind = KINDS.get(type(value))
                         if kind and kind not in kinds:
                             kinds.append(kind)
@@ -392,6 +403,7 @@ class _TestReader:
                         ok, value = _literal(arg)
                         if ok:
                             self.literals.update(_constants(value))
+                            self.values.update(_constants(value, keys=False))
                             kind = KINDS.get(type(value))
                             if kind and kind not in kinds:
                                 kinds.append(kind)
@@ -400,6 +412,7 @@ class _TestReader:
                         ok, value = _literal(kw.value)
                         if ok:
                             self.literals.update(_constants(value))
+                            self.values.update(_constants(value))
                 if _name(node.func) == "isinstance" and len(node.args) == 2:
                     kind = f"a `{ast.unparse(node.args[1])}`"
                     if kind not in kinds:
@@ -455,6 +468,18 @@ class _TestReader:
                     out.append(aspect)
         return out[:MAX_NAMES]
 
+    def _unshown_names(self, func: ast.FunctionDef | ast.AsyncFunctionDef, aspects: list[Aspect]) -> list[Aspect]:
+        """The names the test's values and calls hold that neither the workspace nor its
+        own inputs show (`python_names.unshown_names`), but those other aspects require;
+        a name no value of the test compares with whole may be shown (`names`)."""
+        outside = _outside(self.tree, func, self.project)
+        project = project_values(func, set(self.imported) | (self.defined - outside - self.helpers))
+        known = {t for a in aspects for t in a.terms}
+        found = unshown_names(func, project, known, self.visible_text,
+                              own_inputs(self.tree, func, expected_constants(self.tree, func)), self.given)
+        self.names.update(name for name, _ in found)
+        return [aspect for _, aspect in found]
+
     def _runs_in_thread(self, func: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
         """Whether project code runs in a thread or process the test starts: a
         `Thread(target=...)`, `Process(target=...)`, an executor's `submit`/`map` given a
@@ -503,6 +528,7 @@ class _TestReader:
                                       f"`{module}`{', ' + shape if shape else ''})",
                                       (" ".join(words_of(name)), name.lower()), exact=True))
                 aspects += _form_aspects(func, name, calls)
+                aspects += unshown_defaults(original, calls, *self.signatures, compared_calls(func))
                 continue
             # What the test calls is the interface the change must have: the request names
             # it (`set_key`, not only the `set` command), or it is described.
@@ -510,6 +536,7 @@ class _TestReader:
             aspects.append(Aspect("uses", f"uses `{name}`" + (f", {shape}" if shape else ""),
                                   called if calls else (), exact=True))
             aspects += _form_aspects(func, name, calls)
+            aspects += unshown_defaults(original, calls, *self.signatures, compared_calls(func))
             # A keyword its signature lacks; for one taking **kwargs (or unknown), a keyword
             # no function of the parent has and no option it reads by key.
             accepted = self.parameters.get(original) or self.parameters.get("") or set()
@@ -517,6 +544,7 @@ class _TestReader:
                 aspects.append(Aspect("keyword", f"`{name}` takes a new keyword argument `{kw}`",
                                       (kw.lower(), " ".join(words_of(kw))), exact=True))
         aspects += self._assigned(func)
+        aspects += self._unshown_names(func, aspects)
         names = {n for n in (_name(x) for x in ast.walk(func)) if n}
         attrs = {part for n in names for part in n.split(".")}
         params = {a.arg for a in func.args.args}
@@ -584,10 +612,13 @@ def behaviours(hidden: Mapping[str, bytes], fail_to_pass: list[str], workspace: 
     project = _project_modules(sorted(source))
     parent_source = {p: d for p, d in workspace.items() if p.endswith(".py") and not is_test_file(p)}
     parent_trees = _trees(parent_source)
-    defined = _defined(_trees(source))
+    fix_trees = _trees(source)
+    defined = _defined(fix_trees)
     at_parent = _defined(parent_trees) | _bound(parent_trees)
     at_parent |= {p.rsplit("/", 1)[-1][:-3] for p in parent_source}
     parameters = _parameters(parent_trees)
+    sigs = (signatures(fix_trees), signatures(parent_trees))
+    given = given_by_fix(fix_trees)
     every = parameters.setdefault("", set())
     assert every is not None
     every.update(_option_keys(parent_trees))
@@ -601,7 +632,8 @@ def behaviours(hidden: Mapping[str, bytes], fail_to_pass: list[str], workspace: 
             return None
         if rel not in readers:
             try:
-                readers[rel] = _TestReader(hidden[rel], project, defined, at_parent, parameters, visible)
+                readers[rel] = _TestReader(hidden[rel], project, defined, at_parent, parameters, visible, sigs,
+                                           given)
             except (SyntaxError, ValueError, RecursionError):
                 return None
         if not readers[rel].collect(key):
@@ -613,4 +645,6 @@ def behaviours(hidden: Mapping[str, bytes], fail_to_pass: list[str], workspace: 
         if all((b.summary, b.aspects) != (o.summary, o.aspects) for o in out):
             out.append(b)  # parameters of one test: one behaviour
     literals = frozenset(lit for r in readers.values() for lit in r.literals)
-    return Derivation(tuple(out), literals)
+    values = {lit for r in readers.values() for lit in r.values}
+    names = frozenset(n for r in readers.values() for n in r.names if n not in values)
+    return Derivation(tuple(out), literals, literals & names)
