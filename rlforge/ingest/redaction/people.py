@@ -30,7 +30,7 @@ import functools
 import re
 from pathlib import Path
 
-from rlforge.ingest.redaction import name_lists, numbers, pinyin
+from rlforge.ingest.redaction import korean, name_lists, numbers, pinyin
 from rlforge.ingest.redaction.addresses import addresses
 from rlforge.ingest.redaction.rules import Span
 from rlforge.ingest.redaction.run_words import INITIAL, L, U, Tok, tokens
@@ -77,7 +77,9 @@ _LOWER_WORD = f"[a-z{L}][a-z{L}'’-]+"
 # here", would need an alternative that may start at every word: it cost a third of the
 # redaction time.)
 _LOWER_LEAD = rf"{phrases_rx(*LOWER_CUES)}[ ]+"
-CASED_RUN = (rf"(?:(?:{_LEAD}|{_WEAK_LEAD}){_ANY_WORD}(?:[ ]{_ANY_WORD}){{0,2}}"
+# (then any capitalised words, so that a window of three words never cuts a name in two:
+# "Merci de rappeler KHOURY Hamza")
+CASED_RUN = (rf"(?:(?:{_LEAD}|{_WEAK_LEAD}){_ANY_WORD}(?:[ ]{_ANY_WORD}){{0,2}}(?:[ ]{_RUN_TOKEN})*"
              rf"|{_LOWER_LEAD}{_LOWER_WORD}(?:[ ]{_LOWER_WORD}){{1,3}})")
 _LOWER_LEAD_RX = re.compile(rf"(?<![^\s,(]){_LOWER_LEAD}")
 RUN_PREFIX = rf"[^<>\\{TOKEN_CHARS}]"
@@ -119,15 +121,25 @@ def _tokens(run: str, rx: re.Pattern = _TOKEN) -> list[Tok]:
     return tokens(run, rx)
 
 
+# An Irish family name by its prefix: "O'Donoghue", "O'NEILL" (the lists miss most).
+_GAELIC_O = re.compile(rf"O['’](?:[{U}][{L}]+|[{U}]{{2,}})")
+
+
 def _is_name_word(t: Tok) -> bool:
-    return bool(_NAME_WORD.fullmatch(t.word)) and t.low not in NOT_NAMES and t.low not in TITLES
+    return (bool(_NAME_WORD.fullmatch(t.word)) or _korean_word(t) and not t.word.isupper()
+            and not t.word.islower()) and t.low not in NOT_NAMES and t.low not in TITLES
+
+
+def _korean_word(t: Tok) -> bool:
+    """A hyphenated Korean given name as people write it ("Seo-yeon", "JI-HOON")."""
+    return korean.written(t.word) and korean.given_shape(t.low)
 
 
 def _name_shaped(t: Tok) -> bool:
     """A name word in any letter case: "Anna", "ANNA", "anna", "Hans-Otto"."""
     w = t.word
     return (bool(_NAME_WORD.fullmatch(w)) or ((w.isupper() or w.islower()) and len(w) > 1
-                                             and bool(_NAME_WORD.fullmatch(w.title())))) \
+                                             and bool(_NAME_WORD.fullmatch(w.title()))) or _korean_word(t)) \
         and t.low not in NOT_NAMES and t.low not in TITLES
 
 
@@ -156,11 +168,13 @@ class _Evidence:
 
     def given(self, t: Tok) -> bool:
         return _listed(t.low, self.strong) or (
-            _listed(t.low, self.lists.given) and t.low not in self.lists.common and not self.plural(t.low))
+            _listed(t.low, self.lists.given) and t.low not in self.lists.common and not self.plural(t.low)) \
+            or korean.given(t.low, self.lists.common)
 
     def surname(self, t: Tok, common_ok: bool = False) -> bool:
         return _listed(t.low, self.lists.surnames) and (
-            common_ok or t.low not in self.lists.common and not self.plural(t.low))
+            common_ok or t.low not in self.lists.common and not self.plural(t.low)) \
+            or bool(_GAELIC_O.fullmatch(t.word))
 
     def plural(self, low: str) -> bool:
         """A plural of a common word that the large lists hold as a name too ("Buds",
@@ -252,11 +266,21 @@ def _pinyin_pair(a: Tok, b: Tok, ev: _Evidence, led: bool = False) -> bool:
     return False
 
 
+def _korean_pair(a: Tok, b: Tok, ev: _Evidence) -> bool:
+    """A hyphenated Korean given name and a listed one-syllable surname, in either order
+    ("Min-jun Kim", "KIM Min-jun", "Jung, Soo-ah"), common words or not."""
+    surnames = ev.lists.surnames
+    return korean.given_shape(a.low) and korean.surname(b.low, surnames) and b.low not in NOT_NAMES \
+        or korean.surname(a.low, surnames) and a.low not in NOT_NAMES and korean.given_shape(b.low)
+
+
 def _pair(a: Tok, b: Tok, ev: _Evidence) -> bool:
     """Two words that the lists make a name in either order, in Title or upper case:
     "Xiaoming Wang", "WANG Xiaoming", "Rossi Mario", "Oluwaseun Adeyemi"."""
     if a.stop or not (_name_shaped(a) and _name_shaped(b)) or a.word.islower() or b.word.islower():
         return False
+    if _korean_pair(a, b, ev) and (not b.line or a.end + 2 == b.start):
+        return True
     if b.line:  # "Duan, Jing", "Rajagopalan, Aadhya": surname, comma, given name
         return not b.word.isupper() and a.end + 2 == b.start and (
             ev.surname(a) and (b.low in ev.strong or ev.given(b) or _listed(b.low, ev.lists.given))
@@ -309,7 +333,7 @@ def _lower_pair(a: Tok, b: Tok, ev: _Evidence) -> bool:
     ("this is xiaoming wang"); a typo ("i'm caling") is in the lists alone, not paired."""
     return a.word.islower() and b.word.islower() and not a.stop and not b.line and (
         ev.given(a) and ev.surname(b, common_ok=True) or ev.surname(a) and ev.given(b)
-        or _pinyin_pair(a, b, ev, led=True))
+        or _pinyin_pair(a, b, ev, led=True) or _korean_pair(a, b, ev))
 
 
 def _two_capitals(a: Tok, b: Tok, ev: _Evidence) -> bool:
@@ -340,6 +364,29 @@ def _initials_then_surname(toks: list[Tok], i: int, ev: _Evidence) -> bool:
         ev.surname_like(toks[k], common_ok=True) or ev.given(toks[k]))
 
 
+def _family_before(toks: list[Tok], start: int, skip: set[int], ev: _Evidence) -> int:
+    """Where a name whose family name comes first begins, when that family name has more
+    words than the rules took: the surname words and particles before `start`, in its
+    letter case ("DA COSTA LIMA Maria", "das Neves Barbosa, Maria Clara", "Albuquerque
+    Nogueira, Ana"). `start` is a surname written in capitals or one before a comma."""
+    upper = toks[start].word.isupper()
+    k = start
+    while k > 0 and k - 1 not in skip and not toks[k].line and not toks[k - 1].stop:
+        p = toks[k - 1]
+        if p.low in PARTICLES and (p.word.islower() or p.word.isupper() == upper) and k < start + 1 + 4:
+            k -= 1
+        elif _name_shaped(p) and not p.word.islower() and p.word.isupper() == upper \
+                and p.low not in _LEAD_WORDS and p.low not in NOT_NAMES and (
+                    ev.surname(p) or ev.unknown(p)
+                    or p.low in ev.lists.prominent and _listed(p.low, ev.lists.surnames)):
+            k -= 1
+        else:
+            break
+    while k < start and toks[k].low in PARTICLES and toks[k].word.islower() and k == 0:
+        k += 1  # a particle that opens the run may be a preposition ("do Nogueira, Ana")
+    return k
+
+
 def _continues(t: Tok, first: Tok, ev: _Evidence) -> bool:
     """Whether `t` may continue a name that began with `first`: a capitalised name word, an
     initial, or a listed word in the first word's letter case ("ANNA KOWALSKA", "anna
@@ -348,7 +395,7 @@ def _continues(t: Tok, first: Tok, ev: _Evidence) -> bool:
         return True
     return _name_shaped(t) and (t.word.isupper() == first.word.isupper()) and (
         _listed(t.low, ev.lists.surnames) or _listed(t.low, ev.lists.given)
-        or _listed(t.low, ev.strong))
+        or _listed(t.low, ev.strong) or bool(_GAELIC_O.fullmatch(t.word)))
 
 
 def _names(run: str, toks: list[Tok], skip: set[int], names: frozenset[str],
@@ -415,6 +462,10 @@ def _names(run: str, toks: list[Tok], skip: set[int], names: frozenset[str],
             if not _continues(toks[nxt_word], first, ev) \
                     or nxt_word in skip or (nxt_word > end + 1 and toks[nxt_word].line):
                 break
+            if nxt_word > end + 1 and end > start and not (
+                    ev.surname(toks[nxt_word], common_ok=True) or ev.unknown(toks[nxt_word])):
+                break  # "Iryna Lysenko van Platform Team": "van" says where she works
+
             end = nxt_word
         while (start in leads or start in weak) and start not in line_leads and end - start >= 2 \
                 and _sentence_start(toks, end, ev):
@@ -427,8 +478,11 @@ def _names(run: str, toks: list[Tok], skip: set[int], names: frozenset[str],
             while start > 0 and start - 1 not in skip and toks[start - 1].low in PARTICLES \
                     and not toks[start].line and not toks[start - 1].stop:
                 start -= 1
+        if comma_pair or start == i and end > start and toks[start].word.isupper() \
+                and len(toks[start].word) > 1 and not toks[end].word.isupper():  # "LIMA Maria"
+            start = _family_before(toks, start, skip, ev)
         if _name_shaped(toks[end]) and (toks[start].low not in PARTICLES or start == i + 1 or initial
-                                        or comma_pair) \
+                                        or comma_pair or start < i) \
                 and not any(toks[k].low in BUSINESS_WORDS for k in range(start, end + 1)) \
                 and not _place_name(toks, start, end):
             out.append((start, end))
@@ -487,9 +541,34 @@ def _lower_names(toks: list[Tok], starts: list[int]) -> list[tuple[int, int]]:
         end = k
     first, last = toks[start], toks[end]
     if _pinyin_pair(first, toks[start + 1], ev, led=True) or last.low not in ev.lists.common and (
-            first.low not in ev.lists.common or first.low in ev.strong):
+            first.low not in ev.lists.common or first.low in ev.strong) \
+            or first.low in ev.strong and last.low in ev.lists.prominent and _listed(last.low, ev.lists.surnames):
         return [(start, end)]
     return []  # "with noline payment": a typo and a common word
+
+
+def _lower_signature(run: str, toks: list[Tok], leads: set[int]) -> list[tuple[int, int]]:
+    """A line of two to four lower-case words alone under a closing line ("Pozdrawiam,\n
+    siobhán ó briain", "Cordiali saluti,\ndivina pangilinan"): a signature's name when its
+    first and last words are no common words and the lists know one of its words."""
+    ev = _evidence()
+    for i in sorted(leads):
+        if i <= 0 or i >= len(toks) or "\n" not in run[toks[i - 1].end:toks[i].start]:
+            continue
+        j = i
+        while j + 1 < len(toks) and not toks[j + 1].line and j - i < 3:
+            j += 1
+        words = toks[i:j + 1]
+        if j + 1 < len(toks) and not toks[j + 1].line or len(words) < 2 \
+                or not all(t.word.islower() and (_name_shaped(t) or t.low in PARTICLES) for t in words):
+            continue
+        first, last = words[0], words[-1]
+        if first.low in PARTICLES or first.low in ev.lists.common or last.low in ev.lists.common:
+            continue
+        if any(ev.any(t) or _listed(t.low, ev.lists.given) or korean.given(t.low, ev.lists.common)
+               for t in words if t.low not in PARTICLES):
+            return [(i, j)]
+    return []
 
 
 def judge_cased(run: str, regions: tuple[str, ...] = numbers.DEFAULT_REGIONS) -> list[Span]:
@@ -499,6 +578,9 @@ def judge_cased(run: str, regions: tuple[str, ...] = numbers.DEFAULT_REGIONS) ->
     names = given_names()
     leads, weak = _after(_LEAD_RX, run, toks), _after(_WEAK_LEAD_RX, run, toks)
     found = _names(run, toks, set(), names, leads, weak)
+    signature = _lower_signature(run, toks, leads)
+    if signature and not any(a <= signature[0][1] and b >= signature[0][0] for a, b in found):
+        found += signature
     if toks and toks[-1].word.islower():
         lower = _lower_names(toks, sorted({0} | leads | weak | _after(_LOWER_LEAD_RX, run, toks)))
         if lower and not any(a <= lower[0][0] and b >= lower[0][1] for a, b in found):

@@ -161,6 +161,7 @@ TITLES = {
     "m", "mme", "mlle", "monsieur", "madame", "mademoiselle", "me", "dhr", "mevr", "heer",
     "mevrouw", "juffrouw", "sig", "sig.ra", "sigra", "signor", "signora", "signore", "dott",
     "dott.ssa", "dottssa", "ing", "avv", "geachte heer", "meneer",
+    "sra", "srta", "dona", "pani",  # Spanish, Portuguese, Polish
 }
 GREETINGS = {
     "hi", "hello", "hey", "dear", "hiya", "morning", "afternoon", "evening", "thanks", "thank",
@@ -274,11 +275,15 @@ WEAK_PERSON_CUES = (
 LOWER_CUES = (
     "by", "to", "with", "ask", "cc", "tell", "from", "contact", "call", "for", "attn",
     "von", "mit", "par", "avec", "por", "con", "com", "door", "met", "przez", "od", "dla",
+    # "to", "for" and "of" of the other languages ("para selin çelik", "do ngozi nwosu")
+    "para", "an", "für", "de", "pour", "di", "aan", "voor", "do", "na",
 )
 PARTICLES = {
     "van", "von", "de", "der", "den", "del", "della", "delle", "dei", "degli", "di", "da", "dal",
     "du", "des", "la", "le", "ten", "ter", "te", "zu", "zum", "zur", "vom", "het", "op", "dos",
     "das", "do", "d'", "l'", "'t", "'s", "’s", "’t", "y", "mac", "mc", "bin", "ibn", "el", "al",
+    # Irish: "Ó Briain", "Ní Bhriain", "Nic Dhonnchadha", "Mac Giolla", "Mag Uidhir"
+    "ó", "ní", "nic", "uí", "ua", "mhic", "mag",
 }
 
 # Addresses: street types, as separate words (English and Romance) or as word endings
