@@ -61,6 +61,10 @@ def test_a_name_stops_before_van_and_a_team():
     out = Redactor(KEY).redact_text(KEPT[2])
     assert "Maria" not in out and "Santos" not in out, out
     assert "Platform Team" in out and "Legal" in out, out
+    out = Redactor(KEY).redact_text("Hola, soy Irene Baptista de Legal y el portal no carga.")
+    assert "Irene" not in out and "Baptista" not in out and " de Legal y " in out, out
+    out = Redactor(KEY).redact_text("Escreve a Maria Clara da Costa Lima amanhã.")
+    assert not {"Maria", "Clara", "Costa", "Lima"} & set(out.split()), out
 
 
 @pytest.mark.parametrize("word,shape", [("seo-yeon", True), ("ji-hoon", True), ("hye-jin", True),

@@ -141,6 +141,13 @@ def _family_before(toks: list[Tok], start: int, skip: set[int], ev: _Evidence) -
     return k
 
 
+def _surname_goes_on(toks: list[Tok], k: int, ev: _Evidence) -> bool:
+    """Whether the surname word `k` after a particle, a common word too ("Costa"), has another
+    listed surname word after it ("Maria Clara da Costa Lima"; not "Farkas de Legal y")."""
+    return k + 1 < len(toks) and not toks[k].stop and not toks[k + 1].line \
+        and _is_name_word(toks[k + 1]) and ev.surname(toks[k + 1], common_ok=True)
+
+
 def _continues(t: Tok, first: Tok, ev: _Evidence) -> bool:
     """Whether `t` may continue a name that began with `first`: a capitalised name word, an
     initial, or a listed word in the first word's letter case ("ANNA KOWALSKA", "anna
@@ -217,8 +224,10 @@ def _names(run: str, toks: list[Tok], skip: set[int], names: frozenset[str],
                     or nxt_word in skip or (nxt_word > end + 1 and toks[nxt_word].line):
                 break
             if nxt_word > end + 1 and end > start and not (
-                    ev.surname(toks[nxt_word], common_ok=True) or ev.unknown(toks[nxt_word])):
-                break  # "Iryna Lysenko van Platform Team": "van" says where she works
+                    ev.surname(toks[nxt_word]) or ev.unknown(toks[nxt_word])
+                    or ev.surname(toks[nxt_word], common_ok=True) and (
+                        _surname_goes_on(toks, nxt_word, ev) or toks[nxt_word - 1].word.isupper())):
+                break  # "Iryna Lysenko van Platform Team", "Bence Farkas de Legal": where they work
 
             end = nxt_word
         while (start in leads or start in weak) and start not in line_leads and end - start >= 2 \
