@@ -42,6 +42,9 @@ KEPT = [
     "Maria Santos van Platform Team asked for Legal to review it.",
     "Best regards,\nthe support team\nAcme Retail",
     "Thanks,\nsent from my phone",
+    "Hallo Vertriebs-Team, Outlook Mobile stürzt seit Montag ab.",
+    "Hallo Kundin, die Lieferung kommt am Freitag.",
+    "Dzień dobry Kliencie, paczka jest w drodze.",
 ]
 
 
@@ -93,12 +96,12 @@ def _crafted():
 
 
 def test_crafted_corpus_floor():
-    """`crafted.py`, tuned on by session 52: a floor at its figure then (PERSON 0.773,
-    hard negatives kept 0.976; 0.713 and 0.974 before), so a change can only raise it."""
+    """`crafted.py`, tuned on by session 52: a floor at its figure then (PERSON 0.786,
+    hard negatives kept 0.981; 0.713 and 0.974 before), so a change can only raise it."""
     from test_redact_corpus import score_heldout
 
     r = score_heldout(Redactor(b"corpus-key"), _crafted().build(1200))
     recall = r["caught"]["PERSON"] / r["planted"]["PERSON"]
     kept = sum(r["kept"].values()) / sum(r["negatives"].values())
     print(f"\ncrafted: PERSON {recall:.3f}, negatives kept {kept:.4f}")
-    assert recall >= 0.77 and kept >= 0.975
+    assert recall >= 0.78 and kept >= 0.98

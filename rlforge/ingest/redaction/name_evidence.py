@@ -16,7 +16,7 @@ from pathlib import Path
 
 from rlforge.ingest.redaction import korean, name_lists, pinyin
 from rlforge.ingest.redaction.run_words import L, U, Tok
-from rlforge.ingest.redaction.words import (CLOSINGS, GREETINGS, NOT_NAMES, PERSON_CUES, SIGN_OFFS, TITLES,
+from rlforge.ingest.redaction.words import (CLOSINGS, GREETINGS, GROUP_WORDS, NOT_NAMES, PERSON_CUES, SIGN_OFFS, TITLES,
                                             WEAK_PERSON_CUES)
 
 _NAME_WORD = re.compile(rf"[{U}](?:[{L}]+|['’][{U}][{L}]+)(?:[{U}][{L}]+)?(?:-[{U}][{L}]+)*")
@@ -55,7 +55,13 @@ _GAELIC_O = re.compile(rf"O['’](?:[{U}][{L}]+|[{U}]{{2,}})")
 
 def _is_name_word(t: Tok) -> bool:
     return (bool(_NAME_WORD.fullmatch(t.word)) or _korean_word(t) and not t.word.isupper()
-            and not t.word.islower()) and t.low not in NOT_NAMES and t.low not in TITLES
+            and not t.word.islower()) and t.low not in NOT_NAMES and t.low not in TITLES \
+        and not _group_compound(t)
+
+
+def _group_compound(t: Tok) -> bool:
+    """A compound whose last part names a group: "Support-Team", "IT-Helpdesk"."""
+    return "-" in t.low and t.low.rsplit("-", 1)[1] in GROUP_WORDS
 
 
 def _korean_word(t: Tok) -> bool:
@@ -68,7 +74,7 @@ def _name_shaped(t: Tok) -> bool:
     w = t.word
     return (bool(_NAME_WORD.fullmatch(w)) or ((w.isupper() or w.islower()) and len(w) > 1
                                              and bool(_NAME_WORD.fullmatch(w.title()))) or _korean_word(t)) \
-        and t.low not in NOT_NAMES and t.low not in TITLES
+        and t.low not in NOT_NAMES and t.low not in TITLES and not _group_compound(t)
 
 
 def _is_given(t: Tok, names: frozenset[str]) -> bool:

@@ -181,6 +181,10 @@ GROUP_WORDS = {
     "allemaal", "iedereen", "collega", "tutti", "signori", "colleghi", "customer", "service",
     "the", "a", "an", "our", "my", "your", "this", "that", "der", "die", "das", "le", "la", "les",
     "de", "het", "il", "lo", "gli", "mein", "meine", "mijn",
+    # "customer", "team", "support" and "everyone" of the other languages ("Hallo Kundin,")
+    "kunde", "kundin", "kunden", "client", "clients", "cliente", "clientes", "clienti", "klant",
+    "klanten", "klient", "kliencie", "klienci", "equipo", "equipe", "zespole", "zespół", "państwo",
+    "todos", "pessoal", "soporte", "suporte", "assistenza", "wsparcie", "helpdesk", "servicedesk",
 }
 NOT_NAMES = GROUP_WORDS | {"mon", "ma", "mio", "mia",
     # English function words and the nouns of forms and menus ("Bill Number", "Contact Us")
