@@ -28,6 +28,8 @@ NAMES = [
     # family names of several words written first: before a comma, or in capitals
     ("Applicant: Magalhães Bittencourt, Renata Sofia", "Magalhães Bittencourt, Renata Sofia"),
     ("Titular: DO AMARAL PEIXOTO Gustavo Henrique", "DO AMARAL PEIXOTO Gustavo Henrique"),
+    # surname, comma, given name after "I am", "soy", "aqui é" or under a closing line
+    ("Buenas tardes, soy Urrutia, Itziar, de compras.", "Urrutia, Itziar"),
     # lower case: after a preposition of another language, alone under a closing line
     ("enviei o formulário para luciana barreto ontem", "luciana barreto"),
     ("proszę przekazać do bogumiła wójcik w księgowości", "bogumiła wójcik"),
@@ -96,12 +98,12 @@ def _crafted():
 
 
 def test_crafted_corpus_floor():
-    """`crafted.py`, tuned on by session 52: a floor at its figure then (PERSON 0.786,
-    hard negatives kept 0.981; 0.713 and 0.974 before), so a change can only raise it."""
+    """`crafted.py`, tuned on by session 52: a floor at its figure then (PERSON 0.810,
+    hard negatives kept 0.982; 0.713 and 0.974 before), so a change can only raise it."""
     from test_redact_corpus import score_heldout
 
     r = score_heldout(Redactor(b"corpus-key"), _crafted().build(1200))
     recall = r["caught"]["PERSON"] / r["planted"]["PERSON"]
     kept = sum(r["kept"].values()) / sum(r["negatives"].values())
     print(f"\ncrafted: PERSON {recall:.3f}, negatives kept {kept:.4f}")
-    assert recall >= 0.78 and kept >= 0.98
+    assert recall >= 0.80 and kept >= 0.98

@@ -81,8 +81,8 @@ _LOWER_WORD = f"[a-z{L}][a-z{L}'’-]+"
 # redaction time.)
 _LOWER_LEAD = rf"{phrases_rx(*LOWER_CUES)}[ ]+"
 # (then any capitalised words, so that a window of three words never cuts a name in two:
-# "Merci de rappeler KHOURY Hamza")
-CASED_RUN = (rf"(?:(?:{_LEAD}|{_WEAK_LEAD}){_ANY_WORD}(?:[ ]{_ANY_WORD}){{0,2}}(?:[ ]{_RUN_TOKEN})*"
+# "Merci de rappeler KHOURY Hamza", "aqui é Antoniou, Stavros")
+CASED_RUN = (rf"(?:(?:{_LEAD}|{_WEAK_LEAD}){_ANY_WORD}(?:[ ]{_ANY_WORD}){{0,2}}(?:,?[ ]{_RUN_TOKEN})*"
              rf"|{_LOWER_LEAD}{_LOWER_WORD}(?:[ ]{_LOWER_WORD}){{1,3}})")
 _LOWER_LEAD_RX = re.compile(rf"(?<![^\s,(]){_LOWER_LEAD}")
 RUN_PREFIX = rf"[^<>\\{TOKEN_CHARS}]"
@@ -139,6 +139,16 @@ def _family_before(toks: list[Tok], start: int, skip: set[int], ev: _Evidence) -
     while k < start and toks[k].low in PARTICLES and toks[k].word.islower() and k == 0:
         k += 1  # a particle that opens the run may be a preposition ("do Nogueira, Ana")
     return k
+
+
+def _given_after_comma(toks: list[Tok], k: int, skip: set[int], ev: _Evidence) -> bool:
+    """Whether the word after `k` and a comma is a given name the lists hold that is no
+    common word ("Kovalenko, Oksana"; not "Smith, Support")."""
+    if k + 1 >= len(toks) or k + 1 in skip or toks[k].stop or toks[k].end + 2 != toks[k + 1].start:
+        return False
+    t = toks[k + 1]
+    return _is_name_word(t) and t.low not in ev.lists.common and (
+        _listed(t.low, ev.lists.given) or ev.given(t))
 
 
 def _surname_goes_on(toks: list[Tok], k: int, ev: _Evidence) -> bool:
@@ -233,6 +243,9 @@ def _names(run: str, toks: list[Tok], skip: set[int], names: frozenset[str],
         while (start in leads or start in weak) and start not in line_leads and end - start >= 2 \
                 and _sentence_start(toks, end, ev):
             end -= 1  # "Cordiali saluti, Anna Rossi Ho dimenticato": "Ho" starts a sentence
+        if (start in leads or start in weak) and end == start and not comma_pair \
+                and _given_after_comma(toks, end, skip, ev):
+            comma_pair = True  # "aqui é Antoniou, Stavros, da área": surname, comma, given name
         if comma_pair:
             end = start + 1  # "Duan, Jing", "Cardoso, Vitor Gabriel", "van Oostendorp, Maartje"
             while end + 1 < n and end + 1 not in skip and not toks[end].stop and not toks[end + 1].line \
