@@ -30,6 +30,8 @@ NAMES = [
     ("Titular: DO AMARAL PEIXOTO Gustavo Henrique", "DO AMARAL PEIXOTO Gustavo Henrique"),
     # surname, comma, given name after "I am", "soy", "aqui é" or under a closing line
     ("Buenas tardes, soy Urrutia, Itziar, de compras.", "Urrutia, Itziar"),
+    ("Cheers Obiageli, that did it.", "Obiageli"),
+    ("Hoi allemaal, Marieke van Dijk belt morgen terug.", "Marieke van Dijk"),
     # lower case: after a preposition of another language, alone under a closing line
     ("enviei o formulário para luciana barreto ontem", "luciana barreto"),
     ("proszę przekazać do bogumiła wójcik w księgowości", "bogumiła wójcik"),
@@ -68,6 +70,8 @@ def test_a_name_stops_before_van_and_a_team():
     assert "Platform Team" in out and "Legal" in out, out
     out = Redactor(KEY).redact_text("Hola, soy Irene Baptista de Legal y el portal no carga.")
     assert "Irene" not in out and "Baptista" not in out and " de Legal y " in out, out
+    out = Redactor(KEY).redact_text("Hoi klant, Marieke van Platform Team belt terug.")
+    assert "Marieke" not in out and "van Platform Team" in out, out
     out = Redactor(KEY).redact_text("Escreve a Maria Clara da Costa Lima amanhã.")
     assert not {"Maria", "Clara", "Costa", "Lima"} & set(out.split()), out
 
@@ -98,8 +102,8 @@ def _crafted():
 
 
 def test_crafted_corpus_floor():
-    """`crafted.py`, tuned on by session 52: a floor at its figure then (PERSON 0.810,
-    hard negatives kept 0.982; 0.713 and 0.974 before), so a change can only raise it."""
+    """`crafted.py`, tuned on by session 52: a floor at its figure then (PERSON 0.809,
+    hard negatives kept 0.984; 0.713 and 0.974 before), so a change can only raise it."""
     from test_redact_corpus import score_heldout
 
     r = score_heldout(Redactor(b"corpus-key"), _crafted().build(1200))

@@ -81,8 +81,10 @@ _LOWER_WORD = f"[a-z{L}][a-z{L}'’-]+"
 # redaction time.)
 _LOWER_LEAD = rf"{phrases_rx(*LOWER_CUES)}[ ]+"
 # (then any capitalised words, so that a window of three words never cuts a name in two:
-# "Merci de rappeler KHOURY Hamza", "aqui é Antoniou, Stavros")
-CASED_RUN = (rf"(?:(?:{_LEAD}|{_WEAK_LEAD}){_ANY_WORD}(?:[ ]{_ANY_WORD}){{0,2}}(?:,?[ ]{_RUN_TOKEN})*"
+# "Merci de rappeler KHOURY Hamza"; "aqui é Antoniou, Stavros," up to the comma after it, so
+# that a name after a greeting's comma is left whole to the other rule: "Hoi allemaal, Marieke
+# van Dijk")
+CASED_RUN = (rf"(?:(?:{_LEAD}|{_WEAK_LEAD}){_ANY_WORD}(?:[ ]{_ANY_WORD}){{0,2}}(?:[ ]{_RUN_TOKEN})*(?:,[ ]{_RUN_TOKEN}(?:[ ]{_RUN_TOKEN})?,)?"
              rf"|{_LOWER_LEAD}{_LOWER_WORD}(?:[ ]{_LOWER_WORD}){{1,3}})")
 _LOWER_LEAD_RX = re.compile(rf"(?<![^\s,(]){_LOWER_LEAD}")
 RUN_PREFIX = rf"[^<>\\{TOKEN_CHARS}]"
@@ -238,6 +240,9 @@ def _names(run: str, toks: list[Tok], skip: set[int], names: frozenset[str],
                     or ev.surname(toks[nxt_word], common_ok=True) and (
                         _surname_goes_on(toks, nxt_word, ev) or toks[nxt_word - 1].word.isupper())):
                 break  # "Iryna Lysenko van Platform Team", "Bence Farkas de Legal": where they work
+            if nxt_word > end + 1 and end == start and not (
+                    _listed(toks[nxt_word].low, ev.lists.surnames) or ev.unknown(toks[nxt_word])):
+                break  # "Oksana van Platform Team"
 
             end = nxt_word
         while (start in leads or start in weak) and start not in line_leads and end - start >= 2 \

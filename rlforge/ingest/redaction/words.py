@@ -165,6 +165,7 @@ TITLES = {
 }
 GREETINGS = {
     "hi", "hello", "hey", "dear", "hiya", "morning", "afternoon", "evening", "thanks", "thank",
+    "cheers",
     "hallo", "liebe", "lieber", "moin", "servus", "danke", "bonjour", "bonsoir", "salut", "cher",
     "chère", "chere", "merci", "beste", "hoi", "hey", "geachte", "goedemorgen", "goedemiddag",
     "goedenavond", "dank", "bedankt", "ciao", "gentile", "gentili", "caro", "cara", "buongiorno",
