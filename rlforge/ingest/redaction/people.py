@@ -240,9 +240,10 @@ def _names(run: str, toks: list[Tok], skip: set[int], names: frozenset[str],
                     or ev.surname(toks[nxt_word], common_ok=True) and (
                         _surname_goes_on(toks, nxt_word, ev) or toks[nxt_word - 1].word.isupper())):
                 break  # "Iryna Lysenko van Platform Team", "Bence Farkas de Legal": where they work
-            if nxt_word > end + 1 and end == start and not (
-                    _listed(toks[nxt_word].low, ev.lists.surnames) or ev.unknown(toks[nxt_word])):
-                break  # "Oksana van Platform Team"
+            if nxt_word == end + 2 and end == start and toks[nxt_word].low in ev.lists.common \
+                    and not _listed(toks[nxt_word].low, ev.lists.surnames) and nxt_word + 1 < n \
+                    and not toks[nxt_word + 1].line and toks[nxt_word + 1].word[:1].isupper():
+                break  # "Marieke van Platform Team" (not "Sven van Westfalen", "Amelie van der Wegen")
 
             end = nxt_word
         while (start in leads or start in weak) and start not in line_leads and end - start >= 2 \
