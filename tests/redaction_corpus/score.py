@@ -3,10 +3,12 @@ source), on the held-out corpora: `heldout.py` (values from faker), `second.py` 
 from mimesis), `name_styles.py` (names written in ten styles, fifteen countries),
 `unseen_names.py` (names from sources no other corpus uses, held out from session 50's
 rules), `fresh.py` (hand-written tickets, scored once), `real.py` (real public ticket
-text, hand-labelled) and `crafted.py` (names of 22 origins in eight styles and words that
-look like names, written for session 51 before its rules).
+text, hand-labelled), `crafted.py` (names of 22 origins in eight styles and words that
+look like names, written for session 51 before its rules; tuned on by session 52) and
+`chatmail.py` (chat and e-mail tickets with the name groups `crafted.py` found weakest,
+written for session 52 before its rules).
 
-    PYTHONPATH=. .venv/bin/python tests/redaction_corpus/score.py [heldout|second|name_styles|unseen_names|fresh|real|crafted] [N]
+    PYTHONPATH=. .venv/bin/python tests/redaction_corpus/score.py [heldout|second|name_styles|unseen_names|fresh|real|crafted|chatmail] [N]
 """
 
 from __future__ import annotations

@@ -21,17 +21,20 @@ kowalska"), or two to four lower-case words a cue word leads ("placed by ping li
 and a given name of pinyin syllables (`pinyin`). Addresses: a street (a street word
 with a house number: "12 Oak Street", "Lindenstraße 5", "Via Roma 12", "12 rue Victor
 Hugo") or a postcode of a supported country, taken with the unit, town, state and
-postcode lines around it (module `addresses`; the words of a run are `run_words`).
+postcode lines around it (module `addresses`; the words of a run are `run_words`; what the
+lists say of a word or a pair of words is `name_evidence`).
 """
 
 from __future__ import annotations
 
-import functools
 import re
-from pathlib import Path
 
-from rlforge.ingest.redaction import name_lists, numbers, pinyin
+from rlforge.ingest.redaction import korean, numbers
 from rlforge.ingest.redaction.addresses import addresses
+from rlforge.ingest.redaction.name_evidence import (_GAELIC_O, _LEAD_WORDS, _NAME_WORD, _PLACE_BEFORE, _Evidence, _evidence,
+                                                    _is_given, _is_name_word, _listed, _lower_pair,
+                                                    _name_shaped, _named, _pair, _pinyin_pair, _place_name,
+                                                    _two_capitals, given_names)
 from rlforge.ingest.redaction.rules import Span
 from rlforge.ingest.redaction.run_words import INITIAL, L, U, Tok, tokens
 from rlforge.ingest.redaction.words import (BUSINESS_WORDS, CLOSINGS, GREETINGS, LOWER_CUES, NOT_NAMES,
@@ -77,246 +80,23 @@ _LOWER_WORD = f"[a-z{L}][a-z{L}'’-]+"
 # here", would need an alternative that may start at every word: it cost a third of the
 # redaction time.)
 _LOWER_LEAD = rf"{phrases_rx(*LOWER_CUES)}[ ]+"
-CASED_RUN = (rf"(?:(?:{_LEAD}|{_WEAK_LEAD}){_ANY_WORD}(?:[ ]{_ANY_WORD}){{0,2}}"
+# (then any capitalised words, so that a window of three words never cuts a name in two:
+# "Merci de rappeler KHOURY Hamza"; "aqui é Antoniou, Stavros," up to the comma after it, so
+# that a name after a greeting's comma is left whole to the other rule: "Hoi allemaal, Marieke
+# van Dijk")
+CASED_RUN = (rf"(?:(?:{_LEAD}|{_WEAK_LEAD}){_ANY_WORD}(?:[ ]{_ANY_WORD}){{0,2}}(?:[ ]{_RUN_TOKEN})*(?:,[ ]{_RUN_TOKEN}(?:[ ]{_RUN_TOKEN})?,)?"
              rf"|{_LOWER_LEAD}{_LOWER_WORD}(?:[ ]{_LOWER_WORD}){{1,3}})")
 _LOWER_LEAD_RX = re.compile(rf"(?<![^\s,(]){_LOWER_LEAD}")
 RUN_PREFIX = rf"[^<>\\{TOKEN_CHARS}]"
 
 _TOKEN = re.compile(rf"(?<![^\s,(])(?:{_RUN_TOKEN}|{_JOIN}\.?(?=[ ]))")
 _ANY_TOKEN = re.compile(rf"(?<![^\s,(]){_ANY_WORD}[.,:;!?]?")
-_NAME_WORD = re.compile(rf"[{U}](?:[{L}]+|['’][{U}][{L}]+)(?:[{U}][{L}]+)?(?:-[{U}][{L}]+)*")
-
-
-@functools.lru_cache(maxsize=1)
-def given_names() -> frozenset[str]:
-    """Case-folded given names common (frequency class >= 2) in any of the six locales'
-    countries, from the gender-guesser package's nam_dict.txt, less `NOT_NAMES` (derived
-    once into the cache directory: reading the dictionary costs every process 40 ms)."""
-    return frozenset(name_lists.cached_lines("given-common", "gender-guesser", _derive_given)) - NOT_NAMES
-
-
-def _derive_given() -> set[str]:
-    import gender_guesser
-
-    path = Path(gender_guesser.__file__).parent / "data" / "nam_dict.txt"
-    # Frequency columns start at offset 30, one hex digit per country: great_britain
-    # ireland usa italy (30-33), then malta portugal spain (skipped), france belgium
-    # luxembourg the_netherlands east_frisia germany austria swiss (37-44). A name is kept
-    # when one of those digits is 2 or more: what is left of them without blanks and 1s.
-    below_two = str.maketrans("", "", " 1\n")
-    out = set()
-    with open(path, encoding="utf-8") as f:
-        for line in f:
-            if line[0] in "#=" or not (line[30:34] + line[37:45]).translate(below_two):
-                continue
-            name = line.split(None, 2)[1]
-            out.add(name.replace("+", "-").casefold())
-            out.add(name.replace("+", " ").casefold())
-    return out
 
 
 def _tokens(run: str, rx: re.Pattern = _TOKEN) -> list[Tok]:
     return tokens(run, rx)
 
 
-def _is_name_word(t: Tok) -> bool:
-    return bool(_NAME_WORD.fullmatch(t.word)) and t.low not in NOT_NAMES and t.low not in TITLES
-
-
-def _name_shaped(t: Tok) -> bool:
-    """A name word in any letter case: "Anna", "ANNA", "anna", "Hans-Otto"."""
-    w = t.word
-    return (bool(_NAME_WORD.fullmatch(w)) or ((w.isupper() or w.islower()) and len(w) > 1
-                                             and bool(_NAME_WORD.fullmatch(w.title())))) \
-        and t.low not in NOT_NAMES and t.low not in TITLES
-
-
-def _is_given(t: Tok, names: frozenset[str]) -> bool:
-    if not _is_name_word(t):
-        return False
-    return t.low in names or t.low.split("-")[0] in names
-
-
-def _listed(low: str, words: name_lists.Words) -> bool:
-    return low in words or any(part in words for part in low.split("-"))
-
-
-# The words of greetings, closings and cues ("Cumprimentos, Irina" is no "Surname, Given").
-_CAMEL = re.compile(r"[a-z][A-Z]")
-_LEAD_WORDS = frozenset(w for phrase in (*CLOSINGS, *SIGN_OFFS, *GREETINGS, *PERSON_CUES, *WEAK_PERSON_CUES)
-                        for w in phrase.split())
-
-
-class _Evidence:
-    """What the name lists say of a word: a given name (the curated list, or the large one
-    and not a common word), a surname (the large list, not a common word)."""
-
-    def __init__(self, strong: name_lists.Words, lists: name_lists.NameLists):
-        self.strong, self.lists = strong, lists
-
-    def given(self, t: Tok) -> bool:
-        return _listed(t.low, self.strong) or (
-            _listed(t.low, self.lists.given) and t.low not in self.lists.common and not self.plural(t.low))
-
-    def surname(self, t: Tok, common_ok: bool = False) -> bool:
-        return _listed(t.low, self.lists.surnames) and (
-            common_ok or t.low not in self.lists.common and not self.plural(t.low))
-
-    def plural(self, low: str) -> bool:
-        """A plural of a common word that the large lists hold as a name too ("Buds",
-        "Chips"), which is no more evidence than the word itself; not a prominent surname
-        or a curated given name ("Rivers", "Brooks", "Charles")."""
-        return len(low) > 3 and low[-1] == "s" and (
-            low[:-1] in self.lists.common or low[-2] == "e" and low[:-2] in self.lists.common) \
-            and low not in self.lists.prominent and low not in self.strong
-
-    def any(self, t: Tok) -> bool:
-        return self.given(t) or self.surname(t)
-
-    def unknown(self, t: Tok) -> bool:
-        """A word no list knows, not even as a word of a language: an unlisted name
-        ("Hredhaan"), or a brand."""
-        low = t.low
-        return len(low) > 2 and low not in self.lists.known and low not in _LEAD_WORDS \
-            and not _CAMEL.search(t.word) and not (  # "DevOps", "ChargingSpeed"
-            _listed(low, self.lists.given) or _listed(low, self.lists.surnames)
-            or _listed(low, self.strong))
-
-    def rare(self, t: Tok) -> bool:
-        """Not one of a language's known words ("Xia", "Pieszak"; not "Kernel", "Module")."""
-        return t.low not in self.lists.known
-
-    def surname_like(self, t: Tok, common_ok: bool = False) -> bool:
-        """A listed surname, or a word no list knows (the lists miss rare surnames)."""
-        return self.surname(t, common_ok) or self.unknown(t)
-
-
-@functools.lru_cache(maxsize=1)
-def _evidence() -> _Evidence:
-    return _Evidence(given_names(), name_lists.load())
-
-
-@functools.lru_cache(maxsize=1)
-def place_names() -> frozenset[str]:
-    """Case-folded names of countries and their regions (`pycountry`: "france", "georgia",
-    "victoria"), derived once into the cache directory."""
-    return frozenset(name_lists.cached_lines("places", "pycountry", _derive_places))
-
-
-def _derive_places() -> set[str]:
-    import pycountry
-
-    out = {c.name.casefold() for c in pycountry.countries}
-    out |= {c.common_name.casefold() for c in pycountry.countries if hasattr(c, "common_name")}
-    return out | {s.name.casefold() for s in pycountry.subdivisions}
-
-
-def _place_name(toks: list[Tok], start: int, end: int) -> bool:
-    """Whether the words `start` to `end`, two or more, are the name of a country or region
-    or part of one with a word or two either side, written with spaces or hyphens ("Monte
-    Carlo", "Santa Catarina", "Grande do Sul" of "Rio Grande do Sul")."""
-    if end <= start:
-        return False
-    places = place_names()
-    for a in range(max(0, start - 2), start + 1):
-        for b in range(end, min(len(toks) - 1, end + 2) + 1):
-            lows = [t.low for t in toks[a:b + 1]]
-            if " ".join(lows) in places or "-".join(lows) in places:
-                return True
-    return False
-
-
-def _chinese_surname(t: Tok, ev: _Evidence) -> bool:
-    """A one-syllable pinyin word the lists hold as a surname ("Wang", "Xia")."""
-    return pinyin.syllables(t.low) == 1 and t.low in ev.lists.surnames
-
-
-def _pinyin_pair(a: Tok, b: Tok, ev: _Evidence, led: bool = False) -> bool:
-    """A Chinese name in pinyin, in either order: a listed one-syllable surname and a given
-    name of one or two syllables ("Wang Xiuying", "Jianguo Li", "WANG Fang"). A given name
-    of two syllables is no common word ("China", "Change"); a pair of one-syllable words
-    needs one that is no known word ("Min Xia", not "Hong Kong" or "Yin Yang"), or, in
-    capitals or after a lead (`led`: "placed by ping liang"), no common word ("FANG
-    ZHANG"), unless the surname is written in capitals before the given name ("DAI Ping")."""
-    for surname, given in ((a, b), (b, a)):
-        if not _chinese_surname(surname, ev):
-            continue
-        n = pinyin.syllables(given.low)
-        if n == 2 and given.low not in ev.lists.common:
-            return True
-        shouted = a.word.isupper() and b.word.isupper()
-        words = ev.lists.common if shouted or led else ev.lists.known
-        if n == 1 and (a.low not in words or b.low not in words
-                       or surname is a and a.word.isupper() and not b.word.isupper()):
-            return True
-    return False
-
-
-def _pair(a: Tok, b: Tok, ev: _Evidence) -> bool:
-    """Two words that the lists make a name in either order, in Title or upper case:
-    "Xiaoming Wang", "WANG Xiaoming", "Rossi Mario", "Oluwaseun Adeyemi"."""
-    if a.stop or not (_name_shaped(a) and _name_shaped(b)) or a.word.islower() or b.word.islower():
-        return False
-    if b.line:  # "Duan, Jing", "Rajagopalan, Aadhya": surname, comma, given name
-        return not b.word.isupper() and a.end + 2 == b.start and (
-            ev.surname(a) and (b.low in ev.strong or ev.given(b) or _listed(b.low, ev.lists.given))
-            or ev.surname_like(a) and ev.given(b) and b.low not in ev.lists.common
-            or ev.unknown(a) and b.low in ev.strong  # "Tintzmann, Leonardo"
-            # a prominent surname, common as a word too, and a curated given name that names
-            # no country or region ("Taylor, Daniel"; not "Paris, France", "Atlanta,
-            # Georgia"); a rare listed surname and a word no list holds ("Tarhan, Erdursun")
-            or a.low in ev.lists.prominent and ev.surname(a, common_ok=True) and b.low in ev.strong
-            and (b.low not in ev.lists.common or b.low not in place_names())
-            or ev.surname(a) and ev.rare(a) and ev.unknown(b) and not b.word.isupper()
-            or _pinyin_pair(a, b, ev))
-    if a.word.isupper() != b.word.isupper():  # "KIMURA Kaori", not "LSI Logic"
-        return a.word.isupper() and ((ev.surname(a, common_ok=True) or ev.unknown(a) and len(a.word) > 3)
-                                     and (b.low in ev.strong or ev.given(b))
-                                     # a surname that is no common word and no acronym ("LSI
-                                     # Logic"): any listed given name ("CAVALCANTE Caio")
-                                     or ev.surname(a) and len(a.word) > 3 and _listed(b.low, ev.lists.given)
-                                     or _pinyin_pair(a, b, ev))
-    # one word a name the lists know and no common word, the other listed too ("Min Xia",
-    # "Pratyush Chakrabarti"), one of them rare (not "Kernel Module"; in upper case, where a
-    # log line shouts "RAS KERNEL", both names); a curated given name before a word in no
-    # list ("Edwin Schmiedt", not "Cisco Webex")
-    # a common surname after a curated or rare given name: a prominent one ("David Miller",
-    # "Rufino Chávez"; not "Hope Valley", "Lael Printer")
-    return (ev.given(a) and (ev.surname(b) or (a.low in ev.strong or ev.rare(a)) and (
-        b.low in ev.lists.prominent and b.low in ev.lists.surnames))) or (
-        a.low in ev.strong and a.low not in ev.lists.common and ev.unknown(b)) or (
-        _listed(a.low, ev.lists.given) and ev.surname(b) and ev.rare(b) and not a.word.isupper()) or (
-        ev.unknown(a) and ev.surname(b) and ev.rare(b)) or (  # not "Brightside Optics"
-        ev.surname(a, common_ok=a.word.isupper()) and b.low in ev.strong
-        and (b.low not in ev.lists.common or a.word.isupper())) or (ev.surname(a) and ev.given(b)) \
-        or _pinyin_pair(a, b, ev)
-
-
-# Before a place rather than a person: "per seat in Lake Troy" (a pair the lists alone make a
-# name is not taken after one of these).
-_PLACE_BEFORE = frozenset({"in", "im", "en", "am", "aan", "bei", "near", "nach", "à", "w", "em"})
-
-
-def _named(t: Tok, ev: _Evidence) -> bool:
-    """Whether a word after a given name that is also a common word ("Hope", "Will") may be a
-    surname: a listed name that is no common word, or a word in no list ("Will Kowalczyk",
-    not "Hope Valley")."""
-    return ev.surname(t) or ev.given(t) or ev.unknown(t)
-
-
-def _lower_pair(a: Tok, b: Tok, ev: _Evidence) -> bool:
-    """Two lower-case words after a lead that the lists make a given name and a surname
-    ("this is xiaoming wang"); a typo ("i'm caling") is in the lists alone, not paired."""
-    return a.word.islower() and b.word.islower() and not a.stop and not b.line and (
-        ev.given(a) and ev.surname(b, common_ok=True) or ev.surname(a) and ev.given(b)
-        or _pinyin_pair(a, b, ev, led=True))
-
-
-def _two_capitals(a: Tok, b: Tok, ev: _Evidence) -> bool:
-    """Two capitalised words after a lead, one of them a name the lists know: "This is
-    Forest Larson", "Cumprimentos, Esméria Monteiro" (not "This is Visual Studio")."""
-    return _is_name_word(a) and _is_name_word(b) and not a.stop and not b.line and (
-        ev.given(a) or ev.surname(a) or ev.given(b) or ev.surname(b, common_ok=True))
 
 
 def _sentence_start(toks: list[Tok], k: int, ev: _Evidence) -> bool:
@@ -340,6 +120,46 @@ def _initials_then_surname(toks: list[Tok], i: int, ev: _Evidence) -> bool:
         ev.surname_like(toks[k], common_ok=True) or ev.given(toks[k]))
 
 
+def _family_before(toks: list[Tok], start: int, skip: set[int], ev: _Evidence) -> int:
+    """Where a name whose family name comes first begins, when that family name has more
+    words than the rules took: the surname words and particles before `start`, in its
+    letter case ("DA COSTA LIMA Maria", "das Neves Barbosa, Maria Clara", "Albuquerque
+    Nogueira, Ana"). `start` is a surname written in capitals or one before a comma."""
+    upper = toks[start].word.isupper()
+    k = start
+    while k > 0 and k - 1 not in skip and not toks[k].line and not toks[k - 1].stop:
+        p = toks[k - 1]
+        if p.low in PARTICLES and (p.word.islower() or p.word.isupper() == upper) and k < start + 1 + 4:
+            k -= 1
+        elif _name_shaped(p) and not p.word.islower() and p.word.isupper() == upper \
+                and p.low not in _LEAD_WORDS and p.low not in NOT_NAMES and (
+                    ev.surname(p) or ev.unknown(p)
+                    or p.low in ev.lists.prominent and _listed(p.low, ev.lists.surnames)):
+            k -= 1
+        else:
+            break
+    while k < start and toks[k].low in PARTICLES and toks[k].word.islower() and k == 0:
+        k += 1  # a particle that opens the run may be a preposition ("do Nogueira, Ana")
+    return k
+
+
+def _given_after_comma(toks: list[Tok], k: int, skip: set[int], ev: _Evidence) -> bool:
+    """Whether the word after `k` and a comma is a given name the lists hold that is no
+    common word ("Kovalenko, Oksana"; not "Smith, Support")."""
+    if k + 1 >= len(toks) or k + 1 in skip or toks[k].stop or toks[k].end + 2 != toks[k + 1].start:
+        return False
+    t = toks[k + 1]
+    return _is_name_word(t) and t.low not in ev.lists.common and (
+        _listed(t.low, ev.lists.given) or ev.given(t))
+
+
+def _surname_goes_on(toks: list[Tok], k: int, ev: _Evidence) -> bool:
+    """Whether the surname word `k` after a particle, a common word too ("Costa"), has another
+    listed surname word after it ("Maria Clara da Costa Lima"; not "Farkas de Legal y")."""
+    return k + 1 < len(toks) and not toks[k].stop and not toks[k + 1].line \
+        and _is_name_word(toks[k + 1]) and ev.surname(toks[k + 1], common_ok=True)
+
+
 def _continues(t: Tok, first: Tok, ev: _Evidence) -> bool:
     """Whether `t` may continue a name that began with `first`: a capitalised name word, an
     initial, or a listed word in the first word's letter case ("ANNA KOWALSKA", "anna
@@ -348,7 +168,7 @@ def _continues(t: Tok, first: Tok, ev: _Evidence) -> bool:
         return True
     return _name_shaped(t) and (t.word.isupper() == first.word.isupper()) and (
         _listed(t.low, ev.lists.surnames) or _listed(t.low, ev.lists.given)
-        or _listed(t.low, ev.strong))
+        or _listed(t.low, ev.strong) or bool(_GAELIC_O.fullmatch(t.word)))
 
 
 def _names(run: str, toks: list[Tok], skip: set[int], names: frozenset[str],
@@ -415,10 +235,23 @@ def _names(run: str, toks: list[Tok], skip: set[int], names: frozenset[str],
             if not _continues(toks[nxt_word], first, ev) \
                     or nxt_word in skip or (nxt_word > end + 1 and toks[nxt_word].line):
                 break
+            if nxt_word > end + 1 and end > start and not (
+                    ev.surname(toks[nxt_word]) or ev.unknown(toks[nxt_word])
+                    or ev.surname(toks[nxt_word], common_ok=True) and (
+                        _surname_goes_on(toks, nxt_word, ev) or toks[nxt_word - 1].word.isupper())):
+                break  # "Iryna Lysenko van Platform Team", "Bence Farkas de Legal": where they work
+            if nxt_word == end + 2 and end == start and toks[nxt_word].low in ev.lists.common \
+                    and not _listed(toks[nxt_word].low, ev.lists.surnames) and nxt_word + 1 < n \
+                    and not toks[nxt_word + 1].line and toks[nxt_word + 1].word[:1].isupper():
+                break  # "Marieke van Platform Team" (not "Sven van Westfalen", "Amelie van der Wegen")
+
             end = nxt_word
         while (start in leads or start in weak) and start not in line_leads and end - start >= 2 \
                 and _sentence_start(toks, end, ev):
             end -= 1  # "Cordiali saluti, Anna Rossi Ho dimenticato": "Ho" starts a sentence
+        if (start in leads or start in weak) and end == start and not comma_pair \
+                and _given_after_comma(toks, end, skip, ev):
+            comma_pair = True  # "aqui é Antoniou, Stavros, da área": surname, comma, given name
         if comma_pair:
             end = start + 1  # "Duan, Jing", "Cardoso, Vitor Gabriel", "van Oostendorp, Maartje"
             while end + 1 < n and end + 1 not in skip and not toks[end].stop and not toks[end + 1].line \
@@ -427,8 +260,11 @@ def _names(run: str, toks: list[Tok], skip: set[int], names: frozenset[str],
             while start > 0 and start - 1 not in skip and toks[start - 1].low in PARTICLES \
                     and not toks[start].line and not toks[start - 1].stop:
                 start -= 1
+        if comma_pair or start == i and end > start and toks[start].word.isupper() \
+                and len(toks[start].word) > 1 and not toks[end].word.isupper():  # "LIMA Maria"
+            start = _family_before(toks, start, skip, ev)
         if _name_shaped(toks[end]) and (toks[start].low not in PARTICLES or start == i + 1 or initial
-                                        or comma_pair) \
+                                        or comma_pair or start < i) \
                 and not any(toks[k].low in BUSINESS_WORDS for k in range(start, end + 1)) \
                 and not _place_name(toks, start, end):
             out.append((start, end))
@@ -487,9 +323,34 @@ def _lower_names(toks: list[Tok], starts: list[int]) -> list[tuple[int, int]]:
         end = k
     first, last = toks[start], toks[end]
     if _pinyin_pair(first, toks[start + 1], ev, led=True) or last.low not in ev.lists.common and (
-            first.low not in ev.lists.common or first.low in ev.strong):
+            first.low not in ev.lists.common or first.low in ev.strong) \
+            or first.low in ev.strong and last.low in ev.lists.prominent and _listed(last.low, ev.lists.surnames):
         return [(start, end)]
     return []  # "with noline payment": a typo and a common word
+
+
+def _lower_signature(run: str, toks: list[Tok], leads: set[int]) -> list[tuple[int, int]]:
+    """A line of two to four lower-case words alone under a closing line ("Pozdrawiam,\n
+    siobhán ó briain", "Cordiali saluti,\ndivina pangilinan"): a signature's name when its
+    first and last words are no common words and the lists know one of its words."""
+    ev = _evidence()
+    for i in sorted(leads):
+        if i <= 0 or i >= len(toks) or "\n" not in run[toks[i - 1].end:toks[i].start]:
+            continue
+        j = i
+        while j + 1 < len(toks) and not toks[j + 1].line and j - i < 3:
+            j += 1
+        words = toks[i:j + 1]
+        if j + 1 < len(toks) and not toks[j + 1].line or len(words) < 2 \
+                or not all(t.word.islower() and (_name_shaped(t) or t.low in PARTICLES) for t in words):
+            continue
+        first, last = words[0], words[-1]
+        if first.low in PARTICLES or first.low in ev.lists.common or last.low in ev.lists.common:
+            continue
+        if any(ev.any(t) or _listed(t.low, ev.lists.given) or korean.given(t.low, ev.lists.common)
+               for t in words if t.low not in PARTICLES):
+            return [(i, j)]
+    return []
 
 
 def judge_cased(run: str, regions: tuple[str, ...] = numbers.DEFAULT_REGIONS) -> list[Span]:
@@ -499,6 +360,9 @@ def judge_cased(run: str, regions: tuple[str, ...] = numbers.DEFAULT_REGIONS) ->
     names = given_names()
     leads, weak = _after(_LEAD_RX, run, toks), _after(_WEAK_LEAD_RX, run, toks)
     found = _names(run, toks, set(), names, leads, weak)
+    signature = _lower_signature(run, toks, leads)
+    if signature and not any(a <= signature[0][1] and b >= signature[0][0] for a, b in found):
+        found += signature
     if toks and toks[-1].word.islower():
         lower = _lower_names(toks, sorted({0} | leads | weak | _after(_LOWER_LEAD_RX, run, toks)))
         if lower and not any(a <= lower[0][0] and b >= lower[0][1] for a, b in found):

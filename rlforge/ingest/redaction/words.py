@@ -161,9 +161,11 @@ TITLES = {
     "m", "mme", "mlle", "monsieur", "madame", "mademoiselle", "me", "dhr", "mevr", "heer",
     "mevrouw", "juffrouw", "sig", "sig.ra", "sigra", "signor", "signora", "signore", "dott",
     "dott.ssa", "dottssa", "ing", "avv", "geachte heer", "meneer",
+    "sra", "srta", "dona", "pani",  # Spanish, Portuguese, Polish
 }
 GREETINGS = {
     "hi", "hello", "hey", "dear", "hiya", "morning", "afternoon", "evening", "thanks", "thank",
+    "cheers",
     "hallo", "liebe", "lieber", "moin", "servus", "danke", "bonjour", "bonsoir", "salut", "cher",
     "chère", "chere", "merci", "beste", "hoi", "hey", "geachte", "goedemorgen", "goedemiddag",
     "goedenavond", "dank", "bedankt", "ciao", "gentile", "gentili", "caro", "cara", "buongiorno",
@@ -180,6 +182,10 @@ GROUP_WORDS = {
     "allemaal", "iedereen", "collega", "tutti", "signori", "colleghi", "customer", "service",
     "the", "a", "an", "our", "my", "your", "this", "that", "der", "die", "das", "le", "la", "les",
     "de", "het", "il", "lo", "gli", "mein", "meine", "mijn",
+    # "customer", "team", "support" and "everyone" of the other languages ("Hallo Kundin,")
+    "kunde", "kundin", "kunden", "client", "clients", "cliente", "clientes", "clienti", "klant",
+    "klanten", "klient", "kliencie", "klienci", "equipo", "equipe", "zespole", "zespół", "państwo",
+    "todos", "pessoal", "soporte", "suporte", "assistenza", "wsparcie", "helpdesk", "servicedesk",
 }
 NOT_NAMES = GROUP_WORDS | {"mon", "ma", "mio", "mia",
     # English function words and the nouns of forms and menus ("Bill Number", "Contact Us")
@@ -274,11 +280,15 @@ WEAK_PERSON_CUES = (
 LOWER_CUES = (
     "by", "to", "with", "ask", "cc", "tell", "from", "contact", "call", "for", "attn",
     "von", "mit", "par", "avec", "por", "con", "com", "door", "met", "przez", "od", "dla",
+    # "to", "for" and "of" of the other languages ("para selin çelik", "do ngozi nwosu")
+    "para", "an", "für", "de", "pour", "di", "aan", "voor", "do", "na",
 )
 PARTICLES = {
     "van", "von", "de", "der", "den", "del", "della", "delle", "dei", "degli", "di", "da", "dal",
     "du", "des", "la", "le", "ten", "ter", "te", "zu", "zum", "zur", "vom", "het", "op", "dos",
     "das", "do", "d'", "l'", "'t", "'s", "’s", "’t", "y", "mac", "mc", "bin", "ibn", "el", "al",
+    # Irish: "Ó Briain", "Ní Bhriain", "Nic Dhonnchadha", "Mac Giolla", "Mag Uidhir"
+    "ó", "ní", "nic", "uí", "ua", "mhic", "mag",
 }
 
 # Addresses: street types, as separate words (English and Romance) or as word endings
