@@ -349,7 +349,7 @@ class CommitsRepair(Generator):
         if size > WORKSPACE_LIMIT:
             self._reject(row, "workspace too large", f"{size / 1e6:.0f} MB, max {WORKSPACE_LIMIT / 1e6:.0f} MB")
             return None
-        if not runner.could_check(snap.hidden, snap.workspace):
+        if not await asyncio.to_thread(runner.could_check, snap.hidden, snap.workspace):
             self._reject(row, UNCHECKABLE, "no test of the changed test files compares a "
                          "result with a literal the policy has not seen that no trivial value passes")
             return None
