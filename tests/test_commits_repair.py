@@ -3,12 +3,12 @@
 `calc` is a small repository built here commit by commit so that its history holds one
 commit for every reason a commit is not a task (merge, no test change, no source change,
 another language, a binary file, too large, a one-word message, no parent, no fail-to-pass
-test, a flaky test, a hang at the parent, a dependency that cannot be installed, a fix
-that changes a symlink, a fix that breaks every other test) and two that are: a fix whose
-test goes into an existing test file, and one with a new test file. The module builds the
-tasks once, validates them (gold 1, null and every adversarial 0, each caught by the
-component meant to catch it), and checks what the policy can see, determinism, the
-scoring API and the CLI. The demo repository `dura` (sample_data/) is checked against the
+test, no checkable assert, a flaky test, a hang at the parent, a dependency that cannot be
+installed, a fix that changes a symlink, a fix that breaks every other test) and two that
+are: a fix whose test goes into an existing test file, and one with a new test file. The
+module builds the tasks once, validates them (gold 1, null and every adversarial 0, each
+caught by the component meant to catch it), and checks what the policy can see,
+determinism, the scoring API and the CLI. The demo repository `dura` (sample_data/) is checked against the
 fail-to-pass tests its history.toml promises.
 """
 
@@ -31,9 +31,11 @@ from rlforge.config import Config
 from rlforge.errors import UserError
 from rlforge.ingest.commits import ingest_repo
 from rlforge.tasks.build import build_tasks
-from rlforge.tasks.generators.commits_repair import distinctive_lines
-from rlforge.tasks.generators.repair.gitrepo import CommitSnapshot
+from rlforge.tasks.generators.commits_repair import UNCHECKABLE, distinctive_lines
+from rlforge.tasks.generators.repair.gitrepo import CommitSnapshot, snapshot
+from rlforge.tasks.generators.repair.runners.python import RULES
 from rlforge.tasks.generators.repair.score import score_patch, score_workspace, workspace_diff
+from rlforge.verify.standalone.asserts import checked_fail_to_pass
 from rlforge.verify.validate import validate_many
 from builds import build_options, build_repair, repair_home
 from paths import ROOT
@@ -167,7 +169,8 @@ def build_calc(path: Path) -> dict[str, str]:
           "def div(a, b):\n    return a / b",
           "def div(a, b):\n    if b == 0:\n        raise ZeroDivisionError('cannot divide by zero')\n    return a / b"),
        "tests/test_div.py": "import pytest\nfrom calc.ops import div\n\n\ndef test_div_by_zero():\n"
-                            "    with pytest.raises(ZeroDivisionError):\n        div(1, 0)\n"})
+                            "    with pytest.raises(ZeroDivisionError):\n        div(1, 0)\n"
+                            "    assert div(6, 3) == 2.0\n"})
     # The test passes on the first run in a tree and fails on the next: flaky by construction.
     c("flaky", "power() ignores negative exponents",
       {"calc/ops.py": r.read("calc/ops.py") + "\n\ndef power(a, n):\n    return a ** n\n",
@@ -206,8 +209,9 @@ def build_calc(path: Path) -> dict[str, str]:
                                 "    assert percent(1, 4) == 25.0\n\n\ndef test_percent_of_zero():\n"
                                 "    assert percent(0, 5) == 0.0\n"})
     # A check that the empty string passes (it is in every string) is no check: the only
-    # fail-to-pass test of this fix could be passed by a digit() that returns "".
-    c("no checked fail-to-pass test", "Add digit() for the last digit of a number",
+    # fail-to-pass test of this fix could be passed by a digit() that returns "". Read
+    # from the test file alone, it is dropped before any sandbox run.
+    c("no checkable assert in the changed tests", "Add digit() for the last digit of a number",
       {"calc/digits.py": "def digit(n):\n    return str(n)[-1]\n",
        "tests/test_digits.py": "from calc.digits import digit\n\n\ndef test_digit():\n"
                                "    assert digit(1234) in \"0123456789\"\n"})
@@ -264,7 +268,9 @@ def test_every_commit_is_kept_or_rejected_with_its_reason(calc):
         got[subjects[key]] = "kept"
     assert got == calc["expect"]
     assert calc["report"].per_generator["commits.repair"]["emitted"] == 2
-    assert checks == 10  # the 11 candidates that passed screening, less the environment failure (retried)
+    # the 11 candidates that passed screening, less the environment failure (retried) and
+    # the one whose changed tests have no checkable assert (never run)
+    assert checks == 9
 
 
 def test_leaks_are_code_lines_not_prose():
@@ -434,7 +440,8 @@ def test_cli_build_reads_per_repository_settings(calc, cli, tmp_path):
     assert result.exit_code == 0, result.output
     assert "dropped 2 × commits.repair: no test change" in result.output
     assert "dropped 1 × commits.repair: hang at parent" in result.output
-    assert "dropped 2 × commits.repair: no checked fail-to-pass test" in result.output
+    assert "dropped 1 × commits.repair: no checked fail-to-pass test" in result.output
+    assert "dropped 1 × commits.repair: no checkable assert in the changed tests" in result.output
     ref = json.loads((_tasks(tmp_path / "t")[0] / "tests" / "reference.json").read_text())
     assert ref["per_test_timeout"] == 7 and ref["test_command"] == ["python", "-m", "pytest", "-p", "no:doctest"]
     (tmp_path / "rlforge.toml").write_text('[tasks.repair.repos.calc]\nresult_format = "tap"\n')
@@ -461,19 +468,33 @@ def test_dura_fix_commits_become_tasks_with_the_promised_tests(tmp_path, monkeyp
     ingest_repo(con, tmp_path / "dura")
     opts = build_options(out=tmp_path / "tasks", generators=["commits.repair"], validate=False,
                          generator_options={"commits.repair": {"per_test_timeout": 3.0}})
-    build_tasks(con, opts)
+    report = build_tasks(con, opts)
+    sources = {s: (repo, sha, (parents or [None])[0]) for repo, sha, parents, s in
+               con.execute("SELECT repo, sha, parents, subject FROM commits").fetchall()}
+    dropped = {s: next((d["reason"] for d in report.drops if d["source"] == f"{repo}@{sha}"), "")
+               for s, (repo, sha, _) in sources.items()}
     rows = con.execute("SELECT c.subject, r.status, r.reason, r.fail_to_pass FROM repair_checks r "
                        "JOIN commits c USING (repo, sha)").fetchall()
     con.close()
     by_subject = {s: (status, reason, f2p) for s, status, reason, f2p in rows}
+    screened: list[str] = []
     for c in history:
         subject = c["message"].splitlines()[0]
-        if c["kind"] in ("fix", "fix-hang"):
+        if c["kind"] in ("fix", "fix-hang") and dropped[subject].startswith(UNCHECKABLE):
+            # read before any run: its promised tests compare with no literal (a datetime),
+            # so the full check would have found none of them checked either
+            snap = snapshot(*sources[subject], RULES)
+            assert checked_fail_to_pass(snap.hidden, c["fail_to_pass"], snap.workspace) == [], subject
+            screened.append(subject)
+        elif c["kind"] in ("fix", "fix-hang"):
             status, _, f2p = by_subject[subject]
             assert status == "kept", subject
             assert sorted(f2p) == sorted(c["fail_to_pass"]), subject
-        elif c["kind"] == "fix-no-f2p":
-            assert by_subject[subject][:2] == ("rejected", "no F2P")
+        elif c["kind"] == "fix-no-f2p":  # found by the runs, or read before them
+            assert dropped[subject].startswith(("no F2P", "no checkable assert in the changed tests"))
+            assert by_subject.get(subject, ("rejected", "no F2P"))[:2] == ("rejected", "no F2P")
+    # most of the fixes are still checked in the sandbox against what history.toml promises
+    assert len(screened) < sum(c["kind"] in ("fix", "fix-hang") for c in history) / 2, screened
 
 
 def test_a_repository_that_moved_is_reported_not_fatal(tmp_path):

@@ -31,8 +31,9 @@ DIV_FIX = ("def div(a, b):\n    if b == 0:\n        raise ZeroDivisionError('can
 
 
 def _history(path: Path) -> dict[str, str]:
-    """calc with one commit whose test already passes at the parent (dropped: no F2P) and
-    one real fix (kept); {subject: sha}."""
+    """calc with one commit whose test already passes at the parent (dropped: no F2P; its
+    literal assert gets it past the screen of `test_repair_screen`) and one real fix
+    (kept); {subject: sha}."""
     r = Repo(path)
     shas = {}
     shas["init"] = r.commit("Initial calculator with add, sub, mul and div",
@@ -43,7 +44,8 @@ def _history(path: Path) -> dict[str, str]:
                             "tests/test_div.py": "import pytest\nfrom calc.ops import div\n\n\n"
                                                  "def test_div_by_zero():\n"
                                                  "    with pytest.raises(ZeroDivisionError):\n"
-                                                 "        div(1, 0)\n"})
+                                                 "        div(1, 0)\n"
+                                                 "    assert div(6, 3) == 2.0\n"})
     shas["mul"] = r.commit(
         "mul returns the sum of its arguments instead of the product\n\nmul(3, 4) gives 7.",
         {"calc/ops.py": (path / "calc/ops.py").read_text().replace(
@@ -69,7 +71,7 @@ def _broken_history(path: Path) -> dict[str, str]:
     shas["unimportable"] = r.commit(
         "ops: take the operators from a helper module that is not there",
         {"calc/ops.py": "from calc.nowhere_to_be_found import *\n" + FIXED_OPS,
-         "tests/test_ops.py": TESTS + MUL_TEST + "\n\ndef test_add_zero():\n    assert add(2, 0) == 2\n"})
+         "tests/test_ops.py": TESTS + MUL_TEST + "\n\ndef test_add_seven():\n    assert add(2, 7) == 9\n"})
     return shas
 
 

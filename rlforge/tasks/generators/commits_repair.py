@@ -6,8 +6,10 @@ history); the commit's test changes are hidden in the task's tests/; the instruc
 commit message (no file or line hints unless `file_hints`); the gold solution is the
 commit's source diff. A commit becomes a task only when the build-time check (see
 `rlforge.tasks.generators.repair.checks`) finds tests that fail at the parent and pass with the fix,
-run twice in the sandbox. Every commit in the window that does not become a task is
-reported in `self.rejections` with its reason, and build-tasks records it in `task_drops`.
+run twice in the sandbox; a commit whose changed tests could give no checked test
+(`TestRunner.could_check`, read from the files) is dropped before any sandbox run. Every
+commit in the window that does not become a task is reported in `self.rejections` with its
+reason, and build-tasks records it in `task_drops`.
 
 Everything language-specific goes through the repository's test runner
 (`rlforge.tasks.generators.repair.runners`): which runner serves a repository is detected
@@ -49,6 +51,8 @@ from rlforge.verify.standalone.protect import SUBMISSION_PATCH, is_protected
 PROTECTED = RULES  # the Python runner's test files and configuration
 NO_RUNNER = "no test runner found"
 FORGEABLE = "the test runner's results can be forged"
+#: dropped before any sandbox run: no test the commit changes could be a checked one
+UNCHECKABLE = "no checkable assert in the changed tests"
 #: what `commits.repair/<name>.j2` includes from `commits.repair/<runner>/`
 RUNNER_TEMPLATES = ("Dockerfile", "test.sh")
 SOLVE_SH = b"""#!/bin/bash
@@ -344,6 +348,10 @@ class CommitsRepair(Generator):
         size = sum(len(d) for d in snap.workspace.values())
         if size > WORKSPACE_LIMIT:
             self._reject(row, "workspace too large", f"{size / 1e6:.0f} MB, max {WORKSPACE_LIMIT / 1e6:.0f} MB")
+            return None
+        if not await asyncio.to_thread(runner.could_check, snap.hidden, snap.workspace):
+            self._reject(row, UNCHECKABLE, "no test of the changed test files compares a "
+                         "result with a literal the policy has not seen that no trivial value passes")
             return None
         found = runner.dependencies(snap.workspace)
         reqs = list(settings.requirements) if settings.requirements is not None else list(found.requirements)

@@ -203,6 +203,14 @@ class TestRunner:
         another language than the tests' (so the fix's values must be seen to hold)."""
         return self.checked_fail_to_pass(hidden, fail_to_pass, workspace, held_at_parent)
 
+    def could_check(self, hidden: Mapping[str, bytes], workspace: Mapping[str, bytes]) -> bool:
+        """Whether some test of the commit's changed test files (`hidden`) could still
+        be a checked fail-to-pass test, read from the files alone, before any sandbox
+        run (a commit with none is dropped unrun). It must over-approximate
+        `checked_tests`: False only when no outcome of the runs could make one checked.
+        The default cannot tell: True ("maybe"), and the runs decide."""
+        return True
+
     def unchecked_why(self, hidden: Mapping[str, bytes], fail_to_pass: list[str],
                       workspace: Mapping[str, bytes]) -> str:
         """Why fail-to-pass tests were left out before their values were looked at (a

@@ -165,6 +165,16 @@ class Pytest(TestRunner):
         return asserts.checked_fail_to_pass(dict(hidden), fail_to_pass, dict(workspace),
                                             held_at_parent)
 
+    def could_check(self, hidden: Mapping[str, bytes], workspace: Mapping[str, bytes]) -> bool:
+        """`checked_fail_to_pass` with every test of the hidden files taken as failing
+        at the parent and passing with the fix, and no check held at the parent: the
+        largest set the runs could leave, so a commit it finds none in has none."""
+        for rel in sorted(p for p in hidden if p.endswith(".py")):  # a file at a time: the first will do
+            every = [f"{rel}::{key}" for key in sorted(asserts.test_keys(hidden[rel]))]
+            if asserts.checked_fail_to_pass({rel: hidden[rel]}, every, dict(workspace), {}):
+                return True
+        return False
+
     def template_context(self, requirements: list[str], settings: "RepoSettings",
                          cache_dir: Path) -> dict:
         return {**super().template_context(requirements, settings, cache_dir),
