@@ -44,6 +44,7 @@ import shutil
 import sys
 import tempfile
 import threading
+import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path, PurePosixPath
@@ -86,6 +87,8 @@ HARNESS_ID = PLUGIN_MODULE.replace("_", "-")
 sys.modules.setdefault(PLUGIN_MODULE, sys.modules[__name__])
 
 TOOL_OUTPUT_LIMIT = 30_000
+#: the stop condition of an episode ended by a policy reply too deeply nested to take in
+REPLY_TOO_DEEP = "policy_reply_too_deep"
 
 
 # --- the runtime ---------------------------------------------------------------------
@@ -342,7 +345,13 @@ class SandboxBashHarness(Harness[SandboxBashHarnessConfig]):
         messages.append({"role": "user", "content": prompt or ""})
         for _ in range(self.config.max_turns):
             body = {"model": ctx.model, "messages": messages, "tools": [BASH_TOOL]}
-            reply = await asyncio.to_thread(_post, f"{endpoint.rstrip('/')}/chat/completions", body, secret)
+            try:
+                reply = await asyncio.to_thread(_post, f"{endpoint.rstrip('/')}/chat/completions", body, secret)
+            except urllib.error.HTTPError:
+                if not reply_too_deep(trace):
+                    raise
+                trace.stop(REPLY_TOO_DEEP)  # the policy's doing: the episode ends and is graded
+                break
             message = reply["choices"][0]["message"]
             messages.append({k: v for k, v in message.items() if v is not None})
             if not message.get("tool_calls"):
@@ -363,6 +372,20 @@ class SandboxBashHarness(Harness[SandboxBashHarnessConfig]):
             return "error: give the command as {\"command\": \"...\"}"
         result = await runtime.run(["bash", "-c", args["command"]], {})
         return (result.stdout + result.stderr)[-TOOL_OUTPUT_LIMIT:]
+
+
+def reply_too_deep(trace: Any) -> bool:
+    """Whether the interception server failed the last model call on what the policy wrote:
+    its reply reached the server (parsed, a finish reason recorded) and taking it in then
+    hit Python's recursion limit (verifiers hashes a tool call's arguments by decoding them
+    as JSON; arguments nested ~1,000 deep exceed it and the server answers 502). The
+    nesting is the policy's output, so the episode is graded as `rlforge run` grades it; a
+    transport or provider fault is recorded as a `ProviderError` and is not this."""
+    calls = list(getattr(trace, "calls", None) or [])
+    last = calls[-1] if calls else None
+    error = getattr(last, "error", None)
+    return (error is not None and getattr(error, "type", "") == "RecursionError"
+            and getattr(last, "finish_reason", None) is not None)
 
 
 def _post(url: str, body: dict[str, Any], secret: str) -> dict[str, Any]:
@@ -469,7 +492,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     trace = asyncio.run(run_episode(tasks[0], args.model, args.base_url, args.api_key_var, args.max_turns))
     print(json.dumps({"task": tasks[0].data.name, "reward": trace.reward, "ok": trace.ok,
-                      "outgrew_context": outgrew_context(trace),
+                      "outgrew_context": outgrew_context(trace), "stop_condition": trace.stop_condition,
                       "metrics": trace.metrics, "turns": trace.num_turns,
                       "errors": [e.model_dump(mode="json") for e in trace.errors]}))
     return 0 if trace.ok or outgrew_context(trace) else 1

@@ -240,6 +240,71 @@ def test_first_report_of_a_test_wins(tmp_path, venv):
     assert res["outcomes"] == {"tests/test_f.py::test_fails": "failed"}
 
 
+FLOOD_AT_IMPORT = """
+    import os, time
+
+    fd = os.open(os.path.join(os.environ["RLFORGE_REPAIR_CHANNEL"], "results"), os.O_WRONLY)
+    end, i = time.monotonic() + 60, 0
+    while time.monotonic() < end:
+        i += 1
+        os.write(fd, "".join('{"collect_error": "e%d"}\\n' % (i * 1000 + k) for k in range(1000)).encode())
+    """
+
+FLOOD_OF_CHECKS = """
+    import json, os
+
+    def test_floods():
+        fd = os.open(os.path.join(os.environ["RLFORGE_REPAIR_CHANNEL"], "results"), os.O_WRONLY)
+        for i in range(10 ** 7):
+            os.write(fd, (json.dumps({"check": i, "test": "tests/test_c.py::test_floods",
+                                      "value": ["s", "x" * 100]}) + "\\n").encode())
+
+    def test_quiet():
+        assert True
+    """
+
+
+@pytest.mark.parametrize("cap", ["KEEP_TOTAL", "KEEP_PER_TEST"])
+def test_a_flood_of_reports_is_cut_at_the_cap(tmp_path, venv, monkeypatch, cap):
+    """Distinct reports without end (collect errors at import; checked values of one test)
+    were all kept by the scorer. Past the cap (in total, or of one test) the run is killed
+    at once and `flooded`, with what was kept bounded."""
+    monkeypatch.setattr(testrun, cap, 1024 * 1024)
+    files = ({"lib.py": FLOOD_AT_IMPORT, "tests/test_c.py": "import lib\n\ndef test_floods():\n    pass\n"}
+             if cap == "KEEP_TOTAL" else {"tests/test_c.py": FLOOD_OF_CHECKS})
+    root = tree(tmp_path / "t", files)
+    res = run_tests(str(root), pytest_cmd(venv), ["tests/test_c.py::test_floods"],
+                    per_test_timeout=50, collect_timeout=50, budget_sec=100, pythonpath=["."],
+                    check_name="check")
+    assert res["flooded"] and res["refused_events"] > 0, {k: res[k] for k in ("seconds", "kept_events")}
+    assert res["seconds"] < 40, res["seconds"]  # not the flood's 60 s, nor the budget
+    assert res["kept_events"] * (testrun.ITEM_COST + 20) <= 1024 * 1024
+    assert res["outcomes"] == {"tests/test_c.py::test_floods": "missing"}
+    assert len(res["collect_errors"]) + sum(map(len, res["checks"].values())) < res["kept_events"] + 1
+
+
+def test_report_lines_are_read_across_writes_and_long_ones_skipped(tmp_path):
+    """The channel's reader joins a line split between reads and drops a line longer than
+    MAX_EVENT as it arrives, without holding it."""
+    channel = testrun._Channel(str(tmp_path / "results"))
+    fd = os.open(str(tmp_path / "results"), os.O_WRONLY)
+    try:
+        first = json.dumps({"start": "t::a"}).encode()
+        os.write(fd, first[:5])
+        assert list(channel.events()) == []
+        long = b'{"start": "' + b"x" * (plugin.MAX_EVENT + 10) + b'"}\n'
+        os.write(fd, first[5:] + b"\n" + long[:60000])  # under a pipe's 64 KiB
+        got = list(channel.events())
+        assert got == [({"start": "t::a"}, len(first))]
+        os.write(fd, long[60000:])
+        assert list(channel.events()) == [] and len(channel.buf) <= plugin.MAX_EVENT
+        os.write(fd, b'{"start": "t::b"}\n')
+        assert [ev for ev, _ in channel.events()] == [{"start": "t::b"}]
+    finally:
+        os.close(fd)
+        channel.close()
+
+
 def test_collection_errors_are_reported(tmp_path, venv):
     root = tree(tmp_path / "t", {"tests/test_ok.py": "def test_a():\n    assert True\n",
                                  "tests/test_bad.py": "import no_such_module\n\ndef test_b():\n    pass\n"})

@@ -122,3 +122,36 @@ def test_an_episode_that_outgrows_the_context_is_graded(sample_tasks, shared_cac
     result = json.loads(done.stdout)
     assert result["outgrew_context"] and result["reward"] == 0.0, result
     assert result["metrics"].get("correct") == 0.0, result  # the task's verifier ran
+
+
+def _deep_call(depth: int) -> dict:
+    """A bash call whose arguments are JSON nested `depth` deep (2 bytes of output a level)."""
+    return {"role": "assistant", "content": None, "tool_calls": [{
+        "id": "call-deep", "type": "function",
+        "function": {"name": "bash", "arguments": '{"command": ' + "[" * depth + "]" * depth + "}"}}]}
+
+
+def test_a_tool_call_nested_too_deep_is_graded_and_a_provider_fault_is_not(sample_tasks, shared_cache):
+    """A reply whose tool-call arguments nest 2,000 deep (~4 KB) made verifiers' interception
+    server answer 502 (decoding them hits the recursion limit): the episode ended ungraded
+    (a HarnessError), a rollout a policy could choose on every task it would fail. It is
+    now graded, with its own stop condition. An endpoint that itself answers 502 (a real
+    infrastructure fault) still leaves the episode ungraded."""
+    task = next(d for d in task_dirs(sample_tasks) if d.name.startswith("logs-script-"))
+    policies = {"deep": ScriptedPolicy({"": [_deep_call(2000)]}).start(),
+                "down": ScriptedPolicy({"": [Refuse(502, "upstream is down")]}).start()}
+    try:
+        results = {}
+        for model, policy in policies.items():
+            done = in_verifiers("-m", MODULE, "run", str(sample_tasks), "--task", task.name,
+                                "--model", model, "--base-url", policy.url, cache=shared_cache)
+            results[model] = (done.returncode, json.loads(done.stdout), done.stderr[-3000:])
+    finally:
+        for policy in policies.values():
+            policy.server.shutdown()
+    code, deep, err = results["deep"]
+    assert code == 0 and deep["ok"] and not deep["errors"], (deep, err)
+    assert deep["stop_condition"] == "policy_reply_too_deep" and deep["reward"] == 0.0, deep
+    assert deep["metrics"].get("correct") == 0.0, deep  # the task's verifier ran
+    code, down, err = results["down"]
+    assert code == 1 and not down["ok"] and down["stop_condition"] != "policy_reply_too_deep", (down, err)

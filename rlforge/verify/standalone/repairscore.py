@@ -40,6 +40,8 @@ else:  # tests/rlforge_repairscore.py, imported by an entry that installed its s
     from rlforge_rewards import component, reward
 
 #: the reason of a fail, by the first gate that did not hold after a run
+#: the reason of a run whose test process wrote more reports than the scorer keeps
+FLOODED = "results_flood"
 GATE_REASONS = {"results_trusted": "forged_results", "collects": "collection_error",
                 "pass_to_pass": "pass_to_pass_broken"}
 
@@ -158,6 +160,13 @@ class Attempt:
                 "be trusted" if wrong else
                 f"the results of {ids_text(list(forged))} were forged: they cannot be trusted"
                 if forged else "every canary test failed, as it must")
+        if run.get("flooded"):
+            self.comps["results_trusted"] = component(
+                0, 0, "medium", gate=True,
+                detail=f"the test process flooded the results channel: {run.get('kept_events', 0)} "
+                "reports kept (the cap), the run stopped at the next one; the results cannot be "
+                "trusted")
+            reason = FLOODED
         failed = [name for name, c in self.comps.items() if c["gate"] and c["value"] < 1]
         reason = reason or (GATE_REASONS.get(failed[0], failed[0]) if failed else "tests_fail")
         return reward(self.comps, detail=detail, reason=reason)

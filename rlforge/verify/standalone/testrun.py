@@ -25,7 +25,14 @@ else:  # tests/rlforge_testrun.py: its siblings by their copied names
     from rlforge_plugin import ENV_CHANNEL, ENV_CHECK, MAX_EVENT
     from rlforge_policy_code import LocalPolicy, regular_file
 
-JUNIT_LIMIT = 50 * 1024 * 1024  # bytes of test reports buffered at once
+JUNIT_LIMIT = 50 * 1024 * 1024  # bytes of test reports read after the run ends
+READ_PER_POLL = 4 * 1024 * 1024  # bytes of reports read between two looks at the watchdog
+#: what the scorer keeps of the reports, in bytes charged by `_Kept`: in total and of one
+#: test (its report phases and checked values). Real runs stay far below: a report event
+#: is ~200 bytes, so 10,000 tests with 3 phases and 10 checks each are ~60 MiB charged.
+KEEP_TOTAL = 256 * 1024 * 1024
+KEEP_PER_TEST = 16 * 1024 * 1024
+ITEM_COST = 256  # bytes charged beside an event's line for the objects that keep it
 
 
 def bind_python(command, python=None):
@@ -178,43 +185,79 @@ def _outcomes_from(reports):
 
 
 class _Channel:
-    """The FIFO test runs report through, read here without blocking."""
+    """The FIFO test runs report through, read here without blocking. A line longer than
+    MAX_EVENT is not rlforge's and is skipped as it arrives, so at most one such line is
+    buffered; each call reads at most `limit` bytes, so a writer that keeps the pipe full
+    cannot hold the reader away from its watchdog."""
 
     def __init__(self, path):
         os.mkfifo(path, 0o622)
         os.chmod(path, 0o622)
         self.fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
         self.buf = b""
+        self.skipping = False
 
-    def events(self):
-        out = []
-        while True:
+    def events(self, limit=READ_PER_POLL):
+        """(event, its line's length) of each JSON object line read, lazily."""
+        taken = 0
+        while taken < limit:
             try:
                 chunk = os.read(self.fd, 65536)
-            except BlockingIOError:
-                break
-            except OSError:
-                break
+            except OSError:  # BlockingIOError: nothing more for now
+                return
             if not chunk:
-                break
-            self.buf += chunk
-            if len(self.buf) > JUNIT_LIMIT:
-                self.buf = b""
-                break
-        *lines, self.buf = self.buf.split(b"\n")
-        for line in lines:
-            if len(line) > MAX_EVENT:
-                continue
-            try:
-                value = json.loads(line)
-            except (ValueError, RecursionError):
-                continue
-            if isinstance(value, dict):
-                out.append(value)
-        return out
+                return
+            taken += len(chunk)
+            for line in self._lines(chunk):
+                try:
+                    value = json.loads(line)
+                except (ValueError, RecursionError):
+                    continue
+                if isinstance(value, dict):
+                    yield value, len(line)
+
+    def _lines(self, chunk):
+        """The lines `chunk` completes, after what was buffered; long ones dropped."""
+        *lines, rest = chunk.split(b"\n")
+        if lines:
+            lines[0] = b"" if self.skipping else self.buf + lines[0]
+            self.buf, self.skipping = b"", False
+        if not self.skipping:
+            self.buf += rest
+            if len(self.buf) > MAX_EVENT:
+                self.buf, self.skipping = b"", True
+        return [line for line in lines if 0 < len(line) <= MAX_EVENT]
 
     def close(self):
         os.close(self.fd)
+
+
+class _Kept:
+    """What the scorer holds of the reports, charged in bytes (an event's line plus
+    ITEM_COST for the objects that keep it), per test and in total. Test code can write
+    any number of distinct events to the channel; past either cap the run is the
+    policy's fail (`flooded`) and nothing more is kept."""
+
+    def __init__(self):
+        self.total, self.per_test, self.items, self.refused = 0, {}, 0, 0
+
+    def take(self, size, test=None):
+        """Whether an event of `size` bytes (about `test`, if any) may be kept; charged if so."""
+        cost = size + ITEM_COST
+        over = self.total + cost > KEEP_TOTAL or (
+            test is not None and self.per_test.get(test, 0) + cost > KEEP_PER_TEST)
+        if over or self.refused:
+            self.refused += 1
+            return False
+        self.total += cost
+        self.items += 1
+        if test is not None:
+            self.per_test[test] = self.per_test.get(test, 0) + cost
+        return True
+
+    @property
+    def flooded(self):
+        return self.refused > 0
 
 
 def run_tests(tree, command, ids=None, *, paths=None, per_test_timeout=30.0,
@@ -229,9 +272,12 @@ def run_tests(tree, command, ids=None, *, paths=None, per_test_timeout=30.0,
     check_name: the builtin that checked asserts call (`externalize_checks`); what each
     test sent through it is returned as checks {id: {index: encoded value}}, the first
     value of each (test, index) kept, and only for tests that had started.
+    What is kept of the reports is capped (`_Kept`): a test process that writes more is
+    killed at once and the run is `flooded`, the policy's fail.
     Returns a dict: outcomes {id: passed | failed | skipped | timeout | missing}, started
     (ids in the order they started), hung, collect_errors, collection_hang,
-    budget_exhausted, sessions, seconds, log_tail, checks.
+    budget_exhausted, flooded, kept_events, refused_events, sessions, seconds, log_tail,
+    checks.
     """
     policy = policy or LocalPolicy()
     started_at = time.monotonic()
@@ -251,9 +297,11 @@ def run_tests(tree, command, ids=None, *, paths=None, per_test_timeout=30.0,
     candidates = paths if wanted is None else {i.split("::", 1)[0] for i in wanted}
     files = None if candidates is None else sorted(
         p for p in candidates if os.path.isfile(os.path.join(tree, p)))
-    outcomes, hung, started, seen, collect_errors, checks = {}, [], [], set(), [], {}
+    outcomes, hung, started, seen, collect_errors, checks = {}, [], [], set(), {}, {}
+    kept = _Kept()
     wanted_set = None if wanted is None else set(wanted)
-    result = {"collection_hang": False, "budget_exhausted": False, "sessions": 0, "log_tail": ""}
+    result = {"collection_hang": False, "budget_exhausted": False, "flooded": False, "sessions": 0,
+              "log_tail": ""}
     why = None
     for path in [os.path.join(chan, n) for n in os.listdir(chan)]:
         os.chmod(path, 0o644)
@@ -294,33 +342,43 @@ def run_tests(tree, command, ids=None, *, paths=None, per_test_timeout=30.0,
         def take(events):
             nonlocal current, idle_since
             now = time.monotonic()
-            for ev in events:
+            for ev, size in events:
                 if "check" in ev:
                     test, index = ev.get("test"), ev["check"]
-                    if isinstance(test, str) and test in seen and isinstance(index, int):
-                        checks.setdefault(test, {}).setdefault(index, ev.get("value"))
+                    if (isinstance(test, str) and test in seen and isinstance(index, int)
+                            and index not in checks.get(test, {}) and kept.take(size, test)):
+                        checks.setdefault(test, {})[index] = ev.get("value")
                 elif "start" in ev and isinstance(ev["start"], str):
                     nodeid = ev["start"]
                     if wanted_set is not None and nodeid not in wanted_set:
                         continue
-                    current = (nodeid, now)
                     if nodeid not in seen:
+                        if not kept.take(size):
+                            continue
                         seen.add(nodeid)
                         started.append(nodeid)
+                    current = (nodeid, now)
                 elif "report" in ev and isinstance(ev.get("report"), str):
-                    phases = reports.setdefault(ev["report"], {})
-                    if ev["report"] in seen and str(ev.get("when")) not in phases:
-                        phases[str(ev.get("when"))] = str(ev.get("outcome"))
-                    if ev.get("when") == "teardown" and current and current[0] == ev["report"]:
+                    nodeid, when = ev["report"], str(ev.get("when"))
+                    phases = reports.get(nodeid, {})
+                    if nodeid in seen and when not in phases and kept.take(size, nodeid):
+                        reports.setdefault(nodeid, phases)[when] = str(ev.get("outcome"))
+                    if ev.get("when") == "teardown" and current and current[0] == nodeid:
                         current, idle_since = None, now
                 elif "collect_error" in ev:
-                    collect_errors.append(str(ev["collect_error"]))
+                    error = str(ev["collect_error"])
+                    if error not in collect_errors and kept.take(size):
+                        collect_errors[error] = None
+                if kept.flooded:
+                    return
 
         while not handle.poll():
             time.sleep(0.05)
             take(channel.events())
             now = time.monotonic()
-            if now > deadline:
+            if kept.flooded:
+                why = "flood"
+            elif now > deadline:
                 why = "budget"
             elif current is None and now - idle_since > collect_timeout:
                 why = "collect"
@@ -330,7 +388,9 @@ def run_tests(tree, command, ids=None, *, paths=None, per_test_timeout=30.0,
                 break
         handle.kill()
         ran = handle.result()
-        take(channel.events())
+        if not kept.flooded:
+            take(channel.events(JUNIT_LIMIT))
+            why = "flood" if kept.flooded else why
         channel.close()
         result["log_tail"] = (ran.stdout or "")[-4000:] or _tail(log_path)
         if why == "hang":
@@ -345,12 +405,14 @@ def run_tests(tree, command, ids=None, *, paths=None, per_test_timeout=30.0,
         else:
             result["collection_hang"] = why == "collect"
             result["budget_exhausted"] = why == "budget"
+            result["flooded"] = why == "flood"
         break
     for nodeid in (wanted if wanted is not None else started):
         outcomes.setdefault(nodeid, "timeout" if why in ("collect", "budget") else "missing")
     shutil.rmtree(work, ignore_errors=True)
     result.update(outcomes=outcomes, started=started, hung=hung, checks=checks,
-                  collect_errors=sorted(set(collect_errors)),
+                  collect_errors=sorted(collect_errors), kept_events=kept.items,
+                  refused_events=kept.refused,
                   seconds=round(time.monotonic() - started_at, 3))
     return result
 
