@@ -345,6 +345,10 @@ class CommitsRepair(Generator):
         if size > WORKSPACE_LIMIT:
             self._reject(row, "workspace too large", f"{size / 1e6:.0f} MB, max {WORKSPACE_LIMIT / 1e6:.0f} MB")
             return None
+        inspects = runner.gold_inspects_caller(snap.workspace, snap.fixed)
+        if inspects:  # the verifier would refuse the gold fix itself
+            self._reject(row, "gold fix inspects its caller", ", ".join(inspects[:3]))
+            return None
         found = runner.dependencies(snap.workspace)
         reqs = list(settings.requirements) if settings.requirements is not None else list(found.requirements)
         reqs = sorted(set(reqs) | set(settings.extra_requirements))

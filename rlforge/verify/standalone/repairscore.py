@@ -41,7 +41,7 @@ else:  # tests/rlforge_repairscore.py, imported by an entry that installed its s
 
 #: the reason of a fail, by the first gate that did not hold after a run
 GATE_REASONS = {"results_trusted": "forged_results", "collects": "collection_error",
-                "pass_to_pass": "pass_to_pass_broken"}
+                "pass_to_pass": "pass_to_pass_broken", "blind_to_tests": "inspects_caller"}
 
 
 def ids_text(ids, limit=5):
@@ -67,6 +67,7 @@ class Attempt:
         self.ref, self.hidden, self.scratch, self.tree = ref, hidden, scratch, tree
         self.comps = {}
         self.refused = ""  # the reason of the first gate that refused the submission
+        self.after_run = {}  # gates decided before the run, reported after the run's own
         self.started = time.monotonic()  # (open_attempt sets it to before the tests are read)
 
     def budget_left(self, budget_sec):
@@ -97,6 +98,16 @@ class Attempt:
             if self.applied else []
         self.gate("tests_untouched", touched, "fine", "no test file changed",
                   f"{what} changed", "tests_touched")
+
+    def blind_to_tests(self, found):
+        """`blind_to_tests` (medium, gate): the changed source holds nothing that sees its
+        caller or the test run (`found`: what it holds, from `callers.added_findings`).
+        Decided before any code runs, reported after the run's gates, so a submission
+        that also forges results is still named for that."""
+        self.after_run["blind_to_tests"] = component(
+            not found, 0, "medium", gate=True,
+            detail=f"the change inspects its caller or the test run: {ids_text(found)}"
+            if found else "the changed source does not look at its caller or the test run")
 
     def not_run(self):
         """The fail of a refused submission: nothing of it ran."""
@@ -158,6 +169,7 @@ class Attempt:
                 "be trusted" if wrong else
                 f"the results of {ids_text(list(forged))} were forged: they cannot be trusted"
                 if forged else "every canary test failed, as it must")
+        self.comps.update(self.after_run)
         failed = [name for name, c in self.comps.items() if c["gate"] and c["value"] < 1]
         reason = reason or (GATE_REASONS.get(failed[0], failed[0]) if failed else "tests_fail")
         return reward(self.comps, detail=detail, reason=reason)
