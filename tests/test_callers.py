@@ -55,3 +55,9 @@ def test_only_what_a_file_adds_beyond_its_start_counts():
             "pkg/a.py": FRAME_WALK.encode() + b"\nZ = sys._getframe(0)\n"}
     assert callers.added_findings(more, protected, base) == [
         "pkg/a.py (name:_getframe)", "pkg/b.py (dynamic:getattr)"]
+
+
+def test_a_lookup_imported_under_another_name_is_found():
+    assert callers.findings("from operator import attrgetter as a\n")
+    assert callers.findings("from operator import attrgetter\nf = attrgetter('x')\n") == {}
+    assert callers.findings("from .more import *\n") == {}

@@ -96,7 +96,8 @@ def _ast_findings(tree, counts):
             for alias in node.names:
                 if node.level == 0 and mod == "sys" and alias.name in SYS_ATTRS:
                     add(f"sys.{alias.name}")
-                if alias.name in DYNAMIC_CALLS | NAMED_LOOKUPS or alias.name == "*":
+                if alias.name in DYNAMIC_CALLS | NAMED_LOOKUPS and alias.asname not in (
+                        None, alias.name):  # renamed, its calls would not be recognised
                     add(f"import:{mod}.{alias.name}")
         elif isinstance(node, ast.Attribute):
             if isinstance(node.value, ast.Name) and node.value.id in sys_names \
