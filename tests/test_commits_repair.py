@@ -221,6 +221,11 @@ def build_calc(path: Path) -> dict[str, str]:
                         "        return None\n",
        "tests/test_parse.py": "from calc.parse import parse\n\n\ndef test_parse_text():\n"
                               "    assert parse(\"12\") == 12\n    assert parse(\"twelve\") is None\n"})
+    # The verifier refuses code that looks at its caller (`callers`): the gold fix would fail.
+    c("gold fix inspects its caller", "Add caller() naming the function that called it",
+      {"calc/where.py": "import inspect\n\n\ndef caller():\n    return inspect.stack()[2].function\n",
+       "tests/test_where.py": "from calc.where import caller\n\n\ndef named():\n    return caller()\n\n\n"
+                              "def test_caller():\n    assert named() == 'test_caller'\n"})
     return expect
 
 

@@ -34,7 +34,8 @@ def _send(event):
 
 
 #: what the run's environment says about the run, taken out of it once read
-RUN_VARIABLES = (ENV_CHANNEL, ENV_CHECK, "PYTEST_DISABLE_PLUGIN_AUTOLOAD", "PYTEST_CURRENT_TEST")
+RUN_VARIABLES = (ENV_CHANNEL, ENV_CHECK, "PYTEST_DISABLE_PLUGIN_AUTOLOAD", "PYTEST_CURRENT_TEST",
+                 "PYTEST_VERSION")
 
 
 def _hide_the_run():
