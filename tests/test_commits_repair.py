@@ -486,18 +486,19 @@ def test_a_hanging_fix_attempt_scores_zero_not_invalid(calc, monkeypatch, tmp_pa
 
 def test_cli_build_reads_per_repository_settings(calc, cli, tmp_path):
     (tmp_path / "rlforge.toml").write_text(
-        f'cache_dir = "{calc["cache"]}"\n\n[tasks.repair]\nlast = 7\n\n'
+        f'cache_dir = "{calc["cache"]}"\n\n[tasks.repair]\nlast = 8\n\n'
         '[tasks.repair.repos.calc]\nper_test_timeout = 7\ncollect_timeout = 4\n'
         'test_command = "python -m pytest -p no:doctest"\n')
     assert cli("ingest", "commits", calc["repo"], "-q").exit_code == 0
     listed = cli("build-tasks", "--list", "--json")
     row = next(r for r in json.loads(listed.output) if r["name"] == "commits.repair")
-    assert row["usable_rows"] == 5  # of the last 7, all but 'Precompute a table...' and 'Read numbers...'
+    assert row["usable_rows"] == 6  # of the last 8, all but 'Precompute a table...' and 'Read numbers...'
     result = cli("build-tasks", "--generators", "commits.repair", "--out", tmp_path / "t", "--no-validate")
     assert result.exit_code == 0, result.output
     assert "dropped 2 × commits.repair: no test change" in result.output
     assert "dropped 1 × commits.repair: hang at parent" in result.output
     assert "dropped 2 × commits.repair: no checked fail-to-pass test" in result.output
+    assert "dropped 1 × commits.repair: gold fix inspects its caller" in result.output
     ref = json.loads((_tasks(tmp_path / "t")[0] / "tests" / "reference.json").read_text())
     assert ref["per_test_timeout"] == 7 and ref["test_command"] == ["python", "-m", "pytest", "-p", "no:doctest"]
     (tmp_path / "rlforge.toml").write_text('[tasks.repair.repos.calc]\nresult_format = "tap"\n')
