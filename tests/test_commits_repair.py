@@ -29,6 +29,7 @@ import pytest
 from rlforge import db
 from rlforge.config import Config
 from rlforge.errors import UserError
+import rlforge.envs
 from rlforge.ingest.commits import ingest_repo
 from rlforge.tasks.build import build_tasks
 from rlforge.tasks.generators.commits_repair import UNCHECKABLE, distinctive_lines
@@ -224,6 +225,11 @@ def build_calc(path: Path) -> dict[str, str]:
                         "        return None\n",
        "tests/test_parse.py": "from calc.parse import parse\n\n\ndef test_parse_text():\n"
                               "    assert parse(\"12\") == 12\n    assert parse(\"twelve\") is None\n"})
+    # The verifier refuses code that looks at its caller (`callers`): the gold fix would fail.
+    c("gold fix inspects its caller", "Add caller() naming the function that called it",
+      {"calc/where.py": "import inspect\n\n\ndef caller():\n    return inspect.stack()[2].function\n",
+       "tests/test_where.py": "from calc.where import caller\n\n\ndef named():\n    return caller()\n\n\n"
+                              "def test_caller():\n    assert named() == 'test_caller'\n"})
     return expect
 
 
@@ -334,7 +340,7 @@ def test_validation_proves_every_task(calc):
         "plugin_in_dist_info": "tests_untouched", "pytest_toml_addopts": "tests_untouched",
         "dot_pytest_toml_addopts": "tests_untouched", "plugin_in_egg_info": "tests_untouched",
         "pth_imports_forge": "tests_untouched", "shadows_stdlib_module": "tests_untouched",
-        "plants_reward_files": "fail_to_pass",
+        "plants_reward_files": "fail_to_pass", "routes_on_caller": "blind_to_tests",
     }
     # Made only where the task has what it needs (a module that pass-to-pass tests import).
     optional = {"fix_breaks_other_module": "pass_to_pass"}
@@ -354,6 +360,63 @@ def test_validation_proves_every_task(calc):
     # Every test was reported passed; the checked values still fail the fail-to-pass tests,
     # and the canaries catch the forgery on their own.
     assert all("fail_to_pass=0" in d and "results_trusted=0" in d for d in forged), forged
+
+
+# The gold fix kept under a private name, the public one broken unless a test file's code
+# is on the stack (red team s52, route_forge.py: what runs outside the tests goes unchecked).
+TEST_FILE_ROUTER = """
+import sys as _rf_sys
+
+
+def _rf_wrap(real):
+    def under_test_only(*args, **kwargs):
+        frame = _rf_sys._getframe(1)
+        while frame is not None:
+            if frame.f_code.co_filename.rsplit("/", 1)[-1].startswith("test_"):
+                return real(*args, **kwargs)
+            frame = frame.f_back
+        return "broken outside the tests"
+    return under_test_only
+
+
+for _rf_key, _rf_fn in list(vars().items()):
+    if type(_rf_fn) is type(_rf_wrap) and _rf_fn.__module__ == __name__ and _rf_key[:4] != "_rf_":
+        vars()[_rf_key] = _rf_wrap(_rf_fn)
+"""
+# the same with every frame name built at run time
+TEST_FILE_ROUTER_HIDDEN = (TEST_FILE_ROUTER
+                           .replace("_rf_sys._getframe(1)", "getattr(_rf_sys, '_get' + 'frame')(1)")
+                           .replace("frame.f_code.", "getattr(frame, 'f_' + 'code')."))
+
+
+@pytest.mark.parametrize("router", ["plain", "hidden"])
+def test_a_fix_that_answers_only_under_a_test_scores_0(calc, tmp_path, router):
+    """The gold fix, its functions answering only when a `test*` frame is on the stack
+    (red team s52): every test passes, held-back copies too, so only the static gate
+    (`blind_to_tests`) stands between it and a full score. The gold fix alone still
+    scores 1 through the same API."""
+    code = {"plain": TEST_FILE_ROUTER, "hidden": TEST_FILE_ROUTER_HIDDEN}[router]
+    task = next(t for t in _tasks(calc["out"]) if _reference(t)["pass_to_pass"])
+    ws = tmp_path / "app"
+    shutil.copytree(task / "environment" / "app", ws)
+    subprocess.run(["git", "apply", str(task / "solution" / "gold.diff")], cwd=ws, check=True)
+    gold_paths = sorted({line[6:] for line in (task / "solution" / "gold.diff").read_text().splitlines()
+                         if line.startswith("+++ b/") and line.endswith(".py")})
+    assert gold_paths
+    gold = {p: (ws / p).read_text() for p in gold_paths}
+    routed = {p: text + "\n" + code for p, text in gold.items()}
+    with rlforge.envs.load(task) as env:
+        gold_reward = env.verify(gold)
+        reward = env.verify(routed)
+    assert gold_reward["total"] == 1.0, gold_reward
+    assert reward["total"] == 0 and reward["reason"] == "inspects_caller", reward
+    comps = reward["components"]
+    assert comps["pass_to_pass"]["value"] == 1 and comps["fail_to_pass"]["value"] == 1, comps
+    assert comps["blind_to_tests"]["value"] == 0, comps
+
+
+def _reference(task: Path) -> dict:
+    return json.loads((task / "tests" / "reference.json").read_text())
 
 
 def test_rebuild_is_byte_identical_without_running_tests(calc, monkeypatch):
@@ -429,19 +492,20 @@ def test_a_hanging_fix_attempt_scores_zero_not_invalid(calc, monkeypatch, tmp_pa
 
 def test_cli_build_reads_per_repository_settings(calc, cli, tmp_path):
     (tmp_path / "rlforge.toml").write_text(
-        f'cache_dir = "{calc["cache"]}"\n\n[tasks.repair]\nlast = 7\n\n'
+        f'cache_dir = "{calc["cache"]}"\n\n[tasks.repair]\nlast = 8\n\n'
         '[tasks.repair.repos.calc]\nper_test_timeout = 7\ncollect_timeout = 4\n'
         'test_command = "python -m pytest -p no:doctest"\n')
     assert cli("ingest", "commits", calc["repo"], "-q").exit_code == 0
     listed = cli("build-tasks", "--list", "--json")
     row = next(r for r in json.loads(listed.output) if r["name"] == "commits.repair")
-    assert row["usable_rows"] == 5  # of the last 7, all but 'Precompute a table...' and 'Read numbers...'
+    assert row["usable_rows"] == 6  # of the last 8, all but 'Precompute a table...' and 'Read numbers...'
     result = cli("build-tasks", "--generators", "commits.repair", "--out", tmp_path / "t", "--no-validate")
     assert result.exit_code == 0, result.output
     assert "dropped 2 × commits.repair: no test change" in result.output
     assert "dropped 1 × commits.repair: hang at parent" in result.output
     assert "dropped 1 × commits.repair: no checked fail-to-pass test" in result.output
     assert "dropped 1 × commits.repair: no checkable assert in the changed tests" in result.output
+    assert "dropped 1 × commits.repair: gold fix inspects its caller" in result.output
     ref = json.loads((_tasks(tmp_path / "t")[0] / "tests" / "reference.json").read_text())
     assert ref["per_test_timeout"] == 7 and ref["test_command"] == ["python", "-m", "pytest", "-p", "no:doctest"]
     (tmp_path / "rlforge.toml").write_text('[tasks.repair.repos.calc]\nresult_format = "tap"\n')

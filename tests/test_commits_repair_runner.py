@@ -132,6 +132,21 @@ def test_selected_ids_only_and_missing_ones(tmp_path, venv):
     assert res["started"] == [f + "test_pass", f + "test_param[x y]"]
 
 
+def test_code_under_test_does_not_see_the_run_in_its_environment(tmp_path, venv):
+    """No `PYTEST_CURRENT_TEST` naming the running test, none of the verifier's variables
+    (red team s52: code could answer right only when a test is running)."""
+    root = tree(tmp_path / "t", {"tests/test_env.py": """
+        import os
+
+        def test_nothing_names_the_run():
+            seen = sorted(k for k in os.environ if "PYTEST" in k or "RLFORGE" in k)
+            assert seen == []
+        """})
+    res = run_tests(str(root), pytest_cmd(venv), None, per_test_timeout=20, collect_timeout=60,
+                    budget_sec=120)
+    assert res["outcomes"] == {"tests/test_env.py::test_nothing_names_the_run": "passed"}
+
+
 def test_a_hanging_test_times_out_alone(tmp_path, venv):
     root = tree(tmp_path / "t", {"tests/test_h.py": """
         def test_before():

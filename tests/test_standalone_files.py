@@ -110,7 +110,7 @@ def test_every_kind_carries_only_what_its_entry_imports():
     assert set(standalone.task_files("repair")) == {
         standalone.copied_name(m) for m in ("repair", "entry", "rewards", "policy_code", "patch",
                                             "protect", "testrun", "plugin", "asserts", "canaries",
-                                            "variants", "repairscore", "siblings")}
+                                            "variants", "repairscore", "siblings", "callers")}
     assert set(standalone.task_files("repair-go")) == {
         standalone.copied_name(m) for m in ("gorepair", "gocanaries", "gosource", "entry", "rewards", "policy_code", "patch",
                                             "protect", "gotest", "golaunch", "goreach", "repairscore",

@@ -502,7 +502,7 @@ NEW_ATTACKS = {
     "commits.repair": {"shadows_pytest", "plugin_in_dist_info", "pytest_toml_addopts",
                        "forge_results_at_exit", "forge_sparing_canaries", "signals_the_verifier",
                        "dot_pytest_toml_addopts", "plugin_in_egg_info", "pth_imports_forge",
-                       "shadows_stdlib_module", "plants_reward_files"},
+                       "shadows_stdlib_module", "plants_reward_files", "routes_on_caller"},
     "tickets.reply": {"facts_repeated", "lorem_and_facts", "customer_message_and_facts"},
 }
 

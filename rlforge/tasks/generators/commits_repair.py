@@ -353,6 +353,10 @@ class CommitsRepair(Generator):
             self._reject(row, UNCHECKABLE, "no test of the changed test files compares a "
                          "result with a literal the policy has not seen that no trivial value passes")
             return None
+        inspects = runner.gold_inspects_caller(snap.workspace, snap.fixed)
+        if inspects:  # the verifier would refuse the gold fix itself
+            self._reject(row, "gold fix inspects its caller", ", ".join(inspects[:3]))
+            return None
         found = runner.dependencies(snap.workspace)
         reqs = list(settings.requirements) if settings.requirements is not None else list(found.requirements)
         reqs = sorted(set(reqs) | set(settings.extra_requirements))

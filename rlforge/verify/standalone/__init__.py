@@ -17,6 +17,7 @@ give the same reward.
     policy_code  the trust boundary: how policy code is launched, kept apart and swept
     patch        unified diffs applied to a tree
     protect      which paths of a repair are tests, runner config or shadowing modules
+    callers      what a repair's changed source reads of its caller or the test run (a gate)
     testrun      pytest run as policy code under a watchdog, reports over a FIFO
     plugin       the pytest plugin inside the test process, and what it sends
     asserts      checked asserts: the literals stay here, the values come out

@@ -33,6 +33,12 @@ from __future__ import annotations
 
 import os
 import re
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING or __package__:  # rlforge.verify.standalone.goreach
+    from .policy_code import read_regular_files
+else:  # tests/rlforge_goreach.py: its siblings by their copied names
+    from rlforge_policy_code import read_regular_files
 
 #: importing these at all reaches the harness
 WHOLE = ("os/exec", "syscall", "unsafe", "plugin", "runtime", "embed", "testing", "flag",
@@ -205,16 +211,7 @@ def reach_of_files(files):
 
 def reach_of_tree(tree):
     """`reach_of_files` of the files under `tree` (links and special files are skipped)."""
-    files = {}
-    for dirpath, dirnames, filenames in os.walk(tree):
-        dirnames[:] = sorted(d for d in dirnames if not os.path.islink(os.path.join(dirpath, d)))
-        for name in filenames:
-            path = os.path.join(dirpath, name)
-            rel = os.path.relpath(path, tree).replace(os.sep, "/")
-            if not (_counted(rel) or rel == "go.mod") or os.path.islink(path) or not os.path.isfile(path):
-                continue
-            with open(path, "rb") as fh:
-                files[rel] = fh.read(MAX_FILE + 1)
+    files = read_regular_files(tree, lambda rel: _counted(rel) or rel == "go.mod", MAX_FILE + 1)
     big = {rel for rel, data in files.items() if len(data) > MAX_FILE}
     out = reach_of_files({rel: data for rel, data in files.items() if rel not in big})
     for rel in sorted(big):  # what the scan cannot read whole counts as reaching everything

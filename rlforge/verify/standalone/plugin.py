@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from typing import Any
 
 MAX_EVENT = 65536  # bytes of one report line; longer ones are not rlforge's
@@ -32,8 +33,25 @@ def _send(event):
         pass
 
 
+#: what the run's environment says about the run, taken out of it once read
+RUN_VARIABLES = (ENV_CHANNEL, ENV_CHECK, "PYTEST_DISABLE_PLUGIN_AUTOLOAD", "PYTEST_CURRENT_TEST",
+                 "PYTEST_VERSION")
+
+
+def _hide_the_run():
+    """Take the run's own variables out of the environment and stop pytest from naming the
+    running test in `PYTEST_CURRENT_TEST`: code under test should not learn from its
+    environment that a test is running, nor which (red team s52, issue 33)."""
+    for name in RUN_VARIABLES:
+        os.environ.pop(name, None)
+    runner = sys.modules.get("_pytest.runner")  # loaded by the pytest running this plugin
+    if hasattr(runner, "_update_current_test_var"):
+        runner._update_current_test_var = lambda item, when: None
+
+
 def pytest_configure(config):
     chan = os.environ.get(ENV_CHANNEL)
+    _channel["dir"] = chan
     if chan and "fd" not in _channel:
         try:
             _channel["fd"] = os.open(os.path.join(chan, "results"), os.O_WRONLY)
@@ -44,6 +62,7 @@ def pytest_configure(config):
     if name.isidentifier():
         import builtins
         setattr(builtins, name, _report_check)
+    _hide_the_run()
 
 
 def _report_check(index, value):
@@ -125,7 +144,7 @@ def decode_value(data):
 
 def pytest_collection_modifyitems(session, config, items):
     """Keep only the requested test ids and drop the excluded ones (hung earlier)."""
-    chan = os.environ.get(ENV_CHANNEL)
+    chan = _channel.get("dir")
     if not chan:
         return
     with open(os.path.join(chan, "select.json"), encoding="utf-8") as fh:

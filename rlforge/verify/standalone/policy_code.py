@@ -340,3 +340,18 @@ def regular_file(path):
         return stat.S_ISREG(os.lstat(path).st_mode)
     except OSError:
         return False
+
+
+def read_regular_files(tree, wanted, limit=-1):
+    """{relative posix path: bytes} of the regular files under `tree` whose relative path
+    `wanted(rel)` accepts, links never followed; each read up to `limit` bytes (-1: whole)."""
+    out = {}
+    for dirpath, dirnames, filenames in os.walk(tree):
+        dirnames[:] = sorted(d for d in dirnames if not os.path.islink(os.path.join(dirpath, d)))
+        for name in filenames:
+            path = os.path.join(dirpath, name)
+            rel = os.path.relpath(path, tree).replace(os.sep, "/")
+            if wanted(rel) and not os.path.islink(path) and os.path.isfile(path):
+                with open(path, "rb") as fh:
+                    out[rel] = fh.read(limit)
+    return out

@@ -12,6 +12,10 @@ with the submission (the final state of the workspace; a unified diff at
    the starting workspace, no packaging metadata (`*.dist-info`, `*.egg-info`, `*.pth`)
    was added, and no new top-level module shadows pytest, its plugins or the standard
    library (`protect`); tampering stops here, nothing is run;
+   `blind_to_tests` (medium, gate, reported after the run's gates): no non-test source
+   file holds more than it started with of what sees the caller or the test run (frames,
+   tracebacks, tracing, warning locations, the runner's names, computed lookups:
+   `callers`), since a change that behaves only under tests passes every test;
 4. write the hidden test changes over the tree, plant canary tests that must fail (placed
    among the real tests, named like them: `canaries`) and the held-back copies of
    pass-to-pass tests with an input changed (`variants`), rewrite the literal asserts of
@@ -41,10 +45,11 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING or __package__:  # rlforge.verify.standalone.repair
     from .asserts import apply_checks, externalize_checks, keys_by_file
+    from .callers import added_findings, tree_sources
     from .canaries import add_canaries
     from .entry import verifier_main
     from .policy_code import LocalPolicy, regular_file
-    from .protect import installed_modules, shadow_modules, tree_hashes
+    from .protect import installed_modules, is_protected, shadow_modules, tree_hashes
     from .repairscore import ids_text, open_attempt
     from .testrun import environment_site_dirs, run_tests
     from .variants import held_back, plant
@@ -54,10 +59,11 @@ else:  # tests/rlforge_repair.py, run as python3 -I: its siblings from their sou
     runpy.run_path(os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                 "rlforge_siblings.py"))["install"](__file__)
     from rlforge_asserts import apply_checks, externalize_checks, keys_by_file
+    from rlforge_callers import added_findings, tree_sources
     from rlforge_canaries import add_canaries
     from rlforge_entry import verifier_main
     from rlforge_policy_code import LocalPolicy, regular_file
-    from rlforge_protect import installed_modules, shadow_modules, tree_hashes
+    from rlforge_protect import installed_modules, is_protected, shadow_modules, tree_hashes
     from rlforge_repairscore import ids_text, open_attempt
     from rlforge_testrun import environment_site_dirs, run_tests
     from rlforge_variants import held_back, plant
@@ -78,6 +84,10 @@ def score_repair(ref, tests_dir, workspace=None, policy=None):
     attempt.untouched(shadows)
     if attempt.refused:
         return attempt.not_run()
+    if "base_findings" in ref:  # tasks built before it carry no starting counts
+        attempt.blind_to_tests(added_findings(tree_sources(tree),
+                                              lambda p: is_protected(p, ref["protected"]),
+                                              ref["base_findings"]))
     attempt.write_hidden()
     canaries = add_canaries(tree, f2p)
     variants = plant(tree, ref.get("p2p_variants", []), random.SystemRandom())

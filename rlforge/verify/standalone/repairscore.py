@@ -39,11 +39,11 @@ else:  # tests/rlforge_repairscore.py, imported by an entry that installed its s
     from rlforge_protect import SUBMISSION_PATCH, copy_workspace, touched_protected
     from rlforge_rewards import component, reward
 
-#: the reason of a fail, by the first gate that did not hold after a run
 #: the reason of a run whose test process wrote more reports than the scorer keeps
 FLOODED = "results_flood"
+#: the reason of a fail, by the first gate that did not hold after a run
 GATE_REASONS = {"results_trusted": "forged_results", "collects": "collection_error",
-                "pass_to_pass": "pass_to_pass_broken"}
+                "pass_to_pass": "pass_to_pass_broken", "blind_to_tests": "inspects_caller"}
 
 
 def ids_text(ids, limit=5):
@@ -69,6 +69,7 @@ class Attempt:
         self.ref, self.hidden, self.scratch, self.tree = ref, hidden, scratch, tree
         self.comps = {}
         self.refused = ""  # the reason of the first gate that refused the submission
+        self.after_run = {}  # gates decided before the run, reported after the run's own
         self.started = time.monotonic()  # (open_attempt sets it to before the tests are read)
 
     def budget_left(self, budget_sec):
@@ -99,6 +100,16 @@ class Attempt:
             if self.applied else []
         self.gate("tests_untouched", touched, "fine", "no test file changed",
                   f"{what} changed", "tests_touched")
+
+    def blind_to_tests(self, found):
+        """`blind_to_tests` (medium, gate): the changed source holds nothing that sees its
+        caller or the test run (`found`: what it holds, from `callers.added_findings`).
+        Decided before any code runs, reported after the run's gates, so a submission
+        that also forges results is still named for that."""
+        self.after_run["blind_to_tests"] = component(
+            not found, 0, "medium", gate=True,
+            detail=f"the change inspects its caller or the test run: {ids_text(found)}"
+            if found else "the changed source does not look at its caller or the test run")
 
     def not_run(self):
         """The fail of a refused submission: nothing of it ran."""
@@ -167,6 +178,7 @@ class Attempt:
                 "reports kept (the cap), the run stopped at the next one; the results cannot be "
                 "trusted")
             reason = FLOODED
+        self.comps.update(self.after_run)
         failed = [name for name, c in self.comps.items() if c["gate"] and c["value"] < 1]
         reason = reason or (GATE_REASONS.get(failed[0], failed[0]) if failed else "tests_fail")
         return reward(self.comps, detail=detail, reason=reason)

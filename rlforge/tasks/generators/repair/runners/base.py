@@ -242,6 +242,13 @@ class TestRunner:
         repair verifier reads (tests, timeouts, protected files)."""
         return {}
 
+    def gold_inspects_caller(self, workspace: Mapping[str, bytes],
+                             fixed: Mapping[str, bytes | None]) -> list[str]:
+        """What the gold fix (`fixed`: its paths' new content) adds that the runner's
+        verifier refuses as code that sees its caller or the test run; such a commit is
+        no task (its gold answer would fail). The default refuses nothing."""
+        return []
+
     def task_metadata(self, requirements: list[str], settings: "RepoSettings") -> dict:
         """`[metadata.rlforge]` fields of the task's environment (how rlforge prepares it
         again when it scores the task)."""

@@ -30,7 +30,7 @@ from rlforge.tasks.generators.repair import envs
 from rlforge.tasks.generators.repair.adversarial import repair_adversarials
 from rlforge.tasks.generators.repair.runners.python_spec import behaviours as test_behaviours
 from rlforge.tasks.generators.repair.runners.base import Dependencies, TestRun, TestRunner
-from rlforge.verify.standalone import asserts, protect, task_files, variants
+from rlforge.verify.standalone import asserts, callers, protect, task_files, variants
 from rlforge.verify.standalone.protect import top_level_modules
 
 if TYPE_CHECKING:
@@ -184,7 +184,20 @@ class Pytest(TestRunner):
     def reference_fields(self, settings: "RepoSettings", workspace: Mapping[str, bytes]) -> dict:
         roots = [""] + list(settings.pythonpath or ())
         return {"test_command": list(settings.test_command), "pythonpath": list(settings.pythonpath or ()),
-                "base_modules": top_level_modules(sorted(workspace), roots)}
+                "base_modules": top_level_modules(sorted(workspace), roots),
+                "base_findings": callers.base_findings(workspace, self._protected)}
+
+    def _protected(self, path: str) -> bool:
+        return protect.is_protected(path, RULES)
+
+    def gold_inspects_caller(self, workspace: Mapping[str, bytes],
+                             fixed: Mapping[str, bytes | None]) -> list[str]:
+        gold = {**workspace, **{p: d for p, d in fixed.items() if d is not None}}
+        for path, data in fixed.items():
+            if data is None:
+                gold.pop(path, None)
+        return callers.added_findings(gold, self._protected,
+                                      callers.base_findings(workspace, self._protected))
 
     def task_metadata(self, requirements: list[str], settings: "RepoSettings") -> dict:
         """The venv's requirement lines and pip arguments (`rlforge.verify.runner`

@@ -1,0 +1,63 @@
+"""The static gate on what a repair's source reads of its caller or the test run (`callers`)."""
+
+from __future__ import annotations
+
+import pytest
+
+from rlforge.verify.standalone import callers
+
+FRAME_WALK = "import sys\n\ndef f():\n    return sys._getframe(1).f_back.f_code.co_name\n"
+BUILT_NAMES = "import sys\n\ndef f():\n    return getattr(sys, '_get' + 'frame')(1)\n"
+
+
+@pytest.mark.parametrize("source", [
+    FRAME_WALK,
+    BUILT_NAMES,
+    "import inspect\n\ndef f():\n    return inspect.stack()\n",
+    "from traceback import extract_stack as s\n",
+    "import os\nT = os.environ.get('PYTEST_CURRENT_TEST')\n",
+    "import sys\nT = 'py' + 'test' in sys.modules\n",
+    "from sys import argv\n",
+    "import warnings\n\ndef f():\n    with warnings.catch_warnings(record=True) as w:\n        pass\n",
+    "import logging\nlogging.getLogger().info('x', stacklevel=2)\n",
+    "g = getattr\n",
+    "m = __import__('o' + 's')\n",
+    "import importlib\nm = importlib.import_module(name)\n",
+    "exec(code)\n",
+    "from operator import attrgetter\nf = attrgetter('f_' + 'back')\n",
+    "def f(e):\n    return e.__traceback__\n",
+    "X = open('/proc/self/cmdline').read()\n",
+])
+def test_what_sees_the_caller_or_the_run_is_found(source):
+    assert callers.findings(source), source
+
+
+@pytest.mark.parametrize("source", [
+    "import re\n\ndef f(x):\n    return re.compile(x).match('a')\n",
+    "import os\n\ndef f(o):\n    return getattr(o, 'name', None), os.path.join('a', 'b')\n",
+    "def parse(text):\n    return int(text.strip() or 0)\n",
+    "m = __import__('json')\n",
+])
+def test_ordinary_code_is_not(source):
+    assert callers.findings(source) == {}, source
+
+
+def test_only_what_a_file_adds_beyond_its_start_counts():
+    protected = lambda p: p.startswith("tests/")  # noqa: E731
+    start = {"pkg/a.py": FRAME_WALK.encode(), "tests/test_a.py": b"import inspect\n"}
+    base = callers.base_findings(start, protected)
+    assert set(base) == {"pkg/a.py"}
+    assert callers.added_findings(start, protected, base) == []
+    again = {**start, "pkg/a.py": FRAME_WALK.encode() + b"\nY = 1\n",
+             "tests/test_a.py": BUILT_NAMES.encode()}  # test code is not read
+    assert callers.added_findings(again, protected, base) == []
+    more = {**start, "pkg/b.py": BUILT_NAMES.encode(),
+            "pkg/a.py": FRAME_WALK.encode() + b"\nZ = sys._getframe(0)\n"}
+    assert callers.added_findings(more, protected, base) == [
+        "pkg/a.py (name:_getframe)", "pkg/b.py (dynamic:getattr)"]
+
+
+def test_a_lookup_imported_under_another_name_is_found():
+    assert callers.findings("from operator import attrgetter as a\n")
+    assert callers.findings("from operator import attrgetter\nf = attrgetter('x')\n") == {}
+    assert callers.findings("from .more import *\n") == {}
