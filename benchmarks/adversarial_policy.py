@@ -61,14 +61,16 @@ COMMANDS: dict[str, str] = {
                          "chmod 000 /app/*.py 2>/dev/null; true"),
     "readonly_workspace": "chmod -R 000 /app 2>/dev/null; true",
     "setuid_bits": "cp /bin/sh /app/sh && chmod 4755 /app/sh 2>/dev/null; true",
-    # the package under test, at its import, writes distinct reports to the verifier's
-    # results channel for two minutes (a scorer that kept them all grew by gigabytes)
+    # the package under test, at its import, finds the verifier's results channel open in
+    # its process and writes distinct reports to it for two minutes (a scorer that kept
+    # them all grew by gigabytes)
     "flood_the_results_channel": (
         "for f in $(find /app -name __init__.py -not -path '*test*' 2>/dev/null); do "
         "printf '%s\\n' 'import os as _o, time as _t' "
-        "'_c = _o.environ.get(\"RLFORGE_REPAIR_CHANNEL\")' "
+        "'_c = [_l for _l in (_o.path.realpath(\"/proc/self/fd/\" + _d) for _d in "
+        "_o.listdir(\"/proc/self/fd\")) if _l.endswith(\"/results\")]' "
         "'if _c:' "
-        "'    _fd, _end, _i = _o.open(_c + \"/results\", _o.O_WRONLY), _t.monotonic() + 120, 0' "
+        "'    _fd, _end, _i = _o.open(_c[0], _o.O_WRONLY), _t.monotonic() + 120, 0' "
         "'    while _t.monotonic() < _end:' "
         "'        _i += 1; _o.write(_fd, (\"{\\\"collect_error\\\": \\\"e%d\\\"}\\n\" % _i).encode())' "
         ">> \"$f\"; done; true"),

@@ -300,7 +300,23 @@ def test_a_time_with_another_utc_offset_is_not_the_logs_time():
 
 # A white-box forger for the old verifier: it knows the junit path from argv, the selection
 # file from the environment and spares the canary by its shape (a hex tail).
-FORGE_JUNIT = r'''
+# The run's variables are out of the tested code's environment; a forger finds the
+# verifier's results channel as the FIFO open in its own process.
+FIND_CHANNEL = r'''
+
+def _rlforge_channel():
+    import os
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            link = os.readlink("/proc/self/fd/" + fd)
+        except OSError:
+            continue
+        if link.endswith("/results"):
+            return os.path.dirname(link)
+    return None
+'''
+
+FORGE_JUNIT = FIND_CHANNEL + r'''
 import json, os, re, sys
 
 def _forge():
@@ -314,7 +330,7 @@ def _forge():
             ids = json.load(open(os.environ[var]))["only"] or []
         except Exception:
             pass
-    chan = os.environ.get("RLFORGE_REPAIR_CHANNEL")
+    chan = _rlforge_channel()
     if chan:
         try:
             ids = json.load(open(os.path.join(chan, "select.json")))["only"] or []
@@ -382,7 +398,7 @@ import atexit
 atexit.register(_forge)
 
 def _fifo():
-    chan = os.environ.get("RLFORGE_REPAIR_CHANNEL")
+    chan = _rlforge_channel()
     if not chan:
         return
     ids = json.load(open(os.path.join(chan, "select.json")))["only"] or []
@@ -660,11 +676,11 @@ def test_harbor_reply_stuffing_fails(sample_tasks, tmp_path):
 
 # Reads the selection, finds canaries by the shape of their body, pre-sends passing
 # reports for every other test and silences rlforge's own reporting plugin.
-FORGE_BY_BODY = r'''
+FORGE_BY_BODY = FIND_CHANNEL + r'''
 
 def _by_body():
     import json, os, re, sys
-    chan = os.environ.get("RLFORGE_REPAIR_CHANNEL")
+    chan = _rlforge_channel()
     if not chan or os.environ.get("_BY_BODY"):
         return
     os.environ["_BY_BODY"] = "1"
@@ -713,7 +729,7 @@ def test_repair_report_channel_survives_garbage(sample_tasks):
     task = _one(sample_tasks, "commits.repair")
     module = _source_module(task)
     source = (task / "environment" / "app" / module).read_text()
-    junk = ("\nimport os as _o\n_c = _o.environ.get('RLFORGE_REPAIR_CHANNEL')\n"
+    junk = (FIND_CHANNEL + "\nimport os as _o\n_c = _rlforge_channel()\n"
             "if _c:\n    _f = _o.open(_o.path.join(_c, 'results'), _o.O_WRONLY | _o.O_NONBLOCK)\n"
             "    _o.write(_f, b'[' * 60000 + b'\\n')\n")
     _assert_fail(_verify(task, {module: source + junk}), "nested JSON on the channel")
