@@ -49,6 +49,7 @@ KEPT = [
     "Hallo Vertriebs-Team, Outlook Mobile stürzt seit Montag ab.",
     "Hallo Kundin, die Lieferung kommt am Freitag.",
     "Dzień dobry Kliencie, paczka jest w drodze.",
+    "Number of reduces for job job_1445144423722_0020 = 1",  # a word said twice (Hadoop)
 ]
 
 

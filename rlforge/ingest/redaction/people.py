@@ -322,6 +322,8 @@ def _lower_names(toks: list[Tok], starts: list[int]) -> list[tuple[int, int]]:
             break
         end = k
     first, last = toks[start], toks[end]
+    if first.low == last.low:  # a word said twice is no name ("for job job_1445…")
+        return []
     if _pinyin_pair(first, toks[start + 1], ev, led=True) or last.low not in ev.lists.common and (
             first.low not in ev.lists.common or first.low in ev.strong) \
             or first.low in ev.strong and last.low in ev.lists.prominent and _listed(last.low, ev.lists.surnames):
