@@ -142,9 +142,13 @@ def test_a_real_fix_that_breaks_another_function_scores_zero_despite_a_forger(ta
 
 
 def test_the_forger_alone_does_not_fail_the_gold_fix(task, tmp_path, monkeypatch, shared_cache):
-    """Without a regression the forger's echoes are the right values: the attempt passes,
-    so a zero above is the regression caught, not the forger's machinery."""
+    """Without a regression the forger's echoes are the right values: every test holds, so
+    the pass-to-pass zero above is the regression caught, not the forger's machinery. (The
+    attempt still fails, on the caller gate alone: the forger reads frames and pytest.)"""
     monkeypatch.setenv("RLFORGE_CACHE_DIR", str(shared_cache))
     reference = json.loads((task / "tests" / "reference.json").read_text())
     assert reference["p2p_variants"], "the task holds back no pass-to-pass check"
-    assert _attempt(task, tmp_path, "")["total"] == 1.0
+    reward = _attempt(task, tmp_path, "")
+    comps = reward["components"]
+    assert comps["fail_to_pass"]["value"] == comps["pass_to_pass"]["value"] == 1.0, comps
+    assert reward["total"] == 0.0 and reward["reason"] == "inspects_caller", reward
