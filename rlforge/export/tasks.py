@@ -47,8 +47,8 @@ from rlforge import db, difficulty
 from rlforge.errors import UserError
 from rlforge.export import reward_fn
 from rlforge.run.environment import SINGLE_TURN_SYSTEM
-from rlforge.taskdir import SOLVE_SCRIPT, Task, discover_tasks
-from rlforge.tasks.generators.answers import gold_answer
+from rlforge.taskdir import Task, discover_tasks
+from rlforge.tasks.generators.answers import read_gold_answer
 from rlforge.verify import kinds, standalone
 
 TASK_FORMATS = ("verl", "trl", "jsonl", "hf")
@@ -152,15 +152,6 @@ def prompt_messages(task: Task) -> list[dict[str, str]]:
             {"role": "user", "content": task.instruction}]
 
 
-def gold_text(task: Task) -> str | None:
-    """The answer the task's gold solution writes (an SFT target), None if it writes none."""
-    try:
-        script = (task.path / SOLVE_SCRIPT).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError):
-        return None
-    return gold_answer(script)
-
-
 def parse_splits(text: str) -> list[str]:
     """`train`, `train,val` or `all` into split names."""
     if text.strip() == "all":
@@ -197,7 +188,7 @@ def _trl_row(task: Task, index: int, e: difficulty.Estimate | None,
              tokens: int | None = None) -> dict[str, Any]:
     return {"prompt": prompt_messages(task), "task_id": task.task_id,
             "generator": task.generator, "split": task.split,
-            "rlforge_reference": _json(task.reference), "gold_answer": gold_text(task),
+            "rlforge_reference": _json(task.reference), "gold_answer": read_gold_answer(task.path),
             **difficulty_fields(e), "prompt_tokens": tokens}
 
 

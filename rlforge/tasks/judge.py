@@ -34,8 +34,8 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from rlforge.errors import UserError
-from rlforge.taskdir import INSTRUCTION, SOLVE_SCRIPT, TASK_TOML
-from rlforge.tasks.generators.answers import gold_answer
+from rlforge.taskdir import INSTRUCTION, TASK_TOML
+from rlforge.tasks.generators.answers import read_gold_answer
 
 MIN_AUC = 0.8        # gold replies must outrank shuffled ones at least this often
 JUDGE_WEIGHT = 0.25  # the judge component's weight (key_facts weighs 1.0)
@@ -159,10 +159,9 @@ def reply_pairs(out: Path) -> list[tuple[str, str]]:
     """(what the policy was shown, gold reply) of every reply task under `out`."""
     pairs = []
     for task in sorted(p for p in out.iterdir() if (p / TASK_TOML).is_file()):
-        script = task / SOLVE_SCRIPT
-        if 'verifier = "reply"' not in (task / TASK_TOML).read_text() or not script.is_file():
+        if 'verifier = "reply"' not in (task / TASK_TOML).read_text():
             continue
-        gold = gold_answer(script.read_text())
+        gold = read_gold_answer(task)
         if gold is not None:
             pairs.append(((task / INSTRUCTION).read_text(), gold))
     return pairs

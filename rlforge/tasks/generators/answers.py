@@ -9,6 +9,9 @@ parser expects, which must be a fail like any wrong answer.
 
 from __future__ import annotations
 
+from pathlib import Path
+
+from rlforge.taskdir.layout import SOLVE_SCRIPT
 from rlforge.tasks.spec import ANSWER_FILE, Submission
 
 
@@ -16,9 +19,13 @@ from rlforge.tasks.spec import ANSWER_FILE, Submission
 UNDECODABLE = b"ANSWER: \x00\xff\xfe\xed\xa0\x80" + b"[" * 20_000 + b"\r\n\x1b[2J"
 
 
+#: the heredoc delimiter of a gold solution's answer (extended with `_` while the answer holds it)
+ANSWER_MARKER = "RLFORGE_ANSWER_EOF"
+
+
 def solve_script(answer_text: str) -> bytes:
     """solution/solve.sh writing the answer with a quoted heredoc (no shell expansion)."""
-    marker = "RLFORGE_ANSWER_EOF"
+    marker = ANSWER_MARKER
     while marker in answer_text:
         marker += "_"
     return (f"#!/bin/bash\n# Gold solution: write the reference answer.\n"
@@ -33,9 +40,18 @@ def gold_answer(script: str) -> str | None:
         return None
     marker, sep, body = rest.partition("'\n")
     end = f"\n{marker}\n"
-    if not sep or not marker.startswith("RLFORGE_ANSWER_EOF") or not body.endswith(end):
+    if not sep or not marker.startswith(ANSWER_MARKER) or not body.endswith(end):
         return None
     return body[:-len(end)]
+
+
+def read_gold_answer(task_dir: Path) -> str | None:
+    """`gold_answer` of a task directory's solution/solve.sh; None when it has none."""
+    try:
+        script = (task_dir / SOLVE_SCRIPT).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None
+    return gold_answer(script)
 
 
 def null_submission() -> Submission:
