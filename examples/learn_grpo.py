@@ -197,6 +197,9 @@ def warm_then_train(export_dir: str | Path, out: str | Path, *,
         found = sample_passing(rows, model, tokenizer, samples=warm_up_samples,
                                max_new_tokens=grpo.get("max_completion_length", 48), seed=seed)
     targets = gold_completions(rows) if warm_up_gold else found["passing"]
+    if warm_up_gold and not targets:
+        raise SystemExit(f"no train row of {export_dir} has a gold_answer: export the tasks "
+                         "again with `rlforge export tasks --format trl`")
     tuned = warm_up(targets, Path(out) / "warm-up", model, tokenizer, seed=seed)
     result = train(export_dir, out, generators=generators, seed=seed, model=model,
                    tokenizer=tokenizer, **grpo)
