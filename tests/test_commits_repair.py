@@ -363,7 +363,7 @@ def test_validation_proves_every_task(calc):
 
 
 # The gold fix kept under a private name, the public one broken unless a test file's code
-# is on the stack (red team s52, route_forge.py: what runs outside the tests goes unchecked).
+# is on the stack (what runs outside the tests goes unchecked).
 TEST_FILE_ROUTER = """
 import sys as _rf_sys
 
@@ -391,8 +391,8 @@ TEST_FILE_ROUTER_HIDDEN = (TEST_FILE_ROUTER
 
 @pytest.mark.parametrize("router", ["plain", "hidden"])
 def test_a_fix_that_answers_only_under_a_test_scores_0(calc, tmp_path, router):
-    """The gold fix, its functions answering only when a `test*` frame is on the stack
-    (red team s52): every test passes, held-back copies too, so only the static gate
+    """The gold fix, its functions answering only when a `test*` frame is on the stack:
+    every test passes, held-back copies too, so only the static gate
     (`blind_to_tests`) stands between it and a full score. The gold fix alone still
     scores 1 through the same API."""
     code = {"plain": TEST_FILE_ROUTER, "hidden": TEST_FILE_ROUTER_HIDDEN}[router]

@@ -134,7 +134,7 @@ def test_selected_ids_only_and_missing_ones(tmp_path, venv):
 
 def test_code_under_test_does_not_see_the_run_in_its_environment(tmp_path, venv):
     """No `PYTEST_CURRENT_TEST` naming the running test, none of the verifier's variables
-    (red team s52: code could answer right only when a test is running)."""
+    (code could answer right only when a test is running)."""
     root = tree(tmp_path / "t", {"tests/test_env.py": """
         import os
 

@@ -1,4 +1,4 @@
-"""The name groups the rules found hardest (issue 38, session 52): Korean names in Latin
+"""The name groups the rules found hardest: Korean names in Latin
 letters, Irish names with Ó/Ní/O', family names of several words written first, names in
 lower case, and a name after a greeting that a three-word window used to cut. Each case
 was written for this file (none from a corpus) and failed before these rules."""

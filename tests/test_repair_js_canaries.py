@@ -1,4 +1,4 @@
-"""s52: JavaScript canaries that tested code cannot tell from the tests they copy.
+"""JavaScript canaries that tested code cannot tell from the tests they copy.
 
 Before, the driver appended its canaries to each test file as `case N M` (a neutral title
 and a number) with a body of their own. A submission that wraps node's `assert` and
