@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from rlforge.sandbox import SandboxSpec, prepare_env, run
+from rlforge.tasks.generators.repair.adversarial import CHANNEL_FINDER
 from rlforge.tasks.generators.repair.checks import write_tree
 from rlforge.verify.standalone import asserts, plugin, task_files, testrun
 from rlforge.verify.standalone.canaries import CANARIES, add_canaries
@@ -235,16 +236,10 @@ def test_a_canary_never_copies_an_earlier_canary(tmp_path):
 
 # The run's variables are out of the environment: a forger finds the results channel as
 # the FIFO open in its own process (while the plugin holds it), as any code under test can.
-FIND_CHANNEL = """
-    def channel():
-        for fd in os.listdir("/proc/self/fd"):
-            try:
-                link = os.readlink(f"/proc/self/fd/{fd}")
-            except OSError:
-                continue
-            if link.endswith("/results"):
-                return link
-    """
+FIND_CHANNEL = textwrap.indent(CHANNEL_FINDER + """
+def channel():
+    return os.path.join(_rlforge_channel(), "results")
+""", "    ")
 
 
 def test_first_report_of_a_test_wins(tmp_path, venv):

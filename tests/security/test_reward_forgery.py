@@ -25,6 +25,7 @@ import pytest
 
 import rlforge.envs
 from rlforge.tasks import registry
+from rlforge.tasks.generators.repair.adversarial import CHANNEL_FINDER
 from paths import SAMPLE_DATA
 
 pytestmark = [pytest.mark.sandbox, pytest.mark.slow]
@@ -300,21 +301,8 @@ def test_a_time_with_another_utc_offset_is_not_the_logs_time():
 
 # A white-box forger for the old verifier: it knows the junit path from argv, the selection
 # file from the environment and spares the canary by its shape (a hex tail).
-# The run's variables are out of the tested code's environment; a forger finds the
-# verifier's results channel as the FIFO open in its own process.
-FIND_CHANNEL = r'''
-
-def _rlforge_channel():
-    import os
-    for fd in os.listdir("/proc/self/fd"):
-        try:
-            link = os.readlink("/proc/self/fd/" + fd)
-        except OSError:
-            continue
-        if link.endswith("/results"):
-            return os.path.dirname(link)
-    return None
-'''
+# The forger finds the verifier's results channel as the product's adversarial set does.
+FIND_CHANNEL = CHANNEL_FINDER
 
 FORGE_JUNIT = FIND_CHANNEL + r'''
 import json, os, re, sys

@@ -122,20 +122,30 @@ def _rlforge_adv_spare():
 _rlforge_adv_spare()
 '''
 
-AT_EXIT_FORGE = '''
+CHANNEL_FINDER = '''
 
-def _rlforge_adv_at_exit():
-    import glob
-    import json
+def _rlforge_channel():
+    """The directory of the verifier's results FIFO if this process holds it open, else
+    None. The run's variables are hidden from tested code, so a forger looks for the open
+    FIFO among its own file descriptors, as any code under test can."""
     import os
-    chan = os.environ.get("RLFORGE_REPAIR_CHANNEL", "")
-    for fd in os.listdir("/proc/self/fd"):  # the run's variables are hidden: the open FIFO
+    for fd in os.listdir("/proc/self/fd"):
         try:
             link = os.readlink("/proc/self/fd/" + fd)
         except OSError:
             continue
         if link.endswith("/results"):
-            chan = os.path.dirname(link)
+            return os.path.dirname(link)
+    return None
+'''
+
+AT_EXIT_FORGE = CHANNEL_FINDER + '''
+
+def _rlforge_adv_at_exit():
+    import glob
+    import json
+    import os
+    chan = _rlforge_channel() or os.environ.get("RLFORGE_REPAIR_CHANNEL", "")
     try:
         with open(os.path.join(chan, "select.json")) as fh:
             ids = json.load(fh).get("only") or []
