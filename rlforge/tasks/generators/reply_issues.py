@@ -124,7 +124,7 @@ def other_issue_attacks(model: IssueModel, issue: str, facts: list[str],
     ]
 
 
-# Replies that name the issue without answering it (a red team's families, s48): the issue
+# Replies that name the issue without answering it (a red team's families): the issue
 # model sums its weights over the whole reply, so a list of the issue's strongest words
 # anywhere -- in a refusal, after a fixed template -- sets the issue, and no gate reads
 # negation. Each is built from what a policy has: the knowledge base, the ticket, and an

@@ -2,9 +2,9 @@
 
 Code under test runs in the test process, so it can look at who called it (the stack) or
 whether a test run is going on at all, and be right only there: held-back copies of the
-pass-to-pass tests are tests too (red team s52, issue 33: a function that walks up to the
-nearest `test*` frame and compares that test's shape with the visible ones passed every
-check while broken everywhere else). The verifier cannot watch the code outside tests, so
+pass-to-pass tests are tests too (a function that walks up to the nearest `test*` frame
+and compares that test's shape with the visible ones passed every check while broken
+everywhere else). The verifier cannot watch the code outside tests, so
 it refuses changes that contain the means instead.
 
 `findings(text)` reads one non-test source file and counts what it holds of those means:

@@ -43,10 +43,10 @@ pass-to-pass test's outcome (a gate) is as forgeable as the framework's report. 
 canaries narrow that: their titles, ids, place and stack are a real test's, so code that
 swallows failures must tell the real literal from the changed one. It can where it knows
 the real one (a pass-to-pass test of a file the policy saw), and a file with no test
-that compares with a literal in its own body gets no canary. Measured by a red team
-(s49, D1/E2): a submission wrapping node's `assert` so that failures are swallowed
+that compares with a literal in its own body gets no canary. Measured by a red team:
+a submission wrapping node's `assert` so that failures are swallowed
 unless the calling line holds the canaries' `require("node:assert")` hid 9 broken
-pass-to-pass tests of a real mime-types task (it reported 46/46 and scored 1.0); s52: one
+pass-to-pass tests of a real mime-types task (it reported 46/46 and scored 1.0); one
 sparing tests titled like the old canaries (`case N M`) scored 1.0 before and 0 now. So
 the bound stands and JavaScript tasks are opt-in (`TestRunner.forgeable`).
 """

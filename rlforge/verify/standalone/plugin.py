@@ -41,7 +41,7 @@ RUN_VARIABLES = (ENV_CHANNEL, ENV_CHECK, "PYTEST_DISABLE_PLUGIN_AUTOLOAD", "PYTE
 def _hide_the_run():
     """Take the run's own variables out of the environment and stop pytest from naming the
     running test in `PYTEST_CURRENT_TEST`: code under test should not learn from its
-    environment that a test is running, nor which (red team s52, issue 33)."""
+    environment that a test is running, nor which."""
     for name in RUN_VARIABLES:
         os.environ.pop(name, None)
     runner = sys.modules.get("_pytest.runner")  # loaded by the pytest running this plugin

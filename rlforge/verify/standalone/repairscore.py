@@ -76,8 +76,8 @@ class Attempt:
         """What is left of the tests' time budget `budget_sec` once this attempt's own work
         (reading the tests, copying and hashing the workspace) is paid from it. The budget
         is the verifier's timeout less a margin, so a workspace made slow to copy cannot
-        push scoring past that timeout, where Harbor records no reward at all (red team,
-        s51: 76,000 files); it shortens the test run instead, the policy's fail."""
+        push scoring past that timeout, where Harbor records no reward at all (a red team's
+        76,000 files); it shortens the test run instead, the policy's fail."""
         return max(0.0, float(budget_sec) - (time.monotonic() - self.started))
 
     @property

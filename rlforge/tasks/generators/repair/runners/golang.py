@@ -106,7 +106,7 @@ class GoTest(TestRunner):
     test_files_text = "`*_test.go` files, anything under a `testdata/` or `vendor/` directory"
     # The test process can run no program and reach no /proc (golaunch), but what stops
     # the submission's own code from writing the verdict in-process is the static gate
-    # (goreach), a list of routes. A red team (s49) walked around it: an import alias
+    # (goreach), a list of routes. A red team walked around it: an import alias
     # spelled with letters the scan did not read, plus a seccomp filter of the test's own
     # holding a failing exit. Both are closed, but until a red team finds nothing, Go tasks
     # are for models one trusts.
