@@ -61,3 +61,51 @@ def test_a_lookup_imported_under_another_name_is_found():
     assert callers.findings("from operator import attrgetter as a\n")
     assert callers.findings("from operator import attrgetter\nf = attrgetter('x')\n") == {}
     assert callers.findings("from .more import *\n") == {}
+
+
+# A file is read as Python reads it: a byte-order mark or a coding declaration changes its
+# encoding, and a reader that assumed UTF-8 saw nothing in it.
+BOM_ROUTER = "\ufeffimport inspect\n\ndef f():\n    return inspect.stack(0)\n".encode("utf-8")
+# each "_" written as UTF-7 writes it: "+AF8-"
+UTF7_ROUTER = b"# coding: utf_7\nimport sys\n\ndef f():\n    return sys.+AF8-getframe(1).f+AF8-back\n"
+
+
+@pytest.mark.parametrize("source", [
+    BOM_ROUTER,
+    UTF7_ROUTER,
+    "# -*- coding: latin-1 -*-\nimport inspect\n".encode("latin-1"),
+    b"# coding: no-such-codec\nx = 1\n",
+    # code loaded from a file the gate does not read as source
+    b"import runpy\nns = runpy.run_path('tables.dat')\n",
+    b"from importlib import util\n",
+    b"import importlib.machinery as m\n",
+    b"m = __import__('runpy')\n",
+    b"import importlib\nm = importlib.import_module('inspect')\n",
+    # a namespace indexed by a computed key
+    b"import sys\nget = vars(sys)['_get' + 'frame']\n",
+    b"def back(f):\n    return type(f).__dict__['f_' + 'back'].__get__(f)\n",
+    b"import sys\ng = sys.__dict__.get('_get' + 'frame')\n",
+    b"g = globals()[name]\n",
+])
+def test_what_hides_from_a_plain_reading_is_found(source):
+    assert callers.findings(source), source
+
+
+@pytest.mark.parametrize("source", [
+    "# Größe in Bytes\ndef size(x):\n    return len(x)\n".encode(),
+    "\ufeffdef f():\n    return 1\n".encode("utf-8"),
+    b"class A:\n    def d(self):\n        return vars(self)['name'], self.__dict__.get('x')\n",
+    b"def g(table, key):\n    return table.get(key), table[key]\n",
+    b"import importlib\nm = importlib.import_module('json')\n",
+])
+def test_ordinary_bytes_are_not(source):
+    assert callers.findings(source) == {}, source
+
+
+def test_an_unreadable_file_counts_only_when_new():
+    protected = lambda p: p.startswith("tests/")  # noqa: E731
+    start = {"pkg/old.py": b"# coding: no-such-codec\n"}
+    base = callers.base_findings(start, protected)
+    assert callers.added_findings(start, protected, base) == []
+    assert callers.added_findings({**start, "pkg/new.py": UTF7_ROUTER[:12] + b"\xff"},
+                                  protected, base) == ["pkg/new.py (unreadable)"]

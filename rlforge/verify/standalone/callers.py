@@ -10,9 +10,12 @@ it refuses changes that contain the means instead.
 `findings(text)` reads one non-test source file and counts what it holds of those means:
 names of frame, traceback, tracing and warning-location machinery and of the test run
 (read as substrings of the whole text, strings and comments included), imports of the
-modules that give them, and dynamic access that static reading cannot follow (`getattr`
-with a computed name, `__import__` or `importlib.import_module` of a computed name,
-`eval`, `exec`, `compile`). A task records its starting files' counts
+modules that give them (or load code from other files), and dynamic access that static
+reading cannot follow (`getattr` with a computed name, `__import__` or
+`importlib.import_module` of a computed name, `eval`, `exec`, `compile`, a namespace
+such as `vars(sys)` or `type(x).__dict__` indexed by a computed key). The file is read
+as Python reads it (a byte-order mark or a coding declaration decides its encoding), and
+a file that does not decode counts as unreadable. A task records its starting files' counts
 (`base_findings`); a submission is refused when a file holds more of one kind than it
 started with (`added_findings`). This narrows what in-process code can forge; it cannot
 close it (the README's trust boundary says what stays open).
@@ -21,6 +24,8 @@ close it (the README's trust boundary says what stays open).
 from __future__ import annotations
 
 import ast
+import io
+import tokenize
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING or __package__:  # rlforge.verify.standalone.callers
@@ -41,7 +46,9 @@ RUN_NEEDLES = ("pytest", "unittest", "rlforge", "/proc/", "cmdline", "__builtins
 MODULES = frozenset({"inspect", "traceback", "unittest", "pytest", "_pytest", "faulthandler",
                      "ctypes", "gc", "__main__", "pdb", "bdb", "trace", "cProfile", "profile",
                      "_testcapi", "_testinternalcapi", "builtins", "marshal", "pickle",
-                     "_pickle", "_warnings", "sys.monitoring"})
+                     "_pickle", "_warnings", "sys.monitoring", "runpy", "zipimport",
+                     "importlib.util", "importlib.machinery", "importlib.abc",
+                     "importlib._bootstrap", "importlib._bootstrap_external"})
 #: attributes of `sys` that say how the process was started or what it has loaded
 SYS_ATTRS = frozenset({"argv", "orig_argv", "modules", "monitoring", "meta_path",
                        "path_hooks", "audit", "call_tracing"})
@@ -49,6 +56,10 @@ SYS_ATTRS = frozenset({"argv", "orig_argv", "modules", "monitoring", "meta_path"
 DYNAMIC_CALLS = frozenset({"eval", "exec", "compile", "__import__", "breakpoint"})
 NAMED_LOOKUPS = frozenset({"getattr", "hasattr", "setattr", "delattr", "__getattribute__",
                            "attrgetter", "methodcaller", "import_module"})
+#: calls whose result is a namespace mapping names to objects
+NAMESPACES = frozenset({"vars", "globals", "locals"})
+#: mapping methods that look up a key
+KEY_LOOKUPS = frozenset({"get", "pop", "setdefault", "__getitem__"})
 
 REASON = "inspects_caller"
 WHAT = "the change inspects its caller or the test run"
@@ -64,6 +75,14 @@ def _name_of(func):
     if isinstance(func, ast.Attribute):
         return func.attr
     return ""
+
+
+def _is_namespace(node):
+    """Whether `node` is `vars(...)`, `globals()`, `locals()` or `<anything>.__dict__`."""
+    if isinstance(node, ast.Attribute):
+        return node.attr == "__dict__"
+    return isinstance(node, ast.Call) and isinstance(node.func, ast.Name) \
+        and node.func.id in NAMESPACES
 
 
 def _module_names(tree):
@@ -94,6 +113,8 @@ def _ast_findings(tree, counts):
             if node.level == 0 and (mod in MODULES or mod.split(".", 1)[0] in MODULES):
                 add(f"import:{mod}")
             for alias in node.names:
+                if node.level == 0 and f"{mod}.{alias.name}" in MODULES:
+                    add(f"import:{mod}.{alias.name}")
                 if node.level == 0 and mod == "sys" and alias.name in SYS_ATTRS:
                     add(f"sys.{alias.name}")
                 if alias.name in DYNAMIC_CALLS | NAMED_LOOKUPS and alias.asname not in (
@@ -103,6 +124,9 @@ def _ast_findings(tree, counts):
             if isinstance(node.value, ast.Name) and node.value.id in sys_names \
                     and node.attr in SYS_ATTRS:
                 add(f"sys.{node.attr}")
+        elif isinstance(node, ast.Subscript):
+            if _is_namespace(node.value) and not _constant(node.slice):
+                add("dynamic:namespace[key]")
         elif isinstance(node, ast.Call):
             name = _name_of(node.func)
             if name in DYNAMIC_CALLS and isinstance(node.func, ast.Name):
@@ -110,6 +134,14 @@ def _ast_findings(tree, counts):
                     add(f"dynamic:{name}")
             elif name in NAMED_LOOKUPS and not all(map(_constant, _looked_up(name, node))):
                 add(f"dynamic:{name}")
+            elif name in KEY_LOOKUPS and isinstance(node.func, ast.Attribute) \
+                    and _is_namespace(node.func.value) and not all(map(_constant, node.args[:1])):
+                add("dynamic:namespace[key]")
+            if name in ("__import__", "import_module") and node.args and _constant(node.args[0]):
+                module = node.args[0].value
+                if isinstance(module, str) and (module in MODULES
+                                                or module.split(".", 1)[0] in MODULES):
+                    add(f"import:{module}")
     # a lookup function handed on as a value (`g = getattr; g(sys, name)`)
     for node in ast.walk(tree):
         for child in ast.iter_child_nodes(node):
@@ -127,11 +159,24 @@ def _looked_up(name, call):
     return call.args[1:2] or [call]
 
 
+def source_text(data):
+    """The text Python reads from source bytes `data` (its encoding from a byte-order mark
+    or a coding declaration, UTF-8 by default), or None when it does not decode."""
+    try:
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+        return data.decode(encoding)
+    except (SyntaxError, LookupError, UnicodeError, ValueError):
+        return None
+
+
 def findings(text):
     """{kind: how many} of the means to see the caller or the test run in one source file
     (`text`, bytes or str); see the module docstring."""
     if isinstance(text, bytes):
-        text = text.decode("utf-8", "surrogateescape")
+        decoded = source_text(text)
+        if decoded is None:
+            return {"unreadable": 1}
+        text = decoded
     counts = {}
     for needle in FRAME_NEEDLES:
         n = text.count(needle)
@@ -145,7 +190,7 @@ def findings(text):
     try:
         tree = ast.parse(text)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return counts  # a file Python cannot read is never imported
+        return counts  # decoded as Python decodes it but not valid: its import fails too
     _ast_findings(tree, counts)
     return counts
 
