@@ -109,6 +109,9 @@ def main() -> None:
     p.add_argument("--warm-up-samples", type=int, default=0, metavar="N",
                    help="before GRPO, fine-tune on the base model's passing completions "
                    "among N samples per train task (0: no warm-up)")
+    p.add_argument("--warm-up-learning-rate", type=float, default=5e-5)
+    p.add_argument("--lora", type=int, default=0, metavar="RANK",
+                   help="train a LoRA adapter of this rank instead of every weight")
     p.add_argument("--warm-up-gold", action="store_true",
                    help="before GRPO, fine-tune on the train tasks' gold answers; the "
                    "warmed-up checkpoint is scored on the held-out split too")
@@ -152,7 +155,9 @@ def main() -> None:
     t0 = time.monotonic()
     result = warm_then_train(export, trained, generators=gens,
                              warm_up_samples=args.warm_up_samples,
-                             warm_up_gold=args.warm_up_gold, steps=args.steps,
+                             warm_up_gold=args.warm_up_gold,
+                             warm_up_learning_rate=args.warm_up_learning_rate,
+                             lora_rank=args.lora, steps=args.steps,
                              batch=args.batch, num_generations=args.num_generations,
                              max_completion_length=args.max_completion_length,
                              learning_rate=args.learning_rate, seed=args.seed)
@@ -173,7 +178,8 @@ def main() -> None:
           f"{f' in the band {args.difficulty}' if args.difficulty else ''}, "
           f"{train_seconds:.0f} s wall, peak RSS {rss_mb:.0f} MB "
           f"(batch {args.batch}, {args.num_generations} generations, "
-          f"{args.max_completion_length} tokens, lr {args.learning_rate})")
+          f"{args.max_completion_length} tokens, lr {args.learning_rate}"
+          f"{f', LoRA rank {args.lora}' if args.lora else ''})")
     if "warm_up" in result:
         w, found = result["warm_up"], result["warm_up"]["sampled"]
         if found:

@@ -32,6 +32,33 @@ def load_policy(model: str | Path | None = None) -> tuple[Any, Any]:
     return load(model or find_gguf())
 
 
+# The projections a LoRA adapter trains: the ones llama.cpp can serve an adapter over.
+LORA_MODULES = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
+
+
+def with_lora(model: Any, rank: int) -> Any:
+    """`model` with a rank-`rank` LoRA adapter (peft) on every projection: only the adapter
+    trains, and `examples/gguf_adapter.py` turns it into a file llama.cpp serves exactly."""
+    from peft import LoraConfig, get_peft_model
+
+    return get_peft_model(model, LoraConfig(r=rank, lora_alpha=rank, lora_dropout=0.0,
+                                            target_modules=LORA_MODULES, task_type="CAUSAL_LM"))
+
+
+def save(trainer: Any, tokenizer: Any, out: str | Path) -> None:
+    """Save the trained model to `out` as a whole checkpoint (what `rlforge.hf_server`
+    serves); a LoRA model also keeps its adapter alone in `out`/adapter."""
+    model = trainer.model
+    if hasattr(model, "merge_and_unload"):  # a peft model: merge a copy, train on
+        import copy
+
+        model.save_pretrained(str(Path(out) / "adapter"))
+        copy.deepcopy(model).merge_and_unload().save_pretrained(str(out))
+    else:
+        trainer.save_model(str(out))
+    tokenizer.save_pretrained(str(out))
+
+
 def train_rows(export_dir: str | Path, generators: list[str] | None) -> Any:
     """The export's train split, only the given generators' rows (all when None)."""
     import datasets
@@ -126,8 +153,7 @@ def warm_up(passing: list[dict[str, Any]], out: str | Path, model: Any, tokenize
     started = time.monotonic()
     trainer.train()
     seconds = time.monotonic() - started
-    trainer.save_model(str(out))
-    tokenizer.save_pretrained(str(out))
+    save(trainer, tokenizer, out)
     losses = [h["loss"] for h in trainer.state.log_history if "loss" in h]
     return {"steps": trainer.state.global_step, "seconds": seconds, "rows": len(rows),
             "loss": losses}
@@ -137,7 +163,7 @@ def train(export_dir: str | Path, out: str | Path, *, generators: list[str] | No
           steps: int = 30, batch: int = 8, num_generations: int = 4,
           max_completion_length: int = 48, learning_rate: float = 1e-5,
           temperature: float = 0.7, seed: int = 0, model: Any = None,
-          tokenizer: Any = None, **config: Any) -> dict[str, Any]:
+          tokenizer: Any = None, lora_rank: int = 0, **config: Any) -> dict[str, Any]:
     """GRPO on the export's train rows, the reward the task's verifier; save to `out`.
 
     Args:
@@ -147,6 +173,8 @@ def train(export_dir: str | Path, out: str | Path, *, generators: list[str] | No
         steps: optimizer steps; each sees `batch` completions (`batch / num_generations`
             prompts, `num_generations` completions each).
         model, tokenizer: start from these instead of the embedded model.
+        lora_rank: with no `model`, train a LoRA adapter of this rank (`with_lora`) instead
+            of every weight (0).
         **config: more `GRPOConfig` fields (e.g. `beta`, `generation_kwargs`).
 
     Returns:
@@ -158,6 +186,8 @@ def train(export_dir: str | Path, out: str | Path, *, generators: list[str] | No
     rows = train_rows(export_dir, generators)
     if model is None:
         model, tokenizer = load_policy()
+        if lora_rank:
+            model = with_lora(model, lora_rank)
     args = GRPOConfig(
         output_dir=str(Path(out) / "trainer"), max_steps=steps, per_device_train_batch_size=batch,
         num_generations=num_generations, max_completion_length=max_completion_length,
@@ -168,8 +198,7 @@ def train(export_dir: str | Path, out: str | Path, *, generators: list[str] | No
     started = time.monotonic()
     trainer.train()
     seconds = time.monotonic() - started
-    trainer.save_model(str(out))
-    tokenizer.save_pretrained(str(out))
+    save(trainer, tokenizer, out)
     curve = [{"step": h["step"], "reward": h.get("rewards/trl_reward/mean"),
               "reward_std": h.get("rewards/trl_reward/std"),
               "completion_length": h.get("completions/mean_length"),
@@ -182,14 +211,17 @@ def train(export_dir: str | Path, out: str | Path, *, generators: list[str] | No
 
 def warm_then_train(export_dir: str | Path, out: str | Path, *,
                     generators: list[str] | None = None, warm_up_samples: int = 0,
-                    warm_up_gold: bool = False, seed: int = 0, **grpo: Any) -> dict[str, Any]:
+                    warm_up_gold: bool = False, warm_up_learning_rate: float = 5e-5,
+                    seed: int = 0, lora_rank: int = 0, **grpo: Any) -> dict[str, Any]:
     """`train`, after an optional warm-up: with `warm_up_samples` > 0, the base model's
     passing completions on the train rows (`sample_passing`) are fine-tuned on first
     (`warm_up`); with `warm_up_gold`, the train rows' gold answers are. GRPO starts from
     the tuned model, which is also saved to `out`/warm-up. The result has a "warm_up"
-    entry (the sampling's pass counts, the SFT's steps and loss) when one ran."""
+    entry (the sampling's pass counts, the SFT's steps and loss) when one ran. With
+    `lora_rank`, both train one LoRA adapter of that rank."""
     if not warm_up_samples and not warm_up_gold:
-        return train(export_dir, out, generators=generators, seed=seed, **grpo)
+        return train(export_dir, out, generators=generators, seed=seed, lora_rank=lora_rank,
+                     **grpo)
     model, tokenizer = load_policy()
     rows = train_rows(export_dir, generators)
     found: dict[str, Any] = {}
@@ -200,7 +232,10 @@ def warm_then_train(export_dir: str | Path, out: str | Path, *,
     if warm_up_gold and not targets:
         raise SystemExit(f"no train row of {export_dir} has a gold_answer: export the tasks "
                          "again with `rlforge export tasks --format trl`")
-    tuned = warm_up(targets, Path(out) / "warm-up", model, tokenizer, seed=seed)
+    if lora_rank:
+        model = with_lora(model, lora_rank)
+    tuned = warm_up(targets, Path(out) / "warm-up", model, tokenizer, seed=seed,
+                    learning_rate=warm_up_learning_rate)
     result = train(export_dir, out, generators=generators, seed=seed, model=model,
                    tokenizer=tokenizer, **grpo)
     found.pop("passing", None)
@@ -224,11 +259,18 @@ def main() -> None:
                         "the verifier passes, and fine-tune on them (SFT); 0: no warm-up")
     parser.add_argument("--warm-up-gold", action="store_true",
                         help="before GRPO, fine-tune on the train tasks' gold answers (SFT)")
+    parser.add_argument("--warm-up-learning-rate", type=float, default=5e-5)
+    parser.add_argument("--lora", type=int, default=0, metavar="RANK",
+                        help="train a LoRA adapter of this rank instead of every weight (kept "
+                        "alone in OUT/adapter; examples/gguf_adapter.py makes it a file "
+                        "`rlforge run --adapter` serves with the embedded model)")
     a = parser.parse_args()
     gens = [g.strip() for g in a.generators.split(",")] if a.generators else None
     result = warm_then_train(a.export_dir, a.out, generators=gens,
                              warm_up_samples=a.warm_up_samples,
-                             warm_up_gold=a.warm_up_gold, steps=a.steps, batch=a.batch,
+                             warm_up_gold=a.warm_up_gold,
+                             warm_up_learning_rate=a.warm_up_learning_rate, lora_rank=a.lora,
+                             steps=a.steps, batch=a.batch,
                              num_generations=a.num_generations,
                              max_completion_length=a.max_completion_length,
                              learning_rate=a.learning_rate, seed=a.seed)

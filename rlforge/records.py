@@ -148,6 +148,8 @@ class RunPlan:
     policy: dict[str, Any]  # rlforge.policy.PolicyConfig.record()
     embedded: bool
     gates: Gates
+    # a LoRA adapter (GGUF, absolute path) served with the embedded model, "" for none
+    adapter: str = ""
     sandbox_workers: int
     # rlforge.sandbox.sandbox_settings (a plan from before they were kept ran with the
     # built-in defaults)
@@ -177,7 +179,7 @@ class RunPlan:
     def endpoint(self) -> str:
         """The policy the run talks to, as a person would name it."""
         if self.embedded:
-            return "the embedded model"
+            return "the embedded model" + (f" with adapter {self.adapter}" if self.adapter else "")
         return f"{self.policy['base_url']} (model {self.policy['model']!r})"
 
 

@@ -29,6 +29,10 @@ def run(
                                            "e.g. http://127.0.0.1:8000/v1 (default: the embedded "
                                            "local model)"),
     model: Optional[str] = typer.Option(None, "--model", help="model name sent to the endpoint"),
+    adapter: Optional[str] = typer.Option(None, "--adapter", help="a LoRA adapter (GGUF) to "
+                                          "serve the embedded model with: a file (e.g. from "
+                                          "examples/gguf_adapter.py) or the name of one rlforge "
+                                          "ships (smollm2-135m-triage)"),
     api_key_env: Optional[str] = typer.Option(None, "--api-key-env", help="NAME of the env "
                                               "variable holding the API key"),
     samples: Optional[int] = typer.Option(None, "--samples", min=1, help="samples per task "
@@ -55,7 +59,8 @@ def run(
                                                 help="auto, tools or text (```bash blocks)"),
     generators: Optional[str] = typer.Option(None, "--generators", help="only tasks of these "
                                              "generators, e.g. tickets.triage,tickets.reply"),
-    split: Optional[str] = typer.Option(None, "--split", help="only tasks of this split"),
+    split: Optional[str] = typer.Option(None, "--split", help="only tasks of this split "
+                                        "(or of these: val,test)"),
     limit: Optional[int] = typer.Option(None, "--limit", min=1, help="N tasks, taken in turn "
                                         "from each generator (by task id)"),
     difficulty: Optional[str] = difficulty_option(),
@@ -86,7 +91,8 @@ def run(
     from rlforge.run.store import new_run_id
 
     cfg = state(ctx).config
-    cfg.with_flags(run__base_url=base_url, run__model=model, run__api_key_env=api_key_env,
+    cfg.with_flags(run__base_url=base_url, run__model=model,
+                   run__adapter=adapter, run__api_key_env=api_key_env,
                    run__samples=samples, run__concurrency=concurrency,
                    run__temperature=temperature, run__max_tokens=max_tokens, run__seed=seed,
                    run__min_pass_rate=min_pass_rate,
@@ -104,6 +110,7 @@ def run(
     if resume:
         changed = [name for name, value in (
             ("TASKS_DIR", tasks_dir), ("--base-url", base_url), ("--model", model),
+            ("--adapter", adapter),
             ("--api-key-env", api_key_env), ("--samples", samples), ("--seed", seed),
             ("--temperature", temperature), ("--max-tokens", max_tokens),
             ("--generators", generators), ("--split", split), ("--limit", limit),

@@ -131,7 +131,8 @@ def select_tasks(tasks: list[Task], *, generators: list[str] | None = None,
                             f"it holds: {', '.join(sorted(known))}")
         tasks = [t for t in tasks if t.generator in wanted]
     if split:
-        tasks = [t for t in tasks if t.split == split]
+        splits = {s.strip() for s in split.split(",")}
+        tasks = [t for t in tasks if t.split in splits]
         if not tasks:
             raise UserError(f"no tasks in split {split!r}")
     tasks = sorted(tasks, key=lambda t: t.task_id)
@@ -193,6 +194,14 @@ def plan_run(settings: Settings, tasks_dir: Path, tasks: list[Task], run_id: str
     if run.concurrency < 1:
         raise ConfigError(f"run.concurrency must be at least 1, got {run.concurrency}")
     policy = PolicyConfig.from_settings(run)
+    adapter = ""
+    if run.adapter:
+        if policy.base_url:
+            raise UserError(f"--adapter {run.adapter} is served with the embedded model; the "
+                            f"endpoint {policy.base_url} serves its own weights (drop one of them)")
+        from rlforge.local_model import find_adapter
+
+        adapter = str(find_adapter(run.adapter))
     if policy.base_url:
         PolicyClient(policy, api_key="")  # a bad URL is a user error before anything starts
         if not policy.model:
@@ -211,7 +220,7 @@ def plan_run(settings: Settings, tasks_dir: Path, tasks: list[Task], run_id: str
         selection=selection, samples=run.samples, seed=run.seed,
         concurrency=run.concurrency, generator_concurrency=quotas,
         time_budget=run.time_budget, env=env,
-        policy=policy.record(), embedded=not policy.base_url,
+        policy=policy.record(), embedded=not policy.base_url, adapter=adapter,
         gates=Gates(run.min_pass_rate, run.max_infra_error_rate),
         sandbox_workers=settings.sandbox.workers, sandbox=sandbox_settings(settings.sandbox),
         settings=settings.record(),
@@ -379,7 +388,7 @@ def _policy(settings: Settings, plan: RunPlan) -> Iterator[tuple[Any, str, str, 
         return
     from rlforge.local_model import NOTICE, LocalModel
 
-    with LocalModel() as local:
+    with LocalModel(adapter=plan.adapter or None) as local:
         policy = PolicyConfig(**{**asdict(policy), **local.policy_overrides()})
         yield policy, "", NOTICE, 1
 
