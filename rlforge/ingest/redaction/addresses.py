@@ -12,7 +12,8 @@ import re
 
 from rlforge.ingest.redaction.run_words import L, U, Tok
 from rlforge.ingest.redaction.words import (GREETINGS, PARTICLES, STREET_ENDINGS, STREET_WORDS_AFTER,
-                                            STREET_WORDS_BEFORE, TITLES, TOWN_JOINERS, UNIT_WORDS)
+                                            STREET_WORDS_BEFORE, STREET_WORDS_NAMING, TITLES, TOWN_JOINERS,
+                                            UNIT_WORDS)
 
 _NUMBER = re.compile(r"[0-9]{1,5}[A-Za-z]?(?:[-/][0-9]{1,4}[A-Za-z]?)?")
 _ZIP5 = re.compile(r"[0-9]{5}")
@@ -186,3 +187,46 @@ def _house_before(toks: list[Tok], i: int) -> bool:
     return any(_number(toks[k]) and any(not _number(toks[x]) for x in range(max(lo, k - 1), i)
                                         if x != k)
                for k in range(lo, i))
+
+
+def street_names(toks: list[Tok]) -> list[tuple[int, int]]:
+    """Token index ranges [i, j] of streets named without a house number, which are no
+    address and no person either ("the branch on Jackson Street", "a loja da Rua Maria
+    Antônia", "Bremen, Goetheplatz"): a compound with a street ending ("Lindenstraße",
+    "Keizersgracht"), a capitalised street word and the capitalised words after it ("Avenida
+    Carlos Haya"), or up to two capitalised words before a street word that is no surname
+    (`STREET_WORDS_NAMING`: "Dawson Street", "Charles Square").
+
+    Args:
+        toks: the tokens of a run.
+
+    Returns:
+        The ranges, in order, not overlapping.
+    """
+    out: list[tuple[int, int]] = []
+    n = len(toks)
+    for i, t in enumerate(toks):
+        if not _is_capital(t) or any(a <= i <= b for a, b in out):
+            continue
+        if _compound_street(t.low) == 2:
+            out.append((i, i))
+            continue
+        if t.low in STREET_WORDS_BEFORE and not t.stop:
+            j = i
+            while j + 1 < n and j - i < 4 and not toks[j].stop and not toks[j + 1].line and (
+                    toks[j + 1].low in PARTICLES or _is_capital(toks[j + 1])) and not _number(toks[j + 1]):
+                j += 1
+            while j > i and toks[j].low in PARTICLES:
+                j -= 1
+            if j > i:
+                out.append((i, j))
+                continue
+        if t.low.rstrip(".") in STREET_WORDS_NAMING and i > 0 and not toks[i].line:
+            k = i
+            while k > 0 and i - k < 2 and not toks[k].line and not toks[k - 1].stop \
+                    and _is_capital(toks[k - 1]) and not _number(toks[k - 1]):
+                k -= 1
+            if k < i:
+                out = [(a, b) for a, b in out if b < k]
+                out.append((k, i))
+    return out

@@ -14,7 +14,11 @@ and the other a rare word no list holds ("Edwin Schmiedt", "Tintzmann, Leonardo"
 before a surname ("M. Rossi", "B. da Conceição"); any capitalised word after a title
 ("Herr", "Mme", "Sig.ra"), a closing line or a cue ("my colleague"), or before an e-mail
 placeholder; a listed word after a greeting, a weak cue or a closing line of a few words
-("Hi Anna,", "this is Wang", "Thanks for your help!\nIsaque"). `CASED_RUN`, the other rule,
+("Hi Anna,", "this is Wang", "Thanks for your help!\nIsaque"), a chat mention or time
+stamp ("@Ana Souza", "[09:14] Ana Souza:") or a mail header's sender ("Von: Ana Souza");
+a name of several parts with particles ("Rosângela Teixeira de Barros"). Not names: a
+street named without a house number ("on Jackson Street", `addresses.street_names`) and a
+brand with its town on a signature line ("Acme Berlin"). `CASED_RUN`, the other rule,
 reads words of any letter case after those leads ("hi maria,", "regards,\nanna
 kowalska"), or two to four lower-case words a cue word leads ("placed by ping liang",
 `LOWER_CUES`) for `judge_cased`. A Chinese name in pinyin is a listed one-syllable surname
@@ -30,14 +34,14 @@ from __future__ import annotations
 import re
 
 from rlforge.ingest.redaction import korean, numbers
-from rlforge.ingest.redaction.addresses import addresses
+from rlforge.ingest.redaction.addresses import addresses, street_names
 from rlforge.ingest.redaction.name_evidence import (_GAELIC_O, _LEAD_WORDS, _NAME_WORD, _PLACE_BEFORE, _Evidence, _evidence,
                                                     _is_given, _is_name_word, _listed, _lower_pair,
-                                                    _name_shaped, _named, _pair, _pinyin_pair, _place_name,
+                                                    _name_shaped, _named, _pair, _pinyin_pair, _place_name, place_names,
                                                     _two_capitals, given_names)
 from rlforge.ingest.redaction.rules import Span
 from rlforge.ingest.redaction.run_words import INITIAL, L, U, Tok, tokens
-from rlforge.ingest.redaction.words import (BUSINESS_WORDS, CLOSINGS, GREETINGS, LOWER_CUES, NOT_NAMES,
+from rlforge.ingest.redaction.words import (BUSINESS_WORDS, CLOSINGS, GREETINGS, LOWER_CUES, MAIL_HEADERS, NOT_NAMES,
                                             PARTICLES, PERSON_CUES, SAINTS, SIGN_OFFS, STREET_WORDS_BEFORE,
                                             TITLES, WEAK_PERSON_CUES, phrases_rx)
 
@@ -69,9 +73,16 @@ _MORE = (rf"(?:{_RUN_SEP}(?:{_LEAD}|{_WEAK_LEAD})?(?:{_JOIN}\.?[ ])*{_RUN_TOKEN}
 # street word ("van der Dussenstr. 5", "rue de Neveu, 11426 Hamon")
 # The e-mail address after a name, already a placeholder: "Tao Liang <EMAIL_…>", "(<EMAIL_…>)".
 _EMAIL_AFTER = r"[ ]*[(<]?<EMAIL_[0-9a-f]{6}>"
-RUN = (rf"(?:{_LEAD}{_RUN_TOKEN}{_MORE}*|(?:{_JOIN}\.?[ ])*{_RUN_TOKEN}{_MORE}+"
+# An @-mention in chat ("@Ana Souza can you…") or a chat log's time stamp ("[09:14] Ana
+# Souza: …") leads a name as a greeting does.
+_CHAT_LEAD = r"(?:@|\[[0-9]{1,2}:[0-9]{2}(?::[0-9]{2})?\][ ]{1,2})"
+_CHAT_LEAD_RX = re.compile(_CHAT_LEAD)
+RUN = (rf"(?:(?:{_LEAD}|{_CHAT_LEAD}){_RUN_TOKEN}{_MORE}*|(?:{_JOIN}\.?[ ])*{_RUN_TOKEN}{_MORE}+"
        rf"|(?:{_JOIN}\.?[ ])+{_RUN_TOKEN})(?:{_EMAIL_AFTER}|,)?")  # "Hi Anna,"
 _LEAD_RX = re.compile(rf"(?<![^\s,(]){_LEAD}")
+# A sender or recipient field of a mail header at the start of a line: "Von: Rosângela Teixeira".
+_HEADER_LEAD = rf"(?m:^)[ \t]*{phrases_rx(*MAIL_HEADERS)}[ \t]?:[ \t]*"
+_HEADER_RX = re.compile(_HEADER_LEAD)
 _WEAK_LEAD_RX = re.compile(rf"(?<![^\s,(]){_WEAK_LEAD}")
 # Words of any case after a lead ("hi maria,", "regards,\nanna kowalska"): the other rule.
 _ANY_WORD = f"[A-Za-z{U}{L}][A-Za-z{U}{L}'’-]*"
@@ -80,11 +91,14 @@ _LOWER_WORD = f"[a-z{L}][a-z{L}'’-]+"
 # here", would need an alternative that may start at every word: it cost a third of the
 # redaction time.)
 _LOWER_LEAD = rf"{phrases_rx(*LOWER_CUES)}[ ]+"
+# A particle between the words of a name in any case ("ana carolina dos santos filho").
+_PARTICLE = "(?:" + "|".join(re.escape(w) for w in sorted(PARTICLES, key=lambda w: (-len(w), w))
+                             if w.isalpha()) + ")"
 # (then any capitalised words, so that a window of three words never cuts a name in two:
 # "Merci de rappeler KHOURY Hamza"; "aqui é Antoniou, Stavros," up to the comma after it, so
 # that a name after a greeting's comma is left whole to the other rule: "Hoi allemaal, Marieke
-# van Dijk")
-CASED_RUN = (rf"(?:(?:{_LEAD}|{_WEAK_LEAD}){_ANY_WORD}(?:[ ]{_ANY_WORD}){{0,2}}(?:[ ]{_RUN_TOKEN})*(?:,[ ]{_RUN_TOKEN}(?:[ ]{_RUN_TOKEN})?,)?"
+# van Dijk"; with the particles between them: "I am covering for Luiz Fernando Ribeiro dos Passos")
+CASED_RUN = (rf"(?:(?:{_LEAD}|{_WEAK_LEAD}|{_CHAT_LEAD}|{_HEADER_LEAD}){_ANY_WORD}(?:[ ](?:{_PARTICLE}[ ]){{0,2}}{_ANY_WORD}){{0,2}}(?:[ ](?:{_JOIN}[ ])*{_RUN_TOKEN})*(?:,[ ]{_RUN_TOKEN}(?:[ ]{_RUN_TOKEN})?,)?"
              rf"|{_LOWER_LEAD}{_LOWER_WORD}(?:[ ]{_LOWER_WORD}){{1,3}})")
 _LOWER_LEAD_RX = re.compile(rf"(?<![^\s,(]){_LOWER_LEAD}")
 RUN_PREFIX = rf"[^<>\\{TOKEN_CHARS}]"
@@ -153,11 +167,78 @@ def _given_after_comma(toks: list[Tok], k: int, skip: set[int], ev: _Evidence) -
         _listed(t.low, ev.lists.given) or ev.given(t))
 
 
-def _surname_goes_on(toks: list[Tok], k: int, ev: _Evidence) -> bool:
-    """Whether the surname word `k` after a particle, a common word too ("Costa"), has another
-    listed surname word after it ("Maria Clara da Costa Lima"; not "Farkas de Legal y")."""
-    return k + 1 < len(toks) and not toks[k].stop and not toks[k + 1].line \
-        and _is_name_word(toks[k + 1]) and ev.surname(toks[k + 1], common_ok=True)
+def _surname_after_particle(toks: list[Tok], k: int, ev: _Evidence) -> bool:
+    """Whether the word `k` after a particle, a common word too ("Almeida", "Costa", "Legal"),
+    goes on a surname rather than saying where the person works: a listed surname with
+    another listed surname word after it ("Maria Clara da Costa Lima"; not "Farkas de Legal
+    y"), or written in capitals, or a prominent surname (ranked high in some country) that
+    ends the name ("Teixeira de Barros", "Ribeiro dos Passos"; "Legal" is only in the long
+    tail, and "Ingrid Sandoval de Data Engineering" goes on with a word no surname)."""
+    t = toks[k]
+    if not ev.surname(t, common_ok=True):
+        return False
+    ends = k + 1 >= len(toks) or t.stop or toks[k + 1].line
+    nxt = toks[k + 1] if not ends else None
+    return toks[k - 1].word.isupper() or t.low in ev.lists.prominent and ends or (
+        nxt is not None and (_is_name_word(nxt) or t.word.islower() and nxt.word.islower() and _name_shaped(nxt))
+        and ev.surname(nxt, common_ok=True))
+
+
+def _particle_chain(toks: list[Tok], i: int, names: frozenset[str], ev: _Evidence, led: bool = False) -> bool:
+    """Whether a name of several parts starts at `i`: a given name (a curated one, or one of the
+    large lists that is no common word; after a lead, `led`, any listed one), up to two more
+    given names or prominent surnames, a particle and a surname after it that is no place
+    ("Heloísa Ribeiro de Andrade", "Rosângela dos Passos", "@João dos Santos"; not a shop and
+    its town, "Nordwind de Lisboa")."""
+    t, n = toks[i], len(toks)
+    if t.stop or not _is_name_word(t) or t.low in _LEAD_WORDS \
+            or not (ev.given(t) or _is_given(t, names) or led and _listed(t.low, ev.lists.given)) \
+            or i > 0 and (toks[i - 1].low.rstrip(".") in SAINTS or toks[i - 1].low in _PLACE_BEFORE):
+        return False
+    k = i + 1  # then given names or prominent surnames, not any listed word
+    while k < n and k - i < 3 and not toks[k].line and not toks[k - 1].stop and _is_name_word(toks[k]) \
+            and (_listed(toks[k].low, ev.lists.given) and toks[k].low not in ev.lists.common
+                 or toks[k].low in ev.lists.prominent and _listed(toks[k].low, ev.lists.surnames)):
+        k += 1
+    if k >= n - 1 or toks[k].line or toks[k - 1].stop or toks[k].low not in PARTICLES \
+            or not toks[k].word.islower():
+        return False
+    m = k
+    while m < n - 1 and toks[m].low in PARTICLES and not toks[m].stop:
+        m += 1
+    if toks[m].line or not _is_name_word(toks[m]) or toks[m].low in place_names() or not (
+            ev.surname(toks[m]) or _surname_after_particle(toks, m, ev)):
+        return False
+    return True
+
+
+def _given_before(toks: list[Tok], start: int, taken: int, skip: set[int], ev: _Evidence) -> int:
+    """Where a name found at `start` begins when a given name the lists hold, common word or
+    not, stands right before it, or before a particle that opens it ("Luiz Fernando Ribeiro
+    dos Passos", "Rogério de Souza Lemos"): the large lists count many Portuguese given names
+    ("João", "Luiz") among the most frequent Portuguese words. `taken`: the last token of the
+    name found before, which this one may not reach back into."""
+    k = start - 1
+    if k > taken and toks[k].low in PARTICLES and toks[k].word.islower() and not toks[start].line:
+        k -= 1  # "Rogério de Souza Lemos": the particle, then the given name
+    if k <= taken or k in skip or k + 1 in skip:
+        return start
+    p = toks[k]
+    if p.stop or toks[k + 1].line or not _is_name_word(p) or not _listed(p.low, ev.lists.given) \
+            or p.low in _LEAD_WORDS or k > 0 and (toks[k - 1].low.rstrip(".") in TITLES | SAINTS
+                                                  or toks[k - 1].low in _PLACE_BEFORE):
+        return start
+    return k
+
+
+def _brand_and_place(toks: list[Tok], start: int, end: int, ev: _Evidence) -> bool:
+    """Whether the words `start` to `end` are a brand and the town of its branch, as a
+    signature's company line writes them ("Acme Berlin", "Nordwind Hamburg"): two or more
+    words on one line, the last a country or region, none before it a name any list holds
+    ("Anna Berlin", "Ana Braga" are people: a place is a surname too)."""
+    return end > start and toks[end].low in place_names() and not any(t.line for t in toks[start + 1:end + 1]) \
+        and not any(_listed(t.low, ev.lists.given) or _listed(t.low, ev.lists.surnames)
+                    or INITIAL.fullmatch(t.text) or t.low in PARTICLES for t in toks[start:end])
 
 
 def _continues(t: Tok, first: Tok, ev: _Evidence) -> bool:
@@ -172,12 +253,15 @@ def _continues(t: Tok, first: Tok, ev: _Evidence) -> bool:
 
 
 def _names(run: str, toks: list[Tok], skip: set[int], names: frozenset[str],
-           leads: set[int], weak: set[int] = frozenset()) -> list[tuple[int, int]]:  # type: ignore[assignment]
+           leads: set[int], weak: set[int] = frozenset(),  # type: ignore[assignment]
+           whole: set[int] = frozenset()) -> list[tuple[int, int]]:  # type: ignore[assignment]
     """Token ranges of names; `leads` are the tokens after a closing line or a cue word,
-    `weak` those after a word a name may follow (a greeting, "this is")."""
+    `weak` those after a word a name may follow (a greeting, "this is"), `whole` those of
+    `weak` whose name runs to its last name word (after "@" or a mail header's "From:", no
+    sentence goes on in capitals)."""
     ev = _evidence()
-    line_leads = {i for i in leads if i > 0 and "\n" in run[toks[i - 1].end:toks[i].start]}
-    out = []
+    line_leads = {i for i in leads if i > 0 and "\n" in run[toks[i - 1].end:toks[i].start]} | whole
+    out: list[tuple[int, int]] = []
     n = len(toks)
     i = 0
     while i < n:
@@ -210,7 +294,8 @@ def _names(run: str, toks: list[Tok], skip: set[int], names: frozenset[str],
                 or t.word.islower() and t.low in ev.strong and (
                     i in leads or t.low not in ev.lists.common)
                 or (nxt is not None and (_pair(t, nxt, ev) or _two_capitals(t, nxt, ev)
-                                         or _lower_pair(t, nxt, ev)))):
+                                         or _lower_pair(t, nxt, ev)))
+                or _particle_chain(toks, i, names, ev, led=True)):
             start = i  # "regards,\nanna", "this is Wang", "Un saludo, Marta"
         elif (_is_given(t, names) and nxt is not None and not t.stop and not nxt.line and (
                 _is_name_word(nxt) and (t.low not in ev.lists.common or _named(nxt, ev))
@@ -218,16 +303,18 @@ def _names(run: str, toks: list[Tok], skip: set[int], names: frozenset[str],
                 or nxt is not None and _pair(t, nxt, ev) and not (i > 0 and toks[i - 1].low in _PLACE_BEFORE)) \
                 and not (i > 0 and toks[i - 1].low.rstrip(".") in SAINTS):
             start = i
+        elif _particle_chain(toks, i, names, ev):
+            start = i  # "Heloísa Ribeiro de Andrade", "Rosângela dos Passos"
         if start is None or start in skip:
             i += 1
             continue
-        comma_pair = start == i and nxt is not None and nxt.line and _pair(t, nxt, ev)
+        comma_pair = start == i and nxt is not None and nxt.line and i + 1 not in skip and _pair(t, nxt, ev)
         end = start
         initial = bool(INITIAL.fullmatch(toks[start].text))  # "Y. Sato": "y" is no particle here
         while toks[end].low in PARTICLES and end + 1 < n and not initial:
             end += 1
         first = toks[end]
-        while end + 1 < n and end - start < 5 and not toks[end].stop and end + 1 not in skip \
+        while end + 1 < n and end - start < 7 and not toks[end].stop and end + 1 not in skip \
                 and not toks[end + 1].line:
             nxt_word = end + 1
             while nxt_word < n - 1 and toks[nxt_word].low in PARTICLES and not toks[nxt_word].stop:
@@ -237,8 +324,7 @@ def _names(run: str, toks: list[Tok], skip: set[int], names: frozenset[str],
                 break
             if nxt_word > end + 1 and end > start and not (
                     ev.surname(toks[nxt_word]) or ev.unknown(toks[nxt_word])
-                    or ev.surname(toks[nxt_word], common_ok=True) and (
-                        _surname_goes_on(toks, nxt_word, ev) or toks[nxt_word - 1].word.isupper())):
+                    or _surname_after_particle(toks, nxt_word, ev)):
                 break  # "Iryna Lysenko van Platform Team", "Bence Farkas de Legal": where they work
             if nxt_word == end + 2 and end == start and toks[nxt_word].low in ev.lists.common \
                     and not _listed(toks[nxt_word].low, ev.lists.surnames) and nxt_word + 1 < n \
@@ -263,13 +349,48 @@ def _names(run: str, toks: list[Tok], skip: set[int], names: frozenset[str],
         if comma_pair or start == i and end > start and toks[start].word.isupper() \
                 and len(toks[start].word) > 1 and not toks[end].word.isupper():  # "LIMA Maria"
             start = _family_before(toks, start, skip, ev)
+        if start == i and end > start and not comma_pair and not initial:
+            start = _given_before(toks, start, out[-1][1] if out else -1, skip, ev)
         if _name_shaped(toks[end]) and (toks[start].low not in PARTICLES or start == i + 1 or initial
                                         or comma_pair or start < i) \
                 and not any(toks[k].low in BUSINESS_WORDS for k in range(start, end + 1)) \
-                and not _place_name(toks, start, end):
+                and not _place_name(toks, start, end) and not _brand_and_place(toks, start, end, ev):
             out.append((start, end))
         i = end + 1
     return out
+
+
+def _streets(toks: list[Tok], names: frozenset[str]) -> set[int]:
+    """The tokens of the streets named without a house number (`addresses.street_names`),
+    which are no person's name, less those a person's name may be: one word a list holds as
+    a surname although it ends like a street ("Verlaan", "Hellweg") or one after a given name
+    ("Thom Oversteeg"), a street word that is a curated given name ("Ronda Jansen") or a
+    surname after a given name ("Juan Estrada Ruiz"; not "die Filiale Rue de Rivoli")."""
+    ev = _evidence()
+    out: set[int] = set()
+    for a, b in street_names(toks):
+        first = toks[a]
+        before = toks[a - 1] if a > 0 and not first.line and not toks[a - 1].stop else None
+        after_given = before is not None and _is_name_word(before) and (before.low in names or ev.given(before))
+        if a == b and (_listed(first.low, ev.lists.surnames) or _listed(first.low, ev.lists.given) or after_given) \
+                or a < b and first.low in STREET_WORDS_BEFORE and (first.low in names or after_given):
+            continue
+        out |= set(range(a, b + 1))
+    return out
+
+
+def _signature_lines(run: str, toks: list[Tok], found: list[tuple[int, int]],
+                     led: set[int]) -> list[tuple[int, int]]:
+    """`found` less the names on the lines under a signature's name: once a name stands on
+    the line after a closing line ("Cordialement,\nAna Souza"), the lines under it hold a
+    job title, a company and its branch, an address ("Head of Sales, Acme Lisboa"), not
+    another person, unless a lead says so ("CC: Rui Lopes")."""
+    signed = next((b for a, b in found if a in led and a > 0
+                   and "\n" in run[toks[a - 1].end:toks[a].start]), None)
+    if signed is None:
+        return found
+    return [(a, b) for a, b in found
+            if a <= signed or a in led or "\n" not in run[toks[signed].end:toks[a].start]]
 
 
 def _signature_phones(run: str, toks: list[Tok], found: list[tuple[int, int]], leads: set[int],
@@ -358,10 +479,13 @@ def _lower_signature(run: str, toks: list[Tok], leads: set[int]) -> list[tuple[i
 def judge_cased(run: str, regions: tuple[str, ...] = numbers.DEFAULT_REGIONS) -> list[Span]:
     """The PERSON spans in words of any letter case after a lead (`CASED_RUN`: "hi maria,",
     "regards,\nanna kowalska", "This is Wang from support")."""
-    toks = _tokens(run, _ANY_TOKEN)
+    chat = _CHAT_LEAD_RX.match(run)  # "@ana souza", "[09:14] ana souza:"
+    toks = _tokens(" " * chat.end() + run[chat.end():] if chat else run, _ANY_TOKEN)
     names = given_names()
     leads, weak = _after(_LEAD_RX, run, toks), _after(_WEAK_LEAD_RX, run, toks)
-    found = _names(run, toks, set(), names, leads, weak)
+    headed = _after(_HEADER_RX, run, toks) | ({0} if chat else set())
+    weak |= headed
+    found = _names(run, toks, set(), names, leads, weak, headed)
     signature = _lower_signature(run, toks, leads)
     if signature and not any(a <= signature[0][1] and b >= signature[0][0] for a, b in found):
         found += signature
@@ -380,7 +504,8 @@ def judge(run: str, people: bool = True, places: bool = True,
           regions: tuple[str, ...] = numbers.DEFAULT_REGIONS) -> list[Span]:
     """The PERSON and ADDRESS spans of one run, in order (and PHONE: a number on the line
     under a signature's name)."""
-    toks = _tokens(run)
+    chat = _CHAT_LEAD_RX.match(run)  # "@Ana Souza", "[09:14] Ana Souza:": the first word is led
+    toks = _tokens(" " * chat.end() + run[chat.end():] if chat else run)
     spans: list[Span] = []
     skip: set[int] = set()
     if places:
@@ -391,7 +516,10 @@ def judge(run: str, people: bool = True, places: bool = True,
             skip |= set(range(a, b + 1))
     if people:
         names = given_names()
+        skip |= _streets(toks, names)
         leads, weak = _after(_LEAD_RX, run, toks), _after(_WEAK_LEAD_RX, run, toks)
+        headed = _after(_HEADER_RX, run, toks) | ({0} if chat else set())
+        weak |= headed
         before_email: int | None = None
         if run.endswith(">") and toks:  # capitalised words right before an e-mail: a name
             k = len(toks) - 1
@@ -401,10 +529,11 @@ def judge(run: str, people: bool = True, places: bool = True,
             before_email = k if _is_name_word(toks[k]) and toks[-1].end >= len(run) - 24 else None
             if before_email is not None:
                 leads.add(before_email)
-        found = _names(run, toks, skip, names, leads, weak)
+        found = _names(run, toks, skip, names, leads, weak, headed)
         if before_email is not None:
             # the whole name up to the e-mail ("Luiz Miguel Carvalho <…>": no sentence starts)
             found = [(a, len(toks) - 1) if a == before_email else (a, b) for a, b in found]
+        found = _signature_lines(run, toks, found, leads | weak)
         for a, b in found:
             s, e = toks[a].start, toks[b].end
             value = " ".join(run[s:e].split()).casefold()

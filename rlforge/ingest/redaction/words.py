@@ -172,13 +172,16 @@ GREETINGS = {
     "buonasera", "salve", "grazie", "egregio", "egregia",
     # Spanish, Portuguese, Polish ("Hola Marta,", "Bom dia Ana,", "Dzień dobry Pani Anno,")
     "hola", "días", "dias", "tardes", "noches", "estimado", "estimada", "querido", "querida",
-    "gracias", "olá", "ola", "oi", "dia", "prezado", "prezada", "obrigado", "obrigada",
+    "gracias", "olá", "ola", "oi", "dia", "prezado", "prezada", "prezados", "prezadas",
+    "estimados", "estimadas", "queridos", "queridas", "obrigado", "obrigada", "valeu",
+    "thx", "dankjewel", "dankje",
     "cześć", "witam", "witaj", "dobry", "szanowny", "szanowna", "drogi", "droga", "dziękuję",
 }
 # Words that follow a greeting or a cue but name a group, not a person.
 GROUP_WORDS = {
     "team", "all", "everyone", "there", "folks", "guys", "sir", "madam", "support", "colleagues",
-    "zusammen", "leute", "kollegen", "damen", "herren", "équipe", "tous", "monsieur", "madame",
+    "zusammen", "leute", "kollegen", "kolleginnen", "damen", "herren", "équipe", "tous", "monsieur",
+    "madame",
     "allemaal", "iedereen", "collega", "tutti", "signori", "colleghi", "customer", "service",
     "the", "a", "an", "our", "my", "your", "this", "that", "der", "die", "das", "le", "la", "les",
     "de", "het", "il", "lo", "gli", "mein", "meine", "mijn",
@@ -275,6 +278,10 @@ WEAK_PERSON_CUES = (
     "chamo-me", "sou", "aqui é", "nazywam się", "jestem", "mam na imię", "z tej strony",
     "sent by", "de la part de", "de parte de", "da parte di", "namens",
 )
+# The sender and recipient fields of a forwarded or quoted e-mail's header, as mail programs
+# of the supported languages write them ("From: Ana Souza", "Von: …", "Van: …", "De : …").
+MAIL_HEADERS = ("from", "to", "cc", "bcc", "von", "an", "van", "aan", "de", "à", "a", "para",
+                "da", "od", "do", "dw")
 # Words after which two or more lower-case words may be a name the lists make a given name
 # and a surname ("placed by ping liang", "ask michael babu", "cc anna kowalska").
 LOWER_CUES = (
@@ -337,7 +344,14 @@ STREET_WORDS_BEFORE = {  # the name follows: "rue de la Paix 3", "Via Roma 12"
     "faubourg", "rond-point", "via", "viale", "piazza", "piazzale", "corso", "largo", "vicolo",
     "strada", "contrada", "borgo", "lungomare", "lungotevere", "località", "localita", "rotonda",
     "stretto", "canale", "salita", "traversa", "calle", "rotonda", "lungolago", "vico",
+    # Portuguese and Spanish ("Rua Augusta 1500", "Avenida Paulista", "Paseo del Prado 8")
+    "rua", "avenida", "travessa", "praça", "alameda", "estrada", "rodovia", "plaza", "paseo",
+    "camino", "carretera", "ronda", "glorieta", "pasaje", "travesía",
 }
+# Street words after a street's name that are hardly ever a person's surname ("Jackson
+# Street", "Charles Square"; not "Lane", "Hill", "Green", "Wood"): a name before one is a street.
+STREET_WORDS_NAMING = {"street", "road", "avenue", "boulevard", "blvd", "square", "terrace",
+                       "crescent", "highway", "parkway", "straße", "strasse"}
 STREET_ENDINGS = (
     "straße", "strasse", "str.", "str", "weg", "gasse", "allee", "platz", "ring", "damm", "ufer",
     "chaussee", "steig", "pfad", "markt", "graben", "berg", "hof", "park", "stieg", "zeile",
