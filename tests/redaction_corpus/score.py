@@ -6,9 +6,11 @@ rules), `fresh.py` (hand-written tickets, scored once), `real.py` (real public t
 text, hand-labelled), `crafted.py` (names of 22 origins in eight styles and words that
 look like names, written for session 51 before its rules; tuned on by session 52) and
 `chatmail.py` (chat and e-mail tickets with the name groups `crafted.py` found weakest,
-written for session 52 before its rules).
+written for session 52 before its rules) and `frontdesk.py` (CRM notes, macros, forum
+posts, quoted threads, voicemails, escalations and order exports in eight languages, names
+of sixteen origins, written for session 53 by someone who never read the rules).
 
-    PYTHONPATH=. .venv/bin/python tests/redaction_corpus/score.py [heldout|second|name_styles|unseen_names|fresh|real|crafted|chatmail] [N]
+    PYTHONPATH=. .venv/bin/python tests/redaction_corpus/score.py [heldout|second|name_styles|unseen_names|fresh|real|crafted|chatmail|frontdesk] [N]
 """
 
 from __future__ import annotations
