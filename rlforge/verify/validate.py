@@ -168,24 +168,6 @@ async def score_submissions(task_dir: Path, meta: dict, subs: list[dict], runner
     out: dict[str, tuple[VerifierRun, float, str]] = {}
     runs_tree: dict[str, str] = {}  # tree digest -> the submission that runs it
     same: dict[str, tuple[str, float]] = {}
-    to_run: list[tuple[str, Path, float]] = []
-    for sub in subs:
-        started = time.perf_counter()
-        files = {k: v.encode("utf-8", "surrogateescape") for k, v in sub["files"].items()}
-        ws = fresh_workspace(task_dir, scratch, files)
-        known = await runner.settle(task_dir, meta, ws)
-        spent = time.perf_counter() - started
-        if isinstance(known, VerifierRun):
-            reason = (known.reward or {}).get("reason", "")
-            out[sub["name"]] = (known, spent, f"failed before any run ({reason})")
-        elif isinstance(known, str) and known in runs_tree:
-            same[sub["name"]] = (runs_tree[known], spent)
-        else:
-            if isinstance(known, str):
-                runs_tree[known] = sub["name"]
-            to_run.append((sub["name"], ws, spent))
-            continue
-        shutil.rmtree(ws, ignore_errors=True)
     slots = asyncio.Semaphore(max(1, runner.pool.workers))
 
     async def run(name: str, ws: Path, spent: float) -> None:
@@ -194,7 +176,31 @@ async def score_submissions(task_dir: Path, meta: dict, subs: list[dict], runner
             out[name] = (await runner.verify(task_dir, meta, ws, scratch),
                          spent + time.perf_counter() - started, "")
 
-    await asyncio.gather(*(run(*one) for one in to_run))
+    running = []  # each started as soon as it is known to need a run
+    try:
+        for sub in subs:
+            started = time.perf_counter()
+            files = {k: v.encode("utf-8", "surrogateescape") for k, v in sub["files"].items()}
+            ws = fresh_workspace(task_dir, scratch, files)
+            known = await runner.settle(task_dir, meta, ws)
+            spent = time.perf_counter() - started
+            if isinstance(known, VerifierRun):
+                reason = (known.reward or {}).get("reason", "")
+                out[sub["name"]] = (known, spent, f"failed before any run ({reason})")
+            elif isinstance(known, str) and known in runs_tree:
+                same[sub["name"]] = (runs_tree[known], spent)
+            else:
+                if isinstance(known, str):
+                    runs_tree[known] = sub["name"]
+                running.append(asyncio.ensure_future(run(sub["name"], ws, spent)))
+                continue
+            shutil.rmtree(ws, ignore_errors=True)
+        await asyncio.gather(*running)
+    except BaseException:  # a bad submission path, Ctrl-C: no run is left behind
+        for task in running:
+            task.cancel()
+        await asyncio.gather(*running, return_exceptions=True)
+        raise
     for name, (first, spent) in same.items():
         out[name] = (out[first][0], spent, f"the same tree as {first}")
     return out
