@@ -11,11 +11,15 @@ the fix. This benchmark measures, on one repository:
    them, by their share of the tests run), and rlforge's own process (its CPU time); and,
    per candidate, the sandboxed runs of its check (at the parent or with the fix) and how
    many tests each reported;
-2. the floor: for every candidate the check ran in the sandbox, the same tests run bare
-   (`<the prepared venv>/bin/python -m pytest`, no sandbox, no rlforge) on the parent
-   tree (the commit's tests applied) and on the fixed tree, parent and fix interleaved,
-   each run once;
-3. the ratio of the two, per candidate and in total, and candidates per core-hour.
+2. the floor: for every candidate (every commit that passed the database screen, whether
+   or not a static screen then kept it out of the sandbox, so the ratio compares alike
+   before and after such a screen), the same tests run bare (`<the prepared venv>/bin/
+   python -m pytest`, no sandbox, no rlforge) on the parent tree (the commit's tests
+   applied) and on the fixed tree, parent and fix interleaved, each run once;
+3. the ratio of the two, per candidate and in total, and candidates per core-hour;
+4. per submission of validation (oracle, null, each adversarial): how often it was scored,
+   how often without a run of its own (settled by a gate decided before any run, or the
+   same tree as another), and its wall seconds.
 
 Sandbox set-up is measured directly first (median of `/bin/true` through
 `rlforge.sandbox.run` minus bare, interleaved) and multiplied by the number of sandboxes
@@ -24,7 +28,7 @@ other jobs slow both sides. Every step is the real code; fetched repositories ar
 into a scratch directory, never into this checkout.
 
 Usage: python benchmarks/repair_build.py SOURCE [--last 100] [--workers 0] [--work DIR]
-           [--json-out FILE]
+           [--cache DIR] [--floor-from REPORT.json] [--json-out FILE]
 It runs unchanged against an older checkout (PYTHONPATH=that checkout) for a baseline.
 """
 
@@ -61,6 +65,7 @@ def _child(out: Path, argv: list[str]) -> None:
 
     from rlforge.sandbox import pool as pool_mod
     from rlforge.tasks import build as build_mod
+    from rlforge.tasks.generators import commits_repair as repair_gen
     from rlforge.tasks.generators.repair import checks as checks_mod
     from rlforge.tasks.generators.repair.runners import python as py_runner
     from rlforge.verify import runner as vrunner
@@ -69,8 +74,8 @@ def _child(out: Path, argv: list[str]) -> None:
     rec: dict = {"phase": "generate", "sandbox_runs": defaultdict(int), "sandbox_wall": defaultdict(float),
                  "env_prep": 0.0, "env_prep_calls": 0, "check_test_seconds": 0.0,
                  "candidates": {}, "tasks": {}, "verify": defaultdict(float), "verify_runs": defaultdict(int),
-                 "canary_share": 0.0, "check_runs": {}}
-    verify_seen: dict[str, int] = defaultdict(int)
+                 "canary_share": 0.0, "check_runs": {}, "considered": {}, "submissions": {}}
+    verify_times: dict[str, list[float]] = defaultdict(list)  # task dir -> its runs, in order
     in_oracle = contextvars.ContextVar("in_oracle", default=False)
 
     def timed(owner, name, after):
@@ -113,6 +118,16 @@ def _child(out: Path, argv: list[str]) -> None:
         meta = (task_dir / "task.toml").read_text()
         sha = next((line.split('"')[1] for line in meta.splitlines() if line.startswith("commit =")), "?")
         rec["tasks"][sha] = {"seconds": dt, "ok": result.ok}
+        # each submission's seconds: validation's own figure, or (a checkout whose checks
+        # carry none, which runs them one by one in order) the timed verifier runs
+        runs = verify_times.pop(str(task_dir), [])
+        subs = [c for c in result.checks if c.name not in ("leak", "oracle")]
+        for i, c in enumerate(subs):
+            seconds = getattr(c, "seconds", runs[i] if i < len(runs) else 0.0)
+            rec["submissions"].setdefault(c.name, []).append([seconds, getattr(c, "settled", "")])
+        for c in result.checks:
+            if c.name == "oracle" and hasattr(c, "seconds"):
+                rec["submissions"].setdefault("oracle", []).append([c.seconds, ""])
 
     def on_oracle(dt, a, kw, result):
         rec["verify"]["oracle"] += dt
@@ -122,11 +137,8 @@ def _child(out: Path, argv: list[str]) -> None:
     def on_verify(dt, a, kw, result):
         if rec["phase"] != "validate" or in_oracle.get():
             return
-        key = str(a[0])
-        kind = "null" if verify_seen[key] == 0 else "adversarial"
-        verify_seen[key] += 1
-        rec["verify"][kind] += dt
-        rec["verify_runs"][kind] += 1
+        verify_times[str(a[0])].append(dt)
+        rec["verify_runs"]["null and adversarial"] += 1
         _canaries(a[0], dt)
 
     def _canaries(task_dir, dt):
@@ -138,6 +150,13 @@ def _child(out: Path, argv: list[str]) -> None:
         planted = 3 if ref.get("fail_to_pass") else 0  # verify.standalone.canaries.CANARIES
         rec["canary_share"] += dt * planted / max(1, tests + planted)
 
+    def on_candidate(dt, a, kw, result):
+        generator, row = a[0], a[2]
+        why = "" if result is not None else next(
+            (r["reason"] for r in reversed(generator.rejections) if r["source"] == f"{row.repo}@{row.sha}"), "")
+        rec["considered"][row.sha] = {"seconds": dt, "kept": result is not None, "reason": why}
+
+    timed(repair_gen.CommitsRepair, "_check_one", on_candidate)
     timed(pool_mod.SandboxPool, "run", on_sandbox)
     timed(checks_mod.Checker, "check", on_check)
     timed(checks_mod.Checker, "_run", on_run)
@@ -286,6 +305,9 @@ def main() -> None:
                     help="take the build's figures from an earlier run in --work (floor again)")
     ap.add_argument("--floor-timeout", type=float, default=120.0,
                     help="seconds a bare run may take (rlforge's collect_timeout; a hang counts this)")
+    ap.add_argument("--floor-from", type=Path,
+                    help="take the floor from an earlier --json-out report of the same commits "
+                         "(its per-candidate floors) instead of running it again")
     ap.add_argument("--json-out", type=Path)
     args = ap.parse_args()
     work, repo, cache = prepare(args.source, args.work, last=args.last, workers=args.workers,
@@ -313,8 +335,18 @@ def main() -> None:
     load_before, load_after = built["bench_load"]
     rec = json.loads(timings.read_text())
     sandboxed = sorted(s for s, c in rec["candidates"].items() if c["sandboxed"])
-    print(f"load {load()}: floor over {len(sandboxed)} candidates ...", file=sys.stderr)
-    floors = {} if args.no_floor else floor(repo, sandboxed, cache, args.floor_timeout)
+    considered_shas = sorted(rec.get("considered") or {s: None for s in sandboxed})  # every candidate
+    if args.floor_from:
+        earlier = json.loads(args.floor_from.read_text())
+        floors = {sha: f for sha, f in earlier.get("floor", {}).get("per_candidate", {}).items()
+                  if sha in considered_shas}
+        missing = [sha for sha in considered_shas if sha not in floors]
+        print(f"load {load()}: floor of {len(floors)} candidates from {args.floor_from}, "
+              f"{len(missing)} run now ...", file=sys.stderr)
+        floors.update({} if args.no_floor else floor(repo, missing, cache, args.floor_timeout))
+    else:
+        print(f"load {load()}: floor over every one of {len(considered_shas)} candidates ...", file=sys.stderr)
+        floors = {} if args.no_floor else floor(repo, considered_shas, cache, args.floor_timeout)
     floor_load = load()
     cores = len(os.sched_getaffinity(0))
     floor_total = sum(f.get("floor", 0.0) for f in floors.values())
@@ -325,19 +357,32 @@ def main() -> None:
         "sandbox set-up (estimate: runs x set-up)": runs * setup,
         "check: tests in the sandbox": rec["check_test_seconds"],
         "validation: oracle": rec["verify"].get("oracle", 0.0),
-        "validation: null": rec["verify"].get("null", 0.0),
-        "validation: adversarial set": rec["verify"].get("adversarial", 0.0),
+        "validation: null": sum(x[0] for x in rec["submissions"].get("null", [])),
+        "validation: adversarial set": sum(x[0] for name, xs in rec["submissions"].items()
+                                           if name not in ("null", "oracle") for x in xs),
         "validation: canaries (estimate: share of tests run)": rec["canary_share"],
         "rlforge itself (its process's CPU)": rec["cpu_self"],
     }
     per = []
-    for sha in sandboxed:
-        c, f, task = rec["candidates"][sha], floors.get(sha, {}), rec["tasks"].get(sha)
+    for sha in considered_shas:
+        c, f, task = rec["candidates"].get(sha), floors.get(sha, {}), rec["tasks"].get(sha)
+        seen = (rec.get("considered") or {}).get(sha) or {}
+        if c is None:  # kept out of the sandbox before its check
+            c = {"seconds": seen.get("seconds", 0.0), "status": "unrun", "reason": seen.get("reason", "")}
         spent = c["seconds"] + (task["seconds"] if task else 0.0)
         per.append({"sha": sha[:12], "status": c["status"], "reason": c["reason"],
+                    "sandboxed": sha in sandboxed,
                     "check_s": round(c["seconds"], 2), "validate_s": round(task["seconds"], 2) if task else None,
                     "floor_s": round(f["floor"], 2) if "floor" in f else None,
                     "ratio": round(spent / f["floor"], 2) if f.get("floor") else None})
+    submissions = {}
+    for name, xs in rec["submissions"].items():
+        ran = [x[0] for x in xs if not x[1]]
+        submissions[name] = {"scored": len(xs), "ran": len(ran), "settled": len(xs) - len(ran),
+                             "total_s": round(sum(x[0] for x in xs), 2),
+                             "mean_run_s": round(statistics.mean(ran), 2) if ran else None,
+                             "max_s": round(max(x[0] for x in xs), 2),
+                             "how": sorted({x[1] for x in xs if x[1]})}
     import duckdb
     con = duckdb.connect(str(work / "rlforge.duckdb"), read_only=True)
     considered = con.execute("SELECT count(*) FROM (SELECT 1 FROM commits ORDER BY committed_at DESC "
@@ -352,22 +397,30 @@ def main() -> None:
                   "cpu_self_s": round(rec["cpu_self"], 1), "cpu_children_s": round(rec["cpu_children"], 1),
                   "generate_cpu_s": [round(x, 1) for x in rec.get("generate_cpu", (0, 0))],
                   "sandbox_runs": dict(rec["sandbox_runs"]), "emitted": built.get("emitted"),
-                  "commits_considered": considered, "candidates_sandboxed": len(sandboxed)},
+                  "commits_considered": considered, "candidates": len(considered_shas),
+                  "candidates_sandboxed": len(sandboxed)},
         "floor": {"total_s": round(floor_total, 1), "cpu_s": round(floor_cpu, 1), "load_after": floor_load,
-                  "hung_runs": sum(len(f.get("hung", [])) for f in floors.values())},
+                  "over": f"every candidate ({len(considered_shas)})", "from": str(args.floor_from or ""),
+                  "hung_runs": sum(len(f.get("hung", [])) for f in floors.values()),
+                  "per_candidate": floors},
+        "submissions": submissions,
         "ratio_wall": round(build_wall / floor_total, 2) if floor_total else None,
         "ratio_cpu": round((rec["cpu_self"] + rec["cpu_children"]) / floor_cpu, 2) if floor_cpu else None,
         "ratio_cpu_check": round(sum(rec.get("generate_cpu", (0, 0))) / floor_cpu, 2) if floor_cpu else None,
         "shares_s": {k: round(v, 1) for k, v in shares.items()},
-        "candidates_per_core_hour": round(len(sandboxed) / (build_wall * cores / 3600), 1) if sandboxed else None,
+        "candidates_per_core_hour": round(len(considered_shas) / (build_wall * cores / 3600), 1)
+        if considered_shas else None,
         "commits_per_core_hour": round(considered / (build_wall * cores / 3600), 1),
         "per_candidate": per, "work": str(work),
     }
-    print(f"{args.source}: last {args.last}: {considered} commits, {len(sandboxed)} checked in the sandbox, "
+    print(f"{args.source}: last {args.last}: {considered} commits, {len(considered_shas)} candidates "
+          f"(past the database screen), {len(sandboxed)} checked in the sandbox, "
           f"{built.get('emitted')} emitted; {cores} cores")
     print(f"build+validate {build_wall:.1f}s wall (generate {rec['generate_wall']:.1f}s, validate "
           f"{rec['wall'] - rec['generate_wall']:.1f}s) [load {load_before} -> {load_after}]")
-    print(f"floor (bare pytest, parent + fix, once each) {floor_total:.1f}s [load {floor_load}]: "
+    print(f"floor over every candidate ({len(floors)} of {len(considered_shas)} measured"
+          f"{', taken from ' + str(args.floor_from) if args.floor_from else ''}; bare pytest, parent + fix, "
+          f"once each) {floor_total:.1f}s [load {floor_load}]: "
           f"ratio {report['ratio_wall']}x wall; CPU {floor_cpu:.1f}s: rlforge uses {report['ratio_cpu']}x "
           f"its CPU ({report['ratio_cpu_check']}x in the check alone)")
     print(f"sandbox set-up {setup * 1000:.0f} ms x {runs} sandboxes; rlforge CPU {rec['cpu_self']:.1f}s, "
@@ -393,6 +446,12 @@ def main() -> None:
         report["check_runs"] = {"per_candidate": {k: v for k, v in runs_of.items()}}
     print(f"candidates per core-hour {report['candidates_per_core_hour']}, commits per core-hour "
           f"{report['commits_per_core_hour']}")
+    if submissions:
+        print("validation per submission (seconds summed over tasks; settled = scored without a run of its own):")
+        for name, x in sorted(submissions.items(), key=lambda kv: -kv[1]["total_s"]):
+            print(f"  {name:28s} scored {x['scored']:3d} ran {x['ran']:3d} settled {x['settled']:3d} "
+                  f"total {x['total_s']:7.2f}s mean run {x['mean_run_s'] if x['mean_run_s'] is not None else '-':>6} "
+                  f"max {x['max_s']:6.2f}s {'; '.join(x['how'])[:60]}")
     for p in per:
         print(f"  {p['sha']} {p['status']:8s} check {p['check_s']:6.2f}s validate {p['validate_s'] or 0:6.2f}s "
               f"floor {p['floor_s'] if p['floor_s'] is not None else '-':>6} ratio {p['ratio'] or '-'} "

@@ -37,6 +37,8 @@ from rlforge.tasks.generators.repair.gitrepo import CommitSnapshot, snapshot
 from rlforge.tasks.generators.repair.runners.python import RULES
 from rlforge.tasks.generators.repair.score import score_patch, score_workspace, workspace_diff
 from rlforge.verify.standalone.asserts import checked_fail_to_pass
+from rlforge.sandbox import SandboxPool
+from rlforge.verify.runner import TaskRunner, VerifierRun, fresh_workspace
 from rlforge.verify.validate import validate_many
 from builds import build_options, build_repair, repair_home
 from paths import ROOT
@@ -334,17 +336,20 @@ def test_validation_proves_every_task(calc):
         "delete_failing_tests": "tests_untouched", "skip_failing_tests": "tests_untouched",
         "edit_hidden_tests": "tests_untouched", "conftest_forces_success": "tests_untouched",
         "sys_exit_at_import": "fail_to_pass", "os_exit_at_import": "fail_to_pass",
-        "forge_results_from_source": "results_trusted",
-        "forge_sparing_canaries": "results_trusted", "forge_results_at_exit": "fail_to_pass",
-        "signals_the_verifier": "fail_to_pass", "shadows_pytest": "tests_untouched",
+        "forge_results_from_source": "blind_to_tests",
+        "forge_sparing_canaries": "blind_to_tests", "forge_results_at_exit": "blind_to_tests",
+        "signals_the_verifier": "blind_to_tests", "shadows_pytest": "tests_untouched",
         "plugin_in_dist_info": "tests_untouched", "pytest_toml_addopts": "tests_untouched",
         "dot_pytest_toml_addopts": "tests_untouched", "plugin_in_egg_info": "tests_untouched",
         "pth_imports_forge": "tests_untouched", "shadows_stdlib_module": "tests_untouched",
-        "plants_reward_files": "fail_to_pass", "routes_on_caller": "blind_to_tests",
+        "plants_reward_files": "blind_to_tests", "routes_on_caller": "blind_to_tests",
     }
+    # what needs a run: the rest fail a gate decided before any run, and are settled by it
+    # (`test_submissions_settled_unrun_score_as_they_would_run`); empty_patch is null's tree
+    ran = {"null", "sys_exit_at_import", "os_exit_at_import", "fix_breaks_other_module"}
     # Made only where the task has what it needs (a module that pass-to-pass tests import).
     optional = {"fix_breaks_other_module": "pass_to_pass"}
-    seen, forged = set(), []
+    seen = set()
     for r in results:
         assert r.ok, r.reason
         checks = {c.name: c for c in r.checks}
@@ -354,12 +359,67 @@ def test_validation_proves_every_task(calc):
                 continue
             assert check.got == 0.0
             assert f"{(caught_by | optional)[name]}=0" in check.detail, (name, check.detail)
+            assert (check.settled == "") == (name in ran), (name, check.settled)
             seen.add(name)
-        forged.append(checks["forge_results_from_source"].detail)
+        assert checks["empty_patch"].settled == "the same tree as null"
     assert set(caught_by) <= seen <= set(caught_by) | set(optional)
-    # Every test was reported passed; the checked values still fail the fail-to-pass tests,
-    # and the canaries catch the forgery on their own.
-    assert all("fail_to_pass=0" in d and "results_trusted=0" in d for d in forged), forged
+
+
+def test_submissions_settled_unrun_score_as_they_would_run(calc, tmp_path):
+    """Validation scores without a run each submission that a gate decided before any run
+    fails, and gives a tree that ran once its result again. On every calc task, each
+    submission so settled, scored in the sandbox as well, gets the same total and outcome
+    from the same gate; a refusal's whole reward is the same; and the run catches what the
+    caller gate settles on its own (a forger: by the canaries)."""
+    async def score_both() -> list[tuple[str, object, object]]:
+        out = []
+        async with SandboxPool(2) as pool:
+            runner = TaskRunner(pool)
+            for task in _tasks(calc["out"]):
+                meta = tomllib.loads((task / "task.toml").read_text())
+                subs = [{"name": "null", "files": {}}] + json.loads(
+                    (task / "tests" / "validation.json").read_text())["adversarial"]
+                for sub in subs:
+                    files = {k: v.encode("utf-8", "surrogateescape") for k, v in sub["files"].items()}
+                    settled = await runner.settle(task, meta, fresh_workspace(task, tmp_path, files))
+                    if sub["name"] in ("null", "empty_patch", "sys_exit_at_import") or \
+                            isinstance(settled, VerifierRun):
+                        ran = await runner.verify(task, meta, fresh_workspace(task, tmp_path, files))
+                        out.append((f"{task.name}:{sub['name']}", settled, ran))
+        return out
+
+    scored = asyncio.run(score_both())
+    by_gate = {}
+    for key, settled, ran in scored:
+        name = key.split(":", 1)[1]
+        assert ran.reward is not None, (key, ran.error)
+        if name in ("null", "empty_patch", "sys_exit_at_import"):
+            assert isinstance(settled, str) and len(settled) == 64, (key, settled)
+            continue
+        assert isinstance(settled, VerifierRun) and settled.reward is not None, key
+        got, want = settled.reward, ran.reward
+        assert got["total"] == want["total"] == 0 and got["outcome"] == want["outcome"] == "fail", key
+        gate = next(n for n, c in got["components"].items() if c["gate"] and c["value"] < 1)
+        assert want["components"][gate] == got["components"][gate], (key, gate)
+        if got["reason"] != "inspects_caller":
+            assert got == want, key
+        by_gate.setdefault(gate, set()).add(name)
+        if name == "forge_results_from_source":  # every test reported passed, yet caught
+            comps = want["components"]
+            assert comps["results_trusted"]["value"] == 0 and comps["fail_to_pass"]["value"] == 0, comps
+    trees = {key: settled for key, settled, _ in scored if isinstance(settled, str)}
+    runs = {key: ran.reward for key, _, ran in scored}
+    for task in _tasks(calc["out"]):
+        null, empty, exits = (f"{task.name}:{n}" for n in ("null", "empty_patch", "sys_exit_at_import"))
+        assert trees[null] == trees[empty] != trees[exits]
+        assert runs[null]["total"] == runs[empty]["total"] == 0
+        assert {n: c["value"] for n, c in runs[null]["components"].items()} == \
+            {n: c["value"] for n, c in runs[empty]["components"].items()}
+    assert by_gate["patch_applies"] == {"unreadable_patch"}
+    assert {"delete_failing_tests", "conftest_forces_success", "shadows_pytest",
+            "pth_imports_forge"} <= by_gate["tests_untouched"]
+    assert {"routes_on_caller", "forge_results_from_source", "forge_results_at_exit"} <= \
+        by_gate["blind_to_tests"]
 
 
 # The gold fix kept under a private name, the public one broken unless a test file's code

@@ -9,6 +9,10 @@ registry rather than comparing names:
 - `score_text(reference, text)`: for kinds whose submission is one text file, the reward
   of the text the verifier would read — scored in-process, without a sandbox (`rlforge
   run` single-turn tasks, rescoring, exports);
+- `settle(reference, tests_dir, workspace, policy)`, for kinds that have it: what is known
+  of a submission before any of it runs — {"reward": ...} when a gate decided before the
+  run fails it, else {"tree": digest of what would run} — so that validation runs only
+  the submissions whose score is not yet certain, each distinct tree once;
 - `submission`: "text" (one file, /app/answer.txt by default: a chat reply becomes it and
   validation also submits the instruction echoed back), "patch" (the workspace's diff is
   the submission trainers and people read), or "workspace".
@@ -41,6 +45,7 @@ class VerifierKind:
     score: Callable[[dict, str, str | None, Any], dict]
     submission: str = "workspace"
     score_text: Callable[[dict, str], dict] | None = None
+    settle: Callable[[dict, str, str | None, Any], dict] | None = None
 
     @property
     def id(self) -> str:
@@ -76,7 +81,8 @@ for _kind in (
                  "in the sandbox; its output compared with each case's answer",
                  verify.score, "workspace"),
     VerifierKind("repair", 1, "the workspace's code: hidden fail-to-pass and pass-to-pass "
-                 "tests run in the sandbox", repair.score_repair, "patch"),
+                 "tests run in the sandbox", repair.score_repair, "patch",
+                 settle=repair.settle_repair),
     VerifierKind("repair-go", 1, "the workspace's Go code: hidden fail-to-pass and "
                  "pass-to-pass Go tests, one process each, run in the sandbox",
                  gorepair.score_go_repair, "patch"),

@@ -22,7 +22,8 @@ from rlforge.errors import UnknownName, UserError
 from rlforge.sandbox import node_envs
 from rlforge.sandbox import (WORKSPACE_MOUNT, SandboxPool, SandboxSpec, prepare_env,
                              settings_with_mode, spec_of)
-from rlforge.taskdir import SOLUTION, WORKSPACE
+from rlforge.taskdir import SOLUTION, TESTS, WORKSPACE
+from rlforge.verify import kinds
 from rlforge.verify.standalone import patch
 from rlforge.verify.standalone.rewards import unscorable_reward
 from rlforge.verify.boundary import (SandboxBroken, SandboxPolicy, TreeTooLarge, load_reference,
@@ -181,6 +182,28 @@ class TaskRunner:
             # validation, so it is never emitted.
             return VerifierRun(unscorable_reward(f"{type(exc).__name__}: {exc}"[:300]))
         return VerifierRun(reward)
+
+    async def settle(self, task_dir: Path, meta: dict, ws: Path) -> VerifierRun | str | None:
+        """What the task's verifier knows of the submission in `ws` before running any of
+        it (`VerifierKind.settle`): its reward when a gate decided before the run fails it
+        (the same 0 `verify` would give), else a digest of the tree its tests would run in
+        (str), or None when the kind cannot tell without running. Nothing is run."""
+        try:
+            reference = load_reference(task_dir)
+            kind = kinds.get(reference["verifier"])
+        except (OSError, ValueError, KeyError, UnknownName):
+            return None  # `verify` reports the broken data
+        if kind.settle is None:
+            return None
+        policy = SandboxPolicy(self.pool, asyncio.get_running_loop(), self.mode,
+                               self._fields(task_dir, meta))
+        try:
+            known = await asyncio.to_thread(kind.settle, reference, str(task_dir / TESTS), str(ws), policy)
+        except Exception:  # noqa: BLE001 - whatever it is, `verify` meets it and reports it
+            return None
+        if "reward" in known:
+            return VerifierRun(known["reward"])
+        return known.get("tree")
 
     async def oracle(self, task_dir: Path, meta: dict, ws: Path, scratch: Path | None = None) -> VerifierRun:
         """solution/solve.sh in the workspace, then the verifier on what it left."""

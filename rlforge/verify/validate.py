@@ -13,6 +13,11 @@ For each task directory:
 - a leak check: the reference answer must not appear in the instruction or the workspace,
   outside the parts where it legitimately may (the offered options, the source text).
 A sandbox that cannot start or broken verifier data makes the task invalid, not passed.
+
+A submission whose 0 the task's verifier knows before running any of it (a gate decided
+before the run fails it: `rlforge.verify.kinds`' `settle`) is scored by that alone, and a
+submission whose tree is the same as an earlier one's gets its result; the other runs,
+the oracle's among them, go at once, up to the pool's sandboxes (`score_submissions`).
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ import json
 import re
 import shutil
 import tempfile
+import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Protocol
@@ -30,7 +36,7 @@ from rlforge.errors import UserError
 from rlforge.sandbox import SandboxPool
 from rlforge.taskdir import INSTRUCTION, TESTS, WORKSPACE, load_task
 from rlforge.verify import battery, kinds
-from rlforge.verify.runner import TaskRunner, fresh_workspace
+from rlforge.verify.runner import TaskRunner, VerifierRun, fresh_workspace
 
 #: In the task's tests/: the adversarial submissions and secrets validation checks it with.
 VALIDATION_FILE = "validation.json"
@@ -43,6 +49,11 @@ class Check:
     got: float | None
     ok: bool
     detail: str = ""
+    #: wall seconds this check took (a settled one: reading its submission)
+    seconds: float = 0.0
+    #: how a submission was scored without a run of its own, or "" (it ran): a gate that
+    #: fails it before anything runs, or the same tree as a submission that ran
+    settled: str = ""
 
 
 @dataclass
@@ -103,12 +114,14 @@ async def validate_task(task_dir: Path, runner: TaskRunner, scratch_root: Path) 
     try:
         leak = leak_check(task_dir, validation)
         result.checks.append(Check("leak", "no leak", None, leak is None, leak or ""))
-        # The oracle: gold solution, then the verifier, in one sandbox.
-        run = await runner.oracle(task_dir, meta, fresh_workspace(task_dir, scratch), scratch)
-        got = None if run.reward is None else run.reward.get("total")
-        result.checks.append(Check("oracle", "1.0", got, got is not None and got >= 1.0 - 1e-9,
-                                   run.error or _why(run.reward)))
-        # Null and adversarial submissions.
+
+        async def oracle() -> tuple[VerifierRun, float]:
+            """The gold solution, then the verifier, in one sandbox."""
+            started = time.perf_counter()
+            run = await runner.oracle(task_dir, meta, fresh_workspace(task_dir, scratch), scratch)
+            return run, time.perf_counter() - started
+
+        # Null and adversarial submissions, scored beside the oracle.
         subs = [{"name": "null", "files": {}}] + [
             {"name": s["name"], "files": s["files"]} for s in validation.get("adversarial", [])]
         kind = kinds.kinds().get(rl.get("verifier", ""))
@@ -116,16 +129,16 @@ async def validate_task(task_dir: Path, runner: TaskRunner, scratch_root: Path) 
             instruction = (task_dir / INSTRUCTION).read_text(encoding="utf-8", errors="surrogateescape")
             subs.append({"name": "echo_instruction", "files": {"answer.txt": instruction}})
         subs.extend(battery.submissions(task_dir, meta))  # the cheap strategies
-        runs = {}
+        (run, seconds), scored = await asyncio.gather(
+            oracle(), score_submissions(task_dir, meta, subs, runner, scratch))
+        got = None if run.reward is None else run.reward.get("total")
+        result.checks.append(Check("oracle", "1.0", got, got is not None and got >= 1.0 - 1e-9,
+                                   run.error or _why(run.reward), round(seconds, 3)))
         for sub in subs:
-            files = {k: v.encode("utf-8", "surrogateescape") for k, v in sub["files"].items()}
-            runs[sub["name"]] = await runner.verify(
-                task_dir, meta, fresh_workspace(task_dir, scratch, files), scratch)
-        for sub in subs:
-            run = runs[sub["name"]]
+            run, seconds, settled = scored[sub["name"]]
             got = None if run.reward is None else run.reward.get("total")
             result.checks.append(Check(sub["name"], "0", got, got is not None and got <= 1e-9,
-                                       run.error or _why(run.reward)))
+                                       run.error or _why(run.reward), round(seconds, 3), settled))
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     failed = [c for c in result.checks if not c.ok]
@@ -143,6 +156,54 @@ async def validate_task(task_dir: Path, runner: TaskRunner, scratch_root: Path) 
         else:
             result.reason = f"{c.name} scored {c.got:g}, expected {c.expected} ({c.detail})"
     return result
+
+
+async def score_submissions(task_dir: Path, meta: dict, subs: list[dict], runner: TaskRunner,
+                            scratch: Path) -> dict[str, tuple[VerifierRun, float, str]]:
+    """{name: (its scored run, wall seconds, how it was settled or "")} of each submission
+    ({"name", "files"}). Each is first read as the verifier reads it before running
+    anything (`TaskRunner.settle`): one that a gate fails there is scored by that alone
+    (its 0 is certain); one whose tree is the same as an earlier one's gets that one's
+    result; the others run, at most the pool's sandboxes at once."""
+    out: dict[str, tuple[VerifierRun, float, str]] = {}
+    runs_tree: dict[str, str] = {}  # tree digest -> the submission that runs it
+    same: dict[str, tuple[str, float]] = {}
+    slots = asyncio.Semaphore(max(1, runner.pool.workers))
+
+    async def run(name: str, ws: Path, spent: float) -> None:
+        async with slots:
+            started = time.perf_counter()
+            out[name] = (await runner.verify(task_dir, meta, ws, scratch),
+                         spent + time.perf_counter() - started, "")
+
+    running = []  # each started as soon as it is known to need a run
+    try:
+        for sub in subs:
+            started = time.perf_counter()
+            files = {k: v.encode("utf-8", "surrogateescape") for k, v in sub["files"].items()}
+            ws = fresh_workspace(task_dir, scratch, files)
+            known = await runner.settle(task_dir, meta, ws)
+            spent = time.perf_counter() - started
+            if isinstance(known, VerifierRun):
+                reason = (known.reward or {}).get("reason", "")
+                out[sub["name"]] = (known, spent, f"failed before any run ({reason})")
+            elif isinstance(known, str) and known in runs_tree:
+                same[sub["name"]] = (runs_tree[known], spent)
+            else:
+                if isinstance(known, str):
+                    runs_tree[known] = sub["name"]
+                running.append(asyncio.ensure_future(run(sub["name"], ws, spent)))
+                continue
+            shutil.rmtree(ws, ignore_errors=True)
+        await asyncio.gather(*running)
+    except BaseException:  # a bad submission path, Ctrl-C: no run is left behind
+        for task in running:
+            task.cancel()
+        await asyncio.gather(*running, return_exceptions=True)
+        raise
+    for name, (first, spent) in same.items():
+        out[name] = (out[first][0], spent, f"the same tree as {first}")
+    return out
 
 
 def failure_kind(check: Check) -> str:

@@ -129,6 +129,22 @@ def tree_hashes(root):
     return out
 
 
+def tree_digest(root, hashes=None):
+    """One sha256 of the tree under root: every directory's path, and every regular file's
+    path, content (`hashes`, from `tree_hashes`, when the caller has them) and execute bits."""
+    hashes = tree_hashes(root) if hashes is None else hashes
+    entries = [f"{rel}\0{hashes[rel]}\0{os.lstat(os.path.join(root, rel)).st_mode & 0o111:o}"
+               for rel in hashes]
+    for dirpath, dirnames, _ in os.walk(root):
+        dirnames[:] = [d for d in dirnames if not os.path.islink(os.path.join(dirpath, d))]
+        entries += [os.path.relpath(os.path.join(dirpath, d), root).replace(os.sep, "/") + "/"
+                    for d in dirnames]
+    digest = hashlib.sha256()
+    for entry in sorted(entries):
+        digest.update(entry.encode("utf-8", "surrogateescape") + b"\n")
+    return digest.hexdigest()
+
+
 def touched_protected(root, rules, base_hashes):
     """Protected paths whose content differs from the starting workspace (added,
     changed or deleted), sorted."""

@@ -49,7 +49,7 @@ if TYPE_CHECKING or __package__:  # rlforge.verify.standalone.repair
     from .canaries import add_canaries
     from .entry import verifier_main
     from .policy_code import LocalPolicy, regular_file
-    from .protect import installed_modules, is_protected, shadow_modules, tree_hashes
+    from .protect import installed_modules, is_protected, shadow_modules, tree_digest, tree_hashes
     from .repairscore import ids_text, open_attempt
     from .testrun import environment_site_dirs, run_tests
     from .variants import held_back, plant
@@ -63,31 +63,57 @@ else:  # tests/rlforge_repair.py, run as python3 -I: its siblings from their sou
     from rlforge_canaries import add_canaries
     from rlforge_entry import verifier_main
     from rlforge_policy_code import LocalPolicy, regular_file
-    from rlforge_protect import installed_modules, is_protected, shadow_modules, tree_hashes
+    from rlforge_protect import (installed_modules, is_protected, shadow_modules, tree_digest,
+                                 tree_hashes)
     from rlforge_repairscore import ids_text, open_attempt
     from rlforge_testrun import environment_site_dirs, run_tests
     from rlforge_variants import held_back, plant
 
 
-def score_repair(ref, tests_dir, workspace=None, policy=None):
-    """Score the workspace (default ref['workspace']); see the module docstring."""
+def open_gated(ref, tests_dir, workspace=None, policy=None):
+    """Steps 1-3: the attempt opened and every gate decided that is decided before any
+    code of the policy runs (`patch_applies`, `tests_untouched`, then `blind_to_tests`
+    unless one of those refused). Nothing is run; `policy` only says where the tests'
+    environment is installed."""
     attempt = open_attempt(ref, tests_dir, workspace)  # hidden tests read before code runs
-    tree, hidden = attempt.tree, attempt.hidden
-    f2p, p2p = list(ref["fail_to_pass"]), list(ref["pass_to_pass"])
     roots = [""] + list(ref.get("pythonpath", []))
     shadows = []
     if attempt.applied:
-        now = sorted(tree_hashes(tree))
-        policy = policy or LocalPolicy()
-        shadows = shadow_modules(now, roots, set(ref.get("base_modules", [])),
-                                 installed_modules(environment_site_dirs(policy, ref["test_command"])))
+        attempt.hashes = tree_hashes(attempt.tree)
+        shadows = shadow_modules(sorted(attempt.hashes), roots, set(ref.get("base_modules", [])),
+                                 installed_modules(environment_site_dirs(
+                                     policy or LocalPolicy(), ref["test_command"])))
     attempt.untouched(shadows)
-    if attempt.refused:
-        return attempt.not_run()
-    if "base_findings" in ref:  # tasks built before it carry no starting counts
-        attempt.blind_to_tests(added_findings(tree_sources(tree),
+    if not attempt.refused and "base_findings" in ref:  # tasks built before it carry none
+        attempt.blind_to_tests(added_findings(tree_sources(attempt.tree),
                                               lambda p: is_protected(p, ref["protected"]),
                                               ref["base_findings"]))
+    return attempt
+
+
+def settle_repair(ref, tests_dir, workspace=None, policy=None):
+    """What is known of a submission before anything of it runs, for validation, which
+    must see every adversarial submission score 0 and need not run one whose 0 is
+    certain: {"reward": ...} when a gate decided before the run fails it (`open_gated`,
+    `Attempt.settled`), else {"tree": ...}, a digest of the tree the tests would run in
+    (two submissions with the same digest are scored alike)."""
+    attempt = open_gated(ref, tests_dir, workspace, policy)
+    settled = attempt.settled()
+    if settled is not None:
+        return {"reward": settled}
+    try:
+        return {"tree": tree_digest(attempt.tree, attempt.hashes)}
+    finally:
+        attempt.close()
+
+
+def score_repair(ref, tests_dir, workspace=None, policy=None):
+    """Score the workspace (default ref['workspace']); see the module docstring."""
+    attempt = open_gated(ref, tests_dir, workspace, policy)
+    if attempt.refused:
+        return attempt.not_run()
+    tree, hidden = attempt.tree, attempt.hidden
+    f2p, p2p = list(ref["fail_to_pass"]), list(ref["pass_to_pass"])
     attempt.write_hidden()
     canaries = add_canaries(tree, f2p)
     variants = plant(tree, ref.get("p2p_variants", []), random.SystemRandom())

@@ -70,6 +70,7 @@ class Attempt:
         self.comps = {}
         self.refused = ""  # the reason of the first gate that refused the submission
         self.after_run = {}  # gates decided before the run, reported after the run's own
+        self.hashes = {}  # {path: sha256} of the tree once the submission is applied
         self.started = time.monotonic()  # (open_attempt sets it to before the tests are read)
 
     def budget_left(self, budget_sec):
@@ -117,6 +118,21 @@ class Attempt:
         self.comps["pass_to_pass"] = component(0, 0, "coarse", gate=True, detail="not run")
         self.close()
         return reward(self.comps, detail="the submission was not run", reason=self.refused)
+
+    def settled(self):
+        """The fail this attempt is certain of before anything of it runs, or None.
+
+        A refused attempt gets what `not_run` returns, as scoring gives it. A gate decided
+        before the run but reported after it (`after_run`) that does not hold makes the
+        total 0 whatever the run does (every gate must hold); the fail then names that
+        gate, where scoring would name the first of the run's gates that failed too."""
+        if not self.refused:
+            failed = [name for name, c in self.after_run.items() if c["gate"] and c["value"] < 1]
+            if not failed:
+                return None
+            self.comps.update(self.after_run)
+            self.refused = GATE_REASONS.get(failed[0], failed[0])
+        return self.not_run()
 
     def write_hidden(self):
         """Write the hidden test changes over the tree."""
