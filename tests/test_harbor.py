@@ -115,6 +115,37 @@ def test_reward_json_is_harbors_flat_map_and_the_detail_sits_beside_it(tmp_path)
     assert read_logged_result(tmp_path)["components"]["correct"]["value"] == 0.5
 
 
+def test_a_planted_reward_and_a_deep_directory_cannot_stand_as_the_reward(tmp_path):
+    """Policy code that could write the reward directory planted reward.json = 1.0 and made
+    rlforge_result.json a chain of 1,500 directories: deleting it recursively raised
+    RecursionError, the verifier died before replacing reward.json, and Harbor read the
+    planted 1.0. Now the names are cleared before policy code runs, a directory is set
+    aside by a rename, and the total is written first."""
+    for planted in ("reward.json", rewards.RESULT_NAME):
+        logs = tmp_path / planted / "verifier"
+        logs.mkdir(parents=True)
+        (logs / "reward.json").write_text('{"reward": 1.0}')
+        (logs / "reward.txt").write_text("1.0\n")
+        deep = logs / planted
+
+        def plant_chain():
+            path = str(deep)
+            for _ in range(1500):
+                os.mkdir(path)
+                path = os.path.join(path, "d")
+
+        deep.unlink(missing_ok=True)
+        plant_chain()
+        rewards.claim_logs(str(logs))
+        assert not any((logs / n).exists() for n in rewards.REWARD_NAMES)
+        plant_chain()  # again after the claim (a process that outlived it)
+        rewards.write_reward(rewards.reward({"correct": rewards.component(0)}), str(logs))
+        assert json.loads((logs / "reward.json").read_text())["reward"] == 0.0
+        assert (logs / "reward.txt").read_text() == "0.0\n"
+        assert read_logged_result(logs)["outcome"] == "fail"
+        assert sorted(p.name for p in logs.iterdir()) == sorted(rewards.REWARD_NAMES)
+
+
 @pytest.mark.slow
 def test_harbor_loads_and_lints_every_sample_task(sample_tasks):
     dirs = task_dirs(sample_tasks)

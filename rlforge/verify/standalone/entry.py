@@ -16,10 +16,10 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING or __package__:  # rlforge.verify.standalone.entry
     from .policy_code import SandboxBroken, stop_other_processes
-    from .rewards import REWARD_PREFIX, unscorable_reward, write_reward
+    from .rewards import REWARD_PREFIX, claim_logs, unscorable_reward, write_reward
 else:  # tests/rlforge_entry.py: its siblings by their copied names
     from rlforge_policy_code import SandboxBroken, stop_other_processes
-    from rlforge_rewards import REWARD_PREFIX, unscorable_reward, write_reward
+    from rlforge_rewards import REWARD_PREFIX, claim_logs, unscorable_reward, write_reward
 
 
 def protect_inputs(tests_dir):
@@ -102,6 +102,10 @@ def verifier_main(ref_path, logs_dir, score_here):
     beside the scorer, or the sandbox for it could not start (an infrastructure failure).
     """
     harden()
+    try:
+        claim_logs(logs_dir)  # before any policy code runs: nothing of its can be the reward
+    except OSError as exc:
+        sys.stderr.write(f"rlforge verifier: {logs_dir}: {exc}\n")
     address = os.environ.get(SCORER_ENV)
     try:
         if address:

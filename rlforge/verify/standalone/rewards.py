@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import tempfile
 
 REWARD_PREFIX = "RLFORGE_REWARD "
@@ -68,20 +67,63 @@ def flat_reward(result):
     return flat
 
 
+REWARD_NAMES = ("reward.txt", "reward.json", RESULT_NAME)
+
+
+def _set_aside(target):
+    """Move a directory standing at `target` out of the way (a rename: any depth), then
+    delete it bottom-up without recursion, ignoring what cannot be deleted."""
+    if not os.path.isdir(target) or os.path.islink(target):
+        return
+    aside = tempfile.mkdtemp(prefix=".aside-", dir=os.path.dirname(target))
+    os.rename(target, os.path.join(aside, "x"))
+    stack = [aside]  # depth-first with a list, not the call stack
+    try:
+        while stack:
+            top = stack[-1]
+            subdirs = []
+            with os.scandir(top) as entries:
+                for entry in entries:
+                    if entry.is_dir(follow_symlinks=False):
+                        subdirs.append(entry.path)
+                    else:
+                        os.unlink(entry.path)
+            if subdirs:
+                stack.extend(subdirs)
+            else:
+                os.rmdir(stack.pop())
+    except OSError:
+        pass
+
+
+def claim_logs(logs_dir):
+    """Before policy code runs: the reward directory is root's alone (when the verifier is
+    root) and nothing stands at the reward names, so no file another process put there
+    can be read as the reward."""
+    os.makedirs(logs_dir, exist_ok=True)
+    if hasattr(os, "geteuid") and os.geteuid() == 0:
+        os.chown(logs_dir, 0, 0)
+        os.chmod(logs_dir, 0o755)
+    for name in REWARD_NAMES:
+        target = os.path.join(logs_dir, name)
+        _set_aside(target)
+        if os.path.lexists(target):
+            os.unlink(target)
+
+
 def write_reward(result, logs_dir):
-    """Write reward.json (Harbor's flat map), reward.txt (the total) and rlforge_result.json
-    (components with weights, levels, gates and details; outcome and reason), replacing
-    whatever stands at those names (a directory, a link, a file another process wrote)
-    through a private temporary file."""
+    """Write reward.txt (the total), reward.json (Harbor's flat map) and rlforge_result.json
+    (components with weights, levels, gates and details; outcome and reason), in that
+    order, replacing whatever stands at those names (a directory of any depth, a link, a
+    file another process wrote) through a private temporary file."""
     os.makedirs(logs_dir, exist_ok=True)
     if hasattr(os, "geteuid") and os.geteuid() == 0:
         os.chmod(logs_dir, 0o755)
-    for name, text in ((RESULT_NAME, json.dumps(result, indent=2, sort_keys=True)),
+    for name, text in (("reward.txt", f"{result['total']}\n"),
                        ("reward.json", json.dumps(flat_reward(result), sort_keys=True)),
-                       ("reward.txt", f"{result['total']}\n")):
+                       (RESULT_NAME, json.dumps(result, indent=2, sort_keys=True))):
         target = os.path.join(logs_dir, name)
-        if os.path.isdir(target) and not os.path.islink(target):
-            shutil.rmtree(target, ignore_errors=True)
+        _set_aside(target)
         fd, tmp = tempfile.mkstemp(prefix=f".{name}-", dir=logs_dir)
         with os.fdopen(fd, "w") as fh:
             fh.write(text)
