@@ -71,7 +71,7 @@ from verifiers.v1.tasksets.harbor.taskset import (
 from verifiers.v1.utils.compile import resolve_runtime_config
 
 from rlforge.policy import CONTEXT_LENGTH
-from rlforge.sandbox import SandboxSpec, copy_tree, read_file, run
+from rlforge.sandbox import FailureReason, SandboxSpec, copy_tree, read_file, run
 from rlforge.sandbox.mounts import Mounts, trusted_fields
 from rlforge.sandbox.spec import LOGS_MOUNT, TESTS_MOUNT, WORKSPACE_MOUNT
 from rlforge.taskdir import TESTS, WORKSPACE, read_task_toml, task_dirs
@@ -120,6 +120,7 @@ class SandboxRuntime(Runtime):
         self._root: Path | None = None
         self._mounts: Mounts | None = None
         self._fields: dict[str, Any] = {}
+        self._ran = False  # whether a command of the episode has run in a sandbox
 
     async def start(self) -> None:
         self._root = Path(tempfile.mkdtemp(prefix="rlforge-verifiers-"))
@@ -203,8 +204,14 @@ class SandboxRuntime(Runtime):
 
     async def run(self, argv: list[str], env: dict[str, str]) -> ProgramResult:
         """Run a command of the agent's (or of verifiers' own machinery) in a fresh sandbox
-        that sees neither /tests nor /logs/verifier."""
-        return await self._run(argv, self._spec(env))
+        that sees neither /tests nor /logs/verifier. Once a command has run, a workspace
+        that no longer fits a sandbox is what the commands left (copy-out makes sparse files
+        dense): the command is not run and says so, as in `rlforge run`, and the episode
+        goes on to be graded."""
+        try:
+            return await self._run(argv, self._spec(env), grown=self._ran)
+        finally:
+            self._ran = True
 
     async def run_trusted(self, argv: list[str], env: dict[str, str]) -> ProgramResult:
         """Run the task's verifier (test.sh) in a sandbox of its own that alone sees /tests
@@ -219,13 +226,16 @@ class SandboxRuntime(Runtime):
             return await self._run(argv, dataclasses.replace(
                 spec, env={**spec.env, **variables}, ro_binds={**spec.ro_binds, SOCKET_MOUNT: where}))
 
-    async def _run(self, argv: list[str], spec: SandboxSpec) -> ProgramResult:
+    async def _run(self, argv: list[str], spec: SandboxSpec, grown: bool = False) -> ProgramResult:
         cancel = threading.Event()
         try:
             result = await asyncio.shield(asyncio.to_thread(run, argv, spec, cancel=cancel))
         except asyncio.CancelledError:
             cancel.set()  # the rollout's timeout fired: kill the process tree
             raise
+        if result.failure is not None and grown and result.failure.reason is FailureReason.TOO_LARGE:
+            return ProgramResult(exit_code=126, stdout="", stderr=(
+                f"[not run: the workspace no longer fits the sandbox: {result.failure.detail}]"))
         if result.failure is not None:
             raise SandboxError(f"rlforge sandbox: {result.failure}")
         code = result.exit_code if result.exit_code is not None else 137
@@ -353,6 +363,10 @@ class SandboxBashHarness(Harness[SandboxBashHarnessConfig]):
                 trace.stop(REPLY_TOO_DEEP)  # the policy's doing: the episode ends and is graded
                 break
             message = reply["choices"][0]["message"]
+            if any(nesting(str(call.get("function", {}).get("arguments") or "")) > MAX_NESTING
+                   for call in message.get("tool_calls") or ()):
+                trace.stop(REPLY_TOO_DEEP)  # sent on, it fails a hook of verifiers' own
+                break
             messages.append({k: v for k, v in message.items() if v is not None})
             if not message.get("tool_calls"):
                 break
@@ -366,12 +380,37 @@ class SandboxBashHarness(Harness[SandboxBashHarnessConfig]):
             return f"error: unknown tool {function.get('name')!r}"
         try:
             args = json.loads(function.get("arguments") or "{}")
-        except json.JSONDecodeError as e:
+        except (ValueError, RecursionError) as e:  # bad JSON, a 5,000-digit number, depth
             return f"error: invalid JSON in tool arguments ({e})"
         if not isinstance(args, dict) or not isinstance(args.get("command"), str):
             return "error: give the command as {\"command\": \"...\"}"
         result = await runtime.run(["bash", "-c", args["command"]], {})
         return (result.stdout + result.stderr)[-TOOL_OUTPUT_LIMIT:]
+
+
+MAX_NESTING = 500  # brackets deep in a tool call's arguments: more is the policy's fail
+
+
+def nesting(text: str) -> int:
+    """How deep JSON-like brackets nest in `text`, outside strings (read without recursion)."""
+    depth = deepest = 0
+    quoted = escaped = False
+    for ch in text:
+        if quoted:
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == '"':
+                quoted = False
+        elif ch == '"':
+            quoted = True
+        elif ch in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif ch in "]}":
+            depth -= 1
+    return deepest
 
 
 def reply_too_deep(trace: Any) -> bool:

@@ -138,7 +138,14 @@ def test_a_tool_call_nested_too_deep_is_graded_and_a_provider_fault_is_not(sampl
     now graded, with its own stop condition. An endpoint that itself answers 502 (a real
     infrastructure fault) still leaves the episode ungraded."""
     task = next(d for d in task_dirs(sample_tasks) if d.name.startswith("logs-script-"))
+    digits = {"role": "assistant", "content": None, "tool_calls": [{
+        "id": "call-digits", "type": "function",
+        "function": {"name": "bash", "arguments": '{"command": ' + "7" * 5000 + "}"}}]}
     policies = {"deep": ScriptedPolicy({"": [_deep_call(2000)]}).start(),
+                # just under the depth verifiers' own hook fails at on the next request
+                "window": ScriptedPolicy({"": [_deep_call(1488)]}).start(),
+                # a number json.loads refuses with ValueError, not JSONDecodeError
+                "digits": ScriptedPolicy({"": [digits, {"role": "assistant", "content": "done"}]}).start(),
                 "down": ScriptedPolicy({"": [Refuse(502, "upstream is down")]}).start()}
     try:
         results = {}
@@ -153,5 +160,43 @@ def test_a_tool_call_nested_too_deep_is_graded_and_a_provider_fault_is_not(sampl
     assert code == 0 and deep["ok"] and not deep["errors"], (deep, err)
     assert deep["stop_condition"] == "policy_reply_too_deep" and deep["reward"] == 0.0, deep
     assert deep["metrics"].get("correct") == 0.0, deep  # the task's verifier ran
+    code, window, err = results["window"]
+    assert code == 0 and window["ok"] and window["stop_condition"] == "policy_reply_too_deep", (window, err)
+    code, digits, err = results["digits"]
+    assert code == 0 and digits["ok"] and not digits["errors"] and digits["reward"] == 0.0, (digits, err)
     code, down, err = results["down"]
     assert code == 1 and not down["ok"] and down["stop_condition"] != "policy_reply_too_deep", (down, err)
+
+
+GROWN = """
+import asyncio, json
+from rlforge.verifiers_env import SandboxRuntime
+
+async def main():
+    runtime = SandboxRuntime()
+    await runtime.start()
+    runtime._fields["workspace_mb"] = 16  # a small cap, as the settings could set
+    try:
+        out = []
+        for command in ("truncate -s 15M a.bin", "truncate -s 15M b.bin", "echo still here"):
+            result = await runtime.run(["bash", "-c", command], {})
+            out.append([result.exit_code, result.stderr[:80]])
+        print(json.dumps(out))
+    finally:
+        runtime.cleanup()
+
+asyncio.run(main())
+"""
+
+
+def test_a_workspace_grown_past_its_cap_is_the_commands_not_a_sandbox_error(shared_cache):
+    """Sparse files cost nothing inside a sandbox and are dense once copied out: commands
+    that grow the workspace past the cap made the next command's sandbox fail to start,
+    a SandboxError that left the rollout ungraded (a red team: 15 sparse 16 MiB files a
+    command). The command is now not run and says why, as in `rlforge run`, and the
+    episode goes on to be graded."""
+    done = in_verifiers("-c", GROWN, cache=shared_cache)
+    assert done.returncode == 0, done.stderr[-3000:]
+    (first, _), (second, _), (third, why) = json.loads(done.stdout)
+    assert (first, second) == (0, 0)
+    assert third == 126 and why.startswith("[not run: the workspace no longer fits"), why
