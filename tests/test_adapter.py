@@ -67,7 +67,7 @@ def answer(local: LocalModel) -> tuple[list[str], str]:
 
 @pytest.mark.llama
 @pytest.mark.slow
-def test_an_adapter_is_served_over_the_embedded_model(local_extra, tmp_path):
+def test_an_adapter_is_served_over_the_embedded_model(local_extra, cli, tmp_path):
     with LocalModel() as local:
         _, base = answer(local)
     with LocalModel(adapter=write_adapter(tmp_path / "zero.gguf", 0.0)) as local:
@@ -79,6 +79,14 @@ def test_an_adapter_is_served_over_the_embedded_model(local_extra, tmp_path):
         names, changed = answer(local)
     assert names == [f"{MODEL_NAME}+loud"]
     assert changed != base
+    # a run with it records the served name, so its calibration is not the base model's
+    tasks = built_tasks(tmp_path, limit=1, generators=("tickets.triage",))
+    result = cli("run", tasks, "--adapter", tmp_path / "zero.gguf", "--runs-dir", tmp_path / "runs",
+                 "--run-id", "with-zero", "--max-tokens", "8", "--json")
+    assert result.exit_code == 0, result.output
+    config = json.loads((tmp_path / "runs" / "with-zero" / "config.json").read_text())
+    assert config["embedded"] and config["adapter"] == str((tmp_path / "zero.gguf").resolve())
+    assert config["policy"]["model"] == f"{MODEL_NAME}+zero"
 
 
 def test_a_missing_adapter_is_refused_before_the_server_starts(tmp_path):

@@ -21,7 +21,7 @@ import hashlib
 import json
 import os
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Iterator, Protocol
 
@@ -199,9 +199,11 @@ def plan_run(settings: Settings, tasks_dir: Path, tasks: list[Task], run_id: str
         if policy.base_url:
             raise UserError(f"--adapter {run.adapter} is served with the embedded model; the "
                             f"endpoint {policy.base_url} serves its own weights (drop one of them)")
-        from rlforge.local_model import find_adapter
+        from rlforge.local_model import MODEL_NAME, find_adapter
 
         adapter = str(find_adapter(run.adapter))
+        # the name the server will serve it under, so calibrations keep it apart
+        policy = replace(policy, model=f"{MODEL_NAME}+{Path(adapter).stem}")
     if policy.base_url:
         PolicyClient(policy, api_key="")  # a bad URL is a user error before anything starts
         if not policy.model:
