@@ -82,3 +82,17 @@ def database_before():
         return con
 
     return make
+
+
+@pytest.fixture
+def local_extra():
+    """Require the embedded model's packages: fail under CI=true, skip elsewhere."""
+    from rlforge.local_model import INSTALL_HINT, missing_packages
+
+    missing = missing_packages()
+    if missing:
+        message = (f"the embedded model's packages are not installed ({', '.join(missing)}): "
+                   f"{INSTALL_HINT}")
+        if os.environ.get("CI", "").lower() == "true":
+            pytest.fail(message + " — the CI set-up must install it")
+        pytest.skip(message)

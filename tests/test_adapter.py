@@ -9,14 +9,13 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 from rlforge.errors import LocalModelUnavailable
-from rlforge.local_model import INSTALL_HINT, MODEL_NAME, LocalModel, find_gguf, missing_packages
+from rlforge.local_model import MODEL_NAME, LocalModel, find_gguf
 from rlforge.policy import PolicyClient, PolicyConfig
 from rlforge.run.session import select_tasks
 from rlforge.taskdir import discover_tasks
@@ -25,15 +24,6 @@ from test_run_support import built_tasks
 QUESTION = [{"role": "user", "content": "Name three colours of the rainbow."}]
 
 
-@pytest.fixture
-def local_extra():
-    missing = missing_packages()
-    if missing:
-        message = (f"the embedded model's packages are not installed ({', '.join(missing)}): "
-                   f"{INSTALL_HINT}")
-        if os.environ.get("CI", "").lower() == "true":
-            pytest.fail(message + " — the CI set-up must install it")
-        pytest.skip(message)
 
 
 def write_adapter(path: Path, scale: float, *, rank: int = 4, layers: int = 30) -> Path:

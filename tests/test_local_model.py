@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from rlforge.errors import LocalModelUnavailable, PolicyContextLength
-from rlforge.local_model import INSTALL_HINT, NOTICE, LocalModel, find_gguf, missing_packages
+from rlforge.local_model import INSTALL_HINT, NOTICE, LocalModel, find_gguf
 from rlforge.policy import PolicyClient, PolicyConfig
 
 pytestmark = pytest.mark.llama
@@ -32,16 +32,6 @@ BASH_TOOL = [{"type": "function", "function": {
                    "required": ["command"]}}}]
 
 
-@pytest.fixture
-def local_extra():
-    """Require the embedded model's packages: fail under CI=true, skip elsewhere."""
-    missing = missing_packages()
-    if missing:
-        message = (f"the embedded model's packages are not installed ({', '.join(missing)}): "
-                   f"{INSTALL_HINT}")
-        if os.environ.get("CI", "").lower() == "true":
-            pytest.fail(message + " — the CI set-up must install it")
-        pytest.skip(message)
 
 
 def group_members(pgid: int) -> list[int]:

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from rlforge.local_model import INSTALL_HINT, NOTICE, LocalModel, missing_packages
+from rlforge.local_model import NOTICE, LocalModel
 from test_run import rollouts_of, run_json
 from test_run_support import built_tasks, count_task
 
@@ -25,15 +25,6 @@ ARGS = ("--samples", "1", "--temperature", "0", "--seed", "11", "--max-tokens", 
         "--max-turns", "2", "--concurrency", "1")
 
 
-@pytest.fixture
-def local_extra():
-    missing = missing_packages()
-    if missing:
-        message = (f"the embedded model's packages are not installed ({', '.join(missing)}): "
-                   f"{INSTALL_HINT}")
-        if os.environ.get("CI", "").lower() == "true":
-            pytest.fail(message + " — the CI set-up must install it")
-        pytest.skip(message)
 
 
 def local_model_children() -> list[int]:
