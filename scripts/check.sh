@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Static checks: ruff, with the rules in pyproject.toml ([tool.ruff]), then mypy on the
-# package ([tool.mypy]); either failing fails the check. Extra arguments go to
+# package ([tool.mypy]), then pytest's collection (an import error in one test module
+# stops the whole run); any failing fails the check. Extra arguments go to
 # `ruff check` (e.g. --fix). scripts/test.sh runs this before the tests.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -14,3 +15,5 @@ for tool in "$ruff" "$mypy"; do
 done
 "$ruff" check "$@" .
 "$mypy"
+"$(dirname "$mypy")/python" -m pytest --collect-only -q tests >/dev/null \
+    || { echo "check.sh: pytest cannot collect the tests; run: .venv/bin/python -m pytest --collect-only tests" >&2; exit 1; }

@@ -40,8 +40,8 @@ from test_run import (alternate, fault, rollouts_of, run_json,  # noqa: F401
                       test_run_stores_every_rollout_with_stats_and_gates,
                       test_time_budget_ends_a_runaway_rollout_as_timeout,
                       test_user_errors_exit_1_with_one_line)
-from test_run_local import (local_extra,  # noqa: F401
-                            test_embedded_model_runs_single_and_multi_turn_tasks_deterministically)
+from test_run_local import \
+    test_embedded_model_runs_single_and_multi_turn_tasks_deterministically  # noqa: F401
 from test_run_repair import (repair_task,  # noqa: F401
                              test_a_patch_made_with_bash_passes_and_doing_nothing_fails)
 from test_run_resume import (test_a_line_cut_short_by_a_kill_is_dropped_and_rerun,  # noqa: F401
