@@ -9,7 +9,9 @@ curve, and each generator's held-out pass rate before and after with 95% Wilson
 intervals, the run ids, and the machine's load.
 
     python benchmarks/learning.py --tasks demo/learn-tasks --generators tickets.triage
-    python benchmarks/learning.py ... --difficulty 0.05:0.95   # train on the base model's band
+    python benchmarks/learning.py --warm-up-gold ... --difficulty 0.1:0.9
+        # GRPO twice from the warmed-up model: on every train task, and only on the train
+        # tasks whose pass rate under that model lies in the band; both scored
 
 With no --tasks directory there yet, it ingests sample_data/ and builds the single-turn
 tasks (tickets.triage, logs.diagnose, tickets.reply) into it first.
@@ -30,7 +32,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "examples"))
 
-from learn_grpo import warm_then_train  # noqa: E402
+from learn_grpo import load_policy, train, warm_then_train, warm_up_start, with_lora  # noqa: E402
 
 from rlforge.difficulty import wilson  # noqa: E402
 from rlforge.hf_server import TransformersServer  # noqa: E402
@@ -94,6 +96,58 @@ def rate(c: Counter) -> str:
     return f"{c['pass']}/{c['n']} = {c['pass'] / max(c['n'], 1):.3f} [{low:.3f}, {high:.3f}]"
 
 
+def verdict(before: Counter, after: Counter) -> str:
+    """Whether `after`'s pass rate is apart from `before`'s: the 95% intervals disjoint."""
+    (bl, bh), (al, ah) = wilson(before["pass"], before["n"]), wilson(after["pass"], after["n"])
+    return "improved" if al > bh else "worse" if ah < bl else "no separable change"
+
+
+def band_and_all(args: argparse.Namespace, db: Path, export: Path, gens: list[str],
+                 grpo: dict, runs: dict[str, str], stamp: str, base: dict[str, Counter]
+                 ) -> tuple[dict[str, dict[str, Counter]], dict[str, dict]]:
+    """The calibration loop: warm up (if asked), measure the start model on the train split,
+    then GRPO from that same start twice, on every train task ("trained") and on the band
+    ("band"), and score both on the held-out split. Returns (held-out results by stage,
+    training results by stage)."""
+    stages: dict[str, dict[str, Counter]] = {"base": base}
+    start: Path = find_gguf()
+    start_name, warmed = "smollm2-135m-base", None
+    if args.warm_up_gold or args.warm_up_samples:
+        model, _, warmed = warm_up_start(
+            export, args.work / "start", generators=gens, warm_up_samples=args.warm_up_samples,
+            warm_up_gold=args.warm_up_gold, warm_up_learning_rate=args.warm_up_learning_rate,
+            seed=args.seed, lora_rank=args.lora,
+            max_completion_length=args.max_completion_length)
+        del model
+        start, start_name = args.work / "start" / "warm-up", "smollm2-135m-warm-up"
+        runs["warm_up"] = f"learn-warm-up-{stamp}"
+        stages["warm-up"] = held_out(args.tasks, start, start_name, runs["warm_up"], args, db)
+    runs["calibration"] = f"learn-calibrate-{stamp}"
+    measured = held_out(args.tasks, start, start_name, runs["calibration"], args, db,
+                        split="train", samples=args.calibration_samples)
+    print(f"{start_name} on the train split: " + ", ".join(
+        f"{g} {rate(c)}" for g, c in sorted(measured.items())), flush=True)
+    band_export = args.work / "trl-band"
+    rlforge("export", "tasks", str(args.tasks), "--format", "trl", "--out", str(band_export),
+            "--split", "all", "--force", "--difficulty", args.difficulty,
+            "--difficulty-model", start_name, "--unmeasured", "drop", db=db)
+    results: dict[str, dict] = {}
+    runs["band"] = f"learn-band-{stamp}"
+    for stage, rows, out in (("trained", export, args.work / "trained"),
+                             ("band", band_export, args.work / "trained-band")):
+        model, tokenizer = load_policy(start)
+        if args.lora:
+            model = with_lora(model, args.lora)
+        results[stage] = train(rows, out, generators=gens, model=model, tokenizer=tokenizer,
+                               **grpo)
+        del model
+        stages[stage] = held_out(args.tasks, out, f"smollm2-135m-grpo-{stage}", runs[stage],
+                                 args, db)
+    if warmed:
+        results["trained"]["warm_up"] = warmed
+    return stages, results
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--tasks", type=Path, default=ROOT / "demo" / "learn-tasks",
@@ -119,13 +173,15 @@ def main() -> None:
     p.add_argument("--temperature", type=float, default=0.7)
     p.add_argument("--max-tokens", type=int, default=32)
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--limit", type=int, default=0, help="score at most this many held-out "
-                   "tasks (0: all)")
-    p.add_argument("--difficulty", metavar="LOW:HIGH", help="train only on the train tasks "
-                   "whose pass rate under the base model lies in this band (measured first: "
-                   "--calibration-samples per train task); default: train on every task")
+    p.add_argument("--limit", type=int, default=0, help="score at most this many tasks per "
+                   "run, the calibration's too (0: all; a smoke test)")
+    p.add_argument("--difficulty", metavar="LOW:HIGH", help="also train on the band: GRPO "
+                   "runs twice from the same start (the warmed-up model, or the base): on "
+                   "every train task, and only on those whose pass rate under the start "
+                   "model lies in this band (measured first: --calibration-samples per "
+                   "train task); both are scored")
     p.add_argument("--calibration-samples", type=int, default=4,
-                   help="with --difficulty: samples per train task of the base model")
+                   help="with --difficulty: samples per train task of the start model")
     p.add_argument("--request-timeout", type=float, default=600.0,
                    help="seconds per request and per rollout (the CPU server is slow on a "
                    "loaded machine; the tasks' own budget is 60 s)")
@@ -139,44 +195,39 @@ def main() -> None:
     gens = [g.strip() for g in args.generators.split(",") if g.strip()]
     stamp = time.strftime("%Y%m%d-%H%M%S")
     runs = {"base": f"learn-base-{stamp}", "trained": f"learn-trained-{stamp}"}
-    band: list[str] = []
-    if args.difficulty:  # the calibration loop: measure the base model on train, keep the band
-        runs["calibration"] = f"learn-calibrate-{stamp}"
-        measured = held_out(args.tasks, find_gguf(), "smollm2-135m-base", runs["calibration"],
-                            args, db, split="train", samples=args.calibration_samples)
-        print("base model on the train split: " + ", ".join(
-            f"{g} {rate(c)}" for g, c in sorted(measured.items())))
-        band = ["--difficulty", args.difficulty, "--difficulty-model", "smollm2-135m-base",
-                "--unmeasured", "drop"]
     rlforge("export", "tasks", str(args.tasks), "--format", "trl", "--out", str(export),
-            "--split", "all", "--force", *band, db=db)
+            "--split", "all", "--force", db=db)
     base = held_out(args.tasks, find_gguf(), "smollm2-135m-base", runs["base"], args, db)
+    grpo = dict(steps=args.steps, batch=args.batch, num_generations=args.num_generations,
+                max_completion_length=args.max_completion_length,
+                learning_rate=args.learning_rate, seed=args.seed)
     trained = args.work / "trained"
     t0 = time.monotonic()
-    result = warm_then_train(export, trained, generators=gens,
-                             warm_up_samples=args.warm_up_samples,
-                             warm_up_gold=args.warm_up_gold,
-                             warm_up_learning_rate=args.warm_up_learning_rate,
-                             lora_rank=args.lora, steps=args.steps,
-                             batch=args.batch, num_generations=args.num_generations,
-                             max_completion_length=args.max_completion_length,
-                             learning_rate=args.learning_rate, seed=args.seed)
+    if args.difficulty:
+        stages, results = band_and_all(args, db, export, gens, grpo, runs, stamp, base)
+        result = results["trained"]
+    else:
+        result = warm_then_train(export, trained, generators=gens,
+                                 warm_up_samples=args.warm_up_samples,
+                                 warm_up_gold=args.warm_up_gold,
+                                 warm_up_learning_rate=args.warm_up_learning_rate,
+                                 lora_rank=args.lora, **grpo)
+        results = {"trained": result}
     train_seconds = time.monotonic() - t0
     rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    after = held_out(args.tasks, trained, "smollm2-135m-grpo", runs["trained"], args, db)
-    stages = {"base": base, "trained": after}
-    if "warm_up" in result:  # what the warm-up alone did, apart from GRPO
-        runs["warm_up"] = f"learn-warm-up-{stamp}"
-        stages = {"base": base, "warm-up": held_out(
-            args.tasks, trained / "warm-up", "smollm2-135m-warm-up", runs["warm_up"], args, db),
-            "trained": after}
+    if not args.difficulty:
+        after = held_out(args.tasks, trained, "smollm2-135m-grpo", runs["trained"], args, db)
+        stages = {"base": base, "trained": after}
+        if "warm_up" in result:  # what the warm-up alone did, apart from GRPO
+            runs["warm_up"] = f"learn-warm-up-{stamp}"
+            stages = {"base": base, "warm-up": held_out(
+                args.tasks, trained / "warm-up", "smollm2-135m-warm-up", runs["warm_up"],
+                args, db), "trained": after}
     compare = rlforge("report", "--compare", runs["base"], runs["trained"], "--out",
                       str(args.work / "compare.html"), "--runs-dir", str(args.work / "runs"),
                       db=db)
 
-    print(f"training: {result['steps']} steps on {result['rows']} train rows of {args.generators}"
-          f"{f' in the band {args.difficulty}' if args.difficulty else ''}, "
-          f"{train_seconds:.0f} s wall, peak RSS {rss_mb:.0f} MB "
+    print(f"training: {train_seconds:.0f} s wall for every stage, peak RSS {rss_mb:.0f} MB "
           f"(batch {args.batch}, {args.num_generations} generations, "
           f"{args.max_completion_length} tokens, lr {args.learning_rate}"
           f"{f', LoRA rank {args.lora}' if args.lora else ''})")
@@ -188,19 +239,24 @@ def main() -> None:
         print(f"warm-up: SFT {w['sft']['steps']} steps on {w['sft']['rows']} "
               f"{'gold answers' if w['source'] == 'gold' else 'passing completions'} in "
               f"{w['sft']['seconds']:.0f} s, loss {' '.join(f'{x:.2f}' for x in w['sft']['loss'])}")
-    print("reward curve (mean verifier reward per step): "
-          + " ".join(f"{c['reward']:.2f}" for c in result["curve"]))
-    print("share of prompt groups with no reward spread (no gradient) per step: "
-          + " ".join(f"{c['zero_std_groups']:.2f}" for c in result["curve"]
-                     if c["zero_std_groups"] is not None))
+    for name, r in results.items():
+        print(f"GRPO ({name}): {r['steps']} steps on {r['rows']} train rows of "
+              f"{args.generators} in {r['seconds']:.0f} s")
+        print("  reward curve (mean verifier reward per step): "
+              + " ".join(f"{c['reward']:.2f}" for c in r["curve"]))
+        print("  share of prompt groups with no reward spread (no gradient) per step: "
+              + " ".join(f"{c['zero_std_groups']:.2f}" for c in r["curve"]
+                         if c["zero_std_groups"] is not None))
     print(f"held-out ({args.split} split, {args.samples} samples/task, seed {args.seed}, "
           f"temperature {args.temperature}); pass rate [95% Wilson]:")
-    for g in sorted(set(base) | set(after)):
-        b, a = base.get(g, Counter()), after.get(g, Counter())
-        (bl, bh), (al, ah) = wilson(b["pass"], b["n"]), wilson(a["pass"], a["n"])
-        verdict = "improved" if al > bh else "worse" if ah < bl else "no separable change"
+    for g in sorted(set().union(*stages.values())):
         print(f"  {g:<16} " + "   ".join(f"{name} {rate(stage.get(g, Counter()))}"
-                                         for name, stage in stages.items()) + f"   {verdict}")
+                                         for name, stage in stages.items()))
+        for name in [n for n in stages if n not in ("base", "warm-up")]:
+            print(f"    {name} against base: {verdict(stages['base'].get(g, Counter()), stages[name].get(g, Counter()))}")
+        if "band" in stages:
+            print(f"    band against trained on every task: "
+                  f"{verdict(stages['trained'].get(g, Counter()), stages['band'].get(g, Counter()))}")
     print(f"runs: {', '.join(runs.values())} in {args.work / 'runs'}; "
           f"compare: {args.work / 'compare.html'} ({compare.returncode})")
     print(f"total wall {time.monotonic() - started:.0f} s; load average "

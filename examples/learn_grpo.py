@@ -209,25 +209,22 @@ def train(export_dir: str | Path, out: str | Path, *, generators: list[str] | No
             "curve": curve}
 
 
-def warm_then_train(export_dir: str | Path, out: str | Path, *,
-                    generators: list[str] | None = None, warm_up_samples: int = 0,
-                    warm_up_gold: bool = False, warm_up_learning_rate: float = 5e-5,
-                    seed: int = 0, lora_rank: int = 0, **grpo: Any) -> dict[str, Any]:
-    """`train`, after an optional warm-up: with `warm_up_samples` > 0, the base model's
-    passing completions on the train rows (`sample_passing`) are fine-tuned on first
-    (`warm_up`); with `warm_up_gold`, the train rows' gold answers are. GRPO starts from
-    the tuned model, which is also saved to `out`/warm-up. The result has a "warm_up"
-    entry (the sampling's pass counts, the SFT's steps and loss) when one ran. With
-    `lora_rank`, both train one LoRA adapter of that rank."""
-    if not warm_up_samples and not warm_up_gold:
-        return train(export_dir, out, generators=generators, seed=seed, lora_rank=lora_rank,
-                     **grpo)
+def warm_up_start(export_dir: str | Path, out: str | Path, *,
+                  generators: list[str] | None = None, warm_up_samples: int = 0,
+                  warm_up_gold: bool = False, warm_up_learning_rate: float = 5e-5,
+                  seed: int = 0, lora_rank: int = 0,
+                  max_completion_length: int = 48) -> tuple[Any, Any, dict[str, Any]]:
+    """The warm-up alone: (model, tokenizer, what it did). With `warm_up_samples` > 0 the
+    base model's passing completions on the train rows (`sample_passing`) are fine-tuned
+    on (`warm_up`); with `warm_up_gold`, the train rows' gold answers are. The tuned model
+    is also saved to `out`/warm-up. With `lora_rank`, the warm-up trains a LoRA adapter of
+    that rank, and the model returned still carries it."""
     model, tokenizer = load_policy()
     rows = train_rows(export_dir, generators)
     found: dict[str, Any] = {}
     if warm_up_samples:
         found = sample_passing(rows, model, tokenizer, samples=warm_up_samples,
-                               max_new_tokens=grpo.get("max_completion_length", 48), seed=seed)
+                               max_new_tokens=max_completion_length, seed=seed)
     targets = gold_completions(rows) if warm_up_gold else found["passing"]
     if warm_up_gold and not targets:
         raise SystemExit(f"no train row of {export_dir} has a gold_answer: export the tasks "
@@ -236,11 +233,28 @@ def warm_then_train(export_dir: str | Path, out: str | Path, *,
         model = with_lora(model, lora_rank)
     tuned = warm_up(targets, Path(out) / "warm-up", model, tokenizer, seed=seed,
                     learning_rate=warm_up_learning_rate)
+    found.pop("passing", None)
+    return model, tokenizer, {"sampled": found or None, "sft": tuned,
+                              "source": "gold" if warm_up_gold else "samples"}
+
+
+def warm_then_train(export_dir: str | Path, out: str | Path, *,
+                    generators: list[str] | None = None, warm_up_samples: int = 0,
+                    warm_up_gold: bool = False, warm_up_learning_rate: float = 5e-5,
+                    seed: int = 0, lora_rank: int = 0, **grpo: Any) -> dict[str, Any]:
+    """`train`, after an optional warm-up (`warm_up_start`); GRPO starts from the tuned
+    model. The result has a "warm_up" entry (the sampling's pass counts, the SFT's steps
+    and loss) when one ran. With `lora_rank`, both train one LoRA adapter of that rank."""
+    if not warm_up_samples and not warm_up_gold:
+        return train(export_dir, out, generators=generators, seed=seed, lora_rank=lora_rank,
+                     **grpo)
+    model, tokenizer, warmed = warm_up_start(
+        export_dir, out, generators=generators, warm_up_samples=warm_up_samples,
+        warm_up_gold=warm_up_gold, warm_up_learning_rate=warm_up_learning_rate, seed=seed,
+        lora_rank=lora_rank, max_completion_length=grpo.get("max_completion_length", 48))
     result = train(export_dir, out, generators=generators, seed=seed, model=model,
                    tokenizer=tokenizer, **grpo)
-    found.pop("passing", None)
-    return {**result, "warm_up": {"sampled": found or None, "sft": tuned,
-                                  "source": "gold" if warm_up_gold else "samples"}}
+    return {**result, "warm_up": warmed}
 
 
 def main() -> None:
