@@ -109,3 +109,96 @@ def test_an_unreadable_file_counts_only_when_new():
     assert callers.added_findings(start, protected, base) == []
     assert callers.added_findings({**start, "pkg/new.py": UTF7_ROUTER[:12] + b"\xff"},
                                   protected, base) == ["pkg/new.py (unreadable)"]
+
+
+# Means that a plain reading of names missed: a constant that names them (adjacent
+# literals are one constant), a namespace or getattr lookup by such a constant, the
+# caller's depth passed to `warn` by position, a module's hook replaced.
+@pytest.mark.parametrize("source", [
+    b"import sys\nf = vars(sys)['_get' 'frame'](1)\n",
+    b"import sys\nm = vars(sys)['modules']\n",
+    b"import sys\nm = sys.__dict__.get('modules')\n",
+    b"import sys\nm = getattr(sys, 'modules')\n",
+    b"run = vars(print.__self__)['exec']\n",
+    b"def back(f):\n    return type(f).__dict__['f_' 'back'].__get__(f)\n",
+    b"NAME = 'rlf' 'orge'\n",
+    b"import warnings\n\ndef f():\n    warnings.warn('x', UserWarning, 3)\n",
+    b"import warnings\nwarnings._showwarnmsg = print\n",
+    b"import warnings\nsetattr(warnings, 'showwarn' 'ing', print)\n",
+])
+def test_what_a_constant_or_a_hook_hides_is_found(source):
+    assert callers.findings(source), source
+
+
+@pytest.mark.parametrize("source", [
+    b"import warnings\nwarnings.warn('old', DeprecationWarning)\n",
+    b"class A:\n    def __init__(self):\n        self.__dict__['cache'] = {}\n",
+    b"def name(o):\n    return getattr(o, 'name', '')\n",
+    b"class C:\n    pass\nC.x = 1\n",
+    b"import os\nos.environ['LANG'] = 'C'\n",
+])
+def test_ordinary_constants_and_assignments_are_not(source):
+    assert callers.findings(source) == {}, source
+
+
+def _zip_bytes() -> bytes:
+    import io
+    import zipfile
+
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w") as z:
+        z.writestr("router.py", "def route():\n    return 1\n")
+    return out.getvalue()
+
+
+def test_code_the_gate_cannot_read_is_refused_unless_it_was_there(tmp_path):
+    """An archive zipimport can load (whatever its name, even behind other bytes), native
+    code and bytecode are code the gate cannot read: added, they are refused; test data
+    and files that were there from the start are not."""
+    protected = lambda p: p.startswith("tests/")  # noqa: E731
+    start = {"pkg/a.py": b"X = 1\n", "pkg/old.so": b"\x7fELF" + bytes(64),
+             "tests/data.zip": _zip_bytes(), "docs/logo.png": b"\x89PNG\r\n" + bytes(100)}
+    base = callers.base_findings(start, protected)
+    assert base == {"pkg/old.so": {"native_code": 1}}
+    assert callers.added_findings(start, protected, base) == []
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "tables.dat").write_bytes(bytes(300_000) + _zip_bytes())
+    (tmp_path / "pkg" / "speed").write_bytes(b"\x7fELF" + bytes(200_000))
+    (tmp_path / "pkg" / "m.pyc").write_bytes(b"\x00" * 16)
+    (tmp_path / "pkg" / "a.py").write_bytes(b"X = 2\n")
+    tree = callers.tree_code(tmp_path)
+    assert len(tree["pkg/tables.dat"]) == 4 + callers.TAIL
+    assert callers.added_findings(tree, protected, base) == [
+        "pkg/m.pyc (bytecode)", "pkg/speed (native_code)", "pkg/tables.dat (archive)"]
+
+
+@pytest.mark.parametrize("source", [
+    b"import sys\nsys.path.insert(0, '/tmp/x')\n",
+    b"import sys\np = getattr(sys, 'path')\n",
+    b"from . import util\n__path__.append('tables.dat')\n",
+    b"import importlib\nimportlib.invalidate_caches()\n",
+])
+def test_what_changes_where_imports_come_from_is_found(source):
+    assert callers.findings(source), source
+
+
+def test_a_common_attribute_name_is_plain_off_sys():
+    assert callers.findings(b"def where(o):\n    return getattr(o, 'path', None)\n") == {}
+
+
+def test_a_module_written_at_run_time_is_refused_where_imported():
+    """A router unpacked into the package when it is imported, then imported by a plain
+    relative import, is out of the gate's sight; the import of a module no file of the
+    tree provides is not."""
+    protected = lambda p: p.startswith("tests/")  # noqa: E731
+    start = {"pkg/__init__.py": b"from .core import run\nVERSION = '1'\n",
+             "pkg/core.py": b"from . import VERSION\nfrom .util import helper\n",
+             "pkg/util.py": b"def helper():\n    return 1\n",
+             "pkg/sub/__init__.py": b"", "pkg/sub/leaf.py": b"from .. import util\n"}
+    base = callers.base_findings(start, protected)
+    assert base == {}
+    unpack = (b"import base64, os\nopen(os.path.join(os.path.dirname(__file__), '_r.py'), 'w')"
+              b".write(base64.b64decode(BLOB).decode())\nfrom . import _r\nfrom ._s import x\n")
+    after = {**start, "pkg/core.py": start["pkg/core.py"] + unpack}
+    assert callers.added_findings(after, protected, base) == [
+        "pkg/core.py (imports_missing:pkg._r)", "pkg/core.py (imports_missing:pkg._s)"]

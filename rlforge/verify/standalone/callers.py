@@ -13,9 +13,16 @@ names of frame, traceback, tracing and warning-location machinery and of the tes
 modules that give them (or load code from other files), and dynamic access that static
 reading cannot follow (`getattr` with a computed name, `__import__` or
 `importlib.import_module` of a computed name, `eval`, `exec`, `compile`, a namespace
-such as `vars(sys)` or `type(x).__dict__` indexed by a computed key). The file is read
-as Python reads it (a byte-order mark or a coding declaration decides its encoding), and
-a file that does not decode counts as unreadable. A task records its starting files' counts
+such as `vars(sys)` or `type(x).__dict__` indexed by a computed key, or by a constant
+naming one of those means), names that change where imports come from (`sys.path`, a package's `__path__`: code
+written or unpacked at run time is out of the gate's sight), string constants that spell
+one of those names (adjacent
+literals are one constant), the location arguments of `warn`, and assignments to a
+module's attributes (a hook replaced). The file is read as Python reads it (a byte-order
+mark or a coding declaration decides its encoding), and a file that does not decode
+counts as unreadable. A file that is code but not source (an extension module or other
+native code, bytecode, a zip archive the import system can load) cannot be read at all:
+it counts as `native_code`, `bytecode` or `archive` (`binary_findings`). A task records its starting files' counts
 (`base_findings`); a submission is refused when a file holds more of one kind than it
 started with (`added_findings`). This narrows what in-process code can forge; it cannot
 close it (the README's trust boundary says what stays open).
@@ -25,6 +32,8 @@ from __future__ import annotations
 
 import ast
 import io
+import os
+import re
 import tokenize
 from typing import TYPE_CHECKING
 
@@ -40,6 +49,10 @@ FRAME_NEEDLES = ("_getframe", "f_back", "f_code", "f_locals", "f_globals", "f_li
                  "_current_frames", "findCaller", "stacklevel", "stack_info", "funcName",
                  "__traceback__", "last_traceback", "catch_warnings", "showwarning",
                  "captureWarnings", "get_referrers", "addaudithook", "currentframe")
+#: names that change where imports come from (code written or unpacked at run time, out of
+#: the gate's sight, imported from a directory or archive added to a search path)
+LOADER_NEEDLES = ("__path__", "__loader__", "__spec__", "path_importer_cache",
+                  "invalidate_caches")
 #: names that tell a test run from another (matched case-insensitively)
 RUN_NEEDLES = ("pytest", "unittest", "rlforge", "/proc/", "cmdline", "__builtins__")
 #: modules whose import gives the stack, the test run or a way around static reading
@@ -51,7 +64,7 @@ MODULES = frozenset({"inspect", "traceback", "unittest", "pytest", "_pytest", "f
                      "importlib._bootstrap", "importlib._bootstrap_external"})
 #: attributes of `sys` that say how the process was started or what it has loaded
 SYS_ATTRS = frozenset({"argv", "orig_argv", "modules", "monitoring", "meta_path",
-                       "path_hooks", "audit", "call_tracing"})
+                       "path_hooks", "audit", "call_tracing", "path"})
 #: built-ins that run or look up code by a computed name
 DYNAMIC_CALLS = frozenset({"eval", "exec", "compile", "__import__", "breakpoint"})
 NAMED_LOOKUPS = frozenset({"getattr", "hasattr", "setattr", "delattr", "__getattribute__",
@@ -60,6 +73,14 @@ NAMED_LOOKUPS = frozenset({"getattr", "hasattr", "setattr", "delattr", "__getatt
 NAMESPACES = frozenset({"vars", "globals", "locals"})
 #: mapping methods that look up a key
 KEY_LOOKUPS = frozenset({"get", "pop", "setdefault", "__getitem__"})
+#: names that, looked up by a constant in a namespace or with `getattr`, reach those means
+SENSITIVE_KEYS = (SYS_ATTRS | DYNAMIC_CALLS | NAMED_LOOKUPS | NAMESPACES
+                  | {m.split(".")[0] for m in MODULES} | set(FRAME_NEEDLES)
+                  | {"__builtins__", "__dict__", "__globals__", "__self__", "__closure__"})
+#: of those, the ones `getattr(x, name)` reaches only on `sys` (common attribute names)
+COMMON_NAMES = frozenset({"path"})
+#: warning calls whose third positional argument is the caller's depth (`stacklevel`)
+WARN_CALLS = frozenset({"warn", "warn_explicit"})
 
 REASON = "inspects_caller"
 WHAT = "the change inspects its caller or the test run"
@@ -67,6 +88,12 @@ WHAT = "the change inspects its caller or the test run"
 
 def _constant(node):
     return isinstance(node, ast.Constant)
+
+
+def _plain_constant(node, sensitive=SENSITIVE_KEYS):
+    """Whether `node` is a constant that is not the name of a means to see the caller (so
+    looking it up is as plain as writing it)."""
+    return _constant(node) and not (isinstance(node.value, str) and node.value in sensitive)
 
 
 def _name_of(func):
@@ -124,19 +151,44 @@ def _ast_findings(tree, counts):
             if isinstance(node.value, ast.Name) and node.value.id in sys_names \
                     and node.attr in SYS_ATTRS:
                 add(f"sys.{node.attr}")
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+            lowered = node.value.lower()
+            for needle in FRAME_NEEDLES + LOADER_NEEDLES:
+                if needle in node.value:
+                    add(f"constant:{needle}")
+            for needle in RUN_NEEDLES:
+                if needle in lowered:
+                    add(f"constant:{needle}")
+        elif isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
+            for target in node.targets if isinstance(node, ast.Assign) else [node.target]:
+                if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) \
+                        and target.value.id in modules:
+                    add(f"assigns:{modules[target.value.id]}.{target.attr}")
         elif isinstance(node, ast.Subscript):
-            if _is_namespace(node.value) and not _constant(node.slice):
+            if _is_namespace(node.value) and not _plain_constant(node.slice):
                 add("dynamic:namespace[key]")
         elif isinstance(node, ast.Call):
             name = _name_of(node.func)
             if name in DYNAMIC_CALLS and isinstance(node.func, ast.Name):
                 if not (name == "__import__" and node.args and _constant(node.args[0])):
                     add(f"dynamic:{name}")
-            elif name in NAMED_LOOKUPS and not all(map(_constant, _looked_up(name, node))):
+            elif name in NAMED_LOOKUPS and not all(
+                    _plain_constant(arg, SENSITIVE_KEYS - COMMON_NAMES)
+                    for arg in _looked_up(name, node)):
                 add(f"dynamic:{name}")
+            elif name in NAMED_LOOKUPS and len(node.args) > 1 and _constant(node.args[1]) \
+                    and isinstance(node.args[0], ast.Name) and node.args[0].id in sys_names \
+                    and node.args[1].value in SYS_ATTRS:
+                add(f"sys.{node.args[1].value}")
+            elif name in NAMED_LOOKUPS and name in ("setattr", "delattr") and node.args \
+                    and isinstance(node.args[0], ast.Name) and node.args[0].id in modules:
+                add(f"assigns:{modules[node.args[0].id]}")
             elif name in KEY_LOOKUPS and isinstance(node.func, ast.Attribute) \
-                    and _is_namespace(node.func.value) and not all(map(_constant, node.args[:1])):
+                    and _is_namespace(node.func.value) \
+                    and not all(map(_plain_constant, node.args[:1])):
                 add("dynamic:namespace[key]")
+            elif name in WARN_CALLS and len(node.args) >= 3:
+                add(f"location:{name}")
             if name in ("__import__", "import_module") and node.args and _constant(node.args[0]):
                 module = node.args[0].value
                 if isinstance(module, str) and (module in MODULES
@@ -178,7 +230,7 @@ def findings(text):
             return {"unreadable": 1}
         text = decoded
     counts = {}
-    for needle in FRAME_NEEDLES:
+    for needle in FRAME_NEEDLES + LOADER_NEEDLES:
         n = text.count(needle)
         if n:
             counts[f"name:{needle}"] = n
@@ -200,18 +252,106 @@ def is_source(path):
     return path.endswith((".py", ".pyw"))
 
 
-def tree_sources(root):
-    """{relative posix path: bytes} of the Python source files under `root` (links skipped)."""
-    return read_regular_files(root, is_source)
+ELF_MAGIC = b"\x7fELF"
+ZIP_END = b"PK\x05\x06"  # an archive's end record: what zipimport reads first
+#: bytes of a file's end that hold its archive end record if it has one (22 + a comment)
+TAIL = 22 + 65_535
+NATIVE_SUFFIXES = (".so", ".pyd", ".dylib", ".dll")
+BYTECODE_SUFFIXES = (".pyc", ".pyo")
+
+
+def binary_findings(path, data):
+    """{kind: 1} when the file at `path` is code Python can load that the gate cannot read:
+    native code (an extension module, anything `ctypes` could load), bytecode, or a zip
+    archive (zipimport loads one from any name on `sys.path` or a package's `__path__`).
+    `data` is the file, or its first bytes followed by its last `TAIL` (`tree_code`)."""
+    if path.endswith(NATIVE_SUFFIXES) or data.startswith(ELF_MAGIC):
+        return {"native_code": 1}
+    if path.endswith(BYTECODE_SUFFIXES):
+        return {"bytecode": 1}
+    if ZIP_END in data[-TAIL:]:
+        return {"archive": 1}
+    return {}
+
+
+def file_findings(path, data, files=None):
+    """The gate's findings for one file: its source read (`findings`), with `files` (the
+    tree's {path: bytes}) its relative imports no file of the tree provides too
+    (`missing_imports`), or its bytes (`binary_findings`)."""
+    if not is_source(path):
+        return binary_findings(path, data)
+    found = findings(data)
+    if files is not None and "unreadable" not in found:
+        for name in missing_imports(path, data, files):
+            found[f"imports_missing:{name}"] = found.get(f"imports_missing:{name}", 0) + 1
+    return found
+
+
+def _provides(prefix, files):
+    """Whether a file of the tree is the module or package at `prefix` (a path without a
+    suffix): source, a package directory, or an extension module."""
+    return any(p == prefix + ".py" or p.startswith(prefix + "/")
+               or (p.startswith(prefix + ".") and p.endswith(NATIVE_SUFFIXES)) for p in files)
+
+
+def missing_imports(path, data, files):
+    """Modules the source file at `path` imports relatively (`from . import x`, `from .m
+    import y`) that no file of the tree provides: a module written at run time, out of
+    the gate's sight, then imported by a plain statement. A name `from . import x` takes
+    from the package's `__init__.py` (holding the word) is not missing."""
+    text = source_text(data) if isinstance(data, bytes) else data
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError, TypeError):
+        return []
+    package = path.split("/")[:-1]
+    out = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.ImportFrom) or not node.level or node.level - 1 > len(package):
+            continue
+        base = package[:len(package) - (node.level - 1)]
+        if node.module:
+            parts = base + node.module.split(".")
+            if not _provides("/".join(parts), files):
+                out.append(".".join(parts))
+            continue
+        init = files.get("/".join(base + ["__init__.py"]), b"")
+        init_text = source_text(init) if isinstance(init, bytes) else init
+        for alias in node.names:
+            if alias.name == "*" or _provides("/".join(base + [alias.name]), files):
+                continue
+            if init_text is None or not re.search(rf"\b{re.escape(alias.name)}\b", init_text):
+                out.append(".".join(base + [alias.name]))
+    return out
+
+
+def tree_code(root):
+    """{relative posix path: bytes} of every regular file under `root` (links skipped): a
+    source file whole, any other its first 4 bytes and its last `TAIL` (what
+    `binary_findings` reads)."""
+    out = {}
+    for rel, head in read_regular_files(root, lambda _: True, limit=0).items():
+        path = os.path.join(root, *rel.split("/"))
+        with open(path, "rb") as fh:
+            if is_source(rel):
+                out[rel] = fh.read()
+                continue
+            size = os.fstat(fh.fileno()).st_size
+            start = fh.read(4)
+            if size > 4 + TAIL:
+                fh.seek(size - TAIL)
+            out[rel] = start + fh.read(TAIL)
+    return out
 
 
 def base_findings(files, protected):
-    """{path: findings} of the starting workspace's non-test source files that hold any;
-    `files` is {path: bytes}, `protected(path)` whether a path is test code."""
+    """{path: findings} of the starting workspace's non-test files that hold any; `files`
+    is {path: bytes} (a file whole, or as `tree_code` reads it), `protected(path)` whether
+    a path is test code."""
     out = {}
     for path, data in sorted(files.items()):
-        if is_source(path) and not protected(path):
-            found = findings(data)
+        if not protected(path):
+            found = file_findings(path, data, files)
             if found:
                 out[path] = found
     return out
@@ -222,10 +362,10 @@ def added_findings(files, protected, base):
     starting counts), as sorted `path (kind)` strings: the gate refuses when any."""
     out = []
     for path, data in sorted(files.items()):
-        if not is_source(path) or protected(path):
+        if protected(path):
             continue
         before = base.get(path, {})
-        for kind, n in sorted(findings(data).items()):
+        for kind, n in sorted(file_findings(path, data, files).items()):
             if n > before.get(kind, 0):
                 out.append(f"{path} ({kind})")
     return out

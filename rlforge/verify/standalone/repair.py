@@ -45,7 +45,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING or __package__:  # rlforge.verify.standalone.repair
     from .asserts import apply_checks, externalize_checks, keys_by_file
-    from .callers import added_findings, tree_sources
+    from .callers import added_findings, tree_code
     from .canaries import add_canaries
     from .entry import verifier_main
     from .policy_code import LocalPolicy, regular_file
@@ -59,7 +59,7 @@ else:  # tests/rlforge_repair.py, run as python3 -I: its siblings from their sou
     runpy.run_path(os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                 "rlforge_siblings.py"))["install"](__file__)
     from rlforge_asserts import apply_checks, externalize_checks, keys_by_file
-    from rlforge_callers import added_findings, tree_sources
+    from rlforge_callers import added_findings, tree_code
     from rlforge_canaries import add_canaries
     from rlforge_entry import verifier_main
     from rlforge_policy_code import LocalPolicy, regular_file
@@ -85,7 +85,7 @@ def open_gated(ref, tests_dir, workspace=None, policy=None):
                                      policy or LocalPolicy(), ref["test_command"])))
     attempt.untouched(shadows)
     if not attempt.refused and "base_findings" in ref:  # tasks built before it carry none
-        attempt.blind_to_tests(added_findings(tree_sources(attempt.tree),
+        attempt.blind_to_tests(added_findings(tree_code(attempt.tree),
                                               lambda p: is_protected(p, ref["protected"]),
                                               ref["base_findings"]))
     return attempt
