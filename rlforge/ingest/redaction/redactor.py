@@ -53,7 +53,7 @@ def _h_placeholder(tok: str) -> list[Span]:
 _TRIMMING = {"iban", "card", "phone", "phone_ctx", "id_ctx", "card_ctx", "dob_ctx", "mac"}
 # Rules that take a cue word with their value: when the value is rejected, what they
 # matched is scanned again without them, so that a cue never hides another finding.
-_CONTEXTUAL = {"pin_prose", "email_obf", "pw_prose", "pw_change", "key_prose", "id_ctx", "dob_ctx",
+_CONTEXTUAL = {"pin_prose", "code_prose", "pw_bare", "email_obf", "pw_prose", "pw_change", "key_prose", "id_ctx", "dob_ctx",
                "card_ctx"}
 
 

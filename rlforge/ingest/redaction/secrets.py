@@ -12,6 +12,7 @@ import functools
 import math
 import re
 
+from rlforge.ingest.redaction.words import OTHER_CODES
 from rlforge.ingest.redaction.rules import (ASSIGN_KEY, ASSIGN_SEP, ASSIGN_VALUE, PASSWORD_KEYS,
                                             PLACEHOLDER, RULES, Detector, Span, whole)
 
@@ -129,7 +130,7 @@ def _password_like(val: str, strict: bool) -> bool:
                        has_other))
         return (len(val) >= 8 or len(val) >= 6 and classes >= 3) and has_alpha and (
             has_digit or has_other) and not re.fullmatch(
-            r"v?[0-9.]+[a-z]*|[A-Za-z]+[0-9]{1,2}|https?:.*|.*@.*\..*", val)
+            r"v?[0-9.]+[a-z]*|[A-Za-z]+[0-9]{1,2}|https?:.*|.*@.*\..*|[0-9]+[xX×][0-9]+", val)
     if val.isalpha():
         return not val.islower() and not val.istitle() and not val.isupper()
     return has_alpha or has_digit and len(val) >= 4 and has_other or len(val) >= 6
@@ -151,6 +152,25 @@ def _h_pw_prose(tok: str) -> list[Span]:
 def _h_pw_change(tok: str) -> list[Span]:
     start, val = _prose_value(tok)
     return [(start, start + len(val), "PASSWORD", val)] if _password_like(val, True) else []
+
+
+def _h_code_prose(tok: str) -> list[Span]:
+    """Digits after a bare "code" and a link, unless the word before the code names
+    another kind of code ("zip code is 90210", "error code: 5003")."""
+    first = tok.split(None, 1)[0].lower()
+    if first in OTHER_CODES:
+        return []
+    start = len(tok.rstrip("0123456789"))
+    return [(start, len(tok), "PASSWORD", tok[start:])]
+
+
+def _h_pw_bare(tok: str) -> list[Span]:
+    """The word right after a password word, with no link: a password only when it holds
+    letters and digits and passes the strict test ("pw Kx7#pq2", not "password v2.3")."""
+    start, val = _prose_value(tok)
+    ok = (any(c.isdigit() for c in val) and any(c.isalpha() for c in val)
+          and _password_like(val, True) and val[:1] not in "([{" and val[-1:] not in ")]}")
+    return [(start, start + len(val), "PASSWORD", val)] if ok else []
 
 
 def _h_pin_prose(tok: str) -> list[Span]:
@@ -317,7 +337,7 @@ def generic_token(tok: str) -> list[Span]:
 DETECTORS: dict[str, Detector] = {
     "private_key": _h_private_key, "url_cred": _h_url_cred, "url_token": _h_url_token,
     "assign": _h_assign, "auth": _h_auth, "pin_prose": _h_pin_prose, "pw_prose": _h_pw_prose, "pw_change": _h_pw_change,
-    "key_prose": _h_key_prose, "slack_hook": _h_slack_hook, "jwt": _h_jwt,
+    "code_prose": _h_code_prose, "pw_bare": _h_pw_bare, "key_prose": _h_key_prose, "slack_hook": _h_slack_hook, "jwt": _h_jwt,
     "github": _vendor("GITHUB_TOKEN"), "gitlab": _h_gitlab, "slack": _h_slack,
     "stripe": _h_stripe, "openai": _h_openai, "aws_id": _h_aws_id, "gcp": _h_gcp,
     "api_key": _vendor("API_KEY"), "generic": generic_token,
