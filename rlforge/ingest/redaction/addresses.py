@@ -245,3 +245,13 @@ def street_names(toks: list[Tok]) -> list[tuple[int, int]]:
                 out = [(a, b) for a, b in out if b < k]
                 out.append((k, i))
     return out
+
+
+def lower_case_street(tok: str) -> list[tuple[int, int, str, str]]:
+    """The detector of the rule `street_lower` (a street written in lower case, taken by
+    its shape): the whole match, less a full stop after it; nothing where a capitalised
+    word follows (the rule then took its first letter)."""
+    if tok[-1:].isupper():
+        return []  # the street's name goes on in capitals: the runs read it whole
+    end = len(tok.rstrip(".,"))
+    return [(0, end, "ADDRESS", tok[:end])]

@@ -13,7 +13,9 @@ import re
 from dataclasses import dataclass
 from typing import Callable, Iterable
 
+from rlforge.ingest.redaction.run_words import L, U
 from rlforge.ingest.redaction.words import (CARD_WORDS, CHANGE_VERBS, CODE_LINKS, CODE_WORDS,
+                                            CREDENTIAL_WORDS,
                                             DOB_AFTER, DOB_WORDS,
                                             ID_WORDS, KEY_WORDS, ORDER_WORDS, PASSWORD_LINKS,
                                             PASSWORD_WORDS, PHONE_WORDS, PIN_WORDS,
@@ -94,8 +96,9 @@ _ORDER_CTX = (rf"{phrases_rx(*ORDER_WORDS)}{_GAP % 3}{_NUMBER_WORD}"
 # end): "password was reset to X" reads past "reset" to X (a lower-case word alone is
 # never taken as a password).
 _LOWER = "a-zß-öø-ÿ"
-_PW_VALUE = (rf"(?:[^ \t\r\n\"'{_LOWER}.,;:?]|[{_LOWER}]+[^ \t\r\n{_LOWER}.,;:?]"
-             rf"|[{_LOWER}]*[.,;:?][^ \t\r\n])[^ \t\r\n]*")
+_PW_VALUE = (rf"(?:(?:[^ \t\r\n\"'{_LOWER}.,;:?]|[{_LOWER}]+[^ \t\r\n{_LOWER}.,;:?]"
+             rf"|[{_LOWER}]*[.,;:?][^ \t\r\n])[^ \t\r\n]*"
+             r"|\"[^\" \t\r\n]+\"|'[^' \t\r\n]+')")  # or quoted: the password is "Tulip!88"
 _KEY_VALUE = r"[A-Za-z0-9_+/=.][A-Za-z0-9_+/=.-]*"  # never "-----BEGIN": a PEM block is its own
 ID_VALUE = r"[A-Za-z0-9]+(?:[ .-][A-Za-z0-9]+){0,6}"
 _LINK = rf"(?:[ \t]*[:=]|[ \t]+{phrases_rx(*PASSWORD_LINKS)})"  # ":", "is", "ist", "est", "è"...
@@ -119,6 +122,9 @@ _PW_BARE = rf"{phrases_rx(*PASSWORD_WORDS)}[ \t]+{_PW_VALUE}"
 # "zip code is 90210"; that word is taken with the match for the detector to read).
 _CODE_PROSE = (rf"(?:[A-Za-zÀ-ÖØ-öø-ÿ]+[ \t]+)?{phrases_rx(*CODE_WORDS)}"
                rf"(?:[ \t]*[:=]|[ \t]+{phrases_rx(*CODE_LINKS)})[ \t]*[0-9]{{4,8}}")
+# A user name and a password as a pair after a credentials word: "login: anna.k / Sommer2021!"
+_CREDENTIALS = (rf"{phrases_rx(*CREDENTIAL_WORDS)}[ \t]*[:=][ \t]*[^ \t\r\n/()]+[ \t]*/[ \t]*"
+                r"[^ \t\r\n\"':]*[0-9!#$%&*+?@^~_-][^ \t\r\n]*")  # a digit or a symbol in it
 _KEY_PROSE = _cued(KEY_WORDS, 5, _LINK + "?", _KEY_VALUE)
 ID_CTX = _cued(ID_WORDS, 3, _LINK + "?", ID_VALUE, after=_NUMBER_WORD)
 # What an e-mail address adds after a value the id rule took ("Konto: m.schmitz@gmail.com"):
@@ -143,8 +149,23 @@ DATE = (r"[0-9]{1,4}[./-][0-9]{1,2}[./-][0-9]+"
         rf"|[0-9]{{1,2}}-{_MONTH_WORD}-[0-9]{{2,4}}"
         rf"|{_MONTH_WORD}\.?[ ][0-9]{{1,2}}(?:st|nd|rd|th)?,?[ ][0-9]+")
 _DOB_AFTER = rf"(?:{DATE})[ \t]+{phrases_rx(*DOB_AFTER)}"
-_DOB_CTX = (rf"{phrases_rx(*DOB_WORDS)}{_GAP % 3}(?:[ \t]*[:=]|[ \t]+{phrases_rx('is', 'ist', 'am', 'le', 'op', 'il', 'on', 'est', 'è')})?"
+_DOB_CTX = (rf"{phrases_rx(*DOB_WORDS)}\.?(?:[ \t]*\([^()\r\n]{{1,24}}\))?{_GAP % 3}(?:[ \t]*[:=]|[ \t]+[-–]|[ \t]+{phrases_rx('is', 'ist', 'am', 'le', 'op', 'il', 'on', 'est', 'è')})?"
             rf"[ \t]*(?:{DATE})")
+# A street written all in lower case, which the runs of capitalised words never see: a
+# street word before its name and a house number ("calle mayor 12", "ul. długa 5", "rua
+# augusta 120, 1100-053 lisboa"), a number before a French street word ("12 rue de la
+# paix") or a compound ("hauptstraße 5", "kerkstraat 12"), with the postcode and town after
+# it. Words that are also plain words in lower case ("via", "place", "weg", "platz") and
+# English streets ("2 more lanes", "2 blocks down the road") are left to the capitalised form.
+_LW = "[a-zß-öø-ÿąćęłńóśźż]+"
+_LOWER_POSTCODE = rf"(?:,?[ ]+(?:[0-9]{{5}}|[1-9][0-9]{{3}}-[0-9]{{3}}|[0-9]{{2}}-[0-9]{{3}}|[1-9][0-9]{{3}}[ ]?[a-z]{{2}})(?:[ ]+{_LW})?)?"
+_STREET_LOWER = (
+    rf"(?:(?:calle|c/|avenida|avda\.|rua|travessa|praça|ul\.|ulica|al\.|aleja|rue|boulevard|piazza"
+    rf"|viale|corso|paseo)[ ]+(?:{_LW}[ ]+){{0,3}}{_LW},?[ ]+(?:n\.?[º°][ ]*)?[0-9]{{1,4}}[a-z]?"
+    rf"|[0-9]{{1,4}}(?:bis|ter)?,?[ ]+(?:rue|avenue|boulevard|allée|chemin|impasse|quai)[ ]+(?:{_LW}[ ]+){{0,3}}{_LW}"
+    r"(?:[ ]+[A-ZÀ-Þ])?"  # a capital after it: "12 rue de la Paix", left to the runs
+    rf"|[a-zß-öø-ÿ]{{3,}}(?:straße|strasse|str\.|gasse|allee|straat|laan|gracht|kade|singel|dijk|steeg)[ ]+[0-9]{{1,4}}[a-z]?)"
+    rf"{_LOWER_POSTCODE}")
 _MAC = (r"[0-9A-Fa-f]{2}(?:[:-][0-9A-Fa-f]{2}){5}[0-9A-Za-z:.-]*"
         r"|[0-9A-Fa-f]{4}\.[0-9A-Fa-f]{4}\.[0-9A-Fa-f]{4}[0-9A-Za-z.]*")
 _NATID = (r"[0-9]{3}-[0-9]{2}-[0-9]{4}[0-9-]*"
@@ -183,6 +204,7 @@ RULES: tuple[Rule, ...] = (
     Rule("pin_prose", ("PASSWORD",), _P_WORD, _PIN_PROSE),
     Rule("pw_prose", ("PASSWORD",), _P_WORD, _PW_PROSE),
     Rule("code_prose", ("PASSWORD",), _P_WORD, _CODE_PROSE),
+    Rule("credentials", ("PASSWORD",), _P_WORD, _CREDENTIALS),
     Rule("assign", ("PASSWORD", "SECRET", "AWS_SECRET_KEY"), _P_KEY,
          ASSIGN_KEY + ASSIGN_SEP + f"(?:{ASSIGN_VALUE})"),
     Rule("auth", ("SECRET", "PASSWORD"), _P_WORD, _AUTH),
@@ -219,6 +241,7 @@ RULES: tuple[Rule, ...] = (
     Rule("natid", ("SSN", "NATIONAL_ID"), _P_TOK, _NATID),
     Rule("mac", ("MAC",), r"[^A-Za-z0-9_:.-]", _MAC),
     Rule("card", ("CARD",), _P_NUM, CARD),
+    Rule("street_lower", ("ADDRESS",), rf"[^A-Za-z0-9_{U}{L}]", _STREET_LOWER),
     Rule("phone_ctx", ("PHONE",), _P_WORD, _PHONE_CTX),
     Rule("phone", ("PHONE",), _P_PHONE, _PHONE),
     Rule("ipv6", ("IPV6",), _P_V6, _IPV6),

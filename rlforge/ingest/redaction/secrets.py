@@ -140,13 +140,31 @@ def _password_like(val: str, strict: bool) -> bool:
 _CALL = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*\(.*")
 
 
+# the links after which digits alone are a password ("password: 123456", "clave es 1234"),
+# not a year or a count ("password expired in 2024")
+_IS_LINK = re.compile(r"(?:[:=]|\s(?:is|ist|lautet|est|es|é|è|jest|to|was|war|era|fue|foi))\s*$",
+                      re.IGNORECASE)
+
+
 def _h_pw_prose(tok: str) -> list[Span]:
     start, val = _prose_value(tok)
+    if len(val) >= 2 and val[0] == val[-1] and val[0] in "\"'":
+        start, val = start + 1, val[1:-1]  # a quoted value: the quotes stay
     inner = _classify_value(val)  # "password: ghp_…" is the token it is
     if inner is not None:
         return [(start, start + len(val), inner, val)]
-    ok = _password_like(val, False) and not _CALL.fullmatch(val)
+    digits = bool(re.fullmatch(r"[0-9]{4,12}", val)) and bool(_IS_LINK.search(tok[:start]))
+    ok = (_password_like(val, False) or digits) and not _CALL.fullmatch(val)
     return [(start, start + len(val), "PASSWORD", val)] if ok else []
+
+
+def _h_credentials(tok: str) -> list[Span]:
+    """The password of a "user / password" pair after a credentials word, judged
+    strictly ("login: anna.k / Sommer2021!", not "login: Settings / Security")."""
+    start = tok.rindex("/") + 1
+    start += len(tok[start:]) - len(tok[start:].lstrip(" \t"))
+    _, val = _prose_value(tok[start:])
+    return [(start, start + len(val), "PASSWORD", val)] if _password_like(val, True) else []
 
 
 def _h_pw_change(tok: str) -> list[Span]:
@@ -161,6 +179,8 @@ def _h_code_prose(tok: str) -> list[Span]:
     if first in OTHER_CODES:
         return []
     start = len(tok.rstrip("0123456789"))
+    if re.fullmatch(r"(?:19|20)[0-9]{2}", tok[start:]):
+        return []  # a year: "the code was 2024 compliant"
     return [(start, len(tok), "PASSWORD", tok[start:])]
 
 
@@ -337,7 +357,7 @@ def generic_token(tok: str) -> list[Span]:
 DETECTORS: dict[str, Detector] = {
     "private_key": _h_private_key, "url_cred": _h_url_cred, "url_token": _h_url_token,
     "assign": _h_assign, "auth": _h_auth, "pin_prose": _h_pin_prose, "pw_prose": _h_pw_prose, "pw_change": _h_pw_change,
-    "code_prose": _h_code_prose, "pw_bare": _h_pw_bare, "key_prose": _h_key_prose, "slack_hook": _h_slack_hook, "jwt": _h_jwt,
+    "code_prose": _h_code_prose, "credentials": _h_credentials, "pw_bare": _h_pw_bare, "key_prose": _h_key_prose, "slack_hook": _h_slack_hook, "jwt": _h_jwt,
     "github": _vendor("GITHUB_TOKEN"), "gitlab": _h_gitlab, "slack": _h_slack,
     "stripe": _h_stripe, "openai": _h_openai, "aws_id": _h_aws_id, "gcp": _h_gcp,
     "api_key": _vendor("API_KEY"), "generic": generic_token,

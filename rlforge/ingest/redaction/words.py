@@ -80,6 +80,16 @@ PASSWORD_LINKS = (
     "is now", "is", "was", "to", "ist jetzt", "ist", "lautet", "war", "auf", "est maintenant",
     "est", "était", "en", "pour", "is nu", "naar", "in", "op", "è ora", "è", "era", "a", "now",
     "jetzt", "nu", "ora", "es", "é", "jest", "wynosi", "är", "par", "para", "na", "por",
+    "fue", "foi", "była", "był", "wurde", "werd", "è stata", "era stata", "sería", "será",
+)
+# Words for a user name and password written as a pair: "Zugangsdaten: anna.k / Sommer2021!".
+CREDENTIAL_WORDS = (
+    "credentials", "login", "log-in", "login details", "logon", "user/pass", "user / pass",
+    "username/password", "username / password", "zugangsdaten", "anmeldedaten", "logindaten",
+    "benutzer/passwort", "identifiants", "codes d'accès", "credenciales", "datos de acceso",
+    "usuario/contraseña", "credenziali", "dati di accesso", "utente/password",
+    "inloggegevens", "gebruikersnaam/wachtwoord", "dados de acesso", "credenciais",
+    "utilizador/senha", "usuário/senha", "dane logowania", "login/hasło",
 )
 # Changing verbs that say the value after them is a new secret: "I changed it to X".
 CHANGE_VERBS = (
@@ -155,6 +165,7 @@ ID_WORDS = {  # context word -> the kind its value is
     "tax id": "NATIONAL_ID", "tax number": "NATIONAL_ID", "steuernummer": "NATIONAL_ID",
     "identiteitsnummer": "NATIONAL_ID", "numero di identità": "NATIONAL_ID",
     "carta d'identità": "NATIONAL_ID", "numer dowodu": "NATIONAL_ID",
+    "bsn-nummer": "NATIONAL_ID", "nif/nie": "NATIONAL_ID", "dni/nie": "NATIONAL_ID",
 }
 DOB_WORDS = (
     "born", "born on", "date of birth", "dob", "d.o.b.", "birthday", "birth date", "birthdate",
@@ -169,6 +180,7 @@ DOB_WORDS = (
     "fecha de nac.", "f. de nacimiento", "nac.", "nacimiento", "nasceu em", "nasceu a",
     "nascido a", "nascida a", "nascimento", "data nasc.", "dt. nasc.", "ur. dnia", "urodzony dnia",
     "urodzona dnia", "data ur.", "nata a", "nato a", "data nascita", "geboorte", "geboren:",
+    "geb.-datum", "geb.datum", "d.o.b", "dob.",
 )
 # Words after a date that make it a date of birth: "Ich bin am 27.10.1949 geboren".
 DOB_AFTER = ("geboren", "geb.", "born", "né", "née", "nato", "nata", "nacido", "nacida",
