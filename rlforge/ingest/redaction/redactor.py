@@ -18,7 +18,7 @@ if TYPE_CHECKING:  # polars is imported where it is used: a commit ingest loads 
 from rlforge.errors import UnknownName
 from rlforge.ingest.redaction import addresses, network, numbers, people, secrets
 from rlforge.ingest.redaction.echo import echo_forms, echo_rx, phone_forms, unify
-from rlforge.ingest.redaction.rules import PLACEHOLDER, RULES, Detector, Rule, Span
+from rlforge.ingest.redaction.rules import LATE_RULES, PLACEHOLDER, RULES, Detector, Rule, Span
 
 KINDS: tuple[str, ...] = (
     "PRIVATE_KEY", "JWT", "AWS_ACCESS_KEY", "AWS_SECRET_KEY", "GCP_API_KEY", "GITHUB_TOKEN",
@@ -156,6 +156,9 @@ class Redactor:
         rules = [r for r in RULES[:1] + tuple(extra) + RULES[1:]
                  if not r.kinds or set(r.kinds) & self.kinds]
         self._stages = [_Stage(rules)] if len(rules) > 1 else []
+        late = [r for r in LATE_RULES if not r.kinds or set(r.kinds) & self.kinds]
+        if len(late) > 1:
+            self._stages.append(_Stage(late))
         self._rules = rules
         if self.kinds & RUN_KINDS:
             people_on, places_on = "PERSON" in self.kinds, "ADDRESS" in self.kinds

@@ -188,6 +188,8 @@ def _h_pw_bare(tok: str) -> list[Span]:
     """The word right after a password word, with no link: a password only when it holds
     letters and digits and passes the strict test ("pw Kx7#pq2", not "password v2.3")."""
     start, val = _prose_value(tok)
+    if len(val) > 2 and val[0] == "(" and val[-1] == ")":
+        start, val = start + 1, val[1:-1]  # "my password (Tulip!88)": the brackets stay
     ok = (any(c.isdigit() for c in val) and any(c.isalpha() for c in val)
           and _password_like(val, True) and val[:1] not in "([{" and val[-1:] not in ")]}")
     return [(start, start + len(val), "PASSWORD", val)] if ok else []

@@ -180,7 +180,8 @@ DOB_WORDS = (
     "fecha de nac.", "f. de nacimiento", "nac.", "nacimiento", "nasceu em", "nasceu a",
     "nascido a", "nascida a", "nascimento", "data nasc.", "dt. nasc.", "ur. dnia", "urodzony dnia",
     "urodzona dnia", "data ur.", "nata a", "nato a", "data nascita", "geboorte", "geboren:",
-    "geb.-datum", "geb.datum", "d.o.b", "dob.",
+    "geb.-datum", "geb.datum", "d.o.b", "dob.", "nasc.", "data de nasc.", "cumpleaños",
+    "compleanno", "verjaardag", "urodziny",
 )
 # Words after a date that make it a date of birth: "Ich bin am 27.10.1949 geboren".
 DOB_AFTER = ("geboren", "geb.", "born", "né", "née", "nato", "nata", "nacido", "nacida",
