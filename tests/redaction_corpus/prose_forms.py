@@ -104,6 +104,10 @@ POSITIVES = [
     ('data de nasc.: 03/03/1985', 'data de nasc.: <DOB>'),
     ('il mio compleanno è il 3 marzo 1985', 'il mio compleanno è il <DOB>'),
     ('mijn verjaardag is 3 maart 1985', 'mijn verjaardag is <DOB>'),
+    # PIN number words
+    ('PIN-Nummer 4821', 'PIN-Nummer <PASSWORD>'),
+    ('mein PIN-Nummer ist 0912', 'mein PIN-Nummer ist <PASSWORD>'),
+    ('numer PIN: 7781', 'numer PIN: <PASSWORD>'),
     # dates of birth
     ('born on 3 March 1985', 'born on <DOB>'),
     ('I was born on March 3, 1985', 'I was born on <DOB>'),
@@ -306,6 +310,7 @@ NEGATIVES = [
     'mi cumpleaños es el 3 de marzo',
     'the anniversaire promo ends 03/03',
     'aniversário da loja em 03/03/2024',
+    'the PIN-Nummer field is empty',
     'the order was placed on 3 March 2024',
     'I called on 12/02/2024',
     'la commande du 3 mars 2024',

@@ -57,7 +57,8 @@ PIN_WORDS = (
     "code d'accès", "code d'entrée", "digicode", "code de connexion", "code secret",
     "inlogcode", "toegangscode", "deurcode", "ontgrendelcode", "codice di accesso",
     "codice segreto", "código de acceso", "código de acesso", "código secreto", "kod dostępu",
-    "kod do drzwi", "kod logowania",
+    "kod do drzwi", "kod logowania", "pin-nummer", "pinnummer", "pin-nr", "numer pin",
+    "número pin", "numéro pin", "pin number",
 )
 # A bare word for a code: a PIN only with a link and digits alone ("the code is 558120",
 # "Code: 847261"), and not after a word that names another kind of code (`OTHER_CODES`).
