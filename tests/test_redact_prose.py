@@ -5,7 +5,9 @@ each rule must leave alone."""
 
 from __future__ import annotations
 
+import importlib.util
 import re
+from pathlib import Path
 
 import polars as pl
 import pytest
@@ -113,3 +115,40 @@ def test_hard_negatives_of_the_new_rules_survive(red, text):
 ])
 def test_national_id_checksums(ok, good, bad):
     assert all(ok(x) for x in good) and not any(ok(x) for x in bad)
+
+
+def _prose_forms():
+    spec = importlib.util.spec_from_file_location("prose_forms", Path(__file__).parent / "redaction_corpus" / "prose_forms.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+FORMS = _prose_forms()
+
+
+@pytest.mark.parametrize("text,expected", FORMS.POSITIVES)
+def test_prose_forms_of_the_eight_languages(red, text, expected):
+    assert shape(red.redact_text(text)) == expected
+    assert red.redact_series(pl.Series([text])).to_list() == [red.redact_text(text)]
+
+
+@pytest.mark.parametrize("text", FORMS.NEGATIVES)
+def test_hard_negatives_beside_the_prose_forms_survive(red, text):
+    assert red.redact_text(text) == text
+    assert red.redact_series(pl.Series([text])).to_list() == [text]
+
+
+@pytest.mark.parametrize("text,iso", [
+    ("3 de marzo de 1985", "1985-03-03"), ("21 de abril de 1988", "1988-04-21"),
+    ("3 março 1985", "1985-03-03"), ("12 stycznia 1979", "1979-01-12"),
+    ("3rd March 1985", "1985-03-03"), ("1er mars 1985", "1985-03-01"),
+    ("12-Feb-1979", "1979-02-12"), ("3. März 1985", "1985-03-03"),
+])
+def test_birth_date_reads_months_in_words(text, iso):
+    assert numbers.birth_date(text) == iso
+
+
+def test_spaced_nir_needs_its_key():
+    assert numbers.national_id("2 87 06 89 966 862 57") == ("NATIONAL_ID", "287068996686257")
+    assert numbers.national_id("2 87 06 89 966 862 58") is None

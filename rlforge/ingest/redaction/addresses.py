@@ -11,7 +11,7 @@ import functools
 import re
 
 from rlforge.ingest.redaction.run_words import L, U, Tok
-from rlforge.ingest.redaction.words import (GREETINGS, PARTICLES, STREET_ENDINGS, STREET_WORDS_AFTER,
+from rlforge.ingest.redaction.words import (FLOOR_SIDES, GREETINGS, HOUSE_NUMBER_SIGNS, PARTICLES, STREET_ENDINGS, STREET_WORDS_AFTER,
                                             STREET_WORDS_BEFORE, STREET_WORDS_NAMING, TITLES, TOWN_JOINERS,
                                             UNIT_WORDS)
 
@@ -22,14 +22,23 @@ _STATE = re.compile(r"[A-Z]{2}")
 _GB_OUT = re.compile(r"[A-Z]{1,2}[0-9][A-Z0-9]?")
 _GB_IN = re.compile(r"[0-9][A-Z]{2}")
 _NL_PC = re.compile(r"[1-9][0-9]{3}(?:[A-Z]{2})?")
+_PT_PL_PC = re.compile(r"[1-9][0-9]{3}-[0-9]{3}|[0-9]{2}-[0-9]{3}")  # "1100-053 Lisboa", "00-590 Warszawa"
 _NL_LETTERS = re.compile(r"[A-Z]{2}")
 _PROVINCE = re.compile(r"\([A-Z]{2}\)")
+_FLOOR = re.compile(r"[0-9]{1,3}[ºª°][A-Za-z]?")  # "3º", "2ºB", "1ª"
 _TOWN = re.compile(rf"[{U}][{L}]+(?:['’ -]?[{U}{L}][{L}]+)*")
 
 
 def street_word(low: str) -> bool:
     """Whether `low` is a street word that follows the street's name ("street", "road")."""
     return low in STREET_WORDS_AFTER or low.rstrip(".") in STREET_WORDS_AFTER
+
+
+def street_word_before(t: Tok) -> bool:
+    """Whether `t` is a street word that precedes the street's name ("rue", "Via"), or an
+    abbreviation of one that must be written with its full stop ("ul.", "al.", "pl.")."""
+    return t.low in STREET_WORDS_BEFORE or (t.text[len(t.word):len(t.word) + 1] == "."
+                                            and t.low + "." in STREET_WORDS_BEFORE)
 
 
 _STRONG_ENDINGS = ("straße", "strasse", "str", "weg", "gasse", "allee", "platz", "straat", "laan",
@@ -72,7 +81,7 @@ def _streets(toks: list[Tok]) -> list[tuple[int, int]]:
             while start > 0 and toks[start - 1].low in PARTICLES:
                 start -= 1
             found.append((start, i + 1))
-        if low in STREET_WORDS_BEFORE and not t.stop:
+        if street_word_before(t) and not t.stop:
             j = i
             while j + 1 < n and j - i < 5 and not toks[j].stop and (
                     toks[j + 1].low in PARTICLES or _is_capital(toks[j + 1])):
@@ -85,6 +94,8 @@ def _streets(toks: list[Tok]) -> list[tuple[int, int]]:
                 found.append((i, j))  # "rue de Neveu, 11426 Hamon": a postcode, no number
             elif j + 1 < n and _number(toks[j + 1]) and not toks[j].stop:  # "Via Roma 12"
                 found.append((i, j + 1))
+            elif j + 2 < n and toks[j + 1].low in HOUSE_NUMBER_SIGNS and _number(toks[j + 2]):
+                found.append((i, j + 2))  # "Rua do Ouro, n.º 45"
         if street_word(low) and i >= 2 and _is_capital(t):  # "12 Oak Street"
             k = i - 1
             while k > 0 and i - k < 4 and _is_capital(toks[k]) and not _number(toks[k]) \
@@ -112,7 +123,8 @@ def _postcode(toks: list[Tok], i: int) -> int | None:
     if _NL_PC.fullmatch(w) and (len(w) == 6 or (_NL_LETTERS.fullmatch(nxt) and not toks[i].stop)):
         j = i if len(w) == 6 else i + 1
         return _town_after(toks, j)
-    if _ZIP5.fullmatch(w) and not toks[i].stop and i + 1 < n and _TOWN.fullmatch(toks[i + 1].word):
+    if (_ZIP5.fullmatch(w) or _PT_PL_PC.fullmatch(w)) and not toks[i].stop and i + 1 < n \
+            and _TOWN.fullmatch(toks[i + 1].word):
         return _town_after(toks, i)
     return None
 
@@ -155,6 +167,8 @@ def addresses(toks: list[Tok]) -> list[tuple[int, int]]:
             if toks[k].low.rstrip(".") in UNIT_WORDS and k + 1 < n and _number(toks[k + 1]):
                 end = k = k + 1
                 continue
+            if _FLOOR.fullmatch(toks[k].word) or toks[k].low in FLOOR_SIDES:
+                continue  # "3º izq.", "2ºB": taken if a postcode follows
             if not (_is_capital(toks[k]) or toks[k].low in PARTICLES):
                 break
         out.append((i, end))
@@ -163,7 +177,8 @@ def addresses(toks: list[Tok]) -> list[tuple[int, int]]:
         if i in taken:
             continue
         pc = _postcode(toks, i)
-        if pc is None or (_ZIP5.fullmatch(toks[i].word) and not _house_before(toks, i)):
+        if pc is None or ((_ZIP5.fullmatch(toks[i].word) or _PT_PL_PC.fullmatch(toks[i].word))
+                          and not _house_before(toks, i)):
             continue
         # the lines before the postcode: town, street, unit (not across a sentence end)
         k = i
@@ -211,7 +226,7 @@ def street_names(toks: list[Tok]) -> list[tuple[int, int]]:
         if _compound_street(t.low) == 2:
             out.append((i, i))
             continue
-        if t.low in STREET_WORDS_BEFORE and not t.stop:
+        if street_word_before(t) and not t.stop:
             j = i
             while j + 1 < n and j - i < 4 and not toks[j].stop and not toks[j + 1].line and (
                     toks[j + 1].low in PARTICLES or _is_capital(toks[j + 1])) and not _number(toks[j + 1]):
@@ -230,3 +245,13 @@ def street_names(toks: list[Tok]) -> list[tuple[int, int]]:
                 out = [(a, b) for a, b in out if b < k]
                 out.append((k, i))
     return out
+
+
+def lower_case_street(tok: str) -> list[tuple[int, int, str, str]]:
+    """The detector of the rule `street_lower` (a street written in lower case, taken by
+    its shape): the whole match, less a full stop after it; nothing where a capitalised
+    word follows (the rule then took its first letter)."""
+    if tok[-1:].isupper():
+        return []  # the street's name goes on in capitals: the runs read it whole
+    end = len(tok.rstrip(".,"))
+    return [(0, end, "ADDRESS", tok[:end])]

@@ -229,6 +229,8 @@ def national_id(text: str, hint: str | None = None) -> tuple[str, str] | None:
         return "NATIONAL_ID", compact
     if re.fullmatch(r"[0-9]{2}\.[0-9]{2}\.[0-9]{2}-[0-9]{3}\.[0-9]{2}", text) and be_number_ok(compact):
         return "NATIONAL_ID", compact
+    if re.fullmatch(r"[12](?: [0-9]{2}){2} (?:[0-9]{2}|2[AB])(?: [0-9]{3}){2} [0-9]{2}", text) and nir_ok(compact):
+        return "NATIONAL_ID", compact
     if re.fullmatch(r"(?:[0-9]{2})?[0-9]{6}[-+][0-9]{4}", text) and personnummer_ok(compact.replace("+", "")):
         return "NATIONAL_ID", compact.replace("+", "")
     if hint is None:
@@ -261,6 +263,21 @@ _LOCAL_MONTHS = [
     "januari februari maart april mei juni juli augustus september oktober november december",
     "gennaio febbraio marzo aprile maggio giugno luglio agosto settembre ottobre novembre "
     "dicembre",
+    "enero febrero marzo abril mayo junio julio agosto septiembre octubre noviembre diciembre",
+    "janeiro fevereiro março abril maio junho julho agosto setembro outubro novembro dezembro",
+    # Polish: the genitive of a date ("3 marca 1985") and the nominative
+    "stycznia lutego marca kwietnia maja czerwca lipca sierpnia września października "
+    "listopada grudnia",
+    "styczeń luty marzec kwiecień maj czerwiec lipiec sierpień wrzesień październik listopad "
+    "grudzień",
+    # abbreviations of the other languages
+    "janv févr mars avr mai juin juil août sept oct nov déc",
+    "ene feb mar abr may jun jul ago sep oct nov dic",
+    "gen feb mar apr mag giu lug ago set ott nov dic",
+    "jan fev mar abr mai jun jul ago set out nov dez",
+    "jan feb mrt apr mei jun jul aug sep okt nov dec",
+    "jan feb mär apr mai jun jul aug sep okt nov dez",
+    "sty lut mar kwi maj cze lip sie wrz paź lis gru",
 ]
 for _line in _LOCAL_MONTHS:
     for _i, _m in enumerate(_line.split()):
@@ -284,9 +301,13 @@ def birth_date(text: str, month_first: bool = False) -> str | None:
             d, mo = mo, d
         if y < 100:
             y += 1900 if y > 30 else 2000
-    elif m := re.fullmatch(r"([0-9]{1,2})\.? ([a-zäéû]+)\.? ([0-9]{4})", t):
-        d, mo, y = int(m[1]), _MONTH_NO.get(m[2], 0), int(m[3])
-    elif m := re.fullmatch(r"([a-zäéû]+)\.? ([0-9]{1,2})(?:st|nd|rd|th)?,? ([0-9]{4})", t):
+    elif m := re.fullmatch(r"([0-9]{1,2})(?:st|nd|rd|th|er|º|°)?\.? (?:de )?([^\W\d_]+)\.?,? (?:de )?([0-9]{4})"
+                           r"|([0-9]{1,2})-([^\W\d_]+)-([0-9]{2}|[0-9]{4})", t):
+        d, mo, y = (int(m[1]), _MONTH_NO.get(m[2], 0), int(m[3])) if m[1] else (
+            int(m[4]), _MONTH_NO.get(m[5], 0), int(m[6]))
+        if y < 100:
+            y += 1900 if y > 30 else 2000
+    elif m := re.fullmatch(r"([^\W\d_]+)\.? ([0-9]{1,2})(?:st|nd|rd|th)?,? ([0-9]{4})", t):
         d, mo, y = int(m[2]), _MONTH_NO.get(m[1], 0), int(m[3])
     else:
         return None

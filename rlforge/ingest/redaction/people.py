@@ -41,15 +41,17 @@ from rlforge.ingest.redaction.name_evidence import (_GAELIC_O, _LEAD_WORDS, _NAM
                                                     _two_capitals, given_names)
 from rlforge.ingest.redaction.rules import Span
 from rlforge.ingest.redaction.run_words import INITIAL, L, U, Tok, tokens
-from rlforge.ingest.redaction.words import (BUSINESS_WORDS, CLOSINGS, GREETINGS, LOWER_CUES, MAIL_HEADERS, NOT_NAMES,
+from rlforge.ingest.redaction.words import (BUSINESS_WORDS, CLOSINGS, FLOOR_SIDES, GREETINGS,
+                                            HOUSE_NUMBER_SIGNS, LOWER_CUES, MAIL_HEADERS, NOT_NAMES,
                                             PARTICLES, PERSON_CUES, SAINTS, SIGN_OFFS, STREET_WORDS_BEFORE,
                                             TITLES, WEAK_PERSON_CUES, phrases_rx)
 
 # One token of a run, to its natural end (a run never cuts another finding's token).
-TOKEN_CHARS = f"A-Za-z0-9{U}{L}_'’./:@+%=-"
+TOKEN_CHARS = f"A-Za-z0-9{U}{L}_'’./:@+%=ºª°-"
 _RUN_TOKEN = rf"(?:[A-Z0-9{U}][{TOKEN_CHARS}]*|\([A-Z]{{2}}\))"
 _RUN_SEP = r"(?:,?[ ]{1,2}|,?[ ]*\r?\n[ ]*|,)"
 _JOINERS = sorted(PARTICLES | STREET_WORDS_BEFORE | {t for t in TITLES if t.isalpha()}
+                  | HOUSE_NUMBER_SIGNS | FLOOR_SIDES | {"int", "m", "lok", "piso", "esc", "apt", "app"}
                   | {"sur", "sous", "lès", "les", "en", "am", "an", "im", "bei", "aan", "upon",
                      "on", "in", "di", "e", "et", "und"},
                   key=lambda w: (-len(w), w))
@@ -67,7 +69,7 @@ _LEAD = (rf"(?:{phrases_rx(*CLOSINGS)}[ ]*[,!.]?[ ]*\r?\n[ ]*|{phrases_rx(*SIGN_
 _WEAK_LEAD = (rf"(?:{phrases_rx(*CLOSINGS)}(?:[ ]*,[ ]*|[ ][^\n.!?,:;]{{1,40}}[.!,][ ]*\r?\n[ ]*)"
               rf"|{phrases_rx(*WEAK_PERSON_CUES)}[ ]*[:,]?[ ]+|{phrases_rx(*GREETINGS)}[ ]*,?[ ]+)")
 # (a lead may stand inside a run: "… €874,85. Un saludo, Eulalia Cruz")
-_MORE = (rf"(?:{_RUN_SEP}(?:{_LEAD}|{_WEAK_LEAD})?(?:{_JOIN}\.?[ ])*{_RUN_TOKEN}"
+_MORE = (rf"(?:{_RUN_SEP}(?:{_LEAD}|{_WEAK_LEAD})?(?:{_JOIN}\.?,?[ ])*{_RUN_TOKEN}"
          rf"|[ ]+{phrases_rx(*_LINKS)}[ ]*[:,]?[ ]+{_RUN_TOKEN})")  # "Contactpersoon is Kick"
 # a run: after a lead, one or more tokens; else two or more, possibly led by particles or a
 # street word ("van der Dussenstr. 5", "rue de Neveu, 11426 Hamon")

@@ -16,9 +16,9 @@ if TYPE_CHECKING:  # polars is imported where it is used: a commit ingest loads 
     from rlforge.ingest.redaction.recognizers import Recognizer
 
 from rlforge.errors import UnknownName
-from rlforge.ingest.redaction import network, numbers, people, secrets
+from rlforge.ingest.redaction import addresses, network, numbers, people, secrets
 from rlforge.ingest.redaction.echo import echo_forms, echo_rx, phone_forms, unify
-from rlforge.ingest.redaction.rules import PLACEHOLDER, RULES, Detector, Rule, Span
+from rlforge.ingest.redaction.rules import LATE_RULES, PLACEHOLDER, RULES, Detector, Rule, Span
 
 KINDS: tuple[str, ...] = (
     "PRIVATE_KEY", "JWT", "AWS_ACCESS_KEY", "AWS_SECRET_KEY", "GCP_API_KEY", "GITHUB_TOKEN",
@@ -53,7 +53,7 @@ def _h_placeholder(tok: str) -> list[Span]:
 _TRIMMING = {"iban", "card", "phone", "phone_ctx", "id_ctx", "card_ctx", "dob_ctx", "mac"}
 # Rules that take a cue word with their value: when the value is rejected, what they
 # matched is scanned again without them, so that a cue never hides another finding.
-_CONTEXTUAL = {"pin_prose", "email_obf", "pw_prose", "pw_change", "key_prose", "id_ctx", "dob_ctx",
+_CONTEXTUAL = {"pin_prose", "code_prose", "pw_bare", "credentials", "street_lower", "email_obf", "pw_prose", "pw_change", "key_prose", "id_ctx", "dob_ctx",
                "card_ctx"}
 
 
@@ -140,7 +140,8 @@ class Redactor:
         self._regions = tuple(r.upper() for r in regions) if regions else numbers.DEFAULT_REGIONS
         self._handlers: dict[str, Detector] = {
             "placeholder": _h_placeholder, **secrets.detectors(logs),
-            **numbers.detectors(self._regions, logs), **network.DETECTORS}
+            **numbers.detectors(self._regions, logs), **network.DETECTORS,
+            "street_lower": addresses.lower_case_street}
         extra = []
         for i, (kind, pattern) in enumerate((patterns or {}).items()):
             if not re.fullmatch(r"[A-Z][A-Z0-9_]*", kind):
@@ -155,6 +156,9 @@ class Redactor:
         rules = [r for r in RULES[:1] + tuple(extra) + RULES[1:]
                  if not r.kinds or set(r.kinds) & self.kinds]
         self._stages = [_Stage(rules)] if len(rules) > 1 else []
+        late = [r for r in LATE_RULES if not r.kinds or set(r.kinds) & self.kinds]
+        if len(late) > 1:
+            self._stages.append(_Stage(late))
         self._rules = rules
         if self.kinds & RUN_KINDS:
             people_on, places_on = "PERSON" in self.kinds, "ADDRESS" in self.kinds

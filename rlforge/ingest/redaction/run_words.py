@@ -9,14 +9,15 @@ from __future__ import annotations
 
 import re
 
-from rlforge.ingest.redaction.words import STREET_WORDS_AFTER, STREET_WORDS_BEFORE, TITLES, UNIT_WORDS
+from rlforge.ingest.redaction.words import (FLOOR_SIDES, HOUSE_NUMBER_SIGNS, STREET_WORDS_AFTER,
+                                            STREET_WORDS_BEFORE, TITLES, UNIT_WORDS)
 
 # Latin-1 and Latin Extended-A/B letters (Polish "ł", Turkish "ş", Czech "ř"); the
 # extended blocks mix cases, so they count as both.
 U, L = "A-ZÀ-ÖØ-ÞĀ-ɏḀ-ỿ", "a-zß-öø-ÿĀ-ɏḀ-ỿ"
 INITIAL = re.compile(rf"[{U}]\.")
 _END_PUNCT = ".,:;!?"
-_ABBREVIATIONS = TITLES | UNIT_WORDS | {w for w in STREET_WORDS_AFTER | STREET_WORDS_BEFORE if len(w) <= 4}
+_ABBREVIATIONS = TITLES | UNIT_WORDS | FLOOR_SIDES | HOUSE_NUMBER_SIGNS | {w for w in STREET_WORDS_AFTER | STREET_WORDS_BEFORE if len(w) <= 4}
 
 
 class Tok:
@@ -31,7 +32,7 @@ class Tok:
         self.low = self.word.casefold()
         # a full stop after a word ends the sentence (not after a title or an initial)
         self.stop = self.text != self.word and self.text[len(self.word):][:1] in ".!?:;" and not (
-            self.text.endswith(".") and (self.low in _ABBREVIATIONS or len(self.word) <= 2
+            self.text.rstrip(",").endswith(".") and (self.low in _ABBREVIATIONS or len(self.word) <= 2
                                          or self.low.endswith("str"))
             or INITIAL.fullmatch(self.text))
         self.line = "\n" in run[prev_end:self.start] or "," in run[prev_end:self.start]

@@ -12,6 +12,7 @@ import functools
 import math
 import re
 
+from rlforge.ingest.redaction.words import OTHER_CODES
 from rlforge.ingest.redaction.rules import (ASSIGN_KEY, ASSIGN_SEP, ASSIGN_VALUE, PASSWORD_KEYS,
                                             PLACEHOLDER, RULES, Detector, Span, whole)
 
@@ -129,7 +130,7 @@ def _password_like(val: str, strict: bool) -> bool:
                        has_other))
         return (len(val) >= 8 or len(val) >= 6 and classes >= 3) and has_alpha and (
             has_digit or has_other) and not re.fullmatch(
-            r"v?[0-9.]+[a-z]*|[A-Za-z]+[0-9]{1,2}|https?:.*|.*@.*\..*", val)
+            r"v?[0-9.]+[a-z]*|[A-Za-z]+[0-9]{1,2}|https?:.*|.*@.*\..*|[0-9]+[xX×][0-9]+", val)
     if val.isalpha():
         return not val.islower() and not val.istitle() and not val.isupper()
     return has_alpha or has_digit and len(val) >= 4 and has_other or len(val) >= 6
@@ -139,18 +140,59 @@ def _password_like(val: str, strict: bool) -> bool:
 _CALL = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*\(.*")
 
 
+# the links after which digits alone are a password ("password: 123456", "clave es 1234"),
+# not a year or a count ("password expired in 2024")
+_IS_LINK = re.compile(r"(?:[:=]|\s(?:is|ist|lautet|est|es|é|è|jest|to|was|war|era|fue|foi))\s*$",
+                      re.IGNORECASE)
+
+
 def _h_pw_prose(tok: str) -> list[Span]:
     start, val = _prose_value(tok)
+    if len(val) >= 2 and val[0] == val[-1] and val[0] in "\"'":
+        start, val = start + 1, val[1:-1]  # a quoted value: the quotes stay
     inner = _classify_value(val)  # "password: ghp_…" is the token it is
     if inner is not None:
         return [(start, start + len(val), inner, val)]
-    ok = _password_like(val, False) and not _CALL.fullmatch(val)
+    digits = bool(re.fullmatch(r"[0-9]{4,12}", val)) and bool(_IS_LINK.search(tok[:start]))
+    ok = (_password_like(val, False) or digits) and not _CALL.fullmatch(val)
     return [(start, start + len(val), "PASSWORD", val)] if ok else []
+
+
+def _h_credentials(tok: str) -> list[Span]:
+    """The password of a "user / password" pair after a credentials word, judged
+    strictly ("login: anna.k / Sommer2021!", not "login: Settings / Security")."""
+    start = tok.rindex("/") + 1
+    start += len(tok[start:]) - len(tok[start:].lstrip(" \t"))
+    _, val = _prose_value(tok[start:])
+    return [(start, start + len(val), "PASSWORD", val)] if _password_like(val, True) else []
 
 
 def _h_pw_change(tok: str) -> list[Span]:
     start, val = _prose_value(tok)
     return [(start, start + len(val), "PASSWORD", val)] if _password_like(val, True) else []
+
+
+def _h_code_prose(tok: str) -> list[Span]:
+    """Digits after a bare "code" and a link, unless the word before the code names
+    another kind of code ("zip code is 90210", "error code: 5003")."""
+    first = tok.split(None, 1)[0].lower()
+    if first in OTHER_CODES:
+        return []
+    start = len(tok.rstrip("0123456789"))
+    if re.fullmatch(r"(?:19|20)[0-9]{2}", tok[start:]):
+        return []  # a year: "the code was 2024 compliant"
+    return [(start, len(tok), "PASSWORD", tok[start:])]
+
+
+def _h_pw_bare(tok: str) -> list[Span]:
+    """The word right after a password word, with no link: a password only when it holds
+    letters and digits and passes the strict test ("pw Kx7#pq2", not "password v2.3")."""
+    start, val = _prose_value(tok)
+    if len(val) > 2 and val[0] == "(" and val[-1] == ")":
+        start, val = start + 1, val[1:-1]  # "my password (Tulip!88)": the brackets stay
+    ok = (any(c.isdigit() for c in val) and any(c.isalpha() for c in val)
+          and _password_like(val, True) and val[:1] not in "([{" and val[-1:] not in ")]}")
+    return [(start, start + len(val), "PASSWORD", val)] if ok else []
 
 
 def _h_pin_prose(tok: str) -> list[Span]:
@@ -317,7 +359,7 @@ def generic_token(tok: str) -> list[Span]:
 DETECTORS: dict[str, Detector] = {
     "private_key": _h_private_key, "url_cred": _h_url_cred, "url_token": _h_url_token,
     "assign": _h_assign, "auth": _h_auth, "pin_prose": _h_pin_prose, "pw_prose": _h_pw_prose, "pw_change": _h_pw_change,
-    "key_prose": _h_key_prose, "slack_hook": _h_slack_hook, "jwt": _h_jwt,
+    "code_prose": _h_code_prose, "credentials": _h_credentials, "pw_bare": _h_pw_bare, "key_prose": _h_key_prose, "slack_hook": _h_slack_hook, "jwt": _h_jwt,
     "github": _vendor("GITHUB_TOKEN"), "gitlab": _h_gitlab, "slack": _h_slack,
     "stripe": _h_stripe, "openai": _h_openai, "aws_id": _h_aws_id, "gcp": _h_gcp,
     "api_key": _vendor("API_KEY"), "generic": generic_token,

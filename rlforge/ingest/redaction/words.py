@@ -50,13 +50,47 @@ PIN_WORDS = (
     "codice di verifica", "codice otp", "codice di sicurezza", "verificatiecode",
     "beveiligingscode", "bevestigingscode", "kod weryfikacyjny", "kod sms", "kod jednorazowy",
     "kod potwierdzający", "kod bezpieczeństwa",
+    # codes that open a door, an account or a device, and recovery codes
+    "access code", "door code", "gate code", "entry code", "alarm code", "unlock code",
+    "reset code", "recovery code", "backup code", "mfa code", "puk", "puk code", "tan",
+    "zugangscode", "türcode", "tuercode", "entsperrcode", "freischaltcode", "anmeldecode",
+    "code d'accès", "code d'entrée", "digicode", "code de connexion", "code secret",
+    "inlogcode", "toegangscode", "deurcode", "ontgrendelcode", "codice di accesso",
+    "codice segreto", "código de acceso", "código de acesso", "código secreto", "kod dostępu",
+    "kod do drzwi", "kod logowania", "pin-nummer", "pinnummer", "pin-nr", "numer pin",
+    "número pin", "numéro pin", "pin number",
 )
+# A bare word for a code: a PIN only with a link and digits alone ("the code is 558120",
+# "Code: 847261"), and not after a word that names another kind of code (`OTHER_CODES`).
+CODE_WORDS = ("code", "codes", "código", "codigo", "codice", "kod", "kode")
+CODE_LINKS = ("is", "was", "is now", "ist", "lautet", "war", "est", "était", "es", "era", "é",
+              "è", "jest", "to", "wynosi", "is nu", "luidt")
+OTHER_CODES = {
+    "error", "status", "exit", "return", "response", "http", "result", "reason", "fault",
+    "failure", "postal", "zip", "post", "area", "country", "dial", "dialling", "dialing",
+    "region", "language", "promo", "promotion", "promotional", "discount", "coupon", "voucher",
+    "referral", "product", "article", "item", "sku", "tracking", "order", "reference", "ref",
+    "tax", "source", "bar", "qr", "colour", "color", "event", "iso", "bank", "sort", "swift",
+    "bic", "branch", "customer", "client", "cost", "project", "course", "class", "program",
+    "billing", "invoice", "shipping", "booking", "reservation", "diagnostic", "trouble",
+    "fehler", "artikel", "rabatt", "gutschein", "kunden",
+}
 # What stands between a password word and its value: "is", "ist", "lautet", "est", "è",
 # "to", "in", "en", "auf", "naar", "op", ":" and "=" (read with up to four words between).
 PASSWORD_LINKS = (
     "is now", "is", "was", "to", "ist jetzt", "ist", "lautet", "war", "auf", "est maintenant",
     "est", "était", "en", "pour", "is nu", "naar", "in", "op", "è ora", "è", "era", "a", "now",
     "jetzt", "nu", "ora", "es", "é", "jest", "wynosi", "är", "par", "para", "na", "por",
+    "fue", "foi", "była", "był", "wurde", "werd", "è stata", "era stata", "sería", "será",
+)
+# Words for a user name and password written as a pair: "Zugangsdaten: anna.k / Sommer2021!".
+CREDENTIAL_WORDS = (
+    "credentials", "login", "log-in", "login details", "logon", "user/pass", "user / pass",
+    "username/password", "username / password", "zugangsdaten", "anmeldedaten", "logindaten",
+    "benutzer/passwort", "identifiants", "codes d'accès", "credenciales", "datos de acceso",
+    "usuario/contraseña", "credenziali", "dati di accesso", "utente/password",
+    "inloggegevens", "gebruikersnaam/wachtwoord", "dados de acesso", "credenciais",
+    "utilizador/senha", "usuário/senha", "dane logowania", "login/hasło",
 )
 # Changing verbs that say the value after them is a new secret: "I changed it to X".
 CHANGE_VERBS = (
@@ -125,6 +159,14 @@ ID_WORDS = {  # context word -> the kind its value is
     "registre national": "NATIONAL_ID", "rijksregisternummer": "NATIONAL_ID",
     "personnummer": "NATIONAL_ID", "personal identity number": "NATIONAL_ID",
     "número de cuenta": "ACCOUNT", "número de conta": "ACCOUNT", "numer konta": "ACCOUNT",
+    "sécu": "NATIONAL_ID", "numéro de sécu": "NATIONAL_ID", "carte vitale": "NATIONAL_ID",
+    "n° ss": "NATIONAL_ID", "numéro ss": "NATIONAL_ID", "niss": "NATIONAL_ID",
+    "número de identificación fiscal": "NATIONAL_ID", "identificación fiscal": "NATIONAL_ID",
+    "número fiscal": "NATIONAL_ID", "nip": "NATIONAL_ID", "numer nip": "NATIONAL_ID",
+    "tax id": "NATIONAL_ID", "tax number": "NATIONAL_ID", "steuernummer": "NATIONAL_ID",
+    "identiteitsnummer": "NATIONAL_ID", "numero di identità": "NATIONAL_ID",
+    "carta d'identità": "NATIONAL_ID", "numer dowodu": "NATIONAL_ID",
+    "bsn-nummer": "NATIONAL_ID", "nif/nie": "NATIONAL_ID", "dni/nie": "NATIONAL_ID",
 }
 DOB_WORDS = (
     "born", "born on", "date of birth", "dob", "d.o.b.", "birthday", "birth date", "birthdate",
@@ -135,6 +177,12 @@ DOB_WORDS = (
     "nasci a", "data de nascimento", "urodzony", "urodzona", "urodziłem się", "urodziłam się",
     "data urodzenia", "ur.", "född", "födelsedatum", "sono nato il", "sono nata il",
     "je suis né le", "je suis née le", "ik ben geboren op",
+    "birth", "date of birth:", "geb.", "geb. am", "geburtsdatum:", "né(e) le", "née(e)",
+    "fecha de nac.", "f. de nacimiento", "nac.", "nacimiento", "nasceu em", "nasceu a",
+    "nascido a", "nascida a", "nascimento", "data nasc.", "dt. nasc.", "ur. dnia", "urodzony dnia",
+    "urodzona dnia", "data ur.", "nata a", "nato a", "data nascita", "geboorte", "geboren:",
+    "geb.-datum", "geb.datum", "d.o.b", "dob.", "nasc.", "data de nasc.", "cumpleaños",
+    "compleanno", "verjaardag", "urodziny",
 )
 # Words after a date that make it a date of birth: "Ich bin am 27.10.1949 geboren".
 DOB_AFTER = ("geboren", "geb.", "born", "né", "née", "nato", "nata", "nacido", "nacida",
@@ -347,6 +395,10 @@ STREET_WORDS_BEFORE = {  # the name follows: "rue de la Paix 3", "Via Roma 12"
     # Portuguese and Spanish ("Rua Augusta 1500", "Avenida Paulista", "Paseo del Prado 8")
     "rua", "avenida", "travessa", "praça", "alameda", "estrada", "rodovia", "plaza", "paseo",
     "camino", "carretera", "ronda", "glorieta", "pasaje", "travesía",
+    # abbreviated ("Avda. de la Constitución 8", "C/ Serrano 27", "Pza. Mayor 3") and Polish
+    # ("ul. Długa 5", "al. Jerozolimskie 100", "pl. Zbawiciela 3", "os. Tysiąclecia 12")
+    "avda", "avd", "c/", "pza", "pl.", "ctra", "trav", "largo", "ul", "ulica", "aleja", "al.",
+    "plac", "os.", "osiedle", "v.le", "p.za", "p.zza",
 }
 # Street words after a street's name that are hardly ever a person's surname ("Jackson
 # Street", "Charles Square"; not "Lane", "Hill", "Green", "Wood"): a name before one is a street.
@@ -363,5 +415,9 @@ UNIT_WORDS = {
     "apt", "apartment", "suite", "ste", "unit", "flat", "floor", "fl", "room", "rm", "studio",
     "building", "bldg", "box", "po", "p.o.", "wohnung", "etage", "stock", "appartement",
     "bâtiment", "batiment", "étage", "etage", "appartamento", "interno", "int", "scala", "piano",
-    "bus", "huisnummer", "whg",
+    "bus", "huisnummer", "whg", "m", "lok", "piso", "esc", "pta", "app",
 }
+# The sign before a house number ("Rua do Ouro, n.º 45") and the side of a floor after its
+# number ("3º izq.", "2º dcha", "1º esq"): words inside a Spanish or Portuguese address.
+HOUSE_NUMBER_SIGNS = {"nº", "n.º", "n°", "nr", "núm", "num"}
+FLOOR_SIDES = {"izq", "izda", "dcha", "dcho", "esq", "dto", "drt", "dta", "ctro", "frente"}
