@@ -30,7 +30,6 @@ the agent's code in sandboxes of its own.
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import shutil
 import tempfile
@@ -40,8 +39,9 @@ from typing import Any
 from harbor.environments.base import BaseEnvironment, ExecResult
 from harbor.environments.capabilities import EnvironmentCapabilities
 
-from rlforge.sandbox import SandboxSpec, copy_tree, read_file, run
-from rlforge.sandbox.mounts import Mounts, trusted_fields
+from rlforge.sandbox import SandboxSpec, copy_tree, read_file, sandbox_settings
+from rlforge.sandbox.mounts import Mounts, grown_past_cap, trusted_fields
+from rlforge.sandbox.pool import run_in_thread
 from rlforge.sandbox.spec import LOGS_MOUNT, TESTS_MOUNT, WORKSPACE_MOUNT
 from rlforge.taskdir import TASK_TOML, WORKSPACE, read_task_toml
 from rlforge.verify.scorer import SOCKET_MOUNT, Scorer
@@ -75,6 +75,8 @@ class SandboxEnvironment(BaseEnvironment):
         self._root: Path | None = None
         self._mounts: Mounts | None = None
         self._fields: dict[str, Any] = {}
+        #: an agent's command has run: a workspace too large for a sandbox is then its doing
+        self._agent_ran = False
 
     # --- lifecycle -------------------------------------------------------------------
 
@@ -96,7 +98,13 @@ class SandboxEnvironment(BaseEnvironment):
             self._root = None
 
     def _task_fields(self) -> dict[str, Any]:
-        """Sandbox fields the task asks for: memory, CPUs, its prepared venv."""
+        """Sandbox fields the task asks for (memory, CPUs, its prepared venv), then the
+        limits the user set in the `sandbox.*` settings, which win over the task's as in
+        `rlforge run` (not the mode, as Harbor's commands always run isolated, nor the
+        timeout, which Harbor gives each command)."""
+        from rlforge.config import Config, default_cache_dir
+
+        settings = Config.load().settings()  # an entry point (Harbor loads it): no flags
         fields: dict[str, Any] = {}
         memory = self._effective_memory_mb
         if memory:
@@ -105,14 +113,15 @@ class SandboxEnvironment(BaseEnvironment):
         if cpus:
             fields["cpus"] = float(cpus)
         if (self._task_dir / TASK_TOML).is_file():
-            from rlforge.config import Config, default_cache_dir
             from rlforge.verify.runner import prepared_env_hook
 
-            # an entry point (Harbor loads it): the flag-less configuration's cache
-            cache_dir = default_cache_dir(Config.load().settings())
+            cache_dir = default_cache_dir(settings)
             fields.update(prepared_env_hook(self._task_dir, read_task_toml(self._task_dir),
                                             cache_dir))
-        return fields
+        limits = sandbox_settings(settings.sandbox)
+        for owned in ("mode", "timeout_sec"):  # Harbor gives each command its timeout
+            limits.pop(owned, None)
+        return {**fields, **limits}
 
     @property
     def _task_dir(self) -> Path:
@@ -171,7 +180,14 @@ class SandboxEnvironment(BaseEnvironment):
         and with rlforge's tasks this environment is the verifier's own) are trusted: they
         alone see /tests and /logs/verifier, and a verifier there asks this process's
         scorer (`rlforge.verify.scorer`) instead of running policy code itself. The agent's
-        commands see neither."""
+        commands see neither.
+
+        What the agent caused is its command's result, never an error of the trial: once
+        an agent's command has run, a workspace its commands grew past the sandbox's caps
+        is exit 126 with the reason on stderr (as in `rlforge run`). Only a failure of
+        the sandbox itself raises. When Harbor cancels this (its agent timeout), the
+        sandbox's process tree is killed and its thread ended before the cancellation
+        goes on."""
         assert self._mounts is not None, "the environment is not started"
         tests, workspace = self._mounts.host(TESTS_MOUNT), self._mounts.host(WORKSPACE_MOUNT)
         trusted = self._resolve_user(user) in ("root", 0) or tests is not None
@@ -181,9 +197,16 @@ class SandboxEnvironment(BaseEnvironment):
             async with scorer.serving() as (where, variables):
                 spec = dataclasses.replace(spec, env={**spec.env, **variables},
                                            ro_binds={**spec.ro_binds, SOCKET_MOUNT: where})
-                result = await asyncio.to_thread(run, ["bash", "-c", command], spec)
+                result = await run_in_thread(["bash", "-c", command], spec)
         else:
-            result = await asyncio.to_thread(run, ["bash", "-c", command], spec)
+            grown = self._agent_ran and not trusted
+            try:
+                result = await run_in_thread(["bash", "-c", command], spec)
+            finally:
+                self._agent_ran = self._agent_ran or not trusted
+            not_run = grown_past_cap(result, grown)
+            if not_run is not None:
+                return ExecResult(stdout="", stderr=f"rlforge: {not_run}\n", return_code=126)
         if result.failure is not None:
             raise RuntimeError(f"rlforge sandbox: {result.failure}")
         if result.timed_out:

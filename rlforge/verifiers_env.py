@@ -43,7 +43,6 @@ import json
 import shutil
 import sys
 import tempfile
-import threading
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
@@ -71,8 +70,9 @@ from verifiers.v1.tasksets.harbor.taskset import (
 from verifiers.v1.utils.compile import resolve_runtime_config
 
 from rlforge.policy import CONTEXT_LENGTH
-from rlforge.sandbox import FailureReason, SandboxSpec, copy_tree, read_file, run
-from rlforge.sandbox.mounts import Mounts, trusted_fields
+from rlforge.sandbox import SandboxSpec, copy_tree, read_file
+from rlforge.sandbox.mounts import Mounts, grown_past_cap, trusted_fields
+from rlforge.sandbox.pool import run_in_thread
 from rlforge.sandbox.spec import LOGS_MOUNT, TESTS_MOUNT, WORKSPACE_MOUNT
 from rlforge.taskdir import TESTS, WORKSPACE, read_task_toml, task_dirs
 from rlforge.verify.scorer import SOCKET_MOUNT, Scorer
@@ -227,15 +227,11 @@ class SandboxRuntime(Runtime):
                 spec, env={**spec.env, **variables}, ro_binds={**spec.ro_binds, SOCKET_MOUNT: where}))
 
     async def _run(self, argv: list[str], spec: SandboxSpec, grown: bool = False) -> ProgramResult:
-        cancel = threading.Event()
-        try:
-            result = await asyncio.shield(asyncio.to_thread(run, argv, spec, cancel=cancel))
-        except asyncio.CancelledError:
-            cancel.set()  # the rollout's timeout fired: kill the process tree
-            raise
-        if result.failure is not None and grown and result.failure.reason is FailureReason.TOO_LARGE:
-            return ProgramResult(exit_code=126, stdout="", stderr=(
-                f"[not run: the workspace no longer fits the sandbox: {result.failure.detail}]"))
+        # the rollout's timeout cancels this: the process tree is killed, its thread ends
+        result = await run_in_thread(argv, spec)
+        not_run = grown_past_cap(result, grown)
+        if not_run is not None:
+            return ProgramResult(exit_code=126, stdout="", stderr=f"[{not_run}]")
         if result.failure is not None:
             raise SandboxError(f"rlforge sandbox: {result.failure}")
         code = result.exit_code if result.exit_code is not None else 137

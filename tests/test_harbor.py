@@ -13,12 +13,15 @@ import json
 import os
 import shlex
 import shutil
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 
+from host_processes import host_pids_with
 from paths import ROOT, SAMPLE_DATA
 from rlforge.verify.standalone import rewards
 from rlforge.verify.boundary import read_logged_result
@@ -303,3 +306,82 @@ def test_a_full_workspace_or_an_answer_directory_is_a_scored_0(sample_tasks, sha
     assert result["exception_info"] is None, result["exception_info"]
     assert result["verifier_result"]["rewards"]["reward"] == 0.0
     assert len(os.listdir(trial / "artifacts" / "app" / ".fill")) > 90_000  # it was full
+
+
+def _commands_trial(task: Path, tmp_path: Path, cache: Path, commands: list[str], *extra: str,
+                    env: dict[str, str] | None = None) -> subprocess.Popen:
+    """A Harbor trial of `task` whose agent runs `commands` (`harbor_agents:Commands`),
+    started in a session of its own; its results go to tmp_path/results.json."""
+    (tmp_path / "commands.json").write_text(json.dumps(commands))
+    run_env = {**harbor_env(cache), "PYTHONPATH": f"{ROOT}:{ROOT / 'tests'}",
+               "RLFORGE_TEST_COMMANDS": str(tmp_path / "commands.json"),
+               "RLFORGE_TEST_RESULTS": str(tmp_path / "results.json"), **(env or {})}
+    return subprocess.Popen([str(harbor()), "trial", "start", "-p", str(task), "-a",
+                             "harbor_agents:Commands", "-e", ENVIRONMENT, "--trials-dir",
+                             str(tmp_path / "trials"), *extra], env=run_env, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            start_new_session=True)
+
+
+def _trial_result(tmp_path: Path) -> tuple[Path, dict]:
+    [trial] = [p for p in (tmp_path / "trials").iterdir() if (p / "result.json").is_file()]
+    return trial, json.loads((trial / "result.json").read_text())
+
+
+@pytest.mark.slow
+@pytest.mark.sandbox
+def test_a_workspace_the_agent_grew_past_its_cap_is_a_failed_command_not_a_trial_error(
+        sample_tasks, shared_cache, tmp_path):
+    """Sparse files cost nothing in a sandbox and are dense once copied out: two commands
+    grow the workspace past a 16 MB cap (the user's `sandbox.workspace_mb`, which Harbor's
+    environment now applies as `rlforge run` does), so the third command's sandbox cannot
+    take it. That was a RuntimeError out of `exec`, which Harbor 0.26 records as the
+    trial's exception (an unknown type: retried by a job, the attempt dropped). It is now
+    the command's exit 126 with the reason, and the trial is graded: a 0, no exception."""
+    task = next(d for d in task_dirs(sample_tasks) if d.name.startswith("tickets-triage-"))
+    proc = _commands_trial(task, tmp_path, shared_cache,
+                           ["truncate -s 15M /app/a.bin", "truncate -s 15M /app/b.bin",
+                            "echo still here"], env={"RLFORGE_SANDBOX_WORKSPACE_MB": "16"})
+    out, _ = proc.communicate(timeout=900)
+    assert proc.returncode == 0, out[-3000:]
+    (first, _), (second, _), (third, why) = json.loads((tmp_path / "results.json").read_text())
+    assert (first, second, third) == (0, 0, 126), why
+    assert "no longer fits the sandbox" in why, why
+    _, result = _trial_result(tmp_path)
+    assert result["exception_info"] is None, result["exception_info"]
+    assert result["verifier_result"]["rewards"]["reward"] == 0.0
+
+
+@pytest.mark.slow
+@pytest.mark.sandbox
+def test_an_agent_timeout_kills_the_running_sandbox_and_its_thread(sample_tasks, shared_cache,
+                                                                   tmp_path):
+    """Harbor's agent timeout cancels the agent's coroutine; the command's sandbox ran on
+    in its thread (`sleep 400` kept it, and Harbor's process, alive for 400 s, writing to
+    /app while the verifier read it). The cancellation now kills the process tree and
+    waits for the thread: the sandbox is gone within seconds of the timeout, and the
+    trial ends, graded, with Harbor's AgentTimeoutError."""
+    task = next(d for d in task_dirs(sample_tasks) if d.name.startswith("tickets-triage-"))
+    marker = f"rlforge-stuck-{os.getpid()}-{tmp_path.name}"
+    timeout = 4.0
+    proc = _commands_trial(task, tmp_path, shared_cache, [f"sleep 400; : {marker}"],
+                           "--agent-timeout", str(timeout))
+    try:
+        deadline = time.monotonic() + 300
+        while not host_pids_with(marker):  # the agent's command has started
+            assert proc.poll() is None and time.monotonic() < deadline, proc.stdout.read()[-3000:]
+            time.sleep(0.1)
+        started = time.monotonic()
+        while host_pids_with(marker):
+            assert time.monotonic() - started < timeout + 10, \
+                f"the sandbox outlived the agent timeout: {host_pids_with(marker)}"
+            time.sleep(0.1)
+        out, _ = proc.communicate(timeout=300)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    assert proc.returncode == 0, out[-3000:]
+    _, result = _trial_result(tmp_path)
+    assert result["exception_info"]["exception_type"] == "AgentTimeoutError", result["exception_info"]
+    assert result["verifier_result"]["rewards"]["reward"] == 0.0

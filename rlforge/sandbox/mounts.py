@@ -12,7 +12,8 @@ from __future__ import annotations
 from pathlib import Path, PurePosixPath
 from typing import Any, Iterable
 
-from rlforge.sandbox.spec import LOGS_MOUNT, TESTS_MOUNT, VENV_MOUNT, WORKSPACE_MOUNT, SandboxSpec
+from rlforge.sandbox.spec import (LOGS_MOUNT, TESTS_MOUNT, VENV_MOUNT, WORKSPACE_MOUNT,
+                                  FailureReason, SandboxResult, SandboxSpec)
 
 #: Paths the sandbox owns (the host's read-only system, its private /tmp, the prepared
 #: venv): nothing can be mounted there.
@@ -83,3 +84,16 @@ def trusted_fields(fields: dict[str, Any]) -> dict[str, Any]:
         base = out.get(name, SandboxSpec.__dataclass_fields__[name].default)
         out[name] = 2 * int(base)
     return out
+
+
+def grown_past_cap(result: SandboxResult, grown: bool) -> str | None:
+    """Why a command was not run when the workspace the policy's earlier commands `grown`
+    no longer fits its sandbox (copy-out makes sparse files dense): the policy's doing,
+    answered as `rlforge run` does, like a program that cannot start (exit 126, the reason
+    on stderr), and the episode goes on to be graded. None for any other result: a
+    sandbox failure there is the infrastructure's (a task's own starting workspace too
+    large included)."""
+    failure = result.failure
+    if failure is None or not grown or failure.reason is not FailureReason.TOO_LARGE:
+        return None
+    return f"not run: the workspace no longer fits the sandbox: {failure.detail}"

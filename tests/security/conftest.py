@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from host_processes import host_pids_with
 from rlforge.sandbox import SandboxSpec, ensure_available
 
 PY = "/usr/bin/python3"
@@ -121,19 +122,6 @@ def leftovers():
                 os.kill(pid, 9)
             except OSError:
                 pass
-
-
-def host_pids_with(marker: str) -> list[int]:
-    """Pids of host processes whose command line contains `marker`."""
-    pids = []
-    for entry in os.listdir("/proc"):
-        if entry.isdigit() and int(entry) != os.getpid():
-            try:
-                if marker.encode() in Path(f"/proc/{entry}/cmdline").read_bytes():
-                    pids.append(int(entry))
-            except OSError:
-                pass
-    return pids
 
 
 @pytest.fixture

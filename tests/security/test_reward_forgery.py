@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 import time
@@ -26,6 +25,7 @@ import pytest
 import rlforge.envs
 from rlforge.tasks import registry
 from rlforge.tasks.generators.repair.adversarial import CHANNEL_FINDER
+from harbor_container import harbor_trial
 from paths import SAMPLE_DATA
 
 pytestmark = [pytest.mark.sandbox, pytest.mark.slow]
@@ -530,63 +530,9 @@ def test_validate_runs_every_attack_and_none_scores(sample_tasks):
 
 # --- tests/test.sh the way Harbor runs it ---------------------------------------------------
 
-def _harbor_trial(task: Path, tmp: Path, agent: str, after_sec: float = 1.5,
-                  venv: Path | None = None, env: dict[str, str] | None = None) -> str:
-    """Play a Harbor trial: the agent's commands run as root in a container of their own
-    (here: bubblewrap as real root, a pid namespace, the host's system read-only); its
-    processes stay; then tests/ is uploaded and test.sh runs as root in the same container.
-    `env`: variables the container sets for both (as an image's ENV would).
-    Returns reward.txt as the host reads it `after_sec` after test.sh ended."""
-    if os.geteuid() != 0:
-        pytest.skip("emulating Harbor's root container needs root")
-    app, tests, logs, ctl = tmp / "app", tmp / "tests", tmp / "logs", tmp / "ctl"
-    shutil.copytree(task / "environment" / "app", app) if (task / "environment" / "app").is_dir() else app.mkdir()
-    for d in (tests, logs, ctl):
-        d.mkdir()
-    (ctl / "agent.sh").write_text(agent)
-    script = ("cd /app; bash /ctl/agent.sh >/ctl/agent.out 2>&1; touch /ctl/agent-done; "
-              "while [ ! -e /ctl/go ]; do sleep 0.05; done; "
-              "bash /tests/test.sh >/ctl/test.out 2>&1; echo $? > /ctl/rc; "
-              "while [ ! -e /ctl/stop ]; do sleep 0.05; done")
-    env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": "/root", "LANG": "C.UTF-8", **(env or {})}
-    proc = subprocess.Popen(["bwrap", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-net",
-                             "--die-with-parent", "--tmpfs", "/", "--ro-bind", "/usr", "/usr",
-                             "--ro-bind", "/etc", "/etc", "--symlink", "usr/bin", "/bin",
-                             "--symlink", "usr/lib", "/lib", "--symlink", "usr/lib64", "/lib64",
-                             "--symlink", "usr/sbin", "/sbin", "--dir", "/root", "--tmpfs", "/tmp",
-                             "--proc", "/proc", "--dev", "/dev", "--bind", str(app), "/app",
-                             "--bind", str(tests), "/tests", "--bind", str(logs), "/logs",
-                             "--bind", str(ctl), "/ctl",
-                             *(["--perms", "0755", "--dir", "/opt", "--ro-bind", str(venv), "/opt/venv"]
-                               if venv else []),
-                             "--", "bash", "-c", script], env=env)
-    try:
-        deadline = time.monotonic() + 60
-        while not (ctl / "agent-done").exists():
-            assert time.monotonic() < deadline and proc.poll() is None, "agent phase did not end"
-            time.sleep(0.05)
-        time.sleep(0.3)  # what the agent left running settles in
-        shutil.copytree(task / "tests", tests, dirs_exist_ok=True)
-        (ctl / "go").touch()
-        deadline = time.monotonic() + 120
-        while not (ctl / "rc").exists():
-            assert time.monotonic() < deadline and proc.poll() is None, (ctl / "test.out").read_text()
-            time.sleep(0.05)
-        time.sleep(after_sec)
-        reward = logs / "verifier" / "reward.txt"
-        assert reward.is_file(), f"no reward.txt; test.sh said:\n{(ctl / 'test.out').read_text()[-3000:]}"
-        return reward.read_text().strip()
-    finally:
-        (ctl / "stop").touch()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-
-
 def test_harbor_gold_still_passes(sample_tasks, tmp_path):
     task = _one(sample_tasks, "logs.script")
-    assert float(_harbor_trial(task, tmp_path, "bash /dev/null\n" + _solve(task))) == 1.0
+    assert float(harbor_trial(task, tmp_path, "bash /dev/null\n" + _solve(task))) == 1.0
 
 
 def _solve(task: Path) -> str:
@@ -599,7 +545,7 @@ def test_harbor_leftover_process_cannot_rewrite_the_reward(sample_tasks, tmp_pat
     agent = ("(setsid bash -c 'while true; do mkdir -p /logs/verifier 2>/dev/null; "
              "echo 1 > /logs/verifier/reward.txt 2>/dev/null; sleep 0.05; done' "
              ">/dev/null 2>&1 &)\n")
-    got = _harbor_trial(task, tmp_path, agent)
+    got = harbor_trial(task, tmp_path, agent)
     assert got and float(got) == 0.0, got
 
 
@@ -609,7 +555,7 @@ def test_harbor_leftover_process_cannot_use_the_uploaded_tests(sample_tasks, tmp
     reader = READ_REFERENCE.replace("\n", "\\n").replace('"', '\\"')
     agent = ("(setsid bash -c 'while [ ! -s /tests/reference.json ]; do sleep 0.01; done; "
              f"printf \"{reader}\" > /app/solution.py; sleep 600' >/dev/null 2>&1 &)\n")
-    got = _harbor_trial(task, tmp_path, agent)
+    got = harbor_trial(task, tmp_path, agent)
     assert got and float(got) == 0.0, got
 
 
@@ -640,7 +586,7 @@ def test_harbor_repair_gold_passes_and_forgeries_fail(sample_tasks, tmp_path):
     venv = _task_venv(task)
     gold = ("cat > /tmp/gold.diff <<'RLFORGE_GOLD_EOF'\n" + (task / "solution" / "gold.diff").read_text()
             + "RLFORGE_GOLD_EOF\ncd /app && git apply --whitespace=nowarn /tmp/gold.diff\n")
-    assert float(_harbor_trial(task, tmp_path / "gold", gold, venv=venv)) == 1.0
+    assert float(harbor_trial(task, tmp_path / "gold", gold, venv=venv)) == 1.0
     module = _source_module(task)
     source = (task / "environment" / "app" / module).read_text()
     from rlforge.tasks.generators.repair.adversarial import FORGE_FROM_SOURCE, PLANT_REWARD
@@ -649,14 +595,14 @@ def test_harbor_repair_gold_passes_and_forgeries_fail(sample_tasks, tmp_path):
                "import-time forgery": {module: source + FORGE_FROM_SOURCE},
                "reward files planted by the tests": {module: source + PLANT_REWARD}}
     for i, (name, files) in enumerate(attacks.items()):
-        got = _harbor_trial(task, tmp_path / f"a{i}", _write_files(files), venv=venv)
+        got = harbor_trial(task, tmp_path / f"a{i}", _write_files(files), venv=venv)
         assert got and float(got) == 0.0, (name, got)
 
 
 def test_harbor_reply_stuffing_fails(sample_tasks, tmp_path):
     task = _one(sample_tasks, "tickets.reply")
     facts = " ".join(_reference(task)["required"])
-    got = _harbor_trial(task, tmp_path, _write_files({"answer.txt": (facts + "\n") * 9}))
+    got = harbor_trial(task, tmp_path, _write_files({"answer.txt": (facts + "\n") * 9}))
     assert got and float(got) == 0.0, got
 
 
@@ -768,7 +714,7 @@ def test_harbor_pth_in_user_site_cannot_rewrite_the_reward(sample_tasks, tmp_pat
                "('/logs/verifier/reward.txt',) if os.path.isdir('/logs/verifier')])")
     agent = ("site=$(python3 -c 'import site; print(site.getusersitepackages())')\n"
              f"mkdir -p \"$site\" && echo \"{payload}\" > \"$site/zz_forge.pth\"\n")
-    got = _harbor_trial(task, tmp_path, agent)
+    got = harbor_trial(task, tmp_path, agent)
     assert got and float(got) == 0.0, got
 
 
@@ -824,12 +770,12 @@ def test_harbor_planted_verifier_modules_are_never_imported(sample_tasks, tmp_pa
     agent = _plant_verifier_modules() + _write_files({"answer.txt": f"ANSWER: {wrong}"})
     for trial in ("answer", "repair"):
         (tmp_path / trial).mkdir()
-    got = _harbor_trial(triage, tmp_path / "answer", agent, env={"PYTHONPATH": "/app/pp"})
+    got = harbor_trial(triage, tmp_path / "answer", agent, env={"PYTHONPATH": "/app/pp"})
     assert got and float(got) == 0.0, got
     assert (tmp_path / "answer" / "app" / "rlforge_rewards.py").read_text() == FORGED_MODULE
     assert (tmp_path / "answer" / "ctl" / "forged.txt").read_text() == "1.0"  # the control
     repair = _one(sample_tasks, "commits.repair")
-    got = _harbor_trial(repair, tmp_path / "repair", _plant_verifier_modules(),
+    got = harbor_trial(repair, tmp_path / "repair", _plant_verifier_modules(),
                         venv=_task_venv(repair), env={"PYTHONPATH": "/app/pp"})
     assert got and float(got) == 0.0, got
 

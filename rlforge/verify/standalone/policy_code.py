@@ -11,6 +11,8 @@ launcher, never in the verifier's process:
   have written;
 - it runs as another uid than the scorer (rlforge's sandbox, or uid 65534 when the
   verifier runs as root, as under Harbor), so it cannot signal or trace the scorer;
+- dropped to uid 65534 it runs under the limits rlforge's sandbox sets (`LIMITS`), and
+  is the first the kernel's OOM killer takes, so passing one is its own fail;
 - once it has run, a crash, a timeout, a signal or a missing or malformed result is a
   *fail* with a typed `reason`, never a missing reward.
 `LocalPolicy` is the launcher for tests/test.sh; rlforge passes its sandbox launcher
@@ -19,7 +21,9 @@ launcher, never in the verifier's process:
 
 from __future__ import annotations
 
+import math
 import os
+import resource
 import signal
 import stat
 import subprocess
@@ -29,6 +33,18 @@ import time
 
 POLICY_UID = 65534
 INIT_NAMES = ("systemd", "init", "launchd", "upstart", "openrc-init", "runit")
+#: What code dropped to POLICY_UID may use, per process, as `rlforge run`'s sandbox holds it
+#: (rlforge.sandbox.spec.SandboxSpec's defaults; a test keeps them equal). There the
+#: sandbox's cgroups bound the whole tree; here, with none of ours, these hold:
+#: RLIMIT_NPROC counts every process of the uid, RLIMIT_FSIZE and RLIMIT_NOFILE hold
+#: each process, and RLIMIT_CPU (the run's timeout, rounded up) is a backstop to it.
+LIMITS = {"max_processes": 128, "file_size_mb": 256, "open_files": 1024}
+#: Memory: RLIMIT_AS bounds one process's address space, not the memory the tree holds
+#: (nor tmpfs pages or memfds), so it is set only to what `rlforge run` sets (the task's
+#: memory, which is the container's memory limit under Harbor, read from its cgroup) and
+#: the container's limit is what bounds the whole; policy processes get the highest OOM
+#: score, so at that limit the kernel kills them, not the verifier.
+OOM_SCORE_ADJ = 1000
 
 
 class SandboxBroken(Exception):
@@ -122,12 +138,31 @@ class LocalPolicy:
                     if regular_file(os.path.join(dirpath, n)):
                         os.chmod(os.path.join(dirpath, n), 0o644)
 
-    def _demote(self):
+    def _demote(self, limits=()):
         os.setsid()
         if self.drop:
+            try:
+                with open("/proc/self/oom_score_adj", "w") as fh:
+                    fh.write(str(OOM_SCORE_ADJ))
+            except OSError:
+                pass
             os.setgroups([])
             os.setgid(POLICY_UID)
             os.setuid(POLICY_UID)
+            for which, value in limits:  # after setuid: its process count is checked at fork
+                resource.setrlimit(which, (value, value))
+
+    def _limits(self, timeout):
+        """(rlimit, value) for code dropped to POLICY_UID (see `LIMITS`)."""
+        mb = 1 << 20
+        out = [(resource.RLIMIT_NPROC, LIMITS["max_processes"]),
+               (resource.RLIMIT_FSIZE, LIMITS["file_size_mb"] * mb),
+               (resource.RLIMIT_NOFILE, LIMITS["open_files"]),
+               (resource.RLIMIT_CPU, max(1, math.ceil(timeout))), (resource.RLIMIT_CORE, 0)]
+        memory = container_memory_limit()
+        if memory is not None:
+            out.append((resource.RLIMIT_AS, memory))
+        return out
 
     def start(self, argv, tree, data=None, env=None, timeout=30.0, log=None):
         """Start `argv` with cwd `tree`; returns a handle with poll(), kill(), result().
@@ -139,13 +174,14 @@ class LocalPolicy:
         run_env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": tree, "TMPDIR": tree,
                    "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8"}
         run_env.update(env or {})
+        limits = self._limits(timeout) if self.drop else []
         out = open(log, "wb") if log else None
         try:
             proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL,
                                     stdout=out or subprocess.PIPE,
                                     stderr=subprocess.STDOUT if out else subprocess.PIPE,
                                     env=run_env, cwd=tree, close_fds=True,
-                                    preexec_fn=self._demote)
+                                    preexec_fn=lambda: self._demote(limits))
         except OSError as exc:
             raise SandboxBroken(f"cannot start {argv[0]}: {exc}") from None
         finally:
@@ -184,6 +220,32 @@ class LocalPolicy:
                     pass
             _reap()
             time.sleep(0.01)
+
+
+def container_memory_limit():
+    """The memory limit of this process's cgroup in bytes (a container's: Harbor sets it
+    from the task's memory_mb), or None where there is none or it cannot be read."""
+    try:
+        with open("/proc/self/cgroup") as fh:
+            lines = fh.read().splitlines()
+    except OSError:
+        return None
+    places = []
+    for line in lines:
+        _, controllers, path = (line.split(":", 2) + ["", ""])[:3]
+        if controllers == "":  # cgroup v2
+            places += [f"/sys/fs/cgroup{path.rstrip('/')}/memory.max", "/sys/fs/cgroup/memory.max"]
+        elif "memory" in controllers.split(","):  # v1; in a container its own is the root
+            places += [f"/sys/fs/cgroup/memory{path.rstrip('/')}/memory.limit_in_bytes",
+                       "/sys/fs/cgroup/memory/memory.limit_in_bytes"]
+    for place in places:
+        try:
+            with open(place) as fh:
+                text = fh.read().strip()
+        except OSError:
+            continue
+        return int(text) if text.isdigit() and int(text) < 1 << 50 else None  # v1: 2**63 - page
+    return None
 
 
 def _traversable(path):

@@ -91,7 +91,9 @@ def score_script(ref, tests_dir, workspace=None, policy=None):
             is_right = ran.code == 0 and scored["components"]["correct"]["value"] >= 1.0
             right += is_right
             per_case.append(is_right)
-            details.append(f"{case['name']}: {ran.reason or 'exit 0'}, answer {answer[:60]!r}, "
+            said = [line for line in ran.stderr.splitlines() if line.strip()]
+            why = f" ({said[-1].strip()[:120]})" if ran.code != 0 and said else ""
+            details.append(f"{case['name']}: {ran.reason or 'exit 0'}{why}, answer {answer[:60]!r}, "
                            f"{'right' if is_right else 'wrong'}")
             shutil.rmtree(root, ignore_errors=True)
     finally:
