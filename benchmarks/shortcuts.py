@@ -10,13 +10,17 @@ answer printed for the held-back case (a program that remembers it), and every c
 program of the script battery (`rlforge/verify/shortcuts_script.py`) run on the visible and
 the held-back directory: a task one program passes on both is trivial.
 
-Beside it, a few strategies the battery does not hold (`held_out` below: the first or
-last option listed, the count of records whose message ends with the pattern's last fixed
-piece, the last record's time, the first WARN-or-worse record's time, the alphabetically
-first candidate; for logs.script, `grep -c` of the pattern's last piece or of its two
-longest words, the distinct words after the piece before the asked `<*>`, the distinct
-lines holding every word of the pattern)
-are scored the same way and reported in their own columns: the builder never screened
+The rules the battery bounds to chance (`CHANCE_RULES`: the most- or least-failing
+candidate, the first or last option, the least frequent option) are reported per rule:
+the tasks it answers against the number a blind pick would (one over the candidates,
+summed); a rule above chance is a shortcut.
+
+Beside it, a few strategies the battery does not hold (`held_out` below: the count of
+records whose message ends with the pattern's last fixed piece, the last record's time,
+the first WARN-or-worse record's time, the alphabetically first candidate; for
+logs.script, `grep -c` of the pattern's last piece or of its two longest words, the
+distinct words after the piece before the asked `<*>`, the distinct lines holding every
+word of the pattern) are scored the same way and reported in their own columns: the builder never screened
 against them, so their rate is not zero by construction.
 
 With `--tickets FILE[::FIELD=PATH,...]` (a ticket export and its `--map`), the tickets
@@ -187,8 +191,6 @@ def held_out(battery) -> dict:
         return values[0] if values else None
 
     return {
-        "first_option": lambda v: v.options[0] if v.options else None,
-        "last_option": lambda v: v.options[-1] if v.options else None,
         "grep_last_piece": grep_last_piece,
         "last_record_time": lambda v: stamp(v, v.lines[-1].time)
         if v.lines and "`YYYY-MM-DD HH:MM" in v.question else None,
@@ -209,6 +211,7 @@ def measure(path: Path, fmt: str, seed: int, battery) -> dict:
         con = db.connect(Path(tmp) / "bench.duckdb")
         logs.ingest_file(con, path, fmt=fmt)
         rows, extra = [], held_out(battery)
+        rules: list[tuple[str, list[str], float, set[str]]] = []
         from rlforge.verify.standalone.answers import score_answer
 
         diagnose = LogsDiagnose()
@@ -219,6 +222,9 @@ def measure(path: Path, fmt: str, seed: int, battery) -> dict:
             other = sorted(name for name, f in extra.items() if (guess := f(view))
                            and score_answer(spec.reference, guess)["total"] > 1e-9)
             rows.append(("logs.diagnose", kind, sorted(solved), other))
+            applies = {name for name, rule in battery.CHANCE_RULES.items() if rule(view)}
+            rules.append((kind, sorted(battery.rules_solving(view, spec.reference)),
+                          battery.chance(view), applies))
         script = LogsScript()
         unseen = held_out_script(battery.script)
         unseen_files = held_out_script_files(battery.script)
@@ -246,7 +252,22 @@ def measure(path: Path, fmt: str, seed: int, battery) -> dict:
             rows.append(("logs.script", fact, solved, other))
         dropped = Counter(r["reason"].split(" (")[0] for r in script.rejections)
         con.close()
-    return {"rows": rows, "script_drops": dropped}
+    return {"rows": rows, "script_drops": dropped, "rules": rules}
+
+
+def print_rules(rules: list[tuple[str, list[str], float, set[str]]], battery) -> None:
+    """Per chance-bounded rule: the logs.diagnose tasks it applies to, those it answers,
+    and those a blind pick would answer (over the same tasks)."""
+    print(f"\n{'rule (bounded to chance)':<26} {'applies':>7} {'answers':>7} {'chance':>6}  per family")
+    for name in battery.CHANCE_RULES:
+        mine = [r for r in rules if name in r[3]]
+        if not mine:
+            continue
+        hits = sum(name in r[1] for r in mine)
+        odds = sum(r[2] for r in mine)
+        fams = Counter(r[0] for r in mine if name in r[1])
+        print(f"{name:<26} {len(mine):>7} {hits:>7} {odds:>6.1f}  "
+              + ", ".join(f"{k} {v}/{sum(1 for r in mine if r[0] == k)}" for k, v in fams.most_common()))
 
 
 def load_triage_battery():
@@ -345,6 +366,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.tickets:
         print_tickets(measure_tickets(args.tickets, args.seed, load_triage_battery()))
     families: dict[tuple[str, str], list[tuple[list[str], list[str]]]] = defaultdict(list)
+    rules: list[tuple[str, list[str], float, set[str]]] = []
     for item in args.files:
         name, _, fmt = item.partition("::")
         started = time.perf_counter()
@@ -356,6 +378,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"    logs.script dropped {n} × {reason}")
         for gen, family, solved, other in got["rows"]:
             families[(gen, family)].append((solved, other))
+        rules += got["rules"]
     print(f"\n{'generator':<14} {'family':<24} {'tasks':>5} {'trivial':>7} {'share':>6} "
           f"{'held-out':>8} {'share':>6} {'either':>6}  shortcuts")
     total = trivial = unseen = either = 0
@@ -371,6 +394,8 @@ def main(argv: list[str] | None = None) -> int:
     if total:
         print(f"{'all':<39} {total:>5} {trivial:>7} {trivial / total:>6.0%} {unseen:>8} "
               f"{unseen / total:>6.0%} {either / total:>6.0%}")
+    if rules:
+        print_rules(rules, battery)
     return 0
 
 
