@@ -312,7 +312,7 @@ def test_no_candidate_rule_answers_first_failures_above_chance(tmp_path):
         hits.update(list(shortcuts.solved_by(v, spec.reference)))
         odds += shortcuts.chance(v)
     for rule in ("most_failing_candidate", "least_failing_candidate"):
-        assert hits[rule] <= math.ceil(odds), (rule, hits, odds)
+        assert hits[rule] <= math.floor(odds + 0.5), (rule, hits, odds)
     assert hits["most_failing_candidate"] > 0  # not screened to none: no "never the most"
     assert hits["only_failing_candidate"] == 0
     assert any(g.startswith("chance:") for g in gen.gates)

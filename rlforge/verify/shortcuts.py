@@ -16,7 +16,7 @@ first or last option listed, the option the fewest records match (`CHANCE_RULES`
 applies to nearly every question of its family, so screening them all to zero would make
 the answer the one candidate no rule names (drop the most-failing, and the least-failing
 becomes the answer). They are bounded instead: over a build's tasks of a family, each
-rule answers at most as many as chance would, rounded up (`chance`: one over the
+rule answers at most as many as chance would, rounded to the nearest task (`chance`: one over the
 candidates a blind pick chooses from, summed over the tasks); `logs.diagnose` keeps that count as it builds.
 They are not run by `rlforge validate`, which sees one task and no build.
 

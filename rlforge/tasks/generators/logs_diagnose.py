@@ -30,8 +30,9 @@ recorded in `rejections` and `gates` (`shortcut:<name>`). The rules a blind pick
 as (the most- or least-failing candidate, the first or last option, the least frequent
 option: `shortcuts.CHANCE_RULES`) are held to chance instead: a question one answers is
 asked only while, over the build's tasks of its family so far, that rule answers no more
-than chance would, rounded up (the sum of one over each task's candidates: with two
-candidates, one rule or the other always answers); else `chance:<name>`.
+than chance would, rounded to the nearest whole task, halves up (the sum of one over each
+task's candidates: with two candidates, one rule or the other always answers); else
+`chance:<name>`.
 
 The stated rule is the reference: every answer is computed again from the window as shown
 (`logs_common.parse_shown`) by the rule the instruction states (`PATTERN_RULE` for
@@ -562,7 +563,7 @@ class LogsDiagnose(Generator):
         odds = shortcuts.chance(view)
         rules = shortcuts.rules_solving(view, found.answer_ref)
         for name in rules:
-            if self._rule_hits[(kind, name)] + 1 > math.ceil(self._chance[kind] + odds - 1e-9):
+            if self._rule_hits[(kind, name)] + 1 > math.floor(self._chance[kind] + odds + 0.5):
                 return (None, f"rule {name} would answer more {kind} questions than chance "
                               f"({self._rule_hits[(kind, name)] + 1} of "
                               f"{self._chance[kind] + odds:.1f} expected)", f"chance:{name}")
