@@ -10,21 +10,35 @@ answer printed for the held-back case (a program that remembers it), and every c
 program of the script battery (`rlforge/verify/shortcuts_script.py`) run on the visible and
 the held-back directory: a task one program passes on both is trivial.
 
-Beside it, a few strategies the battery does not hold (`held_out` below: the first or
-last option listed, the count of records whose message ends with the pattern's last fixed
-piece, the last record's time, the first WARN-or-worse record's time, the alphabetically
-first candidate; for logs.script, `grep -c` of the pattern's last piece or of its two
-longest words, the distinct words after the piece before the asked `<*>`, the distinct
-lines holding every word of the pattern)
-are scored the same way and reported in their own columns: the builder never screened
+The rules the battery bounds to chance (`CHANCE_RULES`: the most- or least-failing
+candidate, the first or last option, the least frequent option) are reported per rule:
+the tasks it answers against the number a blind pick would (one over the candidates,
+summed); a rule above chance is a shortcut.
+
+Beside it, a few strategies the battery does not hold (`held_out` below: the count of
+records whose message ends with the pattern's last fixed piece, the last record's time,
+the first WARN-or-worse record's time, the alphabetically first candidate; for
+logs.script, `grep -c` of the pattern's last piece or of its two longest words, the
+distinct words after the piece before the asked `<*>`, the distinct lines holding every
+word of the pattern) are scored the same way and reported in their own columns: the builder never screened
 against them, so their rate is not zero by construction.
+
+With `--tickets FILE[::FIELD=PATH,...]` (a ticket export and its `--map`), the tickets
+are ingested into one database, `tickets.triage` makes every task it can (seed 0), and the
+tasks are split as `rlforge build-tasks` splits them (hash split, near-duplicate, related
+and subject groups). Each task is then guessed from what a policy trained on the other
+splits saw: the label of a ticket of another split with the same normalised subject
+(`same_subject_label`), and the triage battery's strategies with the other splits'
+tickets as the seen ones; held out, the label of the other-split ticket whose subject's
+word set is most similar (Jaccard at least 0.6). Printed per split, with the largest split
+group's share of the tasks.
 
 The battery is always this checkout's file; the generators are those of the rlforge found
 first on the path, so `--rlforge DIR` (another checkout, e.g. a worktree of main) measures
 what an older generator emits ("before") against the same battery:
 
     .venv/bin/python benchmarks/shortcuts.py [--rlforge DIR] [--seed 0] \\
-        FILE[::FORMAT] ...
+        [--tickets FILE[::FIELD=PATH,...]] ... [FILE[::FORMAT] ...]
 
 FORMAT is any `rlforge ingest logs --format` value (default: auto). Prints, per source,
 the tasks each generator made, and per family the tasks, the trivial ones and the
@@ -177,8 +191,6 @@ def held_out(battery) -> dict:
         return values[0] if values else None
 
     return {
-        "first_option": lambda v: v.options[0] if v.options else None,
-        "last_option": lambda v: v.options[-1] if v.options else None,
         "grep_last_piece": grep_last_piece,
         "last_record_time": lambda v: stamp(v, v.lines[-1].time)
         if v.lines and "`YYYY-MM-DD HH:MM" in v.question else None,
@@ -199,6 +211,7 @@ def measure(path: Path, fmt: str, seed: int, battery) -> dict:
         con = db.connect(Path(tmp) / "bench.duckdb")
         logs.ingest_file(con, path, fmt=fmt)
         rows, extra = [], held_out(battery)
+        rules: list[tuple[str, list[str], float, set[str]]] = []
         from rlforge.verify.standalone.answers import score_answer
 
         diagnose = LogsDiagnose()
@@ -209,6 +222,9 @@ def measure(path: Path, fmt: str, seed: int, battery) -> dict:
             other = sorted(name for name, f in extra.items() if (guess := f(view))
                            and score_answer(spec.reference, guess)["total"] > 1e-9)
             rows.append(("logs.diagnose", kind, sorted(solved), other))
+            applies = {name for name, rule in battery.CHANCE_RULES.items() if rule(view)}
+            rules.append((kind, sorted(battery.rules_solving(view, spec.reference)),
+                          battery.chance(view), applies))
         script = LogsScript()
         unseen = held_out_script(battery.script)
         unseen_files = held_out_script_files(battery.script)
@@ -236,12 +252,107 @@ def measure(path: Path, fmt: str, seed: int, battery) -> dict:
             rows.append(("logs.script", fact, solved, other))
         dropped = Counter(r["reason"].split(" (")[0] for r in script.rejections)
         con.close()
-    return {"rows": rows, "script_drops": dropped}
+    return {"rows": rows, "script_drops": dropped, "rules": rules}
+
+
+def print_rules(rules: list[tuple[str, list[str], float, set[str]]], battery) -> None:
+    """Per chance-bounded rule: the logs.diagnose tasks it applies to, those it answers,
+    and those a blind pick would answer (over the same tasks)."""
+    print(f"\n{'rule (bounded to chance)':<26} {'applies':>7} {'answers':>7} {'chance':>6}  per family")
+    for name in battery.CHANCE_RULES:
+        mine = [r for r in rules if name in r[3]]
+        if not mine:
+            continue
+        hits = sum(name in r[1] for r in mine)
+        odds = sum(r[2] for r in mine)
+        fams = Counter(r[0] for r in mine if name in r[1])
+        print(f"{name:<26} {len(mine):>7} {hits:>7} {odds:>6.1f}  "
+              + ", ".join(f"{k} {v}/{sum(1 for r in mine if r[0] == k)}" for k, v in fams.most_common()))
+
+
+def load_triage_battery():
+    """This checkout's triage battery (standard library only)."""
+    return _load("triage_battery", ROOT / "rlforge/verify/shortcuts_triage.py")
+
+
+def measure_tickets(items: list[str], seed: int, triage) -> dict:
+    """`tickets.triage` tasks of the ticket exports, split as a build splits them, and the
+    strategies that label each from the other splits' tickets."""
+    import re
+    import types
+
+    from rlforge import db
+    from rlforge.ingest import tickets
+    from rlforge.tasks import build
+    from rlforge.tasks.generators.tickets_triage import TicketTriage
+    from rlforge.tasks.spec import BuildContext
+
+    def first_words(subject):
+        return {w for w in re.findall(r"[a-z0-9]+", (subject or "").lower()) if len(w) >= 2}
+
+    def similar_subject(subject, others):
+        mine = first_words(subject)
+        best = max(((len(mine & first_words(t)) / len(mine | first_words(t)), label)
+                    for t, label in others if mine | first_words(t)),
+                   default=(0.0, None), key=lambda x: x[0])
+        return best[1] if best[0] >= 0.6 else None
+
+    with tempfile.TemporaryDirectory() as tmp:
+        con = db.connect(Path(tmp) / "bench.duckdb")
+        for item in items:
+            name, _, maps = item.partition("::")
+            mapping = dict(m.split("=", 1) for m in maps.split(",") if m)
+            tickets.ingest_file(con, Path(name), mapping=mapping)
+        specs = list(TicketTriage().specs(BuildContext(con, seed)))
+        con.close()
+    opts = types.SimpleNamespace(split_by="hash", cutoff=None, ratios=(0.8, 0.1, 0.1))
+    splits = build._assign_splits(specs, opts)
+    groups = Counter(build.near_duplicate_groups(
+        [s.group_key for s in specs], [s.dedup_text for s in specs],
+        [s.related_groups for s in specs],
+        *([[s.subject_key for s in specs]] if hasattr(specs[0], "subject_key") else [])))
+    rows = []
+    for i, spec in enumerate(specs):
+        subject, text = spec.context["subject"], f"{spec.context['subject']}\n{spec.context['body']}"
+        others = [(o.context["subject"], o.reference["answer"]) for j, o in enumerate(specs)
+                  if splits[j] != splits[i]]
+        seen = triage.Seen([f"{o.context['subject']}\n{o.context['body']}" for o in specs])
+        for j, o in enumerate(specs):
+            if splits[j] != splits[i]:
+                seen.add(f"{o.context['subject']}\n{o.context['body']}", o.reference["answer"])
+        view = triage.TriageView(text, spec.reference["labels"], seen)
+        solved = sorted(triage.solved(view, spec.reference["answer"]))
+        guess = triage.same_subject_label(subject, others)
+        if guess and triage.solved(view, spec.reference["answer"], {"x": lambda v: guess}):
+            solved.append("same_subject_label")
+        guess = similar_subject(subject, others)
+        other = ["similar_subject_label"] if guess and triage.solved(
+            view, spec.reference["answer"], {"x": lambda v: guess}) else []
+        rows.append((splits[i], solved, other))
+    return {"rows": rows, "largest_group": max(groups.values(), default=0), "tasks": len(specs)}
+
+
+def print_tickets(got: dict) -> None:
+    rows = got["rows"]
+    print(f"tickets.triage: {got['tasks']} tasks; largest split group {got['largest_group']} "
+          f"tasks ({got['largest_group'] / max(1, got['tasks']):.1%})")
+    print(f"{'split':<6} {'tasks':>5} {'trivial':>7} {'share':>6} {'held-out':>8} {'share':>6}  shortcuts")
+    for split in ("train", "val", "test", "all"):
+        mine = [r for r in rows if split in ("all", r[0])]
+        if not mine:
+            continue
+        t = sum(1 for _, s, _ in mine if s)
+        u = sum(1 for _, _, o in mine if o)
+        names = Counter(x for _, s, o in mine for x in s + o)
+        print(f"{split:<6} {len(mine):>5} {t:>7} {t / len(mine):>6.0%} {u:>8} "
+              f"{u / len(mine):>6.0%}  " + ", ".join(f"{k} {v}" for k, v in names.most_common()))
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("files", nargs="+", help="FILE or FILE::FORMAT")
+    parser.add_argument("files", nargs="*", help="FILE or FILE::FORMAT")
+    parser.add_argument("--tickets", action="append", default=[],
+                        help="a ticket export, FILE or FILE::FIELD=PATH,... (its --map)")
     parser.add_argument("--rlforge", type=Path, default=ROOT,
                         help="the rlforge checkout whose generators make the tasks")
     parser.add_argument("--seed", type=int, default=0)
@@ -252,7 +363,10 @@ def main(argv: list[str] | None = None) -> int:
 
     print(f"generators: {Path(rlforge.__file__).parent.parent}; battery: "
           f"{ROOT / 'rlforge/verify/shortcuts.py'} ({len(battery.STRATEGIES)} strategies)")
+    if args.tickets:
+        print_tickets(measure_tickets(args.tickets, args.seed, load_triage_battery()))
     families: dict[tuple[str, str], list[tuple[list[str], list[str]]]] = defaultdict(list)
+    rules: list[tuple[str, list[str], float, set[str]]] = []
     for item in args.files:
         name, _, fmt = item.partition("::")
         started = time.perf_counter()
@@ -264,6 +378,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"    logs.script dropped {n} × {reason}")
         for gen, family, solved, other in got["rows"]:
             families[(gen, family)].append((solved, other))
+        rules += got["rules"]
     print(f"\n{'generator':<14} {'family':<24} {'tasks':>5} {'trivial':>7} {'share':>6} "
           f"{'held-out':>8} {'share':>6} {'either':>6}  shortcuts")
     total = trivial = unseen = either = 0
@@ -279,6 +394,8 @@ def main(argv: list[str] | None = None) -> int:
     if total:
         print(f"{'all':<39} {total:>5} {trivial:>7} {trivial / total:>6.0%} {unseen:>8} "
               f"{unseen / total:>6.0%} {either / total:>6.0%}")
+    if rules:
+        print_rules(rules, battery)
     return 0
 
 

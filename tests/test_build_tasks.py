@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import tomllib
+from collections import Counter
 from pathlib import Path
 
 import polars as pl
@@ -16,7 +17,9 @@ from rlforge.ingest import tickets
 from rlforge.tasks import registry
 from rlforge.tasks.build import parse_mix, quotas
 from rlforge.tasks.render import builtin_templates
-from rlforge.tasks.splits import hash_split, near_duplicate_groups
+from rlforge.tasks.splits import (MAX_SUBJECT_FLOOR, MAX_SUBJECT_SHARE, hash_split,
+                                  near_duplicate_groups, subject_key)
+from rlforge.verify import shortcuts_triage
 
 TICKETS = SAMPLE_DATA / "tickets"
 
@@ -241,6 +244,58 @@ def test_one_ticket_lands_in_one_split_whichever_generators_use_it(cli, ticket_d
     assert len(splits) > 50 and all(len(s) == 1 for s in splits.values())
     both = sum(1 for toml in (tmp_path / "o").glob("tickets-reply-*/task.toml"))
     assert both > 10  # reply tasks exist beside the triage tasks of the same tickets
+
+
+def test_tickets_of_one_subject_share_a_split_unless_the_subject_is_generic():
+    assert subject_key("RE[2]: AW: Charged twice!!") == subject_key("charged   TWICE") is not None
+    assert subject_key("Fwd: Order 5521 missing") == subject_key("order #77 missing")
+    assert subject_key("Help") is None and subject_key("Re: question?") is None
+    bodies = ["I was billed for March and for April on one day", "refund the second payment",
+              "where is my parcel", "the app will not open", "the label printer came cracked",
+              "export my data please", "two invoices arrived for one order"]
+    keys = [f"t{i}" for i in range(len(bodies))]
+    subjects = [subject_key(s) for s in ("Charged twice", "re: charged twice", "Help", "Help",
+                                         "Printer arrived broken", None, "charged twice")]
+    assert near_duplicate_groups(keys, bodies) == keys  # the bodies alone join nothing
+    groups = near_duplicate_groups(keys, bodies, None, subjects)
+    assert groups == ["t0", "t0", "t2", "t3", "t4", "t5", "t0"]
+    # a subject on more than MAX_SUBJECT_SHARE of the items (and MAX_SUBJECT_FLOOR) is
+    # generic there: it joins none
+    n = 10 * int(1 / MAX_SUBJECT_SHARE)
+    keys, bodies = [f"k{i:04}" for i in range(n)], [f"ticket {i}" for i in range(n)]
+    for shared, joined in ((MAX_SUBJECT_FLOOR, True), (int(MAX_SUBJECT_SHARE * n), True),
+                           (int(MAX_SUBJECT_SHARE * n) + 1, False)):
+        crowd = [subject_key("Order status")] * shared + [None] * (n - shared)
+        got = near_duplicate_groups(keys, bodies, None, crowd)
+        assert (len(set(got[:shared])) == 1) is joined and got[shared:] == keys[shared:]
+
+
+def _subject(task: Path) -> str:
+    text = (task / "instruction.md").read_text()
+    return text.split("**Subject:** ", 1)[1].split("\n", 1)[0] if "**Subject:** " in text else ""
+
+
+def test_no_triage_label_is_read_off_the_same_subject_in_another_split(cli, ticket_db, tmp_path):
+    """The sample desk's subjects are templated: a ticket of the test split whose subject a
+    train ticket shares would be labelled by copying that ticket's label."""
+    result, _ = build(cli, tmp_path / "o", "--generators", "tickets.triage", "--no-validate")
+    assert result.exit_code == 0, result.output
+    tasks = []
+    for toml in sorted((tmp_path / "o").glob("*/task.toml")):
+        meta = tomllib.loads(toml.read_text())["metadata"]["rlforge"]
+        answer = json.loads((toml.parent / "tests" / "reference.json").read_text())["answer"]
+        tasks.append((meta["split"], _subject(toml.parent), answer))
+    assert len(tasks) > 100 and {s for s, _, _ in tasks} == {"train", "val", "test"}
+    splits_of: dict[str, set[str]] = {}
+    for split, subject, _ in tasks:
+        if subject_key(subject):
+            splits_of.setdefault(shortcuts_triage.normal_subject(subject), set()).add(split)
+    assert sum(len(s) > 1 for s in splits_of.values()) == 0
+    assert max(Counter(shortcuts_triage.normal_subject(s) for _, s, _ in tasks).values()) > 3
+    copied = sum(shortcuts_triage.same_subject_label(
+        subject, [(o, a) for sp, o, a in tasks if sp != split]) == answer
+        for split, subject, answer in tasks)
+    assert copied == 0
 
 
 def test_split_by_time_needs_a_cutoff_and_cuts_there(cli, ticket_db, tmp_path, query):

@@ -133,7 +133,9 @@ def test_syslog_rfc3164_and_5424():
     assert out["message"][4] == ""
     assert fields(out, 0)["procid"] == "7998"
     assert fields(out, 3)["sd"].startswith("[exampleSDID@32473")
-    assert out["ts"][0] == dt.datetime(2025, 11, 3, 9, 23, 38)  # no year: before the hint
+    # no year, in a file whose dated lines span 2003-10-11 .. 2024-01-02: the year of the
+    # latest dated line, or one either side, that puts it nearest them (not the hint's)
+    assert out["ts"][0] == dt.datetime(2023, 11, 3, 9, 23, 38)
     assert out["ts"][3] == dt.datetime(2003, 10, 11, 22, 14, 15, 3000)
     assert out["ts"][4] == dt.datetime(2024, 1, 2, 2, 4, 5)  # zone -> UTC
 

@@ -91,3 +91,33 @@ def test_thunderbird_hosts_after_its_time_fields(tmp_path):
     logs.ingest_file(con, path, fmt=fmt)
     got = [h for (h,) in con.execute("SELECT host FROM log_lines ORDER BY line_no").fetchall()]
     assert got == expected and len(set(got)) > 1
+
+
+NODE = r"<Date> <Time> - <Level>  \[<Node>:<Component>@<Line>\] - <Content>"
+
+
+def _node_lines(nodes: list[str]) -> list[str]:
+    return [f"2015-07-29 19:04:{i % 60:02},071 - WARN  [{node}:Sender@{100 + i}] - send {i} failed"
+            for i, node in enumerate(nodes)]
+
+
+def test_a_field_named_as_the_host_that_holds_thread_names_is_no_host(tmp_path):
+    """`<Node>` is a host by its name; where most of its values are thread or class names
+    (a lower-case letter before a capital, brackets) it is not stored as the host, so no
+    question asks which host failed first, and the ingest says why."""
+    threads = ["SendWorker", "RecvWorker", "QuorumPeer[myid=1]/0", "CommitProcessor",
+               "/10.10.34.11", "NIOServerCxn.Factory"] * 4
+    r, rows = _ingest(tmp_path, "threads.log", _node_lines(threads), NODE)
+    assert {h for h, _, _ in rows} == {None}
+    assert {c for _, c, _ in rows} == {"Sender"}
+    note = next(n for n in r.notes if "<Node>" in n)
+    assert "not stored as the host" in note and "'SendWorker'" in note
+
+
+def test_a_field_named_as_the_host_that_holds_hosts_and_addresses_stays_the_host(tmp_path):
+    hosts = ["web-01", "db.internal", "R02-M1-N0-C", "/10.10.34.11", "10.0.0.7",
+             "NODE7"] * 4
+    r, rows = _ingest(tmp_path, "hosts.log", _node_lines(hosts), NODE)
+    assert [h for h, _, _ in rows][:6] == ["web-01", "db.internal", "R02-M1-N0-C",
+                                           "/10.10.34.11", "10.0.0.7", "NODE7"]
+    assert not any("not stored as the host" in n for n in r.notes)

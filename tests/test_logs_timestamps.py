@@ -86,6 +86,31 @@ def test_yearless_syslog_takes_the_mtime_year_and_says_so(tmp_path):
     assert "times are written without a year: year 2015 from --year" in r2.notes
 
 
+def test_yearless_lines_take_the_year_of_the_files_dated_lines(tmp_path):
+    """A syslog file mixing RFC 3164 lines (no year) and RFC 5424 lines (a year), modified
+    years later: the year-less times take the year nearest the dated ones, not the file's
+    modification time's, so one window never holds two years a day apart; and a dated
+    line in January after December ones puts the December ones in the year before."""
+    dated = ["<190>1 2019-12-31T23:59:58.000Z db-1 pgbouncer 914 stats - stats: 12 xacts/s",
+             "<190>1 2020-01-01T00:00:03.000Z db-1 pgbouncer 914 stats - stats: 9 xacts/s"]
+    lines = [SSHD_LINES[0].replace("Dec 10 06:55:46", "Dec 31 23:59:57"), dated[0],
+             SSHD_LINES[1].replace("Dec 10 06:55:46", "Jan  1 00:00:01"), dated[1],
+             SSHD_LINES[2].replace("Dec 10 07:02:47", "Jan  1 00:00:05")]
+    path = _write(tmp_path / "mixed.syslog", lines, mtime=dt.datetime(2023, 6, 1, 12))
+    con = db.connect(tmp_path / "x.duckdb")
+    r = logs.ingest_file(con, path)
+    assert r.n_flagged == 0
+    assert [t for t, _ in _times(con, "mixed.syslog")] == [
+        dt.datetime(2019, 12, 31, 23, 59, 57), dt.datetime(2019, 12, 31, 23, 59, 58),
+        dt.datetime(2020, 1, 1, 0, 0, 1), dt.datetime(2020, 1, 1, 0, 0, 3),
+        dt.datetime(2020, 1, 1, 0, 0, 5)]
+    assert any("year 2019-2020 from the file's records written with a year" in n for n in r.notes)
+    # --year still wins
+    con2 = db.connect(tmp_path / "y.duckdb")
+    logs.ingest_file(con2, path, year=2015)
+    assert {t.year for t, _ in _times(con2, "mixed.syslog")} >= {2015}
+
+
 def test_a_time_that_does_not_parse_is_flagged_with_a_reason(tmp_path):
     con = db.connect(tmp_path / "x.duckdb")
     lines = [HEALTHAPP_LINES[0], "20171299-22:15:29:615|Step_LSC|30002312|onStandStepChanged 3580",

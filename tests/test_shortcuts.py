@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import math
 import random
 from collections import Counter
 
@@ -273,3 +274,69 @@ def test_logs_script_counts_a_template_a_literal_grep_miscounts():
     counts = shortcuts_script.grep_counts("cache refresh took <*> ms", text)
     assert (counts["grep_piece_count"], counts["grep_word_count"],
             counts["grep_pattern_count"]) == (3, 3, 2)
+
+
+def _failing_components(windows: int, seed: int) -> list[tuple[str, str, str]]:
+    """Windows of 80 records in which two or three components fail, each a different
+    number of times, the first to fail drawn at random."""
+    rng, rows = random.Random(seed), []
+    for w in range(windows):
+        names = rng.sample(["db", "cache", "queue", "auth"], rng.choice([2, 2, 3]))
+        counts = rng.sample([1, 2, 3, 4, 5, 6], len(names))
+        failures = [c for c, n in zip(names, counts) for _ in range(n)]
+        rng.shuffle(failures)
+        at = sorted(rng.sample(range(10, 78), len(failures)))
+        window = [_chatter(80 * w + i) for i in range(80)]
+        for i, comp in zip(at, failures):
+            window[i] = ("ERROR", comp, f"request {80 * w + i} failed in {comp}")
+        rows += window
+    return rows
+
+
+def test_no_candidate_rule_answers_first_failures_above_chance(tmp_path):
+    """Dropping the question whose answer is the most-failing candidate makes the
+    least-failing one the answer; held to chance instead, neither rule (nor the only
+    failing one) answers more first-failure questions than a blind pick would."""
+    from rlforge.verify import shortcuts
+
+    con = _ingest(tmp_path, _failing_components(120, 7))
+    gen = LogsDiagnose(families={"first_failing_component": 1})
+    specs = list(gen.specs(BuildContext(con, seed=0)))
+    con.close()
+    assert len(specs) >= 15
+    hits, odds = Counter(), 0.0
+    for spec in specs:
+        v = shortcuts.view(spec.extra_metadata["question_kind"], spec.context["question"],
+                           spec.context["window"])
+        hits.update(list(shortcuts.rules_solving(v, spec.reference)))
+        hits.update(list(shortcuts.solved_by(v, spec.reference)))
+        odds += shortcuts.chance(v)
+    for rule in ("most_failing_candidate", "least_failing_candidate"):
+        assert hits[rule] <= math.floor(odds + 0.5), (rule, hits, odds)
+    assert hits["most_failing_candidate"] > 0  # not screened to none: no "never the most"
+    assert hits["only_failing_candidate"] == 0
+    assert any(g.startswith("chance:") for g in gen.gates)
+
+
+def test_option_rules_read_the_listed_options():
+    from rlforge.verify import shortcuts
+
+    window = ("2026-03-01T10:00:00 h1 INFO web: replica lag 3 seconds\n"
+              "2026-03-01T10:00:02 h1 ERROR db: disk full on volume 7\n"
+              "2026-03-01T10:00:04 h1 ERROR db: disk full on volume 8\n"
+              "2026-03-01T10:00:06 h2 ERROR cache: evicted 4 keys\n")
+    options = "Which?\n\n- `disk full on volume <*>`\n- `replica lag <*> seconds`\n- `evicted <*> keys`"
+    v = shortcuts.view("precursor_pattern", options, window)
+    got = {name: rule(v) for name, rule in shortcuts.CHANCE_RULES.items()}
+    assert got["first_option"] == "disk full on volume <*>"
+    assert got["last_option"] == "evicted <*> keys"
+    assert got["least_frequent_option"] is None  # two options match one record each
+    assert shortcuts.chance(v) == 1 / 3
+    assert shortcuts.chance(shortcuts.view("new_patterns", options, window)) == 0.0
+    who = shortcuts.view("first_failing_component", "Which component failed first, that is, "
+                         "logged the first record at level ERROR or FATAL?", window)
+    assert got["most_failing_candidate"] is None
+    assert shortcuts.CHANCE_RULES["most_failing_candidate"](who) == "db"
+    assert shortcuts.CHANCE_RULES["least_failing_candidate"](who) == "cache"
+    assert shortcuts.chance(who) == 1 / 2
+    assert "most_failing_candidate" not in shortcuts.guesses(who)  # not per task: per build

@@ -57,7 +57,8 @@ def resolve_format(path: str | Path, spec: str = "auto",
                    keys: dict[str, str] | None = None, year: int | None = None) -> LogFormat:
     """The format of a file (detected from its first lines when `spec` is auto), prepared
     on that sample (time layout, JSON keys). Times written without a year get `year`, else
-    the year of the file's modification time."""
+    the year nearest the file's times written with one, else the year of the file's
+    modification time."""
     sample = sample_lines(path)
     fmt = detect(sample.to_list(), keys) if spec == "auto" else make_format(spec, keys)
     fmt.year = year
@@ -537,7 +538,8 @@ def ingest_file(con: duckdb.DuckDBPyConnection, path: str | Path, *, fmt: str = 
         unparsed: what to do with a line no format matches: quarantine, or message-only.
         redactor: a `Redactor` (`rlforge.ingest.redaction.redactor`); by default the database's own; None stores text as it is.
         year: the year of times written without one (classic syslog); by default the year
-            of the file's modification time. The summary says which was used.
+            that puts them nearest the file's times written with a year, where it has some,
+            else the year of the file's modification time. The summary says which was used.
     """
     path = Path(path)
     masks = list(masks)
@@ -662,6 +664,8 @@ def _time_notes(con, run_id: int, parser: LogFormat) -> list[str]:
             if first[0] is not None else "-"
         notes.append("times are written without a year: " + (
             f"year {times.year} from --year" if source == "--year" else
+            f"year {years} from the file's records written with a year (nearest them)"
+            if source == "dated records" else
             f"year {years} from the file's modification time (give --year if that is wrong)"))
     if parser.level_warning:
         notes.append(parser.level_warning)

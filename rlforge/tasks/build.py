@@ -293,9 +293,10 @@ def _assign_splits(specs: list[TaskSpec], opts: BuildOptions,
         _check_fixes(specs, splits, inside)
         return splits
     groups = near_duplicate_groups([s.group_key for s in specs], [s.dedup_text for s in specs],
-                                   [s.related_groups for s in specs])
-    # Tasks sharing a group key or a related group, or near-duplicate texts, now share the
-    # smallest key of their group.
+                                   [s.related_groups for s in specs],
+                                   [s.subject_key for s in specs])
+    # Tasks sharing a group key, a related group or a subject, or near-duplicate texts, now
+    # share the smallest key of their group.
     # The generator is not part of the hash: the same thread, commit or incident lands in
     # one split whichever generators made tasks of it (a fix in commits.repair and
     # incidents.repair, a ticket in triage, reply and incidents.diagnose).

@@ -73,6 +73,9 @@ class TaskSpec:
     # other groups whose material this task shows (an incident repair task's ticket): the
     # tasks of all of them land in one split
     related_groups: list[str] = field(default_factory=list)
+    # the ticket's subject as `splits.subject_key` normalises it: tickets of one subject
+    # land in one split (unless it is generic in the build)
+    subject_key: str | None = None
     # a repair task's (repository, commit sha): the commit whose change is the answer; the
     # workspace is its parent. Splits keep every held-out fix out of train workspaces.
     fix: tuple[str, str] | None = None

@@ -3,7 +3,14 @@
 Tasks are grouped before they are split, and a whole group lands in one split:
 - the generator's group key (the same ticket thread, the same incident, the same commit);
 - near-duplicate texts: MinHash signatures over word 3-shingles, LSH bands to find
-  candidate pairs, a Jaccard estimate to confirm them, union-find to merge groups.
+  candidate pairs, a Jaccard estimate to confirm them, union-find to merge groups;
+- the same subject line (`subject_key`: case, digits and ids, spacing, punctuation and
+  reply prefixes such as `Re:`/`AW:`/`Fwd:` set aside): a help desk's templated subjects
+  ("Charged twice", "Webhooks stopped firing") carry the label of every ticket under them,
+  so tickets of one subject land in one split. A subject of one word ("Help") joins
+  nothing, and a subject shared by more than `MAX_SUBJECT_SHARE` of a build's tasks (and
+  more than `MAX_SUBJECT_FLOOR`) is generic there and joins nothing either: no group
+  swallows a split.
 The split of a group is a stable hash of its smallest key, so adding data never moves an
 existing group. `--split-by time` instead cuts at a date: before it train, from it on test.
 Repair tasks (a workspace at a commit's parent holds every earlier fix) split by history
@@ -17,13 +24,19 @@ import datetime as dt
 import hashlib
 import json
 import re
+from collections import Counter
 from typing import Sequence
+
+from rlforge.verify.shortcuts_triage import normal_subject
 
 SPLITS = ("train", "val", "test")
 NUM_PERM = 64
 BANDS = 16  # 16 bands of 4 rows: pairs at Jaccard ~0.5 and above are found with high probability
 THRESHOLD = 0.6
 _EMPTY = 1 << 64
+MAX_SUBJECT_SHARE = 0.05  # a subject on more of the tasks than this is generic: it joins none
+MAX_SUBJECT_FLOOR = 5  # ... but a subject on this many tasks or fewer is never generic
+MIN_SUBJECT_WORDS = 2  # words (of two letters or more) a subject needs to join tickets
 
 
 def shingles(text: str, k: int = 3) -> set[int]:
@@ -50,11 +63,24 @@ def minhash(text: str) -> tuple[int, ...]:
     return tuple(sig)
 
 
+def subject_key(subject: str | None) -> str | None:
+    """The key tickets of one subject share (`shortcuts_triage.normal_subject`: reply
+    prefixes, case, digits and ids, punctuation set aside). None for a subject too short to
+    say what a ticket is about (fewer than `MIN_SUBJECT_WORDS` words of two letters or
+    more: "Help", "Re: question")."""
+    words = normal_subject(subject).split()
+    if sum(len(w) >= 2 and w != "0" for w in words) < MIN_SUBJECT_WORDS:
+        return None
+    return "subject:" + " ".join(words)
+
+
 def near_duplicate_groups(keys: Sequence[str], texts: Sequence[str],
-                          related: Sequence[Sequence[str]] | None = None) -> list[str]:
+                          related: Sequence[Sequence[str]] | None = None,
+                          subjects: Sequence[str | None] | None = None) -> list[str]:
     """For each item, the representative key of its group (min key): items sharing a key
-    (their own, or one of `related`, e.g. the ticket a repair task shows) or a
-    near-duplicate text are one group."""
+    (their own, or one of `related`, e.g. the ticket a repair task shows), a subject key
+    (`subjects`, from `subject_key`; one on more than `MAX_SUBJECT_SHARE` of the items,
+    and more than `MAX_SUBJECT_FLOOR`, joins none) or a near-duplicate text are one group."""
     parent = list(range(len(keys)))
 
     def find(i: int) -> int:
@@ -72,6 +98,10 @@ def near_duplicate_groups(keys: Sequence[str], texts: Sequence[str],
     for i, key in enumerate(keys):
         for k in (key, *(related[i] if related else ())):
             union(i, first.setdefault(k, i))
+    shared = Counter(k for k in subjects or () if k)
+    for i, subject in enumerate(subjects or ()):
+        if subject and 1 < shared[subject] <= max(MAX_SUBJECT_SHARE * len(keys), MAX_SUBJECT_FLOOR):
+            union(i, first.setdefault(subject, i))
     sigs = [minhash(t) for t in texts]
     rows = NUM_PERM // BANDS
     for b in range(BANDS):

@@ -10,6 +10,16 @@ is trivial: the log generators do not emit it (they ask another question of the 
 and record the reason), and `rlforge validate` scores every guess with the task's own
 verifier, where it must score 0 like the adversarial submissions.
 
+Some rules are not wrong as a guess but must not be right more often than a blind pick:
+the component (or host) with the most failing records, the one with the fewest, the
+first or last option listed, the option the fewest records match (`CHANCE_RULES`). Each
+applies to nearly every question of its family, so screening them all to zero would make
+the answer the one candidate no rule names (drop the most-failing, and the least-failing
+becomes the answer). They are bounded instead: over a build's tasks of a family, each
+rule answers at most as many as chance would, rounded to the nearest task (`chance`: one over the
+candidates a blind pick chooses from, summed over the tasks); `logs.diagnose` keeps that count as it builds.
+They are not run by `rlforge validate`, which sees one task and no build.
+
 The builder calls `guesses` with the question it is about to ask; `rlforge validate`
 calls it with the question read back from the rendered instruction (`view_of_task`): one
 battery for both.
@@ -32,6 +42,7 @@ LINE = re.compile(r"^(\S+) +(\S+) +(\S+) +(\S+?): (.*)$")
 SECTION_HEAD = re.compile(r"^==> \S+ <==$")
 OPTION = re.compile(r"^- `(.*)`$")
 QUOTED = re.compile(r"`([^`]+)`")
+SET_KINDS = ("anomalous_ids", "new_patterns")  # families whose answer is a set
 ID = re.compile(r"\b(?:blk_-?\d{6,}|[A-Za-z]{2,12}[_-][0-9a-fA-F]{6,}|[A-Za-z]{2,12}_\d{4,})\b")
 
 
@@ -192,10 +203,26 @@ def only_failing_candidate(v: QuestionView) -> str | None:
 
 def most_failing_candidate(v: QuestionView) -> str | None:
     """The component (or host) with the most failing records."""
+    counts = _failing_counts(v)
+    return _top(counts) if counts else None
+
+
+def _failing_counts(v: QuestionView) -> Counter | None:
+    """Failing records per component (or host) for a which-failed-first question."""
     name = _field_question(v)
     if name is None:
         return None
-    return _top(Counter(getattr(v.lines[i], name) for i in v.failures()) - Counter({"-": 10**9}))
+    return Counter(getattr(v.lines[i], name) for i in v.failures()) - Counter({"-": 10**9})
+
+
+def least_failing_candidate(v: QuestionView) -> str | None:
+    """The component (or host) with the fewest failing records, among those with any."""
+    counts = _failing_counts(v)
+    if not counts or len(counts) < 2:
+        return None
+    low = min(counts.values())
+    least = [c for c, n in counts.items() if n == low]
+    return least[0] if len(least) == 1 else None
 
 
 def last_failing_candidate(v: QuestionView) -> str | None:
@@ -269,6 +296,29 @@ def grep_piece_top_option(v: QuestionView) -> str | None:
     return _top(_option_counts(v, True, True)) if len(v.options) > 1 else None
 
 
+def _one_of_options(v: QuestionView) -> bool:
+    """Whether the question asks for one of its listed options (not a set of them)."""
+    return len(v.options) > 1 and v.kind not in SET_KINDS
+
+
+def first_option(v: QuestionView) -> str | None:
+    return v.options[0] if _one_of_options(v) else None
+
+
+def last_option(v: QuestionView) -> str | None:
+    return v.options[-1] if _one_of_options(v) else None
+
+
+def least_frequent_option(v: QuestionView) -> str | None:
+    """The option the fewest records match, at any level (when one is fewest)."""
+    if not _one_of_options(v):
+        return None
+    counts = _option_counts(v, False, False)
+    low = min(counts.values())
+    least = [o for o in v.options if counts[o] == low]
+    return least[0] if len(least) == 1 else None
+
+
 def only_option(v: QuestionView) -> str | None:
     return v.options[0] if len(v.options) == 1 else None
 
@@ -318,7 +368,6 @@ STRATEGIES: dict[str, Callable[[QuestionView], str | None]] = {
     "grep_first_piece_count": grep_first_piece_count,
     "grep_word_count": grep_word_count,
     "only_failing_candidate": only_failing_candidate,
-    "most_failing_candidate": most_failing_candidate,
     "last_failing_candidate": last_failing_candidate,
     "first_failure_time": first_failure_time,
     "last_failure_time": last_failure_time,
@@ -333,6 +382,32 @@ STRATEGIES: dict[str, Callable[[QuestionView], str | None]] = {
     "grep_piece_new_options": grep_piece_new_options,
     "ids_on_error_lines": ids_on_error_lines,
 }
+
+
+#: Rules bounded to chance over a build (see the module docstring), by name.
+CHANCE_RULES: dict[str, Callable[[QuestionView], str | None]] = {
+    "most_failing_candidate": most_failing_candidate,
+    "least_failing_candidate": least_failing_candidate,
+    "first_option": first_option,
+    "last_option": last_option,
+    "least_frequent_option": least_frequent_option,
+}
+
+
+def chance(v: QuestionView) -> float:
+    """How often a blind pick answers the question: one over its listed options, or over
+    the components (hosts) with a failing record for a which-failed-first question; 0
+    where neither applies."""
+    counts = _failing_counts(v)
+    if counts is not None:
+        return 1 / len(counts) if counts else 0.0
+    return 1 / len(v.options) if _one_of_options(v) else 0.0
+
+
+def rules_solving(v: QuestionView, reference: dict) -> dict[str, str]:
+    """The chance-bounded rules whose guess the answer verifier scores above 0."""
+    return scored({name: guess for name, rule in CHANCE_RULES.items() if (guess := rule(v))},
+                  reference)
 
 
 def guesses(v: QuestionView) -> dict[str, str]:

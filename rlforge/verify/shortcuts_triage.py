@@ -12,6 +12,12 @@ them: a ticket a strategy labels right is not emitted (the reason names the stra
 the majority label is capped so that no label is most frequent on its own
 (`balance_labels`). `rlforge validate` scores the text-only strategy on every task.
 
+Across splits, the label of a ticket of another split with the same subject line
+(`same_subject_label`, subjects compared by `normal_subject`): a help desk's templated
+subjects carry their label, so a policy trained on one split reads the answer of a test
+ticket off its subject. Splits keep one subject's tickets together
+(`rlforge.tasks.splits.subject_key`), and `benchmarks/shortcuts.py --tickets` measures it.
+
 The plain nearest neighbour (the label of the most similar other ticket, however far) is
 measured (`NEAREST`) but not screened: it is what a classifier that learned the task does,
 and dropping what it gets right would keep the mislabelled tickets.
@@ -129,6 +135,34 @@ def near_copy_label(v: TriageView) -> str | None:
     least `COPY_SIMILARITY`)."""
     best = v.seen.copy_of(v.own_words) if v.seen and v.own_words else None
     return best[1] if best else None
+
+
+#: Reply and forward prefixes of mail clients and help desks, in several languages
+#: (`Re[2]:`, `AW:`, `WG:`, `SV:`, `Fwd:`, `TR:`, `RIF:`), repeated or not.
+REPLY_PREFIX = re.compile(r"^(?:\W*(?:re|aw|wg|sv|vs|fw|fwd|tr|rif|ri|antw|odp)\s*"
+                          r"(?:\[\d+\]|\(\d+\))?\s*:)+", re.I)
+
+
+def normal_subject(subject: str | None) -> str:
+    """A subject line as tickets of one template share it: reply prefixes dropped, case
+    folded, every word holding a digit (an order number, `v2`, `10+`) one `0`, punctuation
+    and spacing gone."""
+    text = REPLY_PREFIX.sub("", (subject or "").strip())
+    return " ".join("0" if any(c.isdigit() for c in w) else w
+                    for w in re.findall(r"[^\W_]+", text.casefold()))
+
+
+def same_subject_label(subject: str | None, others: list[tuple[str | None, str]]) -> str | None:
+    """The label most of the `others` (subject, label: tickets of another split) with this
+    ticket's normalised subject carry, when one leads."""
+    mine = normal_subject(subject)
+    if not mine:
+        return None
+    top = Counter(label for theirs, label in others
+                  if normal_subject(theirs) == mine).most_common(2)
+    if not top or (len(top) == 2 and top[0][1] == top[1][1]):
+        return None
+    return top[0][0]
 
 
 def nearest_label(v: TriageView) -> str | None:

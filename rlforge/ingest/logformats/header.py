@@ -30,6 +30,14 @@ _ROLE = {
 # A host name as loggers write it: letters, digits, dots, dashes, underscores, one letter at least.
 _HOST_NAME = r"^[A-Za-z0-9][A-Za-z0-9._-]*$"
 _HAS_LETTER = r"[A-Za-z]"
+# An address as a host field may write it: IPv4 or IPv6, after a `/` and before a `:port`.
+_ADDRESS = r"^/?(?:\d{1,3}(?:\.\d{1,3}){3}|\[?[0-9A-Fa-f:]*:[0-9A-Fa-f:.]*\]?)(?::\d{1,5})?$"
+# A host as a host field names it: a host name, or a node's location (`R02-M1-N0-C:J12-U11`).
+_NODE_NAME = r"^[A-Za-z0-9][A-Za-z0-9._:-]*$"
+# A word with a lower-case letter before a capital (`SendWorker`, `QuorumPeer`): a class or
+# thread name, which host names (case-blind, written in one case) are not.
+_CAMEL = r"[a-z][A-Z]"
+MIN_HOST_SHARE = 0.9  # of a named host field's values that must look like hosts
 
 _PLAIN_TEXT = re.compile(r"(?:[^\\.^$*+?()\[\]{}|]|\\[^A-Za-z0-9])*")
 
@@ -269,7 +277,33 @@ class HeaderFormat(LogFormat):
             self.times = TimeParser(year_hint, chosen=[], year=self.year)
         else:
             self.ts_chosen, self.times = best[1], best[2]
+        self._check_host(sample)
         self._find_host(sample)
+
+    def _check_host(self, sample: pl.Series) -> None:
+        """Keep a field the format names as the host (`<Node>`, `<Server>`) only when it
+        holds hosts: on the sample, at least `MIN_HOST_SHARE` of its values are host or
+        node names (`_NODE_NAME`, no lower-case letter before a capital: `SendWorker` is a
+        thread) or addresses (`/10.0.0.1:3888`). Else it stays an extra field, and no question
+        asks which host did what (a thread name is no host)."""
+        name = self.roles.get("host")
+        if name is None or sample.len() == 0:
+            return
+        values = self._fields(sample)[name].drop_nulls()
+        values = values.filter(values != "")
+        if values.len() == 0:
+            return
+        hostlike = (values.str.contains(_NODE_NAME) & values.str.contains(_HAS_LETTER)
+                    & ~values.str.contains(_CAMEL)) | values.str.contains(_ADDRESS)
+        if share(hostlike) >= MIN_HOST_SHARE:
+            return
+        del self.roles["host"]
+        self._set_extra()
+        examples = ", ".join(repr(v) for v in values.filter(~hostlike)
+                             .unique(maintain_order=True).head(3).to_list())
+        self.host_note = (f"the field <{name}> is not stored as the host: "
+                          f"{share(~hostlike):.0%} of its values are no host name or address "
+                          f"(e.g. {examples})")
 
     def _find_host(self, sample: pl.Series) -> None:
         """Take as the host the field right after the time, when the format names no host

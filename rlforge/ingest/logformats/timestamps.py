@@ -55,7 +55,10 @@ class TimeParser:
     """Picks, from a sample, the format(s) a file's time texts are in; then parses chunks.
 
     Times with a zone are stored in UTC; times without one are stored as written. Formats
-    without a year (classic syslog, `[10.30 16:49:06]`) get `year` when it is given, else
+    without a year (classic syslog, `[10.30 16:49:06]`) get `year` when it is given; else,
+    in a file that also writes times with a year (a syslog file mixing RFC 3164 and RFC
+    5424 lines), the year (that of its dated times' latest, one before or one after) that
+    puts each time nearest the span of the dated ones, so one file's records agree; else
     the year of `year_hint` (the file's modification time), one less when that would put
     the time more than a day after the hint. `year_source` says which one a file used.
     """
@@ -65,13 +68,16 @@ class TimeParser:
     epoch: bool = False
     retries: int = 3  # chunks that may still add a format
     year: int | None = None  # the user's --year for layouts without one
+    dated: tuple[dt.datetime, dt.datetime] | None = None  # span of the sample's dated times
 
     @property
     def year_source(self) -> str | None:
         """How times without a year got one: `--year`, `mtime`, or None (they have one)."""
         if not any(needs for _, needs, _ in self.chosen or ()):
             return None
-        return "--year" if self.year is not None else "mtime"
+        if self.year is not None:
+            return "--year"
+        return "dated records" if self.dated is not None else "mtime"
 
     @staticmethod
     def _clean(texts: pl.Series) -> pl.Series:
@@ -97,6 +103,8 @@ class TimeParser:
                                                     strict=False)
             if self.year is not None:
                 return out
+            if self.dated is not None:
+                return self._nearest_dated(texts, pattern)
             late = out > pl.lit(self.year_hint + dt.timedelta(days=1))
             fixed = (f"{year - 1} " + texts).str.strptime(pl.Datetime("us"), "%Y " + pattern,
                                                          strict=False)
@@ -105,6 +113,31 @@ class TimeParser:
             return texts.str.strptime(pl.Datetime("us", "UTC"), pattern, strict=False) \
                 .dt.replace_time_zone(None)
         return texts.str.strptime(pl.Datetime("us"), pattern, strict=False)
+
+    def _nearest_dated(self, texts: pl.Series, pattern: str) -> pl.Series:
+        """Year-less times in the year (of the dated times' latest, one before or after)
+        that puts each nearest the span of the file's dated times."""
+        assert self.dated is not None
+        lo, hi = (pl.lit(t) for t in self.dated)
+        frame = pl.DataFrame({
+            f"y{k}": (f"{self.dated[1].year + k} " + texts).str.strptime(
+                pl.Datetime("us"), "%Y " + pattern, strict=False) for k in (-1, 0, 1)})
+        off = {c: pl.max_horizontal(lo - pl.col(c), pl.col(c) - hi, pl.duration(seconds=0))
+               for c in frame.columns}
+        best = pl.when(off["y0"] <= pl.min_horizontal(off["y-1"], off["y1"])).then(pl.col("y0")) \
+            .when(off["y-1"] <= off["y1"]).then(pl.col("y-1")).otherwise(pl.col("y1"))
+        return frame.select(best.alias("ts"))["ts"]
+
+    def _learn_dated(self, sample: pl.Series) -> None:
+        """The span of the sample's times written with a year, when a chosen format lacks
+        one (a file mixing both)."""
+        if self.year is not None or not any(needs for _, needs, _ in self.chosen or ()):
+            return
+        times = [self._one(sample, fmt) for fmt in self.chosen or () if not fmt[1]]
+        dated = pl.concat(times).drop_nulls() if times else pl.Series([], dtype=pl.Datetime("us"))
+        dated = dated.filter(dated.dt.year().is_between(1971, 2100))
+        if dated.len():
+            self.dated = (dated.min(), dated.max())  # type: ignore[assignment]
 
     def _epoch(self, texts: pl.Series) -> pl.Series:
         num = texts.cast(pl.Float64, strict=False)
@@ -129,6 +162,7 @@ class TimeParser:
             self.chosen = []
             return
         self.chosen = self._rank(sample)[:2]
+        self._learn_dated(sample)
 
     def _rank(self, sample: pl.Series) -> list[tuple[str, bool, bool]]:
         """Formats that parse some of the (clean) sample, most hits first."""
@@ -171,5 +205,7 @@ class TimeParser:
             for fmt in self._rank(missed)[:2]:
                 if fmt not in self.chosen:
                     self.chosen.append(fmt)
+                    if self.dated is None:
+                        self._learn_dated(missed)
                     out = out.fill_null(self._one(clean, fmt))
         return out.alias("ts")

@@ -26,7 +26,13 @@ are the patterns first seen nearest before the failure, a counted pattern is one
 (`rlforge.verify.shortcuts`: the first or last error, the line before the first failure,
 the most frequent or a dominating option, the only candidate, ...) on the window as shown.
 A question any shortcut answers is not asked (the window tries another family) and is
-recorded in `rejections` and `gates` (`shortcut:<name>`).
+recorded in `rejections` and `gates` (`shortcut:<name>`). The rules a blind pick is as good
+as (the most- or least-failing candidate, the first or last option, the least frequent
+option: `shortcuts.CHANCE_RULES`) are held to chance instead: a question one answers is
+asked only while, over the build's tasks of its family so far, that rule answers no more
+than chance would, rounded to the nearest whole task, halves up (the sum of one over each
+task's candidates: with two candidates, one rule or the other always answers); else
+`chance:<name>`.
 
 The stated rule is the reference: every answer is computed again from the window as shown
 (`logs_common.parse_shown`) by the rule the instruction states (`PATTERN_RULE` for
@@ -52,7 +58,8 @@ around the incident (`logs_common.grow_fleet`), shown file by file and written t
 from __future__ import annotations
 
 import hashlib
-from collections import Counter
+import math
+from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -442,6 +449,11 @@ class LogsDiagnose(Generator):
         self.rejections: list[dict[str, str]] = []
         self.gates: Counter = Counter()
         self._source: SourceLines | None = None
+        # the chance-bounded rules: tasks each answered, per (family, rule), and the tasks
+        # a blind pick would have answered, per family, over the tasks emitted so far
+        self._rule_hits: Counter = Counter()
+        self._chance: defaultdict[str, float] = defaultdict(float)
+        self._asked: tuple[str, Question, float, list[str]] | None = None
 
     def _candidates(self, con) -> list[WindowStats]:
         return [w for w in window_stats(con, self.window)
@@ -472,6 +484,7 @@ class LogsDiagnose(Generator):
     def specs(self, ctx: BuildContext):
         made: Counter = Counter()
         self._caps, self._fitting = self.family_caps(ctx.con), set()
+        self._rule_hits, self._chance = Counter(), defaultdict(float)
         for w in stable_sample(self._candidates(ctx.con), None, ctx.seed, key=lambda w: w.key):
             budgets: list[int | None] = [*self.budgets] or [None]
             for budget in budgets:  # one task per token budget (long variants)
@@ -480,6 +493,10 @@ class LogsDiagnose(Generator):
                 spec = self._spec(ctx, w, made, budget)
                 if spec is not None:
                     made[spec.extra_metadata["question_kind"]] += 1
+                    if self._asked is not None:
+                        kind, _, odds, rules = self._asked
+                        self._chance[kind] += odds
+                        self._rule_hits.update((kind, r) for r in rules)
                     yield spec
 
     def _order(self, rng, made: Counter) -> list[str]:
@@ -504,6 +521,7 @@ class LogsDiagnose(Generator):
         questions read them, `text` the window as shown (the stated rule reads that)."""
         order = self._order(rng, made)
         source = f"{w.file}:{w.first_line}-{w.last_line}"
+        self._asked = None
         for kind in order:
             found, why, gate = self._fits(kind, records, ctx.con, rng, text)
             if found is not None:
@@ -524,22 +542,33 @@ class LogsDiagnose(Generator):
         self.gates["no_family_fits"] += 1
         return None
 
-    @staticmethod
-    def _fits(kind: str, records: list[Record], con, rng, text: str):
+    def _fits(self, kind: str, records: list[Record], con, rng, text: str):
         """(question, None, None) when family `kind` asks a question of the window that
-        agrees with its stated rule and no shortcut answers; else (None, why, gate), or
-        (None, None, None) where the window cannot support the family."""
+        agrees with its stated rule, no shortcut answers and no chance-bounded rule would
+        answer more than chance with it; else (None, why, gate), or (None, None, None)
+        where the window cannot support the family. A question returned is remembered
+        (`_asked`) to be counted once its task is emitted."""
         found = globals()[f"q_{kind}"](records, con, rng)
         if found is None:
             return None, None, None
         why = rule_disagreement(kind, text, found)
         if why is not None:
             return None, why, "stated_rule"
-        solved = shortcuts.solved_by(shortcuts.view(kind, found.text, text), found.answer_ref)
-        if not solved:
-            return found, None, None
-        name, guess = next(iter(solved.items()))
-        return None, f"shortcut {name} answers {kind} (it guesses {guess[:60]!r})", f"shortcut:{name}"
+        view = shortcuts.view(kind, found.text, text)
+        solved = shortcuts.solved_by(view, found.answer_ref)
+        if solved:
+            name, guess = next(iter(solved.items()))
+            return (None, f"shortcut {name} answers {kind} (it guesses {guess[:60]!r})",
+                    f"shortcut:{name}")
+        odds = shortcuts.chance(view)
+        rules = shortcuts.rules_solving(view, found.answer_ref)
+        for name in rules:
+            if self._rule_hits[(kind, name)] + 1 > math.floor(self._chance[kind] + odds + 0.5):
+                return (None, f"rule {name} would answer more {kind} questions than chance "
+                              f"({self._rule_hits[(kind, name)] + 1} of "
+                              f"{self._chance[kind] + odds:.1f} expected)", f"chance:{name}")
+        self._asked = (kind, found, odds, sorted(rules))
+        return found, None, None
 
     def _sections(self, ctx: BuildContext, w: WindowStats, budget: int | None,
                   fixed: int) -> list[tuple[str, list[Record]]] | None:

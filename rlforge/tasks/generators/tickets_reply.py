@@ -45,7 +45,7 @@ from rlforge.tasks.generators.reply_issues import (IssueModel, issue_of, other_i
                                                    unanswering_attacks)
 from rlforge.tasks.registry import Generator, register
 from rlforge.tasks.render import builtin_templates
-from rlforge.tasks.splits import THRESHOLD, shingles
+from rlforge.tasks.splits import THRESHOLD, shingles, subject_key
 from rlforge.tasks.spec import ANSWER_FILE, BuildContext, SourceRef, Submission, TaskSpec, stable_sample
 from rlforge.verify.standalone.replies import (COPY_N, COPY_SHARE, FRAGMENT_LIMITS,
                                                _mentions_words, _ngrams, bigrams, common_share,
@@ -492,7 +492,7 @@ class TicketReply(Generator):
             reference=reference,
             solution_files={"solve.sh": solve_script(gold)},
             verifier="reply", kind="terminal", group_key=ticket_id,
-            dedup_text=customer, time=created_at, null=null_submission(),
+            subject_key=subject_key(subject), dedup_text=customer, time=created_at, null=null_submission(),
             adversarial=adversarial, workspace=workspace,
             category="support-reply", difficulty="medium",
             keywords=["tickets", "writing", "search", category or "general"],

@@ -32,6 +32,7 @@ from rlforge.tasks.generators.answers import adversarial_answers, null_submissio
 from rlforge.tasks.generators.learnability import MIN_LIFT, Learnability, measure
 from rlforge.tasks.registry import Generator, register
 from rlforge.tasks.spec import BuildContext, SourceRef, TaskSpec, stable_sample
+from rlforge.tasks.splits import subject_key
 from rlforge.verify import shortcuts_triage as triage_shortcuts
 
 FIELDS = ("category", "intent", "priority")
@@ -236,7 +237,7 @@ class TicketTriage(Generator):
             reference={"verifier": "answer", "answer_kind": "label", "answer": label,
                        "labels": labels, "submission": "/app/answer.txt", "max_chars": 200},
             solution_files={"solve.sh": solve_script(label)},
-            verifier="answer", group_key=ticket_id,
+            verifier="answer", group_key=ticket_id, subject_key=subject_key(subject),
             dedup_text=f"{subject or ''}\n{body}", time=created_at,
             null=null_submission(),
             adversarial=adversarial_answers(options=labels, candidates=labels),
