@@ -46,9 +46,10 @@ $rlforge run demo/tasks --limit 5 --samples 2 --temperature 0.7 --max-tokens 96 
     --tool-protocol text --runs-dir demo/runs --run-id demo
 
 step "run: the same model with the adapter rlforge ships (LoRA trained on the train split of these triage tasks), beside the base, on the triage tasks neither was trained on"
-# benchmarks/learning.py --lora 8 trained it (rlforge/models/smollm2-135m-triage.json says
-# how and on which tickets); splits are a stable hash of each ticket, so val and test here
-# hold none of them.
+# benchmarks/learning.py trained the model, examples/gguf_adapter.py made it a rank-16
+# adapter (rlforge/models/smollm2-135m-triage.json says how and on which tickets); splits
+# are a stable hash of each ticket's group (same subject, near duplicates), so val and test
+# here hold none of them.
 for adapter in "" smollm2-135m-triage; do
     $rlforge run demo/tasks --generators tickets.triage --split val,test --samples 4 \
         --temperature 0.7 --max-tokens 32 --runs-dir demo/runs \
