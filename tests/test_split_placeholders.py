@@ -17,3 +17,12 @@ def test_the_same_ticket_redacted_under_two_keys_groups_and_keys_alike():
     other = [BODY.format(p=two), texts[1], BODY.format(p="<PERSON_ffeedd>")]
     assert near_duplicate_groups(keys, texts) == near_duplicate_groups(keys, other)
     assert near_duplicate_groups(keys, texts)[2] == "csv:1"
+
+
+def test_the_triage_screen_reads_the_same_words_under_two_keys():
+    """The near-copy shortcut screen drops a task by word overlap: a placeholder's hash
+    (`f2a1b` of `<PERSON_3f2a1b>`) must not be a word, or a ticket is dropped in one
+    database and kept in another."""
+    from rlforge.verify.shortcuts_triage import words
+
+    assert words(BODY.format(p="<PERSON_3f2a1b>")) == words(BODY.format(p="<PERSON_abcdef>"))

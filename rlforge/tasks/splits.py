@@ -27,14 +27,13 @@ import re
 from collections import Counter
 from typing import Sequence
 
-from rlforge.verify.shortcuts_triage import normal_subject
+from rlforge.verify.shortcuts_triage import PLACEHOLDER, normal_subject
 
 SPLITS = ("train", "val", "test")
 NUM_PERM = 64
 BANDS = 16  # 16 bands of 4 rows: pairs at Jaccard ~0.5 and above are found with high probability
 THRESHOLD = 0.6
 _EMPTY = 1 << 64
-PLACEHOLDER = re.compile(r"<([A-Z][A-Z0-9_]*?)_[0-9a-f]{6,}>", re.IGNORECASE)
 MAX_SUBJECT_SHARE = 0.05  # a subject on more of the tasks than this is generic: it joins none
 MAX_SUBJECT_FLOOR = 5  # ... but a subject on this many tasks or fewer is never generic
 MIN_SUBJECT_WORDS = 2  # words (of two letters or more) a subject needs to join tickets
@@ -82,8 +81,7 @@ def near_duplicate_groups(keys: Sequence[str], texts: Sequence[str],
     (their own, or one of `related`, e.g. the ticket a repair task shows), a subject key
     (`subjects`, from `subject_key`; one on more than `MAX_SUBJECT_SHARE` of the items,
     and more than `MAX_SUBJECT_FLOOR`, joins none) or a near-duplicate text are one group."""
-    # A redaction placeholder (`<PERSON_3f2a1b>`) is a keyed hash: another database's key
-    # writes another one for the same person, so groups are formed with the kind alone.
+    # A redaction placeholder is a keyed hash (`PLACEHOLDER`): groups read its kind alone.
     texts = [PLACEHOLDER.sub(r"<\1>", t) for t in texts]
     parent = list(range(len(keys)))
 
