@@ -221,9 +221,11 @@ def source_text(data):
         return None
 
 
-def findings(text):
+def findings(text, path=None, files=None):
     """{kind: how many} of the means to see the caller or the test run in one source file
-    (`text`, bytes or str); see the module docstring."""
+    (`text`, bytes or str); see the module docstring. With its `path` and `files` (the
+    tree's {path: bytes}), its relative imports no file of the tree provides count too
+    (`missing_imports`)."""
     if isinstance(text, bytes):
         decoded = source_text(text)
         if decoded is None:
@@ -244,6 +246,9 @@ def findings(text):
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return counts  # decoded as Python decodes it but not valid: its import fails too
     _ast_findings(tree, counts)
+    if files is not None:
+        for name in missing_imports(path, tree, files):
+            counts[f"imports_missing:{name}"] = counts.get(f"imports_missing:{name}", 0) + 1
     return counts
 
 
@@ -275,16 +280,11 @@ def binary_findings(path, data):
 
 
 def file_findings(path, data, files=None):
-    """The gate's findings for one file: its source read (`findings`), with `files` (the
-    tree's {path: bytes}) its relative imports no file of the tree provides too
-    (`missing_imports`), or its bytes (`binary_findings`)."""
+    """The gate's findings for one file: its source read (`findings`, with the tree's
+    `files` for its imports), or its bytes (`binary_findings`)."""
     if not is_source(path):
         return binary_findings(path, data)
-    found = findings(data)
-    if files is not None and "unreadable" not in found:
-        for name in missing_imports(path, data, files):
-            found[f"imports_missing:{name}"] = found.get(f"imports_missing:{name}", 0) + 1
-    return found
+    return findings(data, path, files)
 
 
 def _provides(prefix, files):
@@ -294,16 +294,11 @@ def _provides(prefix, files):
                or (p.startswith(prefix + ".") and p.endswith(NATIVE_SUFFIXES)) for p in files)
 
 
-def missing_imports(path, data, files):
-    """Modules the source file at `path` imports relatively (`from . import x`, `from .m
-    import y`) that no file of the tree provides: a module written at run time, out of
-    the gate's sight, then imported by a plain statement. A name `from . import x` takes
-    from the package's `__init__.py` (holding the word) is not missing."""
-    text = source_text(data) if isinstance(data, bytes) else data
-    try:
-        tree = ast.parse(text)
-    except (SyntaxError, ValueError, RecursionError, MemoryError, TypeError):
-        return []
+def missing_imports(path, tree, files):
+    """Modules the source file at `path` (parsed: `tree`) imports relatively (`from .
+    import x`, `from .m import y`) that no file of the tree provides: a module written at
+    run time, out of the gate's sight, then imported by a plain statement. A name `from .
+    import x` takes from the package's `__init__.py` (holding the word) is not missing."""
     package = path.split("/")[:-1]
     out = []
     for node in ast.walk(tree):
