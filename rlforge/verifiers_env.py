@@ -89,6 +89,8 @@ sys.modules.setdefault(PLUGIN_MODULE, sys.modules[__name__])
 TOOL_OUTPUT_LIMIT = 30_000
 #: the stop condition of an episode ended by a policy reply too deeply nested to take in
 REPLY_TOO_DEEP = "policy_reply_too_deep"
+#: the stop condition of an episode ended by a tool call that is not a function call
+BAD_TOOL_CALL = "policy_tool_call_unreadable"
 
 
 # --- the runtime ---------------------------------------------------------------------
@@ -121,6 +123,7 @@ class SandboxRuntime(Runtime):
         self._mounts: Mounts | None = None
         self._fields: dict[str, Any] = {}
         self._ran = False  # whether a command of the episode has run in a sandbox
+        self.agent_timeout: float | None = None  # the task's `[agent] timeout_sec`
 
     async def start(self) -> None:
         self._root = Path(tempfile.mkdtemp(prefix="rlforge-verifiers-"))
@@ -174,7 +177,10 @@ class SandboxRuntime(Runtime):
 
         # an entry point (verifiers loads it): the flag-less configuration's cache
         cache_dir = default_cache_dir(Config.load().settings())
-        self._fields.update(prepared_env_hook(task_dir, read_task_toml(task_dir), cache_dir))
+        toml = read_task_toml(task_dir)
+        self._fields.update(prepared_env_hook(task_dir, toml, cache_dir))
+        limit = (toml.get("agent") or {}).get("timeout_sec")
+        self.agent_timeout = float(limit) if isinstance(limit, (int, float)) and limit > 0 else None
 
     # --- files -----------------------------------------------------------------------
 
@@ -349,6 +355,22 @@ class SandboxBashHarness(Harness[SandboxBashHarnessConfig]):
         system, prompt = self.resolve_text_prompt(data)
         messages: list[dict[str, Any]] = [{"role": "system", "content": system}] if system else []
         messages.append({"role": "user", "content": prompt or ""})
+        # The task's agent timeout, kept here: verifiers' Harbor taskset drops a task's
+        # timeouts by default, and with them kept it cannot size a runtime of this type.
+        # Without one a rollout has no bound (a command that sleeps held one for 413 s of
+        # a 60 s task); at the limit the running command is killed and the episode graded.
+        limit = runtime.agent_timeout if isinstance(runtime, SandboxRuntime) else None
+        try:
+            async with asyncio.timeout(limit) as deadline:
+                await self._loop(ctx, trace, runtime, endpoint, secret, messages)
+        except TimeoutError:
+            if not deadline.expired():
+                raise  # a timeout of the endpoint's, not the agent's: not the policy's doing
+            trace.record_timeout("agent")
+        return ProgramResult(exit_code=0, stdout="", stderr="")
+
+    async def _loop(self, ctx, trace, runtime: Runtime, endpoint: str, secret: str,
+                    messages: list[dict[str, Any]]) -> None:
         for _ in range(self.config.max_turns):
             body = {"model": ctx.model, "messages": messages, "tools": [BASH_TOOL]}
             try:
@@ -359,17 +381,21 @@ class SandboxBashHarness(Harness[SandboxBashHarnessConfig]):
                 trace.stop(REPLY_TOO_DEEP)  # the policy's doing: the episode ends and is graded
                 break
             message = reply["choices"][0]["message"]
-            if any(nesting(str(call.get("function", {}).get("arguments") or "")) > MAX_NESTING
-                   for call in message.get("tool_calls") or ()):
+            calls = message.get("tool_calls") or []
+            if not isinstance(calls, list) or not all(_function(call) for call in calls):
+                # a call of another shape (a `custom` call has no `function`): sent back, an
+                # endpoint may refuse the conversation, and the episode would end ungraded
+                trace.stop(BAD_TOOL_CALL)
+                break
+            if any(nesting(str(_function(call).get("arguments") or "")) > MAX_NESTING for call in calls):
                 trace.stop(REPLY_TOO_DEEP)  # sent on, it fails a hook of verifiers' own
                 break
             messages.append({k: v for k, v in message.items() if v is not None})
-            if not message.get("tool_calls"):
+            if not calls:
                 break
-            for call in message["tool_calls"]:
-                output = await self._tool(runtime, call["function"])
-                messages.append({"role": "tool", "tool_call_id": call["id"], "content": output})
-        return ProgramResult(exit_code=0, stdout="", stderr="")
+            for call in calls:
+                output = await self._tool(runtime, _function(call))
+                messages.append({"role": "tool", "tool_call_id": call.get("id"), "content": output})
 
     async def _tool(self, runtime: Runtime, function: dict[str, Any]) -> str:
         if function.get("name") != "bash":
@@ -382,6 +408,12 @@ class SandboxBashHarness(Harness[SandboxBashHarnessConfig]):
             return "error: give the command as {\"command\": \"...\"}"
         result = await runtime.run(["bash", "-c", args["command"]], {})
         return (result.stdout + result.stderr)[-TOOL_OUTPUT_LIMIT:]
+
+
+def _function(call: Any) -> dict[str, Any]:
+    """A tool call's `function` part, or {} where the call has none."""
+    function = call.get("function") if isinstance(call, dict) else None
+    return function if isinstance(function, dict) else {}
 
 
 MAX_NESTING = 500  # brackets deep in a tool call's arguments: more is the policy's fail

@@ -148,6 +148,33 @@ def test_code_under_test_does_not_see_the_run_in_its_environment(tmp_path, venv)
     assert res["outcomes"] == {"tests/test_env.py::test_nothing_names_the_run": "passed"}
 
 
+def test_the_reporting_plugin_keeps_no_running_test_id(tmp_path, venv):
+    """The plug-in's module once kept the running test's id (a red team found it through
+    `vars(sys)["modules"]` and routed the code per test). No module-level value of any
+    module the run loaded names the running test; its checked values still reach the
+    verifier, attributed by the order of the reports."""
+    root = tree(tmp_path / "t", {"tests/test_where.py": """
+        import sys
+
+        def _names(value, depth=0):
+            if isinstance(value, str):
+                yield value
+            elif isinstance(value, dict) and depth < 3:
+                for v in list(value.values()):
+                    yield from _names(v, depth + 1)
+
+        def test_where_am_i():
+            found = [name for module in list(sys.modules.values())
+                     if not getattr(module, "__name__", "").startswith(("_pytest", "pytest", "pluggy"))
+                     for value in list(getattr(module, "__dict__", {}).values()) for name in _names(value)
+                     if "test_where_am_i" in name]
+            assert found == []
+        """})
+    res = run_tests(str(root), pytest_cmd(venv), None, per_test_timeout=20, collect_timeout=60,
+                    budget_sec=120)
+    assert res["outcomes"] == {"tests/test_where.py::test_where_am_i": "passed"}
+
+
 def test_a_hanging_test_times_out_alone(tmp_path, venv):
     root = tree(tmp_path / "t", {"tests/test_h.py": """
         def test_before():

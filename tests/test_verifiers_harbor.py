@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 from pathlib import Path
 
@@ -131,7 +132,7 @@ def _deep_call(depth: int) -> dict:
         "function": {"name": "bash", "arguments": '{"command": ' + "[" * depth + "]" * depth + "}"}}]}
 
 
-def test_a_tool_call_nested_too_deep_is_graded_and_a_provider_fault_is_not(sample_tasks, shared_cache):
+def test_a_tool_call_too_deep_or_unreadable_is_graded_and_a_provider_fault_is_not(sample_tasks, shared_cache):
     """A reply whose tool-call arguments nest 2,000 deep (~4 KB) made verifiers' interception
     server answer 502 (decoding them hits the recursion limit): the episode ended ungraded
     (a HarnessError), a rollout a policy could choose on every task it would fail. It is
@@ -141,12 +142,17 @@ def test_a_tool_call_nested_too_deep_is_graded_and_a_provider_fault_is_not(sampl
     digits = {"role": "assistant", "content": None, "tool_calls": [{
         "id": "call-digits", "type": "function",
         "function": {"name": "bash", "arguments": '{"command": ' + "7" * 5000 + "}"}}]}
+    custom = {"role": "assistant", "content": None, "tool_calls": [{
+        "id": "call-custom", "type": "custom", "custom": {"name": "bash", "input": "echo hi"}}]}
     policies = {"deep": ScriptedPolicy({"": [_deep_call(2000)]}).start(),
                 # just under the depth verifiers' own hook fails at on the next request
                 "window": ScriptedPolicy({"": [_deep_call(1488)]}).start(),
                 # a number json.loads refuses with ValueError, not JSONDecodeError
                 "digits": ScriptedPolicy({"": [digits, {"role": "assistant", "content": "done"}]}).start(),
-                "down": ScriptedPolicy({"": [Refuse(502, "upstream is down")]}).start()}
+                "down": ScriptedPolicy({"": [Refuse(502, "upstream is down")]}).start(),
+                # a call with no `function` (OpenAI's custom tools) once raised a KeyError
+                # in the harness: a harness error, the episode ungraded
+                "custom": ScriptedPolicy({"": [custom]}).start()}
     try:
         results = {}
         for model, policy in policies.items():
@@ -164,6 +170,10 @@ def test_a_tool_call_nested_too_deep_is_graded_and_a_provider_fault_is_not(sampl
     assert code == 0 and window["ok"] and window["stop_condition"] == "policy_reply_too_deep", (window, err)
     code, digits, err = results["digits"]
     assert code == 0 and digits["ok"] and not digits["errors"] and digits["reward"] == 0.0, (digits, err)
+    code, custom_result, err = results["custom"]
+    assert code == 0 and custom_result["ok"] and not custom_result["errors"], (custom_result, err)
+    assert custom_result["stop_condition"] == "policy_tool_call_unreadable", custom_result
+    assert custom_result["reward"] == 0.0 and custom_result["metrics"].get("correct") == 0.0, custom_result
     code, down, err = results["down"]
     assert code == 1 and not down["ok"] and down["stop_condition"] != "policy_reply_too_deep", (down, err)
 
@@ -200,3 +210,33 @@ def test_a_workspace_grown_past_its_cap_is_the_commands_not_a_sandbox_error(shar
     (first, _), (second, _), (third, why) = json.loads(done.stdout)
     assert (first, second) == (0, 0)
     assert third == 126 and why.startswith("[not run: the workspace no longer fits"), why
+
+
+def test_a_policy_that_sleeps_is_stopped_by_the_tasks_agent_timeout(sample_tasks, shared_cache, tmp_path):
+    """verifiers drops a task's declared timeouts unless told not to: a policy whose command
+    slept 400 s held its rollout for 413 s (a red team). rlforge's taskset keeps them, so
+    the episode stops at the task's agent timeout and is graded: a fail, never an error."""
+    import shutil
+    import time
+
+    source = next(d for d in task_dirs(sample_tasks) if d.name.startswith("logs-script-"))
+    tasks = tmp_path / "tasks"
+    task = tasks / source.name
+    shutil.copytree(source, task, symlinks=True)
+    toml = (task / "task.toml").read_text()
+    assert "[agent]\ntimeout_sec = " in toml
+    (task / "task.toml").write_text(re.sub(r"(\[agent\]\ntimeout_sec = )[0-9.]+", r"\g<1>5.0", toml))
+    policy = ScriptedPolicy({"": [bash_call("sleep 300", "call-0")]}).start()
+    started = time.monotonic()
+    try:
+        done = in_verifiers("-m", MODULE, "run", str(tasks), "--task", task.name,
+                            "--model", "sleeper", "--base-url", policy.url, cache=shared_cache)
+    finally:
+        policy.server.shutdown()
+    took = time.monotonic() - started
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    result = json.loads(done.stdout)
+    assert result["stop_condition"] == "agent_timeout", result
+    assert result["ok"] and not result["errors"] and result["reward"] == 0.0, result
+    assert result["metrics"].get("correct") == 0.0, result  # the task's verifier ran
+    assert took < 120, took

@@ -344,7 +344,8 @@ def run_tests(tree, command, ids=None, *, paths=None, per_test_timeout=30.0,
             now = time.monotonic()
             for ev, size in events:
                 if "check" in ev:
-                    test, index = ev.get("test"), ev["check"]
+                    # a check belongs to the test whose start came last (one writer, in order)
+                    test, index = (current[0] if current else None), ev["check"]
                     if (isinstance(test, str) and test in seen and isinstance(index, int)
                             and index not in checks.get(test, {}) and kept.take(size, test)):
                         checks.setdefault(test, {})[index] = ev.get("value")
