@@ -175,6 +175,33 @@ def test_the_reporting_plugin_keeps_no_running_test_id(tmp_path, venv):
     assert res["outcomes"] == {"tests/test_where.py::test_where_am_i": "passed"}
 
 
+def test_code_under_test_finds_no_test_source_on_disk(tmp_path, venv):
+    """A red team's code read the hidden tests from the tree while they ran and answered
+    their inputs one way, the visible tests' another. The run's test files now reach
+    pytest from memory: on disk they are empty while the tests run, and whole again after."""
+    source = """
+        import glob
+        import lib
+
+        def test_reads_the_tests():
+            assert lib.VALUE == 2
+            assert [open(p).read() for p in sorted(glob.glob("tests/test_*.py"))] == ["", ""]
+
+        def test_fails_with_a_report():
+            assert lib.VALUE == 3
+        """
+    root = tree(tmp_path / "t", {"lib.py": "VALUE = 2\n", "tests/test_a.py": source,
+                                 "tests/test_b.py": "def test_b():\n    assert True\n"})
+    before = {p.name: p.read_bytes() for p in (root / "tests").iterdir()}
+    f = "tests/test_a.py::"
+    res = run_tests(str(root), pytest_cmd(venv), [f + "test_reads_the_tests", f + "test_fails_with_a_report",
+                                                  "tests/test_b.py::test_b"],
+                    per_test_timeout=20, collect_timeout=60, budget_sec=120)
+    assert res["outcomes"] == {f + "test_reads_the_tests": "passed", f + "test_fails_with_a_report": "failed",
+                               "tests/test_b.py::test_b": "passed"}, res["log_tail"]
+    assert {p.name: p.read_bytes() for p in (root / "tests").iterdir()} == before
+
+
 def test_a_hanging_test_times_out_alone(tmp_path, venv):
     root = tree(tmp_path / "t", {"tests/test_h.py": """
         def test_before():

@@ -142,13 +142,15 @@ def test_a_real_fix_that_breaks_another_function_scores_zero_despite_a_forger(ta
 
 
 def test_the_forger_alone_does_not_fail_the_gold_fix(task, tmp_path, monkeypatch, shared_cache):
-    """Without a regression the forger's echoes are the right values: every test holds, so
-    the pass-to-pass zero above is the regression caught, not the forger's machinery. (The
-    attempt still fails, on the caller gate alone: the forger reads frames and pytest.)"""
+    """Without a regression every test holds, so the pass-to-pass zero above is the
+    regression caught, not the forger's machinery. The attempt still fails: on the caller
+    gate (the forger reads frames and pytest), and on its echoes, which it reads from the
+    test files it finds empty on disk while the tests run (`testrun._hold`)."""
     monkeypatch.setenv("RLFORGE_CACHE_DIR", str(shared_cache))
     reference = json.loads((task / "tests" / "reference.json").read_text())
     assert reference["p2p_variants"], "the task holds back no pass-to-pass check"
     reward = _attempt(task, tmp_path, "")
     comps = reward["components"]
     assert comps["fail_to_pass"]["value"] == comps["pass_to_pass"]["value"] == 1.0, comps
-    assert reward["total"] == 0.0 and reward["reason"] == "inspects_caller", reward
+    assert reward["total"] == 0.0 and comps["blind_to_tests"]["value"] == 0, reward
+    assert reward["reason"] == "forged_results", reward

@@ -14,9 +14,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING or __package__:  # rlforge.verify.standalone.asserts
-    from .plugin import decode_value
+    from .plugin import decode_value, parse_source
 else:  # tests/rlforge_asserts.py: its siblings by their copied names
-    from rlforge_plugin import decode_value
+    from rlforge_plugin import decode_value, parse_source
 
 TOLERANT = ("approx", "ANY", "isclose", "allclose")  # equal to values near or other than theirs
 
@@ -200,7 +200,7 @@ def externalize_checks(source, keys, name, start=0, keep_assert=False):
     import ast
 
     try:
-        tree = ast.parse(source)
+        tree = parse_source(source)
     except (SyntaxError, ValueError, RecursionError):
         return source, {}
     lines = source.splitlines(keepends=True)
@@ -294,10 +294,9 @@ def check_holds(item, encoded):
 
 def test_keys(source):
     """The keys (`name`, `Class::name`) of a test file's test functions."""
-    import ast
 
     try:
-        return {key for key, _, _ in test_functions(ast.parse(source).body)}
+        return {key for key, _, _ in test_functions(parse_source(source).body)}
     except (SyntaxError, ValueError, RecursionError):
         return set()
 
@@ -345,7 +344,7 @@ def _literals_in(source):
     import ast
 
     try:
-        tree = ast.parse(source)
+        tree = parse_source(source)
     except (SyntaxError, ValueError, RecursionError):
         text = source.decode("utf-8", "replace")
         return lambda literal: literal.strip("'\"") in text

@@ -38,8 +38,10 @@ import tokenize
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING or __package__:  # rlforge.verify.standalone.callers
+    from .plugin import parse_source
     from .policy_code import read_regular_files
 else:  # tests/rlforge_callers.py: its siblings by their copied names
+    from rlforge_plugin import parse_source
     from rlforge_policy_code import read_regular_files
 
 #: names that reach a frame, the stack or the caller's location, as substrings of the text
@@ -64,7 +66,7 @@ MODULES = frozenset({"inspect", "traceback", "unittest", "pytest", "_pytest", "f
                      "importlib._bootstrap", "importlib._bootstrap_external"})
 #: attributes of `sys` that say how the process was started or what it has loaded
 SYS_ATTRS = frozenset({"argv", "orig_argv", "modules", "monitoring", "meta_path",
-                       "path_hooks", "audit", "call_tracing", "path"})
+                       "path_hooks", "audit", "call_tracing", "path", "exc_info", "exception"})
 #: built-ins that run or look up code by a computed name
 DYNAMIC_CALLS = frozenset({"eval", "exec", "compile", "__import__", "breakpoint"})
 NAMED_LOOKUPS = frozenset({"getattr", "hasattr", "setattr", "delattr", "__getattribute__",
@@ -79,6 +81,18 @@ SENSITIVE_KEYS = (SYS_ATTRS | DYNAMIC_CALLS | NAMED_LOOKUPS | NAMESPACES
                   | {"__builtins__", "__dict__", "__globals__", "__self__", "__closure__"})
 #: of those, the ones `getattr(x, name)` reaches only on `sys` (common attribute names)
 COMMON_NAMES = frozenset({"path"})
+#: attribute names that reach those means through any object (`os.sys`, `print.__self__`,
+#: `threading._sys`): the module and built-in namespaces, and the import system's hooks
+REACHING_ATTRS = frozenset({"sys", "_sys", "builtins", "_builtins", "__self__", "inspect", "_inspect",
+                            "gc", "faulthandler", "ctypes", "marshal", "runpy", "zipimport",
+                            "meta_path", "path_hooks", "orig_argv"})
+#: calls that run code or import by name wherever they are looked up (`importlib.__import__`);
+#: `compile` is left out (`re.compile`), `exec`/`eval` are rarely a method of anything else
+DYNAMIC_ATTR_CALLS = frozenset({"exec", "eval", "__import__", "breakpoint"})
+#: format machinery that hands back the object a string names (`get_field("0.attr", ...)`);
+#: `str.format` gives only text, and the frames it could describe are out of reach (the
+#: ways to a traceback, `exc_info` and `__traceback__`, are counted)
+FORMAT_LOOKUPS = frozenset({"get_field", "vformat"})
 #: warning calls whose third positional argument is the caller's depth (`stacklevel`)
 WARN_CALLS = frozenset({"warn", "warn_explicit"})
 
@@ -151,6 +165,8 @@ def _ast_findings(tree, counts):
             if isinstance(node.value, ast.Name) and node.value.id in sys_names \
                     and node.attr in SYS_ATTRS:
                 add(f"sys.{node.attr}")
+            if node.attr in REACHING_ATTRS:
+                add(f"attribute:{node.attr}")
         elif isinstance(node, ast.Constant) and isinstance(node.value, str):
             lowered = node.value.lower()
             for needle in FRAME_NEEDLES + LOADER_NEEDLES:
@@ -169,9 +185,12 @@ def _ast_findings(tree, counts):
                 add("dynamic:namespace[key]")
         elif isinstance(node, ast.Call):
             name = _name_of(node.func)
-            if name in DYNAMIC_CALLS and isinstance(node.func, ast.Name):
+            if name in DYNAMIC_CALLS and (isinstance(node.func, ast.Name) or name in DYNAMIC_ATTR_CALLS):
                 if not (name == "__import__" and node.args and _constant(node.args[0])):
                     add(f"dynamic:{name}")
+            elif name in FORMAT_LOOKUPS and isinstance(node.func, ast.Attribute) \
+                    and not _constant(node.func.value):
+                add(f"dynamic:{name}")  # an object looked up by a name built at run time
             elif name in NAMED_LOOKUPS and not all(
                     _plain_constant(arg, SENSITIVE_KEYS - COMMON_NAMES)
                     for arg in _looked_up(name, node)):
@@ -194,12 +213,16 @@ def _ast_findings(tree, counts):
                 if isinstance(module, str) and (module in MODULES
                                                 or module.split(".", 1)[0] in MODULES):
                     add(f"import:{module}")
-    # a lookup function handed on as a value (`g = getattr; g(sys, name)`)
+    # a lookup function handed on as a value (`g = getattr; g(sys, name)`,
+    # `ag = operator.attrgetter`)
     for node in ast.walk(tree):
         for child in ast.iter_child_nodes(node):
-            if isinstance(child, ast.Name) and child.id in DYNAMIC_CALLS | NAMED_LOOKUPS \
-                    and not (isinstance(node, ast.Call) and node.func is child):
+            if isinstance(node, ast.Call) and node.func is child:
+                continue
+            if isinstance(child, ast.Name) and child.id in DYNAMIC_CALLS | NAMED_LOOKUPS:
                 add(f"dynamic:{child.id} as a value")
+            elif isinstance(child, ast.Attribute) and child.attr in DYNAMIC_ATTR_CALLS | NAMED_LOOKUPS:
+                add(f"dynamic:{child.attr} as a value")
 
 
 def _looked_up(name, call):
@@ -216,6 +239,11 @@ def source_text(data):
     or a coding declaration, UTF-8 by default), or None when it does not decode."""
     try:
         encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+        # `tokenize` ends a line at "\n" only, CPython's compiler at "\r" too: a coding
+        # line behind a lone "\r" is one encoding to the gate and another to Python
+        lines = iter(data.splitlines(keepends=True)[:2])
+        if tokenize.detect_encoding(lambda: next(lines, b""))[0] != encoding:
+            return None
         return data.decode(encoding)
     except (SyntaxError, LookupError, UnicodeError, ValueError):
         return None
@@ -242,7 +270,7 @@ def findings(text, path=None, files=None):
         if n:
             counts[f"name:{needle}"] = n
     try:
-        tree = ast.parse(text)
+        tree = parse_source(text)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return counts  # decoded as Python decodes it but not valid: its import fails too
     _ast_findings(tree, counts)
@@ -287,36 +315,114 @@ def file_findings(path, data, files=None):
     return findings(data, path, files)
 
 
-def _provides(prefix, files):
-    """Whether a file of the tree is the module or package at `prefix` (a path without a
-    suffix): source, a package directory, or an extension module."""
-    return any(p == prefix + ".py" or p.startswith(prefix + "/")
-               or (p.startswith(prefix + ".") and p.endswith(NATIVE_SUFFIXES)) for p in files)
+class Tree(dict):
+    """A tree's {relative path: bytes} that knows, once, which module paths its files
+    provide (a look-up per import, not a scan of every file)."""
+
+    _provided = None
+
+    def provided(self):
+        if self._provided is None:
+            self._provided = Provided(self)
+        return self._provided
+
+
+class Provided:
+    """Every module or package a file of the tree is, as a path without a suffix (`paths`:
+    a source file, `a/b.py` is `a/b`; every directory above a file, a package or a
+    namespace package; an extension module, `a/c.cpython-311-x86_64-linux-gnu.so` is
+    `a/c`), and the source modules and the directories holding one by their last name
+    (`by_name`: where an absolute import of the tree's code may start)."""
+
+    def __init__(self, files):
+        self.paths = set()
+        python = set()  # modules, and directories holding one: where an import can start
+        for path in files:
+            parts = path.split("/")
+            self.paths.update("/".join(parts[:i]) for i in range(1, len(parts)))
+            if path.endswith(".py"):
+                self.paths.add(path[:-3])
+                python.update((path[:-3], "/".join(parts[:-1])))
+            elif path.endswith(NATIVE_SUFFIXES):
+                self.paths.add("/".join(parts[:-1] + [parts[-1].split(".", 1)[0]]))
+        self.by_name = {}
+        for path in python:
+            self.by_name.setdefault(path.rsplit("/", 1)[-1], []).append(path)
+
+    def __contains__(self, path):
+        return path in self.paths
+
+
+def provided_modules(files):
+    """The module paths the tree's files provide (see `Provided`)."""
+    return Provided(files).paths
+
+
+def _absolute(module, provided):
+    """The tree's paths an absolute import of `module` may mean ("" when it is none of
+    the tree's: no file or directory of the tree has the name it starts with); with each,
+    whether the tree provides the whole module there."""
+    top, _, rest = module.partition(".")
+    roots = provided.by_name.get(top, [])
+    return [(root, not rest or root + "/" + rest.replace(".", "/") in provided) for root in roots]
 
 
 def missing_imports(path, tree, files):
-    """Modules the source file at `path` (parsed: `tree`) imports relatively (`from .
-    import x`, `from .m import y`) that no file of the tree provides: a module written at
-    run time, out of the gate's sight, then imported by a plain statement. A name `from .
-    import x` takes from the package's `__init__.py` (holding the word) is not missing."""
+    """Modules the source file at `path` (parsed: `tree`) imports that no file of the tree
+    provides: a module written at run time, out of the gate's sight, then imported by a
+    plain statement. Relative imports (`from . import x`, `from .m import y`), and absolute
+    ones (`import pkg.m`, `from pkg.m import y`, `import_module("pkg.m")`) of a name the
+    tree has a file or directory of. A name `from . import x` takes from the package's
+    `__init__.py` (holding the word) is not missing."""
     package = path.split("/")[:-1]
+    provided = files.provided() if isinstance(files, Tree) else Provided(files)
     out = []
+
+    def names_from(base, names):
+        init = files.get("/".join(base + ["__init__.py"]), b"")
+        init_text = source_text(init) if isinstance(init, bytes) else init
+        if init_text is not None and re.search(r"\bimport\s+\*", init_text):
+            return  # names re-exported by `*`: which are modules cannot be told by reading
+        for name in names:
+            if name == "*" or "/".join(base + [name]) in provided:
+                continue
+            if init_text is None or not re.search(rf"\b{re.escape(name)}\b", init_text):
+                out.append(".".join(base + [name]))
+
+    def absolute(module, names=()):
+        found = _absolute(module, provided)
+        if found and not any(whole for _, whole in found):
+            out.append(module)
+        elif names:
+            for root, whole in found:
+                base = root.split("/") + module.split(".")[1:]
+                if whole and "/".join(base) + ".py" not in files:  # a package: names may be modules
+                    names_from(base, names)
+                    return
+
     for node in ast.walk(tree):
-        if not isinstance(node, ast.ImportFrom) or not node.level or node.level - 1 > len(package):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                absolute(alias.name)
+        elif isinstance(node, ast.Call) and _name_of(node.func) in ("import_module", "__import__") \
+                and node.args and _constant(node.args[0]) and isinstance(node.args[0].value, str) \
+                and not node.args[0].value.startswith("."):
+            absolute(node.args[0].value)
+        if not isinstance(node, ast.ImportFrom):
+            continue
+        if not node.level:
+            if node.module:
+                absolute(node.module, [a.name for a in node.names])
+            continue
+        if node.level - 1 > len(package):
             continue
         base = package[:len(package) - (node.level - 1)]
         if node.module:
             parts = base + node.module.split(".")
-            if not _provides("/".join(parts), files):
+            if "/".join(parts) not in provided:
                 out.append(".".join(parts))
             continue
-        init = files.get("/".join(base + ["__init__.py"]), b"")
-        init_text = source_text(init) if isinstance(init, bytes) else init
-        for alias in node.names:
-            if alias.name == "*" or _provides("/".join(base + [alias.name]), files):
-                continue
-            if init_text is None or not re.search(rf"\b{re.escape(alias.name)}\b", init_text):
-                out.append(".".join(base + [alias.name]))
+        names_from(base, [alias.name for alias in node.names])
     return out
 
 
@@ -344,6 +450,7 @@ def base_findings(files, protected):
     is {path: bytes} (a file whole, or as `tree_code` reads it), `protected(path)` whether
     a path is test code."""
     out = {}
+    files = Tree(files)
     for path, data in sorted(files.items()):
         if not protected(path):
             found = file_findings(path, data, files)
@@ -356,6 +463,7 @@ def added_findings(files, protected, base):
     """What the files (a tree's {path: bytes}) hold of those means beyond `base` (their
     starting counts), as sorted `path (kind)` strings: the gate refuses when any."""
     out = []
+    files = Tree(files)
     for path, data in sorted(files.items()):
         if protected(path):
             continue

@@ -8,8 +8,10 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING or __package__:  # rlforge.verify.standalone.canaries
     from .asserts import compared, is_tolerant, keys_by_file, literal_value, test_functions
+    from .plugin import parse_source
 else:  # tests/rlforge_canaries.py: its siblings by their copied names
     from rlforge_asserts import compared, is_tolerant, keys_by_file, literal_value, test_functions
+    from rlforge_plugin import parse_source
 
 CANARIES = 3
 
@@ -151,7 +153,7 @@ def add_canaries(tree, fail_to_pass, count=CANARIES, rng=None):
             raw = fh.read()
         text = raw.decode("utf-8", "surrogateescape")
         try:
-            body = ast.parse(raw).body
+            body = parse_source(raw).body
         except (SyntaxError, ValueError):
             body = []
         existing = set(_test_names(text))

@@ -8,21 +8,24 @@ and counted as failed, and the others run again without it.
 
 from __future__ import annotations
 
+import base64
+import errno
 import json
 import os
 import shutil
 import sys
 import tempfile
+import threading
 import time
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING or __package__:  # rlforge.verify.standalone.testrun
     from . import plugin
-    from .plugin import ENV_CHANNEL, ENV_CHECK, MAX_EVENT
+    from .plugin import ENV_CHANNEL, ENV_CHECK, MAX_EVENT, SOURCES
     from .policy_code import LocalPolicy, regular_file
 else:  # tests/rlforge_testrun.py: its siblings by their copied names
     import rlforge_plugin as plugin
-    from rlforge_plugin import ENV_CHANNEL, ENV_CHECK, MAX_EVENT
+    from rlforge_plugin import ENV_CHANNEL, ENV_CHECK, MAX_EVENT, SOURCES
     from rlforge_policy_code import LocalPolicy, regular_file
 
 JUNIT_LIMIT = 50 * 1024 * 1024  # bytes of test reports read after the run ends
@@ -305,6 +308,7 @@ def run_tests(tree, command, ids=None, *, paths=None, per_test_timeout=30.0,
     why = None
     for path in [os.path.join(chan, n) for n in os.listdir(chan)]:
         os.chmod(path, 0o644)
+    held = _hold(tree, files or [])  # the test files' sources, handed over in memory
     while files != []:  # no test file to run: nothing ran, every wanted test is missing
         result["sessions"] += 1
         fifo = os.path.join(chan, "results")
@@ -316,6 +320,7 @@ def run_tests(tree, command, ids=None, *, paths=None, per_test_timeout=30.0,
         os.chmod(os.path.join(chan, "select.json"), 0o644)
         inside, places = policy.places(tree, {"chan": chan})
         at = places["chan"]
+        offer = _Offer(os.path.join(chan, SOURCES), held, inside, deadline)
         with open(os.path.join(chan, "pytest.ini"), "w", encoding="utf-8") as fh:
             fh.write(runner_config(tree, inside))
         os.chmod(os.path.join(chan, "pytest.ini"), 0o644)
@@ -389,6 +394,7 @@ def run_tests(tree, command, ids=None, *, paths=None, per_test_timeout=30.0,
                 break
         handle.kill()
         ran = handle.result()
+        offer.close()
         if not kept.flooded:
             take(channel.events(JUNIT_LIMIT))
             why = "flood" if kept.flooded else why
@@ -408,6 +414,7 @@ def run_tests(tree, command, ids=None, *, paths=None, per_test_timeout=30.0,
             result["budget_exhausted"] = why == "budget"
             result["flooded"] = why == "flood"
         break
+    _restore(tree, held)
     for nodeid in (wanted if wanted is not None else started):
         outcomes.setdefault(nodeid, "timeout" if why in ("collect", "budget") else "missing")
     shutil.rmtree(work, ignore_errors=True)
@@ -416,6 +423,77 @@ def run_tests(tree, command, ids=None, *, paths=None, per_test_timeout=30.0,
                   refused_events=kept.refused,
                   seconds=round(time.monotonic() - started_at, 3))
     return result
+
+
+def _hold(tree, files):
+    """{path: bytes} of the run's test files, each left on disk empty: the tests' sources
+    reach the test process only through the plug-in (`plugin._HeldTests`), so code under
+    test that reads the tree finds no hidden test there."""
+    held = {}
+    for rel in files:
+        path = os.path.join(tree, rel)
+        if not regular_file(path):
+            continue
+        with open(path, "r+b") as fh:
+            held[rel] = fh.read()
+            fh.seek(0)
+            fh.truncate()
+    return held
+
+
+def _restore(tree, held):
+    for rel, data in held.items():
+        try:
+            with open(os.path.join(tree, rel), "wb") as fh:
+                fh.write(data)
+        except OSError:  # the run replaced it (a directory, a link): the tree is scratch
+            pass
+
+
+class _Offer:
+    """The held sources written once into the channel's FIFO, when the test process's
+    plug-in opens it (the first thing it does), from a thread; given up at `until`."""
+
+    def __init__(self, fifo, held, inside, until):
+        if os.path.lexists(fifo):
+            os.unlink(fifo)
+        self.fifo, self.until, self.done = fifo, until, threading.Event()
+        self.payload = json.dumps({"root": inside, "files": {
+            rel: base64.b64encode(data).decode() for rel, data in held.items()}}).encode()
+        os.mkfifo(fifo, 0o600)
+        os.chmod(fifo, 0o644)
+        self.thread = threading.Thread(target=self._write, daemon=True)
+        self.thread.start()
+
+    def _write(self):
+        while not self.done.is_set() and time.monotonic() < self.until:
+            try:
+                fd = os.open(self.fifo, os.O_WRONLY | os.O_NONBLOCK)
+            except OSError as e:
+                if e.errno != errno.ENXIO:  # ENXIO: no reader yet
+                    return
+                self.done.wait(0.02)
+                continue
+            try:
+                view = memoryview(self.payload)
+                while view and not self.done.is_set():
+                    try:
+                        view = view[os.write(fd, view):]
+                    except BlockingIOError:
+                        self.done.wait(0.005)
+            except OSError:  # the reader went away
+                pass
+            finally:
+                os.close(fd)
+            return
+
+    def close(self):
+        self.done.set()
+        self.thread.join(5)
+        try:
+            os.unlink(self.fifo)
+        except OSError:
+            pass
 
 
 def _tail(path, n=4000):

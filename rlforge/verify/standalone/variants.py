@@ -22,11 +22,11 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING or __package__:  # rlforge.verify.standalone.variants
     from .asserts import is_tolerant, trivially_holds
     from .canaries import insert_definition
-    from .plugin import decode_value
+    from .plugin import decode_value, parse_source
 else:  # tests/rlforge_variants.py: its siblings by their copied names
     from rlforge_asserts import is_tolerant, trivially_holds
     from rlforge_canaries import insert_definition
-    from rlforge_plugin import decode_value
+    from rlforge_plugin import decode_value, parse_source
 
 CANDIDATES = 16  # variants a build runs per commit (one sandboxed session each way)
 PER_TEST = 2  # variants a build makes of one test
@@ -140,7 +140,7 @@ def candidates(files, checked, rng, limit=CANDIDATES, per_test=PER_TEST):
     for rel in sorted(wanted):
         raw = files.get(rel)
         try:
-            body = ast.parse(raw).body if raw is not None else []
+            body = parse_source(raw).body if raw is not None else []
         except (SyntaxError, ValueError, RecursionError):
             continue
         names = {n.name for n in body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
@@ -275,7 +275,7 @@ def plant(tree, variants, rng):
         with open(path, "rb") as fh:
             raw = fh.read()
         try:
-            body = ast.parse(raw).body
+            body = parse_source(raw).body
         except (SyntaxError, ValueError, RecursionError):
             continue  # the file does not load: `collects` fails the attempt anyway
         text = raw.decode("utf-8", "surrogateescape")
