@@ -11,16 +11,19 @@ program of the script battery (`rlforge/verify/shortcuts_script.py`) run on the 
 the held-back directory: a task one program passes on both is trivial.
 
 The rules the battery bounds to chance (`CHANCE_RULES`: the most- or least-failing
-candidate, the first or last option, the least frequent option) are reported per rule:
+candidate, the last one to fail, the alphabetically first or last failing one, the first
+or last option, the least frequent option) are reported per rule:
 the tasks it answers against the number a blind pick would (one over the candidates,
 summed); a rule above chance is a shortcut.
 
 Beside it, a few strategies the battery does not hold (`held_out` below: the count of
 records whose message ends with the pattern's last fixed piece, the last record's time,
-the first WARN-or-worse record's time, the alphabetically first candidate; for
+the first WARN-or-worse record's time, the alphabetically first of every candidate, failing
+or not (the battery bounds the first of the failing ones); for
 logs.script, `grep -c` of the pattern's last piece or of its two longest words, the
-distinct words after the piece before the asked `<*>`, the distinct lines holding every
-word of the pattern) are scored the same way and reported in their own columns: the builder never screened
+distinct words after the piece before the asked `<*>`, the distinct messages holding every
+word of the pattern, split as `: ` splits them (the battery holds its own reading of it))
+are scored the same way and reported in their own columns: the builder never screened
 against them, so their rate is not zero by construction.
 
 With `--tickets FILE[::FIELD=PATH,...]` (a ticket export and its `--map`), the tickets

@@ -250,11 +250,12 @@ def test_logs_diagnose_balances_its_families(tmp_path):
     (tmp_path / "gaps.log").write_text("\n".join(out) + "\n")
     con = db.connect(tmp_path / "gaps.duckdb")
     logs.ingest_file(con, tmp_path / "gaps.log", fmt=HEADER)
-    made = {}
+    made, order = {}, {}
     for share in (1.0, 0.25):
         gen = LogsDiagnose(max_family_share=share)
         specs = list(gen.specs(BuildContext(con, seed=0)))
-        made[share] = Counter(s.extra_metadata["question_kind"] for s in specs)
+        order[share] = [s.extra_metadata["question_kind"] for s in specs]
+        made[share] = Counter(order[share])
         if share < 1:
             assert gen.gates["family_cap"] > 0
             assert any(r["reason"].startswith("family mix: longest_gap") for r in gen.rejections)
@@ -263,8 +264,18 @@ def test_logs_diagnose_balances_its_families(tmp_path):
     assert uncapped["longest_gap"] > 0.7 * sum(uncapped.values())  # the gap family dominates
     assert len(capped) >= 3
     # Capped once a second family has fitted: the gaps asked before that stay (the floor
-    # is an even share of the families seen), so at most half, not a quarter, here.
-    assert capped["longest_gap"] <= 0.5 * sum(capped.values())
+    # is an even share of the families seen), and every gap asked after keeps them at most
+    # half of the tasks so far.
+    assert not _gaps_over_half_once_another_fits(order[0.25])
+    assert _gaps_over_half_once_another_fits(order[1.0])
+
+
+def _gaps_over_half_once_another_fits(kinds: list[str]) -> bool:
+    """Whether a gap question asked after another family's first left the gaps over half
+    of the tasks asked so far."""
+    second = next((i for i, kind in enumerate(kinds) if kind != "longest_gap"), len(kinds))
+    return any(kind == "longest_gap" and kinds[:i + 1].count(kind) > 0.5 * (i + 1)
+               for i, kind in enumerate(kinds) if i > second)
 
 
 def test_logs_script_counts_a_template_a_literal_grep_miscounts():
@@ -276,15 +287,20 @@ def test_logs_script_counts_a_template_a_literal_grep_miscounts():
             counts["grep_pattern_count"]) == (3, 3, 2)
 
 
-def _failing_components(windows: int, seed: int) -> list[tuple[str, str, str]]:
+def _failing_components(windows: int, seed: int,
+                        first_by_name: float = 0.0) -> list[tuple[str, str, str]]:
     """Windows of 80 records in which two or three components fail, each a different
-    number of times, the first to fail drawn at random."""
+    number of times, the first to fail drawn at random (with odds `first_by_name`, the
+    alphabetically first of them)."""
     rng, rows = random.Random(seed), []
     for w in range(windows):
         names = rng.sample(["db", "cache", "queue", "auth"], rng.choice([2, 2, 3]))
         counts = rng.sample([1, 2, 3, 4, 5, 6], len(names))
         failures = [c for c, n in zip(names, counts) for _ in range(n)]
         rng.shuffle(failures)
+        if first_by_name and rng.random() < first_by_name:
+            failures.remove(min(names))
+            failures.insert(0, min(names))
         at = sorted(rng.sample(range(10, 78), len(failures)))
         window = [_chatter(80 * w + i) for i in range(80)]
         for i, comp in zip(at, failures):
@@ -311,11 +327,35 @@ def test_no_candidate_rule_answers_first_failures_above_chance(tmp_path):
         hits.update(list(shortcuts.rules_solving(v, spec.reference)))
         hits.update(list(shortcuts.solved_by(v, spec.reference)))
         odds += shortcuts.chance(v)
-    for rule in ("most_failing_candidate", "least_failing_candidate"):
+    for rule in ("most_failing_candidate", "least_failing_candidate", "last_failing_candidate",
+                 "first_candidate_by_name", "last_candidate_by_name"):
         assert hits[rule] <= math.floor(odds + 0.5), (rule, hits, odds)
-    assert hits["most_failing_candidate"] > 0  # not screened to none: no "never the most"
+    # not screened to none: no "never the most" or "never the last to fail" to learn
+    assert hits["most_failing_candidate"] > 0 and hits["last_failing_candidate"] > 0
     assert hits["only_failing_candidate"] == 0
     assert any(g.startswith("chance:") for g in gen.gates)
+
+
+def test_the_alphabetically_first_candidate_answers_no_more_than_chance(tmp_path):
+    """Where the first component to fail is mostly the alphabetically first of those that
+    fail, picking that name is a shortcut: it is held to chance like the other candidate
+    rules, and the family still asks questions."""
+    from rlforge.verify import shortcuts
+
+    con = _ingest(tmp_path, _failing_components(120, 11, first_by_name=0.8))
+    gen = LogsDiagnose(families={"first_failing_component": 1})
+    specs = list(gen.specs(BuildContext(con, seed=0)))
+    con.close()
+    hits, odds = 0, 0.0
+    for spec in specs:
+        v = shortcuts.view(spec.extra_metadata["question_kind"], spec.context["question"],
+                           spec.context["window"])
+        names = sorted(shortcuts._failing_counts(v) or ())
+        hits += bool(names) and spec.reference["answer"] == names[0]
+        odds += shortcuts.chance(v)
+    assert len(specs) >= 10
+    assert hits <= math.floor(odds + 0.5), (hits, odds, len(specs))
+    assert gen.gates["chance:first_candidate_by_name"] > 0
 
 
 def test_option_rules_read_the_listed_options():

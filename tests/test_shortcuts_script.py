@@ -146,6 +146,46 @@ def test_distinct_values_need_the_pattern_not_a_count(tmp_path):
         assert out[-1] == str(want)
 
 
+def _opened(i: int) -> tuple[str, str, str]:
+    """Sessions opened by a few users (each with one session id; how many differs from
+    window to window), and reports opened: a session's id is its whole message's only
+    difference from another session's, and the report lines hold part of the pattern."""
+    users = 3 + i // 90 % 4
+    k = i * 7 % users
+    names, ids = ("ann", "bob", "cyd", "dee", "eve", "fay"), ("ka", "kb", "kc", "kd", "ke", "kf")
+    return [("INFO", "com.acme.Auth", f"session {names[k]} {ids[k]} opened by admin"),
+            ("INFO", "com.acme.Report", f"report {('sales', 'tax')[i // 3 % 2]} opened by admin"),
+            ("INFO", "com.acme.Beat", f"heartbeat ok seq {i}")][i % 3]
+
+
+def _distinct_messages_with_words(pattern: str, files: dict[str, bytes]) -> int:
+    """`grep w1 | grep w2 ... | cut -d: -f2- | sort -u | wc -l` over a directory."""
+    words = re.findall(r"[A-Za-z_]\w+", pattern.replace("<*>", " "))
+    text = shortcuts_script.read_files(files, "all_files")
+    return len({line.split(": ", 1)[-1] for line in text.splitlines()
+                if not line.startswith("\t") and all(w in line for w in words)})
+
+
+def test_distinct_values_are_not_the_distinct_messages_holding_the_words(tmp_path):
+    """Where each message of a pattern differs only in the asked `<*>`, the distinct
+    messages holding every word of the pattern are the answer: no such question is asked,
+    and the drop names a program that answers it."""
+    text = ("t h INFO a: session s1 opened by admin\nt h INFO a: session s1 opened by admin\n"
+            "t h INFO a: session s2 opened by admin\nt h INFO a: report r1 opened by admin\n")
+    got = shortcuts_script.distinct_counts("session <*> opened by admin", text)
+    assert got["distinct_messages_with_all_words"] == 2
+    con = _kafka_style(tmp_path, [_opened(i) for i in range(900)])
+    gen = LogsScript(facts=("distinct_values",))
+    specs = list(gen.specs(BuildContext(con, seed=0)))
+    for s in specs:
+        cases = [({k.rpartition("/")[2]: v for k, v in files.items()}, case["answer"]["answer"])
+                 for files, case in zip((s.workspace, s.tests_data), s.reference["cases"])]
+        assert [_distinct_messages_with_words(s.extra_metadata["pattern"], files)
+                for files, _ in cases] != [answer for _, answer in cases]
+    assert any(r["reason"].startswith("shortcut ") and "answers distinct_values" in r["reason"]
+               for r in gen.rejections)
+
+
 @pytest.mark.sandbox
 def test_validate_fails_a_script_task_a_cheap_program_passes(tmp_path, cli):
     con = _kafka_style(tmp_path, [_greppable(i) for i in range(600)])

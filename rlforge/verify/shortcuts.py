@@ -11,11 +11,12 @@ and record the reason), and `rlforge validate` scores every guess with the task'
 verifier, where it must score 0 like the adversarial submissions.
 
 Some rules are not wrong as a guess but must not be right more often than a blind pick:
-the component (or host) with the most failing records, the one with the fewest, the
+the component (or host) with the most failing records, the one with the fewest, the one
+of the last failing record, the alphabetically first or last of those failing, the
 first or last option listed, the option the fewest records match (`CHANCE_RULES`). Each
 applies to nearly every question of its family, so screening them all to zero would make
 the answer the one candidate no rule names (drop the most-failing, and the least-failing
-becomes the answer). They are bounded instead: over a build's tasks of a family, each
+becomes the answer; drop the last failing, and "never the last one to fail" is the cue). They are bounded instead: over a build's tasks of a family, each
 rule answers at most as many as chance would, rounded to the nearest task (`chance`: one over the
 candidates a blind pick chooses from, summed over the tasks); `logs.diagnose` keeps that count as it builds.
 They are not run by `rlforge validate`, which sees one task and no build.
@@ -232,6 +233,18 @@ def last_failing_candidate(v: QuestionView) -> str | None:
     return getattr(v.lines[fails[-1]], name) if name and fails else None
 
 
+def first_candidate_by_name(v: QuestionView) -> str | None:
+    """The alphabetically first of the components (or hosts) with a failing record."""
+    counts = _failing_counts(v)
+    return min(counts) if counts and len(counts) > 1 else None
+
+
+def last_candidate_by_name(v: QuestionView) -> str | None:
+    """The alphabetically last of the components (or hosts) with a failing record."""
+    counts = _failing_counts(v)
+    return max(counts) if counts and len(counts) > 1 else None
+
+
 def _asks_time(v: QuestionView) -> bool:
     return "`YYYY-MM-DD HH:MM" in v.question
 
@@ -368,7 +381,6 @@ STRATEGIES: dict[str, Callable[[QuestionView], str | None]] = {
     "grep_first_piece_count": grep_first_piece_count,
     "grep_word_count": grep_word_count,
     "only_failing_candidate": only_failing_candidate,
-    "last_failing_candidate": last_failing_candidate,
     "first_failure_time": first_failure_time,
     "last_failure_time": last_failure_time,
     "record_before_first_failure_time": record_before_first_failure_time,
@@ -388,6 +400,9 @@ STRATEGIES: dict[str, Callable[[QuestionView], str | None]] = {
 CHANCE_RULES: dict[str, Callable[[QuestionView], str | None]] = {
     "most_failing_candidate": most_failing_candidate,
     "least_failing_candidate": least_failing_candidate,
+    "last_failing_candidate": last_failing_candidate,
+    "first_candidate_by_name": first_candidate_by_name,
+    "last_candidate_by_name": last_candidate_by_name,
     "first_option": first_option,
     "last_option": last_option,
     "least_frequent_option": least_frequent_option,

@@ -120,9 +120,10 @@ def distinct_counts(pattern: str, text: str, slot: int = 1) -> dict[str, int]:
     """What cheap `sort -u | wc -l` pipelines count for a question about the distinct texts
     a pattern's `slot`-th `<*>` stands for, none checking that a line matches the whole
     pattern: the distinct lines, or messages, that hold its longest fixed piece, the
-    distinct tokens right after that piece, the distinct numbers on those lines, and the
-    distinct texts after the piece just before the slot, up to the next piece's first
-    character or a blank (`grep -o 'Leader:[^,]*' | sort -u`)."""
+    distinct messages that hold every word of it (`grep w1 | grep w2 | cut -d: -f2- |
+    sort -u`), the distinct tokens right after that piece, the distinct numbers on those
+    lines, and the distinct texts after the piece just before the slot, up to the next
+    piece's first character or a blank (`grep -o 'Leader:[^,]*' | sort -u`)."""
     lines = [line for line in text.splitlines() if line and not line.startswith("\t")]
     piece = longest_piece(pattern)
     if not piece:
@@ -131,8 +132,12 @@ def distinct_counts(pattern: str, text: str, slot: int = 1) -> dict[str, int]:
     messages = [m.group(5) if (m := LINE.match(line)) else line for line in hits]
     after = {line.split(piece, 1)[1].split()[0] if line.split(piece, 1)[1].split() else ""
              for line in hits}
+    words = _words(pattern)
+    worded = {m.group(5) if (m := LINE.match(line)) else line
+              for line in lines if all(w in line for w in words)} if words else set()
     out = {"distinct_lines_with_piece": len(set(hits)),
            "distinct_messages_with_piece": len(set(messages)),
+           "distinct_messages_with_all_words": len(worded),
            "distinct_tokens_after_piece": len(after),
            "distinct_numbers_on_lines": len({n for m in messages for n in re.findall(r"\d+", m)}),
            "lines_with_piece": len(hits)}

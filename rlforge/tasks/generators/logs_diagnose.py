@@ -27,8 +27,9 @@ are the patterns first seen nearest before the failure, a counted pattern is one
 the most frequent or a dominating option, the only candidate, ...) on the window as shown.
 A question any shortcut answers is not asked (the window tries another family) and is
 recorded in `rejections` and `gates` (`shortcut:<name>`). The rules a blind pick is as good
-as (the most- or least-failing candidate, the first or last option, the least frequent
-option: `shortcuts.CHANCE_RULES`) are held to chance instead: a question one answers is
+as (the most- or least-failing candidate, the last one to fail, the alphabetically first
+or last failing one, the first or last option, the least frequent option:
+`shortcuts.CHANCE_RULES`) are held to chance instead: a question one answers is
 asked only while, over the build's tasks of its family so far, that rule answers no more
 than chance would, rounded to the nearest whole task, halves up (the sum of one over each
 task's candidates: with two candidates, one rule or the other always answers); else
