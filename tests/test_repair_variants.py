@@ -117,3 +117,18 @@ def test_a_task_keeps_a_few_variants_spread_over_their_originals():
     assert len(chosen) == variants.PER_TASK
     assert {v["original"] for v in chosen} == {"a", "b", "c"}
     assert chosen == variants.chosen(kept, random.Random(0))
+
+
+def test_a_text_input_gets_another_form_of_its_words_not_only_its_digits():
+    """Held-back copies once changed only digits inside text (`"2 hours"` to `"5 hours"`):
+    code that answered the words the policy saw one way and every other word another (a
+    red team's router) passed them all. Some copies now change a word's form (case, a
+    final "s"), which a reader takes for the same input and such code does not know."""
+    forms = set()
+    for seed in range(40):
+        for v in _made(seed):
+            if v["original"] == "test_parse_words":
+                forms.add(ast.literal_eval(_asserts(v["source"])[1][0].left.args[0]).split()[-1])
+    assert forms & {"hour", "Hours", "HOURS"}, forms
+    assert "hours" in forms, forms  # the digit changed, the word kept, as before
+    assert variants._word_form("mins", random.Random(0)) in ("Mins", "MINS", "min")

@@ -81,7 +81,13 @@ def _changed(value, text, rng):
             and text[-2:-1] != text[0] and "\\" not in text:
         inner = text[1:-1]
         digits = [i for i, c in enumerate(inner) if c.isdigit()]
-        if digits:  # a number inside text: another digit keeps it readable
+        words = list(re.finditer(r"[A-Za-z]{2,}", inner))
+        if words and (not digits or rng.random() < 0.5):
+            # another form of one of its words, which code keyed on the words the policy
+            # saw would not know (a digit changed keeps every word seen)
+            m = rng.choice(words)
+            inner = inner[:m.start()] + _word_form(m.group(), rng) + inner[m.end():]
+        elif digits:  # a number inside text: another digit keeps it readable
             i = rng.choice(digits)
             inner = inner[:i] + rng.choice([d for d in "0123456789" if d != inner[i]]) + inner[i + 1:]
         elif inner:
@@ -92,6 +98,14 @@ def _changed(value, text, rng):
             return None
         return text[0] + inner + text[-1]
     return None
+
+
+def _word_form(word, rng):
+    """Another form of `word` a reader would take for the same word: its case changed, or a
+    final "s" added or taken away."""
+    forms = [word.capitalize() if word.islower() else word.lower(), word.upper() if not word.isupper() else word.lower()]
+    forms.append(word[:-1] if word.endswith("s") and len(word) > 3 else word + "s")
+    return rng.choice([f for f in forms if f != word] or [word + "s"])
 
 
 def _renamed(name, words, taken, rng):
