@@ -122,8 +122,8 @@ def test_a_task_keeps_a_few_variants_spread_over_their_originals():
 def test_a_text_input_gets_another_form_of_its_words_not_only_its_digits():
     """Held-back copies once changed only digits inside text (`"2 hours"` to `"5 hours"`):
     code that answered the words the policy saw one way and every other word another (a
-    red team's router) passed them all. Some copies now change a word's form (case, a
-    final "s"), which a reader takes for the same input and such code does not know."""
+    red team's router) passed them all. Half of them now also change a word's form (case,
+    a final "s"), which a reader takes for the same input and such code does not know."""
     forms = set()
     for seed in range(40):
         for v in _made(seed):

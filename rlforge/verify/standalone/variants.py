@@ -82,20 +82,20 @@ def _changed(value, text, rng):
         inner = text[1:-1]
         digits = [i for i, c in enumerate(inner) if c.isdigit()]
         words = list(re.finditer(r"[A-Za-z]{2,}", inner))
-        if words and (not digits or rng.random() < 0.5):
-            # another form of one of its words, which code keyed on the words the policy
-            # saw would not know (a digit changed keeps every word seen)
-            m = rng.choice(words)
-            inner = inner[:m.start()] + _word_form(m.group(), rng) + inner[m.end():]
-        elif digits:  # a number inside text: another digit keeps it readable
+        if not inner:
+            return None
+        if digits:  # a number inside text: another digit keeps it readable
             i = rng.choice(digits)
             inner = inner[:i] + rng.choice([d for d in "0123456789" if d != inner[i]]) + inner[i + 1:]
-        elif inner:
+        if words and (not digits or rng.random() < 0.5):
+            # (and, in half the copies of text with a number) another form of one of its
+            # words, which code keyed on the words the policy saw would not know
+            m = rng.choice(words)
+            inner = inner[:m.start()] + _word_form(m.group(), rng) + inner[m.end():]
+        elif not digits:
             i = rng.randrange(len(inner))
             letters = [c for c in "abcdefghijklmnopqrstuvwxyz" if c != inner[i]]
             inner = inner[:i] + rng.choice(letters) + inner[i + 1:]
-        else:
-            return None
         return text[0] + inner + text[-1]
     return None
 
