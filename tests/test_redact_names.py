@@ -342,3 +342,37 @@ def test_a_plural_is_no_surname_unless_a_prominent_one():
     for text, name in (("Please call Amber Rivers today.", "Amber Rivers"),
                        ("Ticket from Mark Brooks about billing.", "Mark Brooks")):
         assert [(text[s:e], kind) for s, e, kind in red.find(text)] == [(name, "PERSON")]
+
+
+# --- session 55: a title or initials after a weak lead; one surname after a title stops at
+# a team; a surname and a given name that are frequent words too, where they open a clause.
+# Written for session 55, not drawn from a corpus; each failed before its rule.
+LED_NAMES = [
+    ("Buenos días, soy T. Okafor y llamo por la factura.", "T. Okafor", ""),
+    ("Merci de rappeler M. Brisebois avant midi.", "M. Brisebois", ""),
+    ("Je suis M. Lefebvre de Marketing Digital, bonjour.", "M. Lefebvre", "Marketing Digital"),
+    ("Hola, soy Sra. Ibarra de Data Science y el panel no carga.", "Ibarra", "Data Science"),
+    ("Dag, met dhr. Bakker van Facilities hier.", "Bakker", "Facilities"),
+    ("Participants: Silva, Mariana and two guests.", "Silva, Mariana", ""),
+    ("Owner: Torres, Lucía", "Torres, Lucía", ""),
+]
+# A brand and its town, a job and a company, under a signature: no "Surname, Given".
+KEPT_UNDER_SIGNATURES = [
+    "Mit freundlichen Grüßen\nHerr Aminu\nMarks, Leeds",
+    "Best regards\nMs Oduya\nChief Operating Officer, Porter Logistics",
+]
+
+
+@pytest.mark.parametrize("text,name,kept", LED_NAMES)
+def test_a_name_after_a_lead_title_or_initials_and_what_stays_beside_it(text, name, kept):
+    red = Redactor(KEY)
+    spans = [(text[s:e], kind) for s, e, kind in red.find(text)]
+    assert spans == [(name, "PERSON")], spans
+    assert kept in red.redact_text(text)
+
+
+@pytest.mark.parametrize("text", KEPT_UNDER_SIGNATURES)
+def test_signature_companies_make_no_surname_comma_given(text):
+    red = Redactor(KEY)
+    out = red.redact_text(text)
+    assert out.splitlines()[-1] == text.splitlines()[-1], out

@@ -37,7 +37,7 @@ from rlforge.ingest.redaction import korean, numbers
 from rlforge.ingest.redaction.addresses import addresses, street_names
 from rlforge.ingest.redaction.name_evidence import (_GAELIC_O, _LEAD_WORDS, _NAME_WORD, _PLACE_BEFORE, _Evidence, _evidence,
                                                     _is_given, _is_name_word, _listed, _lower_pair,
-                                                    _name_shaped, _named, _pair, _pinyin_pair, _place_name, place_names,
+                                                    _name_shaped, _named, _pair, _pinyin_pair, _place_name, common_comma_pair, place_names,
                                                     _two_capitals, given_names)
 from rlforge.ingest.redaction.rules import Span
 from rlforge.ingest.redaction.run_words import INITIAL, L, U, Tok, tokens
@@ -100,7 +100,11 @@ _PARTICLE = "(?:" + "|".join(re.escape(w) for w in sorted(PARTICLES, key=lambda 
 # "Merci de rappeler KHOURY Hamza"; "aqui é Antoniou, Stavros," up to the comma after it, so
 # that a name after a greeting's comma is left whole to the other rule: "Hoi allemaal, Marieke
 # van Dijk"; with the particles between them: "I am covering for Luiz Fernando Ribeiro dos Passos")
-CASED_RUN = (rf"(?:(?:{_LEAD}|{_WEAK_LEAD}|{_CHAT_LEAD}|{_HEADER_LEAD}){_ANY_WORD}(?:[ ](?:{_PARTICLE}[ ]){{0,2}}{_ANY_WORD}){{0,2}}(?:[ ](?:{_JOIN}[ ])*{_RUN_TOKEN})*(?:,[ ]{_RUN_TOKEN}(?:[ ]{_RUN_TOKEN})?,)?"
+# A title or initials between a lead and a name ("sono Dott. Kravchuk", "aqui é J. Kang"):
+# without them the word before the full stop would end the candidate ("sono K"), and the
+# name after it, one capitalised word, would make no run of its own.
+_TITLE_OR_INITIALS = rf"(?:{phrases_rx(*(t for t in TITLES if ' ' not in t))}\.?[ ]|[{U}]\.(?:[ ]?[{U}]\.)?[ ])?"
+CASED_RUN = (rf"(?:(?:{_LEAD}|{_WEAK_LEAD}|{_CHAT_LEAD}|{_HEADER_LEAD}){_TITLE_OR_INITIALS}{_ANY_WORD}(?:[ ](?:{_PARTICLE}[ ]){{0,2}}(?:[{U}]\.|{_ANY_WORD})){{0,2}}(?:[ ](?:{_JOIN}[ ])*{_RUN_TOKEN})*(?:,[ ]{_RUN_TOKEN}(?:[ ]{_RUN_TOKEN})?,)?"
              rf"|{_LOWER_LEAD}{_LOWER_WORD}(?:[ ]{_LOWER_WORD}){{1,3}})")
 _LOWER_LEAD_RX = re.compile(rf"(?<![^\s,(]){_LOWER_LEAD}")
 RUN_PREFIX = rf"[^<>\\{TOKEN_CHARS}]"
@@ -272,6 +276,8 @@ def _names(run: str, toks: list[Tok], skip: set[int], names: frozenset[str],
             i += 1
             continue
         start = None
+        titled = False  # one surname after a title goes on past a particle only to a surname
+        opens = i == 0 or toks[i - 1].stop and not t.line  # the first word of the run or of a clause
         low = t.low.rstrip(".")
         nxt = toks[i + 1] if i + 1 < n else None
         if INITIAL.fullmatch(t.text) and _initials_then_surname(toks, i, ev) and not (
@@ -281,7 +287,7 @@ def _names(run: str, toks: list[Tok], skip: set[int], names: frozenset[str],
                 and nxt is not None and (
                 _is_name_word(nxt) or nxt.low in PARTICLES
                 or (_name_shaped(nxt) and ev.any(nxt))) and not t.stop:
-            start = i + 1
+            start, titled = i + 1, True
         elif t.low in GREETINGS and nxt is not None and _name_shaped(nxt) and not t.stop and (
                 (_is_name_word(nxt) and (run[nxt.end:nxt.end + 1] in (",", "\n", "!", ":")
                                          or (i + 2 < n and _is_name_word(toks[i + 2])
@@ -307,10 +313,13 @@ def _names(run: str, toks: list[Tok], skip: set[int], names: frozenset[str],
             start = i
         elif _particle_chain(toks, i, names, ev):
             start = i  # "Heloísa Ribeiro de Andrade", "Rosângela dos Passos"
+        elif opens and nxt is not None and i + 1 not in skip and common_comma_pair(t, nxt, ev):
+            start = i  # "Attendees: Montero, Mariana and me"
         if start is None or start in skip:
             i += 1
             continue
-        comma_pair = start == i and nxt is not None and nxt.line and i + 1 not in skip and _pair(t, nxt, ev)
+        comma_pair = start == i and nxt is not None and nxt.line and i + 1 not in skip and (
+            _pair(t, nxt, ev) or opens and common_comma_pair(t, nxt, ev))
         end = start
         initial = bool(INITIAL.fullmatch(toks[start].text))  # "Y. Sato": "y" is no particle here
         while toks[end].low in PARTICLES and end + 1 < n and not initial:
@@ -324,10 +333,10 @@ def _names(run: str, toks: list[Tok], skip: set[int], names: frozenset[str],
             if not _continues(toks[nxt_word], first, ev) \
                     or nxt_word in skip or (nxt_word > end + 1 and toks[nxt_word].line):
                 break
-            if nxt_word > end + 1 and end > start and not (
+            if nxt_word > end + 1 and (end > start or titled) and not (
                     ev.surname(toks[nxt_word]) or ev.unknown(toks[nxt_word])
                     or _surname_after_particle(toks, nxt_word, ev)):
-                break  # "Iryna Lysenko van Platform Team", "Bence Farkas de Legal": where they work
+                break  # "Iryna Lysenko van Platform Team", "Bence Farkas de Legal", "Sra. Dang de Facilities"
             if nxt_word == end + 2 and end == start and toks[nxt_word].low in ev.lists.common \
                     and not _listed(toks[nxt_word].low, ev.lists.surnames) and nxt_word + 1 < n \
                     and not toks[nxt_word + 1].line and toks[nxt_word + 1].word[:1].isupper():
@@ -335,7 +344,7 @@ def _names(run: str, toks: list[Tok], skip: set[int], names: frozenset[str],
 
             end = nxt_word
         while (start in leads or start in weak) and start not in line_leads and end - start >= 2 \
-                and _sentence_start(toks, end, ev):
+                and not INITIAL.fullmatch(toks[end - 1].text) and _sentence_start(toks, end, ev):
             end -= 1  # "Cordiali saluti, Anna Rossi Ho dimenticato": "Ho" starts a sentence
         if (start in leads or start in weak) and end == start and not comma_pair \
                 and _given_after_comma(toks, end, skip, ev):
