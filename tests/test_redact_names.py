@@ -376,3 +376,29 @@ def test_signature_companies_make_no_surname_comma_given(text):
     red = Redactor(KEY)
     out = red.redact_text(text)
     assert out.splitlines()[-1] == text.splitlines()[-1], out
+
+
+# --- session 55: a long lower-case name that a line holds alone: a chat line's speaker, a
+# mail header's sender, a signature under a closing line. Its words may be frequent words
+# too ("dores", "joana"); a given name first and a surname last make it a name.
+WHOLE_LINE_NAMES = [
+    ("[08:05] rosário fernanda das neves quintela: o relatório não abre", "rosário fernanda das neves quintela"),
+    ("Van: luiz otávio de souza barreto\nVerzonden: woensdag 2 juli", "luiz otávio de souza barreto"),
+    ("Atenciosamente,\nmaria josé dos prazeres lopes\nGerente de Loja", "maria josé dos prazeres lopes"),
+]
+KEPT_WHOLE_LINES = [
+    "[08:05] night shift: restarted the export",
+    "From: the billing system\nSent: Monday",
+    "Thanks,\nwill do",
+]
+
+
+@pytest.mark.parametrize("text,name", WHOLE_LINE_NAMES)
+def test_a_long_lower_case_name_alone_on_its_line(text, name):
+    red = Redactor(KEY)
+    assert [(text[s:e], kind) for s, e, kind in red.find(text)] == [(name, "PERSON")]
+
+
+@pytest.mark.parametrize("text", KEPT_WHOLE_LINES)
+def test_lower_case_lines_of_other_words_are_kept(text):
+    assert Redactor(KEY).find(text) == []

@@ -104,7 +104,12 @@ _PARTICLE = "(?:" + "|".join(re.escape(w) for w in sorted(PARTICLES, key=lambda 
 # without them the word before the full stop would end the candidate ("sono K"), and the
 # name after it, one capitalised word, would make no run of its own.
 _TITLE_OR_INITIALS = rf"(?:{phrases_rx(*(t for t in TITLES if ' ' not in t))}\.?[ ]|[{U}]\.(?:[ ]?[{U}]\.)?[ ])?"
-CASED_RUN = (rf"(?:(?:{_LEAD}|{_WEAK_LEAD}|{_CHAT_LEAD}|{_HEADER_LEAD}){_TITLE_OR_INITIALS}{_ANY_WORD}(?:[ ](?:{_PARTICLE}[ ]){{0,2}}(?:[{U}]\.|{_ANY_WORD})){{0,2}}(?:[ ](?:{_JOIN}[ ])*{_RUN_TOKEN})*(?:,[ ]{_RUN_TOKEN}(?:[ ]{_RUN_TOKEN})?,)?"
+# (after a chat time stamp, a mail header or a closing line, up to seven words and the
+# speaker's colon: the whole of a long lower-case name, "[16:40] maria das graças pires de
+# almeida:", "Bien cordialement,\njoana darc dos reis pacheco": `_speaker`, `_lower_signature`)
+_CLOSING_LINE = rf"{phrases_rx(*CLOSINGS)}[ ]*[,!.]?[ ]*\r?\n[ ]*"
+CASED_RUN = (rf"(?:(?:{_CHAT_LEAD}|{_HEADER_LEAD}|{_CLOSING_LINE}){_ANY_WORD}(?:[ ](?:{_PARTICLE}[ ]){{0,2}}{_ANY_WORD}){{0,4}}[ ]?:?"
+             rf"|(?:{_LEAD}|{_WEAK_LEAD}){_TITLE_OR_INITIALS}{_ANY_WORD}(?:[ ](?:{_PARTICLE}[ ]){{0,2}}(?:[{U}]\.|{_ANY_WORD})){{0,2}}(?:[ ](?:{_JOIN}[ ])*{_RUN_TOKEN})*(?:,[ ]{_RUN_TOKEN}(?:[ ]{_RUN_TOKEN})?,)?"
              rf"|{_LOWER_LEAD}{_LOWER_WORD}(?:[ ]{_LOWER_WORD}){{1,3}})")
 _LOWER_LEAD_RX = re.compile(rf"(?<![^\s,(]){_LOWER_LEAD}")
 RUN_PREFIX = rf"[^<>\\{TOKEN_CHARS}]"
@@ -464,27 +469,63 @@ def _lower_names(toks: list[Tok], starts: list[int]) -> list[tuple[int, int]]:
 
 
 def _lower_signature(run: str, toks: list[Tok], leads: set[int]) -> list[tuple[int, int]]:
-    """A line of two to four lower-case words alone under a closing line ("Pozdrawiam,\n
-    siobhán ó briain", "Cordiali saluti,\ndivina pangilinan"): a signature's name when its
-    first and last words are no common words and the lists know one of its words."""
+    """A line of two to four lower-case words (and particles) alone under a closing line
+    ("Pozdrawiam,\nsiobhán ó briain", "Cordiali saluti,\ndivina pangilinan"): a signature's
+    name when it has a name's shape (`_given_and_family`), or when its first and last words
+    are no common words and the lists know one of its words."""
     ev = _evidence()
     for i in sorted(leads):
         if i <= 0 or i >= len(toks) or "\n" not in run[toks[i - 1].end:toks[i].start]:
             continue
         j = i
-        while j + 1 < len(toks) and not toks[j + 1].line and j - i < 3:
+        while j + 1 < len(toks) and not toks[j + 1].line and j - i < 6:
             j += 1
         words = toks[i:j + 1]
         if j + 1 < len(toks) and not toks[j + 1].line or len(words) < 2 \
+                or len([t for t in words if t.low not in PARTICLES]) > 4 \
                 or not all(t.word.islower() and (_name_shaped(t) or t.low in PARTICLES) for t in words):
             continue
         first, last = words[0], words[-1]
+        if _given_and_family(words, ev):
+            return [(i, j)]  # "joana darc dos reis pacheco": common words, but a name's shape
         if first.low in PARTICLES or first.low in ev.lists.common or last.low in ev.lists.common:
             continue
         if any(ev.any(t) or _listed(t.low, ev.lists.given) or korean.given(t.low, ev.lists.common)
                for t in words if t.low not in PARTICLES):
             return [(i, j)]
     return []
+
+
+def _given_and_family(words: list[Tok], ev: _Evidence) -> bool:
+    """Whether lower-case words that stand alone (a speaker, a sender, a signature line) are
+    a name by its shape: two to seven name-shaped words and particles, none a word that
+    names no person, the first a given name and the last a surname the lists hold, common
+    words or not ("carlos ... vieira")."""
+    if not 2 <= len(words) <= 7 or any(t.line for t in words[1:]) or any(t.stop for t in words[:-1]) \
+            or words[0].low in PARTICLES or words[-1].low in PARTICLES \
+            or not all(t.word.islower() and (t.low in PARTICLES or _name_shaped(t) and t.low not in NOT_NAMES)
+                       for t in words):
+        return False
+    given, family = words[0], words[-1]
+    return (_listed(given.low, ev.lists.given) or korean.given(given.low, ev.lists.common)) \
+        and (_listed(family.low, ev.lists.surnames) or bool(_GAELIC_O.fullmatch(family.word.title())))
+
+
+def _speaker(run: str, toks: list[Tok], chat: re.Match | None, headed: set[int]) -> list[tuple[int, int]]:
+    """The whole of a chat line's speaker ("[16:40] tadhg ní mhaoláin: …") or of a mail
+    header's sender ("De: maria das graças pires de almeida"), in lower case: two to seven
+    words up to the colon after a time stamp, or to the end of the header's line, every one
+    a name-shaped word or a particle, none a word that names no person, the first a given
+    name and the last a surname the lists hold (common words or not: "carlos", "vieira")."""
+    if not toks:
+        return []
+    timed = chat is not None and chat.group().startswith("[")
+    if timed and not run.rstrip().endswith(":"):
+        return []
+    first = 0 if timed else next((i for i in sorted(headed) if 0 <= i < len(toks)), -1)
+    if first < 0 or (not timed and toks[-1].stop):
+        return []
+    return [(first, len(toks) - 1)] if _given_and_family(toks[first:], _evidence()) else []
 
 
 def judge_cased(run: str, regions: tuple[str, ...] = numbers.DEFAULT_REGIONS) -> list[Span]:
@@ -497,6 +538,9 @@ def judge_cased(run: str, regions: tuple[str, ...] = numbers.DEFAULT_REGIONS) ->
     headed = _after(_HEADER_RX, run, toks) | ({0} if chat else set())
     weak |= headed
     found = _names(run, toks, set(), names, leads, weak, headed)
+    speaker = _speaker(run, toks, chat, headed)
+    if speaker:  # the whole line's name, in place of the parts the lists found of it
+        found = [(a, b) for a, b in found if b < speaker[0][0] or a > speaker[0][1]] + speaker
     signature = _lower_signature(run, toks, leads)
     if signature and not any(a <= signature[0][1] and b >= signature[0][0] for a, b in found):
         found += signature
