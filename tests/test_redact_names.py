@@ -402,3 +402,27 @@ def test_a_long_lower_case_name_alone_on_its_line(text, name):
 @pytest.mark.parametrize("text", KEPT_WHOLE_LINES)
 def test_lower_case_lines_of_other_words_are_kept(text):
     assert Redactor(KEY).find(text) == []
+
+
+# --- session 55: a name after words that ask for a call back; a lower-case name after a cue
+# whose surname is a frequent word too; a Title-case name does not run on into lower-case
+# words the lists hold ("Oduya na loja da …").
+CALLED_NAMES = [
+    ("Pourriez-vous rappeler Ingrid avant 17 h ?", "Ingrid"),
+    ("Por favor, llamad a Benedikt mañana por la mañana.", "Benedikt"),
+    ("Proszę zadzwonić do Radosław jutro.", "Radosław"),
+    ("the form was sent to rosângela torres last week", "rosângela torres"),
+    ("cc vilmos kiss - please confirm the refund", "vilmos kiss"),
+]
+
+
+@pytest.mark.parametrize("text,name", CALLED_NAMES)
+def test_a_name_after_a_call_back_or_a_lower_case_cue(text, name):
+    red = Redactor(KEY)
+    assert [(text[s:e], kind) for s, e, kind in red.find(text)] == [(name, "PERSON")]
+
+
+def test_a_title_case_name_stops_before_lower_case_words():
+    text = "Favor retornar a ligação para Papadakis na loja da Rua Augusta."
+    found = [(text[s:e], kind) for s, e, kind in Redactor(KEY).find(text)]
+    assert ("Papadakis", "PERSON") in found and not any("loja" in v for v, _ in found), found

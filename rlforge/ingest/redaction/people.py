@@ -258,7 +258,8 @@ def _continues(t: Tok, first: Tok, ev: _Evidence) -> bool:
     kowalska")."""
     if _is_name_word(t) or INITIAL.fullmatch(t.text):
         return True
-    return _name_shaped(t) and (t.word.isupper() == first.word.isupper()) and (
+    return _name_shaped(t) and t.word.isupper() == first.word.isupper() \
+        and t.word.islower() == first.word.islower() and (  # not "Karamanlis na loja"
         _listed(t.low, ev.lists.surnames) or _listed(t.low, ev.lists.given)
         or _listed(t.low, ev.strong) or bool(_GAELIC_O.fullmatch(t.word)))
 
@@ -463,8 +464,9 @@ def _lower_names(toks: list[Tok], starts: list[int]) -> list[tuple[int, int]]:
         return []
     if _pinyin_pair(first, toks[start + 1], ev, led=True) or last.low not in ev.lists.common and (
             first.low not in ev.lists.common or first.low in ev.strong) \
-            or first.low in ev.strong and last.low in ev.lists.prominent and _listed(last.low, ev.lists.surnames):
-        return [(start, end)]
+            or (first.low in ev.strong or _listed(first.low, ev.lists.given) and first.low not in ev.lists.common) \
+            and last.low in ev.lists.prominent and _listed(last.low, ev.lists.surnames):
+        return [(start, end)]  # "spoke to camila silva": a given name no common word, a prominent surname
     return []  # "with noline payment": a typo and a common word
 
 
