@@ -426,3 +426,12 @@ def test_a_title_case_name_stops_before_lower_case_words():
     text = "Favor retornar a ligação para Papadakis na loja da Rua Augusta."
     found = [(text[s:e], kind) for s, e, kind in Redactor(KEY).find(text)]
     assert ("Papadakis", "PERSON") in found and not any("loja" in v for v, _ in found), found
+
+
+def test_a_rare_surname_in_capitals_before_a_given_name_no_list_holds():
+    """Surname first, in capitals, then a given name in no list ("HAUGLAND Torbjørnine"); an
+    upper-case common word before a capitalised one stays ("GOLD Member")."""
+    red = Redactor(KEY)
+    text = "Booking holder HAUGLAND Torbjørnine asked for a refund."
+    assert [(text[s:e], kind) for s, e, kind in red.find(text)] == [("HAUGLAND Torbjørnine", "PERSON")]
+    assert red.find("The GOLD Member plan renews today.") == []

@@ -233,6 +233,9 @@ def _pair(a: Tok, b: Tok, ev: _Evidence) -> bool:
                                      # a surname that is no common word and no acronym ("LSI
                                      # Logic"): any listed given name ("CAVALCANTE Caio")
                                      or ev.surname(a) and len(a.word) > 3 and _listed(b.low, ev.lists.given)
+                                     # a rare surname and a word no list holds ("DUMANLI
+                                     # Sırriye"; not "GOLD Member", "SALE Price")
+                                     or ev.surname(a) and ev.rare(a) and ev.unknown(b)
                                      or _pinyin_pair(a, b, ev))
     # one word a name the lists know and no common word, the other listed too ("Min Xia",
     # "Pratyush Chakrabarti"), one of them rare (not "Kernel Module"; in upper case, where a
