@@ -342,3 +342,96 @@ def test_a_plural_is_no_surname_unless_a_prominent_one():
     for text, name in (("Please call Amber Rivers today.", "Amber Rivers"),
                        ("Ticket from Mark Brooks about billing.", "Mark Brooks")):
         assert [(text[s:e], kind) for s, e, kind in red.find(text)] == [(name, "PERSON")]
+
+
+# --- session 55: a title or initials after a weak lead; one surname after a title stops at
+# a team; a surname and a given name that are frequent words too, where they open a clause.
+# Written for session 55, not drawn from a corpus; each failed before its rule.
+LED_NAMES = [
+    ("Buenos días, soy T. Okafor y llamo por la factura.", "T. Okafor", ""),
+    ("Merci de rappeler M. Brisebois avant midi.", "M. Brisebois", ""),
+    ("Je suis M. Lefebvre de Marketing Digital, bonjour.", "M. Lefebvre", "Marketing Digital"),
+    ("Hola, soy Sra. Ibarra de Data Science y el panel no carga.", "Ibarra", "Data Science"),
+    ("Dag, met dhr. Bakker van Facilities hier.", "Bakker", "Facilities"),
+    ("Participants: Silva, Mariana and two guests.", "Silva, Mariana", ""),
+    ("Owner: Torres, Lucía", "Torres, Lucía", ""),
+]
+# A brand and its town, a job and a company, under a signature: no "Surname, Given".
+KEPT_UNDER_SIGNATURES = [
+    "Mit freundlichen Grüßen\nHerr Aminu\nMarks, Leeds",
+    "Best regards\nMs Oduya\nChief Operating Officer, Porter Logistics",
+]
+
+
+@pytest.mark.parametrize("text,name,kept", LED_NAMES)
+def test_a_name_after_a_lead_title_or_initials_and_what_stays_beside_it(text, name, kept):
+    red = Redactor(KEY)
+    spans = [(text[s:e], kind) for s, e, kind in red.find(text)]
+    assert spans == [(name, "PERSON")], spans
+    assert kept in red.redact_text(text)
+
+
+@pytest.mark.parametrize("text", KEPT_UNDER_SIGNATURES)
+def test_signature_companies_make_no_surname_comma_given(text):
+    red = Redactor(KEY)
+    out = red.redact_text(text)
+    assert out.splitlines()[-1] == text.splitlines()[-1], out
+
+
+# --- session 55: a long lower-case name that a line holds alone: a chat line's speaker, a
+# mail header's sender, a signature under a closing line. Its words may be frequent words
+# too ("dores", "joana"); a given name first and a surname last make it a name.
+WHOLE_LINE_NAMES = [
+    ("[08:05] rosário fernanda das neves quintela: o relatório não abre", "rosário fernanda das neves quintela"),
+    ("Van: luiz otávio de souza barreto\nVerzonden: woensdag 2 juli", "luiz otávio de souza barreto"),
+    ("Atenciosamente,\nmaria josé dos prazeres lopes\nGerente de Loja", "maria josé dos prazeres lopes"),
+]
+KEPT_WHOLE_LINES = [
+    "[08:05] night shift: restarted the export",
+    "From: the billing system\nSent: Monday",
+    "Thanks,\nwill do",
+]
+
+
+@pytest.mark.parametrize("text,name", WHOLE_LINE_NAMES)
+def test_a_long_lower_case_name_alone_on_its_line(text, name):
+    red = Redactor(KEY)
+    assert [(text[s:e], kind) for s, e, kind in red.find(text)] == [(name, "PERSON")]
+
+
+@pytest.mark.parametrize("text", KEPT_WHOLE_LINES)
+def test_lower_case_lines_of_other_words_are_kept(text):
+    assert Redactor(KEY).find(text) == []
+
+
+# --- session 55: a name after words that ask for a call back; a lower-case name after a cue
+# whose surname is a frequent word too; a Title-case name does not run on into lower-case
+# words the lists hold ("Oduya na loja da …").
+CALLED_NAMES = [
+    ("Pourriez-vous rappeler Ingrid avant 17 h ?", "Ingrid"),
+    ("Por favor, llamad a Benedikt mañana por la mañana.", "Benedikt"),
+    ("Proszę zadzwonić do Radosław jutro.", "Radosław"),
+    ("the form was sent to rosângela torres last week", "rosângela torres"),
+    ("cc vilmos kiss - please confirm the refund", "vilmos kiss"),
+]
+
+
+@pytest.mark.parametrize("text,name", CALLED_NAMES)
+def test_a_name_after_a_call_back_or_a_lower_case_cue(text, name):
+    red = Redactor(KEY)
+    assert [(text[s:e], kind) for s, e, kind in red.find(text)] == [(name, "PERSON")]
+
+
+def test_a_title_case_name_stops_before_lower_case_words():
+    text = "Favor retornar a ligação para Papadakis na loja da Rua Augusta."
+    found = [(text[s:e], kind) for s, e, kind in Redactor(KEY).find(text)]
+    assert ("Papadakis", "PERSON") in found and not any("loja" in v for v, _ in found), found
+
+
+def test_a_rare_surname_in_capitals_before_a_given_name_no_list_holds():
+    """Surname first, in capitals, then a given name in no list ("HAUGLAND Torbjørnine"); an
+    upper-case common word before a capitalised one stays ("GOLD Member")."""
+    red = Redactor(KEY)
+    text = "Booking holder HAUGLAND Torbjørnine asked for a refund."
+    assert [(text[s:e], kind) for s, e, kind in red.find(text)] == [("HAUGLAND Torbjørnine", "PERSON")]
+    assert red.find("The GOLD Member plan renews today.") == []

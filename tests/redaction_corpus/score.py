@@ -8,9 +8,12 @@ look like names, written for session 51 before its rules; tuned on by session 52
 `chatmail.py` (chat and e-mail tickets with the name groups `crafted.py` found weakest,
 written for session 52 before its rules) and `frontdesk.py` (CRM notes, macros, forum
 posts, quoted threads, voicemails, escalations and order exports in eight languages, names
-of sixteen origins, written for session 53 by someone who never read the rules).
+of sixteen origins, written for session 53 by someone who never read the rules) and
+`backoffice.py` (travel bookings, clinic notes, HR requests, call transcripts, minutes, delivery
+notes and claim forms, names of twenty origins in twelve written forms, written for session
+55 before its rules; its PERSON recall is also printed per form).
 
-    PYTHONPATH=. .venv/bin/python tests/redaction_corpus/score.py [heldout|second|name_styles|unseen_names|fresh|real|crafted|chatmail|frontdesk] [N]
+    PYTHONPATH=. .venv/bin/python tests/redaction_corpus/score.py [heldout|second|name_styles|unseen_names|fresh|real|crafted|chatmail|frontdesk|backoffice] [N]
 """
 
 from __future__ import annotations
@@ -57,6 +60,13 @@ def main() -> None:
             print(f"PERSON recall per {key}:", {o: f"{x['caught']['PERSON'] / x['planted']['PERSON']:.3f}"
                                                for o, x in ((o, scorer(red, v)) for o, v in sorted(groups.items()))
                                                if x["planted"]["PERSON"]})
+    if records and "forms" in records[0]:  # PERSON recall per written form of the name
+        per_form = collections.defaultdict(list)
+        for rec in records:
+            for s, e, form in rec["forms"]:
+                per_form[form].append({**rec, "planted": [[s, e, "PERSON", ""]], "negatives": []})
+        print("PERSON recall per form:", {f: "{caught}/{n}".format(caught=scorer(red, v)["caught"]["PERSON"],
+                                                                    n=len(v)) for f, v in sorted(per_form.items())})
     r = results["all"]
     print("negatives kept per label:", {k: f"{r['kept'][k]}/{v}" for k, v in sorted(r["negatives"].items())})
     if "-v" in sys.argv:

@@ -233,6 +233,9 @@ def _pair(a: Tok, b: Tok, ev: _Evidence) -> bool:
                                      # a surname that is no common word and no acronym ("LSI
                                      # Logic"): any listed given name ("CAVALCANTE Caio")
                                      or ev.surname(a) and len(a.word) > 3 and _listed(b.low, ev.lists.given)
+                                     # a rare surname and a word no list holds ("DUMANLI
+                                     # Sırriye"; not "GOLD Member", "SALE Price")
+                                     or ev.surname(a) and ev.rare(a) and ev.unknown(b)
                                      or _pinyin_pair(a, b, ev))
     # one word a name the lists know and no common word, the other listed too ("Min Xia",
     # "Pratyush Chakrabarti"), one of them rare (not "Kernel Module"; in upper case, where a
@@ -248,6 +251,19 @@ def _pair(a: Tok, b: Tok, ev: _Evidence) -> bool:
         ev.surname(a, common_ok=a.word.isupper()) and b.low in ev.strong
         and (b.low not in ev.lists.common or a.word.isupper())) or (ev.surname(a) and ev.given(b)) \
         or _pinyin_pair(a, b, ev)
+
+
+def common_comma_pair(a: Tok, b: Tok, ev: _Evidence) -> bool:
+    """A prominent surname, a comma and a listed given name, common words or not ("Montero,
+    Mariana", "Castro, Lucía": the word lists count many names among a language's most
+    frequent words), neither a country or region nor a word of a lead ("Lima, Peru",
+    "Thanks, Anna"). Evidence only where the pair opens its words (`people`): a brand and
+    its town on a signature line ("Mango, Nairobi") or a job and a company ("Officer,
+    Orange") have capitalised words before them."""
+    return b.line and a.end + 2 == b.start and _name_shaped(a) and _name_shaped(b) \
+        and a.word.istitle() and b.word.istitle() \
+        and a.low in ev.lists.prominent and ev.surname(a, common_ok=True) and _listed(b.low, ev.lists.given) \
+        and a.low not in _LEAD_WORDS and a.low not in place_names() and b.low not in place_names()
 
 
 # Before a place rather than a person: "per seat in Lake Troy" (a pair the lists alone make a

@@ -37,7 +37,7 @@ from rlforge.ingest.redaction import korean, numbers
 from rlforge.ingest.redaction.addresses import addresses, street_names
 from rlforge.ingest.redaction.name_evidence import (_GAELIC_O, _LEAD_WORDS, _NAME_WORD, _PLACE_BEFORE, _Evidence, _evidence,
                                                     _is_given, _is_name_word, _listed, _lower_pair,
-                                                    _name_shaped, _named, _pair, _pinyin_pair, _place_name, place_names,
+                                                    _name_shaped, _named, _pair, _pinyin_pair, _place_name, common_comma_pair, place_names,
                                                     _two_capitals, given_names)
 from rlforge.ingest.redaction.rules import Span
 from rlforge.ingest.redaction.run_words import INITIAL, L, U, Tok, tokens
@@ -100,7 +100,16 @@ _PARTICLE = "(?:" + "|".join(re.escape(w) for w in sorted(PARTICLES, key=lambda 
 # "Merci de rappeler KHOURY Hamza"; "aqui é Antoniou, Stavros," up to the comma after it, so
 # that a name after a greeting's comma is left whole to the other rule: "Hoi allemaal, Marieke
 # van Dijk"; with the particles between them: "I am covering for Luiz Fernando Ribeiro dos Passos")
-CASED_RUN = (rf"(?:(?:{_LEAD}|{_WEAK_LEAD}|{_CHAT_LEAD}|{_HEADER_LEAD}){_ANY_WORD}(?:[ ](?:{_PARTICLE}[ ]){{0,2}}{_ANY_WORD}){{0,2}}(?:[ ](?:{_JOIN}[ ])*{_RUN_TOKEN})*(?:,[ ]{_RUN_TOKEN}(?:[ ]{_RUN_TOKEN})?,)?"
+# A title or initials between a lead and a name ("sono Dott. Kravchuk", "aqui é J. Kang"):
+# without them the word before the full stop would end the candidate ("sono K"), and the
+# name after it, one capitalised word, would make no run of its own.
+_TITLE_OR_INITIALS = rf"(?:{phrases_rx(*(t for t in TITLES if ' ' not in t))}\.?[ ]|[{U}]\.(?:[ ]?[{U}]\.)?[ ])?"
+# (after a chat time stamp, a mail header or a closing line, up to seven words and the
+# speaker's colon: the whole of a long lower-case name, "[16:40] maria das graças pires de
+# almeida:", "Bien cordialement,\njoana darc dos reis pacheco": `_speaker`, `_lower_signature`)
+_CLOSING_LINE = rf"{phrases_rx(*CLOSINGS)}[ ]*[,!.]?[ ]*\r?\n[ ]*"
+CASED_RUN = (rf"(?:(?:{_CHAT_LEAD}|{_HEADER_LEAD}|{_CLOSING_LINE}){_ANY_WORD}(?:[ ](?:{_PARTICLE}[ ]){{0,2}}{_ANY_WORD}){{0,4}}[ ]?:?"
+             rf"|(?:{_LEAD}|{_WEAK_LEAD}){_TITLE_OR_INITIALS}{_ANY_WORD}(?:[ ](?:{_PARTICLE}[ ]){{0,2}}(?:[{U}]\.|{_ANY_WORD})){{0,2}}(?:[ ](?:{_JOIN}[ ])*{_RUN_TOKEN})*(?:,[ ]{_RUN_TOKEN}(?:[ ]{_RUN_TOKEN})?,)?"
              rf"|{_LOWER_LEAD}{_LOWER_WORD}(?:[ ]{_LOWER_WORD}){{1,3}})")
 _LOWER_LEAD_RX = re.compile(rf"(?<![^\s,(]){_LOWER_LEAD}")
 RUN_PREFIX = rf"[^<>\\{TOKEN_CHARS}]"
@@ -249,7 +258,8 @@ def _continues(t: Tok, first: Tok, ev: _Evidence) -> bool:
     kowalska")."""
     if _is_name_word(t) or INITIAL.fullmatch(t.text):
         return True
-    return _name_shaped(t) and (t.word.isupper() == first.word.isupper()) and (
+    return _name_shaped(t) and t.word.isupper() == first.word.isupper() \
+        and t.word.islower() == first.word.islower() and (  # not "Karamanlis na loja"
         _listed(t.low, ev.lists.surnames) or _listed(t.low, ev.lists.given)
         or _listed(t.low, ev.strong) or bool(_GAELIC_O.fullmatch(t.word)))
 
@@ -272,6 +282,8 @@ def _names(run: str, toks: list[Tok], skip: set[int], names: frozenset[str],
             i += 1
             continue
         start = None
+        titled = False  # one surname after a title goes on past a particle only to a surname
+        opens = i == 0 or toks[i - 1].stop and not t.line  # the first word of the run or of a clause
         low = t.low.rstrip(".")
         nxt = toks[i + 1] if i + 1 < n else None
         if INITIAL.fullmatch(t.text) and _initials_then_surname(toks, i, ev) and not (
@@ -281,7 +293,7 @@ def _names(run: str, toks: list[Tok], skip: set[int], names: frozenset[str],
                 and nxt is not None and (
                 _is_name_word(nxt) or nxt.low in PARTICLES
                 or (_name_shaped(nxt) and ev.any(nxt))) and not t.stop:
-            start = i + 1
+            start, titled = i + 1, True
         elif t.low in GREETINGS and nxt is not None and _name_shaped(nxt) and not t.stop and (
                 (_is_name_word(nxt) and (run[nxt.end:nxt.end + 1] in (",", "\n", "!", ":")
                                          or (i + 2 < n and _is_name_word(toks[i + 2])
@@ -307,10 +319,13 @@ def _names(run: str, toks: list[Tok], skip: set[int], names: frozenset[str],
             start = i
         elif _particle_chain(toks, i, names, ev):
             start = i  # "Heloísa Ribeiro de Andrade", "Rosângela dos Passos"
+        elif opens and nxt is not None and i + 1 not in skip and common_comma_pair(t, nxt, ev):
+            start = i  # "Attendees: Montero, Mariana and me"
         if start is None or start in skip:
             i += 1
             continue
-        comma_pair = start == i and nxt is not None and nxt.line and i + 1 not in skip and _pair(t, nxt, ev)
+        comma_pair = start == i and nxt is not None and nxt.line and i + 1 not in skip and (
+            _pair(t, nxt, ev) or opens and common_comma_pair(t, nxt, ev))
         end = start
         initial = bool(INITIAL.fullmatch(toks[start].text))  # "Y. Sato": "y" is no particle here
         while toks[end].low in PARTICLES and end + 1 < n and not initial:
@@ -324,10 +339,10 @@ def _names(run: str, toks: list[Tok], skip: set[int], names: frozenset[str],
             if not _continues(toks[nxt_word], first, ev) \
                     or nxt_word in skip or (nxt_word > end + 1 and toks[nxt_word].line):
                 break
-            if nxt_word > end + 1 and end > start and not (
+            if nxt_word > end + 1 and (end > start or titled) and not (
                     ev.surname(toks[nxt_word]) or ev.unknown(toks[nxt_word])
                     or _surname_after_particle(toks, nxt_word, ev)):
-                break  # "Iryna Lysenko van Platform Team", "Bence Farkas de Legal": where they work
+                break  # "Iryna Lysenko van Platform Team", "Bence Farkas de Legal", "Sra. Dang de Facilities"
             if nxt_word == end + 2 and end == start and toks[nxt_word].low in ev.lists.common \
                     and not _listed(toks[nxt_word].low, ev.lists.surnames) and nxt_word + 1 < n \
                     and not toks[nxt_word + 1].line and toks[nxt_word + 1].word[:1].isupper():
@@ -335,7 +350,7 @@ def _names(run: str, toks: list[Tok], skip: set[int], names: frozenset[str],
 
             end = nxt_word
         while (start in leads or start in weak) and start not in line_leads and end - start >= 2 \
-                and _sentence_start(toks, end, ev):
+                and not INITIAL.fullmatch(toks[end - 1].text) and _sentence_start(toks, end, ev):
             end -= 1  # "Cordiali saluti, Anna Rossi Ho dimenticato": "Ho" starts a sentence
         if (start in leads or start in weak) and end == start and not comma_pair \
                 and _given_after_comma(toks, end, skip, ev):
@@ -449,33 +464,70 @@ def _lower_names(toks: list[Tok], starts: list[int]) -> list[tuple[int, int]]:
         return []
     if _pinyin_pair(first, toks[start + 1], ev, led=True) or last.low not in ev.lists.common and (
             first.low not in ev.lists.common or first.low in ev.strong) \
-            or first.low in ev.strong and last.low in ev.lists.prominent and _listed(last.low, ev.lists.surnames):
-        return [(start, end)]
+            or (first.low in ev.strong or _listed(first.low, ev.lists.given) and first.low not in ev.lists.common) \
+            and last.low in ev.lists.prominent and _listed(last.low, ev.lists.surnames):
+        return [(start, end)]  # "spoke to camila silva": a given name no common word, a prominent surname
     return []  # "with noline payment": a typo and a common word
 
 
 def _lower_signature(run: str, toks: list[Tok], leads: set[int]) -> list[tuple[int, int]]:
-    """A line of two to four lower-case words alone under a closing line ("Pozdrawiam,\n
-    siobhán ó briain", "Cordiali saluti,\ndivina pangilinan"): a signature's name when its
-    first and last words are no common words and the lists know one of its words."""
+    """A line of two to four lower-case words (and particles) alone under a closing line
+    ("Pozdrawiam,\nsiobhán ó briain", "Cordiali saluti,\ndivina pangilinan"): a signature's
+    name when it has a name's shape (`_given_and_family`), or when its first and last words
+    are no common words and the lists know one of its words."""
     ev = _evidence()
     for i in sorted(leads):
         if i <= 0 or i >= len(toks) or "\n" not in run[toks[i - 1].end:toks[i].start]:
             continue
         j = i
-        while j + 1 < len(toks) and not toks[j + 1].line and j - i < 3:
+        while j + 1 < len(toks) and not toks[j + 1].line and j - i < 6:
             j += 1
         words = toks[i:j + 1]
         if j + 1 < len(toks) and not toks[j + 1].line or len(words) < 2 \
+                or len([t for t in words if t.low not in PARTICLES]) > 4 \
                 or not all(t.word.islower() and (_name_shaped(t) or t.low in PARTICLES) for t in words):
             continue
         first, last = words[0], words[-1]
+        if _given_and_family(words, ev):
+            return [(i, j)]  # "joana darc dos reis pacheco": common words, but a name's shape
         if first.low in PARTICLES or first.low in ev.lists.common or last.low in ev.lists.common:
             continue
         if any(ev.any(t) or _listed(t.low, ev.lists.given) or korean.given(t.low, ev.lists.common)
                for t in words if t.low not in PARTICLES):
             return [(i, j)]
     return []
+
+
+def _given_and_family(words: list[Tok], ev: _Evidence) -> bool:
+    """Whether lower-case words that stand alone (a speaker, a sender, a signature line) are
+    a name by its shape: two to seven name-shaped words and particles, none a word that
+    names no person, the first a given name and the last a surname the lists hold, common
+    words or not ("carlos ... vieira")."""
+    if not 2 <= len(words) <= 7 or any(t.line for t in words[1:]) or any(t.stop for t in words[:-1]) \
+            or words[0].low in PARTICLES or words[-1].low in PARTICLES \
+            or not all(t.word.islower() and (t.low in PARTICLES or _name_shaped(t) and t.low not in NOT_NAMES)
+                       for t in words):
+        return False
+    given, family = words[0], words[-1]
+    return (_listed(given.low, ev.lists.given) or korean.given(given.low, ev.lists.common)) \
+        and (_listed(family.low, ev.lists.surnames) or bool(_GAELIC_O.fullmatch(family.word.title())))
+
+
+def _speaker(run: str, toks: list[Tok], chat: re.Match | None, headed: set[int]) -> list[tuple[int, int]]:
+    """The whole of a chat line's speaker ("[16:40] tadhg ní mhaoláin: …") or of a mail
+    header's sender ("De: maria das graças pires de almeida"), in lower case: two to seven
+    words up to the colon after a time stamp, or to the end of the header's line, every one
+    a name-shaped word or a particle, none a word that names no person, the first a given
+    name and the last a surname the lists hold (common words or not: "carlos", "vieira")."""
+    if not toks:
+        return []
+    timed = chat is not None and chat.group().startswith("[")
+    if timed and not run.rstrip().endswith(":"):
+        return []
+    first = 0 if timed else next((i for i in sorted(headed) if 0 <= i < len(toks)), -1)
+    if first < 0 or (not timed and toks[-1].stop):
+        return []
+    return [(first, len(toks) - 1)] if _given_and_family(toks[first:], _evidence()) else []
 
 
 def judge_cased(run: str, regions: tuple[str, ...] = numbers.DEFAULT_REGIONS) -> list[Span]:
@@ -488,6 +540,9 @@ def judge_cased(run: str, regions: tuple[str, ...] = numbers.DEFAULT_REGIONS) ->
     headed = _after(_HEADER_RX, run, toks) | ({0} if chat else set())
     weak |= headed
     found = _names(run, toks, set(), names, leads, weak, headed)
+    speaker = _speaker(run, toks, chat, headed)
+    if speaker:  # the whole line's name, in place of the parts the lists found of it
+        found = [(a, b) for a, b in found if b < speaker[0][0] or a > speaker[0][1]] + speaker
     signature = _lower_signature(run, toks, leads)
     if signature and not any(a <= signature[0][1] and b >= signature[0][0] for a, b in found):
         found += signature

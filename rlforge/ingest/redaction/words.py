@@ -325,6 +325,9 @@ WEAK_PERSON_CUES = (
     "mi chiamo", "sono", "qui è", "mijn naam is", "ik ben", "hier is", "o meu nome é",
     "chamo-me", "sou", "aqui é", "nazywam się", "jestem", "mam na imię", "z tej strony",
     "sent by", "de la part de", "de parte de", "da parte di", "namens",
+    # asking for a call back ("Merci de rappeler Sigrid", "Proszę oddzwonić do Mykola")
+    "rappeler", "richiamare", "llamad a", "llamar a", "llame a", "ligação para",
+    "oddzwonić do", "zadzwonić do",
 )
 # The sender and recipient fields of a forwarded or quoted e-mail's header, as mail programs
 # of the supported languages write them ("From: Ana Souza", "Von: …", "Van: …", "De : …").
