@@ -69,9 +69,10 @@ def _inputs(stmt, raw_lines):
     return out
 
 
-def _changed(value, text, rng):
+def _changed(value, text, rng, seen=frozenset()):
     """The source of another literal of the same type as `value` (written `text`), or
-    None when it cannot be changed safely (escapes, prefixes, exponents)."""
+    None when it cannot be changed safely (escapes, prefixes, exponents). A word put in
+    another form takes one not in `seen` (the words of the visible tests) where it can."""
     if type(value) is int and text.isdigit():
         new = value + rng.choice((-1, 1)) * rng.randrange(1, max(10, value // 2 + 1))
         return str(new if new >= 0 else value + rng.randrange(1, 10))
@@ -91,7 +92,7 @@ def _changed(value, text, rng):
             # (and, in half the copies of text with a number) another form of one of its
             # words, which code keyed on the words the policy saw would not know
             m = rng.choice(words)
-            inner = inner[:m.start()] + _word_form(m.group(), rng) + inner[m.end():]
+            inner = inner[:m.start()] + _word_form(m.group(), rng, seen) + inner[m.end():]
         elif not digits:
             i = rng.randrange(len(inner))
             letters = [c for c in "abcdefghijklmnopqrstuvwxyz" if c != inner[i]]
@@ -100,12 +101,13 @@ def _changed(value, text, rng):
     return None
 
 
-def _word_form(word, rng):
+def _word_form(word, rng, seen=frozenset()):
     """Another form of `word` a reader would take for the same word: its case changed, or a
-    final "s" added or taken away."""
+    final "s" added or taken away; one not in `seen` where there is one."""
     forms = [word.capitalize() if word.islower() else word.lower(), word.upper() if not word.isupper() else word.lower()]
     forms.append(word[:-1] if word.endswith("s") and len(word) > 3 else word + "s")
-    return rng.choice([f for f in forms if f != word] or [word + "s"])
+    forms = [f for f in dict.fromkeys(forms) if f != word] or [word + "s"]
+    return rng.choice([f for f in forms if f not in seen] or forms)
 
 
 def _renamed(name, words, taken, rng):
@@ -151,6 +153,8 @@ def candidates(files, checked, rng, limit=CANDIDATES, per_test=PER_TEST):
         if rel.endswith(".py") and key.isidentifier():
             wanted.setdefault(rel, {})[key] = set(lines)
     out = []
+    seen = frozenset(w for raw in files.values() if isinstance(raw, bytes)
+                     for w in re.findall(rb"[A-Za-z]{2,}", raw) for w in [w.decode()])
     for rel in sorted(wanted):
         raw = files.get(rel)
         try:
@@ -169,7 +173,7 @@ def candidates(files, checked, rng, limit=CANDIDATES, per_test=PER_TEST):
             rng.shuffle(sites)
             made = 0
             for stmt, const, text in sites:
-                new = _changed(const.value, text, rng)
+                new = _changed(const.value, text, rng, seen)
                 if new is None or made >= per_test:
                     continue
                 name = _renamed(node.name, words, names, rng)
