@@ -234,6 +234,13 @@ def test_a_coding_line_behind_a_lone_carriage_return_is_unreadable():
     "import operator\nag = operator.attrgetter\ndef f(x, n):\n    return ag(n)(x)\n",
     "import sys\ndef f():\n    try:\n        raise ValueError\n    except ValueError:\n        return sys.exc_info()[2]\n",
     "import string\ndef f(x, n):\n    return string.Formatter().get_field('0.' + n, (x,), {})\n",
+    # round 55's ecosystem red team: traceback, inspect and tracemalloc reached without
+    # their import, a log format built at run time, the warning depth in a mapping
+    "import logging\ndef f():\n    return logging.traceback.extract_stack()\n",
+    "import dataclasses\ndef f():\n    return dataclasses.inspect.stack(0)\n",
+    "import tracemalloc\ndef f():\n    return tracemalloc.get_object_traceback(bytes(48))\n",
+    "import logging\ndef f(n):\n    return logging.Formatter('%(' + n + ')s')\n",
+    "import warnings\ndef f(k):\n    warnings.warn('x', UserWarning, **{k: 3})\n",
 ])
 def test_means_reached_through_another_object_are_counted(source):
     """Red team, round 55: each passed the gate (it counted by local names only) and
@@ -256,3 +263,11 @@ def test_a_module_written_at_run_time_and_imported_absolutely_is_refused():
     assert callers.added_findings(written, protected, base) == [
         "pkg/core.py (imports_missing:pkg._gen)", "pkg/core.py (imports_missing:pkg._w)",
         "pkg/core.py (imports_missing:pkg.sub)"]
+
+
+def test_a_file_named_like_the_import_systems_own_is_counted():
+    """logging skips frames of files whose path holds `importlib` and `_bootstrap`, so a
+    record made in such a file names its caller."""
+    assert callers.file_findings("dura/_importlib_bootstrap_compat.py", b"X = 1\n") == {
+        "path:importlib_bootstrap": 1}
+    assert callers.file_findings("dura/compat.py", b"X = 1\n") == {}

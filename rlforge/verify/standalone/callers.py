@@ -63,7 +63,7 @@ MODULES = frozenset({"inspect", "traceback", "unittest", "pytest", "_pytest", "f
                      "_testcapi", "_testinternalcapi", "builtins", "marshal", "pickle",
                      "_pickle", "_warnings", "sys.monitoring", "runpy", "zipimport",
                      "importlib.util", "importlib.machinery", "importlib.abc",
-                     "importlib._bootstrap", "importlib._bootstrap_external"})
+                     "importlib._bootstrap", "importlib._bootstrap_external", "tracemalloc"})
 #: attributes of `sys` that say how the process was started or what it has loaded
 SYS_ATTRS = frozenset({"argv", "orig_argv", "modules", "monitoring", "meta_path",
                        "path_hooks", "audit", "call_tracing", "path", "exc_info", "exception"})
@@ -84,8 +84,11 @@ COMMON_NAMES = frozenset({"path"})
 #: attribute names that reach those means through any object (`os.sys`, `print.__self__`,
 #: `threading._sys`): the module and built-in namespaces, and the import system's hooks
 REACHING_ATTRS = frozenset({"sys", "_sys", "builtins", "_builtins", "__self__", "inspect", "_inspect",
-                            "gc", "faulthandler", "ctypes", "marshal", "runpy", "zipimport",
-                            "meta_path", "path_hooks", "orig_argv"})
+                            "traceback", "_traceback", "tracemalloc", "gc", "faulthandler", "ctypes",
+                            "marshal", "runpy", "zipimport", "meta_path", "path_hooks", "orig_argv"})
+#: logging calls that take a format string: built at run time, it names any record field
+#: (`funcName`, `lineno`: the caller's) with no counted name in the text
+LOG_FORMATS = frozenset({"Formatter", "basicConfig"})
 #: calls that run code or import by name wherever they are looked up (`importlib.__import__`);
 #: `compile` is left out (`re.compile`), `exec`/`eval` are rarely a method of anything else
 DYNAMIC_ATTR_CALLS = frozenset({"exec", "eval", "__import__", "breakpoint"})
@@ -206,8 +209,12 @@ def _ast_findings(tree, counts):
                     and _is_namespace(node.func.value) \
                     and not all(map(_plain_constant, node.args[:1])):
                 add("dynamic:namespace[key]")
-            elif name in WARN_CALLS and len(node.args) >= 3:
-                add(f"location:{name}")
+            elif name in WARN_CALLS and (len(node.args) >= 3 or any(k.arg is None for k in node.keywords)):
+                add(f"location:{name}")  # the depth by position, or in a mapping built at run time
+            elif name in LOG_FORMATS and not all(
+                    _constant(a) for a in node.args[:1] + [k.value for k in node.keywords
+                                                            if k.arg in (None, "fmt", "format")]):
+                add(f"dynamic:{name}")
             if name in ("__import__", "import_module") and node.args and _constant(node.args[0]):
                 module = node.args[0].value
                 if isinstance(module, str) and (module in MODULES
@@ -309,10 +316,15 @@ def binary_findings(path, data):
 
 def file_findings(path, data, files=None):
     """The gate's findings for one file: its source read (`findings`, with the tree's
-    `files` for its imports), or its bytes (`binary_findings`)."""
+    `files` for its imports), or its bytes (`binary_findings`). A source file whose path
+    reads as the import system's own (`importlib` and `_bootstrap`) counts too: logging
+    skips such frames, so a record made there names the caller."""
     if not is_source(path):
         return binary_findings(path, data)
-    return findings(data, path, files)
+    counts = findings(data, path, files)
+    if "importlib" in path and "_bootstrap" in path:
+        counts["path:importlib_bootstrap"] = 1
+    return counts
 
 
 class Tree(dict):

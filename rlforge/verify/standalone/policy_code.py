@@ -96,7 +96,13 @@ class _LocalHandle:
         except subprocess.TimeoutExpired:
             self.killed = True
             self.kill()
-            out, err = self.proc.communicate()
+            try:
+                out, err = self.proc.communicate(timeout=10)
+            except subprocess.TimeoutExpired as e:  # a process kill() missed holds the pipes
+                out, err = e.output, e.stderr
+                for pipe in (self.proc.stdout, self.proc.stderr):
+                    if pipe is not None:
+                        pipe.close()
         out, err = out or b"", err or b""
         self.kill()  # whatever it left behind goes before its result is read
         self.proc.wait()
@@ -209,6 +215,7 @@ class LocalPolicy:
             if os.environ.get("RLFORGE_SANDBOXED") == "1":
                 stop_other_processes()
             return
+        _kill_every_process_of(POLICY_UID)  # one kill(-1): no fork outruns it
         for _ in range(20):
             left = [p for p in _live_pids() if _uid_of(p) == POLICY_UID]
             if not left:
@@ -312,8 +319,28 @@ def stop_other_processes():
     return len(killed)
 
 
+def _kill_every_process_of(uid):
+    """SIGKILL to every process of `uid`, from a child that takes that uid: `kill(-1)`
+    reaches them all in one call (a chain of forks that each exit can slip past a scan of
+    /proc between its reading and its kills)."""
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.setgroups([])
+            os.setgid(uid)
+            os.setuid(uid)
+            for _ in range(3):
+                os.kill(-1, signal.SIGKILL)  # all the uid may signal, the caller spared
+        except BaseException:
+            pass
+        finally:
+            os._exit(0)
+    os.waitpid(pid, 0)
+
+
 def _live_pids():
-    """Pids in /proc that are not zombies (a zombie is already dead; only its parent can reap it)."""
+    """Pids in /proc that are not zombies (a zombie is already dead; only its parent can
+    reap it), but a leader that exited while its other threads run is alive."""
     out = []
     for name in os.listdir("/proc"):
         if not name.isdigit():
@@ -323,9 +350,16 @@ def _live_pids():
                 state = fh.read().rsplit(")", 1)[1].split()[0]
         except (OSError, IndexError):
             continue
-        if state not in ("Z", "X"):
+        if state not in ("Z", "X") or _threads(name) > 1:
             out.append(int(name))
     return out
+
+
+def _threads(pid):
+    try:
+        return len(os.listdir(f"/proc/{pid}/task"))
+    except OSError:
+        return 0
 
 
 def _reap():
