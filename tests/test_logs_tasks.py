@@ -129,9 +129,10 @@ def test_loghub_system_yields_validated_tasks(cli, tmp_path):
     report = json.loads(result.output)
     assert result.exit_code == 0 and report["emitted"] == 6
     # the only drops: questions a shortcut answers, or a rule held to chance would (the
-    # window was asked another)
-    assert all(d["reason"].startswith(("shortcut ", "rule ")) for d in report["drops"]), \
-        report["drops"]
+    # window was asked another), or windows whose only fitting family is at its share cap
+    # (more of them since first-failure questions are held to chance)
+    assert all(d["reason"].startswith(("shortcut ", "rule ", "family mix: ")) for d in report["drops"]), \
+        [d["reason"] for d in report["drops"]]
 
 
 def _read_dir(root, with_gz: bool = True) -> list[list[str]]:
