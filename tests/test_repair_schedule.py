@@ -69,8 +69,8 @@ def _broken_history(path: Path) -> dict[str, str]:
         "mul returns the sum of its arguments instead of the product\n\nmul(3, 4) gives 7.",
         {"calc/ops.py": FIXED_OPS, "tests/test_ops.py": TESTS + MUL_TEST})
     shas["unimportable"] = r.commit(
-        "ops: take the operators from a helper module that is not there",
-        {"calc/ops.py": "from calc.nowhere_to_be_found import *\n" + FIXED_OPS,
+        "ops: take the operators from a module that is not installed",
+        {"calc/ops.py": "from nowhere_to_be_found import *\n" + FIXED_OPS,
          "tests/test_ops.py": TESTS + MUL_TEST + "\n\ndef test_add_seven():\n    assert add(2, 7) == 9\n"})
     return shas
 
