@@ -191,7 +191,7 @@ def test_the_modules_a_tree_provides():
     11 s a verify): sources, every directory above a file, extension modules."""
     files = {"pkg/__init__.py": b"", "pkg/a.py": b"", "pkg/ns/deep/x.txt": b"",
              "pkg/_c.cpython-311-x86_64-linux-gnu.so": b"", "pkg/d.abi3.so": b"", "top.pyw": b""}
-    assert callers.provided_modules(files) == {"pkg", "pkg/__init__", "pkg/a", "pkg/ns", "pkg/ns/deep",
+    assert callers.Provided(files).paths == {"pkg", "pkg/__init__", "pkg/a", "pkg/ns", "pkg/ns/deep",
                                                "pkg/_c", "pkg/d"}
 
 

@@ -259,7 +259,7 @@ def source_text(data):
 def findings(text, path=None, files=None):
     """{kind: how many} of the means to see the caller or the test run in one source file
     (`text`, bytes or str); see the module docstring. With its `path` and `files` (the
-    tree's {path: bytes}), its relative imports no file of the tree provides count too
+    tree's {path: bytes}), the imports no file of the tree provides count too
     (`missing_imports`)."""
     if isinstance(text, bytes):
         decoded = source_text(text)
@@ -365,15 +365,10 @@ class Provided:
         return path in self.paths
 
 
-def provided_modules(files):
-    """The module paths the tree's files provide (see `Provided`)."""
-    return Provided(files).paths
-
-
 def _absolute(module, provided):
-    """The tree's paths an absolute import of `module` may mean ("" when it is none of
-    the tree's: no file or directory of the tree has the name it starts with); with each,
-    whether the tree provides the whole module there."""
+    """[(root, whole)]: the tree's paths an absolute import of `module` may start at, each
+    with whether the tree provides the whole module there; [] when it is none of the
+    tree's (no module or directory of Python there has the name it starts with)."""
     top, _, rest = module.partition(".")
     roots = provided.by_name.get(top, [])
     return [(root, not rest or root + "/" + rest.replace(".", "/") in provided) for root in roots]

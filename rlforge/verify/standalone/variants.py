@@ -153,8 +153,8 @@ def candidates(files, checked, rng, limit=CANDIDATES, per_test=PER_TEST):
         if rel.endswith(".py") and key.isidentifier():
             wanted.setdefault(rel, {})[key] = set(lines)
     out = []
-    seen = frozenset(w for raw in files.values() if isinstance(raw, bytes)
-                     for w in re.findall(rb"[A-Za-z]{2,}", raw) for w in [w.decode()])
+    seen = frozenset(w.decode() for raw in files.values() if isinstance(raw, bytes)
+                     for w in re.findall(rb"[A-Za-z]{2,}", raw))
     for rel in sorted(wanted):
         raw = files.get(rel)
         try:
