@@ -74,7 +74,7 @@ from rlforge.sandbox import SandboxSpec, copy_tree, read_file
 from rlforge.sandbox.mounts import Mounts, grown_past_cap, trusted_fields
 from rlforge.sandbox.pool import run_in_thread
 from rlforge.sandbox.spec import LOGS_MOUNT, TESTS_MOUNT, WORKSPACE_MOUNT
-from rlforge.taskdir import TESTS, WORKSPACE, read_task_toml, task_dirs
+from rlforge.taskdir import TESTS, WORKSPACE, load_task, task_dirs
 from rlforge.verify.scorer import SOCKET_MOUNT, Scorer
 
 __all__ = ["RlforgeHarborTask", "RlforgeTaskset", "RlforgeTasksetConfig", "SandboxBashHarness",
@@ -177,10 +177,9 @@ class SandboxRuntime(Runtime):
 
         # an entry point (verifiers loads it): the flag-less configuration's cache
         cache_dir = default_cache_dir(Config.load().settings())
-        toml = read_task_toml(task_dir)
-        self._fields.update(prepared_env_hook(task_dir, toml, cache_dir))
-        limit = (toml.get("agent") or {}).get("timeout_sec")
-        self.agent_timeout = float(limit) if isinstance(limit, (int, float)) and limit > 0 else None
+        task = load_task(task_dir)
+        self._fields.update(prepared_env_hook(task_dir, task.meta, cache_dir))
+        self.agent_timeout = task.agent_timeout  # a rollout's budget, as `rlforge run` reads it
 
     # --- files -----------------------------------------------------------------------
 
