@@ -1,5 +1,5 @@
-"""A ninth corpus, for person names in the records back offices keep, written for session 55
-before any of its rule changes, scored once then and once at the end; never tuned on.
+"""A ninth corpus, for person names in the records back offices keep, written before the
+rule changes that came with it, scored once then and once at the end; never tuned on.
 
 Why: every corpus before this one has been scored while rules were written, and the
 sessions that followed tuned on them (some by proxy). This one was written from the other
