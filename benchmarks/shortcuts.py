@@ -31,7 +31,8 @@ are ingested into one database, `tickets.triage` makes every task it can (seed 0
 tasks are split as `rlforge build-tasks` splits them (hash split, near-duplicate, related
 and subject groups). Each task is then guessed from what a policy trained on the other
 splits saw: the label of a ticket of another split with the same normalised subject
-(`same_subject_label`), and the triage battery's strategies with the other splits'
+(`same_subject_label`), or a near-identical one (`near_subject_label`: a typo in one word,
+one word more), and the triage battery's strategies with the other splits'
 tickets as the seen ones; held out, the label of the other-split ticket whose subject's
 word set is most similar (Jaccard at least 0.6). Printed per split, with the largest split
 group's share of the tasks.
@@ -328,6 +329,9 @@ def measure_tickets(items: list[str], seed: int, triage) -> dict:
         guess = triage.same_subject_label(subject, others)
         if guess and triage.solved(view, spec.reference["answer"], {"x": lambda v: guess}):
             solved.append("same_subject_label")
+        near = triage.same_subject_label(subject, others, near=True)
+        if near and triage.solved(view, spec.reference["answer"], {"x": lambda v: near}):
+            solved.append("near_subject_label")
         guess = similar_subject(subject, others)
         other = ["similar_subject_label"] if guess and triage.solved(
             view, spec.reference["answer"], {"x": lambda v: guess}) else []

@@ -270,6 +270,36 @@ def test_tickets_of_one_subject_share_a_split_unless_the_subject_is_generic():
         assert (len(set(got[:shared])) == 1) is joined and got[shared:] == keys[shared:]
 
 
+def test_a_subject_written_with_a_typo_or_a_word_more_shares_the_split():
+    """Typo variants ("renewal", "rnewal"; a placeholder of another database's key) and
+    a subject with one word more are one subject; other words, short words one letter
+    apart and a family over the generic share are not."""
+    subjects = ["Annual renewal charged twice", "annual rnewal charged twice",
+                "Annual renewal charged twice again", "Cannot import products",
+                "Cannot export products", "Card declined at the till",
+                "Cart declined at the till", "Renewal for <PERSON_3f2a1b> failed",
+                "Renewl for <PERSON_99aa00> failed", "Webhooks stopped firing",
+                "Webhooks stoped firing"]
+    keys = [f"t{i:02}" for i in range(len(subjects))]
+    bodies = [f"ticket body {i}" for i in range(len(subjects))]
+    got = near_duplicate_groups(keys, bodies, None, [subject_key(s) for s in subjects])
+    assert got[:3] == ["t00"] * 3
+    assert len(set(got[3:7])) == 4
+    assert got[7:9] == ["t07"] * 2 and got[9:] == ["t09"] * 2
+    assert shortcuts_triage.same_subject_label(
+        "Annual rnewal charged twice", [("annual renewal charged twice", "billing")],
+        near=True) == "billing"
+    # A family over the generic share falls apart into its own subjects: no group of
+    # near-identical subjects swallows a split.
+    n = 200
+    cap = int(MAX_SUBJECT_SHARE * n)
+    crowd = ["Order status changed"] * cap + ["Order staus changed"] * cap
+    keys = [f"k{i:04}" for i in range(n)]
+    got = near_duplicate_groups(keys, [f"ticket {i}" for i in range(n)], None,
+                                [subject_key(s) for s in crowd] + [None] * (n - 2 * cap))
+    assert got[:cap] == ["k0000"] * cap and got[cap:2 * cap] == [keys[cap]] * cap
+
+
 def _subject(task: Path) -> str:
     text = (task / "instruction.md").read_text()
     return text.split("**Subject:** ", 1)[1].split("\n", 1)[0] if "**Subject:** " in text else ""
@@ -296,6 +326,11 @@ def test_no_triage_label_is_read_off_the_same_subject_in_another_split(cli, tick
         subject, [(o, a) for sp, o, a in tasks if sp != split]) == answer
         for split, subject, answer in tasks)
     assert copied == 0
+    # nor off a near-identical subject (a typo, a word more) in another split
+    near = sum(shortcuts_triage.same_subject_label(
+        subject, [(o, a) for sp, o, a in tasks if sp != split], near=True) == answer
+        for split, subject, answer in tasks)
+    assert near == 0
 
 
 def test_split_by_time_needs_a_cutoff_and_cuts_there(cli, ticket_db, tmp_path, query):

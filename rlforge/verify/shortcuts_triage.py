@@ -157,14 +157,64 @@ def normal_subject(subject: str | None) -> str:
                     for w in re.findall(r"[^\W_]+", text.casefold()))
 
 
-def same_subject_label(subject: str | None, others: list[tuple[str | None, str]]) -> str | None:
+TYPO_MIN = 5  # a word shorter than this is never read as another word's typo
+TYPO_LONG = 8  # two words this long or longer may be two edits apart
+
+
+def typo_distance(a: str, b: str, most: int) -> int:
+    """The optimal-string-alignment distance of two words (insertions, deletions,
+    substitutions and swaps of two neighbours), or `most + 1` once it is sure to exceed
+    `most`."""
+    if abs(len(a) - len(b)) > most:
+        return most + 1
+    before: list[int] = []
+    row = list(range(len(b) + 1))
+    for i in range(1, len(a) + 1):
+        now = [i] + [0] * len(b)
+        for j in range(1, len(b) + 1):
+            now[j] = min(row[j] + 1, now[j - 1] + 1, row[j - 1] + (a[i - 1] != b[j - 1]))
+            if i > 1 and j > 1 and a[i - 1] == b[j - 2] and a[i - 2] == b[j - 1]:
+                now[j] = min(now[j], before[j - 2] + 1)
+        if min(now) > most:
+            return most + 1
+        before, row = row, now
+    return row[-1]
+
+
+def typo_apart(a: str, b: str) -> bool:
+    """Whether two different words are one typo apart ("renewal", "rnewal"): one edit, or
+    two when both have `TYPO_LONG` letters or more; never a word shorter than `TYPO_MIN`
+    letters or holding a digit ("cart" and "card" are two words, "0" an order number)."""
+    if a == b or min(len(a), len(b)) < TYPO_MIN or any(c.isdigit() for c in a + b):
+        return False
+    most = 2 if min(len(a), len(b)) >= TYPO_LONG else 1
+    return typo_distance(a, b, most) <= most
+
+
+def near_subjects(a: list[str], b: list[str]) -> bool:
+    """Whether two normalised subjects (`normal_subject`, as words) are one subject
+    written twice: the same words but one, which is a typo of the other's (`typo_apart`),
+    or the same words in the same order with one more in the longer of three or more."""
+    if len(a) == len(b):
+        diff = [(x, y) for x, y in zip(a, b) if x != y]
+        return len(diff) == 1 and typo_apart(*diff[0])
+    short, long = (a, b) if len(a) < len(b) else (b, a)
+    return len(long) == len(short) + 1 >= 3 and any(
+        long[:i] + long[i + 1:] == short for i in range(len(long)))
+
+
+def same_subject_label(subject: str | None, others: list[tuple[str | None, str]],
+                       near: bool = False) -> str | None:
     """The label most of the `others` (subject, label: tickets of another split) with this
-    ticket's normalised subject carry, when one leads."""
+    ticket's normalised subject carry, when one leads; with `near`, also those whose
+    subject is a near-identical one (`near_subjects`: a typo, a word more)."""
     mine = normal_subject(subject)
     if not mine:
         return None
+    words = mine.split()
     top = Counter(label for theirs, label in others
-                  if normal_subject(theirs) == mine).most_common(2)
+                  if (other := normal_subject(theirs)) == mine
+                  or near and other and near_subjects(words, other.split())).most_common(2)
     if not top or (len(top) == 2 and top[0][1] == top[1][1]):
         return None
     return top[0][0]
