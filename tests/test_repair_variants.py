@@ -122,10 +122,10 @@ def test_a_task_keeps_a_few_variants_spread_over_their_originals():
 def test_a_text_input_gets_a_form_of_its_word_no_visible_test_has():
     """Held-back copies once changed only digits inside text (`"2 hours"` to `"5 hours"`):
     code that answered the words the policy saw one way and every other word another (a
-    red team's router) passed them all. Then half of them changed a word's form, but most
-    often its case, which such code undoes by lower-casing. A copy now takes a form no
-    visible test holds in any case where there is one ("hours" -> "hour"), and a digit too
-    in some copies."""
+    red team's router) passed them all. Then half of them changed a word's form too, but
+    most often its case, which such code undoes by lower-casing. A copy now takes a form no
+    visible test holds in any case where there is one ("hours" -> "hour"), and another
+    digit, so that its value is new."""
     texts = set()
     for seed in range(40):
         for v in _made(seed):
@@ -133,7 +133,7 @@ def test_a_text_input_gets_a_form_of_its_word_no_visible_test_has():
                 texts.add(ast.literal_eval(_asserts(v["source"])[1][0].left.args[0]))
                 assert v["fresh_word"]
     assert {t.split()[-1] for t in texts} == {"hour"}, texts
-    assert "2 hour" in texts and len(texts) > 1, texts  # the digit kept in some, changed in others
+    assert "2" not in {t.split()[0] for t in texts} and len(texts) > 1, texts
     assert variants._word_form("mins", random.Random(0), {"mins"}) == ("min", True)
     form, fresh = variants._word_form("mins", random.Random(0), {"mins", "min"})
     assert form in ("Mins", "MINS") and not fresh  # no new word: a new case at least

@@ -82,23 +82,25 @@ def _changed(value, text, rng, seen=frozenset()):
     if type(value) is str and len(text) >= 2 and text[0] in "'\"" and text[-1] == text[0] \
             and text[-2:-1] != text[0] and "\\" not in text:
         inner = text[1:-1]
-        digits = [i for i, c in enumerate(inner) if c.isdigit()]
+        digits = any(c.isdigit() for c in inner)
         words = list(re.finditer(r"[A-Za-z]{2,}", inner))
         if not inner:
             return None
-        new_words = [m for m in words if any(f.lower() not in seen for f in _forms(m.group()))]
-        if digits and (not new_words or rng.random() < 0.5):
-            # a number inside text: another digit keeps it readable
-            i = rng.choice(digits)
-            inner = inner[:i] + rng.choice([d for d in "0123456789" if d != inner[i]]) + inner[i + 1:]
         fresh = False
-        if new_words or (words and (not digits or rng.random() < 0.5)):
+        if words:
             # another form of one of its words (one no visible test holds, in any case, where
             # there is one), which code keyed on the words the policy saw would not know
+            new_words = [m for m in words if any(f.lower() not in seen for f in _forms(m.group()))]
             m = rng.choice(new_words or words)
             form, fresh = _word_form(m.group(), rng, seen)
             inner = inner[:m.start()] + form + inner[m.end():]
-        elif not digits:
+        if digits:
+            # and another digit, which keeps the text readable and makes its value new (code
+            # that takes the new form for the old word gives the old value, which echoing
+            # the visible assert's literal would pass)
+            i = rng.choice([i for i, c in enumerate(inner) if c.isdigit()])
+            inner = inner[:i] + rng.choice([d for d in "0123456789" if d != inner[i]]) + inner[i + 1:]
+        elif not words:
             i = rng.randrange(len(inner))
             letters = [c for c in "abcdefghijklmnopqrstuvwxyz" if c != inner[i]]
             inner = inner[:i] + rng.choice(letters) + inner[i + 1:]
@@ -205,7 +207,8 @@ def candidates(files, checked, rng, limit=CANDIDATES, per_test=PER_TEST):
                             "expected": repr(_literal(expected)[1]), "fresh_word": fresh})
                 made += 1
     rng.shuffle(out)
-    out.sort(key=lambda v: not v["fresh_word"])  # (stable) copies with a new word first
+    fresh = [v for v in out if v["fresh_word"]]  # up to half the places for copies with a new word
+    out = fresh[:limit // 2] + [v for v in out if not v["fresh_word"]] + fresh[limit // 2:]
     return sorted(out[:limit], key=lambda v: (v["file"], v["test"]))
 
 
