@@ -70,44 +70,59 @@ def _inputs(stmt, raw_lines):
 
 
 def _changed(value, text, rng, seen=frozenset()):
-    """The source of another literal of the same type as `value` (written `text`), or
-    None when it cannot be changed safely (escapes, prefixes, exponents). A word put in
-    another form takes one not in `seen` (the words of the visible tests) where it can."""
+    """(the source of another literal of the same type as `value` (written `text`), whether
+    it holds a word in a form `seen` lacks in any letter case), or None when it cannot be
+    changed safely (escapes, prefixes, exponents). `seen`: the words of the visible tests,
+    lower-cased."""
     if type(value) is int and text.isdigit():
         new = value + rng.choice((-1, 1)) * rng.randrange(1, max(10, value // 2 + 1))
-        return str(new if new >= 0 else value + rng.randrange(1, 10))
+        return str(new if new >= 0 else value + rng.randrange(1, 10)), False
     if type(value) is float and re.fullmatch(r"\d+\.\d*", text):
-        return repr(round(value + rng.randrange(1, 10) + 0.5, 6))
+        return repr(round(value + rng.randrange(1, 10) + 0.5, 6)), False
     if type(value) is str and len(text) >= 2 and text[0] in "'\"" and text[-1] == text[0] \
             and text[-2:-1] != text[0] and "\\" not in text:
         inner = text[1:-1]
-        digits = [i for i, c in enumerate(inner) if c.isdigit()]
+        digits = any(c.isdigit() for c in inner)
         words = list(re.finditer(r"[A-Za-z]{2,}", inner))
         if not inner:
             return None
-        if digits:  # a number inside text: another digit keeps it readable
-            i = rng.choice(digits)
+        fresh = False
+        if words:
+            # another form of one of its words (one no visible test holds, in any case, where
+            # there is one), which code keyed on the words the policy saw would not know
+            new_words = [m for m in words if any(f.lower() not in seen for f in _forms(m.group()))]
+            m = rng.choice(new_words or words)
+            form, fresh = _word_form(m.group(), rng, seen)
+            inner = inner[:m.start()] + form + inner[m.end():]
+        if digits:
+            # and another digit, which keeps the text readable and makes its value new (code
+            # that takes the new form for the old word gives the old value, which echoing
+            # the visible assert's literal would pass)
+            i = rng.choice([i for i, c in enumerate(inner) if c.isdigit()])
             inner = inner[:i] + rng.choice([d for d in "0123456789" if d != inner[i]]) + inner[i + 1:]
-        if words and (not digits or rng.random() < 0.5):
-            # (and, in half the copies of text with a number) another form of one of its
-            # words, which code keyed on the words the policy saw would not know
-            m = rng.choice(words)
-            inner = inner[:m.start()] + _word_form(m.group(), rng, seen) + inner[m.end():]
-        elif not digits:
+        elif not words:
             i = rng.randrange(len(inner))
             letters = [c for c in "abcdefghijklmnopqrstuvwxyz" if c != inner[i]]
             inner = inner[:i] + rng.choice(letters) + inner[i + 1:]
-        return text[0] + inner + text[-1]
+        return text[0] + inner + text[-1], fresh
     return None
 
 
-def _word_form(word, rng, seen=frozenset()):
-    """Another form of `word` a reader would take for the same word: its case changed, or a
-    final "s" added or taken away; one not in `seen` where there is one."""
+def _forms(word):
+    """Other forms of `word` a reader would take for the same word: its case changed, or a
+    final "s" added or taken away."""
     forms = [word.capitalize() if word.islower() else word.lower(), word.upper() if not word.isupper() else word.lower()]
     forms.append(word[:-1] if word.endswith("s") and len(word) > 3 else word + "s")
-    forms = [f for f in dict.fromkeys(forms) if f != word] or [word + "s"]
-    return rng.choice([f for f in forms if f not in seen] or forms)
+    return [f for f in dict.fromkeys(forms) if f != word] or [word + "s"]
+
+
+def _word_form(word, rng, seen=frozenset()):
+    """(one of `_forms(word)`, whether its lower case is not in `seen`): forms `seen`
+    lacks in any case come first, then forms new only in their case."""
+    forms = _forms(word)
+    fresh = [f for f in forms if f.lower() not in seen]
+    form = rng.choice(fresh or forms)
+    return form, bool(fresh)
 
 
 def _renamed(name, words, taken, rng):
@@ -153,7 +168,7 @@ def candidates(files, checked, rng, limit=CANDIDATES, per_test=PER_TEST):
         if rel.endswith(".py") and key.isidentifier():
             wanted.setdefault(rel, {})[key] = set(lines)
     out = []
-    seen = frozenset(w.decode() for raw in files.values() if isinstance(raw, bytes)
+    seen = frozenset(w.decode().lower() for raw in files.values() if isinstance(raw, bytes)
                      for w in re.findall(rb"[A-Za-z]{2,}", raw))
     for rel in sorted(wanted):
         raw = files.get(rel)
@@ -173,9 +188,10 @@ def candidates(files, checked, rng, limit=CANDIDATES, per_test=PER_TEST):
             rng.shuffle(sites)
             made = 0
             for stmt, const, text in sites:
-                new = _changed(const.value, text, rng, seen)
-                if new is None or made >= per_test:
+                changed = _changed(const.value, text, rng, seen)
+                if changed is None or made >= per_test:
                     continue
+                new, fresh = changed
                 name = _renamed(node.name, words, names, rng)
                 names.add(name)
                 lines = raw_lines[node.lineno - 1:node.end_lineno]
@@ -188,9 +204,11 @@ def candidates(files, checked, rng, limit=CANDIDATES, per_test=PER_TEST):
                 expected = test.left if _literal(test.left)[0] else test.comparators[0]
                 out.append({"file": rel, "test": name, "original": node.name,
                             "line": stmt.lineno - node.lineno, "source": source,
-                            "expected": repr(_literal(expected)[1])})
+                            "expected": repr(_literal(expected)[1]), "fresh_word": fresh})
                 made += 1
     rng.shuffle(out)
+    fresh = [v for v in out if v["fresh_word"]]  # up to half the places for copies with a new word
+    out = fresh[:limit // 2] + [v for v in out if not v["fresh_word"]] + fresh[limit // 2:]
     return sorted(out[:limit], key=lambda v: (v["file"], v["test"]))
 
 
@@ -263,7 +281,8 @@ def kept(variants, plan, runs):
 
 def chosen(variants, rng, count=PER_TASK):
     """At most `count` of the kept `variants`, spread over the tests they copy: one of each
-    original in turn, in an order `rng` decides."""
+    original in turn, in an order `rng` decides, copies that hold a word in a form no
+    visible test has (`fresh_word`) before the others."""
     groups = {}
     for v in variants:
         groups.setdefault((v["file"], v["original"]), []).append(v)
@@ -271,6 +290,8 @@ def chosen(variants, rng, count=PER_TASK):
     rng.shuffle(order)
     for key in order:
         rng.shuffle(groups[key])
+        groups[key].sort(key=lambda v: bool(v.get("fresh_word")))  # popped from the end
+    order.sort(key=lambda k: not groups[k][-1].get("fresh_word"))
     out = []
     while len(out) < count and any(groups[k] for k in order):
         for key in order:

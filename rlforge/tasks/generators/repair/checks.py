@@ -50,9 +50,10 @@ from rlforge.verify.standalone import asserts, protect
 
 __all__ = ["Checker", "CheckResult", "classify", "runner_of", "system_python_version", "write_tree"]
 
-CHECK_VERSION = 4  # 2: pytest run with autoload off, -c config, FIFO reports; 3: literal
+CHECK_VERSION = 5  # 2: pytest run with autoload off, -c config, FIFO reports; 3: literal
 #                    asserts report their values (hidden ones at the parent, all with the fix);
-#                    4: held-back variants of the pass-to-pass tests measured
+#                    4: held-back variants of the pass-to-pass tests measured; 5: variants
+#                    change a word's form too (bump it whenever variants.candidates changes)
 KEPT = "kept"
 REJECTED = "rejected"
 # Rejection reasons of the build-time check (selection adds its own, see select.py).
