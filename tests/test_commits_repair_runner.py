@@ -122,6 +122,23 @@ def test_outcomes_by_pytest_id(tmp_path, venv):
     assert out[unicode_id] == "passed"  # pytest escapes non-ASCII ids; they still map back
 
 
+class _FailsToStart(LocalPolicy):
+    def start(self, *args, **kwargs):
+        raise OSError("no process")
+
+
+def test_a_run_that_raises_puts_the_test_files_back(tmp_path, venv):
+    """The test files are left empty on disk while tests run (their sources go to the test
+    process in memory); a run that raises half-way must still put them back."""
+    root = tree(tmp_path / "t", OUTCOMES)
+    before = (root / "tests" / "test_kinds.py").read_bytes()
+    with pytest.raises(OSError):
+        run_tests(str(root), pytest_cmd(venv), None, paths=["tests/test_kinds.py"],
+                  policy=_FailsToStart(drop=False),
+                  per_test_timeout=20, collect_timeout=60, budget_sec=60)
+    assert (root / "tests" / "test_kinds.py").read_bytes() == before
+
+
 def test_selected_ids_only_and_missing_ones(tmp_path, venv):
     root = tree(tmp_path / "t", OUTCOMES)
     f = "tests/test_kinds.py::"
