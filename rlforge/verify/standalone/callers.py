@@ -74,7 +74,7 @@ MODULES = frozenset({"inspect", "traceback", "unittest", "pytest", "_pytest", "f
                      "_pickle", "_warnings", "sys.monitoring", "runpy", "zipimport",
                      "importlib.util", "importlib.machinery", "importlib.abc",
                      "importlib._bootstrap", "importlib._bootstrap_external", "tracemalloc",
-                     "pkgutil", "doctest", "asyncio.format_helpers"})
+                     "pkgutil", "asyncio.format_helpers"})
 #: attributes of `sys` that say how the process was started or what it has loaded
 SYS_ATTRS = frozenset({"argv", "orig_argv", "modules", "monitoring", "meta_path",
                        "path_hooks", "audit", "call_tracing", "path", "exc_info", "exception"})
