@@ -94,3 +94,30 @@ def test_a_part_alone_is_redacted_alike_in_every_path_with_the_whole_names_pseud
     text = "Attendees: Marisol Quintanilla\nAction: Marisol to send the quote"
     found = [ph for *_, kind, ph in red.findings(text) if kind == "PERSON"]
     assert len(found) == 2 and len(set(found)) == 1, red.redact_text(text)
+
+
+# A name in lower case after a cue word, whose given name is also a frequent word of some
+# language and whose surname is a word no language knows.
+LOWER_AFTER_CUES = [
+    ("the refund was approved by agnieszka wróblewicz yesterday", "agnieszka wróblewicz"),
+    ("cc omar haddadin - can you check the stock", "omar haddadin"),
+    ("please forward it to marcelo arruebarrena today", "marcelo arruebarrena"),
+]
+# Lower-case words after the same cues that are no names.
+LOWER_KEPT = [
+    "the order was placed by credit card last week",
+    "sent with kubectl apply and the helm chart",
+    "please forward it to the billing team today",
+    "talked to nginx support about the config",
+]
+
+
+@pytest.mark.parametrize("text,name", LOWER_AFTER_CUES)
+def test_a_lower_case_name_with_a_rare_surname_after_a_cue(text, name):
+    out = _redacted(text)
+    assert not any(w in out.split() for w in name.split()), out
+
+
+@pytest.mark.parametrize("text", LOWER_KEPT)
+def test_lower_case_words_after_a_cue_that_are_no_names_are_kept(text):
+    assert _redacted(text) == text

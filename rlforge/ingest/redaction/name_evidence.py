@@ -286,6 +286,18 @@ def _lower_pair(a: Tok, b: Tok, ev: _Evidence) -> bool:
         or _pinyin_pair(a, b, ev, led=True) or _korean_pair(a, b, ev))
 
 
+def rare_lower_pair(a: Tok, b: Tok, ev: _Evidence) -> bool:
+    """Two lower-case words after a cue, a given name the lists hold (a common word too:
+    the languages' frequent words hold many given names, "łukasz", "omar") and a word that
+    no language knows, a listed surname or none ("placed by łukasz lisak"): a rare word
+    after a given name is a surname far more often than a word of the sentence."""
+    return a.word.islower() and b.word.islower() and not a.stop and not b.line \
+        and a.low not in PARTICLES and a.low not in NOT_NAMES and a.low not in _LEAD_WORDS \
+        and _listed(a.low, ev.lists.given) and _name_shaped(b) and len(b.low) > 2 \
+        and b.low not in ev.lists.known and b.low not in NOT_NAMES and not _listed(b.low, ev.lists.given) \
+        or a.word.islower() and _lower_pair(a, b, ev) and b.low not in ev.lists.known
+
+
 def _two_capitals(a: Tok, b: Tok, ev: _Evidence) -> bool:
     """Two capitalised words after a lead, one of them a name the lists know: "This is
     Forest Larson", "Cumprimentos, Esméria Monteiro" (not "This is Visual Studio")."""

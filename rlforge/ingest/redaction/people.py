@@ -37,7 +37,7 @@ from rlforge.ingest.redaction import korean, numbers
 from rlforge.ingest.redaction.addresses import addresses, street_names
 from rlforge.ingest.redaction.name_evidence import (_GAELIC_O, _LEAD_WORDS, _NAME_WORD, _PLACE_BEFORE, _Evidence, _evidence,
                                                     _is_given, _is_name_word, _listed, _lower_pair,
-                                                    _name_shaped, _named, _pair, _pinyin_pair, _place_name, common_comma_pair, place_names,
+                                                    _name_shaped, _named, _pair, _pinyin_pair, _place_name, common_comma_pair, place_names, rare_lower_pair,
                                                     _two_capitals, given_names)
 from rlforge.ingest.redaction.rules import Span
 from rlforge.ingest.redaction.run_words import INITIAL, L, U, Tok, tokens
@@ -446,7 +446,8 @@ def _lower_names(toks: list[Tok], starts: list[int]) -> list[tuple[int, int]]:
     common word after a curated given name or a word no more common ("placed by ping
     liang", "ask michael babu"; not "by credit card", "with noline payment")."""
     ev = _evidence()
-    start = next((i for i in starts if 0 <= i < len(toks) - 1 and _lower_pair(toks[i], toks[i + 1], ev)), -1)
+    start = next((i for i in starts if 0 <= i < len(toks) - 1 and (
+        _lower_pair(toks[i], toks[i + 1], ev) or rare_lower_pair(toks[i], toks[i + 1], ev))), -1)
     if start < 0:
         return []
     end = start + 1
@@ -462,7 +463,8 @@ def _lower_names(toks: list[Tok], starts: list[int]) -> list[tuple[int, int]]:
     first, last = toks[start], toks[end]
     if first.low == last.low:  # a word said twice is no name ("for job job_1445…")
         return []
-    if _pinyin_pair(first, toks[start + 1], ev, led=True) or last.low not in ev.lists.common and (
+    if _pinyin_pair(first, toks[start + 1], ev, led=True) or rare_lower_pair(first, toks[start + 1], ev) \
+            and end == start + 1 or last.low not in ev.lists.common and (
             first.low not in ev.lists.common or first.low in ev.strong) \
             or (first.low in ev.strong or _listed(first.low, ev.lists.given) and first.low not in ev.lists.common) \
             and last.low in ev.lists.prominent and _listed(last.low, ev.lists.surnames):
