@@ -121,3 +121,26 @@ def test_a_lower_case_name_with_a_rare_surname_after_a_cue(text, name):
 @pytest.mark.parametrize("text", LOWER_KEPT)
 def test_lower_case_words_after_a_cue_that_are_no_names_are_kept(text):
     assert _redacted(text) == text
+
+
+# A speaker's turn: a given name alone before a colon at the start of a line; and the time
+# stamps of exported chats before a speaker's name.
+SPEAKERS = [
+    ("Agent: thank you for calling\nTuomas: my card was charged twice", "Tuomas"),
+    ("Chidera: the invoice is still open\nAgent: let me check", "Chidera"),
+    ("14/03/2025, 19:22 - Oluwaseun: is the engineer coming?", "Oluwaseun"),
+    ("[3/14/25, 8:02:11 AM] Quintanilla: photo of the meter attached", "Quintanilla"),
+]
+LABELS_KEPT = ("Note: call back\nStatus: open\nSubject: refund\nCustomer: yes\nCaller: hi\nTotal: 12\n"
+               "Answer: no\nResult: ok\nWarning: disk\nError: timeout\nSummary: none\nResolution: done\n"
+               "Agent: hello\nAction: none\nDate: 12/03/2025, 19:22 - Ready")
+
+
+@pytest.mark.parametrize("text,name", SPEAKERS)
+def test_a_speakers_name_before_a_colon_or_after_a_chat_stamp(text, name):
+    out = _redacted(text)
+    assert not any(w in out for w in name.split()), out
+
+
+def test_labels_before_a_colon_are_no_speakers():
+    assert _redacted(LABELS_KEPT) == LABELS_KEPT

@@ -75,12 +75,25 @@ _MORE = (rf"(?:{_RUN_SEP}(?:{_LEAD}|{_WEAK_LEAD})?(?:{_JOIN}\.?,?[ ])*{_RUN_TOKE
 # street word ("van der Dussenstr. 5", "rue de Neveu, 11426 Hamon")
 # The e-mail address after a name, already a placeholder: "Tao Liang <EMAIL_…>", "(<EMAIL_…>)".
 _EMAIL_AFTER = r"[ ]*[(<]?<EMAIL_[0-9a-f]{6}>"
-# An @-mention in chat ("@Ana Souza can you…") or a chat log's time stamp ("[09:14] Ana
-# Souza: …") leads a name as a greeting does.
-_CHAT_LEAD = r"(?:@|\[[0-9]{1,2}:[0-9]{2}(?::[0-9]{2})?\][ ]{1,2})"
+# An @-mention in chat ("@Ana Souza can you…") or a chat log's time stamp leads a name as a
+# greeting does: "[09:14] Ana Souza: …", and the stamps of exported chats, a date before
+# the time and a dash or a bracket after it ("12/03/2025, 21:07 - Ana Souza: …",
+# "[3/14/25, 8:02:11 AM] Ana Souza: …").
+_STAMP_DATE = r"(?:[0-9]{1,4}[./-][0-9]{1,2}[./-][0-9]{1,4},?[ ])"
+_STAMP_TIME = r"[0-9]{1,2}:[0-9]{2}(?::[0-9]{2})?(?:[ ]?[AaPp][Mm])?"
+_CHAT_LEAD = (rf"(?:@|\[{_STAMP_DATE}?{_STAMP_TIME}\][ ]{{1,2}}"
+              rf"|{_STAMP_DATE}{_STAMP_TIME}[ ][-–][ ])")
 _CHAT_LEAD_RX = re.compile(_CHAT_LEAD)
+# A speaker's turn in a transcript or a chat: one capitalised word alone before a colon at
+# the start of a line ("Tuomas: my card was charged twice"), a name when it is a given name.
+# Five letters or more: a mail header's field ("Van:", "From:", "Para:") is left to the
+# rules that read the name after it.
+_SPEAKER_WORD = rf"[{U}][{L}]{{4,}}(?:-[{U}][{L}]+)?:[ ]"
+_SPEAKER = rf"(?m:^){_SPEAKER_WORD}"
+_SPEAKER_RX = re.compile(_SPEAKER_WORD)
 RUN = (rf"(?:(?:{_LEAD}|{_CHAT_LEAD}){_RUN_TOKEN}{_MORE}*|(?:{_JOIN}\.?[ ])*{_RUN_TOKEN}{_MORE}+"
-       rf"|(?:{_JOIN}\.?[ ])+{_RUN_TOKEN})(?:{_EMAIL_AFTER}|,)?")  # "Hi Anna,"
+       rf"|(?:{_JOIN}\.?[ ])+{_RUN_TOKEN})(?:{_EMAIL_AFTER}|,)?"  # "Hi Anna,"
+       rf"|{_SPEAKER}")
 _LEAD_RX = re.compile(rf"(?<![^\s,(]){_LEAD}")
 # A sender or recipient field of a mail header at the start of a line: "Von: Rosângela Teixeira".
 _HEADER_LEAD = rf"(?m:^)[ \t]*{phrases_rx(*MAIL_HEADERS)}[ \t]?:[ \t]*"
@@ -523,7 +536,7 @@ def _speaker(run: str, toks: list[Tok], chat: re.Match | None, headed: set[int])
     name and the last a surname the lists hold (common words or not: "carlos", "vieira")."""
     if not toks:
         return []
-    timed = chat is not None and chat.group().startswith("[")
+    timed = chat is not None and chat.group() != "@"
     if timed and not run.rstrip().endswith(":"):
         return []
     first = 0 if timed else next((i for i in sorted(headed) if 0 <= i < len(toks)), -1)
@@ -559,6 +572,16 @@ def judge_cased(run: str, regions: tuple[str, ...] = numbers.DEFAULT_REGIONS) ->
     return spans
 
 
+def _speaker_turn(toks: list[Tok]) -> list[Span]:
+    """The speaker of a turn ("Tuomas: …"), when the word is a given name the lists hold
+    that is no common word or particle ("Agent:", "Note:", "Status:" are kept)."""
+    t = toks[0]
+    if not _is_name_word(t) or t.low in _LEAD_WORDS or t.low in PARTICLES \
+            or not _evidence().given(t):
+        return []
+    return [(t.start, t.end, "PERSON", t.low)]
+
+
 def judge(run: str, people: bool = True, places: bool = True,
           regions: tuple[str, ...] = numbers.DEFAULT_REGIONS) -> list[Span]:
     """The PERSON and ADDRESS spans of one run, in order (and PHONE: a number on the line
@@ -573,6 +596,8 @@ def judge(run: str, people: bool = True, places: bool = True,
             value = " ".join(re.findall(rf"[0-9A-Za-z{U}{L}]+", run[s:e])).casefold()
             spans.append((s, e, "ADDRESS", value))
             skip |= set(range(a, b + 1))
+    if people and _SPEAKER_RX.fullmatch(run):
+        return _speaker_turn(toks)
     if people:
         names = given_names()
         skip |= _streets(toks, names)
