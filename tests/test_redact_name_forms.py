@@ -144,3 +144,22 @@ def test_a_speakers_name_before_a_colon_or_after_a_chat_stamp(text, name):
 
 def test_labels_before_a_colon_are_no_speakers():
     assert _redacted(LABELS_KEPT) == LABELS_KEPT
+
+
+# "Sr.", "Dra." and "Pan" are titles when the lists know the word after them.
+EVIDENCED_TITLED = [
+    ("Por favor, llamad a Sr. Okonkwo a la oficina antes de las cinco", "Okonkwo"),
+    ("La Dra. Wickremasinghe atiende los martes", "Wickremasinghe"),
+    ("Pan Wróblewicz dzwonił w sprawie faktury", "Wróblewicz"),
+]
+EVIDENCED_TITLES_KEPT = ["Our Sr. Developer left in May", "Sr. Engineer on call this week", "Pan Am flight 103"]
+
+
+@pytest.mark.parametrize("text,name", EVIDENCED_TITLED)
+def test_a_name_after_a_title_that_is_also_a_word(text, name):
+    assert name not in _redacted(text)
+
+
+@pytest.mark.parametrize("text", EVIDENCED_TITLES_KEPT)
+def test_words_after_those_titles_that_are_no_names_are_kept(text):
+    assert _redacted(text) == text

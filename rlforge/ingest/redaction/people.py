@@ -41,7 +41,7 @@ from rlforge.ingest.redaction.name_evidence import (_GAELIC_O, _LEAD_WORDS, _NAM
                                                     _two_capitals, given_names)
 from rlforge.ingest.redaction.rules import Span
 from rlforge.ingest.redaction.run_words import INITIAL, L, U, Tok, tokens
-from rlforge.ingest.redaction.words import (BUSINESS_WORDS, CLOSINGS, FLOOR_SIDES, GREETINGS,
+from rlforge.ingest.redaction.words import (BUSINESS_WORDS, CLOSINGS, EVIDENCED_TITLES, FLOOR_SIDES, GREETINGS,
                                             HOUSE_NUMBER_SIGNS, LOWER_CUES, MAIL_HEADERS, NOT_NAMES,
                                             PARTICLES, PERSON_CUES, SAINTS, SIGN_OFFS, STREET_WORDS_BEFORE,
                                             TITLES, WEAK_PERSON_CUES, phrases_rx)
@@ -116,7 +116,7 @@ _PARTICLE = "(?:" + "|".join(re.escape(w) for w in sorted(PARTICLES, key=lambda 
 # A title or initials between a lead and a name ("sono Dott. Kravchuk", "aqui é J. Kang"):
 # without them the word before the full stop would end the candidate ("sono K"), and the
 # name after it, one capitalised word, would make no run of its own.
-_TITLE_OR_INITIALS = rf"(?:{phrases_rx(*(t for t in TITLES if ' ' not in t))}\.?[ ]|[{U}]\.(?:[ ]?[{U}]\.)?[ ])?"
+_TITLE_OR_INITIALS = rf"(?:{phrases_rx(*(t for t in TITLES | EVIDENCED_TITLES if ' ' not in t))}\.?[ ]|[{U}]\.(?:[ ]?[{U}]\.)?[ ])?"
 # (after a chat time stamp, a mail header or a closing line, up to seven words and the
 # speaker's colon: the whole of a long lower-case name, "[16:40] maria das graças pires de
 # almeida:", "Bien cordialement,\njoana darc dos reis pacheco": `_speaker`, `_lower_signature`)
@@ -307,6 +307,9 @@ def _names(run: str, toks: list[Tok], skip: set[int], names: frozenset[str],
                 _is_name_word(nxt) or nxt.low in PARTICLES
                 or (_name_shaped(nxt) and ev.any(nxt))) and not t.stop:
             start, titled = i + 1, True
+        elif low in EVIDENCED_TITLES and t.word[:1].isupper() and nxt is not None and not t.stop \
+                and _is_name_word(nxt) and (ev.any(nxt) or ev.unknown(nxt)):
+            start, titled = i + 1, True  # "Sr. Balogun" (not "Sr. Developer")
         elif t.low in GREETINGS and nxt is not None and _name_shaped(nxt) and not t.stop and (
                 (_is_name_word(nxt) and (run[nxt.end:nxt.end + 1] in (",", "\n", "!", ":")
                                          or (i + 2 < n and _is_name_word(toks[i + 2])
