@@ -163,3 +163,8 @@ def test_a_name_after_a_title_that_is_also_a_word(text, name):
 @pytest.mark.parametrize("text", EVIDENCED_TITLES_KEPT)
 def test_words_after_those_titles_that_are_no_names_are_kept(text):
     assert _redacted(text) == text
+
+
+def test_a_name_in_capitals_goes_on_over_a_surname_no_list_knows():
+    out = _redacted("Olá, aqui é WANJIRU TXAKARTEGI, da área de compras.")
+    assert "TXAKARTEGI" not in out and "WANJIRU" not in out and "da área de compras" in out, out

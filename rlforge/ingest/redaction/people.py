@@ -268,13 +268,15 @@ def _brand_and_place(toks: list[Tok], start: int, end: int, ev: _Evidence) -> bo
 def _continues(t: Tok, first: Tok, ev: _Evidence) -> bool:
     """Whether `t` may continue a name that began with `first`: a capitalised name word, an
     initial, or a listed word in the first word's letter case ("ANNA KOWALSKA", "anna
-    kowalska")."""
+    kowalska"), or in capitals a word of four or more letters that no list knows."""
     if _is_name_word(t) or INITIAL.fullmatch(t.text):
         return True
     return _name_shaped(t) and t.word.isupper() == first.word.isupper() \
         and t.word.islower() == first.word.islower() and (  # not "Karamanlis na loja"
         _listed(t.low, ev.lists.surnames) or _listed(t.low, ev.lists.given)
-        or _listed(t.low, ev.strong) or bool(_GAELIC_O.fullmatch(t.word)))
+        or _listed(t.low, ev.strong) or bool(_GAELIC_O.fullmatch(t.word))
+        # "TAMATI TAWHIRI": in capitals, a word of four or more letters no list knows
+        or t.word.isupper() and len(t.low) > 3 and ev.unknown(t))
 
 
 def _names(run: str, toks: list[Tok], skip: set[int], names: frozenset[str],
