@@ -15,13 +15,18 @@ before a surname ("M. Rossi", "B. da Conceição"); any capitalised word after a
 ("Herr", "Mme", "Sig.ra"), a closing line or a cue ("my colleague"), or before an e-mail
 placeholder; a listed word after a greeting, a weak cue or a closing line of a few words
 ("Hi Anna,", "this is Wang", "Thanks for your help!\nIsaque"), a chat mention or time
-stamp ("@Ana Souza", "[09:14] Ana Souza:") or a mail header's sender ("Von: Ana Souza");
+stamp ("@Ana Souza", "[09:14] Ana Souza:", an exported chat's "12/03/2025, 21:07 - Ana
+Souza:") or a mail header's sender ("Von: Ana Souza"); a speaker's turn, a given name the
+lists hold alone before a colon at the start of a line ("Tuomas: …"); a listed name or a
+word no list knows after a title that is a word too ("Sr. Balogun", not "Sr. Developer");
 a name of several parts with particles ("Rosângela Teixeira de Barros"). Not names: a
 street named without a house number ("on Jackson Street", `addresses.street_names`) and a
 brand with its town on a signature line ("Acme Berlin"). `CASED_RUN`, the other rule,
 reads words of any letter case after those leads ("hi maria,", "regards,\nanna
 kowalska"), or two to four lower-case words a cue word leads ("placed by ping liang",
-`LOWER_CUES`) for `judge_cased`. A Chinese name in pinyin is a listed one-syllable surname
+"placed by łukasz lisak": a given name that is a frequent word too before a word no
+language knows, `LOWER_CUES`) for `judge_cased`. Names in the airline style
+("NGATA/AROHA MS") are the `airline` module's. A Chinese name in pinyin is a listed one-syllable surname
 and a given name of pinyin syllables (`pinyin`). Addresses: a street (a street word
 with a house number: "12 Oak Street", "Lindenstraße 5", "Via Roma 12", "12 rue Victor
 Hugo") or a postcode of a supported country, taken with the unit, town, state and
