@@ -155,6 +155,11 @@ EVIDENCED_TITLED = [
 EVIDENCED_TITLES_KEPT = ["Our Sr. Developer left in May", "Sr. Engineer on call this week", "Pan Am flight 103"]
 
 
+def test_pan_before_a_pinyin_given_name_is_a_surname_not_a_title():
+    out = _redacted("Applicant Pan Xiuying uploaded the form")
+    assert "Pan" not in out and "Xiuying" not in out, out
+
+
 @pytest.mark.parametrize("text,name", EVIDENCED_TITLED)
 def test_a_name_after_a_title_that_is_also_a_word(text, name):
     assert name not in _redacted(text)

@@ -315,8 +315,8 @@ def _names(run: str, toks: list[Tok], skip: set[int], names: frozenset[str],
                 or (_name_shaped(nxt) and ev.any(nxt))) and not t.stop:
             start, titled = i + 1, True
         elif low in EVIDENCED_TITLES and t.word[:1].isupper() and nxt is not None and not t.stop \
-                and _is_name_word(nxt) and (ev.any(nxt) or ev.unknown(nxt)):
-            start, titled = i + 1, True  # "Sr. Balogun" (not "Sr. Developer")
+                and _is_name_word(nxt) and (ev.any(nxt) or ev.unknown(nxt)) and not _pinyin_pair(t, nxt, ev):
+            start, titled = i + 1, True  # "Sr. Balogun" (not "Sr. Developer"; "Pan Dongmei" is a name)
         elif t.low in GREETINGS and nxt is not None and _name_shaped(nxt) and not t.stop and (
                 (_is_name_word(nxt) and (run[nxt.end:nxt.end + 1] in (",", "\n", "!", ":")
                                          or (i + 2 < n and _is_name_word(toks[i + 2])
