@@ -173,3 +173,24 @@ def test_words_after_those_titles_that_are_no_names_are_kept(text):
 def test_a_name_in_capitals_goes_on_over_a_surname_no_list_knows():
     out = _redacted("Olá, aqui é WANJIRU TXAKARTEGI, da área de compras.")
     assert "TXAKARTEGI" not in out and "WANJIRU" not in out and "da área de compras" in out, out
+
+
+# "SURNAME, GIVEN" in capitals, as order exports and registers write a name column.
+UPPER_COMMA = [
+    ("Commande 44817 | Client : HRYTSENKO, OKSANA | Adresse : quai Saint-Vincent", ["HRYTSENKO", "OKSANA"]),
+    ("Nome: NWACHUKWU, ADAEZE\nNIF: 294094830", ["NWACHUKWU", "ADAEZE"]),
+    ("PO-2026-75356;BERGSTRÖM, ASTRID;1941-11-10", ["BERGSTRÖM", "ASTRID"]),
+]
+UPPER_COMMA_KEPT = ["SHIP TO: RICHMOND, VIRGINIA", "PARIS, FRANCE; ACME, INC; SALES, MARKETING",
+                    "DALLAS, TEXAS; NEW YORK, NY; WARNING, ERROR; FORD, TESLA"]
+
+
+@pytest.mark.parametrize("text,words", UPPER_COMMA)
+def test_surname_comma_given_in_capitals(text, words):
+    out = _redacted(text)
+    assert not any(w in out for w in words), out
+
+
+@pytest.mark.parametrize("text", UPPER_COMMA_KEPT)
+def test_places_and_words_in_capitals_with_a_comma_are_kept(text):
+    assert _redacted(text) == text

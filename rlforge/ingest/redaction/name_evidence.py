@@ -215,6 +215,10 @@ def _pair(a: Tok, b: Tok, ev: _Evidence) -> bool:
         return False
     if _korean_pair(a, b, ev) and (not b.line or a.end + 2 == b.start):
         return True
+    if b.line and b.word.isupper():  # "TKACHENKO, DMYTRO" in an export's name column
+        return a.word.isupper() and a.end + 2 == b.start \
+            and (ev.surname(a, common_ok=True) or ev.unknown(a) and len(a.low) > 3) \
+            and (ev.given(b) or b.low in ev.strong) and b.low not in place_names()  # not "RICHMOND, VIRGINIA"
     if b.line:  # "Duan, Jing", "Rajagopalan, Aadhya": surname, comma, given name
         return not b.word.isupper() and a.end + 2 == b.start and (
             ev.surname(a) and (b.low in ev.strong or ev.given(b) or _listed(b.low, ev.lists.given))
