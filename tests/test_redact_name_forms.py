@@ -199,3 +199,24 @@ def test_places_and_words_in_capitals_with_a_comma_are_kept(text):
 def test_a_cue_after_a_greeting_and_filler_words_still_leads_a_lower_case_name():
     out = _redacted("[Voicemail 0:41] hola buenas soy dimitris karagiannopoulos llamo por el pedido")
     assert "dimitris" not in out and "karagiannopoulos" not in out and "llamo por el pedido" in out, out
+
+
+# A signature under "-- " or under a closing and a blank line; a name that ran on over a
+# particle into a company's name ends before the particle.
+SIGNATURES = [
+    ("Please purge it.\n\n--\nOksana Hrytsenko\nAccount manager", "Oksana Hrytsenko"),
+    ("Met vriendelijke groet,\n\nWanjiru Kiplagat\nAccountmanager", "Wanjiru Kiplagat"),
+    ("Beste collega's,\n\nIfeoma Okonkwo van Brightwell Logistics GmbH vraagt om een offerte", "Ifeoma Okonkwo"),
+]
+
+
+@pytest.mark.parametrize("text,name", SIGNATURES)
+def test_signatures_and_a_name_before_its_company(text, name):
+    out = _redacted(text)
+    assert not any(w in out for w in name.split()), out
+
+
+def test_a_signature_delimiter_leads_no_common_words():
+    text = "See you soon\n--\nSent from my iPhone"
+    assert _redacted(text) == text
+    assert "Brightwell Logistics GmbH" in _redacted(SIGNATURES[2][0])

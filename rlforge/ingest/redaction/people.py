@@ -66,12 +66,14 @@ _JOIN = "(?:" + "|".join(re.escape(w) for w in _JOINERS if "'" not in w) + "|['�
 # A word that introduces a person ("my colleague", "Contactpersoon is") and the words after.
 _LINKS = ("is", "ist", "est", "è", "bei uns ist", "bij ons is", "chez nous est", "du dossier est",
           "was", "war", "heißt", "named", "called")
-_LEAD = (rf"(?:{phrases_rx(*CLOSINGS)}[ ]*[,!.]?[ ]*\r?\n[ ]*|{phrases_rx(*SIGN_OFFS)}[ ]*,[ ]*"
+# (a blank line may stand between a closing and the name)
+_LEAD = (rf"(?:{phrases_rx(*CLOSINGS)}[ ]*[,!.]?[ ]*(?:\r?\n[ ]*){{1,2}}|{phrases_rx(*SIGN_OFFS)}[ ]*,[ ]*"
          rf"|{phrases_rx(*PERSON_CUES)}(?:[ ]+{phrases_rx(*_LINKS)})?[ ]*[:,]?[ ]+)")
 # Leads after which a word is a name only when the name lists know it: a closing with the
 # name on its line ("Un saludo, Marta"), a closing line of a few more words ("Thanks for
 # your help!\nIsaque", "Merci d'avance,\nLei"), "this is", "my name is", a greeting.
-_WEAK_LEAD = (rf"(?:{phrases_rx(*CLOSINGS)}(?:[ ]*,[ ]*|[ ][^\n.!?,:;]{{1,40}}[.!,][ ]*\r?\n[ ]*)"
+# ("-- " alone on a line opens an e-mail signature: "Sent from my iPhone" may follow it)
+_WEAK_LEAD = (rf"(?:{phrases_rx(*CLOSINGS)}(?:[ ]*,[ ]*|[ ][^\n.!?,:;]{{1,40}}[.!,][ ]*\r?\n[ ]*)|(?m:^)--[ ]?\r?\n[ ]*"
               rf"|{phrases_rx(*WEAK_PERSON_CUES)}[ ]*[:,]?[ ]+|{phrases_rx(*GREETINGS)}[ ]*,?[ ]+)")
 # (a lead may stand inside a run: "… €874,85. Un saludo, Eulalia Cruz")
 _MORE = (rf"(?:{_RUN_SEP}(?:{_LEAD}|{_WEAK_LEAD})?(?:{_JOIN}\.?,?[ ])*{_RUN_TOKEN}"
@@ -125,7 +127,7 @@ _TITLE_OR_INITIALS = rf"(?:{phrases_rx(*(t for t in TITLES | EVIDENCED_TITLES if
 # (after a chat time stamp, a mail header or a closing line, up to seven words and the
 # speaker's colon: the whole of a long lower-case name, "[16:40] maria das graças pires de
 # almeida:", "Bien cordialement,\njoana darc dos reis pacheco": `_speaker`, `_lower_signature`)
-_CLOSING_LINE = rf"{phrases_rx(*CLOSINGS)}[ ]*[,!.]?[ ]*\r?\n[ ]*"
+_CLOSING_LINE = rf"{phrases_rx(*CLOSINGS)}[ ]*[,!.]?[ ]*(?:\r?\n[ ]*){{1,2}}"
 CASED_RUN = (rf"(?:(?:{_CHAT_LEAD}|{_HEADER_LEAD}|{_CLOSING_LINE}){_ANY_WORD}(?:[ ](?:{_PARTICLE}[ ]){{0,2}}{_ANY_WORD}){{0,4}}[ ]?:?"
              rf"|(?:{_LEAD}|{_WEAK_LEAD}){_TITLE_OR_INITIALS}{_ANY_WORD}(?:[ ](?:{_PARTICLE}[ ]){{0,2}}(?:[{U}]\.|{_ANY_WORD})){{0,4}}(?:[ ](?:{_JOIN}[ ])*{_RUN_TOKEN})*(?:,[ ]{_RUN_TOKEN}(?:[ ]{_RUN_TOKEN})?,)?"
              rf"|{_LOWER_LEAD}{_LOWER_WORD}(?:[ ]{_LOWER_WORD}){{1,3}})")
@@ -284,6 +286,18 @@ def _continues(t: Tok, first: Tok, ev: _Evidence) -> bool:
         or t.word.isupper() and len(t.low) > 3 and ev.unknown(t))
 
 
+def _before_company(toks: list[Tok], start: int, end: int) -> int:
+    """Where a name that ran on over a particle into a company's name ends: before the
+    particle ("Ifeoma Okonkwo van Brightwell Logistics GmbH", "Bjørn Dahl de Acme S.A."),
+    when two words or more stand before it; else `end` (the span is then no name)."""
+    firm = next((k for k in range(start, end + 1) if toks[k].low in BUSINESS_WORDS), None)
+    if firm is None:
+        return end
+    cut = next((k for k in range(start + 2, firm) if toks[k].low in PARTICLES and toks[k].word.islower()
+                and not toks[k].line), None)
+    return cut - 1 if cut is not None else end
+
+
 def _names(run: str, toks: list[Tok], skip: set[int], names: frozenset[str],
            leads: set[int], weak: set[int] = frozenset(),  # type: ignore[assignment]
            whole: set[int] = frozenset()) -> list[tuple[int, int]]:  # type: ignore[assignment]
@@ -391,6 +405,7 @@ def _names(run: str, toks: list[Tok], skip: set[int], names: frozenset[str],
             start = _family_before(toks, start, skip, ev)
         if start == i and end > start and not comma_pair and not initial:
             start = _given_before(toks, start, out[-1][1] if out else -1, skip, ev)
+        end = _before_company(toks, start, end)
         if _name_shaped(toks[end]) and (toks[start].low not in PARTICLES or start == i + 1 or initial
                                         or comma_pair or start < i) \
                 and not any(toks[k].low in BUSINESS_WORDS for k in range(start, end + 1)) \
