@@ -196,11 +196,6 @@ def test_places_and_words_in_capitals_with_a_comma_are_kept(text):
     assert _redacted(text) == text
 
 
-def test_a_cue_after_a_greeting_and_filler_words_still_leads_a_lower_case_name():
-    out = _redacted("[Voicemail 0:41] hola buenas soy dimitris karagiannopoulos llamo por el pedido")
-    assert "dimitris" not in out and "karagiannopoulos" not in out and "llamo por el pedido" in out, out
-
-
 # A signature under "-- " or under a closing and a blank line; a name that ran on over a
 # particle into a company's name ends before the particle.
 SIGNATURES = [

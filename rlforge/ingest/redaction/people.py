@@ -129,7 +129,7 @@ _TITLE_OR_INITIALS = rf"(?:{phrases_rx(*(t for t in TITLES | EVIDENCED_TITLES if
 # almeida:", "Bien cordialement,\njoana darc dos reis pacheco": `_speaker`, `_lower_signature`)
 _CLOSING_LINE = rf"{phrases_rx(*CLOSINGS)}[ ]*[,!.]?[ ]*(?:\r?\n[ ]*){{1,2}}"
 CASED_RUN = (rf"(?:(?:{_CHAT_LEAD}|{_HEADER_LEAD}|{_CLOSING_LINE}){_ANY_WORD}(?:[ ](?:{_PARTICLE}[ ]){{0,2}}{_ANY_WORD}){{0,4}}[ ]?:?"
-             rf"|(?:{_LEAD}|{_WEAK_LEAD}){_TITLE_OR_INITIALS}{_ANY_WORD}(?:[ ](?:{_PARTICLE}[ ]){{0,2}}(?:[{U}]\.|{_ANY_WORD})){{0,4}}(?:[ ](?:{_JOIN}[ ])*{_RUN_TOKEN})*(?:,[ ]{_RUN_TOKEN}(?:[ ]{_RUN_TOKEN})?,)?"
+             rf"|(?:{_LEAD}|{_WEAK_LEAD}){_TITLE_OR_INITIALS}{_ANY_WORD}(?:[ ](?:{_PARTICLE}[ ]){{0,2}}(?:[{U}]\.|{_ANY_WORD})){{0,2}}(?:[ ](?:{_JOIN}[ ])*{_RUN_TOKEN})*(?:,[ ]{_RUN_TOKEN}(?:[ ]{_RUN_TOKEN})?,)?"
              rf"|{_LOWER_LEAD}{_LOWER_WORD}(?:[ ]{_LOWER_WORD}){{1,3}})")
 _LOWER_LEAD_RX = re.compile(rf"(?<![^\s,(]){_LOWER_LEAD}")
 RUN_PREFIX = rf"[^<>\\{TOKEN_CHARS}]"
