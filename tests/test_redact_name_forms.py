@@ -102,6 +102,8 @@ LOWER_AFTER_CUES = [
     ("the refund was approved by agnieszka wróblewicz yesterday", "agnieszka wróblewicz"),
     ("cc omar haddadin - can you check the stock", "omar haddadin"),
     ("please forward it to marcelo arruebarrena today", "marcelo arruebarrena"),
+    # the cue word itself is never the given name ("ask" is one in the large lists)
+    ("please ask gülbahar yıldırımoğlu to call me back", "gülbahar yıldırımoğlu"),
 ]
 # Lower-case words after the same cues that are no names.
 LOWER_KEPT = [

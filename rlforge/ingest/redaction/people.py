@@ -484,8 +484,10 @@ def _lower_names(toks: list[Tok], starts: list[int]) -> list[tuple[int, int]]:
     common word after a curated given name or a word no more common ("placed by ping
     liang", "ask michael babu"; not "by credit card", "with noline payment")."""
     ev = _evidence()
-    start = next((i for i in starts if 0 <= i < len(toks) - 1 and (
-        _lower_pair(toks[i], toks[i + 1], ev) or rare_lower_pair(toks[i], toks[i + 1], ev))), -1)
+    start = next((i for i in starts if 0 <= i < len(toks) - 1 and _lower_pair(toks[i], toks[i + 1], ev)), -1)
+    if start < 0:  # then a frequent given name before a word no language knows, never a cue word
+        start = next((i for i in starts if 0 <= i < len(toks) - 1 and toks[i].low not in LOWER_CUES
+                      and rare_lower_pair(toks[i], toks[i + 1], ev)), -1)
     if start < 0:
         return []
     end = start + 1
