@@ -213,6 +213,11 @@ def test_signatures_and_a_name_before_its_company(text, name):
     assert not any(w in out for w in name.split()), out
 
 
+def test_a_full_stop_and_a_blank_line_make_no_closing_line():
+    out = _redacted("Rimborsate, grazie.\n\nGrazie mille,\nNinetta Donatoni\n")
+    assert "Ninetta" not in out and "Donatoni" not in out, out
+
+
 def test_a_signature_delimiter_leads_no_common_words():
     text = "See you soon\n--\nSent from my iPhone"
     assert _redacted(text) == text

@@ -66,8 +66,10 @@ _JOIN = "(?:" + "|".join(re.escape(w) for w in _JOINERS if "'" not in w) + "|['�
 # A word that introduces a person ("my colleague", "Contactpersoon is") and the words after.
 _LINKS = ("is", "ist", "est", "è", "bei uns ist", "bij ons is", "chez nous est", "du dossier est",
           "was", "war", "heißt", "named", "called")
-# (a blank line may stand between a closing and the name)
-_LEAD = (rf"(?:{phrases_rx(*CLOSINGS)}[ ]*[,!.]?[ ]*(?:\r?\n[ ]*){{1,2}}|{phrases_rx(*SIGN_OFFS)}[ ]*,[ ]*"
+# (a blank line may stand between a closing and its comma and the name: "Met vriendelijke
+# groet,\n\nWanjiru"; not after a full stop, "grazie.\n\nGrazie mille,")
+_CLOSED = r"(?:[ ]*[,!.]?[ ]*\r?\n[ ]*|[ ]*,[ ]*\r?\n[ ]*\r?\n[ ]*)"
+_LEAD = (rf"(?:{phrases_rx(*CLOSINGS)}{_CLOSED}|{phrases_rx(*SIGN_OFFS)}[ ]*,[ ]*"
          rf"|{phrases_rx(*PERSON_CUES)}(?:[ ]+{phrases_rx(*_LINKS)})?[ ]*[:,]?[ ]+)")
 # Leads after which a word is a name only when the name lists know it: a closing with the
 # name on its line ("Un saludo, Marta"), a closing line of a few more words ("Thanks for
@@ -127,7 +129,7 @@ _TITLE_OR_INITIALS = rf"(?:{phrases_rx(*(t for t in TITLES | EVIDENCED_TITLES if
 # (after a chat time stamp, a mail header or a closing line, up to seven words and the
 # speaker's colon: the whole of a long lower-case name, "[16:40] maria das graças pires de
 # almeida:", "Bien cordialement,\njoana darc dos reis pacheco": `_speaker`, `_lower_signature`)
-_CLOSING_LINE = rf"{phrases_rx(*CLOSINGS)}[ ]*[,!.]?[ ]*(?:\r?\n[ ]*){{1,2}}"
+_CLOSING_LINE = rf"{phrases_rx(*CLOSINGS)}{_CLOSED}"
 CASED_RUN = (rf"(?:(?:{_CHAT_LEAD}|{_HEADER_LEAD}|{_CLOSING_LINE}){_ANY_WORD}(?:[ ](?:{_PARTICLE}[ ]){{0,2}}{_ANY_WORD}){{0,4}}[ ]?:?"
              rf"|(?:{_LEAD}|{_WEAK_LEAD}){_TITLE_OR_INITIALS}{_ANY_WORD}(?:[ ](?:{_PARTICLE}[ ]){{0,2}}(?:[{U}]\.|{_ANY_WORD})){{0,2}}(?:[ ](?:{_JOIN}[ ])*{_RUN_TOKEN})*(?:,[ ]{_RUN_TOKEN}(?:[ ]{_RUN_TOKEN})?,)?"
              rf"|{_LOWER_LEAD}{_LOWER_WORD}(?:[ ]{_LOWER_WORD}){{1,3}})")
