@@ -232,6 +232,13 @@ def build_calc(path: Path) -> dict[str, str]:
       {"calc/where.py": "import inspect\n\n\ndef caller():\n    return inspect.stack()[2].function\n",
        "tests/test_where.py": "from calc.where import caller\n\n\ndef named():\n    return caller()\n\n\n"
                               "def test_caller():\n    assert named() == 'test_caller'\n"})
+    # It also refuses an import of a module of the tree's own packages that no tree file
+    # holds (code could write it at run time): a fix that needs a generated file is dropped
+    # under a reason that says so.
+    c("gold fix imports a module the tree lacks", "Add version() from the generated version file",
+      {"calc/about.py": "from calc._version import VERSION\n\n\ndef version():\n    return VERSION\n",
+       "tests/test_about.py": "from calc.about import version\n\n\ndef test_version():\n"
+                              "    assert version() == '1.2'\n"})
     return expect
 
 
@@ -552,13 +559,13 @@ def test_a_hanging_fix_attempt_scores_zero_not_invalid(calc, monkeypatch, tmp_pa
 
 def test_cli_build_reads_per_repository_settings(calc, cli, tmp_path):
     (tmp_path / "rlforge.toml").write_text(
-        f'cache_dir = "{calc["cache"]}"\n\n[tasks.repair]\nlast = 8\n\n'
+        f'cache_dir = "{calc["cache"]}"\n\n[tasks.repair]\nlast = 9\n\n'
         '[tasks.repair.repos.calc]\nper_test_timeout = 7\ncollect_timeout = 4\n'
         'test_command = "python -m pytest -p no:doctest"\n')
     assert cli("ingest", "commits", calc["repo"], "-q").exit_code == 0
     listed = cli("build-tasks", "--list", "--json")
     row = next(r for r in json.loads(listed.output) if r["name"] == "commits.repair")
-    assert row["usable_rows"] == 6  # of the last 8, all but 'Precompute a table...' and 'Read numbers...'
+    assert row["usable_rows"] == 7  # of the last 9, all but 'Precompute a table...' and 'Read numbers...'
     result = cli("build-tasks", "--generators", "commits.repair", "--out", tmp_path / "t", "--no-validate")
     assert result.exit_code == 0, result.output
     assert "dropped 2 × commits.repair: no test change" in result.output
@@ -566,6 +573,7 @@ def test_cli_build_reads_per_repository_settings(calc, cli, tmp_path):
     assert "dropped 1 × commits.repair: no checked fail-to-pass test" in result.output
     assert "dropped 1 × commits.repair: no checkable assert in the changed tests" in result.output
     assert "dropped 1 × commits.repair: gold fix inspects its caller" in result.output
+    assert "dropped 1 × commits.repair: gold fix imports a module the tree lacks" in result.output
     ref = json.loads((_tasks(tmp_path / "t")[0] / "tests" / "reference.json").read_text())
     assert ref["per_test_timeout"] == 7 and ref["test_command"] == ["python", "-m", "pytest", "-p", "no:doctest"]
     (tmp_path / "rlforge.toml").write_text('[tasks.repair.repos.calc]\nresult_format = "tap"\n')

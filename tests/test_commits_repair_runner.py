@@ -122,6 +122,23 @@ def test_outcomes_by_pytest_id(tmp_path, venv):
     assert out[unicode_id] == "passed"  # pytest escapes non-ASCII ids; they still map back
 
 
+class _FailsToStart(LocalPolicy):
+    def start(self, *args, **kwargs):
+        raise OSError("no process")
+
+
+def test_a_run_that_raises_puts_the_test_files_back(tmp_path, venv):
+    """The test files are left empty on disk while tests run (their sources go to the test
+    process in memory); a run that raises half-way must still put them back."""
+    root = tree(tmp_path / "t", OUTCOMES)
+    before = (root / "tests" / "test_kinds.py").read_bytes()
+    with pytest.raises(OSError):
+        run_tests(str(root), pytest_cmd(venv), None, paths=["tests/test_kinds.py"],
+                  policy=_FailsToStart(drop=False),
+                  per_test_timeout=20, collect_timeout=60, budget_sec=60)
+    assert (root / "tests" / "test_kinds.py").read_bytes() == before
+
+
 def test_selected_ids_only_and_missing_ones(tmp_path, venv):
     root = tree(tmp_path / "t", OUTCOMES)
     f = "tests/test_kinds.py::"
@@ -554,3 +571,33 @@ def test_a_forged_pass_of_a_checked_test_is_caught(tmp_path, venv, impl, expecte
     assert res["outcomes"]["tests/test_a.py::test_area"] == "passed"  # the forgery worked in pytest
     out, _ = asserts.apply_checks(res["outcomes"], res["checks"], plan)
     assert out["tests/test_a.py::test_area"] == expected
+
+
+def test_the_test_files_are_put_back_without_following_what_the_run_left(tmp_path):
+    """The tested code can write the tree while it runs, and the verifier putting the test
+    files back may be root: a red team left links there (to any host path, into the shared
+    environment, to the verifier's own open files) and a FIFO, which blocked the write for
+    ever. Each test file comes back as a new regular file; nothing the links reach changes."""
+    import threading
+
+    tree = tmp_path / "tree"
+    (tree / "tests").mkdir(parents=True)
+    (tree / "sub").mkdir()
+    outside = tmp_path / "outside.txt"
+    outside.write_bytes(b"keep")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (tree / "tests" / "test_link.py").symlink_to(outside)
+    os.mkfifo(tree / "tests" / "test_fifo.py")
+    os.link(outside, tree / "tests" / "test_hard.py")
+    (tree / "sub" / "tests").symlink_to(elsewhere, target_is_directory=True)
+    held = {"tests/test_link.py": b"L\n", "tests/test_fifo.py": b"F\n", "tests/test_hard.py": b"H\n",
+            "sub/tests/test_dir.py": b"D\n"}
+    done = threading.Thread(target=testrun._restore, args=(str(tree), held), daemon=True)
+    done.start()
+    done.join(10)
+    assert not done.is_alive(), "putting a test file back blocked"
+    assert outside.read_bytes() == b"keep" and list(elsewhere.iterdir()) == []
+    for rel in ("tests/test_link.py", "tests/test_fifo.py", "tests/test_hard.py"):
+        path = tree / rel
+        assert path.is_file() and not path.is_symlink() and path.read_bytes() == held[rel]

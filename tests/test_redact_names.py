@@ -279,7 +279,7 @@ def test_recognizer_names_are_redacted_in_text_series_and_findings():
     import polars as pl
 
     red = Redactor(KEY, recognizer=get_recognizer("listed-test:Quimby,zed"))
-    text = "the parcel for zed quimby went to Quimby, mail bob@example.com"
+    text = "the parcel for zed went to Quimby, mail bob@example.com"
     out = red.redact_text(text)
     assert "Quimby" not in out and " zed " not in out and "<EMAIL_" in out
     assert red.redact_series(pl.Series([text, None])).to_list() == [out, None]

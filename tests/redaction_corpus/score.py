@@ -11,9 +11,11 @@ posts, quoted threads, voicemails, escalations and order exports in eight langua
 of sixteen origins, written for session 53 by someone who never read the rules) and
 `backoffice.py` (travel bookings, clinic notes, HR requests, call transcripts, minutes, delivery
 notes and claim forms, names of twenty origins in twelve written forms, written for session
-55 before its rules; its PERSON recall is also printed per form).
+55 before its rules; its PERSON recall is also printed per form) and `switchboard.py` (chat
+and SMS logs, forum posts, work orders, registrations and letters, names of twenty-six origins
+in fourteen written forms, written for session 56 before its rules; per form too).
 
-    PYTHONPATH=. .venv/bin/python tests/redaction_corpus/score.py [heldout|second|name_styles|unseen_names|fresh|real|crafted|chatmail|frontdesk|backoffice] [N]
+    PYTHONPATH=. .venv/bin/python tests/redaction_corpus/score.py [heldout|second|name_styles|unseen_names|fresh|real|crafted|chatmail|frontdesk|backoffice|switchboard] [N]
 """
 
 from __future__ import annotations

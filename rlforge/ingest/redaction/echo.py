@@ -1,7 +1,7 @@
 """A value redacted once is redacted wherever else the same text writes it, so one value
 has one placeholder: the forms a redacted value may be written again in ("4111 1111 1111
-1111" and "4111111111111111"), and a phone written with its ``+country`` code and again
-without it."""
+1111" and "4111111111111111"; a name's given name or surname alone), and a phone written
+with its ``+country`` code and again without it."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import re
 from typing import Iterable
 
 from rlforge.ingest.redaction import numbers
+from rlforge.ingest.redaction.name_evidence import name_parts, sentence_word
 
 _ECHO_MIN = 6
 # Kinds found by their context (a label, a cue word, a card word, a greeting), which the
@@ -20,11 +21,14 @@ _ECHOED = {"PHONE", "CARD", "SSN", "NATIONAL_ID", "PASSPORT", "ACCOUNT", "DOB", 
 
 
 def echo_forms(kind: str, raw: str) -> list[str]:
-    """How a redacted value may be written again in the same text: as it was, and for
-    numbers, without separators. Short values (under 6 characters) are not echoed."""
+    """How a redacted value may be written again in the same text: as it was, for
+    numbers without separators, and for a name its words alone (`name_parts`: "Thanks
+    Kasun" after "Kasun Perera"). Short values (under 6 characters) are not echoed whole."""
     if kind not in _ECHOED:
         return []
     forms = [raw] if len(raw) >= _ECHO_MIN else []
+    if kind == "PERSON":
+        forms += name_parts(raw)
     if kind in ("PHONE", "CARD", "IBAN", "SSN", "NATIONAL_ID"):
         bare = re.sub(r"[ .()/-]", "", raw)
         if bare != raw and len(bare) >= _ECHO_MIN:
@@ -64,12 +68,27 @@ def unify(echo: Iterable[tuple[str, str, str]]) -> dict[str, str]:
             if role == _NATIONAL and len(intl.get(digits, ())) == 1 and ph not in intl[digits]}
 
 
+# Where a word opens a sentence before a lower-case word ("Will confirm", "\nGrace period").
+_OPENS = re.compile(r"(?:^|[\n.!?])[ \t\"'(>*-]*$")
+_LOWER_NEXT = re.compile(r"[ \t]+[a-zß-öø-ÿ]")
+
+
+def echo_keeps(text: str, start: int, end: int, fragile: bool) -> bool:
+    """Whether an echo of a name's word at `start`:`end` of `text` is kept: a word that is
+    a common word too (`fragile`, `name_evidence.sentence_word`) where it opens a sentence
+    and a lower-case word follows ("Will confirm tomorrow" in a text about Will Hunter)."""
+    return fragile and bool(_OPENS.search(text, max(0, start - 8), start)) \
+        and bool(_LOWER_NEXT.match(text, end))
+
+
 def echo_rx(echo: Iterable[tuple[str, str, str]]) -> tuple[re.Pattern | None, dict]:
-    where: dict[str, tuple[str, str]] = {}
+    """One expression over every value to echo, and for each written value its
+    placeholder, its kind and whether it may be a common word (`echo_keeps`)."""
+    where: dict[str, tuple[str, str, bool]] = {}
     for raw, ph, kind in sorted(echo):
         if kind in (_INTL, _NATIONAL):
             continue
-        where.setdefault(raw, (ph, kind))
+        where.setdefault(raw, (ph, kind, kind == "PERSON" and sentence_word(raw)))
     if not where:
         return None, where
     alts = "|".join(re.escape(r) for r in sorted(where, key=lambda r: (-len(r), r)))

@@ -16,8 +16,8 @@ from pathlib import Path
 
 from rlforge.ingest.redaction import korean, name_lists, pinyin
 from rlforge.ingest.redaction.run_words import L, U, Tok
-from rlforge.ingest.redaction.words import (CLOSINGS, GREETINGS, GROUP_WORDS, NOT_NAMES, PERSON_CUES, SIGN_OFFS, TITLES,
-                                            WEAK_PERSON_CUES)
+from rlforge.ingest.redaction.words import (CLOSINGS, GREETINGS, GROUP_WORDS, NOT_NAMES, PARTICLES, PERSON_CUES,
+                                            SIGN_OFFS, TITLES, WEAK_PERSON_CUES)
 
 _NAME_WORD = re.compile(rf"[{U}](?:[{L}]+|['’][{U}][{L}]+)(?:[{U}][{L}]+)?(?:-[{U}][{L}]+)*")
 
@@ -215,6 +215,10 @@ def _pair(a: Tok, b: Tok, ev: _Evidence) -> bool:
         return False
     if _korean_pair(a, b, ev) and (not b.line or a.end + 2 == b.start):
         return True
+    if b.line and b.word.isupper():  # "TKACHENKO, DMYTRO" in an export's name column
+        return a.word.isupper() and a.end + 2 == b.start \
+            and (ev.surname(a, common_ok=True) or ev.unknown(a) and len(a.low) > 3) \
+            and (ev.given(b) or b.low in ev.strong) and b.low not in place_names()  # not "RICHMOND, VIRGINIA"
     if b.line:  # "Duan, Jing", "Rajagopalan, Aadhya": surname, comma, given name
         return not b.word.isupper() and a.end + 2 == b.start and (
             ev.surname(a) and (b.low in ev.strong or ev.given(b) or _listed(b.low, ev.lists.given))
@@ -286,8 +290,64 @@ def _lower_pair(a: Tok, b: Tok, ev: _Evidence) -> bool:
         or _pinyin_pair(a, b, ev, led=True) or _korean_pair(a, b, ev))
 
 
+def rare_lower_pair(a: Tok, b: Tok, ev: _Evidence) -> bool:
+    """Two lower-case words after a cue, a given name the lists hold (a common word too:
+    the languages' frequent words hold many given names, "łukasz", "omar") and a word that
+    no language knows, a listed surname or none ("placed by łukasz lisak"): a rare word
+    after a given name is a surname far more often than a word of the sentence."""
+    return a.word.islower() and b.word.islower() and not a.stop and not b.line \
+        and a.low not in PARTICLES and a.low not in NOT_NAMES and a.low not in _LEAD_WORDS \
+        and _listed(a.low, ev.lists.given) and _name_shaped(b) and len(b.low) > 2 \
+        and b.low not in ev.lists.known and b.low not in NOT_NAMES and not _listed(b.low, ev.lists.given) \
+        or a.word.islower() and _lower_pair(a, b, ev) and b.low not in ev.lists.known
+
+
 def _two_capitals(a: Tok, b: Tok, ev: _Evidence) -> bool:
     """Two capitalised words after a lead, one of them a name the lists know: "This is
     Forest Larson", "Cumprimentos, Esméria Monteiro" (not "This is Visual Studio")."""
     return _is_name_word(a) and _is_name_word(b) and not a.stop and not b.line and (
         ev.given(a) or ev.surname(a) or ev.given(b) or ev.surname(b, common_ok=True))
+
+
+_PART = re.compile(rf"[{U}{L}]+(?:['’-][{U}{L}]+)*")
+_PASSENGER_TITLES = frozenset({"mr", "mrs", "ms", "mstr", "miss", "mx", "chd", "inf"})
+
+
+def name_parts(name: str) -> list[str]:
+    """The words of a redacted name of two or more words that the same text may write
+    alone ("Thanks Kasun" after "Kasun Perera", "Okonjo" after "Dr Okonjo"), in the
+    letter cases they are written in: as found, capitalised and in capitals, and in lower
+    case when no language knows the word ("kasun"). Not a word of three letters or fewer,
+    a particle, a title or a lead word, which name no one alone; a word that is also one
+    of a language's common words ("Will", "Grace", "Omar") is one too, but `echo` keeps it
+    where it opens a sentence (`sentence_word`).
+
+    Args:
+        name: the text of a PERSON span, as written.
+
+    Returns:
+        The forms to redact wherever else the text writes them.
+    """
+    words = _PART.findall(name)
+    if len(words) < 2:
+        return []
+    ev = _evidence()
+    out: list[str] = []
+    for word in words:
+        low = word.casefold()
+        if len(low) < 4 or low in PARTICLES or low in TITLES or low in _PASSENGER_TITLES \
+                or low in _LEAD_WORDS or low in NOT_NAMES:
+            continue
+        title = "-".join(p[:1].upper() + p[1:].lower() for p in word.split("-"))
+        out += [word, title, word.upper()]
+        if low not in ev.lists.known:
+            out.append(low)
+    return sorted(set(out))
+
+
+def sentence_word(word: str) -> bool:
+    """Whether one word of a name is also one of a language's common words ("Will",
+    "Grace", "Mark", and many given names: "Omar", "Marcelo"), which, written alone at
+    the start of a sentence before a lower-case word, is that word ("Will confirm",
+    "Grace period") rather than the name."""
+    return " " not in word and word.casefold() in _evidence().lists.common

@@ -15,13 +15,18 @@ before a surname ("M. Rossi", "B. da Conceição"); any capitalised word after a
 ("Herr", "Mme", "Sig.ra"), a closing line or a cue ("my colleague"), or before an e-mail
 placeholder; a listed word after a greeting, a weak cue or a closing line of a few words
 ("Hi Anna,", "this is Wang", "Thanks for your help!\nIsaque"), a chat mention or time
-stamp ("@Ana Souza", "[09:14] Ana Souza:") or a mail header's sender ("Von: Ana Souza");
+stamp ("@Ana Souza", "[09:14] Ana Souza:", an exported chat's "12/03/2025, 21:07 - Ana
+Souza:") or a mail header's sender ("Von: Ana Souza"); a speaker's turn, a given name the
+lists hold alone before a colon at the start of a line ("Tuomas: …"); a listed name or a
+word no list knows after a title that is a word too ("Sr. Balogun", not "Sr. Developer");
 a name of several parts with particles ("Rosângela Teixeira de Barros"). Not names: a
 street named without a house number ("on Jackson Street", `addresses.street_names`) and a
 brand with its town on a signature line ("Acme Berlin"). `CASED_RUN`, the other rule,
 reads words of any letter case after those leads ("hi maria,", "regards,\nanna
 kowalska"), or two to four lower-case words a cue word leads ("placed by ping liang",
-`LOWER_CUES`) for `judge_cased`. A Chinese name in pinyin is a listed one-syllable surname
+"placed by łukasz lisak": a given name that is a frequent word too before a word no
+language knows, `LOWER_CUES`) for `judge_cased`. Names in the airline style
+("NGATA/AROHA MS") are the `airline` module's. A Chinese name in pinyin is a listed one-syllable surname
 and a given name of pinyin syllables (`pinyin`). Addresses: a street (a street word
 with a house number: "12 Oak Street", "Lindenstraße 5", "Via Roma 12", "12 rue Victor
 Hugo") or a postcode of a supported country, taken with the unit, town, state and
@@ -37,11 +42,11 @@ from rlforge.ingest.redaction import korean, numbers
 from rlforge.ingest.redaction.addresses import addresses, street_names
 from rlforge.ingest.redaction.name_evidence import (_GAELIC_O, _LEAD_WORDS, _NAME_WORD, _PLACE_BEFORE, _Evidence, _evidence,
                                                     _is_given, _is_name_word, _listed, _lower_pair,
-                                                    _name_shaped, _named, _pair, _pinyin_pair, _place_name, common_comma_pair, place_names,
+                                                    _name_shaped, _named, _pair, _pinyin_pair, _place_name, common_comma_pair, place_names, rare_lower_pair,
                                                     _two_capitals, given_names)
 from rlforge.ingest.redaction.rules import Span
 from rlforge.ingest.redaction.run_words import INITIAL, L, U, Tok, tokens
-from rlforge.ingest.redaction.words import (BUSINESS_WORDS, CLOSINGS, FLOOR_SIDES, GREETINGS,
+from rlforge.ingest.redaction.words import (BUSINESS_WORDS, CLOSINGS, EVIDENCED_TITLES, FLOOR_SIDES, GREETINGS,
                                             HOUSE_NUMBER_SIGNS, LOWER_CUES, MAIL_HEADERS, NOT_NAMES,
                                             PARTICLES, PERSON_CUES, SAINTS, SIGN_OFFS, STREET_WORDS_BEFORE,
                                             TITLES, WEAK_PERSON_CUES, phrases_rx)
@@ -61,12 +66,16 @@ _JOIN = "(?:" + "|".join(re.escape(w) for w in _JOINERS if "'" not in w) + "|['�
 # A word that introduces a person ("my colleague", "Contactpersoon is") and the words after.
 _LINKS = ("is", "ist", "est", "è", "bei uns ist", "bij ons is", "chez nous est", "du dossier est",
           "was", "war", "heißt", "named", "called")
-_LEAD = (rf"(?:{phrases_rx(*CLOSINGS)}[ ]*[,!.]?[ ]*\r?\n[ ]*|{phrases_rx(*SIGN_OFFS)}[ ]*,[ ]*"
+# (a blank line may stand between a closing and its comma and the name: "Met vriendelijke
+# groet,\n\nWanjiru"; not after a full stop, "grazie.\n\nGrazie mille,")
+_CLOSED = r"(?:[ ]*[,!.]?[ ]*\r?\n[ ]*|[ ]*,[ ]*\r?\n[ ]*\r?\n[ ]*)"
+_LEAD = (rf"(?:{phrases_rx(*CLOSINGS)}{_CLOSED}|{phrases_rx(*SIGN_OFFS)}[ ]*,[ ]*"
          rf"|{phrases_rx(*PERSON_CUES)}(?:[ ]+{phrases_rx(*_LINKS)})?[ ]*[:,]?[ ]+)")
 # Leads after which a word is a name only when the name lists know it: a closing with the
 # name on its line ("Un saludo, Marta"), a closing line of a few more words ("Thanks for
 # your help!\nIsaque", "Merci d'avance,\nLei"), "this is", "my name is", a greeting.
-_WEAK_LEAD = (rf"(?:{phrases_rx(*CLOSINGS)}(?:[ ]*,[ ]*|[ ][^\n.!?,:;]{{1,40}}[.!,][ ]*\r?\n[ ]*)"
+# ("-- " alone on a line opens an e-mail signature: "Sent from my iPhone" may follow it)
+_WEAK_LEAD = (rf"(?:{phrases_rx(*CLOSINGS)}(?:[ ]*,[ ]*|[ ][^\n.!?,:;]{{1,40}}[.!,][ ]*\r?\n[ ]*)|(?m:^)--[ ]?\r?\n[ ]*"
               rf"|{phrases_rx(*WEAK_PERSON_CUES)}[ ]*[:,]?[ ]+|{phrases_rx(*GREETINGS)}[ ]*,?[ ]+)")
 # (a lead may stand inside a run: "… €874,85. Un saludo, Eulalia Cruz")
 _MORE = (rf"(?:{_RUN_SEP}(?:{_LEAD}|{_WEAK_LEAD})?(?:{_JOIN}\.?,?[ ])*{_RUN_TOKEN}"
@@ -75,12 +84,25 @@ _MORE = (rf"(?:{_RUN_SEP}(?:{_LEAD}|{_WEAK_LEAD})?(?:{_JOIN}\.?,?[ ])*{_RUN_TOKE
 # street word ("van der Dussenstr. 5", "rue de Neveu, 11426 Hamon")
 # The e-mail address after a name, already a placeholder: "Tao Liang <EMAIL_…>", "(<EMAIL_…>)".
 _EMAIL_AFTER = r"[ ]*[(<]?<EMAIL_[0-9a-f]{6}>"
-# An @-mention in chat ("@Ana Souza can you…") or a chat log's time stamp ("[09:14] Ana
-# Souza: …") leads a name as a greeting does.
-_CHAT_LEAD = r"(?:@|\[[0-9]{1,2}:[0-9]{2}(?::[0-9]{2})?\][ ]{1,2})"
+# An @-mention in chat ("@Ana Souza can you…") or a chat log's time stamp leads a name as a
+# greeting does: "[09:14] Ana Souza: …", and the stamps of exported chats, a date before
+# the time and a dash or a bracket after it ("12/03/2025, 21:07 - Ana Souza: …",
+# "[3/14/25, 8:02:11 AM] Ana Souza: …").
+_STAMP_DATE = r"(?:[0-9]{1,4}[./-][0-9]{1,2}[./-][0-9]{1,4},?[ ])"
+_STAMP_TIME = r"[0-9]{1,2}:[0-9]{2}(?::[0-9]{2})?(?:[ ]?[AaPp][Mm])?"
+_CHAT_LEAD = (rf"(?:@|\[{_STAMP_DATE}?{_STAMP_TIME}\][ ]{{1,2}}"
+              rf"|{_STAMP_DATE}{_STAMP_TIME}[ ][-–][ ])")
 _CHAT_LEAD_RX = re.compile(_CHAT_LEAD)
+# A speaker's turn in a transcript or a chat: one capitalised word alone before a colon at
+# the start of a line ("Tuomas: my card was charged twice"), a name when it is a given name.
+# Five letters or more: a mail header's field ("Van:", "From:", "Para:") is left to the
+# rules that read the name after it.
+_SPEAKER_WORD = rf"[{U}][{L}]{{4,}}(?:-[{U}][{L}]+)?:[ ]"
+_SPEAKER = rf"(?m:^){_SPEAKER_WORD}"
+_SPEAKER_RX = re.compile(_SPEAKER_WORD)
 RUN = (rf"(?:(?:{_LEAD}|{_CHAT_LEAD}){_RUN_TOKEN}{_MORE}*|(?:{_JOIN}\.?[ ])*{_RUN_TOKEN}{_MORE}+"
-       rf"|(?:{_JOIN}\.?[ ])+{_RUN_TOKEN})(?:{_EMAIL_AFTER}|,)?")  # "Hi Anna,"
+       rf"|(?:{_JOIN}\.?[ ])+{_RUN_TOKEN})(?:{_EMAIL_AFTER}|,)?"  # "Hi Anna,"
+       rf"|{_SPEAKER}")
 _LEAD_RX = re.compile(rf"(?<![^\s,(]){_LEAD}")
 # A sender or recipient field of a mail header at the start of a line: "Von: Rosângela Teixeira".
 _HEADER_LEAD = rf"(?m:^)[ \t]*{phrases_rx(*MAIL_HEADERS)}[ \t]?:[ \t]*"
@@ -103,11 +125,11 @@ _PARTICLE = "(?:" + "|".join(re.escape(w) for w in sorted(PARTICLES, key=lambda 
 # A title or initials between a lead and a name ("sono Dott. Kravchuk", "aqui é J. Kang"):
 # without them the word before the full stop would end the candidate ("sono K"), and the
 # name after it, one capitalised word, would make no run of its own.
-_TITLE_OR_INITIALS = rf"(?:{phrases_rx(*(t for t in TITLES if ' ' not in t))}\.?[ ]|[{U}]\.(?:[ ]?[{U}]\.)?[ ])?"
+_TITLE_OR_INITIALS = rf"(?:{phrases_rx(*(t for t in TITLES | EVIDENCED_TITLES if ' ' not in t))}\.?[ ]|[{U}]\.(?:[ ]?[{U}]\.)?[ ])?"
 # (after a chat time stamp, a mail header or a closing line, up to seven words and the
 # speaker's colon: the whole of a long lower-case name, "[16:40] maria das graças pires de
 # almeida:", "Bien cordialement,\njoana darc dos reis pacheco": `_speaker`, `_lower_signature`)
-_CLOSING_LINE = rf"{phrases_rx(*CLOSINGS)}[ ]*[,!.]?[ ]*\r?\n[ ]*"
+_CLOSING_LINE = rf"{phrases_rx(*CLOSINGS)}{_CLOSED}"
 CASED_RUN = (rf"(?:(?:{_CHAT_LEAD}|{_HEADER_LEAD}|{_CLOSING_LINE}){_ANY_WORD}(?:[ ](?:{_PARTICLE}[ ]){{0,2}}{_ANY_WORD}){{0,4}}[ ]?:?"
              rf"|(?:{_LEAD}|{_WEAK_LEAD}){_TITLE_OR_INITIALS}{_ANY_WORD}(?:[ ](?:{_PARTICLE}[ ]){{0,2}}(?:[{U}]\.|{_ANY_WORD})){{0,2}}(?:[ ](?:{_JOIN}[ ])*{_RUN_TOKEN})*(?:,[ ]{_RUN_TOKEN}(?:[ ]{_RUN_TOKEN})?,)?"
              rf"|{_LOWER_LEAD}{_LOWER_WORD}(?:[ ]{_LOWER_WORD}){{1,3}})")
@@ -255,13 +277,27 @@ def _brand_and_place(toks: list[Tok], start: int, end: int, ev: _Evidence) -> bo
 def _continues(t: Tok, first: Tok, ev: _Evidence) -> bool:
     """Whether `t` may continue a name that began with `first`: a capitalised name word, an
     initial, or a listed word in the first word's letter case ("ANNA KOWALSKA", "anna
-    kowalska")."""
+    kowalska"), or in capitals a word of four or more letters that no list knows."""
     if _is_name_word(t) or INITIAL.fullmatch(t.text):
         return True
     return _name_shaped(t) and t.word.isupper() == first.word.isupper() \
         and t.word.islower() == first.word.islower() and (  # not "Karamanlis na loja"
         _listed(t.low, ev.lists.surnames) or _listed(t.low, ev.lists.given)
-        or _listed(t.low, ev.strong) or bool(_GAELIC_O.fullmatch(t.word)))
+        or _listed(t.low, ev.strong) or bool(_GAELIC_O.fullmatch(t.word))
+        # "TAMATI TAWHIRI": in capitals, a word of four or more letters no list knows
+        or t.word.isupper() and len(t.low) > 3 and ev.unknown(t))
+
+
+def _before_company(toks: list[Tok], start: int, end: int) -> int:
+    """Where a name that ran on over a particle into a company's name ends: before the
+    particle ("Ifeoma Okonkwo van Brightwell Logistics GmbH", "Bjørn Dahl de Acme S.A."),
+    when two words or more stand before it; else `end` (the span is then no name)."""
+    firm = next((k for k in range(start, end + 1) if toks[k].low in BUSINESS_WORDS), None)
+    if firm is None:
+        return end
+    cut = next((k for k in range(start + 2, firm) if toks[k].low in PARTICLES and toks[k].word.islower()
+                and not toks[k].line), None)
+    return cut - 1 if cut is not None else end
 
 
 def _names(run: str, toks: list[Tok], skip: set[int], names: frozenset[str],
@@ -294,6 +330,9 @@ def _names(run: str, toks: list[Tok], skip: set[int], names: frozenset[str],
                 _is_name_word(nxt) or nxt.low in PARTICLES
                 or (_name_shaped(nxt) and ev.any(nxt))) and not t.stop:
             start, titled = i + 1, True
+        elif low in EVIDENCED_TITLES and t.word[:1].isupper() and nxt is not None and not t.stop \
+                and _is_name_word(nxt) and (ev.any(nxt) or ev.unknown(nxt)) and not _pinyin_pair(t, nxt, ev):
+            start, titled = i + 1, True  # "Sr. Balogun" (not "Sr. Developer"; "Pan Dongmei" is a name)
         elif t.low in GREETINGS and nxt is not None and _name_shaped(nxt) and not t.stop and (
                 (_is_name_word(nxt) and (run[nxt.end:nxt.end + 1] in (",", "\n", "!", ":")
                                          or (i + 2 < n and _is_name_word(toks[i + 2])
@@ -368,6 +407,7 @@ def _names(run: str, toks: list[Tok], skip: set[int], names: frozenset[str],
             start = _family_before(toks, start, skip, ev)
         if start == i and end > start and not comma_pair and not initial:
             start = _given_before(toks, start, out[-1][1] if out else -1, skip, ev)
+        end = _before_company(toks, start, end)
         if _name_shaped(toks[end]) and (toks[start].low not in PARTICLES or start == i + 1 or initial
                                         or comma_pair or start < i) \
                 and not any(toks[k].low in BUSINESS_WORDS for k in range(start, end + 1)) \
@@ -447,6 +487,9 @@ def _lower_names(toks: list[Tok], starts: list[int]) -> list[tuple[int, int]]:
     liang", "ask michael babu"; not "by credit card", "with noline payment")."""
     ev = _evidence()
     start = next((i for i in starts if 0 <= i < len(toks) - 1 and _lower_pair(toks[i], toks[i + 1], ev)), -1)
+    if start < 0:  # then a frequent given name before a word no language knows, never a cue word
+        start = next((i for i in starts if 0 <= i < len(toks) - 1 and toks[i].low not in LOWER_CUES
+                      and rare_lower_pair(toks[i], toks[i + 1], ev)), -1)
     if start < 0:
         return []
     end = start + 1
@@ -462,7 +505,8 @@ def _lower_names(toks: list[Tok], starts: list[int]) -> list[tuple[int, int]]:
     first, last = toks[start], toks[end]
     if first.low == last.low:  # a word said twice is no name ("for job job_1445…")
         return []
-    if _pinyin_pair(first, toks[start + 1], ev, led=True) or last.low not in ev.lists.common and (
+    if _pinyin_pair(first, toks[start + 1], ev, led=True) or rare_lower_pair(first, toks[start + 1], ev) \
+            and end == start + 1 or last.low not in ev.lists.common and (
             first.low not in ev.lists.common or first.low in ev.strong) \
             or (first.low in ev.strong or _listed(first.low, ev.lists.given) and first.low not in ev.lists.common) \
             and last.low in ev.lists.prominent and _listed(last.low, ev.lists.surnames):
@@ -521,7 +565,7 @@ def _speaker(run: str, toks: list[Tok], chat: re.Match | None, headed: set[int])
     name and the last a surname the lists hold (common words or not: "carlos", "vieira")."""
     if not toks:
         return []
-    timed = chat is not None and chat.group().startswith("[")
+    timed = chat is not None and chat.group() != "@"
     if timed and not run.rstrip().endswith(":"):
         return []
     first = 0 if timed else next((i for i in sorted(headed) if 0 <= i < len(toks)), -1)
@@ -557,6 +601,16 @@ def judge_cased(run: str, regions: tuple[str, ...] = numbers.DEFAULT_REGIONS) ->
     return spans
 
 
+def _speaker_turn(toks: list[Tok]) -> list[Span]:
+    """The speaker of a turn ("Tuomas: …"), when the word is a given name the lists hold
+    that is no common word or particle ("Agent:", "Note:", "Status:" are kept)."""
+    t = toks[0]
+    if not _is_name_word(t) or t.low in _LEAD_WORDS or t.low in PARTICLES \
+            or not _evidence().given(t):
+        return []
+    return [(t.start, t.end, "PERSON", t.low)]
+
+
 def judge(run: str, people: bool = True, places: bool = True,
           regions: tuple[str, ...] = numbers.DEFAULT_REGIONS) -> list[Span]:
     """The PERSON and ADDRESS spans of one run, in order (and PHONE: a number on the line
@@ -571,6 +625,8 @@ def judge(run: str, people: bool = True, places: bool = True,
             value = " ".join(re.findall(rf"[0-9A-Za-z{U}{L}]+", run[s:e])).casefold()
             spans.append((s, e, "ADDRESS", value))
             skip |= set(range(a, b + 1))
+    if people and _SPEAKER_RX.fullmatch(run):
+        return _speaker_turn(toks)
     if people:
         names = given_names()
         skip |= _streets(toks, names)

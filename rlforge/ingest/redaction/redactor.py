@@ -16,8 +16,8 @@ if TYPE_CHECKING:  # polars is imported where it is used: a commit ingest loads 
     from rlforge.ingest.redaction.recognizers import Recognizer
 
 from rlforge.errors import UnknownName
-from rlforge.ingest.redaction import addresses, network, numbers, people, secrets
-from rlforge.ingest.redaction.echo import echo_forms, echo_rx, phone_forms, unify
+from rlforge.ingest.redaction import addresses, airline, network, numbers, people, secrets
+from rlforge.ingest.redaction.echo import echo_forms, echo_keeps, echo_rx, phone_forms, unify
 from rlforge.ingest.redaction.rules import LATE_RULES, PLACEHOLDER, RULES, Detector, Rule, Span
 
 KINDS: tuple[str, ...] = (
@@ -141,7 +141,7 @@ class Redactor:
         self._handlers: dict[str, Detector] = {
             "placeholder": _h_placeholder, **secrets.detectors(logs),
             **numbers.detectors(self._regions, logs), **network.DETECTORS,
-            "street_lower": addresses.lower_case_street}
+            "street_lower": addresses.lower_case_street, "airline": airline.judge}
         extra = []
         for i, (kind, pattern) in enumerate((patterns or {}).items()):
             if not re.fullmatch(r"[A-Z][A-Z0-9_]*", kind):
@@ -313,7 +313,9 @@ class Redactor:
         assert rx is not None
 
         def sub(m: re.Match) -> str:
-            ph, kind = where[m.group()]
+            ph, kind, fragile = where[m.group()]
+            if echo_keeps(text, m.start(), m.end(), fragile):
+                return m.group()
             self.counts[kind] += 1
             return ph
         return rx.sub(sub, text)
@@ -376,7 +378,9 @@ class Redactor:
         rx, echo_at = echo_rx(echo)
         if rx is not None:
             for m in rx.finditer(text):
-                ph, kind = echo_at[m.group()]
+                ph, kind, fragile = echo_at[m.group()]
+                if echo_keeps(text, m.start(), m.end(), fragile):
+                    continue
                 found.append((origin[m.start()], origin[m.end() - 1] + 1, kind, ph))
         if self._recognizer is not None:
             for a, b, ph in self._model_spans([text])[0]:

@@ -246,6 +246,12 @@ RULES: tuple[Rule, ...] = (
 )
 
 
+# A name in a passenger list's style, "NGATA/AROHA MS": the two parts and up to two words
+# in capitals after them (a second given name, a title), which `airline.judge` reads (no
+# look-around: the same expression runs in Rust's regex).
+AIRLINE = r"[A-Z][A-Z'-]*[A-Z]/[A-Za-z0-9]+(?:[ ][A-Z]+){0,2}"
+
+
 # A second pass, over the text the first one redacted: prose forms whose cue words and
 # letter classes, in the first pass's one expression, made it too large for Rust's lazy
 # DFA (a tenth of the speed). They stand lower than every rule above: a rule above that
@@ -256,6 +262,7 @@ LATE_RULES: tuple[Rule, ...] = (
     Rule("credentials", ("PASSWORD",), _P_WORD, _CREDENTIALS),
     Rule("pw_bare", ("PASSWORD",), _P_WORD, _PW_BARE),
     Rule("street_lower", ("ADDRESS",), rf"[^A-Za-z0-9_{U}{L}]", _STREET_LOWER),
+    Rule("airline", ("PERSON",), r"[^A-Za-z0-9_/'.-]", AIRLINE),
 )
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-from rlforge.ingest.redaction.words import (FLOOR_SIDES, HOUSE_NUMBER_SIGNS, STREET_WORDS_AFTER,
+from rlforge.ingest.redaction.words import (EVIDENCED_TITLES, FLOOR_SIDES, HOUSE_NUMBER_SIGNS, STREET_WORDS_AFTER,
                                             STREET_WORDS_BEFORE, TITLES, UNIT_WORDS)
 
 # Latin-1 and Latin Extended-A/B letters (Polish "ł", Turkish "ş", Czech "ř"); the
@@ -17,7 +17,7 @@ from rlforge.ingest.redaction.words import (FLOOR_SIDES, HOUSE_NUMBER_SIGNS, STR
 U, L = "A-ZÀ-ÖØ-ÞĀ-ɏḀ-ỿ", "a-zß-öø-ÿĀ-ɏḀ-ỿ"
 INITIAL = re.compile(rf"[{U}]\.")
 _END_PUNCT = ".,:;!?"
-_ABBREVIATIONS = TITLES | UNIT_WORDS | FLOOR_SIDES | HOUSE_NUMBER_SIGNS | {w for w in STREET_WORDS_AFTER | STREET_WORDS_BEFORE if len(w) <= 4}
+_ABBREVIATIONS = TITLES | EVIDENCED_TITLES | UNIT_WORDS | FLOOR_SIDES | HOUSE_NUMBER_SIGNS | {w for w in STREET_WORDS_AFTER | STREET_WORDS_BEFORE if len(w) <= 4}
 
 
 class Tok:

@@ -211,6 +211,9 @@ TITLES = {
     "dott.ssa", "dottssa", "ing", "avv", "geachte heer", "meneer",
     "sra", "srta", "dona", "pani",  # Spanish, Portuguese, Polish
 }
+# Titles that are words or abbreviations of other things too ("Sr. Developer", "Dra." and
+# "Pan" in a sentence): a name after them needs the lists' evidence (`people`).
+EVIDENCED_TITLES = {"sr", "dra", "pan"}
 GREETINGS = {
     "hi", "hello", "hey", "dear", "hiya", "morning", "afternoon", "evening", "thanks", "thank",
     "cheers",

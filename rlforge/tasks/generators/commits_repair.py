@@ -355,7 +355,9 @@ class CommitsRepair(Generator):
             return None
         inspects = runner.gold_inspects_caller(snap.workspace, snap.fixed)
         if inspects:  # the verifier would refuse the gold fix itself
-            self._reject(row, "gold fix inspects its caller", ", ".join(inspects[:3]))
+            missing = all("(imports_missing:" in f for f in inspects)  # "path (finding)"
+            self._reject(row, "gold fix imports a module the tree lacks" if missing
+                         else "gold fix inspects its caller", ", ".join(inspects[:3]))
             return None
         found = runner.dependencies(snap.workspace)
         reqs = list(settings.requirements) if settings.requirements is not None else list(found.requirements)

@@ -50,7 +50,17 @@ FRAME_NEEDLES = ("_getframe", "f_back", "f_code", "f_locals", "f_globals", "f_li
                  "ag_frame", "settrace", "setprofile", "gettrace", "getprofile",
                  "_current_frames", "findCaller", "stacklevel", "stack_info", "funcName",
                  "__traceback__", "last_traceback", "catch_warnings", "showwarning",
-                 "captureWarnings", "get_referrers", "addaudithook", "currentframe")
+                 "captureWarnings", "get_referrers", "addaudithook", "currentframe",
+                 # helpers of other modules that walk the stack for their caller
+                 # (`asyncio.format_helpers.extract_stack`, a debug loop's handles'
+                 # `_source_traceback`, `doctest._normalize_module(None, depth)`)
+                 "extract_stack", "walk_stack", "format_helpers", "_source_traceback",
+                 "_normalize_module", "_getframemodulename",
+                 # a function's code and globals (a test's callback hands over its
+                 # module: every test's name and literals), and the import system's
+                 # finders and loaders (the test sources they serve)
+                 "__globals__", "__code__", "co_consts", "gi_code", "cr_code", "ag_code",
+                 "cell_contents", "iter_importers", "get_importer", "get_loader", "find_loader")
 #: names that change where imports come from (code written or unpacked at run time, out of
 #: the gate's sight, imported from a directory or archive added to a search path)
 LOADER_NEEDLES = ("__path__", "__loader__", "__spec__", "path_importer_cache",
@@ -63,7 +73,8 @@ MODULES = frozenset({"inspect", "traceback", "unittest", "pytest", "_pytest", "f
                      "_testcapi", "_testinternalcapi", "builtins", "marshal", "pickle",
                      "_pickle", "_warnings", "sys.monitoring", "runpy", "zipimport",
                      "importlib.util", "importlib.machinery", "importlib.abc",
-                     "importlib._bootstrap", "importlib._bootstrap_external", "tracemalloc"})
+                     "importlib._bootstrap", "importlib._bootstrap_external", "tracemalloc",
+                     "pkgutil", "asyncio.format_helpers"})
 #: attributes of `sys` that say how the process was started or what it has loaded
 SYS_ATTRS = frozenset({"argv", "orig_argv", "modules", "monitoring", "meta_path",
                        "path_hooks", "audit", "call_tracing", "path", "exc_info", "exception"})
@@ -85,7 +96,8 @@ COMMON_NAMES = frozenset({"path"})
 #: `threading._sys`): the module and built-in namespaces, and the import system's hooks
 REACHING_ATTRS = frozenset({"sys", "_sys", "builtins", "_builtins", "__self__", "inspect", "_inspect",
                             "traceback", "_traceback", "tracemalloc", "gc", "faulthandler", "ctypes",
-                            "marshal", "runpy", "zipimport", "meta_path", "path_hooks", "orig_argv"})
+                            "marshal", "runpy", "zipimport", "meta_path", "path_hooks", "orig_argv",
+                            "_caller"})  # typing._caller(depth): the module that many frames up
 #: logging calls that take a format string: built at run time, it names any record field
 #: (`funcName`, `lineno`: the caller's) with no counted name in the text
 LOG_FORMATS = frozenset({"Formatter", "basicConfig"})
@@ -140,6 +152,14 @@ def _module_names(tree):
     return out
 
 
+def _names_tests(module):
+    """Whether a dotted module name is a test module or in a test package, by the names
+    test runners collect (`test_x`, `x_test`, `tests`, `conftest`): code under test that
+    imports one holds every test's name and literals, the hidden ones too."""
+    return any(part in ("test", "tests", "testing", "conftest") or part.startswith("test_")
+               or part.endswith("_test") for part in module.split("."))
+
+
 def _ast_findings(tree, counts):
     modules = _module_names(tree)
     sys_names = {local for local, module in modules.items() if module == "sys"}
@@ -152,8 +172,13 @@ def _ast_findings(tree, counts):
             for alias in node.names:
                 if alias.name in MODULES or alias.name.split(".", 1)[0] in MODULES:
                     add(f"import:{alias.name}")
+                if _names_tests(alias.name):
+                    add(f"imports_tests:{alias.name}")
         elif isinstance(node, ast.ImportFrom):
             mod = node.module or ""
+            for name in [mod] if mod and _names_tests(mod) else [
+                    f"{mod}.{a.name}".lstrip(".") for a in node.names if _names_tests(a.name)]:
+                add(f"imports_tests:{name}")
             if node.level == 0 and (mod in MODULES or mod.split(".", 1)[0] in MODULES):
                 add(f"import:{mod}")
             for alias in node.names:
@@ -161,6 +186,8 @@ def _ast_findings(tree, counts):
                     add(f"import:{mod}.{alias.name}")
                 if node.level == 0 and mod == "sys" and alias.name in SYS_ATTRS:
                     add(f"sys.{alias.name}")
+                if node.level == 0 and alias.name in REACHING_ATTRS:
+                    add(f"attribute:{alias.name}")  # `from os import sys`, `from dataclasses import inspect`
                 if alias.name in DYNAMIC_CALLS | NAMED_LOOKUPS and alias.asname not in (
                         None, alias.name):  # renamed, its calls would not be recognised
                     add(f"import:{mod}.{alias.name}")
@@ -170,6 +197,9 @@ def _ast_findings(tree, counts):
                 add(f"sys.{node.attr}")
             if node.attr in REACHING_ATTRS:
                 add(f"attribute:{node.attr}")
+            if isinstance(node.value, ast.Name) and node.value.id in modules \
+                    and f"{modules[node.value.id]}.{node.attr}" in MODULES:
+                add(f"import:{modules[node.value.id]}.{node.attr}")  # `importlib.util`, unimported
         elif isinstance(node, ast.Constant) and isinstance(node.value, str):
             lowered = node.value.lower()
             for needle in FRAME_NEEDLES + LOADER_NEEDLES:
@@ -220,10 +250,18 @@ def _ast_findings(tree, counts):
                 if isinstance(module, str) and (module in MODULES
                                                 or module.split(".", 1)[0] in MODULES):
                     add(f"import:{module}")
+                if isinstance(module, str) and _names_tests(module):
+                    add(f"imports_tests:{module}")
     # a lookup function handed on as a value (`g = getattr; g(sys, name)`,
-    # `ag = operator.attrgetter`)
+    # `ag = operator.attrgetter`), and the `sys` module under another name (`S = sys`,
+    # `def f(s=sys)`), whose attributes would not be told from any other object's
     for node in ast.walk(tree):
         for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.Name) and child.id in sys_names and not (
+                    isinstance(node, ast.Attribute) and node.value is child) and not (
+                    isinstance(node, ast.Call) and node.args and node.args[0] is child
+                    and _name_of(node.func) in NAMED_LOOKUPS):  # `getattr(sys, "frozen")`: read above
+                add("dynamic:sys as a value")
             if isinstance(node, ast.Call) and node.func is child:
                 continue
             if isinstance(child, ast.Name) and child.id in DYNAMIC_CALLS | NAMED_LOOKUPS:
@@ -374,6 +412,32 @@ def _absolute(module, provided):
     return [(root, not rest or root + "/" + rest.replace(".", "/") in provided) for root in roots]
 
 
+def _exported(body):
+    """The names `from m import *` takes from a module (its parsed `body`): its `__all__`
+    when a literal gives it, else its top-level names not starting with `_`; None when it
+    re-exports with `*` itself or sets `__all__` another way."""
+    names = set()
+    for node in body:
+        if isinstance(node, ast.ImportFrom) and any(a.name == "*" for a in node.names):
+            return None
+        targets = node.targets if isinstance(node, ast.Assign) else [
+            node.target] if isinstance(node, (ast.AnnAssign, ast.AugAssign)) else []
+        if any(isinstance(t, ast.Name) and t.id == "__all__" for t in targets):
+            try:
+                return set(ast.literal_eval(node.value))
+            except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+                return None
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            names.update((a.asname or a.name).split(".")[0] for a in node.names)
+        for target in targets:
+            for sub in ast.walk(target):
+                if isinstance(sub, ast.Name):
+                    names.add(sub.id)
+    return {n for n in names if not n.startswith("_")}
+
+
 def missing_imports(path, tree, files):
     """Modules the source file at `path` (parsed: `tree`) imports that no file of the tree
     provides: a module written at run time, out of the gate's sight, then imported by a
@@ -385,13 +449,58 @@ def missing_imports(path, tree, files):
     provided = files.provided() if isinstance(files, Tree) else Provided(files)
     out = []
 
+    def source_of(module_path):
+        for rel in (module_path + ".py", module_path + "/__init__.py"):
+            data = files.get(rel)
+            if data is not None:
+                return source_text(data) if isinstance(data, bytes) else data
+        return None
+
+    def star_exports(base, init_text):
+        """The names the package's `from m import *` lines bring in, read from the tree's
+        files of those modules (their `__all__`, else their public top-level names); None
+        when one is not the tree's, or re-exports with `*` itself."""
+        try:
+            init_tree = parse_source(init_text)
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            return None
+        names = set()
+        for node in init_tree.body:
+            if not (isinstance(node, ast.ImportFrom) and any(a.name == "*" for a in node.names)):
+                continue
+            if node.level:
+                if node.level - 1 > len(base):
+                    return None
+                where = base[:len(base) - (node.level - 1)] + (node.module or "").split(".")
+                paths = ["/".join(p for p in where if p)]
+            else:
+                paths = [root + ("/" + node.module.partition(".")[2].replace(".", "/")
+                                 if "." in node.module else "")
+                         for root, whole in _absolute(node.module or "", provided) if whole]
+            texts = [source_of(p) for p in paths]
+            if not texts or None in texts:
+                return None
+            for text in texts:
+                try:
+                    body = parse_source(text).body
+                except (SyntaxError, ValueError, RecursionError, MemoryError):
+                    return None
+                exported = _exported(body)
+                if exported is None:
+                    return None
+                names |= exported
+        return names
+
     def names_from(base, names):
         init = files.get("/".join(base + ["__init__.py"]), b"")
         init_text = source_text(init) if isinstance(init, bytes) else init
+        starred = set()
         if init_text is not None and re.search(r"\bimport\s+\*", init_text):
-            return  # names re-exported by `*`: which are modules cannot be told by reading
+            starred = star_exports(base, init_text)
+            if starred is None:
+                return  # names re-exported by `*` from code the gate cannot read
         for name in names:
-            if name == "*" or "/".join(base + [name]) in provided:
+            if name == "*" or "/".join(base + [name]) in provided or name in starred:
                 continue
             if init_text is None or not re.search(rf"\b{re.escape(name)}\b", init_text):
                 out.append(".".join(base + [name]))

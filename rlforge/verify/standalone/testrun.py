@@ -309,112 +309,114 @@ def run_tests(tree, command, ids=None, *, paths=None, per_test_timeout=30.0,
     for path in [os.path.join(chan, n) for n in os.listdir(chan)]:
         os.chmod(path, 0o644)
     held = _hold(tree, files or [])  # the test files' sources, handed over in memory
-    while files != []:  # no test file to run: nothing ran, every wanted test is missing
-        result["sessions"] += 1
-        fifo = os.path.join(chan, "results")
-        if os.path.exists(fifo):
-            os.unlink(fifo)
-        channel = _Channel(fifo)
-        with open(os.path.join(chan, "select.json"), "w", encoding="utf-8") as fh:
-            json.dump({"only": sorted(wanted) if wanted is not None else None, "exclude": hung}, fh)
-        os.chmod(os.path.join(chan, "select.json"), 0o644)
-        inside, places = policy.places(tree, {"chan": chan})
-        at = places["chan"]
-        offer = _Offer(os.path.join(chan, SOURCES), held, inside, deadline)
-        with open(os.path.join(chan, "pytest.ini"), "w", encoding="utf-8") as fh:
-            fh.write(runner_config(tree, inside))
-        os.chmod(os.path.join(chan, "pytest.ini"), 0o644)
-        argv = bind_python(command, python) + [
-            "-p", plugin_name, "-p", "no:cacheprovider", "-c", f"{at}/pytest.ini",
-            "--rootdir", inside, "--confcutdir", inside,  # no conftest.py from above the tree
-            "--continue-on-collection-errors", "-q", "--color=no"]
-        for module in extra_plugins:
-            argv += ["-p", module]
-        argv += list(files or [])
-        run_env = {"PYTHONHASHSEED": "0", "PYTHONDONTWRITEBYTECODE": "1", "PYTHONSAFEPATH": "1",
-                   "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", ENV_CHANNEL: at,
-                   "PYTHONPATH": os.pathsep.join([at, inside] + [inside.rstrip("/") + "/" + p.strip("/")
-                                                              for p in pythonpath if p.strip("/")])}
-        run_env.update(env or {})
-        if check_name:
-            run_env[ENV_CHECK] = check_name
-        log_path = os.path.join(work, f"output-{result['sessions']}.txt")
-        handle = policy.start(argv, tree, {"chan": chan}, run_env,
-                              timeout=max(1.0, deadline - time.monotonic()) + 5, log=log_path)
-        reports = {}
-        idle_since, current, why = time.monotonic(), None, None
+    try:
+        while files != []:  # no test file to run: nothing ran, every wanted test is missing
+            result["sessions"] += 1
+            fifo = os.path.join(chan, "results")
+            if os.path.exists(fifo):
+                os.unlink(fifo)
+            channel = _Channel(fifo)
+            with open(os.path.join(chan, "select.json"), "w", encoding="utf-8") as fh:
+                json.dump({"only": sorted(wanted) if wanted is not None else None, "exclude": hung}, fh)
+            os.chmod(os.path.join(chan, "select.json"), 0o644)
+            inside, places = policy.places(tree, {"chan": chan})
+            at = places["chan"]
+            offer = _Offer(os.path.join(chan, SOURCES), held, inside, deadline)
+            with open(os.path.join(chan, "pytest.ini"), "w", encoding="utf-8") as fh:
+                fh.write(runner_config(tree, inside))
+            os.chmod(os.path.join(chan, "pytest.ini"), 0o644)
+            argv = bind_python(command, python) + [
+                "-p", plugin_name, "-p", "no:cacheprovider", "-c", f"{at}/pytest.ini",
+                "--rootdir", inside, "--confcutdir", inside,  # no conftest.py from above the tree
+                "--continue-on-collection-errors", "-q", "--color=no"]
+            for module in extra_plugins:
+                argv += ["-p", module]
+            argv += list(files or [])
+            run_env = {"PYTHONHASHSEED": "0", "PYTHONDONTWRITEBYTECODE": "1", "PYTHONSAFEPATH": "1",
+                       "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", ENV_CHANNEL: at,
+                       "PYTHONPATH": os.pathsep.join([at, inside] + [inside.rstrip("/") + "/" + p.strip("/")
+                                                                  for p in pythonpath if p.strip("/")])}
+            run_env.update(env or {})
+            if check_name:
+                run_env[ENV_CHECK] = check_name
+            log_path = os.path.join(work, f"output-{result['sessions']}.txt")
+            handle = policy.start(argv, tree, {"chan": chan}, run_env,
+                                  timeout=max(1.0, deadline - time.monotonic()) + 5, log=log_path)
+            reports = {}
+            idle_since, current, why = time.monotonic(), None, None
 
-        def take(events):
-            nonlocal current, idle_since
-            now = time.monotonic()
-            for ev, size in events:
-                if "check" in ev:
-                    # a check belongs to the test whose start came last (one writer, in order)
-                    test, index = (current[0] if current else None), ev["check"]
-                    if (isinstance(test, str) and test in seen and isinstance(index, int)
-                            and index not in checks.get(test, {}) and kept.take(size, test)):
-                        checks.setdefault(test, {})[index] = ev.get("value")
-                elif "start" in ev and isinstance(ev["start"], str):
-                    nodeid = ev["start"]
-                    if wanted_set is not None and nodeid not in wanted_set:
-                        continue
-                    if nodeid not in seen:
-                        if not kept.take(size):
+            def take(events):
+                nonlocal current, idle_since
+                now = time.monotonic()
+                for ev, size in events:
+                    if "check" in ev:
+                        # a check belongs to the test whose start came last (one writer, in order)
+                        test, index = (current[0] if current else None), ev["check"]
+                        if (isinstance(test, str) and test in seen and isinstance(index, int)
+                                and index not in checks.get(test, {}) and kept.take(size, test)):
+                            checks.setdefault(test, {})[index] = ev.get("value")
+                    elif "start" in ev and isinstance(ev["start"], str):
+                        nodeid = ev["start"]
+                        if wanted_set is not None and nodeid not in wanted_set:
                             continue
-                        seen.add(nodeid)
-                        started.append(nodeid)
-                    current = (nodeid, now)
-                elif "report" in ev and isinstance(ev.get("report"), str):
-                    nodeid, when = ev["report"], str(ev.get("when"))
-                    phases = reports.get(nodeid, {})
-                    if nodeid in seen and when not in phases and kept.take(size, nodeid):
-                        reports.setdefault(nodeid, phases)[when] = str(ev.get("outcome"))
-                    if ev.get("when") == "teardown" and current and current[0] == nodeid:
-                        current, idle_since = None, now
-                elif "collect_error" in ev:
-                    error = str(ev["collect_error"])
-                    if error not in collect_errors and kept.take(size):
-                        collect_errors[error] = None
-                if kept.flooded:
-                    return
+                        if nodeid not in seen:
+                            if not kept.take(size):
+                                continue
+                            seen.add(nodeid)
+                            started.append(nodeid)
+                        current = (nodeid, now)
+                    elif "report" in ev and isinstance(ev.get("report"), str):
+                        nodeid, when = ev["report"], str(ev.get("when"))
+                        phases = reports.get(nodeid, {})
+                        if nodeid in seen and when not in phases and kept.take(size, nodeid):
+                            reports.setdefault(nodeid, phases)[when] = str(ev.get("outcome"))
+                        if ev.get("when") == "teardown" and current and current[0] == nodeid:
+                            current, idle_since = None, now
+                    elif "collect_error" in ev:
+                        error = str(ev["collect_error"])
+                        if error not in collect_errors and kept.take(size):
+                            collect_errors[error] = None
+                    if kept.flooded:
+                        return
 
-        while not handle.poll():
-            time.sleep(0.05)
-            take(channel.events())
-            now = time.monotonic()
-            if kept.flooded:
-                why = "flood"
-            elif now > deadline:
-                why = "budget"
-            elif current is None and now - idle_since > collect_timeout:
-                why = "collect"
-            elif current is not None and now - current[1] > per_test_timeout:
-                why = "hang"
-            if why:
-                break
-        handle.kill()
-        ran = handle.result()
-        offer.close()
-        if not kept.flooded:
-            take(channel.events(JUNIT_LIMIT))
-            why = "flood" if kept.flooded else why
-        channel.close()
-        result["log_tail"] = (ran.stdout or "")[-4000:] or _tail(log_path)
-        if why == "hang":
-            hung.append(current[0])
-            outcomes[current[0]] = "timeout"
-            for nodeid, value in _outcomes_from(reports).items():
-                outcomes.setdefault(nodeid, value)
-            continue
-        if why is None:
-            for nodeid, value in _outcomes_from(reports).items():
-                outcomes.setdefault(nodeid, value)
-        else:
-            result["collection_hang"] = why == "collect"
-            result["budget_exhausted"] = why == "budget"
-            result["flooded"] = why == "flood"
-        break
-    _restore(tree, held)
+            while not handle.poll():
+                time.sleep(0.05)
+                take(channel.events())
+                now = time.monotonic()
+                if kept.flooded:
+                    why = "flood"
+                elif now > deadline:
+                    why = "budget"
+                elif current is None and now - idle_since > collect_timeout:
+                    why = "collect"
+                elif current is not None and now - current[1] > per_test_timeout:
+                    why = "hang"
+                if why:
+                    break
+            handle.kill()
+            ran = handle.result()
+            offer.close()
+            if not kept.flooded:
+                take(channel.events(JUNIT_LIMIT))
+                why = "flood" if kept.flooded else why
+            channel.close()
+            result["log_tail"] = (ran.stdout or "")[-4000:] or _tail(log_path)
+            if why == "hang":
+                hung.append(current[0])
+                outcomes[current[0]] = "timeout"
+                for nodeid, value in _outcomes_from(reports).items():
+                    outcomes.setdefault(nodeid, value)
+                continue
+            if why is None:
+                for nodeid, value in _outcomes_from(reports).items():
+                    outcomes.setdefault(nodeid, value)
+            else:
+                result["collection_hang"] = why == "collect"
+                result["budget_exhausted"] = why == "budget"
+                result["flooded"] = why == "flood"
+            break
+    finally:  # the tree as it was, whatever ends the run
+        _restore(tree, held)
     for nodeid in (wanted if wanted is not None else started):
         outcomes.setdefault(nodeid, "timeout" if why in ("collect", "budget") else "missing")
     shutil.rmtree(work, ignore_errors=True)
@@ -442,12 +444,34 @@ def _hold(tree, files):
 
 
 def _restore(tree, held):
+    """Write the held test files back as new regular files. The tested code could write
+    the tree while it ran: whatever it left at a test file's place (a link to any path, a
+    FIFO that would block the write forever, a hard link) is removed first, and no link is
+    followed on the way (the verifier may be root; a red team had it write the hidden tests
+    through links into the shared environment and into the trainer's open files)."""
     for rel, data in held.items():
+        parts = rel.split("/")
         try:
-            with open(os.path.join(tree, rel), "wb") as fh:
+            at = os.open(tree, os.O_RDONLY | os.O_DIRECTORY)
+        except OSError:
+            return
+        try:
+            for part in parts[:-1]:
+                inner = os.open(part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=at)
+                os.close(at)
+                at = inner
+            try:
+                os.unlink(parts[-1], dir_fd=at)  # anything but a directory
+            except FileNotFoundError:
+                pass
+            fd = os.open(parts[-1], os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644,
+                         dir_fd=at)
+            with os.fdopen(fd, "wb") as fh:
                 fh.write(data)
-        except OSError:  # the run replaced it (a directory, a link): the tree is scratch
+        except OSError:  # a directory, or a link on the way: the tree is scratch
             pass
+        finally:
+            os.close(at)
 
 
 class _Offer:
